@@ -1,0 +1,123 @@
+#include "app_options.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QStandardPaths>
+
+namespace bp::app {
+
+namespace {
+const QStringList kValueOptions = {"bind", "port", "token", "db", "model", "device", "preset", "threads", "config"};
+
+QString helpText()
+{
+    return QStringLiteral(
+        "usage: batchpilot [options]                 the console\n"
+        "       batchpilot --headless [options]      serve the REST endpoint without a window\n"
+        "       batchpilot COMMAND [args] [options]\n\n"
+        "options:\n"
+        "  --headless            no window; prints 'listening on http://HOST:PORT' when ready\n"
+        "  --bind ADDR           REST bind address (default 127.0.0.1)\n"
+        "  --port N              REST port (default 8321; 0 = any free port)\n"
+        "  --token T             bearer token (required off loopback; or BATCHPILOT_TOKEN)\n"
+        "  --db PATH             trace database (default in the user's data directory)\n"
+        "  --model NAME|FILE.pt  builtin:tiny-decoder (default), builtin:tiny-encoder, builtin:echo, or TorchScript\n"
+        "  --device D            auto (default), cpu, cuda, cuda:N\n"
+        "  --preset P            size preset of the built-in models (default small)\n"
+        "  --threads N           torch threads (default: all cores)\n"
+        "  --config FILE.json    initial batching config\n"
+        "  --version, --help\n");
+}
+} // namespace
+
+ParseOutcome parseAppOptions(const QStringList &arguments)
+{
+    ParseOutcome out;
+    AppOptions o;
+    bool tokenGiven = false;
+    for (int i = 1; i < arguments.size(); ++i) {
+        QString a = arguments[i];
+        if (!o.command.isEmpty() && !a.startsWith("--")) {
+            o.commandArgs << a;
+            continue;
+        }
+        if (a == "--help" || a == "-h") {
+            out.exitText = helpText();
+            return out;
+        }
+        if (a == "--version") {
+            out.exitText = QStringLiteral("batchpilot %1\n").arg(QCoreApplication::applicationVersion());
+            return out;
+        }
+        if (a == "--headless") {
+            o.headless = true;
+            continue;
+        }
+        if (a.startsWith("--")) {
+            QString key = a.mid(2), value;
+            const int eq = key.indexOf('=');
+            if (eq >= 0) {
+                value = key.mid(eq + 1);
+                key = key.left(eq);
+            } else if (kValueOptions.contains(key)) {
+                if (i + 1 >= arguments.size()) {
+                    out.error = QStringLiteral("option --%1 needs a value").arg(key);
+                    return out;
+                }
+                value = arguments[++i];
+            }
+            if (!kValueOptions.contains(key)) {
+                if (!o.command.isEmpty()) { // subcommand-specific flag: pass it on
+                    o.commandArgs << a;
+                    continue;
+                }
+                out.error = QStringLiteral("unknown option --%1 (see --help)").arg(key);
+                return out;
+            }
+            bool ok = true;
+            if (key == "bind") o.bind = value;
+            else if (key == "port") {
+                const int p = value.toInt(&ok);
+                if (!ok || p < 0 || p > 65535) {
+                    out.error = QStringLiteral("--port must be 0..65535, got '%1'").arg(value);
+                    return out;
+                }
+                o.port = quint16(p);
+            } else if (key == "token") { o.token = value; tokenGiven = true; }
+            else if (key == "db") o.db = value;
+            else if (key == "model") o.model = value;
+            else if (key == "device") o.device = value;
+            else if (key == "preset") o.preset = value;
+            else if (key == "config") o.config = value;
+            else if (key == "threads") {
+                o.threads = value.toInt(&ok);
+                if (!ok || o.threads < 0 || o.threads > 256) {
+                    out.error = QStringLiteral("--threads must be 0..256, got '%1'").arg(value);
+                    return out;
+                }
+            }
+            continue;
+        }
+        if (o.command.isEmpty()) {
+            o.command = a;
+            continue;
+        }
+        o.commandArgs << a;
+    }
+    if (!tokenGiven)
+        o.token = qEnvironmentVariable("BATCHPILOT_TOKEN");
+    if (o.db.isEmpty())
+        o.db = defaultDatabasePath();
+    out.options = o;
+    return out;
+}
+
+QString defaultDatabasePath()
+{
+    QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+    if (dir.isEmpty())
+        dir = QDir::homePath() + "/.local/share/batchpilot";
+    return dir + "/batchpilot.sqlite";
+}
+
+} // namespace bp::app

@@ -1,0 +1,38 @@
+// Command-line options shared by the console, --headless and the subcommands.
+#pragma once
+
+#include <QString>
+#include <QStringList>
+
+#include <optional>
+
+namespace bp::app {
+
+struct AppOptions {
+    bool headless = false;
+    QString bind = QStringLiteral("127.0.0.1");
+    quint16 port = 8321;            // 0 = any free port
+    QString token;                  // bearer token; required off loopback (or BATCHPILOT_TOKEN)
+    QString db;                     // default: the user's data directory
+    QString model = QStringLiteral("builtin:echo");
+    QString device = QStringLiteral("auto");
+    QString preset = QStringLiteral("small");
+    int threads = 0;                // torch threads, 0 = all cores
+    QString config;                 // batching config JSON file
+    QString command;                // subcommand, empty for the console / headless
+    QStringList commandArgs;        // everything after the subcommand
+};
+
+// Parses argv. On error returns nullopt and sets `error` to a message for
+// the user; `--help` / `--version` set `exitNow` with the text to print.
+struct ParseOutcome {
+    std::optional<AppOptions> options;
+    QString error;
+    QString exitText; // non-empty: print and exit 0
+};
+ParseOutcome parseAppOptions(const QStringList &arguments);
+
+// The default trace database: <AppDataLocation>/batchpilot.sqlite
+QString defaultDatabasePath();
+
+} // namespace bp::app

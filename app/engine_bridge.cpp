@@ -1,0 +1,70 @@
+#include "engine_bridge.h"
+
+#include <QTimer>
+
+namespace bp::app {
+
+// Runs on the bridge's worker thread.
+class SnapshotPoller : public QObject {
+    Q_OBJECT
+public:
+    explicit SnapshotPoller(Engine &engine) : m_engine(engine)
+    {
+        m_timer.setTimerType(Qt::PreciseTimer);
+        m_timer.setInterval(100); // 10 Hz: charts move well within a second
+        connect(&m_timer, &QTimer::timeout, this, &SnapshotPoller::poll);
+    }
+    void start() { m_timer.start(); }
+    void setInterval(int ms) { m_timer.setInterval(ms); }
+
+signals:
+    void snapshotReady(const bp::app::SnapshotPtr &snapshot);
+
+private:
+    void poll() { emit snapshotReady(std::make_shared<const Snapshot>(m_engine.snapshot())); }
+
+    Engine &m_engine;
+    QTimer m_timer{this};
+};
+
+EngineBridge::EngineBridge(Engine &engine, QObject *parent) : QObject(parent), m_engine(engine)
+{
+    qRegisterMetaType<SnapshotPtr>();
+    qRegisterMetaType<BatchingConfig>();
+    m_poller = new SnapshotPoller(engine);
+    m_poller->moveToThread(&m_thread);
+    connect(&m_thread, &QThread::finished, m_poller, &QObject::deleteLater);
+    connect(m_poller, &SnapshotPoller::snapshotReady, this, [this](const SnapshotPtr &s) {
+        m_latest = s;
+        emit snapshotReady(s);
+    }); // queued: the poller lives on another thread
+    m_thread.setObjectName("snapshot-poller");
+    m_thread.start();
+    QMetaObject::invokeMethod(m_poller, &SnapshotPoller::start, Qt::QueuedConnection);
+}
+
+EngineBridge::~EngineBridge()
+{
+    m_thread.quit();
+    m_thread.wait();
+}
+
+void EngineBridge::setPollInterval(int ms)
+{
+    QMetaObject::invokeMethod(m_poller, [p = m_poller, ms] { p->setInterval(ms); }, Qt::QueuedConnection);
+}
+
+bool EngineBridge::applyConfig(const BatchingConfig &config, const QString &origin)
+{
+    Status s = m_engine.reconfigure(config, origin.toStdString());
+    if (!s) {
+        emit configRejected(QString::fromStdString(s.message()));
+        return false;
+    }
+    emit configApplied(config);
+    return true;
+}
+
+} // namespace bp::app
+
+#include "engine_bridge.moc"

@@ -1,0 +1,78 @@
+#include "bench_util.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+#include <stdexcept>
+
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+namespace bp::bench {
+
+Args::Args(int argc, char **argv, int first)
+{
+    for (int i = first; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a.rfind("--", 0) == 0) {
+            const auto eq = a.find('=');
+            if (eq != std::string::npos) {
+                m_values[a.substr(2, eq - 2)] = a.substr(eq + 1);
+            } else if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) {
+                m_values[a.substr(2)] = argv[++i];
+            } else {
+                m_values[a.substr(2)] = "1";
+            }
+        } else {
+            m_positional.push_back(a);
+        }
+    }
+}
+
+std::string Args::str(const std::string &key, const std::string &fallback) const
+{
+    auto it = m_values.find(key);
+    return it == m_values.end() ? fallback : it->second;
+}
+
+double Args::num(const std::string &key, double fallback) const
+{
+    auto it = m_values.find(key);
+    if (it == m_values.end())
+        return fallback;
+    char *end = nullptr;
+    const double v = std::strtod(it->second.c_str(), &end);
+    if (end == it->second.c_str() || *end != '\0')
+        throw std::invalid_argument("--" + key + " expects a number, got '" + it->second + "'");
+    return v;
+}
+
+std::vector<std::string> Args::list(const std::string &key, const std::string &fallback) const
+{
+    std::vector<std::string> out;
+    std::stringstream ss(str(key, fallback));
+    std::string item;
+    while (std::getline(ss, item, ','))
+        if (!item.empty())
+            out.push_back(item);
+    return out;
+}
+
+std::vector<std::string> Args::unknown(const std::vector<std::string> &known) const
+{
+    std::vector<std::string> out;
+    for (const auto &[k, v] : m_values)
+        if (std::find(known.begin(), known.end(), k) == known.end())
+            out.push_back(k);
+    return out;
+}
+
+void tightenTimerSlack()
+{
+#ifdef __linux__
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+#endif
+}
+
+} // namespace bp::bench

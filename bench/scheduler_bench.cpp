@@ -1,0 +1,183 @@
+// Engine overhead with builtin:echo (no compute):
+//  - paced mode: open-loop arrivals at --rate from --producers threads; per
+//    request overhead = (completion callback time - submit time) - the wait
+//    the policy intended (Timing::intendedWait), reported as percentiles;
+//  - saturation mode (--saturate): producers submit as fast as the queue
+//    admits; the completed rate is the highest sustained request rate.
+#include "scheduler_bench.h"
+
+#include "engine/config_json.h"
+#include "engine/engine.h"
+#include "engine/histogram.h"
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+namespace bp::bench {
+
+namespace {
+
+struct Figures {
+    std::uint64_t submitted = 0, completed = 0, rejected = 0;
+    double seconds = 0;
+    LatencyHistogram overhead;
+    double meanBatch = 0;
+};
+
+// Per-producer histograms (merged at the end) keep the completion path free
+// of shared locks beyond the engine's own.
+struct Shard {
+    std::mutex mutex;
+    LatencyHistogram overhead;
+};
+
+} // namespace
+
+int runSchedulerBench(const Args &args)
+{
+    const std::vector<std::string> known = {"rate", "producers", "duration", "warmup", "policy", "max-batch",
+                                            "delay-us", "length", "instances", "saturate", "json", "queue"};
+    if (auto u = args.unknown(known); !u.empty()) {
+        std::cerr << "batchpilot-bench scheduler: unknown option --" << u.front() << "\n";
+        return 2;
+    }
+    const bool saturate = args.has("saturate");
+    const double rate = args.num("rate", 50000);
+    const int producers = int(args.num("producers", 1));
+    const double duration = args.num("duration", 5);
+    const double warmup = args.num("warmup", 1);
+    const int length = int(args.num("length", 16));
+    if (rate <= 0 || producers < 1 || duration <= 0 || warmup < 0 || length < 1) {
+        std::cerr << "batchpilot-bench scheduler: --rate, --producers, --duration and --length must be positive\n";
+        return 2;
+    }
+
+    EngineOptions options;
+    options.backend = makeEchoBackend();
+    auto policy = parsePolicy(args.str("policy", "dynamic"));
+    if (!policy) {
+        std::cerr << "batchpilot-bench scheduler: unknown policy '" << args.str("policy", "") << "'\n";
+        return 2;
+    }
+    options.batching.policy = *policy;
+    options.batching.maxBatchSize = int(args.num("max-batch", 64));
+    options.batching.staticBatchSize = options.batching.maxBatchSize;
+    options.batching.maxQueueDelay = std::chrono::microseconds(std::int64_t(args.num("delay-us", 100)));
+    options.batching.instances = int(args.num("instances", 1));
+    options.batching.queueCapacity = int(args.num("queue", 65536));
+    auto created = Engine::create(options);
+    if (!created) {
+        std::cerr << "batchpilot-bench scheduler: " << created.status().toString() << "\n";
+        return 2;
+    }
+    Engine &engine = **created;
+
+    std::vector<Shard> shards(static_cast<std::size_t>(producers));
+    std::atomic<bool> measuring{false};
+    std::atomic<std::uint64_t> completed{0}, submittedMeasured{0}, rejected{0};
+    const auto begin = SteadyClock::now();
+    const auto measureFrom = begin + fromSeconds(warmup);
+    const auto end = measureFrom + fromSeconds(duration);
+    const std::vector<TokenId> tokens(std::size_t(length), 1);
+
+    std::vector<std::thread> threads;
+    for (int p = 0; p < producers; ++p) {
+        threads.emplace_back([&, p] {
+            tightenTimerSlack();
+            Shard &shard = shards[std::size_t(p)];
+            const Duration interval = fromSeconds(double(producers) / rate);
+            TimePoint next = begin + fromSeconds(double(p) / rate);
+            for (;;) {
+                TimePoint now = SteadyClock::now();
+                if (now >= end)
+                    break;
+                if (!saturate && now < next) {
+                    if (next - now > std::chrono::microseconds(30))
+                        std::this_thread::sleep_until(next - std::chrono::microseconds(10));
+                    while (SteadyClock::now() < next) {
+                    }
+                    now = SteadyClock::now();
+                }
+                next += interval;
+                const bool measured = now >= measureFrom;
+                Request r;
+                r.tokens = tokens;
+                const TimePoint submitAt = SteadyClock::now();
+                Status s = engine.submit(std::move(r), [&, submitAt, measured](Response &&resp) {
+                    const TimePoint done = SteadyClock::now();
+                    if (!measured || !resp.status.isOk())
+                        return;
+                    const Duration overhead = (done - submitAt) - resp.timing.intendedWait;
+                    {
+                        std::lock_guard lock(shard.mutex);
+                        shard.overhead.record(overhead.count());
+                    }
+                    completed.fetch_add(1, std::memory_order_relaxed);
+                });
+                if (!s.isOk()) {
+                    if (measured)
+                        rejected.fetch_add(1, std::memory_order_relaxed);
+                    if (saturate)
+                        std::this_thread::yield();
+                } else if (measured) {
+                    submittedMeasured.fetch_add(1, std::memory_order_relaxed);
+                }
+            }
+        });
+    }
+    for (auto &t : threads)
+        t.join();
+    const Snapshot snap = engine.snapshot();
+    engine.shutdown(ShutdownMode::Drain);
+    const double seconds = toSeconds(end - measureFrom);
+
+    Figures f;
+    for (auto &s : shards)
+        f.overhead.merge(s.overhead);
+    f.completed = completed.load();
+    f.submitted = submittedMeasured.load();
+    f.rejected = rejected.load();
+    f.seconds = seconds;
+    f.meanBatch = snap.meanBatchSizeAll;
+
+    const double achieved = double(f.completed) / seconds;
+    auto us = [&](double q) { return double(f.overhead.quantile(q)) / 1e3; };
+    std::printf("batchpilot-bench scheduler  model=builtin:echo policy=%s max_batch=%d delay=%s producers=%d %s\n",
+                std::string(policyName(options.batching.policy)).c_str(), options.batching.maxBatchSize,
+                formatDuration(options.batching.maxQueueDelay).c_str(), producers,
+                saturate ? "mode=saturate" : ("target_rate=" + std::to_string(int(rate)) + "/s").c_str());
+    std::printf("  measured %.1f s after %.1f s warm-up\n", seconds, warmup);
+    std::printf("  completed %llu  rejected %llu  achieved %.0f req/s  mean batch %.1f\n",
+                (unsigned long long)f.completed, (unsigned long long)f.rejected, achieved, f.meanBatch);
+    std::printf("  overhead per request (µs): p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.1f\n", us(0.5),
+                us(0.9), us(0.99), us(0.999), double(f.overhead.max()) / 1e3);
+
+    if (args.has("json")) {
+        nlohmann::json j{{"stage", "scheduler"},
+                         {"mode", saturate ? "saturate" : "paced"},
+                         {"config", toJson(options.batching)},
+                         {"producers", producers},
+                         {"target_rate", saturate ? 0.0 : rate},
+                         {"seconds", seconds},
+                         {"completed", f.completed},
+                         {"rejected", f.rejected},
+                         {"achieved_rate", achieved},
+                         {"mean_batch_size", f.meanBatch},
+                         {"overhead_us",
+                          {{"p50", us(0.5)}, {"p90", us(0.9)}, {"p99", us(0.99)}, {"p999", us(0.999)},
+                           {"max", double(f.overhead.max()) / 1e3}}}};
+        std::ofstream out(args.str("json", ""));
+        if (!out) {
+            std::cerr << "batchpilot-bench: cannot write " << args.str("json", "") << "\n";
+            return 1;
+        }
+        out << j.dump(2) << "\n";
+    }
+    return 0;
+}
+
+} // namespace bp::bench

@@ -1,0 +1,10 @@
+#pragma once
+
+#include "bench_util.h"
+
+namespace bp::bench {
+
+// `batchpilot-bench scheduler`: the engine's own overhead with builtin:echo.
+int runSchedulerBench(const Args &args);
+
+} // namespace bp::bench

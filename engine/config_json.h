@@ -1,0 +1,36 @@
+// JSON forms of the config and the snapshot: the one wire format shared by
+// REST (/v1/config, /v1/stats), `--config FILE.json`, bench --json and reports.
+//
+// Config fields (all optional on input; absent ones keep the base value):
+//   policy                 "none" | "static" | "dynamic" | "bucketed"
+//   max_batch_size         integer
+//   max_queue_delay_us     integer microseconds
+//   static_batch_size      integer
+//   static_padded_length   integer
+//   static_flush_on_drain  boolean
+//   bucket_edges           array of integers
+//   queue_capacity         integer
+//   instances              integer
+// Unknown fields and wrong types are errors naming the field.
+#pragma once
+
+#include "batching_config.h"
+#include "result.h"
+#include "snapshot.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace bp {
+
+nlohmann::json toJson(const BatchingConfig &config);
+// Applies the fields of `json` on top of `base`, then validates the result.
+Result<BatchingConfig> configFromJson(const nlohmann::json &json, const BatchingConfig &base = {});
+// Reads and parses a config file (see above); errors name the file.
+Result<BatchingConfig> loadConfigFile(const std::string &path, const BatchingConfig &base = {});
+
+nlohmann::json toJson(const LatencySummary &summary);
+nlohmann::json toJson(const BatchRecord &batch);
+nlohmann::json toJson(const Snapshot &snapshot);
+
+} // namespace bp

@@ -1,0 +1,439 @@
+#include "engine.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+namespace bp {
+
+namespace {
+constexpr std::size_t kMaxHistory = 1000;
+
+RequestRecord recordOf(const Request &r)
+{
+    RequestRecord rec;
+    rec.id = r.id;
+    rec.arrival = r.arrival;
+    rec.inputTokens = int(r.tokens.size());
+    return rec;
+}
+
+void complete(Completion &done, Response &&response)
+{
+    try {
+        done(std::move(response));
+    } catch (const std::exception &e) {
+        // A throwing completion is a caller bug; the engine must keep serving.
+        std::fprintf(stderr, "batchpilot: completion threw: %s\n", e.what());
+    } catch (...) {
+        std::fprintf(stderr, "batchpilot: completion threw a non-standard exception\n");
+    }
+}
+} // namespace
+
+Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options)
+{
+    if (!options.backend)
+        return Status(StatusCode::InvalidArgument, "engine needs a backend");
+    if (Status s = validate(options.batching); !s)
+        return s;
+    std::unique_ptr<Engine> engine(new Engine(std::move(options)));
+    engine->start();
+    return engine;
+}
+
+Engine::Engine(EngineOptions options)
+    : m_backend(std::move(options.backend)),
+      m_clock(options.clock ? options.clock : &RealClock::instance()),
+      m_manual(options.manualScheduling),
+      m_metrics(m_clock->now()),
+      m_batcher(options.batching, m_backend->info().limits()),
+      m_observers(std::make_shared<const std::vector<std::shared_ptr<EngineObserver>>>())
+{
+    m_history.push_back({m_clock->now(), 1, "initial", "start", options.batching});
+}
+
+Engine::~Engine()
+{
+    shutdown(ShutdownMode::Drain);
+}
+
+void Engine::start()
+{
+    std::lock_guard lock(m_mutex);
+    m_targetInstances = m_batcher.config().instances;
+    resizeExecutors();
+    if (!m_manual)
+        m_scheduler = std::thread([this] { schedulerLoop(); });
+}
+
+void Engine::resizeExecutors()
+{
+    const auto target = std::size_t(m_targetInstances);
+    if (m_executors.size() < target) {
+        m_executors.resize(target);
+        m_executorRunning.resize(target, false);
+    }
+    for (std::size_t i = 0; i < target; ++i) {
+        if (m_executorRunning[i])
+            continue;
+        if (m_executors[i].joinable())
+            m_executors[i].join(); // exited after an earlier shrink; returns at once
+        m_executorRunning[i] = true;
+        m_executors[i] = std::thread([this, i] { executorLoop(int(i)); });
+    }
+    // executors at index >= target notice on their next wake-up and exit
+    m_executorCv.notify_all();
+}
+
+Status Engine::submit(Request request, Completion done)
+{
+    if (!done)
+        return {StatusCode::InvalidArgument, "submit needs a completion callback"};
+    const TimePoint now = m_clock->now();
+    if (request.arrival == TimePoint{})
+        request.arrival = now;
+    if (request.id == 0)
+        request.id = m_nextRequestId.fetch_add(1, std::memory_order_relaxed);
+    Pending pending{std::move(request), std::move(done)};
+    Status status;
+    bool wake = false;
+    {
+        std::lock_guard lock(m_mutex);
+        if (m_stopping)
+            status = Status(StatusCode::ShuttingDown, "engine is shutting down");
+        else
+            status = m_batcher.admit(pending, now);
+        wake = status.isOk() && m_schedulerWaiting && m_batcher.lastAdmitNeedsWake();
+    }
+    if (!status) {
+        m_metrics.recordFailure(status.code());
+        auto obs = observers();
+        if (!obs->empty()) {
+            RequestRecord rec = recordOf(pending.request);
+            rec.status = status.code();
+            for (const auto &o : *obs)
+                o->onRequestFailed(rec);
+        }
+        return status;
+    }
+    m_submitted.fetch_add(1, std::memory_order_relaxed);
+    if (wake)
+        m_schedulerCv.notify_one();
+    return status;
+}
+
+Status Engine::reconfigure(const BatchingConfig &config, std::string origin)
+{
+    if (Status s = validate(config); !s)
+        return s;
+    ConfigChange change;
+    {
+        std::lock_guard lock(m_mutex);
+        if (m_stopping)
+            return {StatusCode::ShuttingDown, "engine is shutting down"};
+        const BatchingConfig before = m_batcher.config();
+        if (before == config)
+            return Status::ok();
+        change = {m_clock->now(), ++m_configVersion, describeChange(before, config), std::move(origin), config};
+        m_batcher.reconfigure(config, m_configVersion);
+        m_history.push_back(change);
+        if (m_history.size() > kMaxHistory)
+            m_history.erase(m_history.begin() + 1); // keep the initial entry
+        if (config.instances != m_targetInstances) {
+            m_targetInstances = config.instances;
+            resizeExecutors();
+        }
+    }
+    m_schedulerCv.notify_one();
+    for (const auto &o : *observers())
+        o->onConfigChanged(change);
+    return Status::ok();
+}
+
+BatchingConfig Engine::config() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_batcher.config();
+}
+
+std::size_t Engine::queueDepth() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_batcher.size();
+}
+
+Snapshot Engine::snapshot() const
+{
+    Snapshot s;
+    const TimePoint now = m_clock->now();
+    {
+        std::lock_guard lock(m_mutex);
+        s.config = m_batcher.config();
+        s.configVersion = m_configVersion;
+        s.queueDepth = m_batcher.size();
+        s.queueDepths = m_batcher.depths();
+        s.inFlightBatches = m_inFlight + int(m_ready.size());
+        s.configHistory = m_history;
+    }
+    m_metrics.fill(s, now);
+    s.takenAt = now;
+    s.submitted = m_submitted.load(std::memory_order_relaxed);
+    s.modelName = m_backend->info().name;
+    s.device = m_backend->info().device;
+    return s;
+}
+
+void Engine::addObserver(std::shared_ptr<EngineObserver> observer)
+{
+    std::lock_guard lock(m_observerMutex);
+    auto next = std::make_shared<std::vector<std::shared_ptr<EngineObserver>>>(*m_observers);
+    next->push_back(std::move(observer));
+    m_observers = std::move(next);
+}
+
+void Engine::removeObserver(const std::shared_ptr<EngineObserver> &observer)
+{
+    std::lock_guard lock(m_observerMutex);
+    auto next = std::make_shared<std::vector<std::shared_ptr<EngineObserver>>>(*m_observers);
+    std::erase(*next, observer);
+    m_observers = std::move(next);
+}
+
+std::shared_ptr<const std::vector<std::shared_ptr<EngineObserver>>> Engine::observers() const
+{
+    std::lock_guard lock(m_observerMutex);
+    return m_observers;
+}
+
+void Engine::fail(std::vector<Pending> &pending, StatusCode code, const std::string &message)
+{
+    if (pending.empty())
+        return;
+    const TimePoint now = m_clock->now();
+    auto obs = observers();
+    for (Pending &p : pending) {
+        m_metrics.recordFailure(code);
+        Response r;
+        r.requestId = p.request.id;
+        r.status = Status(code, message);
+        r.timing.total = now - p.request.arrival;
+        r.timing.queueWait = r.timing.total;
+        if (!obs->empty()) {
+            RequestRecord rec = recordOf(p.request);
+            rec.status = code;
+            rec.total = rec.queueWait = r.timing.total;
+            rec.bucket = m_batcher.config().bucketFor(rec.inputTokens);
+            for (const auto &o : *obs)
+                o->onRequestFailed(rec);
+        }
+        complete(p.done, std::move(r));
+    }
+    pending.clear();
+}
+
+Engine::Step Engine::runSchedulerOnce()
+{
+    Step step;
+    std::vector<Pending> expired;
+    {
+        std::unique_lock lock(m_mutex);
+        m_schedulerCv.wait(lock, [this] { return freeExecutors() > 0; });
+        Batcher::Poll poll = m_batcher.poll(m_clock->now(), m_draining, true);
+        step.expired = poll.expired.size();
+        step.wakeAt = poll.wakeAt;
+        expired = std::move(poll.expired);
+        if (poll.batch) {
+            step.dispatched = true;
+            m_ready.push_back(std::move(*poll.batch));
+        }
+    }
+    if (step.dispatched)
+        m_executorCv.notify_one();
+    fail(expired, StatusCode::DeadlineExceeded, "deadline passed while queued");
+    return step;
+}
+
+void Engine::schedulerLoop()
+{
+#ifdef __linux__
+    // The default 50 µs timer slack would stretch every queue delay.
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+#endif
+    std::unique_lock lock(m_mutex);
+    for (;;) {
+        const bool mayDispatch = freeExecutors() > 0;
+        Batcher::Poll poll = m_batcher.poll(m_clock->now(), m_draining, mayDispatch);
+        const bool dispatched = poll.batch.has_value();
+        if (dispatched) {
+            m_ready.push_back(std::move(*poll.batch));
+            m_executorCv.notify_one();
+        }
+        if (!poll.expired.empty()) {
+            lock.unlock();
+            fail(poll.expired, StatusCode::DeadlineExceeded, "deadline passed while queued");
+            lock.lock();
+            continue;
+        }
+        if (dispatched)
+            continue;
+        if (m_stopping) {
+            if (m_batcher.size() == 0)
+                break;
+            if (mayDispatch && !poll.wakeAt) {
+                // Draining, an executor is free, and the policy still will not
+                // dispatch (static without flush-on-drain): fail the rest.
+                std::vector<Pending> rest = m_batcher.takeAll();
+                lock.unlock();
+                fail(rest, StatusCode::ShuttingDown, "engine shut down before a full static batch formed");
+                lock.lock();
+                continue;
+            }
+        }
+        m_schedulerWaiting = true;
+        if (poll.wakeAt)
+            m_schedulerCv.wait_until(lock, *poll.wakeAt);
+        else
+            m_schedulerCv.wait(lock);
+        m_schedulerWaiting = false;
+    }
+}
+
+void Engine::executorLoop(int index)
+{
+    std::unique_lock lock(m_mutex);
+    for (;;) {
+        if (index >= m_targetInstances || (m_stopExecutors && m_ready.empty()))
+            break;
+        if (m_ready.empty()) {
+            ++m_idle;
+            if (m_batcher.size() > 0 || m_manual)
+                m_schedulerCv.notify_one(); // a free executor may let a batch form
+            m_executorCv.wait(lock, [&] {
+                return !m_ready.empty() || m_stopExecutors || index >= m_targetInstances;
+            });
+            --m_idle;
+            continue;
+        }
+        Batch batch = std::move(m_ready.front());
+        m_ready.pop_front();
+        ++m_inFlight;
+        lock.unlock();
+        execute(batch, index);
+        lock.lock();
+        --m_inFlight;
+    }
+    m_executorRunning[std::size_t(index)] = false;
+    m_schedulerCv.notify_all();
+}
+
+void Engine::execute(Batch &batch, int executor)
+{
+    const std::size_t n = batch.items.size();
+    BatchInput input;
+    input.paddedLength = batch.paddedLength;
+    input.requests.reserve(n);
+    std::int64_t realTokens = 0;
+    for (const Pending &p : batch.items) {
+        input.requests.push_back(&p.request);
+        realTokens += std::int64_t(p.request.tokens.size());
+    }
+    std::vector<SequenceResult> results(n);
+    const TimePoint start = m_clock->now();
+    Status status;
+    try {
+        status = m_backend->run(input, results);
+    } catch (const std::exception &e) {
+        status = Status(StatusCode::Internal, std::string("backend failed: ") + e.what());
+    }
+    const TimePoint end = m_clock->now();
+
+    BatchRecord br;
+    br.id = batch.id;
+    br.dispatchedAt = batch.dispatchedAt;
+    br.intendedAt = batch.intendedAt;
+    br.size = int(n);
+    br.paddedLength = batch.paddedLength;
+    br.realTokens = realTokens;
+    br.paddedTokens = std::int64_t(n) * batch.paddedLength;
+    br.compute = end - start;
+    br.reason = batch.reason;
+    br.policy = batch.policy;
+    br.bucket = batch.bucket;
+    br.executor = executor;
+    br.configVersion = batch.configVersion;
+    br.status = status.code();
+
+    std::vector<RequestRecord> records(n);
+    std::vector<Response> responses(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const Request &req = batch.items[i].request;
+        SequenceResult &res = results[i];
+        Response &r = responses[i];
+        r.requestId = req.id;
+        r.status = status.isOk() ? res.status : status;
+        r.values = std::move(res.values);
+        r.tokens = std::move(res.tokens);
+        r.timing.queueWait = batch.dispatchedAt - req.arrival;
+        r.timing.compute = br.compute;
+        r.timing.total = end - req.arrival;
+        r.timing.intendedWait = std::max(Duration::zero(), batch.intendedAt - req.arrival);
+        if (!r.tokens.empty() && res.firstTokenAfter > Duration::zero())
+            r.timing.timeToFirstToken = (start - req.arrival) + res.firstTokenAfter;
+        r.batch = {batch.id, int(n), batch.paddedLength, batch.bucket, batch.reason};
+
+        RequestRecord &rec = records[i];
+        rec = recordOf(req);
+        rec.queueWait = r.timing.queueWait;
+        rec.compute = r.timing.compute;
+        rec.total = r.timing.total;
+        rec.timeToFirstToken = r.timing.timeToFirstToken;
+        rec.outputTokens = int(r.tokens.size());
+        rec.bucket = batch.bucket;
+        rec.batchId = batch.id;
+        rec.status = r.status.code();
+    }
+    m_metrics.recordBatch(br, records, end);
+    for (const auto &o : *observers())
+        o->onBatchCompleted(br, records);
+    for (std::size_t i = 0; i < n; ++i)
+        complete(batch.items[i].done, std::move(responses[i]));
+}
+
+void Engine::shutdown(ShutdownMode mode)
+{
+    std::lock_guard shutdownLock(m_shutdownMutex);
+    if (m_shutDown)
+        return;
+    std::vector<Pending> rest;
+    {
+        std::lock_guard lock(m_mutex);
+        m_stopping = true;
+        m_draining = mode == ShutdownMode::Drain;
+        if (mode == ShutdownMode::Fail)
+            rest = m_batcher.takeAll();
+    }
+    fail(rest, StatusCode::ShuttingDown, "engine shut down before the request ran");
+    m_schedulerCv.notify_all();
+    if (m_manual)
+        schedulerLoop(); // drains on this thread; returns once the queue is empty
+    else if (m_scheduler.joinable())
+        m_scheduler.join();
+    std::vector<std::thread> executors;
+    {
+        std::lock_guard lock(m_mutex);
+        m_stopExecutors = true;
+        executors = std::move(m_executors);
+    }
+    m_executorCv.notify_all();
+    for (auto &t : executors)
+        if (t.joinable())
+            t.join();
+    m_shutDown = true;
+}
+
+} // namespace bp

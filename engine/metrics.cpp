@@ -1,0 +1,171 @@
+#include "metrics.h"
+
+#include <algorithm>
+
+namespace bp {
+
+LatencySummary summarize(const LatencyHistogram &h)
+{
+    LatencySummary s;
+    s.count = h.count();
+    s.meanUs = h.mean() / 1e3;
+    s.p50Us = double(h.quantile(0.50)) / 1e3;
+    s.p90Us = double(h.quantile(0.90)) / 1e3;
+    s.p99Us = double(h.quantile(0.99)) / 1e3;
+    s.p999Us = double(h.quantile(0.999)) / 1e3;
+    s.maxUs = double(h.max()) / 1e3;
+    return s;
+}
+
+MetricsRecorder::MetricsRecorder(TimePoint start)
+    : m_start(start), m_slots(std::make_unique<std::array<Slot, kSlots>>()), m_batchSizes(1025, 0)
+{
+    m_recent.reserve(kRecentBatches);
+}
+
+MetricsRecorder::Slot &MetricsRecorder::slotFor(TimePoint t)
+{
+    const std::int64_t epoch = std::max<std::int64_t>(0, epochOf(t));
+    Slot &slot = (*m_slots)[std::size_t(epoch % kSlots)];
+    if (slot.epoch != epoch) {
+        slot = Slot();
+        slot.epoch = epoch;
+    }
+    return slot;
+}
+
+void MetricsRecorder::recordAccepted()
+{
+    std::lock_guard lock(m_mutex);
+    ++m_submitted;
+}
+
+void MetricsRecorder::recordFailure(StatusCode code)
+{
+    std::lock_guard lock(m_mutex);
+    ++m_byStatus[std::size_t(code)];
+}
+
+void MetricsRecorder::recordBatch(const BatchRecord &batch, std::span<const RequestRecord> requests,
+                                  TimePoint now)
+{
+    std::lock_guard lock(m_mutex);
+    Slot &slot = slotFor(now);
+    for (const RequestRecord &r : requests) {
+        ++m_byStatus[std::size_t(r.status)];
+        if (r.status != StatusCode::Ok)
+            continue;
+        m_total.record(r.total.count());
+        m_queueWait.record(r.queueWait.count());
+        m_compute.record(r.compute.count());
+        slot.total.record(r.total.count());
+        slot.queueWait.record(r.queueWait.count());
+        slot.compute.record(r.compute.count());
+        if (r.outputTokens > 0 && r.timeToFirstToken > Duration::zero()) {
+            m_ttft.record(r.timeToFirstToken.count());
+            slot.ttft.record(r.timeToFirstToken.count());
+        }
+        ++slot.requests;
+        slot.inputTokens += std::uint64_t(r.inputTokens);
+        slot.outputTokens += std::uint64_t(r.outputTokens);
+        m_inputTokens += std::uint64_t(r.inputTokens);
+        m_outputTokens += std::uint64_t(r.outputTokens);
+    }
+    ++m_batches;
+    m_batchMembers += std::uint64_t(batch.size);
+    ++slot.batches;
+    slot.batchMembers += std::uint64_t(batch.size);
+    m_realTokens += batch.realTokens;
+    m_paddedTokens += batch.paddedTokens;
+    slot.realTokens += batch.realTokens;
+    slot.paddedTokens += batch.paddedTokens;
+    m_batchSizes[std::size_t(std::clamp(batch.size, 0, 1024))]++;
+    if (batch.executor >= 0 && batch.executor < kMaxExecutors) {
+        slot.busyNs[std::size_t(batch.executor)] += batch.compute.count();
+        m_executorsSeen = std::max(m_executorsSeen, batch.executor + 1);
+    }
+    if (m_recent.size() < kRecentBatches) {
+        m_recent.push_back(batch);
+    } else {
+        m_recent[m_recentNext] = batch;
+        m_recentNext = (m_recentNext + 1) % kRecentBatches;
+    }
+}
+
+void MetricsRecorder::fill(Snapshot &out, TimePoint now) const
+{
+    std::lock_guard lock(m_mutex);
+    out.uptimeS = toSeconds(now - m_start);
+    out.submitted = m_submitted;
+    out.byStatus = m_byStatus;
+    out.completed = m_byStatus[std::size_t(StatusCode::Ok)];
+    out.batches = m_batches;
+    out.inputTokens = m_inputTokens;
+    out.outputTokens = m_outputTokens;
+
+    // window: every slot whose epoch lies in (current - kSlots, current]
+    const std::int64_t current = epochOf(now);
+    LatencyHistogram total, queueWait, compute, ttft;
+    std::uint64_t requests = 0, inTok = 0, outTok = 0, batches = 0, members = 0;
+    std::int64_t real = 0, padded = 0;
+    std::array<std::int64_t, kMaxExecutors> busy{};
+    for (const Slot &s : *m_slots) {
+        if (s.epoch < 0 || s.epoch > current || s.epoch <= current - kSlots)
+            continue;
+        total.merge(s.total);
+        queueWait.merge(s.queueWait);
+        compute.merge(s.compute);
+        ttft.merge(s.ttft);
+        requests += s.requests;
+        inTok += s.inputTokens;
+        outTok += s.outputTokens;
+        batches += s.batches;
+        members += s.batchMembers;
+        real += s.realTokens;
+        padded += s.paddedTokens;
+        for (int i = 0; i < kMaxExecutors; ++i)
+            busy[std::size_t(i)] += s.busyNs[std::size_t(i)];
+    }
+    // The window spans the full slots before the current one plus the elapsed
+    // part of the current one, and never more than the uptime.
+    const Duration sinceSlotStart = (now - m_start) - kSlot * std::max<std::int64_t>(0, current);
+    Duration span = std::min<Duration>(kSlot * (kSlots - 1) + sinceSlotStart, now - m_start);
+    const double spanS = std::max(1e-3, toSeconds(span));
+    out.windowS = spanS;
+    out.requestsPerS = double(requests) / spanS;
+    out.inputTokensPerS = double(inTok) / spanS;
+    out.outputTokensPerS = double(outTok) / spanS;
+    out.total = summarize(total);
+    out.queueWait = summarize(queueWait);
+    out.compute = summarize(compute);
+    out.timeToFirstToken = summarize(ttft);
+    out.meanBatchSize = batches ? double(members) / double(batches) : 0.0;
+    out.paddingEfficiency = padded ? double(real) / double(padded) : 1.0;
+    const int executors = std::max(1, m_executorsSeen);
+    out.executorBusy.assign(std::size_t(executors), 0.0);
+    double busySum = 0;
+    for (int i = 0; i < executors; ++i) {
+        const double f = std::min(1.0, double(busy[std::size_t(i)]) / double(span.count() ? span.count() : 1));
+        out.executorBusy[std::size_t(i)] = f;
+        busySum += f;
+    }
+    out.busyFraction = busySum / executors;
+
+    out.totalAll = summarize(m_total);
+    out.queueWaitAll = summarize(m_queueWait);
+    out.computeAll = summarize(m_compute);
+    out.timeToFirstTokenAll = summarize(m_ttft);
+    out.totalHist = m_total;
+    out.queueWaitHist = m_queueWait;
+    out.computeHist = m_compute;
+    out.paddingEfficiencyAll = m_paddedTokens ? double(m_realTokens) / double(m_paddedTokens) : 1.0;
+    out.meanBatchSizeAll = m_batches ? double(m_batchMembers) / double(m_batches) : 0.0;
+    out.batchSizeCounts = m_batchSizes;
+
+    out.recentBatches.clear();
+    out.recentBatches.reserve(m_recent.size());
+    for (std::size_t i = 0; i < m_recent.size(); ++i)
+        out.recentBatches.push_back(m_recent[(m_recentNext + i) % m_recent.size()]);
+}
+
+} // namespace bp

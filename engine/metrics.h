@@ -1,0 +1,63 @@
+// Aggregates request and batch records into cumulative and sliding-window
+// figures. Thread-safe: executors record whole batches under one short lock;
+// snapshot readers copy under the same lock.
+#pragma once
+
+#include "histogram.h"
+#include "snapshot.h"
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+namespace bp {
+
+class MetricsRecorder {
+public:
+    static constexpr int kSlots = 8;
+    static constexpr Duration kSlot = std::chrono::milliseconds(250);
+    static constexpr Duration kWindow = kSlot * kSlots; // 2 s
+    static constexpr int kMaxExecutors = 16;
+    static constexpr std::size_t kRecentBatches = 256;
+
+    explicit MetricsRecorder(TimePoint start);
+
+    // `now` is when the batch's members completed.
+    void recordBatch(const BatchRecord &batch, std::span<const RequestRecord> requests, TimePoint now);
+    void recordFailure(StatusCode code);
+    void recordAccepted();
+
+    // Fills every figure of `out` the recorder owns (not queue or config).
+    void fill(Snapshot &out, TimePoint now) const;
+
+private:
+    struct Slot {
+        std::int64_t epoch = -1;
+        LatencyHistogram total, queueWait, compute, ttft;
+        std::uint64_t requests = 0, inputTokens = 0, outputTokens = 0, batches = 0, batchMembers = 0;
+        std::int64_t realTokens = 0, paddedTokens = 0;
+        std::array<std::int64_t, kMaxExecutors> busyNs{};
+    };
+    Slot &slotFor(TimePoint t); // requires m_mutex
+    std::int64_t epochOf(TimePoint t) const { return (t - m_start) / kSlot; }
+
+    const TimePoint m_start;
+    mutable std::mutex m_mutex;
+    // all below guarded by m_mutex
+    std::unique_ptr<std::array<Slot, kSlots>> m_slots;
+    LatencyHistogram m_total, m_queueWait, m_compute, m_ttft;
+    std::array<std::uint64_t, kStatusCodeCount> m_byStatus{};
+    std::uint64_t m_submitted = 0, m_batches = 0, m_batchMembers = 0;
+    std::uint64_t m_inputTokens = 0, m_outputTokens = 0;
+    std::int64_t m_realTokens = 0, m_paddedTokens = 0;
+    std::vector<std::uint64_t> m_batchSizes;
+    std::vector<BatchRecord> m_recent; // ring
+    std::size_t m_recentNext = 0;
+    int m_executorsSeen = 0;
+};
+
+LatencySummary summarize(const LatencyHistogram &h);
+
+} // namespace bp

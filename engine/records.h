@@ -1,0 +1,71 @@
+// Plain records of what the engine did: one per request, one per batch, one
+// per config change. The metrics recorder aggregates them; observers (the
+// SQLite trace sink, the console's batch timeline) receive them as values.
+#pragma once
+
+#include "batching_config.h"
+#include "clock.h"
+#include "request.h"
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace bp {
+
+struct RequestRecord {
+    std::uint64_t id = 0;
+    TimePoint arrival{};
+    Duration queueWait{};
+    Duration compute{};
+    Duration total{};
+    Duration timeToFirstToken{}; // zero when nothing was generated
+    int inputTokens = 0;
+    int outputTokens = 0;
+    int bucket = 0;
+    std::uint64_t batchId = 0;   // 0 when the request never ran
+    StatusCode status = StatusCode::Ok;
+};
+
+struct BatchRecord {
+    std::uint64_t id = 0;
+    TimePoint dispatchedAt{};
+    // When the policy's condition became true (last member's arrival for a
+    // full batch, oldest arrival + delay for an expired one). The difference
+    // to dispatchedAt is the scheduler's own lateness.
+    TimePoint intendedAt{};
+    int size = 0;
+    int paddedLength = 0;
+    std::int64_t realTokens = 0;   // sum of input lengths
+    std::int64_t paddedTokens = 0; // size * paddedLength
+    Duration compute{};
+    DispatchReason reason = DispatchReason::Single;
+    PolicyKind policy = PolicyKind::None;
+    int bucket = 0;
+    int executor = 0;
+    std::uint64_t configVersion = 0;
+    StatusCode status = StatusCode::Ok;
+};
+
+struct ConfigChange {
+    TimePoint at{};
+    std::uint64_t version = 0; // 1 = the initial config
+    std::string summary;       // describeChange(previous, config), "initial" for version 1
+    std::string origin;        // "gui", "rest", "cli", "controller", ...
+    BatchingConfig config;
+};
+
+// Receives records on engine threads. Implementations must be fast and must
+// not block (push into a bounded queue and return); they must not call back
+// into the Engine.
+class EngineObserver {
+public:
+    virtual ~EngineObserver() = default;
+    virtual void onBatchCompleted(const BatchRecord &, std::span<const RequestRecord>) {}
+    // A request that never ran: rejected at submit, expired in the queue,
+    // or failed on shutdown.
+    virtual void onRequestFailed(const RequestRecord &) {}
+    virtual void onConfigChanged(const ConfigChange &) {}
+};
+
+} // namespace bp

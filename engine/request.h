@@ -1,0 +1,76 @@
+// The unit of work and its answer.
+//
+// Ownership and threading contract:
+//  - Engine::submit() takes the Request and its Completion by value. When
+//    submit() returns a non-OK Status the completion is NOT called (ownership
+//    of the completion moves only on success, as in Triton's core).
+//  - Every accepted request receives exactly one Completion call, on an engine
+//    thread (an executor or the scheduler). A completion must not block and
+//    must not call back into the engine synchronously with a lock held; REST
+//    and GUI code re-post the Response to their own threads.
+#pragma once
+
+#include "clock.h"
+#include "status.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace bp {
+
+using TokenId = std::int32_t;
+
+// Why a batch left the queue when it did. Recorded on every batch and every
+// response so an operator can see it.
+enum class DispatchReason {
+    Single,        // policy `none`: one request, as soon as an instance is free
+    Full,          // reached max_batch_size
+    DelayExpired,  // the oldest request waited max_queue_delay
+    StaticFull,    // `static`: collected exactly N requests
+    Drain,         // shutting down, partial batch flushed
+};
+std::string_view dispatchReasonName(DispatchReason reason);
+
+struct Request {
+    std::uint64_t id = 0;              // assigned by the engine when 0
+    std::vector<TokenId> tokens;       // the input sequence; must not be empty
+    int maxNewTokens = 0;              // >0 asks a generative model for that many tokens
+    std::optional<TimePoint> deadline; // fail with DeadlineExceeded if not started by then
+    TimePoint arrival{};               // set by submit() from the engine clock when default
+    int priority = 0;                  // higher first within a queue (see docs/scheduling.md)
+};
+
+struct Timing {
+    Duration queueWait{};  // arrival -> batch dispatched
+    Duration compute{};    // batch start -> batch end (shared by the batch)
+    Duration total{};      // arrival -> completion
+    Duration timeToFirstToken{}; // generative models: arrival -> first token ready
+    // The part of queueWait the policy meant to spend (waiting for company
+    // until the batch filled or the delay expired). queueWait minus this is
+    // the scheduler's own lateness.
+    Duration intendedWait{};
+};
+
+struct BatchFacts {
+    std::uint64_t batchId = 0;
+    int size = 0;          // requests in the batch
+    int paddedLength = 0;  // sequence length every member was padded to
+    int bucket = 0;        // queue index (bucketed policy), else 0
+    DispatchReason reason = DispatchReason::Single;
+};
+
+struct Response {
+    std::uint64_t requestId = 0;
+    Status status;
+    std::vector<float> values;       // e.g. class logits of an encoder
+    std::vector<TokenId> tokens;     // generated tokens (decoder) or the echo
+    Timing timing;
+    BatchFacts batch;
+};
+
+using Completion = std::function<void(Response &&)>;
+
+} // namespace bp

@@ -1,0 +1,67 @@
+// An immutable picture of the engine, taken by Engine::snapshot(). Charts,
+// /metrics, /v1/stats and reports read only this. "window" figures cover the
+// last MetricsRecorder::kWindow (2 s) so charts react within a second;
+// "cumulative" figures cover the engine's life.
+#pragma once
+
+#include "histogram.h"
+#include "records.h"
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace bp {
+
+struct LatencySummary {
+    std::uint64_t count = 0;
+    double meanUs = 0, p50Us = 0, p90Us = 0, p99Us = 0, p999Us = 0, maxUs = 0;
+};
+
+constexpr int kStatusCodeCount = int(StatusCode::Internal) + 1;
+
+struct Snapshot {
+    TimePoint takenAt{};
+    double uptimeS = 0;
+    std::uint64_t configVersion = 0;
+    BatchingConfig config;
+    std::string modelName;
+    std::string device;
+
+    // counters (cumulative)
+    std::uint64_t submitted = 0;  // accepted into the queue
+    std::uint64_t completed = 0;  // finished with status ok
+    std::array<std::uint64_t, kStatusCodeCount> byStatus{}; // every final status, rejects included
+    std::uint64_t batches = 0;
+    std::uint64_t inputTokens = 0;
+    std::uint64_t outputTokens = 0;
+
+    // queue
+    std::size_t queueDepth = 0;
+    std::vector<std::size_t> queueDepths; // per bucket
+    int inFlightBatches = 0;
+
+    // window figures
+    double windowS = 0;
+    double requestsPerS = 0;
+    double inputTokensPerS = 0;
+    double outputTokensPerS = 0;
+    LatencySummary total, queueWait, compute, timeToFirstToken;
+    double meanBatchSize = 0;
+    double paddingEfficiency = 1; // real tokens / padded tokens
+    double busyFraction = 0;      // mean over executors
+    std::vector<double> executorBusy;
+
+    // cumulative figures
+    LatencySummary totalAll, queueWaitAll, computeAll, timeToFirstTokenAll;
+    double paddingEfficiencyAll = 1;
+    double meanBatchSizeAll = 0;
+    std::vector<std::uint64_t> batchSizeCounts; // index = batch size, [0] unused
+    // cumulative histograms, for Prometheus buckets and reports
+    LatencyHistogram totalHist, queueWaitHist, computeHist;
+
+    std::vector<BatchRecord> recentBatches;  // newest last, at most 256
+    std::vector<ConfigChange> configHistory; // oldest first, at most 1000
+};
+
+} // namespace bp

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package BatchPilot's build, tests and CI need.
+# Idempotent: when everything is present it only runs `dpkg-query` and exits
+# (well under a second). Works as root or through sudo.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build ccache pkg-config git
+  # Qt 6 (HttpServer needs WebSockets installed to be found by CMake)
+  qt6-base-dev qt6-base-dev-tools qt6-charts-dev qt6-httpserver-dev
+  qt6-websockets-dev qt6-svg-dev libgl-dev
+  # engine
+  libtorch-dev libopenblas0-openmp libsqlite3-dev sqlite3 nlohmann-json3-dev
+  # test fixtures and tests: TorchScript fixture, Prometheus checks, offscreen fonts
+  python3 python3-torch prometheus fonts-dejavu-core
+  # GUI screenshots, report rendering, packaging checks, load tests
+  xvfb xauth x11-apps imagemagick poppler-utils appstream desktop-file-utils
+  dpkg-dev file wrk curl
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  SUDO="sudo"
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

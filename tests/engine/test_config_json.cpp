@@ -1,0 +1,65 @@
+#include "engine/config_json.h"
+
+#include <QtTest>
+
+using namespace bp;
+using nlohmann::json;
+
+class TestConfigJson : public QObject {
+    Q_OBJECT
+private slots:
+    void roundTrip()
+    {
+        BatchingConfig c;
+        c.policy = PolicyKind::Bucketed;
+        c.maxBatchSize = 48;
+        c.maxQueueDelay = std::chrono::microseconds(2500);
+        c.bucketEdges = {32, 64};
+        auto back = configFromJson(toJson(c));
+        QVERIFY(back);
+        QVERIFY(*back == c);
+    }
+
+    void partialUpdateKeepsBase()
+    {
+        BatchingConfig base;
+        base.maxBatchSize = 7;
+        auto c = configFromJson(json{{"max_queue_delay_us", 100}}, base);
+        QVERIFY(c);
+        QCOMPARE(c->maxBatchSize, 7);
+        QCOMPARE(c->maxQueueDelay, Duration(std::chrono::microseconds(100)));
+    }
+
+    void errorsNameTheField_data()
+    {
+        QTest::addColumn<QString>("body");
+        QTest::addColumn<QString>("mention");
+        QTest::newRow("wrong type") << R"({"max_batch_size": "8"})" << "max_batch_size' must be an integer";
+        QTest::newRow("out of range") << R"({"max_batch_size": 0})" << "max_batch_size = 0";
+        QTest::newRow("unknown field") << R"({"batch": 3})" << "unknown config field 'batch'";
+        QTest::newRow("unknown policy") << R"({"policy": "magic"})" << "unknown policy 'magic'";
+        QTest::newRow("unsorted edges") << R"({"bucket_edges": [64, 32]})" << "strictly increasing";
+        QTest::newRow("float") << R"({"instances": 1.5})" << "instances' must be an integer";
+        QTest::newRow("not object") << R"([1,2])" << "must be a JSON object";
+        QTest::newRow("negative delay") << R"({"max_queue_delay_us": -1})" << "max_queue_delay";
+    }
+    void errorsNameTheField()
+    {
+        QFETCH(QString, body);
+        QFETCH(QString, mention);
+        auto c = configFromJson(json::parse(body.toStdString()));
+        QVERIFY(!c);
+        QCOMPARE(c.status().code(), StatusCode::InvalidArgument);
+        QVERIFY2(QString::fromStdString(c.status().message()).contains(mention),
+                 c.status().message().c_str());
+    }
+
+    void missingFileIsNotFound()
+    {
+        auto c = loadConfigFile("/nonexistent/batchpilot.json");
+        QCOMPARE(c.status().code(), StatusCode::NotFound);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestConfigJson)
+#include "test_config_json.moc"
