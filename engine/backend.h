@@ -34,6 +34,7 @@ struct SequenceResult {
     std::vector<float> values;
     std::vector<TokenId> tokens;
     Duration firstTokenAfter{}; // from the start of run() to this sequence's first token
+    Duration lastTokenAfter{};  // from the start of run() to its last token (generative; 0 = unknown)
 };
 
 struct BatchInput {

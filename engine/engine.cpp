@@ -384,6 +384,9 @@ void Engine::execute(Batch &batch, int executor)
         r.timing.intendedWait = std::max(Duration::zero(), batch.intendedAt - req.arrival);
         if (!r.tokens.empty() && res.firstTokenAfter > Duration::zero())
             r.timing.timeToFirstToken = (start - req.arrival) + res.firstTokenAfter;
+        if (r.tokens.size() > 1 && res.lastTokenAfter > res.firstTokenAfter)
+            r.timing.timePerOutputToken =
+                (res.lastTokenAfter - res.firstTokenAfter) / std::int64_t(r.tokens.size() - 1);
         r.batch = {batch.id, int(n), batch.paddedLength, batch.bucket, batch.reason};
 
         RequestRecord &rec = records[i];

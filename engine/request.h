@@ -48,6 +48,8 @@ struct Timing {
     Duration compute{};    // batch start -> batch end (shared by the batch)
     Duration total{};      // arrival -> completion
     Duration timeToFirstToken{}; // generative models: arrival -> first token ready
+    // generative models with 2+ tokens: (last token - first token) / (tokens - 1)
+    Duration timePerOutputToken{};
     // The part of queueWait the policy meant to spend (waiting for company
     // until the batch filled or the delay expired). queueWait minus this is
     // the scheduler's own lateness.

@@ -1,0 +1,75 @@
+#include "torch_device.h"
+
+#include <ATen/Parallel.h>
+#include <c10/util/Exception.h>
+#include <torch/cuda.h>
+
+#include <charconv>
+#include <thread>
+
+namespace bp {
+
+int torchCudaDeviceCount()
+{
+    return torch::cuda::is_available() ? int(torch::cuda::device_count()) : 0;
+}
+
+Result<TorchDevice> resolveTorchDevice(const std::string &spec)
+{
+    if (spec == "cpu")
+        return TorchDevice{};
+    const int count = torchCudaDeviceCount();
+    if (spec == "auto")
+        return count > 0 ? TorchDevice{true, 0, "cuda:0"} : TorchDevice{};
+    int index = 0;
+    if (spec.rfind("cuda:", 0) == 0) {
+        const char *first = spec.data() + 5, *last = spec.data() + spec.size();
+        auto [end, ec] = std::from_chars(first, last, index);
+        if (ec != std::errc() || end != last || first == last || index < 0)
+            return Status(StatusCode::InvalidArgument,
+                          "bad device '" + spec + "': expected auto, cpu, cuda or cuda:N with N >= 0");
+    } else if (spec != "cuda") {
+        return Status(StatusCode::InvalidArgument,
+                      "unknown device '" + spec + "': expected auto, cpu, cuda or cuda:N");
+    }
+    if (count == 0)
+        return Status(StatusCode::Unavailable,
+                      "device '" + spec +
+                          "' requested, but libtorch sees no CUDA device (this libtorch is CPU-only or no GPU is "
+                          "visible); use --device cpu, or auto to fall back to the CPU");
+    if (index >= count)
+        return Status(StatusCode::Unavailable, "device '" + spec + "' requested, but libtorch sees only " +
+                                                   std::to_string(count) + " CUDA device(s)");
+    return TorchDevice{true, index, "cuda:" + std::to_string(index)};
+}
+
+int resolveTorchThreads(int requested)
+{
+    if (requested > 0)
+        return requested;
+    const unsigned cores = std::thread::hardware_concurrency();
+    return cores > 0 ? int(cores) : 1;
+}
+
+void useTorchThreads(int threads)
+{
+    thread_local int current = 0;
+    if (threads > 0 && threads != current) {
+        at::set_num_threads(threads);
+        current = threads;
+    }
+}
+
+Status torchFailure(const std::string &context, const std::exception &error)
+{
+    std::string what = error.what();
+    if (const auto *c10error = dynamic_cast<const c10::Error *>(&error))
+        what = c10error->what_without_backtrace();
+    if (const auto eol = what.find('\n'); eol != std::string::npos)
+        what.resize(eol);
+    const bool oom = what.find("out of memory") != std::string::npos ||
+                     what.find("DefaultCPUAllocator: can't allocate") != std::string::npos;
+    return Status(oom ? StatusCode::ResourceExhausted : StatusCode::Internal, context + ": " + what);
+}
+
+} // namespace bp

@@ -1,0 +1,46 @@
+// Device and thread selection for the libtorch backends. Torch-free header;
+// torch_device.cpp is the one place that asks libtorch about CUDA.
+//
+// Device strings (ModelSpec::device):
+//   "auto"    CUDA device 0 when libtorch sees one, else the CPU
+//   "cpu"     the CPU
+//   "cuda"    CUDA device 0; Unavailable when libtorch sees no CUDA device
+//   "cuda:N"  CUDA device N; Unavailable when there is no device N
+// Anything else is InvalidArgument. The choice is made at run time
+// (torch::cuda::is_available()), so the same binary runs on a CPU-only
+// libtorch (Debian's) and on a CUDA one; no CUDA symbol is referenced.
+#pragma once
+
+#include "engine/result.h"
+
+#include <exception>
+#include <string>
+
+namespace bp {
+
+struct TorchDevice {
+    bool cuda = false;
+    int index = 0;
+    std::string name = "cpu"; // "cpu" or "cuda:N", what ModelInfo::device reports
+};
+
+Result<TorchDevice> resolveTorchDevice(const std::string &spec);
+
+// Number of CUDA devices libtorch sees (0 on a CPU-only build).
+int torchCudaDeviceCount();
+
+// ModelSpec::threads -> the intra-op thread count: 0 means every core.
+int resolveTorchThreads(int requested);
+
+// Makes the calling thread run torch work on `threads` intra-op threads.
+// libtorch's OpenMP and BLAS thread counts are per calling thread, so every
+// executor thread calls this at the top of Backend::run(); after the first
+// call on a thread it is a thread-local comparison.
+void useTorchThreads(int threads);
+
+// An exception thrown by libtorch as a Status: ResourceExhausted for "out of
+// memory", Internal otherwise; the message starts with `context` and leaves
+// out the C++ backtrace c10::Error carries.
+Status torchFailure(const std::string &context, const std::exception &error);
+
+} // namespace bp

@@ -1,0 +1,207 @@
+#include "torchscript_backend.h"
+
+#include "torch_device.h"
+
+#include <c10/core/InferenceMode.h>
+#include <torch/script.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace bp {
+
+namespace {
+
+std::string firstLine(const c10::Error &e)
+{
+    std::string what = e.what_without_backtrace();
+    if (const auto eol = what.find('\n'); eol != std::string::npos)
+        what.resize(eol);
+    return what;
+}
+
+std::string describeSchema(const c10::FunctionSchema &schema)
+{
+    std::ostringstream s;
+    s << schema;
+    return s.str();
+}
+
+bool isTensor(const c10::TypePtr &type) { return type->kind() == c10::TypeKind::TensorType; }
+
+std::int64_t intAttribute(const torch::jit::Module &module, const char *name, std::int64_t fallback)
+{
+    if (!module.hasattr(name))
+        return fallback;
+    const c10::IValue v = module.attr(name);
+    return v.isInt() ? v.toInt() : fallback;
+}
+
+class TorchScriptBackend final : public Backend {
+public:
+    TorchScriptBackend(torch::jit::Module module, ModelInfo info, at::Device device, int threads)
+        : m_module(std::move(module)), m_info(std::move(info)), m_device(device), m_threads(threads)
+    {
+    }
+
+    const ModelInfo &info() const override { return m_info; }
+
+    Status run(const BatchInput &input, std::vector<SequenceResult> &out) override
+    {
+        if (input.requests.empty())
+            return Status::ok();
+        try {
+            useTorchThreads(m_threads);
+            c10::InferenceMode guard;
+            const auto B = std::int64_t(input.requests.size());
+            std::int64_t L = input.paddedLength;
+            for (const Request *r : input.requests)
+                L = std::max(L, std::int64_t(r->tokens.size()));
+            at::Tensor ids = at::zeros({B, L}, at::kLong);
+            at::Tensor mask = at::zeros({B, L}, at::kBool);
+            auto *idp = ids.data_ptr<std::int64_t>();
+            auto *mp = mask.data_ptr<bool>();
+            for (std::int64_t i = 0; i < B; ++i) {
+                const auto &tokens = input.requests[std::size_t(i)]->tokens;
+                const std::int64_t n = std::int64_t(tokens.size()), offset = L - n;
+                for (std::int64_t j = 0; j < n; ++j) {
+                    idp[i * L + offset + j] = tokens[std::size_t(j)];
+                    mp[i * L + offset + j] = true;
+                }
+            }
+            const at::Tensor result = m_module.forward({ids.to(m_device), mask.to(m_device)}).toTensor();
+            if (result.dim() < 1 || result.size(0) != B)
+                return Status(StatusCode::Internal, "TorchScript model '" + m_info.name + "' returned shape " +
+                                                        shapeOf(result) + " for a batch of " + std::to_string(B));
+            scatter(result, out);
+        } catch (const std::exception &e) {
+            return torchFailure("TorchScript model '" + m_info.name + "' failed on a batch of " +
+                                    std::to_string(input.requests.size()),
+                                e);
+        }
+        return Status::ok();
+    }
+
+    static std::string shapeOf(const at::Tensor &t)
+    {
+        std::ostringstream s;
+        s << t.sizes();
+        return s.str();
+    }
+
+private:
+    static void scatter(const at::Tensor &result, std::vector<SequenceResult> &out)
+    {
+        const std::int64_t B = result.size(0);
+        if (at::isIntegralType(result.scalar_type(), /*includeBool=*/true)) {
+            const at::Tensor rows = result.reshape({B, -1}).to(at::kCPU, at::kLong).contiguous();
+            const auto width = rows.size(1);
+            const auto *p = rows.data_ptr<std::int64_t>();
+            for (std::int64_t i = 0; i < B; ++i)
+                out[std::size_t(i)].tokens.assign(p + i * width, p + (i + 1) * width);
+        } else {
+            const at::Tensor rows = result.reshape({B, -1}).to(at::kCPU, at::kFloat).contiguous();
+            const auto width = rows.size(1);
+            const float *p = rows.data_ptr<float>();
+            for (std::int64_t i = 0; i < B; ++i)
+                out[std::size_t(i)].values.assign(p + i * width, p + (i + 1) * width);
+        }
+    }
+
+    torch::jit::Module m_module; // forward() is safe to call from several threads
+    ModelInfo m_info;
+    at::Device m_device;
+    int m_threads;
+};
+
+} // namespace
+
+bool looksLikeModelFile(const std::string &name)
+{
+    return name.find('/') != std::string::npos || (name.size() > 3 && name.ends_with(".pt"));
+}
+
+Result<std::shared_ptr<Backend>> loadTorchScriptModel(const ModelSpec &spec)
+{
+    namespace fs = std::filesystem;
+    const std::string &path = spec.name;
+    std::error_code ec;
+    const fs::file_status st = fs::status(path, ec);
+    if (!fs::exists(st))
+        return Status(StatusCode::NotFound, "model file '" + path + "' not found");
+    if (fs::is_directory(st))
+        return Status(StatusCode::InvalidArgument, "model file '" + path + "' is a directory, not a TorchScript file");
+    {
+        std::ifstream probe(path, std::ios::binary);
+        if (!probe)
+            return Status(StatusCode::NotFound, "model file '" + path + "' cannot be read: " + std::strerror(errno));
+    }
+    auto device = resolveTorchDevice(spec.device);
+    if (!device)
+        return device.status();
+    const int threads = resolveTorchThreads(spec.threads);
+    useTorchThreads(threads);
+    const at::Device atDevice = device->cuda ? at::Device(at::kCUDA, at::DeviceIndex(device->index))
+                                             : at::Device(at::kCPU);
+
+    torch::jit::Module module;
+    try {
+        module = torch::jit::load(path, atDevice);
+    } catch (const c10::Error &e) {
+        return Status(StatusCode::InvalidArgument,
+                      "model file '" + path + "' is not a loadable TorchScript file: " + firstLine(e));
+    } catch (const std::exception &e) {
+        return Status(StatusCode::InvalidArgument,
+                      "model file '" + path + "' is not a loadable TorchScript file: " + e.what());
+    }
+    module.eval();
+
+    const auto method = module.find_method("forward");
+    if (!method)
+        return Status(StatusCode::InvalidArgument, "TorchScript file '" + path + "' has no forward method");
+    const c10::FunctionSchema &schema = method->function().getSchema();
+    const auto &args = schema.arguments(); // args[0] is self
+    const bool signatureOk = args.size() == 3 && isTensor(args[1].type()) && isTensor(args[2].type()) &&
+                             schema.returns().size() == 1 && isTensor(schema.returns()[0].type());
+    if (!signatureOk)
+        return Status(StatusCode::InvalidArgument,
+                      "TorchScript file '" + path + "' has forward with the wrong signature: expected " +
+                          "forward(input_ids: Tensor, attention_mask: Tensor) -> Tensor, found " +
+                          describeSchema(schema));
+
+    ModelInfo info;
+    info.name = path;
+    info.device = device->name;
+    info.vocabSize = int(intAttribute(module, "vocab_size", 256));
+    info.maxSequenceLength = int(intAttribute(module, "max_sequence_length", 1024));
+    for (const auto &p : module.parameters())
+        info.parameters += p.numel();
+    // A probe batch: two sequences of lengths 2 and 1 (left-padded).
+    try {
+        c10::InferenceMode guard;
+        at::Tensor mask = at::ones({2, 2}, at::kBool);
+        mask[1][0] = false;
+        const at::Tensor result =
+            module.forward({at::ones({2, 2}, at::kLong).to(atDevice), mask.to(atDevice)}).toTensor();
+        if (result.dim() < 1 || result.size(0) != 2)
+            return Status(StatusCode::InvalidArgument,
+                          "TorchScript file '" + path + "': forward returned shape " +
+                              TorchScriptBackend::shapeOf(result) + " for a batch of 2; expected [2, ...]");
+        std::string perRow = TorchScriptBackend::shapeOf(result.select(0, 0)); // "[4]" or "[]"
+        perRow = perRow.size() > 2 ? ", " + perRow.substr(1) : "]";
+        info.description = "TorchScript file; forward(input_ids, attention_mask) -> [B" + perRow;
+    } catch (const c10::Error &e) {
+        return Status(StatusCode::InvalidArgument,
+                      "TorchScript file '" + path + "': forward failed on a probe batch: " + firstLine(e));
+    } catch (const std::exception &e) {
+        return Status(StatusCode::InvalidArgument,
+                      "TorchScript file '" + path + "': forward failed on a probe batch: " + e.what());
+    }
+    auto backend = std::make_shared<TorchScriptBackend>(std::move(module), std::move(info), atDevice, threads);
+    return std::shared_ptr<Backend>(backend);
+}
+
+} // namespace bp

@@ -1,0 +1,272 @@
+// builtin:tiny-decoder: KV-cache decoding equals full recomputation,
+// padding invariance, compaction of finished members changes nothing,
+// generation stops at max_new_tokens, over-long requests fail alone, and the
+// engine end to end (tokens, time to first token, time per output token).
+#include "engine/engine.h"
+#include "engine/torch/model_presets.h"
+#include "engine/torch/tiny_decoder.h"
+#include "model_test_util.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+
+using namespace bp;
+using namespace bp::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::shared_ptr<DecoderModel> decoder()
+{
+    auto made = makeTinyDecoder(testSpec("builtin:tiny-decoder"));
+    if (!made) {
+        qWarning("%s", made.status().toString().c_str());
+        return nullptr;
+    }
+    return made.value();
+}
+
+std::vector<Generation> generate(DecoderModel &model, const std::vector<Request> &reqs, GenerateOptions options,
+                                 int paddedLength = 0)
+{
+    BatchInput input;
+    for (const auto &r : reqs) {
+        input.requests.push_back(&r);
+        paddedLength = std::max(paddedLength, int(r.tokens.size()));
+    }
+    input.paddedLength = paddedLength;
+    std::vector<Generation> out;
+    Status s = model.generate(input, options, out);
+    if (!s)
+        qWarning("generate failed: %s", s.toString().c_str());
+    return out;
+}
+
+// Gap between the best and second-best logit.
+double topMargin(const std::vector<float> &logits)
+{
+    std::vector<float> sorted = logits;
+    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+    return double(sorted[0]) - double(sorted[1]);
+}
+
+// `tokens` (and `logits`, when given) must match the reference generation.
+// Greedy decoding may legitimately diverge where the reference's best two
+// logits tie within float noise; then the rest of the row is not compared.
+QString compareToReference(const Generation &ref, const std::vector<TokenId> &tokens,
+                           const std::vector<std::vector<float>> *logits)
+{
+    if (ref.tokens.size() != tokens.size())
+        return QStringLiteral("%1 tokens, reference has %2").arg(tokens.size()).arg(ref.tokens.size());
+    for (std::size_t s = 0; s < tokens.size(); ++s) {
+        if (logits) {
+            const double diff = maxRelativeDifference((*logits)[s], ref.logits[s]);
+            if (diff > 1e-4)
+                return QStringLiteral("step %1: logits differ by %2").arg(s).arg(diff);
+        }
+        if (tokens[s] != ref.tokens[s]) {
+            const double margin = topMargin(ref.logits[s]);
+            if (margin > 1e-4)
+                return QStringLiteral("step %1: token %2 vs %3 (reference margin %4)")
+                    .arg(s)
+                    .arg(tokens[s])
+                    .arg(ref.tokens[s])
+                    .arg(margin);
+            break; // a genuine near-tie: later steps continue different sequences
+        }
+    }
+    return {};
+}
+
+GenerateOptions withLogits(bool cache = true, bool compact = true)
+{
+    GenerateOptions o;
+    o.useKvCache = cache;
+    o.compact = compact;
+    o.keepLogits = true;
+    return o;
+}
+
+class Collector {
+public:
+    Completion callback()
+    {
+        return [this](Response &&r) {
+            std::lock_guard lock(m_mutex);
+            m_responses.push_back(std::move(r));
+            m_cv.notify_all();
+        };
+    }
+    bool waitFor(std::size_t n)
+    {
+        std::unique_lock lock(m_mutex);
+        return m_cv.wait_for(lock, 60s, [&] { return m_responses.size() >= n; });
+    }
+    std::vector<Response> responses()
+    {
+        std::lock_guard lock(m_mutex);
+        return m_responses;
+    }
+
+private:
+    std::mutex m_mutex;
+    std::condition_variable m_cv;
+    std::vector<Response> m_responses;
+};
+
+} // namespace
+
+class TestTinyDecoder : public QObject {
+    Q_OBJECT
+private slots:
+    void info()
+    {
+        auto model = decoder();
+        QVERIFY(model);
+        auto shape = transformerPreset("test");
+        QVERIFY(shape.isOk());
+        QCOMPARE(model->info().name, std::string("builtin:tiny-decoder"));
+        QVERIFY(model->info().generative);
+        QCOMPARE(model->info().parameters, decoderParameterCount(*shape));
+        QCOMPARE(model->info().maxNewTokensLimit, shape->maxPositions - 1);
+    }
+
+    void kvCacheEqualsRecomputation()
+    {
+        auto model = decoder();
+        QVERIFY(model);
+        std::mt19937 rng(11);
+        std::vector<Request> reqs{makeRequest(randomTokens(rng, 4), 12), makeRequest(randomTokens(rng, 17), 5),
+                                  makeRequest(randomTokens(rng, 9), 20), makeRequest(randomTokens(rng, 1), 7)};
+        const auto cached = generate(*model, reqs, withLogits(true));
+        const auto reference = generate(*model, reqs, withLogits(false));
+        QCOMPARE(cached.size(), reqs.size());
+        for (std::size_t i = 0; i < reqs.size(); ++i) {
+            QCOMPARE(int(cached[i].tokens.size()), reqs[i].maxNewTokens);
+            const QString diff = compareToReference(reference[i], cached[i].tokens, &cached[i].logits);
+            QVERIFY2(diff.isEmpty(), qPrintable(QStringLiteral("request %1: %2").arg(i).arg(diff)));
+        }
+    }
+
+    void paddingInvariance_data()
+    {
+        QTest::addColumn<int>("extraPadding");
+        QTest::newRow("padded to the longest") << 0;
+        QTest::newRow("policy pads 11 more (static)") << 11;
+    }
+    void paddingInvariance()
+    {
+        QFETCH(int, extraPadding);
+        auto model = decoder();
+        QVERIFY(model);
+        std::mt19937 rng(12);
+        const std::vector<int> lengths{1, 23, 6, 40, 13};
+        std::vector<Request> reqs;
+        for (int n : lengths)
+            reqs.push_back(makeRequest(randomTokens(rng, n), 8));
+        const auto batched = generate(*model, reqs, withLogits(), 40 + extraPadding);
+        for (std::size_t i = 0; i < reqs.size(); ++i) {
+            const auto alone = generate(*model, {reqs[i]}, withLogits());
+            const QString diff = compareToReference(alone[0], batched[i].tokens, &batched[i].logits);
+            QVERIFY2(diff.isEmpty(), qPrintable(QStringLiteral("length %1: %2").arg(lengths[i]).arg(diff)));
+        }
+    }
+
+    void compactionChangesNothing()
+    {
+        auto model = decoder();
+        QVERIFY(model);
+        std::mt19937 rng(13);
+        std::vector<Request> reqs;
+        for (int i = 0; i < 6; ++i)
+            reqs.push_back(makeRequest(randomTokens(rng, 3 + 5 * i), 2 + 3 * i)); // ragged: finish at different steps
+        const auto compacted = generate(*model, reqs, withLogits(true, true));
+        const auto full = generate(*model, reqs, withLogits(true, false));
+        for (std::size_t i = 0; i < reqs.size(); ++i) {
+            const QString diff = compareToReference(full[i], compacted[i].tokens, &compacted[i].logits);
+            QVERIFY2(diff.isEmpty(), qPrintable(QStringLiteral("request %1: %2").arg(i).arg(diff)));
+        }
+    }
+
+    void stopsAtMaxNewTokens()
+    {
+        auto model = decoder();
+        QVERIFY(model);
+        std::mt19937 rng(14);
+        std::vector<Request> reqs{makeRequest(randomTokens(rng, 5), 1), makeRequest(randomTokens(rng, 8), 3),
+                                  makeRequest(randomTokens(rng, 2), 0), makeRequest(randomTokens(rng, 6), 9)};
+        const auto out = runBatch(*model, reqs);
+        const std::vector<std::size_t> expected{1, 3, 1, 9}; // 0 = the prefill's single token
+        for (std::size_t i = 0; i < reqs.size(); ++i) {
+            QVERIFY(out[i].status.isOk());
+            QCOMPARE(out[i].tokens.size(), expected[i]);
+            QVERIFY(out[i].firstTokenAfter > Duration::zero());
+            QVERIFY(out[i].lastTokenAfter >= out[i].firstTokenAfter);
+            for (TokenId t : out[i].tokens)
+                QVERIFY(t >= 0 && t < model->info().vocabSize);
+        }
+        QCOMPARE(out[0].lastTokenAfter, out[0].firstTokenAfter);
+        QVERIFY(out[3].lastTokenAfter > out[1].lastTokenAfter); // finished later
+    }
+
+    void overlongRequestFailsAlone()
+    {
+        auto model = decoder();
+        QVERIFY(model);
+        const int positions = model->info().maxNewTokensLimit + 1;
+        std::mt19937 rng(15);
+        std::vector<Request> reqs{makeRequest(randomTokens(rng, positions - 4), 10),
+                                  makeRequest(randomTokens(rng, 5), 4)};
+        Status batchStatus;
+        const auto out = runBatch(*model, reqs, 0, &batchStatus);
+        QVERIFY(batchStatus.isOk());
+        QCOMPARE(out[0].status.code(), StatusCode::OutOfRange);
+        QVERIFY(out[0].status.message().find("positions") != std::string::npos);
+        QVERIFY(out[0].tokens.empty());
+        QVERIFY(out[1].status.isOk());
+        QCOMPARE(out[1].tokens.size(), std::size_t(4));
+    }
+
+    void engineEndToEnd()
+    {
+        auto model = decoder();
+        QVERIFY(model);
+        EngineOptions options;
+        options.backend = model;
+        options.batching.policy = PolicyKind::Dynamic;
+        options.batching.maxBatchSize = 4;
+        options.batching.maxQueueDelay = 20ms;
+        auto engine = Engine::create(options);
+        QVERIFY(engine.isOk());
+
+        std::mt19937 rng(16);
+        std::vector<Request> reqs;
+        for (int i = 0; i < 7; ++i)
+            reqs.push_back(makeRequest(randomTokens(rng, 2 + 3 * i), 1 + (i % 4) * 3));
+        Collector collector;
+        for (std::size_t i = 0; i < reqs.size(); ++i) {
+            Request r = reqs[i];
+            r.id = i + 1;
+            QVERIFY((*engine)->submit(std::move(r), collector.callback()).isOk());
+        }
+        QVERIFY(collector.waitFor(reqs.size()));
+        (*engine)->shutdown();
+        for (const Response &resp : collector.responses()) {
+            const Request &req = reqs[resp.requestId - 1];
+            QVERIFY2(resp.status.isOk(), resp.status.toString().c_str());
+            QCOMPARE(int(resp.tokens.size()), req.maxNewTokens);
+            QVERIFY(resp.timing.timeToFirstToken > Duration::zero());
+            QVERIFY(resp.timing.timeToFirstToken <= resp.timing.total);
+            QVERIFY(resp.timing.timeToFirstToken >= resp.timing.queueWait);
+            if (req.maxNewTokens > 1)
+                QVERIFY(resp.timing.timePerOutputToken > Duration::zero());
+            const auto alone = generate(*model, {req}, withLogits());
+            const QString diff = compareToReference(alone[0], resp.tokens, nullptr);
+            QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestTinyDecoder)
+#include "test_tiny_decoder.moc"
