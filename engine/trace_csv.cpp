@@ -143,16 +143,18 @@ Result<ParsedTrace> parseTraceText(const std::string &text, const TraceParseOpti
             if (trace.errors.size() < options.maxErrorsKept)
                 trace.errors.push_back({lineNo, problem});
             ++errorCount;
-            continue;
         }
+        // Per line read, so that a file of bad rows can be cancelled too.
+        if (options.progress && (trace.linesRead % 4096) == 0 && !options.progress(pos, text.size()))
+            return Status(StatusCode::InvalidArgument, "import cancelled");
+        if (!problem.empty())
+            continue;
         if (!haveFirst || t < first) {
             first = t;
             haveFirst = true;
         }
         row.arrivalS = t;
         trace.rows.push_back(row);
-        if (options.progress && (trace.rows.size() % 4096) == 0 && !options.progress(pos, text.size()))
-            return Status(StatusCode::InvalidArgument, "import cancelled");
     }
     if (!haveHeader)
         return Status(StatusCode::InvalidArgument, "the file is empty");
@@ -164,6 +166,7 @@ Result<ParsedTrace> parseTraceText(const std::string &text, const TraceParseOpti
         r.arrivalS -= first;
     std::stable_sort(trace.rows.begin(), trace.rows.end(),
                      [](const TraceRow &a, const TraceRow &b) { return a.arrivalS < b.arrivalS; });
+    trace.skippedRows = errorCount;
     if (errorCount > trace.errors.size())
         trace.errors.push_back({0, std::to_string(errorCount - trace.errors.size()) + " more malformed rows"});
     if (options.progress)

@@ -33,6 +33,7 @@ struct ParsedTrace {
     std::vector<TraceRow> rows;
     std::vector<TraceParseError> errors; // rows skipped (SkipBadRows only)
     std::size_t linesRead = 0;
+    std::size_t skippedRows = 0; // every malformed row, whether kept in `errors` or only counted
 };
 
 enum class BadRowPolicy {
@@ -42,7 +43,7 @@ enum class BadRowPolicy {
 
 struct TraceParseOptions {
     BadRowPolicy badRows = BadRowPolicy::SkipBadRows;
-    // Called every ~4096 rows with bytes read so far and total; return false
+    // Called every 4096 data lines (valid or not) with bytes read so far and total; return false
     // to cancel (the result is then Status Cancelled-as-InvalidArgument).
     std::function<bool(std::size_t bytesRead, std::size_t totalBytes)> progress;
     std::size_t maxErrorsKept = 100; // errors beyond this are counted, not kept

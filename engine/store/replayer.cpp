@@ -1,0 +1,364 @@
+#include "replayer.h"
+
+#include "engine/config_json.h"
+
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+namespace bp {
+
+namespace {
+
+constexpr Duration kCancelSlice = std::chrono::milliseconds(50);
+
+// One arrival as the replay sends it.
+struct PlannedRequest {
+    Duration offset{}; // scaled by speed
+    double sourceS = 0;
+    int inputTokens = 1;
+    int maxNewTokens = 0;
+};
+
+// Counts outcomes from completion callbacks (engine threads).
+struct Tally {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::size_t completed = 0, failed = 0; // guarded by mutex
+    Completion callback()
+    {
+        return [this](Response &&r) {
+            std::lock_guard lock(mutex);
+            ++(r.status.isOk() ? completed : failed);
+            cv.notify_all();
+        };
+    }
+    std::size_t done()
+    {
+        std::lock_guard lock(mutex);
+        return completed + failed;
+    }
+};
+
+// Keeps the calling thread's timer slack at 1 ns while pacing, then restores it.
+class TimerSlack {
+public:
+    TimerSlack()
+    {
+#ifdef __linux__
+        m_old = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+        prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+#endif
+    }
+    ~TimerSlack()
+    {
+#ifdef __linux__
+        if (m_old > 0)
+            prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(m_old), 0, 0, 0);
+#endif
+    }
+
+private:
+    long m_old = 0;
+};
+
+bool cancelled(const std::atomic<bool> *cancel) { return cancel && cancel->load(std::memory_order_relaxed); }
+
+class Driver {
+public:
+    Driver(Engine &engine, SessionRecorder &recorder, const ReplayOptions &options,
+           const std::vector<PlannedRequest> &plan, const Replayer::ProgressFn &progress,
+           const std::atomic<bool> *cancel)
+        : m_engine(engine), m_recorder(recorder), m_options(options), m_plan(plan), m_progress(progress),
+          m_cancel(cancel), m_rng(options.seed)
+    {
+        m_outcome.total = plan.size();
+    }
+
+    ReplayOutcome runReal();
+    ReplayOutcome runVirtual(FakeClock &clock);
+
+private:
+    void submit(std::size_t index, TimePoint arrival);
+    void report(bool force);
+    void waitForCompletions();
+
+    Engine &m_engine;
+    SessionRecorder &m_recorder;
+    const ReplayOptions &m_options;
+    const std::vector<PlannedRequest> &m_plan;
+    const Replayer::ProgressFn &m_progress;
+    const std::atomic<bool> *m_cancel;
+    std::mt19937_64 m_rng;
+    Tally m_tally;
+    ReplayOutcome m_outcome;
+    double m_sourceS = 0;
+    TimePoint m_lastReport{};
+};
+
+void Driver::submit(std::size_t i, TimePoint arrival)
+{
+    const PlannedRequest &p = m_plan[i];
+    Request r;
+    r.id = i + 1; // the position in the source: requests.request_id of the replay
+    r.tokens.resize(std::size_t(p.inputTokens));
+    std::uniform_int_distribution<TokenId> token(0, m_engine.model().vocabSize - 1);
+    for (TokenId &t : r.tokens)
+        t = token(m_rng);
+    r.maxNewTokens = p.maxNewTokens;
+    r.arrival = arrival;
+    ++m_outcome.submitted;
+    m_sourceS = p.sourceS;
+    if (m_engine.submit(std::move(r), m_tally.callback()).isOk())
+        ++m_outcome.accepted;
+    else
+        ++m_outcome.rejected;
+}
+
+void Driver::report(bool force)
+{
+    if (!m_progress)
+        return;
+    const TimePoint now = SteadyClock::now();
+    if (!force && now - m_lastReport < m_options.progressInterval)
+        return;
+    m_lastReport = now;
+    ReplayProgress p;
+    p.total = m_plan.size();
+    p.submitted = m_outcome.submitted;
+    p.finished = m_outcome.rejected + m_tally.done();
+    p.sourceSeconds = m_sourceS;
+    m_progress(p);
+}
+
+void Driver::waitForCompletions()
+{
+    std::unique_lock lock(m_tally.mutex);
+    while (m_tally.completed + m_tally.failed < m_outcome.accepted) {
+        if (cancelled(m_cancel))
+            return;
+        m_tally.cv.wait_for(lock, kCancelSlice);
+        lock.unlock();
+        report(false);
+        lock.lock();
+    }
+}
+
+ReplayOutcome Driver::runReal()
+{
+    TimerSlack slack;
+    const TimePoint start = SteadyClock::now();
+    for (std::size_t i = 0; i < m_plan.size() && !cancelled(m_cancel); ++i) {
+        const TimePoint when = start + m_plan[i].offset;
+        for (TimePoint now = SteadyClock::now(); now < when && !cancelled(m_cancel); now = SteadyClock::now()) {
+            report(false);
+            std::this_thread::sleep_until(std::min(when, now + kCancelSlice));
+        }
+        if (cancelled(m_cancel))
+            break;
+        m_outcome.maxLateness = std::max(m_outcome.maxLateness, Duration(SteadyClock::now() - when));
+        submit(i, when);
+        report(false);
+    }
+    waitForCompletions();
+    return m_outcome;
+}
+
+ReplayOutcome Driver::runVirtual(FakeClock &clock)
+{
+    const TimePoint start = clock.now();
+    TimePoint nextSample = start + std::chrono::seconds(1);
+    // Every batch dispatched so far has run: the clock may move.
+    auto settle = [&] {
+        std::unique_lock lock(m_tally.mutex);
+        m_tally.cv.wait(lock, [&] {
+            return m_tally.completed + m_tally.failed + m_engine.queueDepth() >= m_outcome.accepted;
+        });
+    };
+    auto moveTo = [&](TimePoint t) {
+        while (nextSample <= t) {
+            clock.set(nextSample);
+            m_recorder.sampleNow();
+            nextSample += std::chrono::seconds(1);
+        }
+        if (t > clock.now())
+            clock.set(t);
+    };
+    // Runs every scheduling event due up to `until`.
+    auto runUntil = [&](std::optional<TimePoint> until) {
+        for (;;) {
+            const Engine::Step step = m_engine.runSchedulerOnce();
+            if (step.dispatched || step.expired > 0) {
+                settle();
+                continue;
+            }
+            if (step.wakeAt && (!until || *step.wakeAt <= *until)) {
+                moveTo(*step.wakeAt);
+                continue;
+            }
+            return;
+        }
+    };
+    for (std::size_t i = 0; i < m_plan.size() && !cancelled(m_cancel); ++i) {
+        const TimePoint when = start + m_plan[i].offset;
+        runUntil(when);
+        moveTo(when);
+        submit(i, when);
+        report(false);
+    }
+    if (!cancelled(m_cancel))
+        runUntil(std::nullopt);
+    return m_outcome;
+}
+
+Status checkOptions(const ReplayOptions &o)
+{
+    if (!(o.speed > 0) || !std::isfinite(o.speed) || o.speed > 1e6)
+        return {StatusCode::InvalidArgument, "replay speed must be in (0, 1e6]"};
+    if (!(o.lengthScale > 0) || !std::isfinite(o.lengthScale) || o.lengthScale > 1e3)
+        return {StatusCode::InvalidArgument, "replay length scale must be in (0, 1000]"};
+    if (o.source.id <= 0)
+        return {StatusCode::InvalidArgument, "replay needs a source id"};
+    return Status::ok();
+}
+
+} // namespace
+
+std::string_view replayClockName(ReplayClock clock)
+{
+    return clock == ReplayClock::Virtual ? "virtual" : "real";
+}
+
+Replayer::Replayer(std::shared_ptr<TraceStore> store, std::shared_ptr<Backend> backend)
+    : m_store(std::move(store)), m_backend(std::move(backend))
+{
+}
+
+Result<ReplayOutcome> Replayer::run(const ReplayOptions &options, const ProgressFn &progress,
+                                    const std::atomic<bool> *cancel)
+{
+    if (!m_store || !m_backend)
+        return Status(StatusCode::InvalidArgument, "replay needs a trace store and a backend");
+    if (Status s = checkOptions(options); !s)
+        return s;
+    const bool fromSession = options.source.kind == ReplaySource::Kind::Session;
+
+    // The source's arrivals and, for a session, its last config.
+    auto rows = fromSession ? m_store->sessionArrivals(options.source.id) : m_store->traceRows(options.source.id);
+    if (!rows)
+        return rows.status();
+    BatchingConfig config;
+    if (options.config) {
+        config = *options.config;
+    } else if (fromSession) {
+        auto history = m_store->configHistory(options.source.id);
+        if (!history)
+            return history.status();
+        if (!history->empty())
+            config = history->back().config;
+    }
+    if (Status s = validate(config); !s)
+        return s;
+    std::size_t count = rows->size();
+    if (options.limit > 0)
+        count = std::min(count, options.limit);
+    if (count == 0)
+        return Status(StatusCode::InvalidArgument, std::string(fromSession ? "session " : "trace ") +
+                                                       std::to_string(options.source.id) + " has no requests to replay");
+
+    const ModelInfo &model = m_backend->info();
+    std::vector<PlannedRequest> plan(count);
+    std::size_t clamped = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        const TraceRow &row = (*rows)[i];
+        PlannedRequest &p = plan[i];
+        p.sourceS = row.arrivalS;
+        p.offset = fromSeconds(row.arrivalS / options.speed);
+        p.inputTokens = std::max(1, int(std::lround(row.inputTokens * options.lengthScale)));
+        if (options.clampToModel && p.inputTokens > model.maxSequenceLength) {
+            p.inputTokens = model.maxSequenceLength;
+            ++clamped;
+        }
+        if (model.generative) {
+            p.maxNewTokens = std::max(0, int(std::lround(row.outputTokens * options.lengthScale)));
+            if (model.maxNewTokensLimit > 0)
+                p.maxNewTokens = std::min(p.maxNewTokens, model.maxNewTokensLimit);
+        }
+    }
+
+    // A fresh engine under the chosen config.
+    FakeClock virtualClock;
+    const bool isVirtual = options.clock == ReplayClock::Virtual;
+    EngineOptions eo;
+    eo.batching = config;
+    eo.backend = m_backend;
+    if (isVirtual) {
+        eo.clock = &virtualClock;
+        eo.manualScheduling = true;
+    }
+    auto engine = Engine::create(eo);
+    if (!engine)
+        return engine.status();
+
+    SessionStart start;
+    start.kind = "replay";
+    start.notes = options.notes;
+    (fromSession ? start.sourceSessionId : start.sourceTraceId) = options.source.id;
+    start.replay = {{"source", {{"kind", fromSession ? "session" : "trace"}, {"id", options.source.id}}},
+                    {"speed", options.speed},
+                    {"length_scale", options.lengthScale},
+                    {"limit", options.limit},
+                    {"clock", replayClockName(options.clock)},
+                    {"clamp_to_model", options.clampToModel},
+                    {"requests", count},
+                    {"config", toJson(config)}};
+    RecorderOptions ro = options.recorder;
+    ro.sink.requestSource = "replay";
+    if (isVirtual)
+        ro.samplePeriod = Duration::zero();
+    auto recorder = SessionRecorder::start(m_store, **engine, start, ro);
+    if (!recorder)
+        return recorder.status();
+
+    const TimePoint wallStart = SteadyClock::now();
+    Driver driver(**engine, **recorder, options, plan, progress, cancel);
+    ReplayOutcome outcome = isVirtual ? driver.runVirtual(virtualClock) : driver.runReal();
+    outcome.cancelled = cancelled(cancel);
+    (*engine)->shutdown(outcome.cancelled ? ShutdownMode::Fail : ShutdownMode::Drain);
+    (void)(*recorder)->finish();
+    // Completions are all in once the engine has shut down.
+    {
+        ReplayProgress last;
+        last.total = outcome.total;
+        last.submitted = outcome.submitted;
+        const Snapshot snap = (*engine)->snapshot();
+        outcome.completed = snap.byStatus[std::size_t(StatusCode::Ok)];
+        std::uint64_t all = 0;
+        for (auto n : snap.byStatus)
+            all += n;
+        outcome.failed = std::size_t(all) - outcome.completed - outcome.rejected;
+        last.finished = outcome.rejected + outcome.completed + outcome.failed;
+        last.sourceSeconds = outcome.submitted ? plan[outcome.submitted - 1].sourceS : 0.0;
+        if (progress)
+            progress(last);
+    }
+    outcome.sessionId = (*recorder)->sessionId();
+    outcome.clamped = clamped;
+    outcome.config = config;
+    outcome.wallSeconds = toSeconds(SteadyClock::now() - wallStart);
+    outcome.warning = (*recorder)->warning();
+    if (outcome.cancelled) {
+        const std::string note = "cancelled after " + std::to_string(outcome.submitted) + " of " +
+                                 std::to_string(outcome.total) + " requests";
+        (void)m_store->setSessionNotes(outcome.sessionId, options.notes.empty() ? note : options.notes + "; " + note);
+    }
+    return outcome;
+}
+
+} // namespace bp

@@ -1,0 +1,149 @@
+#include "row_writer.h"
+
+#include "schema.h"
+
+#include "engine/config_json.h"
+
+#include <sqlite3.h>
+
+namespace bp::store {
+
+namespace {
+constexpr const char *kInsertRequest =
+    "INSERT INTO requests (session_id, request_id, arrival_ns, queue_wait_ns, compute_ns, total_ns, ttft_ns, "
+    "input_tokens, output_tokens, bucket, batch_id, status, source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)";
+constexpr const char *kInsertBatch =
+    "INSERT INTO batches (session_id, batch_id, dispatched_ns, intended_ns, size, padded_length, real_tokens, "
+    "padded_tokens, compute_ns, reason, policy, bucket, executor, config_version, status) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+constexpr const char *kInsertConfig =
+    "INSERT OR REPLACE INTO config_changes (session_id, version, at_ns, origin, summary, config) "
+    "VALUES (?,?,?,?,?,?)";
+constexpr const char *kInsertSample =
+    "INSERT INTO metric_samples (session_id, at_ns, requests_per_s, input_tokens_per_s, output_tokens_per_s, "
+    "total_p50_us, total_p90_us, total_p99_us, queue_wait_p99_us, queue_depth, in_flight, mean_batch_size, "
+    "padding_efficiency, busy_fraction, submitted, completed, failed, config_version, dropped_rows) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+} // namespace
+
+Result<RowWriter> RowWriter::open(const std::string &dbPath, std::int64_t sessionId, TimePoint epoch,
+                                  std::string requestSource, std::int64_t maxDatabaseBytes)
+{
+    RowWriter w;
+    auto db = sqlite::Connection::open(dbPath, sqlite::Connection::Mode::ReadWrite);
+    if (!db)
+        return db.status();
+    w.m_db = std::move(db.value());
+    auto id = identify(w.m_db);
+    if (!id)
+        return id.status();
+    if (id->applicationId != kApplicationId || id->userVersion != kSchemaVersion)
+        return Status(StatusCode::InvalidArgument, "'" + dbPath + "' is not a BatchPilot trace database of schema " +
+                                                       std::to_string(kSchemaVersion));
+    if (Status s = configureConnection(w.m_db); !s)
+        return s;
+    if (maxDatabaseBytes > 0) {
+        auto pageSize = w.m_db.queryInt("PRAGMA page_size", 4096);
+        if (!pageSize)
+            return pageSize.status();
+        const std::int64_t pages = std::max<std::int64_t>(1, maxDatabaseBytes / *pageSize);
+        if (auto set = w.m_db.queryInt("PRAGMA max_page_count = " + std::to_string(pages)); !set)
+            return set.status();
+    }
+    for (auto [stmt, sql] : {std::pair{&w.m_request, kInsertRequest}, std::pair{&w.m_batch, kInsertBatch},
+                             std::pair{&w.m_config, kInsertConfig}, std::pair{&w.m_sample, kInsertSample}}) {
+        auto prepared = w.m_db.prepare(sql);
+        if (!prepared)
+            return prepared.status();
+        *stmt = std::move(prepared.value());
+    }
+    w.m_session = sessionId;
+    w.m_epoch = epoch;
+    w.m_source = std::move(requestSource);
+    for (auto *stmt : {&w.m_request, &w.m_batch, &w.m_config, &w.m_sample})
+        stmt->bind(1, sessionId);
+    return w;
+}
+
+Status RowWriter::write(const PendingRows &rows)
+{
+    if (rows.rows() == 0)
+        return Status::ok();
+    sqlite::Transaction tx(m_db);
+    if (Status s = tx.begin(); !s)
+        return s;
+    // Bound here, not at open(): m_source's buffer moves with the writer.
+    m_request.bindStatic(13, m_source);
+    auto run = [&](sqlite::Statement &st, const char *what) {
+        const int rc = st.step();
+        st.reset();
+        return rc == SQLITE_DONE ? Status::ok() : m_db.error(rc, what);
+    };
+    for (const ConfigChange &c : rows.configs) {
+        m_config.bind(2, std::int64_t(c.version));
+        m_config.bind(3, offset(c.at));
+        m_config.bind(4, c.origin);
+        m_config.bind(5, c.summary);
+        m_config.bind(6, toJson(c.config).dump());
+        if (Status s = run(m_config, "write a config change"); !s)
+            return s;
+    }
+    for (const BatchRecord &b : rows.batches) {
+        m_batch.bind(2, std::int64_t(b.id));
+        m_batch.bind(3, offset(b.dispatchedAt));
+        m_batch.bind(4, offset(b.intendedAt));
+        m_batch.bind(5, std::int64_t(b.size));
+        m_batch.bind(6, std::int64_t(b.paddedLength));
+        m_batch.bind(7, std::int64_t(b.realTokens));
+        m_batch.bind(8, std::int64_t(b.paddedTokens));
+        m_batch.bind(9, std::int64_t(b.compute.count()));
+        m_batch.bindStatic(10, dispatchReasonName(b.reason));
+        m_batch.bindStatic(11, policyName(b.policy));
+        m_batch.bind(12, std::int64_t(b.bucket));
+        m_batch.bind(13, std::int64_t(b.executor));
+        m_batch.bind(14, std::int64_t(b.configVersion));
+        m_batch.bindStatic(15, statusCodeName(b.status));
+        if (Status s = run(m_batch, "write a batch"); !s)
+            return s;
+    }
+    for (const RequestRecord &r : rows.requests) {
+        m_request.bind(2, std::int64_t(r.id));
+        m_request.bind(3, offset(r.arrival));
+        m_request.bind(4, std::int64_t(r.queueWait.count()));
+        m_request.bind(5, std::int64_t(r.compute.count()));
+        m_request.bind(6, std::int64_t(r.total.count()));
+        m_request.bind(7, std::int64_t(r.timeToFirstToken.count()));
+        m_request.bind(8, std::int64_t(r.inputTokens));
+        m_request.bind(9, std::int64_t(r.outputTokens));
+        m_request.bind(10, std::int64_t(r.bucket));
+        m_request.bind(11, std::int64_t(r.batchId));
+        m_request.bindStatic(12, statusCodeName(r.status));
+        if (Status s = run(m_request, "write a request"); !s)
+            return s;
+    }
+    for (const MetricSample &m : rows.samples) {
+        m_sample.bind(2, std::int64_t(m.at.count()));
+        m_sample.bind(3, m.requestsPerS);
+        m_sample.bind(4, m.inputTokensPerS);
+        m_sample.bind(5, m.outputTokensPerS);
+        m_sample.bind(6, m.totalP50Us);
+        m_sample.bind(7, m.totalP90Us);
+        m_sample.bind(8, m.totalP99Us);
+        m_sample.bind(9, m.queueWaitP99Us);
+        m_sample.bind(10, std::int64_t(m.queueDepth));
+        m_sample.bind(11, std::int64_t(m.inFlight));
+        m_sample.bind(12, m.meanBatchSize);
+        m_sample.bind(13, m.paddingEfficiency);
+        m_sample.bind(14, m.busyFraction);
+        m_sample.bind(15, std::int64_t(m.submitted));
+        m_sample.bind(16, std::int64_t(m.completed));
+        m_sample.bind(17, std::int64_t(m.failed));
+        m_sample.bind(18, std::int64_t(m.configVersion));
+        m_sample.bind(19, std::int64_t(m.droppedRows));
+        if (Status s = run(m_sample, "write a metric sample"); !s)
+            return s;
+    }
+    return tx.commit();
+}
+
+} // namespace bp::store

@@ -1,0 +1,179 @@
+#include "schema.h"
+
+#include <string>
+
+namespace bp::store {
+
+namespace {
+
+// Version 1. Times: *_us are wall-clock microseconds since the Unix epoch;
+// *_ns are nanoseconds on the engine's steady clock, as offsets from the
+// session's start.
+constexpr const char *kMigration1 = R"sql(
+CREATE TABLE sessions (
+  id            INTEGER PRIMARY KEY,
+  kind          TEXT    NOT NULL DEFAULT 'live',
+  started_at_us INTEGER NOT NULL,
+  ended_at_us   INTEGER,
+  model         TEXT    NOT NULL DEFAULT '',
+  device        TEXT    NOT NULL DEFAULT '',
+  host          TEXT    NOT NULL DEFAULT '{}',
+  notes         TEXT    NOT NULL DEFAULT ''
+);
+CREATE TABLE config_changes (
+  session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  version    INTEGER NOT NULL,
+  at_ns      INTEGER NOT NULL,
+  origin     TEXT    NOT NULL,
+  summary    TEXT    NOT NULL,
+  config     TEXT    NOT NULL,
+  PRIMARY KEY (session_id, version)
+);
+CREATE TABLE requests (
+  session_id    INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  request_id    INTEGER NOT NULL,
+  arrival_ns    INTEGER NOT NULL,
+  queue_wait_ns INTEGER NOT NULL,
+  compute_ns    INTEGER NOT NULL,
+  total_ns      INTEGER NOT NULL,
+  ttft_ns       INTEGER NOT NULL,
+  input_tokens  INTEGER NOT NULL,
+  output_tokens INTEGER NOT NULL,
+  bucket        INTEGER NOT NULL,
+  batch_id      INTEGER NOT NULL,
+  status        TEXT    NOT NULL
+);
+CREATE INDEX requests_by_session ON requests(session_id);
+CREATE TABLE batches (
+  session_id     INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  batch_id       INTEGER NOT NULL,
+  dispatched_ns  INTEGER NOT NULL,
+  intended_ns    INTEGER NOT NULL,
+  size           INTEGER NOT NULL,
+  padded_length  INTEGER NOT NULL,
+  real_tokens    INTEGER NOT NULL,
+  padded_tokens  INTEGER NOT NULL,
+  compute_ns     INTEGER NOT NULL,
+  reason         TEXT    NOT NULL,
+  policy         TEXT    NOT NULL,
+  bucket         INTEGER NOT NULL,
+  executor       INTEGER NOT NULL,
+  config_version INTEGER NOT NULL,
+  status         TEXT    NOT NULL
+);
+CREATE INDEX batches_by_session ON batches(session_id);
+CREATE TABLE metric_samples (
+  session_id          INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  at_ns               INTEGER NOT NULL,
+  requests_per_s      REAL    NOT NULL,
+  input_tokens_per_s  REAL    NOT NULL,
+  output_tokens_per_s REAL    NOT NULL,
+  total_p50_us        REAL    NOT NULL,
+  total_p90_us        REAL    NOT NULL,
+  total_p99_us        REAL    NOT NULL,
+  queue_wait_p99_us   REAL    NOT NULL,
+  queue_depth         INTEGER NOT NULL,
+  in_flight           INTEGER NOT NULL,
+  mean_batch_size     REAL    NOT NULL,
+  padding_efficiency  REAL    NOT NULL,
+  busy_fraction       REAL    NOT NULL,
+  submitted           INTEGER NOT NULL,
+  completed           INTEGER NOT NULL,
+  failed              INTEGER NOT NULL,
+  config_version      INTEGER NOT NULL
+);
+CREATE INDEX metric_samples_by_session ON metric_samples(session_id, at_ns);
+CREATE TABLE traces (
+  id             INTEGER PRIMARY KEY,
+  name           TEXT    NOT NULL,
+  source_path    TEXT    NOT NULL DEFAULT '',
+  format         TEXT    NOT NULL,
+  imported_at_us INTEGER NOT NULL,
+  row_count      INTEGER NOT NULL,
+  skipped_rows   INTEGER NOT NULL DEFAULT 0,
+  duration_s     REAL    NOT NULL
+);
+CREATE TABLE trace_requests (
+  trace_id      INTEGER NOT NULL REFERENCES traces(id) ON DELETE CASCADE,
+  idx           INTEGER NOT NULL,
+  arrival_ns    INTEGER NOT NULL,
+  input_tokens  INTEGER NOT NULL,
+  output_tokens INTEGER NOT NULL,
+  PRIMARY KEY (trace_id, idx)
+) WITHOUT ROWID;
+)sql";
+
+// Version 2: replays know their source; the session and the per-second
+// samples keep how many rows the logger had to drop.
+constexpr const char *kMigration2 = R"sql(
+ALTER TABLE sessions ADD COLUMN source_session_id INTEGER REFERENCES sessions(id) ON DELETE SET NULL;
+ALTER TABLE sessions ADD COLUMN source_trace_id INTEGER REFERENCES traces(id) ON DELETE SET NULL;
+ALTER TABLE sessions ADD COLUMN replay TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN dropped_rows INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN logging_error TEXT NOT NULL DEFAULT '';
+ALTER TABLE requests ADD COLUMN source TEXT NOT NULL DEFAULT 'live';
+ALTER TABLE metric_samples ADD COLUMN dropped_rows INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX sessions_by_source_session ON sessions(source_session_id);
+CREATE INDEX sessions_by_source_trace ON sessions(source_trace_id);
+)sql";
+
+constexpr const char *kMigrations[] = {kMigration1, kMigration2};
+static_assert(std::size(kMigrations) == kSchemaVersion);
+
+} // namespace
+
+Result<FileIdentity> identify(sqlite::Connection &db)
+{
+    FileIdentity id;
+    // The first read of the header: a file that is not SQLite fails here.
+    auto app = db.queryInt("PRAGMA application_id");
+    if (!app) {
+        if (app.status().code() == StatusCode::InvalidArgument)
+            return Status(StatusCode::InvalidArgument,
+                          "'" + db.path() + "' is not a BatchPilot trace database (not an SQLite file)");
+        return app.status();
+    }
+    id.applicationId = *app;
+    auto version = db.queryInt("PRAGMA user_version");
+    if (!version)
+        return version.status();
+    id.userVersion = int(*version);
+    auto objects = db.queryInt("SELECT count(*) FROM sqlite_schema");
+    if (!objects)
+        return objects.status();
+    id.objects = *objects;
+    return id;
+}
+
+Status migrate(sqlite::Connection &db, int target)
+{
+    auto current = db.queryInt("PRAGMA user_version");
+    if (!current)
+        return current.status();
+    for (int v = int(*current) + 1; v <= target && v <= kSchemaVersion; ++v) {
+        sqlite::Transaction tx(db);
+        if (Status s = tx.begin(); !s)
+            return s;
+        std::string sql = kMigrations[v - 1];
+        if (v == 1)
+            sql += "PRAGMA application_id = " + std::to_string(kApplicationId) + ";";
+        sql += "PRAGMA user_version = " + std::to_string(v) + ";";
+        if (Status s = db.exec(sql, "migrate the schema to version " + std::to_string(v)); !s)
+            return s;
+        if (Status s = tx.commit(); !s)
+            return s;
+    }
+    return Status::ok();
+}
+
+Status configureConnection(sqlite::Connection &db)
+{
+    auto mode = db.queryText("PRAGMA journal_mode = WAL");
+    if (!mode)
+        return mode.status();
+    // An in-memory or read-only database cannot switch; that is not an error
+    // for reading, and writes will report their own failure.
+    return db.exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;", "configure the connection");
+}
+
+} // namespace bp::store

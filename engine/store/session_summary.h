@@ -1,0 +1,68 @@
+// What a session did, computed from its stored records, and two sessions
+// side by side (a recorded session and its replay, or any two). Used by
+// `batchpilot replay`, the console's compare view and reports.
+//
+// Definitions (docs/replay.md):
+//  - duration: first arrival to last completion, over all requests;
+//  - throughput: completed (status ok) requests / duration;
+//  - latency percentiles: total time (arrival -> completion) of completed
+//    requests, nearest-rank, exact (not histogram buckets);
+//  - rejected: requests that never ran (turned away at submit, expired in
+//    the queue, failed on shutdown); failed: ran, but not ok;
+//  - padding efficiency: sum of real tokens / sum of padded tokens over all
+//    batches; mean batch size: requests per batch.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace bp {
+
+struct SessionSummary {
+    std::int64_t sessionId = 0;
+    std::string kind;
+    std::string model;
+    std::string device;
+    std::string config;           // the last config, e.g. "dynamic max_batch_size=16 max_queue_delay=5ms"
+    std::uint64_t configChanges = 0; // after the initial one
+    std::int64_t sourceSessionId = 0; // replays: what they re-drove (0 = none)
+    std::int64_t sourceTraceId = 0;
+
+    std::uint64_t requests = 0;
+    std::uint64_t completed = 0;
+    std::uint64_t rejected = 0;
+    std::uint64_t failed = 0;
+    std::map<std::string, std::uint64_t> byStatus; // every final status, ok included
+
+    double durationS = 0;
+    double throughputRps = 0;
+    double outputTokensPerS = 0;
+    double latencyMeanMs = 0, latencyP50Ms = 0, latencyP90Ms = 0, latencyP99Ms = 0;
+    double queueWaitP50Ms = 0, queueWaitP99Ms = 0;
+
+    std::uint64_t batches = 0;
+    double meanBatchSize = 0;
+    double paddingEfficiency = 1;
+    std::uint64_t droppedRows = 0;
+};
+
+nlohmann::json toJson(const SessionSummary &summary);
+
+// One column per session plus the relative change of b against a:
+//                        session 3        session 7        change
+//   throughput (req/s)   5.38             5.41             +0.6%
+std::string formatComparison(const SessionSummary &a, const SessionSummary &b);
+// The same table with one column.
+std::string formatSummary(const SessionSummary &summary);
+// {"a": {...}, "b": {...}, "change": {"throughput_rps": 0.006, ...}}
+// (change = b/a - 1; null where a is zero).
+nlohmann::json comparisonJson(const SessionSummary &a, const SessionSummary &b);
+
+// Nearest-rank percentile of sorted values; 0 when empty. q in [0, 1].
+double nearestRank(const std::vector<std::int64_t> &sorted, double q);
+
+} // namespace bp

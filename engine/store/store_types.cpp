@@ -1,0 +1,38 @@
+#include "store_types.h"
+
+#include "engine/snapshot.h"
+
+#include <chrono>
+
+namespace bp {
+
+std::int64_t wallClockMicros()
+{
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::string_view traceFormatName(TraceFormat format)
+{
+    return format == TraceFormat::Azure ? "azure" : "plain";
+}
+
+std::optional<StatusCode> parseStatusCode(std::string_view name)
+{
+    for (int i = 0; i < kStatusCodeCount; ++i)
+        if (statusCodeName(StatusCode(i)) == name)
+            return StatusCode(i);
+    return std::nullopt;
+}
+
+std::optional<DispatchReason> parseDispatchReason(std::string_view name)
+{
+    for (auto r : {DispatchReason::Single, DispatchReason::Full, DispatchReason::DelayExpired,
+                   DispatchReason::StaticFull, DispatchReason::Drain})
+        if (dispatchReasonName(r) == name)
+            return r;
+    return std::nullopt;
+}
+
+} // namespace bp

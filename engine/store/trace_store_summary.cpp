@@ -1,0 +1,149 @@
+// TraceStore::summary: a session's figures from its stored records.
+#include "session_summary.h"
+#include "trace_store.h"
+
+#include "sqlite_db.h"
+
+#include "engine/config_json.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+
+namespace bp {
+
+namespace {
+
+std::string describeConfig(const BatchingConfig &c)
+{
+    std::string s(policyName(c.policy));
+    switch (c.policy) {
+    case PolicyKind::None: break;
+    case PolicyKind::Static:
+        s += " static_batch_size=" + std::to_string(c.staticBatchSize) +
+             " static_padded_length=" + std::to_string(c.staticPaddedLength);
+        break;
+    case PolicyKind::Dynamic:
+    case PolicyKind::Bucketed:
+        s += " max_batch_size=" + std::to_string(c.maxBatchSize) + " max_queue_delay=" + formatDuration(c.maxQueueDelay);
+        if (c.policy == PolicyKind::Bucketed) {
+            s += " bucket_edges=";
+            for (std::size_t i = 0; i < c.bucketEdges.size(); ++i)
+                s += (i ? "," : "") + std::to_string(c.bucketEdges[i]);
+        }
+        break;
+    }
+    if (c.instances > 1)
+        s += " instances=" + std::to_string(c.instances);
+    return s;
+}
+
+} // namespace
+
+Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
+{
+    auto info = session(sessionId);
+    if (!info)
+        return info.status();
+    auto history = configHistory(sessionId);
+    if (!history)
+        return history.status();
+
+    SessionSummary s;
+    s.sessionId = sessionId;
+    s.kind = info->kind;
+    s.model = info->model;
+    s.device = info->device;
+    s.sourceSessionId = info->sourceSessionId.value_or(0);
+    s.sourceTraceId = info->sourceTraceId.value_or(0);
+    s.droppedRows = info->droppedRows;
+    if (!history->empty()) {
+        s.config = describeConfig(history->back().config);
+        s.configChanges = history->size() - 1;
+    }
+
+    std::lock_guard lock(m_mutex);
+    const sqlite::Connection &db = *m_db;
+    auto fail = [&](int rc, const char *what) { return db.error(rc, what); };
+
+    // Totals and the time span.
+    auto totals = db.prepare("SELECT count(*), min(arrival_ns), max(arrival_ns + total_ns), "
+                             "sum(CASE WHEN status = 'ok' THEN output_tokens ELSE 0 END) "
+                             "FROM requests WHERE session_id = ?");
+    if (!totals)
+        return totals.status();
+    totals->bind(1, sessionId);
+    if (int rc = totals->step(); rc != SQLITE_ROW)
+        return fail(rc, "summarize requests");
+    s.requests = std::uint64_t(totals->int64At(0));
+    const std::int64_t first = totals->int64At(1), last = totals->int64At(2);
+    const std::int64_t outputTokens = totals->int64At(3);
+    s.durationS = s.requests ? double(last - first) / 1e9 : 0.0;
+
+    // Final statuses: never ran (batch 0) vs ran.
+    auto statuses = db.prepare("SELECT status, batch_id = 0, count(*) FROM requests WHERE session_id = ? "
+                               "GROUP BY 1, 2");
+    if (!statuses)
+        return statuses.status();
+    statuses->bind(1, sessionId);
+    int rc;
+    while ((rc = statuses->step()) == SQLITE_ROW) {
+        const std::string status = statuses->textAt(0);
+        const auto n = std::uint64_t(statuses->int64At(2));
+        s.byStatus[status] += n;
+        if (status == "ok")
+            s.completed += n;
+        else if (statuses->int64At(1))
+            s.rejected += n;
+        else
+            s.failed += n;
+    }
+    if (rc != SQLITE_DONE)
+        return fail(rc, "summarize statuses");
+
+    // Exact percentiles of completed requests.
+    auto latencies = db.prepare("SELECT total_ns, queue_wait_ns FROM requests WHERE session_id = ? AND status = 'ok'");
+    if (!latencies)
+        return latencies.status();
+    latencies->bind(1, sessionId);
+    std::vector<std::int64_t> total, wait;
+    total.reserve(s.completed);
+    wait.reserve(s.completed);
+    double sum = 0;
+    while ((rc = latencies->step()) == SQLITE_ROW) {
+        total.push_back(latencies->int64At(0));
+        wait.push_back(latencies->int64At(1));
+        sum += double(total.back());
+    }
+    if (rc != SQLITE_DONE)
+        return fail(rc, "read latencies");
+    std::sort(total.begin(), total.end());
+    std::sort(wait.begin(), wait.end());
+    constexpr double kMs = 1e6;
+    s.latencyMeanMs = total.empty() ? 0 : sum / double(total.size()) / kMs;
+    s.latencyP50Ms = nearestRank(total, 0.50) / kMs;
+    s.latencyP90Ms = nearestRank(total, 0.90) / kMs;
+    s.latencyP99Ms = nearestRank(total, 0.99) / kMs;
+    s.queueWaitP50Ms = nearestRank(wait, 0.50) / kMs;
+    s.queueWaitP99Ms = nearestRank(wait, 0.99) / kMs;
+    if (s.durationS > 0) {
+        s.throughputRps = double(s.completed) / s.durationS;
+        s.outputTokensPerS = double(outputTokens) / s.durationS;
+    }
+
+    // Batches.
+    auto batches = db.prepare("SELECT count(*), coalesce(sum(size), 0), coalesce(sum(real_tokens), 0), "
+                              "coalesce(sum(padded_tokens), 0) FROM batches WHERE session_id = ?");
+    if (!batches)
+        return batches.status();
+    batches->bind(1, sessionId);
+    if ((rc = batches->step()) != SQLITE_ROW)
+        return fail(rc, "summarize batches");
+    s.batches = std::uint64_t(batches->int64At(0));
+    const std::int64_t members = batches->int64At(1), real = batches->int64At(2), padded = batches->int64At(3);
+    s.meanBatchSize = s.batches ? double(members) / double(s.batches) : 0.0;
+    s.paddingEfficiency = padded > 0 ? double(real) / double(padded) : 1.0;
+    return s;
+}
+
+} // namespace bp

@@ -1,0 +1,211 @@
+// TraceStore: imported traces.
+#include "trace_store.h"
+
+#include "sqlite_db.h"
+
+#include <sqlite3.h>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+
+namespace bp {
+
+namespace {
+
+constexpr const char *kTraceColumns =
+    "id, name, source_path, format, imported_at_us, row_count, skipped_rows, duration_s FROM traces";
+
+TraceInfo readTrace(const sqlite::Statement &st)
+{
+    TraceInfo t;
+    t.id = st.int64At(0);
+    t.name = st.textAt(1);
+    t.sourcePath = st.textAt(2);
+    t.format = st.textAt(3) == "azure" ? TraceFormat::Azure : TraceFormat::Plain;
+    t.importedAtUs = st.int64At(4);
+    t.rows = std::uint64_t(st.int64At(5));
+    t.skippedRows = std::uint64_t(st.int64At(6));
+    t.durationS = st.doubleAt(7);
+    return t;
+}
+
+Status cancelled() { return {StatusCode::InvalidArgument, "import cancelled"}; }
+
+// Parsing is ~80% of an import's time, inserting the rest.
+constexpr double kParseShare = 0.8;
+
+// Inserts one trace and its rows inside one transaction; the caller holds
+// the store's lock. `progress(rowsDone)` may cancel between chunks.
+Result<std::int64_t> insertTrace(sqlite::Connection &db, const std::string &name, const std::string &sourcePath,
+                                 TraceFormat format, const std::vector<TraceRow> &rows, std::uint64_t skippedRows,
+                                 const std::function<bool(std::size_t)> &progress)
+{
+    sqlite::Transaction tx(db);
+    if (Status s = tx.begin(); !s)
+        return s;
+    auto head = db.prepare("INSERT INTO traces (name, source_path, format, imported_at_us, row_count, "
+                           "skipped_rows, duration_s) VALUES (?,?,?,?,?,?,?)");
+    if (!head)
+        return head.status();
+    head->bind(1, name);
+    head->bind(2, sourcePath);
+    head->bindStatic(3, traceFormatName(format));
+    head->bind(4, wallClockMicros());
+    head->bind(5, std::int64_t(rows.size()));
+    head->bind(6, std::int64_t(skippedRows));
+    head->bind(7, rows.empty() ? 0.0 : rows.back().arrivalS);
+    if (int rc = head->step(); rc != SQLITE_DONE)
+        return db.error(rc, "store trace '" + name + "'");
+    const std::int64_t id = db.lastInsertId();
+    auto ins = db.prepare("INSERT INTO trace_requests (trace_id, idx, arrival_ns, input_tokens, output_tokens) "
+                          "VALUES (?,?,?,?,?)");
+    if (!ins)
+        return ins.status();
+    ins->bind(1, id);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        ins->bind(2, std::int64_t(i));
+        ins->bind(3, std::int64_t(std::llround(rows[i].arrivalS * 1e9)));
+        ins->bind(4, std::int64_t(rows[i].inputTokens));
+        ins->bind(5, std::int64_t(rows[i].outputTokens));
+        if (int rc = ins->step(); rc != SQLITE_DONE)
+            return db.error(rc, "store row " + std::to_string(i) + " of trace '" + name + "'");
+        ins->reset();
+        if (progress && (i % 4096) == 4095 && !progress(i + 1))
+            return cancelled();
+    }
+    if (Status s = tx.commit(); !s)
+        return s;
+    return id;
+}
+
+} // namespace
+
+Result<ImportResult> TraceStore::importTrace(const std::string &csvPath, const ImportOptions &options)
+{
+    TraceParseOptions parse;
+    parse.badRows = options.badRows;
+    if (options.progress)
+        parse.progress = [&](std::size_t done, std::size_t total) {
+            return options.progress(total ? kParseShare * double(done) / double(total) : 0.0);
+        };
+    auto parsed = parseTraceFile(csvPath, parse);
+    if (!parsed)
+        return parsed.status();
+    const std::uint64_t skipped = parsed->skippedRows;
+    std::string name = options.name;
+    if (name.empty())
+        name = std::filesystem::path(csvPath).stem().string();
+    std::error_code ec;
+    std::string absolute = std::filesystem::absolute(csvPath, ec).string();
+    if (ec)
+        absolute = csvPath;
+
+    const auto &rows = parsed->rows;
+    std::function<bool(std::size_t)> rowProgress;
+    if (options.progress)
+        rowProgress = [&](std::size_t done) {
+            return options.progress(kParseShare + (1 - kParseShare) * double(done) / double(rows.size()));
+        };
+    std::int64_t traceId = 0;
+    {
+        std::lock_guard lock(m_mutex);
+        auto id = insertTrace(*m_db, name, absolute, parsed->format, rows, skipped, rowProgress);
+        if (!id)
+            return id.status();
+        traceId = *id;
+    }
+    if (options.progress)
+        options.progress(1.0);
+
+    auto stored = trace(traceId);
+    if (!stored)
+        return stored.status();
+    ImportResult result;
+    result.trace = std::move(stored.value());
+    result.errors = std::move(parsed->errors);
+    return result;
+}
+
+Result<TraceInfo> TraceStore::addTrace(const std::string &name, const std::string &sourcePath, TraceFormat format,
+                                       const std::vector<TraceRow> &rows, std::uint64_t skippedRows)
+{
+    for (std::size_t i = 1; i < rows.size(); ++i)
+        if (rows[i].arrivalS < rows[i - 1].arrivalS)
+            return Status(StatusCode::InvalidArgument, "trace rows must be in arrival order (row " +
+                                                           std::to_string(i) + " is earlier than its predecessor)");
+    std::int64_t id = 0;
+    {
+        std::lock_guard lock(m_mutex);
+        auto inserted = insertTrace(*m_db, name, sourcePath, format, rows, skippedRows, {});
+        if (!inserted)
+            return inserted.status();
+        id = *inserted;
+    }
+    return trace(id);
+}
+
+Result<std::vector<TraceInfo>> TraceStore::traces() const
+{
+    std::lock_guard lock(m_mutex);
+    auto st = m_db->prepare(std::string("SELECT ") + kTraceColumns + " ORDER BY id DESC");
+    if (!st)
+        return st.status();
+    std::vector<TraceInfo> out;
+    int rc;
+    while ((rc = st->step()) == SQLITE_ROW)
+        out.push_back(readTrace(*st));
+    if (rc != SQLITE_DONE)
+        return m_db->error(rc, "list traces");
+    return out;
+}
+
+Result<TraceInfo> TraceStore::trace(std::int64_t id) const
+{
+    std::lock_guard lock(m_mutex);
+    auto st = m_db->prepare(std::string("SELECT ") + kTraceColumns + " WHERE id = ?");
+    if (!st)
+        return st.status();
+    st->bind(1, id);
+    const int rc = st->step();
+    if (rc == SQLITE_ROW)
+        return readTrace(*st);
+    if (rc == SQLITE_DONE)
+        return Status(StatusCode::NotFound, "no trace " + std::to_string(id) + " in '" + m_path + "'");
+    return m_db->error(rc, "read trace " + std::to_string(id));
+}
+
+Result<std::vector<TraceRow>> TraceStore::traceRows(std::int64_t id) const
+{
+    if (auto t = trace(id); !t)
+        return t.status();
+    std::lock_guard lock(m_mutex);
+    auto st = m_db->prepare("SELECT arrival_ns, input_tokens, output_tokens FROM trace_requests WHERE trace_id = ? "
+                            "ORDER BY idx");
+    if (!st)
+        return st.status();
+    st->bind(1, id);
+    std::vector<TraceRow> out;
+    int rc;
+    while ((rc = st->step()) == SQLITE_ROW)
+        out.push_back({double(st->int64At(0)) / 1e9, int(st->int64At(1)), int(st->int64At(2))});
+    if (rc != SQLITE_DONE)
+        return m_db->error(rc, "read trace " + std::to_string(id));
+    return out;
+}
+
+Status TraceStore::deleteTrace(std::int64_t id)
+{
+    std::lock_guard lock(m_mutex);
+    auto st = m_db->prepare("DELETE FROM traces WHERE id = ?");
+    if (!st)
+        return st.status();
+    st->bind(1, id);
+    if (int rc = st->step(); rc != SQLITE_DONE)
+        return m_db->error(rc, "delete trace " + std::to_string(id));
+    if (sqlite3_changes(m_db->handle()) == 0)
+        return {StatusCode::NotFound, "no trace " + std::to_string(id)};
+    return Status::ok();
+}
+
+} // namespace bp

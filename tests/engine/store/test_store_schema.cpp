@@ -1,0 +1,195 @@
+// The store's file handling: a new file gets the current schema, WAL and our
+// application id; an older schema (version 1) is migrated in place with its
+// rows kept; foreign SQLite files, non-SQLite files and newer schemas are
+// refused with a clear message and left untouched.
+#include "engine/store/schema.h"
+#include "engine/store/sqlite_db.h"
+#include "engine/store/trace_store.h"
+
+#include <QtTest>
+
+#include <fstream>
+#include <sstream>
+
+using namespace bp;
+
+namespace {
+
+std::string readAll(const std::string &path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+sqlite::Connection rawOpen(const std::string &path)
+{
+    auto db = sqlite::Connection::open(path, sqlite::Connection::Mode::ReadWriteCreate);
+    Q_ASSERT(db);
+    return std::move(db.value());
+}
+
+} // namespace
+
+class TestStoreSchema : public QObject {
+    Q_OBJECT
+private slots:
+    void newFileGetsCurrentSchema()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("new.sqlite").toStdString();
+        auto store = TraceStore::open(path);
+        QVERIFY2(store, store.status().toString().c_str());
+        QCOMPARE((*store)->schemaVersion(), store::kSchemaVersion);
+        store.value().reset();
+        auto db = rawOpen(path);
+        QCOMPARE(*db.queryInt("PRAGMA application_id"), store::kApplicationId);
+        QCOMPARE(*db.queryText("PRAGMA journal_mode"), std::string("wal"));
+        QCOMPARE(*db.queryInt("PRAGMA user_version"), std::int64_t(store::kSchemaVersion));
+    }
+
+    void migratesVersion1InPlace()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("v1.sqlite").toStdString();
+        {
+            // A file as BatchPilot's schema version 1 wrote it, with data.
+            auto db = rawOpen(path);
+            QVERIFY(store::migrate(db, 1));
+            QCOMPARE(*db.queryInt("PRAGMA user_version"), std::int64_t(1));
+            QVERIFY(db.exec("INSERT INTO sessions (id, kind, started_at_us, ended_at_us, model, device) "
+                            "VALUES (7, 'live', 1000, 2000, 'builtin:echo', 'cpu');"
+                            "INSERT INTO requests VALUES (7, 1, 10, 20, 30, 60, 0, 5, 5, 0, 1, 'ok');"
+                            "INSERT INTO batches VALUES (7, 1, 30, 30, 1, 5, 5, 5, 30, 'single', 'none', 0, 0, 1, 'ok');"
+                            "INSERT INTO metric_samples VALUES (7, 1000, 1, 5, 5, 60, 60, 60, 20, 0, 0, 1, 1, 0.5, 1, 1, 0, 1);",
+                            "write version-1 rows"));
+            // Version 1 had no replay lineage.
+            QVERIFY(!db.exec("SELECT source_session_id FROM sessions", "probe"));
+        }
+        auto store = TraceStore::open(path);
+        QVERIFY2(store, store.status().toString().c_str());
+        QCOMPARE((*store)->schemaVersion(), 2);
+        auto s = (*store)->session(7);
+        QVERIFY(s);
+        QCOMPARE(s->model, std::string("builtin:echo"));
+        QCOMPARE(*s->endedAtUs, std::int64_t(2000));
+        QCOMPARE(s->droppedRows, std::uint64_t(0));
+        QVERIFY(!s->sourceSessionId);
+        QCOMPARE(s->requestCount, std::uint64_t(1));
+        auto requests = (*store)->requests(7);
+        QVERIFY(requests);
+        QCOMPARE(requests->at(0).source, std::string("live")); // the v2 column's default
+        QCOMPARE(requests->at(0).total, Duration(60));
+        auto samples = (*store)->metricSamples(7);
+        QVERIFY(samples);
+        QCOMPARE(samples->size(), std::size_t(1));
+        QCOMPARE(samples->at(0).droppedRows, std::uint64_t(0));
+        // The new columns work.
+        SessionStart replay;
+        replay.kind = "replay";
+        replay.sourceSessionId = 7;
+        auto id = (*store)->startSession(replay);
+        QVERIFY(id);
+        QCOMPARE(*(*store)->session(*id)->sourceSessionId, std::int64_t(7));
+    }
+
+    void refusesNewerSchema()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("future.sqlite").toStdString();
+        QVERIFY(TraceStore::open(path));
+        {
+            auto db = rawOpen(path);
+            QVERIFY(db.exec("PRAGMA user_version = 99", "bump"));
+        }
+        auto store = TraceStore::open(path);
+        QVERIFY(!store);
+        QCOMPARE(store.status().code(), StatusCode::InvalidArgument);
+        QVERIFY2(store.status().message().find("newer BatchPilot") != std::string::npos,
+                 store.status().message().c_str());
+    }
+
+    void refusesForeignSqliteUntouched()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("other.sqlite").toStdString();
+        {
+            auto db = rawOpen(path);
+            QVERIFY(db.exec("CREATE TABLE contacts (name TEXT); INSERT INTO contacts VALUES ('ada');", "seed"));
+        }
+        const std::string before = readAll(path);
+        auto store = TraceStore::open(path);
+        QVERIFY(!store);
+        QCOMPARE(store.status().code(), StatusCode::InvalidArgument);
+        QVERIFY2(store.status().message().find("not a BatchPilot trace database") != std::string::npos,
+                 store.status().message().c_str());
+        QCOMPARE(readAll(path), before);
+        QVERIFY(!QFile::exists(QString::fromStdString(path + "-wal")));
+    }
+
+    void refusesNonSqliteUntouched()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("notes.txt").toStdString();
+        {
+            std::ofstream out(path);
+            for (int i = 0; i < 200; ++i)
+                out << "this is a text file, not a database\n";
+        }
+        const std::string before = readAll(path);
+        auto store = TraceStore::open(path);
+        QVERIFY(!store);
+        QCOMPARE(store.status().code(), StatusCode::InvalidArgument);
+        QVERIFY2(store.status().message().find("not an SQLite file") != std::string::npos,
+                 store.status().message().c_str());
+        QCOMPARE(readAll(path), before);
+    }
+
+    void mustExistDoesNotCreate()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("missing.sqlite").toStdString();
+        auto store = TraceStore::open(path, TraceStore::OpenMode::MustExist);
+        QVERIFY(!store);
+        QCOMPARE(store.status().code(), StatusCode::NotFound);
+        QVERIFY(!QFile::exists(QString::fromStdString(path)));
+    }
+
+    void directoryIsRefused()
+    {
+        QTemporaryDir dir;
+        auto store = TraceStore::open(dir.path().toStdString());
+        QVERIFY(!store);
+        QCOMPARE(store.status().code(), StatusCode::InvalidArgument);
+    }
+
+    void emptyFileIsInitialized()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("empty.sqlite").toStdString();
+        std::ofstream(path).close();
+        auto store = TraceStore::open(path, TraceStore::OpenMode::MustExist);
+        QVERIFY2(store, store.status().toString().c_str());
+        QCOMPARE((*store)->schemaVersion(), store::kSchemaVersion);
+    }
+
+    void reopenKeepsData()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("keep.sqlite").toStdString();
+        std::int64_t id = 0;
+        {
+            auto store = TraceStore::open(path);
+            QVERIFY(store);
+            id = *(*store)->startSession({});
+        }
+        auto store = TraceStore::open(path, TraceStore::OpenMode::MustExist);
+        QVERIFY(store);
+        QVERIFY((*store)->session(id));
+        QCOMPARE((*store)->session(id + 100).status().code(), StatusCode::NotFound);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestStoreSchema)
+#include "test_store_schema.moc"
