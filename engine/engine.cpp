@@ -7,6 +7,12 @@
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define BP_CPU_RELAX() _mm_pause()
+#else
+#define BP_CPU_RELAX() ((void)0)
+#endif
 
 namespace bp {
 
@@ -42,7 +48,10 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options)
     if (Status s = validate(options.batching); !s)
         return s;
     std::unique_ptr<Engine> engine(new Engine(std::move(options)));
-    engine->start();
+    if (!engine->m_manual) {
+        std::lock_guard lock(engine->m_mutex);
+        engine->resizeExecutors();
+    }
     return engine;
 }
 
@@ -50,8 +59,10 @@ Engine::Engine(EngineOptions options)
     : m_backend(std::move(options.backend)),
       m_clock(options.clock ? options.clock : &RealClock::instance()),
       m_manual(options.manualScheduling),
+      m_spin(options.manualScheduling ? Duration::zero() : options.spin),
       m_metrics(m_clock->now()),
       m_batcher(options.batching, m_backend->info().limits()),
+      m_targetInstances(options.batching.instances),
       m_observers(std::make_shared<const std::vector<std::shared_ptr<EngineObserver>>>())
 {
     m_history.push_back({m_clock->now(), 1, "initial", "start", options.batching});
@@ -60,15 +71,6 @@ Engine::Engine(EngineOptions options)
 Engine::~Engine()
 {
     shutdown(ShutdownMode::Drain);
-}
-
-void Engine::start()
-{
-    std::lock_guard lock(m_mutex);
-    m_targetInstances = m_batcher.config().instances;
-    resizeExecutors();
-    if (!m_manual)
-        m_scheduler = std::thread([this] { schedulerLoop(); });
 }
 
 void Engine::resizeExecutors()
@@ -87,7 +89,8 @@ void Engine::resizeExecutors()
         m_executors[i] = std::thread([this, i] { executorLoop(int(i)); });
     }
     // executors at index >= target notice on their next wake-up and exit
-    m_executorCv.notify_all();
+    m_leaderCv.notify_all();
+    m_followerCv.notify_all();
 }
 
 Status Engine::submit(Request request, Completion done)
@@ -108,7 +111,10 @@ Status Engine::submit(Request request, Completion done)
             status = Status(StatusCode::ShuttingDown, "engine is shutting down");
         else
             status = m_batcher.admit(pending, now);
-        wake = status.isOk() && m_schedulerWaiting && m_batcher.lastAdmitNeedsWake();
+        if (status.isOk() && m_batcher.lastAdmitNeedsWake()) {
+            m_pokes.fetch_add(1, std::memory_order_release);
+            wake = m_leaderSleeping;
+        }
     }
     if (!status) {
         m_metrics.recordFailure(status.code());
@@ -123,7 +129,7 @@ Status Engine::submit(Request request, Completion done)
     }
     m_submitted.fetch_add(1, std::memory_order_relaxed);
     if (wake)
-        m_schedulerCv.notify_one();
+        m_leaderCv.notify_one();
     return status;
 }
 
@@ -148,8 +154,9 @@ Status Engine::reconfigure(const BatchingConfig &config, std::string origin)
             m_targetInstances = config.instances;
             resizeExecutors();
         }
+        m_pokes.fetch_add(1, std::memory_order_release);
     }
-    m_schedulerCv.notify_one();
+    m_leaderCv.notify_one();
     for (const auto &o : *observers())
         o->onConfigChanged(change);
     return Status::ok();
@@ -177,7 +184,7 @@ Snapshot Engine::snapshot() const
         s.configVersion = m_configVersion;
         s.queueDepth = m_batcher.size();
         s.queueDepths = m_batcher.depths();
-        s.inFlightBatches = m_inFlight + int(m_ready.size());
+        s.inFlightBatches = m_inFlight;
         s.configHistory = m_history;
     }
     m_metrics.fill(s, now);
@@ -240,66 +247,81 @@ Engine::Step Engine::runSchedulerOnce()
 {
     Step step;
     std::vector<Pending> expired;
+    std::optional<Batch> batch;
     {
-        std::unique_lock lock(m_mutex);
-        m_schedulerCv.wait(lock, [this] { return freeExecutors() > 0; });
+        std::lock_guard lock(m_mutex);
         Batcher::Poll poll = m_batcher.poll(m_clock->now(), m_draining, true);
         step.expired = poll.expired.size();
         step.wakeAt = poll.wakeAt;
+        step.dispatched = poll.batch.has_value();
         expired = std::move(poll.expired);
-        if (poll.batch) {
-            step.dispatched = true;
-            m_ready.push_back(std::move(*poll.batch));
-        }
+        batch = std::move(poll.batch);
     }
-    if (step.dispatched)
-        m_executorCv.notify_one();
     fail(expired, StatusCode::DeadlineExceeded, "deadline passed while queued");
+    if (batch)
+        execute(*batch, 0);
     return step;
 }
 
-void Engine::schedulerLoop()
+bool Engine::mustExit(int index) const
+{
+    return index >= m_targetInstances || (m_stopping && m_batcher.size() == 0);
+}
+
+std::optional<Batch> Engine::lead(std::unique_lock<std::mutex> &lock, int index)
 {
 #ifdef __linux__
     // The default 50 µs timer slack would stretch every queue delay.
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 #endif
-    std::unique_lock lock(m_mutex);
+    bool spunIdle = false; // the last spin ended with nothing new: sleep next
     for (;;) {
-        const bool mayDispatch = freeExecutors() > 0;
-        Batcher::Poll poll = m_batcher.poll(m_clock->now(), m_draining, mayDispatch);
-        const bool dispatched = poll.batch.has_value();
-        if (dispatched) {
-            m_ready.push_back(std::move(*poll.batch));
-            m_executorCv.notify_one();
-        }
+        if (mustExit(index))
+            return std::nullopt;
+        const TimePoint now = m_clock->now();
+        Batcher::Poll poll = m_batcher.poll(now, m_draining, true);
         if (!poll.expired.empty()) {
             lock.unlock();
             fail(poll.expired, StatusCode::DeadlineExceeded, "deadline passed while queued");
             lock.lock();
             continue;
         }
-        if (dispatched)
+        if (poll.batch)
+            return std::move(poll.batch);
+        const std::optional<TimePoint> wakeAt = poll.wakeAt;
+        if (m_stopping && !wakeAt && m_batcher.size() > 0) {
+            // Draining and the policy still will not dispatch (static without
+            // flush-on-drain): fail the rest.
+            std::vector<Pending> rest = m_batcher.takeAll();
+            lock.unlock();
+            fail(rest, StatusCode::ShuttingDown, "engine shut down before a full static batch formed");
+            lock.lock();
             continue;
-        if (m_stopping) {
-            if (m_batcher.size() == 0)
-                break;
-            if (mayDispatch && !poll.wakeAt) {
-                // Draining, an executor is free, and the policy still will not
-                // dispatch (static without flush-on-drain): fail the rest.
-                std::vector<Pending> rest = m_batcher.takeAll();
-                lock.unlock();
-                fail(rest, StatusCode::ShuttingDown, "engine shut down before a full static batch formed");
-                lock.lock();
-                continue;
-            }
         }
-        m_schedulerWaiting = true;
-        if (poll.wakeAt)
-            m_schedulerCv.wait_until(lock, *poll.wakeAt);
+        if (m_spin > Duration::zero() && !spunIdle && (!wakeAt || *wakeAt - now <= m_spin)) {
+            // Busy-wait for the dispatch time or for news, whichever is first.
+            const TimePoint until = wakeAt ? *wakeAt : now + m_spin;
+            const std::uint64_t pokes = m_pokes.load(std::memory_order_acquire);
+            lock.unlock();
+            bool news = false;
+            while (SteadyClock::now() < until) {
+                if (m_pokes.load(std::memory_order_acquire) != pokes) {
+                    news = true;
+                    break;
+                }
+                BP_CPU_RELAX();
+            }
+            lock.lock();
+            spunIdle = !news && !wakeAt;
+            continue;
+        }
+        spunIdle = false;
+        m_leaderSleeping = true;
+        if (wakeAt)
+            m_leaderCv.wait_until(lock, *wakeAt - m_spin); // with spin > 0: spin the rest
         else
-            m_schedulerCv.wait(lock);
-        m_schedulerWaiting = false;
+            m_leaderCv.wait(lock);
+        m_leaderSleeping = false;
     }
 }
 
@@ -307,28 +329,26 @@ void Engine::executorLoop(int index)
 {
     std::unique_lock lock(m_mutex);
     for (;;) {
-        if (index >= m_targetInstances || (m_stopExecutors && m_ready.empty()))
+        if (mustExit(index))
             break;
-        if (m_ready.empty()) {
-            ++m_idle;
-            if (m_batcher.size() > 0 || m_manual)
-                m_schedulerCv.notify_one(); // a free executor may let a batch form
-            m_executorCv.wait(lock, [&] {
-                return !m_ready.empty() || m_stopExecutors || index >= m_targetInstances;
-            });
-            --m_idle;
+        if (m_hasLeader) {
+            m_followerCv.wait(lock, [&] { return !m_hasLeader || mustExit(index); });
             continue;
         }
-        Batch batch = std::move(m_ready.front());
-        m_ready.pop_front();
+        m_hasLeader = true;
+        std::optional<Batch> batch = lead(lock, index);
+        m_hasLeader = false;
+        m_followerCv.notify_one(); // the next idle executor takes over scheduling
+        if (!batch)
+            break;
         ++m_inFlight;
         lock.unlock();
-        execute(batch, index);
+        execute(*batch, index);
         lock.lock();
         --m_inFlight;
     }
     m_executorRunning[std::size_t(index)] = false;
-    m_schedulerCv.notify_all();
+    m_followerCv.notify_all();
 }
 
 void Engine::execute(Batch &batch, int executor)
@@ -356,6 +376,7 @@ void Engine::execute(Batch &batch, int executor)
     br.id = batch.id;
     br.dispatchedAt = batch.dispatchedAt;
     br.intendedAt = batch.intendedAt;
+    br.startedAt = start;
     br.size = int(n);
     br.paddedLength = batch.paddedLength;
     br.realTokens = realTokens;
@@ -413,26 +434,35 @@ void Engine::shutdown(ShutdownMode mode)
     if (m_shutDown)
         return;
     std::vector<Pending> rest;
+    std::vector<std::thread> executors;
     {
         std::lock_guard lock(m_mutex);
         m_stopping = true;
         m_draining = mode == ShutdownMode::Drain;
+        m_pokes.fetch_add(1, std::memory_order_release);
         if (mode == ShutdownMode::Fail)
             rest = m_batcher.takeAll();
     }
     fail(rest, StatusCode::ShuttingDown, "engine shut down before the request ran");
-    m_schedulerCv.notify_all();
-    if (m_manual)
-        schedulerLoop(); // drains on this thread; returns once the queue is empty
-    else if (m_scheduler.joinable())
-        m_scheduler.join();
-    std::vector<std::thread> executors;
+    if (m_manual) {
+        // No threads: drain on this one.
+        while (queueDepth() > 0) {
+            if (!runSchedulerOnce().dispatched && queueDepth() > 0) {
+                std::vector<Pending> left;
+                {
+                    std::lock_guard lock(m_mutex);
+                    left = m_batcher.takeAll();
+                }
+                fail(left, StatusCode::ShuttingDown, "engine shut down before a full static batch formed");
+            }
+        }
+    }
     {
         std::lock_guard lock(m_mutex);
-        m_stopExecutors = true;
         executors = std::move(m_executors);
     }
-    m_executorCv.notify_all();
+    m_leaderCv.notify_all();
+    m_followerCv.notify_all();
     for (auto &t : executors)
         if (t.joinable())
             t.join();

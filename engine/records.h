@@ -34,6 +34,7 @@ struct BatchRecord {
     // full batch, oldest arrival + delay for an expired one). The difference
     // to dispatchedAt is the scheduler's own lateness.
     TimePoint intendedAt{};
+    TimePoint startedAt{}; // an executor began running it (dispatch -> start = hand-off)
     int size = 0;
     int paddedLength = 0;
     std::int64_t realTokens = 0;   // sum of input lengths
