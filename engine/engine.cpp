@@ -281,13 +281,15 @@ std::optional<Batch> Engine::lead(std::unique_lock<std::mutex> &lock, int index)
         const TimePoint now = m_clock->now();
         Batcher::Poll poll = m_batcher.poll(now, m_draining, true);
         if (!poll.expired.empty()) {
+            // A poll can both expire requests and dispatch a batch.
             lock.unlock();
             fail(poll.expired, StatusCode::DeadlineExceeded, "deadline passed while queued");
             lock.lock();
-            continue;
         }
         if (poll.batch)
             return std::move(poll.batch);
+        if (!poll.expired.empty())
+            continue;
         const std::optional<TimePoint> wakeAt = poll.wakeAt;
         if (m_stopping && !wakeAt && m_batcher.size() > 0) {
             // Draining and the policy still will not dispatch (static without
