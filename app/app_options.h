@@ -14,7 +14,7 @@ struct AppOptions {
     quint16 port = 8321;            // 0 = any free port
     QString token;                  // bearer token; required off loopback (or BATCHPILOT_TOKEN)
     QString db;                     // default: the user's data directory
-    QString model = QStringLiteral("builtin:echo");
+    QString model = QStringLiteral("builtin:tiny-decoder");
     QString device = QStringLiteral("auto");
     QString preset = QStringLiteral("small");
     int threads = 0;                // torch threads, 0 = all cores

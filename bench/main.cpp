@@ -1,5 +1,7 @@
 // batchpilot-bench: Qt-free benchmarks of the BatchPilot engine.
 #include "bench_util.h"
+#include "load_bench.h"
+#include "profile_bench.h"
 #include "scheduler_bench.h"
 
 #include <cstring>
@@ -14,7 +16,20 @@ void usage()
                  "  scheduler   engine overhead with builtin:echo\n"
                  "              --rate R (50000) --producers P (1) --duration S (5) --warmup S (1)\n"
                  "              --policy dynamic --max-batch N (64) --delay-us U (100) --length L (16)\n"
-                 "              --instances N (1) --saturate --json FILE\n";
+                 "              --instances N (1) --saturate --json FILE\n"
+                 "  profile     model latency over batch size x padded length: the ceiling\n"
+                 "              --model NAME|FILE.pt (builtin:tiny-decoder) --preset P (small) --device D (auto)\n"
+                 "              --threads N (0 = all) --batches 1,2,4,8,16,32,64 --lengths 16,64,256\n"
+                 "              --new-tokens N (16) --warmup N (1) --repeats N (5) --json FILE\n"
+                 "  load        open-loop arrivals against each policy in turn (fresh engine each)\n"
+                 "              model flags as profile; --rate R (50) | --rates R1,R2,.. --arrivals poisson|gamma|\n"
+                 "              constant|bursts --burstiness CV2 (gamma) --length L (64) | --min-length --max-length\n"
+                 "              --max-new-tokens N (16) | --trace FILE.csv --time-scale X --length-scale X\n"
+                 "              --length-cap N --output-cap N (256) --workload-seed S (1)\n"
+                 "              --duration S (10) --warmup S (2) --drain S (5)\n"
+                 "              --compare none,static,dynamic,bucketed (dynamic) --config FILE.json --max-batch N\n"
+                 "              --delay-us U --buckets 64,128,.. --static-batch N --static-length L --instances N\n"
+                 "              --queue N (4096) --ceiling PROFILE.json | --no-ceiling --p99-budget-ms B --json FILE\n";
 }
 } // namespace
 
@@ -29,6 +44,10 @@ int main(int argc, char **argv)
         bp::bench::Args args(argc, argv, 2);
         if (stage == "scheduler")
             return bp::bench::runSchedulerBench(args);
+        if (stage == "profile")
+            return bp::bench::runProfileBench(args);
+        if (stage == "load")
+            return bp::bench::runLoadBench(args);
     } catch (const std::exception &e) {
         std::cerr << "batchpilot-bench " << stage << ": " << e.what() << "\n";
         return 2;

@@ -1,0 +1,385 @@
+// batchpilot-bench load [model flags] [workload flags] [policy flags]
+//   --compare none,static,dynamic,bucketed  [--rates R1,R2,.. --p99-budget-ms B]
+//   [--ceiling PROFILE.json | --no-ceiling] [--json FILE]
+#include "load_bench.h"
+
+#include "load_run.h"
+#include "model_profile.h"
+
+#include "engine/config_json.h"
+#include "engine/trace_csv.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <stdexcept>
+
+namespace bp::bench {
+
+namespace {
+
+const std::vector<std::string> kKnown = {
+    // workload
+    "arrivals", "rate", "rates", "burstiness", "length", "min-length", "max-length", "max-new-tokens", "trace",
+    "time-scale", "length-scale", "length-cap", "output-cap", "workload-seed", "duration", "warmup", "drain",
+    // policies
+    "compare", "config", "max-batch", "delay-us", "buckets", "static-batch", "static-length", "instances", "queue",
+    // reporting
+    "ceiling", "no-ceiling", "p99-budget-ms", "json"};
+
+struct Setup {
+    WorkloadSpec workload;
+    double warmupS = 2, durationS = 10, drainS = 5;
+    std::vector<double> rates;
+    int typicalLength = 0;    // for the ceiling lookup
+    int typicalNewTokens = 0; // generative
+    std::string describe;
+};
+
+Setup workloadFromArgs(const Args &args, const ModelInfo &model)
+{
+    Setup s;
+    WorkloadSpec &w = s.workload;
+    w.vocabSize = std::min(model.vocabSize, 256);
+    w.seed = std::uint64_t(args.num("workload-seed", 1));
+    s.warmupS = args.num("warmup", 2);
+    s.durationS = args.num("duration", 10);
+    s.drainS = args.num("drain", 5);
+    if (s.warmupS < 0 || s.durationS <= 0 || s.drainS < 0)
+        throw std::invalid_argument("--warmup and --drain must be >= 0, --duration > 0");
+    const bool generative = model.generative;
+    w.maxNewTokens = generative ? int(args.num("max-new-tokens", 16)) : 0;
+    // Default output cap: 256 tokens, at most half the decoder's positions.
+    w.outputCap = int(args.num("output-cap", generative ? std::min(256, (model.maxSequenceLength + 1) / 2) : 0));
+    if (generative && w.outputCap > 0)
+        w.maxNewTokens = std::min(w.maxNewTokens, w.outputCap);
+    // input + output must fit the decoder's positions (maxSequenceLength + 1)
+    const int defaultCap = generative ? std::max(1, model.maxSequenceLength + 1 - std::max(w.outputCap, w.maxNewTokens))
+                                      : model.maxSequenceLength;
+    w.lengthCap = int(args.num("length-cap", defaultCap));
+    if (w.lengthCap < 1 || (generative && w.lengthCap + std::max(w.outputCap, w.maxNewTokens) > model.maxSequenceLength + 1))
+        throw std::invalid_argument("--length-cap " + std::to_string(w.lengthCap) + " plus " +
+                                    std::to_string(std::max(w.outputCap, w.maxNewTokens)) +
+                                    " new tokens does not fit the model's " +
+                                    std::to_string(model.maxSequenceLength + (generative ? 1 : 0)) + " positions");
+
+    if (args.has("trace")) {
+        const std::string path = args.str("trace", "");
+        auto parsed = parseTraceFile(path);
+        if (!parsed)
+            throw std::invalid_argument(parsed.status().message());
+        w.trace = std::make_shared<const std::vector<TraceRow>>(std::move(parsed->rows));
+        w.arrivals = ArrivalKind::Trace;
+        w.lengths = LengthKind::Trace;
+        w.timeScale = args.num("time-scale", 1);
+        w.lengthScale = args.num("length-scale", 1);
+        w.outputFromTrace = !(generative && args.has("max-new-tokens"));
+        if (args.has("rate") || args.has("rates") || args.has("arrivals"))
+            throw std::invalid_argument("--trace sets the arrivals; use --time-scale instead of --rate/--arrivals");
+        double in = 0, out = 0;
+        for (const auto &row : *w.trace) {
+            in += std::min<double>(w.lengthCap, std::max(1.0, std::round(row.inputTokens * w.lengthScale)));
+            out += std::max(1.0, std::round(row.outputTokens * w.lengthScale));
+        }
+        const double n = double(w.trace->size());
+        s.typicalLength = int(std::ceil(in / n));
+        s.typicalNewTokens = generative ? (w.outputFromTrace ? int(std::lround(out / n)) : w.maxNewTokens) : 0;
+        if (generative && w.outputCap > 0)
+            s.typicalNewTokens = std::min(s.typicalNewTokens, w.outputCap);
+        // offered rate of the trace's first `warmup + duration` seconds
+        std::size_t rows = 0;
+        while (rows < w.trace->size() && (*w.trace)[rows].arrivalS / w.timeScale < s.warmupS + s.durationS)
+            ++rows;
+        w.limit = rows;
+        s.rates = {double(rows) / (s.warmupS + s.durationS)};
+        s.describe = "trace " + path + " (time x" + args.str("time-scale", "1") + ", lengths x" +
+                     args.str("length-scale", "1") + ", " + std::to_string(rows) + " requests)";
+        return s;
+    }
+
+    const std::string arrivals = args.str("arrivals", args.has("burstiness") ? "gamma" : "poisson");
+    auto kind = parseArrivalKind(arrivals);
+    if (!kind || *kind == ArrivalKind::Trace)
+        throw std::invalid_argument("--arrivals expects poisson, gamma, constant or bursts (or use --trace FILE)");
+    w.arrivals = *kind;
+    w.burstiness = args.num("burstiness", 4);
+    if (args.has("min-length") || args.has("max-length")) {
+        w.lengths = LengthKind::Uniform;
+        w.minLength = int(args.num("min-length", 8));
+        w.maxLength = int(args.num("max-length", 128));
+        s.typicalLength = (w.minLength + w.maxLength + 1) / 2;
+    } else {
+        w.lengths = LengthKind::Fixed;
+        w.fixedLength = int(args.num("length", 64));
+        s.typicalLength = w.fixedLength;
+    }
+    s.typicalLength = std::min(s.typicalLength, w.lengthCap > 0 ? w.lengthCap : s.typicalLength);
+    s.typicalNewTokens = w.maxNewTokens;
+    if (args.has("rates")) {
+        for (const auto &item : args.list("rates", ""))
+            s.rates.push_back(std::stod(item));
+    } else {
+        s.rates = {args.num("rate", 50)};
+    }
+    for (double r : s.rates)
+        if (!(r > 0))
+            throw std::invalid_argument("rates must be positive");
+    s.describe = arrivals + (w.arrivals == ArrivalKind::Gamma ? " (CV² " + args.str("burstiness", "4") + ")" : "") +
+                 ", " +
+                 (w.lengths == LengthKind::Fixed ? "length " + std::to_string(w.fixedLength)
+                                                 : "lengths " + std::to_string(w.minLength) + ".." +
+                                                       std::to_string(w.maxLength)) +
+                 (generative ? ", " + std::to_string(w.maxNewTokens) + " new tokens" : "");
+    return s;
+}
+
+BatchingConfig baseConfig(const Args &args)
+{
+    BatchingConfig base;
+    base.queueCapacity = 4096;
+    if (args.has("config")) {
+        auto loaded = loadConfigFile(args.str("config", ""));
+        if (!loaded)
+            throw std::invalid_argument(loaded.status().message());
+        base = *loaded;
+    }
+    if (args.has("max-batch"))
+        base.maxBatchSize = int(args.num("max-batch", 16));
+    if (args.has("delay-us"))
+        base.maxQueueDelay = std::chrono::microseconds(std::int64_t(args.num("delay-us", 5000)));
+    if (args.has("buckets"))
+        base.bucketEdges = parseIntList("buckets", args.list("buckets", ""));
+    if (args.has("static-batch"))
+        base.staticBatchSize = int(args.num("static-batch", 8));
+    if (args.has("static-length"))
+        base.staticPaddedLength = int(args.num("static-length", 128));
+    if (args.has("instances"))
+        base.instances = int(args.num("instances", 1));
+    if (args.has("queue"))
+        base.queueCapacity = int(args.num("queue", 4096));
+    return base;
+}
+
+int batchLimit(const BatchingConfig &c)
+{
+    switch (c.policy) {
+    case PolicyKind::None: return 1;
+    case PolicyKind::Static: return c.staticBatchSize;
+    default: return c.maxBatchSize;
+    }
+}
+
+std::string knobs(const BatchingConfig &c)
+{
+    switch (c.policy) {
+    case PolicyKind::None: return "batch 1";
+    case PolicyKind::Static:
+        return "N=" + std::to_string(c.staticBatchSize) + " L=" + std::to_string(c.staticPaddedLength);
+    case PolicyKind::Dynamic:
+        return "max " + std::to_string(c.maxBatchSize) + ", " + formatDuration(c.maxQueueDelay);
+    case PolicyKind::Bucketed: {
+        std::string e;
+        for (int edge : c.bucketEdges)
+            e += (e.empty() ? "" : ",") + std::to_string(edge);
+        return "max " + std::to_string(c.maxBatchSize) + ", " + formatDuration(c.maxQueueDelay) + ", " + e;
+    }
+    }
+    return {};
+}
+
+} // namespace
+
+int runLoadBench(const Args &args)
+{
+    std::vector<std::string> known = kKnown;
+    known.insert(known.end(), modelArgKeys().begin(), modelArgKeys().end());
+    if (auto u = args.unknown(known); !u.empty()) {
+        std::cerr << "batchpilot-bench load: unknown option --" << u.front() << "\n";
+        return 2;
+    }
+    const ModelSpec spec = modelSpecFromArgs(args);
+    auto created = createBackend(spec);
+    if (!created) {
+        std::cerr << "batchpilot-bench load: " << created.status().toString() << "\n";
+        return 1;
+    }
+    std::shared_ptr<Backend> backend = std::move(created.value());
+    const ModelInfo &model = backend->info();
+    const bool generative = model.generative;
+    const Setup setup = workloadFromArgs(args, model);
+
+    std::vector<BatchingConfig> configs;
+    const BatchingConfig base = baseConfig(args);
+    for (const auto &name : args.list("compare", "dynamic")) {
+        auto kind = parsePolicy(name);
+        if (!kind) {
+            std::cerr << "batchpilot-bench load: unknown policy '" << name << "' in --compare\n";
+            return 2;
+        }
+        BatchingConfig c = base;
+        c.policy = *kind;
+        if (Status s = validate(c); !s) {
+            std::cerr << "batchpilot-bench load: " << s.toString() << "\n";
+            return 2;
+        }
+        configs.push_back(c);
+    }
+
+    // The ceiling: a saved profile, or a small grid measured now.
+    std::optional<ProfileResult> ceiling;
+    if (args.has("ceiling")) {
+        auto loaded = loadProfileFile(args.str("ceiling", ""));
+        if (!loaded) {
+            std::cerr << "batchpilot-bench load: " << loaded.status().toString() << "\n";
+            return 1;
+        }
+        ceiling = std::move(loaded.value());
+    } else if (!args.has("no-ceiling")) {
+        ProfileOptions po;
+        po.lengths = {std::max(1, setup.typicalLength)};
+        po.newTokens = std::max(1, setup.typicalNewTokens);
+        po.batchSizes.clear();
+        int largest = 1;
+        for (const auto &c : configs)
+            largest = std::max(largest, batchLimit(c));
+        for (int b = 1; b < largest; b *= 2)
+            po.batchSizes.push_back(b);
+        for (const auto &c : configs)
+            po.batchSizes.push_back(batchLimit(c));
+        std::sort(po.batchSizes.begin(), po.batchSizes.end());
+        po.batchSizes.erase(std::unique(po.batchSizes.begin(), po.batchSizes.end()), po.batchSizes.end());
+        po.repeats = 3;
+        std::fprintf(stderr, "measuring the ceiling inline (length %d; pass --ceiling FILE to reuse a profile)\n",
+                     po.lengths[0]);
+        auto measured = profileBackend(*backend, spec, po);
+        if (!measured) {
+            std::cerr << "batchpilot-bench load: ceiling: " << measured.status().toString() << "\n";
+            return 1;
+        }
+        ceiling = std::move(measured.value());
+    }
+
+    std::printf("batchpilot-bench load  model %s%s on %s (%.2f M parameters)\n", model.name.c_str(),
+                spec.name.rfind("builtin:", 0) == 0 ? (" preset " + spec.preset).c_str() : "", model.device.c_str(),
+                double(model.parameters) / 1e6);
+    std::printf("  workload: %s; warm-up %.1f s, window %.1f s, drain <= %.1f s; latency from scheduled arrival\n",
+                setup.describe.c_str(), setup.warmupS, setup.durationS, setup.drainS);
+    std::printf("\n%-9s %-30s %8s %8s %6s %9s %10s %9s %9s %9s %6s %6s %7s", "policy", "knobs", "offered", "req/s",
+                "rej", generative ? "out tok/s" : "in tok/s", "p50 ms", "p90 ms", "p99 ms", "pad eff", "batch",
+                "ceil", "");
+    if (generative)
+        std::printf(" %9s %9s %8s", "ttft p50", "ttft p99", "tpot ms");
+    std::printf("\n");
+
+    nlohmann::json runs = nlohmann::json::array();
+    struct Best {
+        double rate = 0, throughput = 0, p99 = 0;
+        bool any = false;
+    };
+    std::map<std::string, Best> best;
+    const double budgetMs = args.num("p99-budget-ms", 0);
+
+    for (const BatchingConfig &config : configs) {
+        const std::string policy(policyName(config.policy));
+        for (double rate : setup.rates) {
+            LoadRunOptions o;
+            o.config = config;
+            o.workload = setup.workload;
+            o.warmupS = setup.warmupS;
+            o.durationS = setup.durationS;
+            o.drainS = setup.drainS;
+            if (o.workload.arrivals != ArrivalKind::Trace) {
+                o.workload.rate = rate;
+                o.workload.limit = std::size_t(std::ceil(rate * (setup.warmupS + setup.durationS)));
+            }
+            auto result = runLoad(backend, o);
+            if (!result) {
+                std::cerr << "batchpilot-bench load: " << policy << ": " << result.status().toString() << "\n";
+                return 1;
+            }
+            const LoadRunResult &r = *result;
+            const double throughput = generative ? r.outputTokensPerS : r.requestsPerS;
+            const ProfileCell *cell = ceiling ? ceilingCell(*ceiling, setup.typicalLength, batchLimit(config)) : nullptr;
+            const double ceilingValue = cell ? (generative ? cell->tokensPerS : cell->sequencesPerS) : 0;
+            const double fraction = ceilingValue > 0 ? throughput / ceilingValue : 0;
+            auto ms = [](const LatencyHistogram &h, double q) { return double(h.quantile(q)) / 1e6; };
+            std::printf("%-9s %-30s %8.1f %8.1f %6llu %9.1f %10.1f %9.1f %9.1f %9.3f %6.1f %6s %7s", policy.c_str(),
+                        knobs(config).c_str(), r.offeredRate, r.requestsPerS, (unsigned long long)r.rejected,
+                        generative ? r.outputTokensPerS : r.inputTokensPerS, ms(r.latency, 0.5), ms(r.latency, 0.9),
+                        ms(r.latency, 0.99), r.paddingEfficiency, r.meanBatchSize,
+                        cell ? (std::to_string(int(std::lround(fraction * 100))) + "%").c_str() : "-",
+                        r.clean() ? "" : "OVERLD");
+            if (generative)
+                std::printf(" %9.1f %9.1f %8.2f", ms(r.ttft, 0.5), ms(r.ttft, 0.99), r.meanTpotMs);
+            std::printf("\n");
+            std::fflush(stdout);
+
+            nlohmann::json j = toJson(r);
+            j["target_rate"] = rate;
+            if (cell) {
+                j["ceiling"] = {{"value", ceilingValue},
+                                {"unit", generative ? "output tokens/s" : "sequences/s"},
+                                {"batch", cell->batch},
+                                {"length", cell->length},
+                                {"fraction", fraction}};
+            }
+            runs.push_back(j);
+            const double p99 = ms(r.latency, 0.99);
+            if (budgetMs > 0 && r.clean() && p99 <= budgetMs) {
+                Best &b = best[policy];
+                if (!b.any || throughput > b.throughput)
+                    b = {rate, throughput, p99, true};
+            }
+        }
+    }
+    nlohmann::json summary = nlohmann::json::object();
+    if (budgetMs > 0) {
+        std::printf("\nbest throughput with p99 <= %.0f ms and nothing refused or left unfinished:\n", budgetMs);
+        const Best none = best.count("none") ? best["none"] : Best{};
+        for (const BatchingConfig &config : configs) {
+            const std::string policy(policyName(config.policy));
+            const Best b = best.count(policy) ? best[policy] : Best{};
+            if (!b.any) {
+                std::printf("  %-9s no tested rate met the budget\n", policy.c_str());
+                summary[policy] = nullptr;
+                continue;
+            }
+            const double gain = none.any && none.throughput > 0 ? b.throughput / none.throughput : 0;
+            std::printf("  %-9s %9.1f %s at offered %.1f req/s (p99 %.1f ms)%s\n", policy.c_str(), b.throughput,
+                        generative ? "tok/s" : "req/s", b.rate, b.p99,
+                        gain > 0 && policy != "none" ? (" = x" + std::to_string(gain).substr(0, 5) + " none").c_str()
+                                                     : "");
+            summary[policy] = {{"rate", b.rate}, {"throughput", b.throughput}, {"p99_ms", b.p99},
+                               {"vs_none", gain}};
+        }
+    }
+
+    if (args.has("json")) {
+        std::ofstream out(args.str("json", ""));
+        if (!out) {
+            std::cerr << "batchpilot-bench: cannot write " << args.str("json", "") << "\n";
+            return 1;
+        }
+        nlohmann::json j{{"stage", "load"},
+                         {"model", model.name},
+                         {"preset", spec.preset},
+                         {"device", model.device},
+                         {"parameters", model.parameters},
+                         {"workload", setup.describe},
+                         {"warmup_s", setup.warmupS},
+                         {"window_s", setup.durationS},
+                         {"runs", runs}};
+        if (budgetMs > 0)
+            j["p99_budget"] = {{"ms", budgetMs}, {"best", summary}};
+        if (ceiling)
+            j["ceiling_profile"] = toJson(*ceiling);
+        out << j.dump(2) << "\n";
+    }
+    return 0;
+}
+
+} // namespace bp::bench

@@ -1,0 +1,276 @@
+#include "model_profile.h"
+
+#include "engine/workload.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <thread>
+
+namespace bp::bench {
+
+namespace {
+
+double ms(Duration d) { return toSeconds(d) * 1e3; }
+
+double median(std::vector<double> v)
+{
+    if (v.empty())
+        return 0;
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+} // namespace
+
+const std::vector<std::string> &modelArgKeys()
+{
+    static const std::vector<std::string> keys{"model", "preset", "device", "threads", "seed"};
+    return keys;
+}
+
+ModelSpec modelSpecFromArgs(const Args &args, const std::string &defaultModel)
+{
+    ModelSpec spec;
+    spec.name = args.str("model", defaultModel);
+    spec.preset = args.str("preset", spec.preset);
+    spec.device = args.str("device", spec.device);
+    spec.threads = int(args.num("threads", 0));
+    spec.seed = std::uint64_t(args.num("seed", double(spec.seed)));
+    if (spec.threads < 0)
+        throw std::invalid_argument("--threads must be >= 0 (0 = all cores)");
+    return spec;
+}
+
+std::vector<int> parseIntList(const std::string &key, const std::vector<std::string> &items)
+{
+    std::vector<int> out;
+    for (const auto &s : items) {
+        std::size_t used = 0;
+        int v = 0;
+        try {
+            v = std::stoi(s, &used);
+        } catch (const std::exception &) {
+            used = 0;
+        }
+        if (used != s.size() || v < 1)
+            throw std::invalid_argument("--" + key + " expects positive integers, got '" + s + "'");
+        out.push_back(v);
+    }
+    if (out.empty())
+        throw std::invalid_argument("--" + key + " needs at least one value");
+    return out;
+}
+
+Result<ProfileResult> profileBackend(Backend &backend, const ModelSpec &spec, const ProfileOptions &o,
+                                     bool progress)
+{
+    const ModelInfo &info = backend.info();
+    ProfileResult result;
+    result.model = info.name;
+    result.preset = spec.name.rfind("builtin:", 0) == 0 ? spec.preset : "";
+    result.device = info.device;
+    result.description = info.description;
+    result.parameters = info.parameters;
+    result.threads = spec.threads > 0 ? spec.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+    result.generative = info.generative;
+    result.newTokens = info.generative ? o.newTokens : 0;
+
+    WorkloadSpec tokenSource;
+    tokenSource.vocabSize = std::min(info.vocabSize, 256);
+    tokenSource.seed = o.seed;
+    WorkloadSchedule schedule(tokenSource);
+
+    for (int length : o.lengths) {
+        if (length > info.maxSequenceLength) {
+            std::fprintf(stderr, "  skipping length %d: above the model's %d\n", length, info.maxSequenceLength);
+            continue;
+        }
+        for (int batch : o.batchSizes) {
+            std::vector<Request> requests(static_cast<std::size_t>(batch));
+            for (auto &r : requests) {
+                r.tokens = schedule.tokens(length);
+                r.maxNewTokens = result.newTokens;
+            }
+            BatchInput input;
+            for (const auto &r : requests)
+                input.requests.push_back(&r);
+            input.paddedLength = length;
+            std::vector<double> latency, ttft, tpot;
+            for (int run = 0; run < o.warmup + o.repeats; ++run) {
+                std::vector<SequenceResult> out(requests.size());
+                const TimePoint start = SteadyClock::now();
+                Status s = backend.run(input, out);
+                const Duration took = SteadyClock::now() - start;
+                for (const auto &r : out)
+                    if (s.isOk() && !r.status.isOk())
+                        s = r.status;
+                if (!s)
+                    return Status(s.code(), "batch " + std::to_string(batch) + " x length " +
+                                                std::to_string(length) + ": " + s.message());
+                if (run < o.warmup)
+                    continue;
+                latency.push_back(ms(took));
+                if (info.generative && !out.empty()) {
+                    ttft.push_back(ms(out[0].firstTokenAfter));
+                    if (out[0].tokens.size() > 1)
+                        tpot.push_back(ms(out[0].lastTokenAfter - out[0].firstTokenAfter) /
+                                       double(out[0].tokens.size() - 1));
+                }
+            }
+            ProfileCell c;
+            c.batch = batch;
+            c.length = length;
+            c.p50Ms = median(latency);
+            c.minMs = *std::min_element(latency.begin(), latency.end());
+            for (double v : latency)
+                c.meanMs += v / double(latency.size());
+            c.sequencesPerS = batch / (c.p50Ms / 1e3);
+            c.tokensPerS = c.sequencesPerS * (info.generative ? result.newTokens : length);
+            c.ttftMs = median(ttft);
+            c.tpotMs = median(tpot);
+            c.decodeTokensPerS = c.tpotMs > 0 ? batch / (c.tpotMs / 1e3) : 0;
+            result.cells.push_back(c);
+            if (progress)
+                std::fprintf(stderr, "  batch %3d x length %4d: %9.2f ms\n", batch, length, c.p50Ms);
+        }
+    }
+    return result;
+}
+
+const ProfileCell *ceilingCell(const ProfileResult &p, int length, int maxBatch)
+{
+    int chosen = -1;
+    for (const auto &c : p.cells)
+        if (c.length >= length && (chosen < 0 || c.length < chosen))
+            chosen = c.length;
+    if (chosen < 0)
+        for (const auto &c : p.cells)
+            chosen = std::max(chosen, c.length);
+    const ProfileCell *best = nullptr;
+    for (const auto &c : p.cells)
+        if (c.length == chosen && c.batch <= maxBatch && (!best || c.sequencesPerS > best->sequencesPerS))
+            best = &c;
+    return best;
+}
+
+void printProfile(const ProfileResult &p)
+{
+    std::printf("model %s%s  device %s  threads %d  parameters %.2f M\n", p.model.c_str(),
+                p.preset.empty() ? "" : (" (preset " + p.preset + ")").c_str(), p.device.c_str(), p.threads,
+                double(p.parameters) / 1e6);
+    if (p.generative)
+        std::printf("generation: %d new tokens per sequence; latency = prefill + %d decode steps\n", p.newTokens,
+                    p.newTokens - 1);
+    std::printf("\n");
+    if (p.generative)
+        std::printf("%6s %6s %10s %10s %10s %10s %12s %14s\n", "length", "batch", "p50 ms", "seq/s", "tok/s",
+                    "ttft ms", "step ms", "decode tok/s");
+    else
+        std::printf("%6s %6s %10s %10s %10s %12s\n", "length", "batch", "p50 ms", "min ms", "seq/s", "in tok/s");
+    int last = -1;
+    for (const auto &c : p.cells) {
+        if (last != -1 && c.length != last)
+            std::printf("\n");
+        last = c.length;
+        if (p.generative)
+            std::printf("%6d %6d %10.2f %10.1f %10.1f %10.2f %12.3f %14.1f\n", c.length, c.batch, c.p50Ms,
+                        c.sequencesPerS, c.tokensPerS, c.ttftMs, c.tpotMs, c.decodeTokensPerS);
+        else
+            std::printf("%6d %6d %10.2f %10.2f %10.1f %12.0f\n", c.length, c.batch, c.p50Ms, c.minMs,
+                        c.sequencesPerS, c.tokensPerS);
+    }
+    std::printf("\nceiling per length (best over batch sizes; speed-up vs batch 1):\n");
+    std::map<int, std::pair<const ProfileCell *, const ProfileCell *>> byLength; // best, batch 1
+    for (const auto &c : p.cells) {
+        auto &[best, one] = byLength[c.length];
+        if (!best || c.sequencesPerS > best->sequencesPerS)
+            best = &c;
+        if (c.batch == 1)
+            one = &c;
+    }
+    for (const auto &[length, cells] : byLength) {
+        const auto *best = cells.first, *one = cells.second;
+        const double gain = one ? best->sequencesPerS / one->sequencesPerS : 0;
+        if (p.generative) {
+            double bestDecode = 0, oneDecode = one ? one->decodeTokensPerS : 0;
+            for (const auto &c : p.cells)
+                if (c.length == length)
+                    bestDecode = std::max(bestDecode, c.decodeTokensPerS);
+            std::printf("  length %4d: %8.1f seq/s, %9.1f tok/s at batch %d (x%.1f); decode steps alone up to "
+                        "%.0f tok/s (x%.1f)\n",
+                        length, best->sequencesPerS, best->tokensPerS, best->batch, gain, bestDecode,
+                        oneDecode > 0 ? bestDecode / oneDecode : 0.0);
+        } else {
+            std::printf("  length %4d: %8.1f seq/s, %9.0f tok/s at batch %d (x%.2f vs batch 1)\n", length,
+                        best->sequencesPerS, best->tokensPerS, best->batch, gain);
+        }
+    }
+}
+
+nlohmann::json toJson(const ProfileResult &p)
+{
+    nlohmann::json cells = nlohmann::json::array();
+    for (const auto &c : p.cells)
+        cells.push_back({{"batch", c.batch}, {"length", c.length}, {"p50_ms", c.p50Ms}, {"min_ms", c.minMs},
+                         {"mean_ms", c.meanMs}, {"sequences_per_s", c.sequencesPerS}, {"tokens_per_s", c.tokensPerS},
+                         {"ttft_ms", c.ttftMs}, {"tpot_ms", c.tpotMs}, {"decode_tokens_per_s", c.decodeTokensPerS}});
+    return {{"stage", "profile"},     {"model", p.model},           {"preset", p.preset},
+            {"device", p.device},     {"description", p.description}, {"parameters", p.parameters},
+            {"threads", p.threads},   {"generative", p.generative}, {"new_tokens", p.newTokens},
+            {"cells", cells}};
+}
+
+Result<ProfileResult> profileFromJson(const nlohmann::json &j)
+{
+    try {
+        ProfileResult p;
+        p.model = j.at("model").get<std::string>();
+        p.preset = j.value("preset", "");
+        p.device = j.value("device", "");
+        p.description = j.value("description", "");
+        p.parameters = j.value("parameters", std::int64_t(0));
+        p.threads = j.value("threads", 0);
+        p.generative = j.value("generative", false);
+        p.newTokens = j.value("new_tokens", 0);
+        for (const auto &c : j.at("cells")) {
+            ProfileCell cell;
+            cell.batch = c.at("batch").get<int>();
+            cell.length = c.at("length").get<int>();
+            cell.p50Ms = c.at("p50_ms").get<double>();
+            cell.minMs = c.value("min_ms", cell.p50Ms);
+            cell.meanMs = c.value("mean_ms", cell.p50Ms);
+            cell.sequencesPerS = c.at("sequences_per_s").get<double>();
+            cell.tokensPerS = c.at("tokens_per_s").get<double>();
+            cell.ttftMs = c.value("ttft_ms", 0.0);
+            cell.tpotMs = c.value("tpot_ms", 0.0);
+            cell.decodeTokensPerS = c.value("decode_tokens_per_s", 0.0);
+            p.cells.push_back(cell);
+        }
+        if (p.cells.empty())
+            return Status(StatusCode::InvalidArgument, "profile has no cells");
+        return p;
+    } catch (const nlohmann::json::exception &e) {
+        return Status(StatusCode::InvalidArgument, std::string("not a profile: ") + e.what());
+    }
+}
+
+Result<ProfileResult> loadProfileFile(const std::string &path)
+{
+    std::ifstream in(path);
+    if (!in)
+        return Status(StatusCode::NotFound, "cannot read ceiling file '" + path + "'");
+    try {
+        auto parsed = profileFromJson(nlohmann::json::parse(in));
+        if (!parsed)
+            return Status(parsed.status().code(), path + ": " + parsed.status().message());
+        return parsed;
+    } catch (const nlohmann::json::exception &e) {
+        return Status(StatusCode::InvalidArgument, path + ": " + e.what());
+    }
+}
+
+} // namespace bp::bench

@@ -1,0 +1,62 @@
+// batchpilot-bench profile --model NAME|FILE.pt [--preset P] [--device D]
+//   [--threads N] [--batches 1,2,4,...] [--lengths 16,64,256]
+//   [--new-tokens N] [--warmup N] [--repeats N] [--json FILE]
+#include "profile_bench.h"
+
+#include "model_profile.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+namespace bp::bench {
+
+int runProfileBench(const Args &args)
+{
+    std::vector<std::string> known = {"batches", "lengths", "new-tokens", "warmup", "repeats", "json", "quiet"};
+    known.insert(known.end(), modelArgKeys().begin(), modelArgKeys().end());
+    if (auto u = args.unknown(known); !u.empty()) {
+        std::cerr << "batchpilot-bench profile: unknown option --" << u.front() << "\n";
+        return 2;
+    }
+    const ModelSpec spec = modelSpecFromArgs(args);
+    ProfileOptions options;
+    options.batchSizes = parseIntList("batches", args.list("batches", "1,2,4,8,16,32,64"));
+    options.lengths = parseIntList("lengths", args.list("lengths", "16,64,256"));
+    options.newTokens = int(args.num("new-tokens", 16));
+    options.warmup = int(args.num("warmup", 1));
+    options.repeats = int(args.num("repeats", 5));
+    if (options.newTokens < 1 || options.warmup < 0 || options.repeats < 1) {
+        std::cerr << "batchpilot-bench profile: --new-tokens and --repeats must be >= 1, --warmup >= 0\n";
+        return 2;
+    }
+
+    auto backend = createBackend(spec);
+    if (!backend) {
+        std::cerr << "batchpilot-bench profile: " << backend.status().toString() << "\n";
+        return 1;
+    }
+    auto profile = profileBackend(**backend, spec, options, !args.has("quiet"));
+    if (!profile) {
+        std::cerr << "batchpilot-bench profile: " << profile.status().toString() << "\n";
+        return 1;
+    }
+    std::printf("batchpilot-bench profile  warm-up %d, %d timed runs per cell (median)\n", options.warmup,
+                options.repeats);
+    printProfile(*profile);
+
+    if (args.has("json")) {
+        std::ofstream out(args.str("json", ""));
+        if (!out) {
+            std::cerr << "batchpilot-bench: cannot write " << args.str("json", "") << "\n";
+            return 1;
+        }
+        nlohmann::json j = toJson(*profile);
+        j["warmup"] = options.warmup;
+        j["repeats"] = options.repeats;
+        out << j.dump(2) << "\n";
+    }
+    return 0;
+}
+
+} // namespace bp::bench
