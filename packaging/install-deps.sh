@@ -9,7 +9,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   # Qt 6 (HttpServer needs WebSockets installed to be found by CMake)
   qt6-base-dev qt6-base-dev-tools qt6-charts-dev qt6-httpserver-dev
-  qt6-websockets-dev qt6-svg-dev libgl-dev
+  qt6-websockets-dev qt6-svg-dev libgl-dev libqt6opengl6-dev
   # engine
   libtorch-dev libopenblas0-openmp libsqlite3-dev sqlite3 nlohmann-json3-dev
   # test fixtures and tests: TorchScript fixture, Prometheus checks, offscreen fonts
