@@ -1,11 +1,15 @@
 #include "batcher.h"
 
 #include <algorithm>
+#include <climits>
+#include <numeric>
 
 namespace bp {
 
 Batcher::Batcher(BatchingConfig config, ModelLimits limits)
-    : m_config(std::move(config)), m_limits(limits), m_queues(std::size_t(m_config.queueCount()))
+    : m_config(std::move(config)), m_limits(limits), m_queues(std::size_t(m_config.queueCount())),
+      m_prioritized(m_queues.size(), 0), m_rate(m_config.adaptiveDelay.period),
+      m_effectiveDelay(m_config.adaptiveDelay.enabled ? m_config.adaptiveDelay.maxDelay : m_config.maxQueueDelay)
 {
 }
 
@@ -36,6 +40,52 @@ Status Batcher::check(const Request &r, TimePoint now) const
     return Status::ok();
 }
 
+int Batcher::fillOf(int q) const
+{
+    const int cap = m_config.memoryBatchLimit > 0 ? m_config.memoryBatchLimit : INT_MAX;
+    switch (m_config.policy) {
+    case PolicyKind::None: return 1;
+    case PolicyKind::Static: return std::min(m_config.staticBatchSize, cap);
+    case PolicyKind::Hybrid:
+        if (q < int(m_config.hybrid.staticSizes.size()))
+            return std::min(m_config.hybrid.staticSizes[std::size_t(q)], cap);
+        [[fallthrough]];
+    default: return std::min(m_config.maxBatchSize, cap);
+    }
+}
+
+void Batcher::updateEffectiveDelay(TimePoint now)
+{
+    const AdaptiveDelayConfig &a = m_config.adaptiveDelay;
+    m_effectiveDelay = a.enabled ? adaptiveDelay(m_rate.rate(now), fillOf(int(m_queues.size()) - 1), a)
+                                 : m_config.maxQueueDelay;
+}
+
+int Batcher::route(int length, TimePoint now)
+{
+    if (m_config.policy != PolicyKind::Hybrid)
+        return m_config.bucketFor(length);
+    const HybridConfig &h = m_config.hybrid;
+    const int dynamicLayer = int(h.staticSizes.size());
+    const double rate = m_rate.rate(now);
+    if (length > h.maxStaticLength || rate < h.minStaticRate || rate <= 0)
+        return dynamicLayer;
+    // the largest static size the current rate fills within the queue delay
+    int chosen = 0;
+    for (int i = 0; i < dynamicLayer; ++i)
+        if (double(fillOf(i)) / rate <= toSeconds(m_effectiveDelay))
+            chosen = i;
+    return chosen;
+}
+
+void Batcher::enqueue(int q, Pending &&pending)
+{
+    if (pending.request.priority != 0)
+        ++m_prioritized[std::size_t(q)];
+    m_queues[std::size_t(q)].push_back(std::move(pending));
+    ++m_size;
+}
+
 Status Batcher::admit(Pending &pending, TimePoint now)
 {
     m_lastAdmitNeedsWake = false;
@@ -44,8 +94,9 @@ Status Batcher::admit(Pending &pending, TimePoint now)
     if (m_size >= std::size_t(m_config.queueCapacity))
         return {StatusCode::QueueFull, "admission queue is full (" +
                                            std::to_string(m_config.queueCapacity) + " requests)"};
-    const int q = m_config.bucketFor(int(pending.request.tokens.size()));
-    auto &queue = m_queues[std::size_t(q)];
+    m_lastNow = now;
+    m_rate.arrival(now);
+    const int q = route(int(pending.request.tokens.size()), now);
     const auto &deadline = pending.request.deadline;
     if (deadline) {
         ++m_withDeadline;
@@ -54,11 +105,9 @@ Status Batcher::admit(Pending &pending, TimePoint now)
             m_lastAdmitNeedsWake = true;
         }
     }
-    queue.push_back(std::move(pending));
-    ++m_size;
-    const std::size_t fill = m_config.policy == PolicyKind::Static ? std::size_t(m_config.staticBatchSize)
-                                                                   : std::size_t(m_config.maxBatchSize);
-    if (queue.size() == 1 || queue.size() == fill || m_config.policy == PolicyKind::None)
+    enqueue(q, std::move(pending));
+    const std::size_t depth = m_queues[std::size_t(q)].size();
+    if (depth == 1 || depth == std::size_t(fillOf(q)) || m_config.policy == PolicyKind::None)
         m_lastAdmitNeedsWake = true;
     return Status::ok();
 }
@@ -68,10 +117,13 @@ void Batcher::expire(TimePoint now, std::vector<Pending> &out)
     if (m_withDeadline == 0 || !m_earliestDeadline || now < *m_earliestDeadline)
         return;
     m_earliestDeadline.reset();
-    for (auto &queue : m_queues) {
+    for (std::size_t qi = 0; qi < m_queues.size(); ++qi) {
+        auto &queue = m_queues[qi];
         for (auto it = queue.begin(); it != queue.end();) {
             const auto &d = it->request.deadline;
             if (d && *d <= now) {
+                if (it->request.priority != 0)
+                    --m_prioritized[qi];
                 out.push_back(std::move(*it));
                 it = queue.erase(it);
                 --m_size;
@@ -85,20 +137,64 @@ void Batcher::expire(TimePoint now, std::vector<Pending> &out)
     }
 }
 
+void Batcher::take(int q, std::size_t count, TimePoint now, std::vector<Pending> &out)
+{
+    auto &queue = m_queues[std::size_t(q)];
+    auto &prioritized = m_prioritized[std::size_t(q)];
+    if (prioritized == 0) {
+        for (std::size_t i = 0; i < count; ++i) {
+            out.push_back(std::move(queue.front()));
+            queue.pop_front();
+        }
+        return;
+    }
+    // Effective priority = priority + whole aging periods waited: a request
+    // of priority p waits at most (p_max - p) × aging behind higher ones.
+    std::vector<std::size_t> order(queue.size());
+    std::iota(order.begin(), order.end(), 0);
+    auto effective = [&](std::size_t i) {
+        const Request &r = queue[i].request;
+        return std::int64_t(r.priority) + (now - r.arrival) / m_config.priorityAging;
+    };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return effective(a) > effective(b); });
+    std::vector<bool> taken(queue.size(), false);
+    for (std::size_t i = 0; i < count; ++i)
+        taken[order[i]] = true;
+    std::deque<Pending> rest;
+    for (std::size_t i = 0; i < queue.size(); ++i) {
+        if (taken[i]) {
+            if (queue[i].request.priority != 0)
+                --prioritized;
+            out.push_back(std::move(queue[i]));
+        } else {
+            rest.push_back(std::move(queue[i]));
+        }
+    }
+    queue.swap(rest);
+}
+
 Batcher::Poll Batcher::poll(TimePoint now, bool draining, bool mayDispatch)
 {
     Poll result;
+    m_lastNow = now;
     expire(now, result.expired);
     if (!mayDispatch) {
         result.wakeAt = m_earliestDeadline;
         return result;
     }
+    updateEffectiveDelay(now);
 
     std::vector<QueueView> views(m_queues.size());
+    const bool hybrid = m_config.policy == PolicyKind::Hybrid;
     for (std::size_t i = 0; i < m_queues.size(); ++i) {
-        views[i].size = m_queues[i].size();
+        QueueView &v = views[i];
+        v.size = m_queues[i].size();
         if (!m_queues[i].empty())
-            views[i].oldestArrival = m_queues[i].front().request.arrival;
+            v.oldestArrival = m_queues[i].front().request.arrival;
+        v.fill = fillOf(int(i));
+        v.isStatic = hybrid && i + 1 < m_queues.size();
+        v.delay = v.isStatic ? m_config.hybrid.staticMaxWait : m_effectiveDelay;
     }
     Decision d = decide(views, m_config, now, draining);
     if (!d.dispatch) {
@@ -108,34 +204,35 @@ Batcher::Poll Batcher::poll(TimePoint now, bool draining, bool mayDispatch)
         return result;
     }
 
-    auto &queue = m_queues[std::size_t(d.dispatch->queue)];
-    const auto count = std::min<std::size_t>(std::size_t(d.dispatch->count), queue.size());
+    const int q = d.dispatch->queue;
+    const auto count = std::min<std::size_t>(std::size_t(d.dispatch->count), m_queues[std::size_t(q)].size());
     Batch batch;
     batch.id = m_nextBatchId++;
-    batch.bucket = d.dispatch->queue;
+    batch.bucket = q;
     batch.reason = d.dispatch->reason;
     batch.policy = m_config.policy;
     batch.dispatchedAt = now;
     batch.configVersion = m_configVersion;
     batch.items.reserve(count);
+    take(q, count, now, batch.items);
+    m_size -= count;
     TimePoint lastArrival{};
     int longest = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-        Pending &p = queue.front();
+    for (const Pending &p : batch.items) {
         lastArrival = std::max(lastArrival, p.request.arrival);
         longest = std::max(longest, int(p.request.tokens.size()));
         if (p.request.deadline)
             --m_withDeadline;
-        batch.items.push_back(std::move(p));
-        queue.pop_front();
     }
-    m_size -= count;
     batch.intendedAt = d.dispatch->intendedAt.value_or(lastArrival);
     if (batch.reason == DispatchReason::Drain)
         batch.intendedAt = now;
-    batch.paddedLength = m_config.policy == PolicyKind::Static
-                             ? std::max(m_config.staticPaddedLength, longest)
-                             : longest;
+    if (m_config.policy == PolicyKind::Static)
+        batch.paddedLength = std::max(m_config.staticPaddedLength, longest);
+    else if (views[std::size_t(q)].isStatic) // hybrid static layer: one fixed shape
+        batch.paddedLength = std::max(m_config.hybrid.maxStaticLength, longest);
+    else
+        batch.paddedLength = longest;
     result.batch = std::move(batch);
     return result;
 }
@@ -145,8 +242,11 @@ void Batcher::reconfigure(const BatchingConfig &config, std::uint64_t version)
     const BatchingConfig old = m_config;
     m_config = config;
     m_configVersion = version;
+    m_rate.setPeriod(config.adaptiveDelay.period);
+    if (!config.adaptiveDelay.enabled)
+        m_effectiveDelay = config.maxQueueDelay;
     if (old.queueCount() == config.queueCount() && old.bucketEdges == config.bucketEdges &&
-        old.policy == config.policy)
+        old.policy == config.policy && old.hybrid == config.hybrid)
         return;
     // Re-bucket: merge all queues back into arrival order, then redistribute.
     std::vector<Pending> all = takeAll();
@@ -155,17 +255,15 @@ void Batcher::reconfigure(const BatchingConfig &config, std::uint64_t version)
     });
     m_queues.clear();
     m_queues.resize(std::size_t(m_config.queueCount()));
+    m_prioritized.assign(m_queues.size(), 0);
     for (Pending &p : all) {
-        m_queues[std::size_t(m_config.bucketFor(int(p.request.tokens.size())))].push_back(std::move(p));
-        ++m_size;
+        if (p.request.deadline) {
+            ++m_withDeadline;
+            if (!m_earliestDeadline || *p.request.deadline < *m_earliestDeadline)
+                m_earliestDeadline = p.request.deadline;
+        }
+        enqueue(route(int(p.request.tokens.size()), m_lastNow), std::move(p));
     }
-    for (const auto &q : m_queues)
-        for (const Pending &p : q)
-            if (p.request.deadline) {
-                ++m_withDeadline;
-                if (!m_earliestDeadline || *p.request.deadline < *m_earliestDeadline)
-                    m_earliestDeadline = p.request.deadline;
-            }
 }
 
 std::vector<Pending> Batcher::takeAll()
@@ -177,6 +275,7 @@ std::vector<Pending> Batcher::takeAll()
             out.push_back(std::move(p));
         queue.clear();
     }
+    std::fill(m_prioritized.begin(), m_prioritized.end(), 0);
     m_size = 0;
     m_withDeadline = 0;
     m_earliestDeadline.reset();

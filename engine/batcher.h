@@ -6,6 +6,8 @@
 
 #include "batching_config.h"
 #include "policy.h"
+#include "adaptive.h"
+#include "rate_estimator.h"
 #include "request.h"
 
 #include <cstdint>
@@ -67,6 +69,10 @@ public:
     const BatchingConfig &config() const { return m_config; }
     std::size_t size() const { return m_size; }
     std::vector<std::size_t> depths() const;
+    // Smoothed arrival rate (requests/s) as of `now`.
+    double arrivalRate(TimePoint now) const { return m_rate.rate(now); }
+    // The queue delay in force: the adaptive one when enabled, else the config's.
+    Duration effectiveDelay() const { return m_effectiveDelay; }
     // True when a submit just made a policy decision possible earlier than
     // the scheduler's current plan (first request in a queue, a batch
     // filled, or an earlier deadline): the scheduler needs a wake-up.
@@ -74,12 +80,24 @@ public:
 
 private:
     void expire(TimePoint now, std::vector<Pending> &out);
+    int route(int length, TimePoint now);
+    int fillOf(int queue) const;
+    void updateEffectiveDelay(TimePoint now);
+    void enqueue(int queue, Pending &&pending);
+    // Removes `count` requests from queue `q`: its front, or with priorities
+    // present, the highest effective priority (priority + waited/aging), ties
+    // by arrival. Requires count <= size.
+    void take(int q, std::size_t count, TimePoint now, std::vector<Pending> &out);
 
     BatchingConfig m_config;
     ModelLimits m_limits;
     std::uint64_t m_configVersion = 1;
     std::vector<std::deque<Pending>> m_queues;
+    std::vector<std::size_t> m_prioritized; // per queue: requests with priority != 0
     std::size_t m_size = 0;
+    RateEstimator m_rate;
+    Duration m_effectiveDelay{};
+    TimePoint m_lastNow{};
     std::size_t m_withDeadline = 0;
     std::optional<TimePoint> m_earliestDeadline;
     std::uint64_t m_nextBatchId = 1;

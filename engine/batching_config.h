@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "status.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,60 @@ enum class PolicyKind {
     Static,    // wait for exactly static_batch_size requests, fixed padded length
     Dynamic,   // dispatch at max_batch_size or after max_queue_delay; pad to longest
     Bucketed,  // dynamic per length bucket ("grouped padding"); most overdue bucket first
+    Hybrid,    // router: short requests under load -> static layer of several sizes,
+               // long or rare ones -> a dynamic layer (docs/optimizations.md)
+};
+
+// Queue delay from the observed arrival rate: the time the rate needs to
+// fill `fill` × max_batch_size requests, clamped to [min_delay, max_delay],
+// re-evaluated every `period`. High rate -> short delay, low rate -> long.
+struct AdaptiveDelayConfig {
+    bool enabled = false;
+    Duration minDelay = std::chrono::microseconds(500); // [0, 10 s]
+    Duration maxDelay = std::chrono::milliseconds(20);  // [min_delay, 10 s]
+    Duration period = std::chrono::milliseconds(500);   // [10 ms, 60 s]
+    double fill = 1.0;                                  // (0, 4]
+    bool operator==(const AdaptiveDelayConfig &) const = default;
+};
+
+// Clipper-style AIMD against a p99 target: every `period`, if the p99 of
+// total latency over the period exceeds the target, max_batch_size and
+// max_queue_delay are multiplied by `decrease`; otherwise they grow by the
+// additive steps. Always within the hard bounds. Each adjustment is a config
+// change with origin "slo-controller" and an explaining summary.
+struct SloControllerConfig {
+    bool enabled = false;
+    Duration p99Target = std::chrono::milliseconds(50); // (0, 60 s]
+    int minBatch = 1, maxBatch = 128;                    // 1 <= min <= max <= 1024
+    Duration minDelay = Duration::zero();                // [0, max_delay]
+    Duration maxDelay = std::chrono::milliseconds(50);   // <= 10 s
+    Duration period = std::chrono::seconds(2);           // [100 ms, 600 s]
+    int batchStep = 2;                                   // [1, 1024]
+    Duration delayStep = std::chrono::milliseconds(1);   // [0, 10 s]
+    double decrease = 0.5;                               // (0, 1)
+    bool operator==(const SloControllerConfig &) const = default;
+};
+
+// Hybrid routing (policy `hybrid`). A request of at most max_static_length
+// tokens goes to the static layer when the observed rate is at least
+// min_static_rate; the layer's size is the largest of static_sizes that the
+// current rate fills within max_queue_delay (else the smallest). Everything
+// else goes to the dynamic layer. A static queue also leaves after
+// static_max_wait so a rate drop cannot strand it.
+struct HybridConfig {
+    std::vector<int> staticSizes = {8, 16, 32};          // 1..8 sizes, each [1, 1024], increasing
+    int maxStaticLength = 128;                           // [1, 65536]
+    double minStaticRate = 50;                           // requests/s, [0, 1e7]
+    Duration staticMaxWait = std::chrono::milliseconds(50); // [0, 10 s]
+    bool operator==(const HybridConfig &) const = default;
+};
+
+// LRU response cache keyed by the exact input tokens and max_new_tokens.
+struct CacheConfig {
+    bool enabled = false;
+    int maxEntries = 10000;                  // [1, 10'000'000]
+    std::int64_t maxBytes = 64LL << 20;      // [1 KiB, 16 GiB]
+    bool operator==(const CacheConfig &) const = default;
 };
 std::string_view policyName(PolicyKind kind);
 std::optional<PolicyKind> parsePolicy(std::string_view name);
@@ -51,12 +106,30 @@ struct BatchingConfig {
     // executor threads = model instances running batches.      range [1, 16]
     int instances = 1;
 
+    // Cap on any batch, set by the memory guard after an out-of-memory
+    // error (origin "memory-guard"), or by the operator. 0 = none. [0, 1024]
+    int memoryBatchLimit = 0;
+    // Priorities: a request's effective priority grows by one for every
+    // `priority_aging` it has waited, so lower priorities are delayed, never
+    // starved. [1 ms, 60 s]
+    Duration priorityAging = std::chrono::milliseconds(100);
+
+    AdaptiveDelayConfig adaptiveDelay;
+    SloControllerConfig slo;
+    HybridConfig hybrid;
+    CacheConfig cache;
+
     bool operator==(const BatchingConfig &) const = default;
 
-    // Number of queues the policy keeps: edges+1 for `bucketed`, else 1.
+    // Number of queues the policy keeps: edges+1 for `bucketed`, static
+    // sizes + 1 for `hybrid`, else 1.
     int queueCount() const;
-    // Queue index for a sequence of `length` tokens under this config.
+    // Queue index for a sequence of `length` tokens under this config
+    // (`hybrid` routes in the Batcher, which knows the rate; this returns its
+    // dynamic layer).
     int bucketFor(int length) const;
+    // "≤64", "65–128", "static-16", "dynamic", "all"
+    std::string queueName(int queue) const;
 };
 
 // OK, or InvalidArgument naming the field, the value and the range.

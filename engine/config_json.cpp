@@ -7,18 +7,50 @@ namespace bp {
 
 using nlohmann::json;
 
+namespace {
+std::int64_t us(Duration d)
+{
+    return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+}
+} // namespace
+
 json toJson(const BatchingConfig &c)
 {
     return json{
         {"policy", std::string(policyName(c.policy))},
         {"max_batch_size", c.maxBatchSize},
-        {"max_queue_delay_us", std::chrono::duration_cast<std::chrono::microseconds>(c.maxQueueDelay).count()},
+        {"max_queue_delay_us", us(c.maxQueueDelay)},
         {"static_batch_size", c.staticBatchSize},
         {"static_padded_length", c.staticPaddedLength},
         {"static_flush_on_drain", c.staticFlushOnDrain},
         {"bucket_edges", c.bucketEdges},
         {"queue_capacity", c.queueCapacity},
         {"instances", c.instances},
+        {"memory_batch_limit", c.memoryBatchLimit},
+        {"priority_aging_us", us(c.priorityAging)},
+        {"adaptive_delay",
+         {{"enabled", c.adaptiveDelay.enabled},
+          {"min_delay_us", us(c.adaptiveDelay.minDelay)},
+          {"max_delay_us", us(c.adaptiveDelay.maxDelay)},
+          {"period_us", us(c.adaptiveDelay.period)},
+          {"fill", c.adaptiveDelay.fill}}},
+        {"slo",
+         {{"enabled", c.slo.enabled},
+          {"p99_target_us", us(c.slo.p99Target)},
+          {"min_batch", c.slo.minBatch},
+          {"max_batch", c.slo.maxBatch},
+          {"min_delay_us", us(c.slo.minDelay)},
+          {"max_delay_us", us(c.slo.maxDelay)},
+          {"period_us", us(c.slo.period)},
+          {"batch_step", c.slo.batchStep},
+          {"delay_step_us", us(c.slo.delayStep)},
+          {"decrease", c.slo.decrease}}},
+        {"hybrid",
+         {{"static_sizes", c.hybrid.staticSizes},
+          {"max_static_length", c.hybrid.maxStaticLength},
+          {"min_static_rate", c.hybrid.minStaticRate},
+          {"static_max_wait_us", us(c.hybrid.staticMaxWait)}}},
+        {"cache", {{"enabled", c.cache.enabled}, {"max_entries", c.cache.maxEntries}, {"max_bytes", c.cache.maxBytes}}},
     };
 }
 
@@ -43,6 +75,133 @@ Status readInt(const json &j, const std::string &field, long long lo, long long 
     return Status::ok();
 }
 
+Status readBool(const json &j, const std::string &field, bool &out)
+{
+    if (!j.is_boolean())
+        return typeError(field, "a boolean", j);
+    out = j.get<bool>();
+    return Status::ok();
+}
+
+Status readNumber(const json &j, const std::string &field, double &out)
+{
+    if (!j.is_number())
+        return typeError(field, "a number", j);
+    out = j.get<double>();
+    return Status::ok();
+}
+
+constexpr long long kIntMax = 1'000'000'000;
+
+Status readIntField(const json &j, const std::string &field, int &out)
+{
+    long long v = 0;
+    if (Status s = readInt(j, field, -kIntMax, kIntMax, v); !s)
+        return s;
+    out = int(v);
+    return Status::ok();
+}
+
+Status readMicros(const json &j, const std::string &field, Duration &out)
+{
+    long long v = 0;
+    if (Status s = readInt(j, field, -kIntMax * 1000, kIntMax * 1000, v); !s)
+        return s;
+    out = std::chrono::microseconds(v);
+    return Status::ok();
+}
+
+Status readIntList(const json &j, const std::string &field, std::vector<int> &out)
+{
+    if (!j.is_array())
+        return typeError(field, "an array of integers", j);
+    std::vector<int> values;
+    for (const auto &e : j) {
+        int v = 0;
+        if (Status s = readIntField(e, field + "[]", v); !s)
+            return s;
+        values.push_back(v);
+    }
+    out = std::move(values);
+    return Status::ok();
+}
+
+// A nested object whose fields are read by `apply(key, value)`.
+template <typename Apply>
+Status readObject(const json &j, const std::string &name, Apply apply)
+{
+    if (!j.is_object())
+        return typeError(name, "an object", j);
+    for (const auto &[key, value] : j.items()) {
+        const std::string field = name + "." + key;
+        std::optional<Status> s = apply(key, value, field);
+        if (!s)
+            return Status(StatusCode::InvalidArgument, "unknown config field '" + field + "'");
+        if (!*s)
+            return *s;
+    }
+    return Status::ok();
+}
+
+Status readAdaptive(const json &j, AdaptiveDelayConfig &a)
+{
+    return readObject(j, "adaptive_delay", [&](const std::string &k, const json &v, const std::string &f)
+                                               -> std::optional<Status> {
+        if (k == "enabled") return readBool(v, f, a.enabled);
+        if (k == "min_delay_us") return readMicros(v, f, a.minDelay);
+        if (k == "max_delay_us") return readMicros(v, f, a.maxDelay);
+        if (k == "period_us") return readMicros(v, f, a.period);
+        if (k == "fill") return readNumber(v, f, a.fill);
+        return std::nullopt;
+    });
+}
+
+Status readSlo(const json &j, SloControllerConfig &c)
+{
+    return readObject(j, "slo", [&](const std::string &k, const json &v, const std::string &f)
+                                    -> std::optional<Status> {
+        if (k == "enabled") return readBool(v, f, c.enabled);
+        if (k == "p99_target_us") return readMicros(v, f, c.p99Target);
+        if (k == "min_batch") return readIntField(v, f, c.minBatch);
+        if (k == "max_batch") return readIntField(v, f, c.maxBatch);
+        if (k == "min_delay_us") return readMicros(v, f, c.minDelay);
+        if (k == "max_delay_us") return readMicros(v, f, c.maxDelay);
+        if (k == "period_us") return readMicros(v, f, c.period);
+        if (k == "batch_step") return readIntField(v, f, c.batchStep);
+        if (k == "delay_step_us") return readMicros(v, f, c.delayStep);
+        if (k == "decrease") return readNumber(v, f, c.decrease);
+        return std::nullopt;
+    });
+}
+
+Status readHybrid(const json &j, HybridConfig &h)
+{
+    return readObject(j, "hybrid", [&](const std::string &k, const json &v, const std::string &f)
+                                       -> std::optional<Status> {
+        if (k == "static_sizes") return readIntList(v, f, h.staticSizes);
+        if (k == "max_static_length") return readIntField(v, f, h.maxStaticLength);
+        if (k == "min_static_rate") return readNumber(v, f, h.minStaticRate);
+        if (k == "static_max_wait_us") return readMicros(v, f, h.staticMaxWait);
+        return std::nullopt;
+    });
+}
+
+Status readCache(const json &j, CacheConfig &c)
+{
+    return readObject(j, "cache", [&](const std::string &k, const json &v, const std::string &f)
+                                      -> std::optional<Status> {
+        if (k == "enabled") return readBool(v, f, c.enabled);
+        if (k == "max_entries") return readIntField(v, f, c.maxEntries);
+        if (k == "max_bytes") {
+            long long b = 0;
+            Status s = readInt(v, f, -(1LL << 62), 1LL << 62, b);
+            c.maxBytes = b;
+            return s;
+        }
+        return std::nullopt;
+    });
+}
+
 } // namespace
 
 Result<BatchingConfig> configFromJson(const json &j, const BatchingConfig &base)
@@ -50,7 +209,6 @@ Result<BatchingConfig> configFromJson(const json &j, const BatchingConfig &base)
     if (!j.is_object())
         return Status(StatusCode::InvalidArgument, "config must be a JSON object");
     BatchingConfig c = base;
-    constexpr long long kIntMax = 1'000'000'000;
     for (const auto &[key, value] : j.items()) {
         long long v = 0;
         Status s;
@@ -60,7 +218,7 @@ Result<BatchingConfig> configFromJson(const json &j, const BatchingConfig &base)
             auto p = parsePolicy(value.get<std::string>());
             if (!p)
                 return Status(StatusCode::InvalidArgument, "unknown policy '" + value.get<std::string>() +
-                                                               "' (none, static, dynamic, bucketed)");
+                                                               "' (none, static, dynamic, bucketed, hybrid)");
             c.policy = *p;
         } else if (key == "max_batch_size") {
             if (!(s = readInt(value, key, -kIntMax, kIntMax, v)))
@@ -100,6 +258,24 @@ Result<BatchingConfig> configFromJson(const json &j, const BatchingConfig &base)
             if (!(s = readInt(value, key, -kIntMax, kIntMax, v)))
                 return s;
             c.instances = int(v);
+        } else if (key == "memory_batch_limit") {
+            if (!(s = readIntField(value, key, c.memoryBatchLimit)))
+                return s;
+        } else if (key == "priority_aging_us") {
+            if (!(s = readMicros(value, key, c.priorityAging)))
+                return s;
+        } else if (key == "adaptive_delay") {
+            if (!(s = readAdaptive(value, c.adaptiveDelay)))
+                return s;
+        } else if (key == "slo") {
+            if (!(s = readSlo(value, c.slo)))
+                return s;
+        } else if (key == "hybrid") {
+            if (!(s = readHybrid(value, c.hybrid)))
+                return s;
+        } else if (key == "cache") {
+            if (!(s = readCache(value, c.cache)))
+                return s;
         } else {
             return Status(StatusCode::InvalidArgument, "unknown config field '" + key + "'");
         }

@@ -66,6 +66,8 @@ Engine::Engine(EngineOptions options)
       m_observers(std::make_shared<const std::vector<std::shared_ptr<EngineObserver>>>())
 {
     m_history.push_back({m_clock->now(), 1, "initial", "start", options.batching});
+    m_cache.configure(options.batching.cache.maxEntries, options.batching.cache.maxBytes);
+    m_cacheEnabled.store(options.batching.cache.enabled);
 }
 
 Engine::~Engine()
@@ -102,6 +104,8 @@ Status Engine::submit(Request request, Completion done)
         request.arrival = now;
     if (request.id == 0)
         request.id = m_nextRequestId.fetch_add(1, std::memory_order_relaxed);
+    if (m_cacheEnabled.load(std::memory_order_relaxed) && serveFromCache(request, done))
+        return Status::ok();
     Pending pending{std::move(request), std::move(done)};
     Status status;
     bool wake = false;
@@ -133,6 +137,69 @@ Status Engine::submit(Request request, Completion done)
     return status;
 }
 
+bool Engine::serveFromCache(Request &request, Completion &done)
+{
+    auto hit = m_cache.lookup(request.tokens, request.maxNewTokens);
+    if (!hit)
+        return false;
+    const TimePoint now = m_clock->now();
+    Response r;
+    r.requestId = request.id;
+    r.cacheHit = true;
+    r.values = std::move(hit->values);
+    r.tokens = std::move(hit->tokens);
+    r.timing.total = now - request.arrival;
+    r.batch.reason = DispatchReason::CacheHit;
+    RequestRecord rec = recordOf(request);
+    rec.total = r.timing.total;
+    rec.outputTokens = int(r.tokens.size());
+    rec.cacheHit = true;
+    m_submitted.fetch_add(1, std::memory_order_relaxed);
+    m_metrics.recordCacheHit(rec, now);
+    for (const auto &o : *observers())
+        o->onRequestServedFromCache(rec);
+    complete(done, std::move(r));
+    return true;
+}
+
+ConfigChange Engine::applyLocked(const BatchingConfig &config, std::string origin, const std::string &why)
+{
+    const BatchingConfig before = m_batcher.config();
+    if (before == config)
+        return {};
+    std::string summary = describeChange(before, config);
+    if (!why.empty())
+        summary = why + ": " + summary;
+    ConfigChange change{m_clock->now(), ++m_configVersion, std::move(summary), std::move(origin), config};
+    m_batcher.reconfigure(config, m_configVersion);
+    if (before.queueCount() != config.queueCount() || before.policy != config.policy ||
+        before.bucketEdges != config.bucketEdges || before.hybrid != config.hybrid)
+        m_metrics.resetQueues();
+    if (config.cache.enabled != before.cache.enabled || config.cache.maxEntries != before.cache.maxEntries ||
+        config.cache.maxBytes != before.cache.maxBytes) {
+        m_cache.configure(config.cache.maxEntries, config.cache.maxBytes);
+        if (!config.cache.enabled)
+            m_cache.clear();
+        m_cacheEnabled.store(config.cache.enabled);
+    }
+    m_history.push_back(change);
+    if (m_history.size() > kMaxHistory)
+        m_history.erase(m_history.begin() + 1); // keep the initial entry
+    if (config.instances != m_targetInstances) {
+        m_targetInstances = config.instances;
+        resizeExecutors();
+    }
+    m_pokes.fetch_add(1, std::memory_order_release);
+    return change;
+}
+
+void Engine::notifyConfigChanged(const ConfigChange &change)
+{
+    m_leaderCv.notify_one();
+    for (const auto &o : *observers())
+        o->onConfigChanged(change);
+}
+
 Status Engine::reconfigure(const BatchingConfig &config, std::string origin)
 {
     if (Status s = validate(config); !s)
@@ -142,23 +209,10 @@ Status Engine::reconfigure(const BatchingConfig &config, std::string origin)
         std::lock_guard lock(m_mutex);
         if (m_stopping)
             return {StatusCode::ShuttingDown, "engine is shutting down"};
-        const BatchingConfig before = m_batcher.config();
-        if (before == config)
-            return Status::ok();
-        change = {m_clock->now(), ++m_configVersion, describeChange(before, config), std::move(origin), config};
-        m_batcher.reconfigure(config, m_configVersion);
-        m_history.push_back(change);
-        if (m_history.size() > kMaxHistory)
-            m_history.erase(m_history.begin() + 1); // keep the initial entry
-        if (config.instances != m_targetInstances) {
-            m_targetInstances = config.instances;
-            resizeExecutors();
-        }
-        m_pokes.fetch_add(1, std::memory_order_release);
+        change = applyLocked(config, std::move(origin), {});
     }
-    m_leaderCv.notify_one();
-    for (const auto &o : *observers())
-        o->onConfigChanged(change);
+    if (change.version)
+        notifyConfigChanged(change);
     return Status::ok();
 }
 
@@ -185,9 +239,14 @@ Snapshot Engine::snapshot() const
         s.queueDepth = m_batcher.size();
         s.queueDepths = m_batcher.depths();
         s.inFlightBatches = m_inFlight;
+        s.arrivalRate = m_batcher.arrivalRate(now);
+        s.effectiveDelay = m_batcher.effectiveDelay();
         s.configHistory = m_history;
     }
     m_metrics.fill(s, now);
+    m_metrics.fillQueues(s, s.config);
+    const CacheStats cs = m_cache.stats();
+    s.cache = {s.config.cache.enabled, cs.hits, cs.misses, cs.entries, cs.evictions, cs.bytes};
     s.takenAt = now;
     s.submitted = m_submitted.load(std::memory_order_relaxed);
     s.modelName = m_backend->info().name;
@@ -248,8 +307,11 @@ Engine::Step Engine::runSchedulerOnce()
     Step step;
     std::vector<Pending> expired;
     std::optional<Batch> batch;
+    ConfigChange change;
     {
         std::lock_guard lock(m_mutex);
+        if (auto adjustment = m_slo.evaluate(m_batcher.config(), m_clock->now()))
+            change = applyLocked(adjustment->config, "slo-controller", adjustment->reason);
         Batcher::Poll poll = m_batcher.poll(m_clock->now(), m_draining, true);
         step.expired = poll.expired.size();
         step.wakeAt = poll.wakeAt;
@@ -257,6 +319,8 @@ Engine::Step Engine::runSchedulerOnce()
         expired = std::move(poll.expired);
         batch = std::move(poll.batch);
     }
+    if (change.version)
+        notifyConfigChanged(change);
     fail(expired, StatusCode::DeadlineExceeded, "deadline passed while queued");
     if (batch)
         execute(*batch, 0);
@@ -279,6 +343,14 @@ std::optional<Batch> Engine::lead(std::unique_lock<std::mutex> &lock, int index)
         if (mustExit(index))
             return std::nullopt;
         const TimePoint now = m_clock->now();
+        if (auto adjustment = m_slo.evaluate(m_batcher.config(), now)) {
+            const ConfigChange change = applyLocked(adjustment->config, "slo-controller", adjustment->reason);
+            lock.unlock();
+            if (change.version)
+                notifyConfigChanged(change);
+            lock.lock();
+            continue;
+        }
         Batcher::Poll poll = m_batcher.poll(now, m_draining, true);
         if (!poll.expired.empty()) {
             // A poll can both expire requests and dispatch a batch.
@@ -353,6 +425,87 @@ void Engine::executorLoop(int index)
     m_followerCv.notify_all();
 }
 
+namespace {
+bool looksLikeOutOfMemory(const std::string &what)
+{
+    return what.find("out of memory") != std::string::npos || what.find("can't allocate memory") != std::string::npos ||
+           what.find("bad_alloc") != std::string::npos;
+}
+} // namespace
+
+Status Engine::runGuarded(const BatchInput &input, std::vector<SequenceResult> &out, int &splits, int &largestOk)
+{
+    Status status;
+    try {
+        status = m_backend->run(input, out);
+    } catch (const std::bad_alloc &) {
+        status = Status(StatusCode::ResourceExhausted, "out of memory (std::bad_alloc)");
+    } catch (const std::exception &e) {
+        const std::string what = e.what();
+        status = Status(looksLikeOutOfMemory(what) ? StatusCode::ResourceExhausted : StatusCode::Internal,
+                        "backend failed: " + what);
+    }
+    const std::size_t n = input.requests.size();
+    if (status.isOk())
+        largestOk = std::max(largestOk, int(n));
+    if (status.code() != StatusCode::ResourceExhausted || n <= 1)
+        return status;
+    // Split in halves and retry each; a part that still fails keeps its
+    // status per sequence, so the rest of the batch is not lost.
+    ++splits;
+    const std::size_t half = n / 2;
+    for (auto [from, to] : {std::pair{std::size_t(0), half}, std::pair{half, n}}) {
+        BatchInput part;
+        part.paddedLength = input.paddedLength;
+        part.requests.assign(input.requests.begin() + std::ptrdiff_t(from), input.requests.begin() + std::ptrdiff_t(to));
+        std::vector<SequenceResult> partOut(to - from);
+        const Status s = runGuarded(part, partOut, splits, largestOk);
+        for (std::size_t i = from; i < to; ++i) {
+            out[i] = std::move(partOut[i - from]);
+            if (!s)
+                out[i].status = s;
+        }
+    }
+    return Status::ok();
+}
+
+void Engine::lowerMemoryLimit(int failedSize, int largestOk)
+{
+    const int limit = std::max(1, largestOk > 0 ? largestOk : failedSize / 2);
+    BatchingConfig next = config();
+    if (next.memoryBatchLimit != 0 && next.memoryBatchLimit <= limit)
+        return;
+    next.memoryBatchLimit = limit;
+    ConfigChange change;
+    {
+        std::lock_guard lock(m_mutex);
+        if (m_stopping)
+            return;
+        change = applyLocked(next, "memory-guard",
+                             "out of memory at batch size " + std::to_string(failedSize) + ", largest that ran " +
+                                 std::to_string(largestOk));
+    }
+    if (change.version)
+        notifyConfigChanged(change);
+}
+
+void Engine::observeOutcome(const Batch &batch, const std::vector<Response> &responses,
+                            const std::vector<RequestRecord> &records)
+{
+    std::uint64_t ok = 0;
+    for (const RequestRecord &r : records)
+        if (r.status == StatusCode::Ok) {
+            m_slo.observe(r.total);
+            ++ok;
+        }
+    if (!m_cacheEnabled.load(std::memory_order_relaxed) || ok == 0)
+        return;
+    for (std::size_t i = 0; i < responses.size(); ++i)
+        if (responses[i].status.isOk())
+            m_cache.insert(batch.items[i].request.tokens, batch.items[i].request.maxNewTokens,
+                           {responses[i].values, responses[i].tokens});
+}
+
 void Engine::execute(Batch &batch, int executor)
 {
     const std::size_t n = batch.items.size();
@@ -366,13 +519,11 @@ void Engine::execute(Batch &batch, int executor)
     }
     std::vector<SequenceResult> results(n);
     const TimePoint start = m_clock->now();
-    Status status;
-    try {
-        status = m_backend->run(input, results);
-    } catch (const std::exception &e) {
-        status = Status(StatusCode::Internal, std::string("backend failed: ") + e.what());
-    }
+    int splits = 0, largestOk = 0;
+    const Status status = runGuarded(input, results, splits, largestOk);
     const TimePoint end = m_clock->now();
+    if (splits > 0)
+        lowerMemoryLimit(int(n), largestOk);
 
     BatchRecord br;
     br.id = batch.id;
@@ -390,6 +541,7 @@ void Engine::execute(Batch &batch, int executor)
     br.executor = executor;
     br.configVersion = batch.configVersion;
     br.status = status.code();
+    br.oomSplits = splits;
 
     std::vector<RequestRecord> records(n);
     std::vector<Response> responses(n);
@@ -424,6 +576,7 @@ void Engine::execute(Batch &batch, int executor)
         rec.status = r.status.code();
     }
     m_metrics.recordBatch(br, records, end);
+    observeOutcome(batch, responses, records);
     for (const auto &o : *observers())
         o->onBatchCompleted(br, records);
     for (std::size_t i = 0; i < n; ++i)

@@ -18,15 +18,23 @@
 //  - reconfigure() validates, then swaps the config atomically; the next
 //    scheduling decision uses it; queued requests are re-bucketed; nothing in
 //    flight is lost; every change is stamped into the config history.
+//  - Self-tuning (docs/optimizations.md): the adaptive delay lives in the
+//    Batcher; the SLO controller and the memory guard change the config
+//    through the same path as an operator, so their changes are validated,
+//    stamped and shown like any other (origins "slo-controller",
+//    "memory-guard"). A response-cache hit completes inside submit(), on the
+//    caller's thread, after the engine's locks are released.
 //  - shutdown(Drain) runs what is queued (static without flush-on-drain fails
 //    its partial batch); shutdown(Fail) fails everything queued. In-flight
 //    batches always finish. The destructor drains.
 #pragma once
 
+#include "adaptive.h"
 #include "backend.h"
 #include "batcher.h"
 #include "metrics.h"
 #include "records.h"
+#include "response_cache.h"
 #include "result.h"
 #include "snapshot.h"
 
@@ -110,6 +118,19 @@ private:
     std::optional<Batch> lead(std::unique_lock<std::mutex> &lock, int index);
     bool mustExit(int index) const; // requires m_mutex
     void execute(Batch &batch, int executor);
+    // Runs `input`; on ResourceExhausted splits it in halves and retries each
+    // part. Failed parts get their status per sequence. Returns the status
+    // of the whole only when nothing ran.
+    Status runGuarded(const BatchInput &input, std::vector<SequenceResult> &out, int &splits, int &largestOk);
+    // Swaps the config in (requires m_mutex). Returns the change, or a change
+    // with version 0 when `config` equals the current one.
+    ConfigChange applyLocked(const BatchingConfig &config, std::string origin, const std::string &why);
+    void notifyConfigChanged(const ConfigChange &change);
+    bool serveFromCache(Request &request, Completion &done);
+    void lowerMemoryLimit(int failedSize, int largestOk);
+    // After a batch: feeds the SLO controller and the response cache.
+    void observeOutcome(const Batch &batch, const std::vector<Response> &responses,
+                        const std::vector<RequestRecord> &records);
     void fail(std::vector<Pending> &pending, StatusCode code, const std::string &message);
     void resizeExecutors(); // requires m_mutex
     std::shared_ptr<const std::vector<std::shared_ptr<EngineObserver>>> observers() const;
@@ -119,6 +140,9 @@ private:
     const bool m_manual;
     const Duration m_spin;
     MetricsRecorder m_metrics;
+    ResponseCache m_cache;
+    std::atomic<bool> m_cacheEnabled{false};
+    SloController m_slo;
     std::atomic<std::uint64_t> m_nextRequestId{1};
     std::atomic<std::uint64_t> m_submitted{0};
     // Bumped under m_mutex whenever the leader may have something new to

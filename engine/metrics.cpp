@@ -46,11 +46,67 @@ void MetricsRecorder::recordFailure(StatusCode code)
     ++m_byStatus[std::size_t(code)];
 }
 
+void MetricsRecorder::resetQueues()
+{
+    std::lock_guard lock(m_mutex);
+    m_queues.clear();
+}
+
+void MetricsRecorder::recordCacheHit(const RequestRecord &r, TimePoint now)
+{
+    std::lock_guard lock(m_mutex);
+    Slot &slot = slotFor(now);
+    ++m_byStatus[std::size_t(StatusCode::Ok)];
+    ++m_cacheHits;
+    m_total.record(r.total.count());
+    slot.total.record(r.total.count());
+    ++slot.requests;
+    slot.inputTokens += std::uint64_t(r.inputTokens);
+    slot.outputTokens += std::uint64_t(r.outputTokens);
+    m_inputTokens += std::uint64_t(r.inputTokens);
+    m_outputTokens += std::uint64_t(r.outputTokens);
+}
+
+void MetricsRecorder::fillQueues(Snapshot &out, const BatchingConfig &config) const
+{
+    std::lock_guard lock(m_mutex);
+    out.queues.clear();
+    for (std::size_t i = 0; i < out.queueDepths.size(); ++i) {
+        QueueSummary q;
+        q.name = config.queueName(int(i));
+        q.depth = out.queueDepths[i];
+        if (i < m_queues.size()) {
+            const QueueStats &s = m_queues[i];
+            q.requests = s.requests;
+            q.batches = s.batches;
+            q.meanBatchSize = s.batches ? double(s.members) / double(s.batches) : 0.0;
+            q.paddingEfficiency = s.paddedTokens ? double(s.realTokens) / double(s.paddedTokens) : 1.0;
+            q.p50Us = double(s.total.quantile(0.5)) / 1e3;
+            q.p99Us = double(s.total.quantile(0.99)) / 1e3;
+        }
+        out.queues.push_back(std::move(q));
+    }
+}
+
 void MetricsRecorder::recordBatch(const BatchRecord &batch, std::span<const RequestRecord> requests,
                                   TimePoint now)
 {
     std::lock_guard lock(m_mutex);
     Slot &slot = slotFor(now);
+    if (batch.bucket >= 0 && batch.bucket < 64) {
+        if (m_queues.size() <= std::size_t(batch.bucket))
+            m_queues.resize(std::size_t(batch.bucket) + 1);
+        QueueStats &q = m_queues[std::size_t(batch.bucket)];
+        ++q.batches;
+        q.members += std::uint64_t(batch.size);
+        q.realTokens += batch.realTokens;
+        q.paddedTokens += batch.paddedTokens;
+        for (const RequestRecord &r : requests)
+            if (r.status == StatusCode::Ok) {
+                ++q.requests;
+                q.total.record(r.total.count());
+            }
+    }
     for (const RequestRecord &r : requests) {
         ++m_byStatus[std::size_t(r.status)];
         if (r.status != StatusCode::Ok)
@@ -99,6 +155,7 @@ void MetricsRecorder::fill(Snapshot &out, TimePoint now) const
     out.submitted = m_submitted;
     out.byStatus = m_byStatus;
     out.completed = m_byStatus[std::size_t(StatusCode::Ok)];
+    out.cacheHits = m_cacheHits;
     out.batches = m_batches;
     out.inputTokens = m_inputTokens;
     out.outputTokens = m_outputTokens;

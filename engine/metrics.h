@@ -28,9 +28,17 @@ public:
     void recordBatch(const BatchRecord &batch, std::span<const RequestRecord> requests, TimePoint now);
     void recordFailure(StatusCode code);
     void recordAccepted();
+    // A request answered from the response cache: counts as completed, with
+    // its (tiny) latency, but no batch.
+    void recordCacheHit(const RequestRecord &request, TimePoint now);
+    // The queue layout changed (policy, bucket edges, hybrid sizes): per-queue
+    // figures start over.
+    void resetQueues();
 
     // Fills every figure of `out` the recorder owns (not queue or config).
     void fill(Snapshot &out, TimePoint now) const;
+    // Per-queue figures, named by `config`, with the current depths.
+    void fillQueues(Snapshot &out, const BatchingConfig &config) const;
 
 private:
     struct Slot {
@@ -56,6 +64,13 @@ private:
     std::vector<BatchRecord> m_recent; // ring
     std::size_t m_recentNext = 0;
     int m_executorsSeen = 0;
+    struct QueueStats {
+        std::uint64_t requests = 0, batches = 0, members = 0;
+        std::int64_t realTokens = 0, paddedTokens = 0;
+        LatencyHistogram total;
+    };
+    std::vector<QueueStats> m_queues;
+    std::uint64_t m_cacheHits = 0;
 };
 
 LatencySummary summarize(const LatencyHistogram &h);

@@ -23,7 +23,7 @@ Decision decideNone(std::span<const QueueView> queues)
 Decision decideStatic(std::span<const QueueView> queues, const BatchingConfig &c, bool draining)
 {
     const QueueView &q = queues[0];
-    const auto n = std::size_t(c.staticBatchSize);
+    const auto n = std::size_t(q.fill > 0 ? q.fill : c.staticBatchSize);
     if (q.size >= n)
         return {DispatchDecision{0, int(n), DispatchReason::StaticFull, std::nullopt}, std::nullopt};
     if (draining && q.size > 0 && c.staticFlushOnDrain)
@@ -31,12 +31,13 @@ Decision decideStatic(std::span<const QueueView> queues, const BatchingConfig &c
     return {}; // waits for N, however long that takes: that is static batching
 }
 
-// dynamic is bucketed with a single queue.
+// dynamic is bucketed with a single queue; hybrid is bucketed whose static
+// queues carry their own fill and wait.
 Decision decideDynamic(std::span<const QueueView> queues, const BatchingConfig &c, TimePoint now,
                        bool draining)
 {
-    const auto maxBatch = std::size_t(c.maxBatchSize);
     int best = -1;
+    std::size_t bestFill = 0;
     Duration bestOverdue{};
     DispatchReason bestReason = DispatchReason::Full;
     std::optional<TimePoint> wakeAt;
@@ -44,11 +45,12 @@ Decision decideDynamic(std::span<const QueueView> queues, const BatchingConfig &
         const QueueView &q = queues[std::size_t(i)];
         if (q.size == 0)
             continue;
-        const TimePoint due = q.oldestArrival + c.maxQueueDelay;
+        const std::size_t fill = std::size_t(q.fill > 0 ? q.fill : c.maxBatchSize);
+        const TimePoint due = q.oldestArrival + q.delay.value_or(c.maxQueueDelay);
         const Duration overdue = now - due;
         DispatchReason reason;
-        if (q.size >= maxBatch)
-            reason = DispatchReason::Full;
+        if (q.size >= fill)
+            reason = q.isStatic ? DispatchReason::StaticFull : DispatchReason::Full;
         else if (now >= due)
             reason = DispatchReason::DelayExpired;
         else if (draining)
@@ -63,14 +65,15 @@ Decision decideDynamic(std::span<const QueueView> queues, const BatchingConfig &
             best = i;
             bestOverdue = overdue;
             bestReason = reason;
+            bestFill = fill;
         }
     }
     if (best < 0)
         return {std::nullopt, wakeAt};
     const QueueView &q = queues[std::size_t(best)];
-    DispatchDecision d{best, int(std::min(q.size, maxBatch)), bestReason, std::nullopt};
+    DispatchDecision d{best, int(std::min(q.size, bestFill)), bestReason, std::nullopt};
     if (bestReason == DispatchReason::DelayExpired)
-        d.intendedAt = q.oldestArrival + c.maxQueueDelay;
+        d.intendedAt = q.oldestArrival + q.delay.value_or(c.maxQueueDelay);
     return {d, std::nullopt};
 }
 
@@ -85,7 +88,8 @@ Decision decide(std::span<const QueueView> queues, const BatchingConfig &config,
     case PolicyKind::None: return decideNone(queues);
     case PolicyKind::Static: return decideStatic(queues, config, draining);
     case PolicyKind::Dynamic:
-    case PolicyKind::Bucketed: return decideDynamic(queues, config, now, draining);
+    case PolicyKind::Bucketed:
+    case PolicyKind::Hybrid: return decideDynamic(queues, config, now, draining);
     }
     return {};
 }

@@ -16,6 +16,12 @@ namespace bp {
 struct QueueView {
     std::size_t size = 0;
     TimePoint oldestArrival{}; // meaningful when size > 0
+    // Per-queue overrides the Batcher sets for `hybrid`'s static layer and
+    // for the effective (adaptive, memory-capped) knobs; 0 / nullopt = take
+    // max_batch_size / max_queue_delay from the config.
+    int fill = 0;
+    std::optional<Duration> delay;
+    bool isStatic = false; // a full queue leaves as StaticFull
 };
 
 struct DispatchDecision {

@@ -25,6 +25,8 @@ struct RequestRecord {
     int bucket = 0;
     std::uint64_t batchId = 0;   // 0 when the request never ran
     StatusCode status = StatusCode::Ok;
+    bool cacheHit = false;       // answered from the response cache
+    int priority = 0;
 };
 
 struct BatchRecord {
@@ -46,6 +48,9 @@ struct BatchRecord {
     int executor = 0;
     std::uint64_t configVersion = 0;
     StatusCode status = StatusCode::Ok;
+    // Out-of-memory retries: how many times the batch was split in halves
+    // before every part ran (0 = it ran whole).
+    int oomSplits = 0;
 };
 
 struct ConfigChange {
@@ -66,6 +71,8 @@ public:
     // A request that never ran: rejected at submit, expired in the queue,
     // or failed on shutdown.
     virtual void onRequestFailed(const RequestRecord &) {}
+    // A request answered from the response cache (on the submitting thread).
+    virtual void onRequestServedFromCache(const RequestRecord &) {}
     virtual void onConfigChanged(const ConfigChange &) {}
 };
 

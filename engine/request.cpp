@@ -10,6 +10,7 @@ std::string_view dispatchReasonName(DispatchReason reason)
     case DispatchReason::DelayExpired: return "delay_expired";
     case DispatchReason::StaticFull: return "static_full";
     case DispatchReason::Drain: return "drain";
+    case DispatchReason::CacheHit: return "cache_hit";
     }
     return "unknown";
 }

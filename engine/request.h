@@ -31,6 +31,7 @@ enum class DispatchReason {
     DelayExpired,  // the oldest request waited max_queue_delay
     StaticFull,    // `static`: collected exactly N requests
     Drain,         // shutting down, partial batch flushed
+    CacheHit,      // answered from the response cache; no batch ran
 };
 std::string_view dispatchReasonName(DispatchReason reason);
 
@@ -67,6 +68,7 @@ struct BatchFacts {
 struct Response {
     std::uint64_t requestId = 0;
     Status status;
+    bool cacheHit = false;           // served from the response cache (batch facts are empty)
     std::vector<float> values;       // e.g. class logits of an encoder
     std::vector<TokenId> tokens;     // generated tokens (decoder) or the echo
     Timing timing;

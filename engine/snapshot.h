@@ -20,6 +20,23 @@ struct LatencySummary {
 
 constexpr int kStatusCodeCount = int(StatusCode::Internal) + 1;
 
+// One queue (length bucket, or hybrid layer) since its layout last changed.
+struct QueueSummary {
+    std::string name; // "≤64", "65–128", "static-16", "dynamic", "all"
+    std::size_t depth = 0;
+    std::uint64_t requests = 0, batches = 0;
+    double meanBatchSize = 0;
+    double paddingEfficiency = 1;
+    double p50Us = 0, p99Us = 0;
+};
+
+struct CacheFigures {
+    bool enabled = false;
+    std::uint64_t hits = 0, misses = 0, entries = 0, evictions = 0;
+    std::int64_t bytes = 0;
+    double hitRate() const { return hits + misses ? double(hits) / double(hits + misses) : 0.0; }
+};
+
 struct Snapshot {
     TimePoint takenAt{};
     double uptimeS = 0;
@@ -40,6 +57,11 @@ struct Snapshot {
     std::size_t queueDepth = 0;
     std::vector<std::size_t> queueDepths; // per bucket
     int inFlightBatches = 0;
+    std::vector<QueueSummary> queues;     // per bucket / layer
+    double arrivalRate = 0;               // smoothed, requests/s
+    Duration effectiveDelay{};            // the adaptive delay when on, else max_queue_delay
+    CacheFigures cache;
+    std::uint64_t cacheHits = 0;          // completed from the cache (also in `completed`)
 
     // window figures
     double windowS = 0;

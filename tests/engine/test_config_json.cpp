@@ -15,6 +15,14 @@ private slots:
         c.maxBatchSize = 48;
         c.maxQueueDelay = std::chrono::microseconds(2500);
         c.bucketEdges = {32, 64};
+        c.adaptiveDelay.enabled = true;
+        c.adaptiveDelay.fill = 0.5;
+        c.slo.enabled = true;
+        c.slo.p99Target = std::chrono::milliseconds(25);
+        c.hybrid.staticSizes = {4, 12};
+        c.cache.enabled = true;
+        c.cache.maxBytes = 4096;
+        c.memoryBatchLimit = 8;
         auto back = configFromJson(toJson(c));
         QVERIFY(back);
         QVERIFY(*back == c);
@@ -42,6 +50,10 @@ private slots:
         QTest::newRow("float") << R"({"instances": 1.5})" << "instances' must be an integer";
         QTest::newRow("not object") << R"([1,2])" << "must be a JSON object";
         QTest::newRow("negative delay") << R"({"max_queue_delay_us": -1})" << "max_queue_delay";
+        QTest::newRow("nested unknown") << R"({"slo": {"target": 1}})" << "unknown config field 'slo.target'";
+        QTest::newRow("nested type") << R"({"cache": {"enabled": 1}})" << "cache.enabled' must be a boolean";
+        QTest::newRow("slo bounds") << R"({"slo": {"min_batch": 8, "max_batch": 4}})" << "slo.max_batch";
+        QTest::newRow("hybrid sizes") << R"({"hybrid": {"static_sizes": [16, 8]}})" << "strictly increasing";
     }
     void errorsNameTheField()
     {

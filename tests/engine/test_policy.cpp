@@ -11,6 +11,14 @@ Q_DECLARE_METATYPE(bp::PolicyKind)
 namespace {
 const TimePoint t0 = TimePoint(1000s);
 
+QueueView qv(std::size_t size, TimePoint oldest)
+{
+    QueueView v;
+    v.size = size;
+    v.oldestArrival = oldest;
+    return v;
+}
+
 BatchingConfig cfg(PolicyKind p)
 {
     BatchingConfig c;
@@ -45,7 +53,7 @@ private slots:
 
     void noneTakesOneFromOldestQueue()
     {
-        std::vector<QueueView> q{{5, t0 + 2ms}, {1, t0}};
+        std::vector<QueueView> q{qv(5, t0 + 2ms), qv(1, t0)};
         Decision d = decide(q, cfg(PolicyKind::None), t0 + 3ms, false);
         QVERIFY(d.dispatch);
         QCOMPARE(d.dispatch->queue, 1);
@@ -56,7 +64,7 @@ private slots:
     void staticWaitsForFullBatch()
     {
         const BatchingConfig c = cfg(PolicyKind::Static);
-        std::vector<QueueView> q{{2, t0}};
+        std::vector<QueueView> q{qv(2, t0)};
         // however long it waits, 2 of 3 never leaves
         Decision d = decide(q, c, t0 + 1h, false);
         QVERIFY(!d.dispatch);
@@ -73,7 +81,7 @@ private slots:
     void staticDrainFlushIsASetting()
     {
         BatchingConfig c = cfg(PolicyKind::Static);
-        std::vector<QueueView> q{{2, t0}};
+        std::vector<QueueView> q{qv(2, t0)};
         Decision d = decide(q, c, t0, true);
         QVERIFY(d.dispatch);
         QCOMPARE(d.dispatch->count, 2);
@@ -84,7 +92,7 @@ private slots:
 
     void dynamicFlushesAtMaxSize()
     {
-        std::vector<QueueView> q{{4, t0}};
+        std::vector<QueueView> q{qv(4, t0)};
         Decision d = decide(q, cfg(PolicyKind::Dynamic), t0, false);
         QVERIFY(d.dispatch);
         QCOMPARE(d.dispatch->count, 4);
@@ -96,7 +104,7 @@ private slots:
     void dynamicFlushesAtDelay()
     {
         const BatchingConfig c = cfg(PolicyKind::Dynamic);
-        std::vector<QueueView> q{{2, t0}};
+        std::vector<QueueView> q{qv(2, t0)};
         Decision d = decide(q, c, t0 + 9ms, false);
         QVERIFY(!d.dispatch);
         QVERIFY(d.wakeAt);
@@ -112,13 +120,13 @@ private slots:
     {
         BatchingConfig c = cfg(PolicyKind::Dynamic);
         c.maxQueueDelay = 0ms;
-        std::vector<QueueView> q{{1, t0}};
+        std::vector<QueueView> q{qv(1, t0)};
         QVERIFY(decide(q, c, t0, false).dispatch);
     }
 
     void dynamicDrainFlushesPartial()
     {
-        std::vector<QueueView> q{{2, t0}};
+        std::vector<QueueView> q{qv(2, t0)};
         Decision d = decide(q, cfg(PolicyKind::Dynamic), t0, true);
         QVERIFY(d.dispatch);
         QCOMPARE(d.dispatch->reason, DispatchReason::Drain);
@@ -128,7 +136,7 @@ private slots:
     {
         const BatchingConfig c = cfg(PolicyKind::Bucketed);
         // bucket 0 full but young; bucket 2 expired long ago
-        std::vector<QueueView> q{{4, t0 + 20ms}, {1, t0 + 15ms}, {2, t0}};
+        std::vector<QueueView> q{qv(4, t0 + 20ms), qv(1, t0 + 15ms), qv(2, t0)};
         Decision d = decide(q, c, t0 + 21ms, false);
         QVERIFY(d.dispatch);
         QCOMPARE(d.dispatch->queue, 2);
@@ -143,7 +151,7 @@ private slots:
     void bucketedWakesAtEarliestDue()
     {
         const BatchingConfig c = cfg(PolicyKind::Bucketed);
-        std::vector<QueueView> q{{1, t0 + 5ms}, {0, {}}, {1, t0 + 2ms}};
+        std::vector<QueueView> q{qv(1, t0 + 5ms), qv(0, TimePoint{}), qv(1, t0 + 2ms)};
         Decision d = decide(q, c, t0 + 3ms, false);
         QVERIFY(!d.dispatch);
         QCOMPARE(*d.wakeAt, t0 + 12ms);
