@@ -1,11 +1,17 @@
 #include "commands.h"
 
+#include "cmd_store.h"
+
 namespace bp::app {
 
 const std::vector<Command> &commands()
 {
     static const std::vector<Command> list = {
         // Subcommands register here: {"name", "summary", runFunction},
+        {"import-trace", "import a trace CSV (Azure or plain) into the trace database", runImportTrace},
+        {"traces", "list the imported traces", runTraces},
+        {"sessions", "list the recorded and replayed sessions", runSessions},
+        {"replay", "replay a session (or --trace ID) under a config and compare", runReplay},
     };
     return list;
 }

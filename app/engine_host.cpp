@@ -2,38 +2,103 @@
 
 #include "engine/config_json.h"
 #include "engine/model_registry.h"
+#include "engine/store/host_facts.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QTextStream>
 
 namespace bp::app {
 
-EngineHostResult createEngine(const AppOptions &o)
+namespace {
+
+QString q(const std::string &s) { return QString::fromStdString(s); }
+
+// Opens the store and starts recording `engine`; returns the warning when
+// recording is not possible.
+QString startRecording(const AppOptions &o, Engine &engine, EngineHostResult &out)
 {
-    EngineHostResult out;
+    if (o.db.isEmpty())
+        return {};
+    const QString dir = QFileInfo(o.db).absolutePath();
+    if (!QDir().mkpath(dir))
+        return QStringLiteral("cannot create the directory '%1' for the trace database").arg(dir);
+    auto store = TraceStore::open(o.db.toStdString());
+    if (!store)
+        return q(store.status().message());
+    SessionStart info;
+    info.kind = "live";
+    info.host = hostFacts();
+    info.notes = o.headless ? "headless" : "console";
+    auto recorder = SessionRecorder::start(*store, engine, info);
+    if (!recorder)
+        return q(recorder.status().message());
+    out.store = std::move(store.value());
+    out.recorder = std::move(recorder.value());
+    return {};
+}
+
+} // namespace
+
+EngineHostResult::~EngineHostResult()
+{
+    shutdown();
+}
+
+void EngineHostResult::shutdown()
+{
+    if (engine)
+        engine->shutdown(ShutdownMode::Drain);
+    if (recorder) {
+        if (Status s = recorder->finish(); !s)
+            QTextStream(stderr) << "batchpilot: could not end the recorded session: " << q(s.message()) << "\n";
+    }
+}
+
+Result<std::shared_ptr<Backend>> backendFor(const AppOptions &o)
+{
     ModelSpec spec;
     spec.name = o.model.toStdString();
     spec.device = o.device.toStdString();
     spec.preset = o.preset.toStdString();
     spec.threads = o.threads;
-    auto backend = createBackend(spec);
+    return createBackend(spec);
+}
+
+Result<BatchingConfig> batchingConfigFor(const AppOptions &o)
+{
+    if (o.config.isEmpty())
+        return BatchingConfig{};
+    return loadConfigFile(o.config.toStdString());
+}
+
+EngineHostResult createEngine(const AppOptions &o)
+{
+    EngineHostResult out;
+    auto backend = backendFor(o);
     if (!backend) {
-        out.error = QString::fromStdString(backend.status().message());
+        out.error = q(backend.status().message());
+        return out;
+    }
+    auto config = batchingConfigFor(o);
+    if (!config) {
+        out.error = q(config.status().message());
         return out;
     }
     EngineOptions options;
     options.backend = std::move(backend.value());
-    if (!o.config.isEmpty()) {
-        auto config = loadConfigFile(o.config.toStdString());
-        if (!config) {
-            out.error = QString::fromStdString(config.status().message());
-            return out;
-        }
-        options.batching = *config;
-    }
+    options.batching = *config;
     auto engine = Engine::create(std::move(options));
     if (!engine) {
-        out.error = QString::fromStdString(engine.status().message());
+        out.error = q(engine.status().message());
         return out;
     }
     out.engine = std::move(engine.value());
+    const QString why = startRecording(o, *out.engine, out);
+    if (!why.isEmpty()) {
+        out.loggingWarning = QStringLiteral("trace logging is off: %1. Serving continues without recording.").arg(why);
+        QTextStream(stderr) << "batchpilot: " << out.loggingWarning << "\n";
+    }
     return out;
 }
 

@@ -3,6 +3,7 @@
 #include "load_bench.h"
 #include "profile_bench.h"
 #include "scheduler_bench.h"
+#include "store_bench.h"
 
 #include <cstring>
 #include <exception>
@@ -29,7 +30,11 @@ void usage()
                  "              --duration S (10) --warmup S (2) --drain S (5)\n"
                  "              --compare none,static,dynamic,bucketed (dynamic) --config FILE.json --max-batch N\n"
                  "              --delay-us U --buckets 64,128,.. --static-batch N --static-length L --instances N\n"
-                 "              --queue N (4096) --ceiling PROFILE.json | --no-ceiling --p99-budget-ms B --json FILE\n";
+                 "              --queue N (4096) --ceiling PROFILE.json | --no-ceiling --p99-budget-ms B --json FILE\n"
+                 "  store       trace store: logging rate, serving overhead of logging, trace import time\n"
+                 "              --part rate|overhead|import|all (all) --seconds S (3) --batch N (32)\n"
+                 "              --rows-per-s R (200000) --producers P (1) --rounds N (3)\n"
+                 "              --trace FILE (the shared Azure trace) --repeat N (5) --json FILE\n";
 }
 } // namespace
 
@@ -48,6 +53,8 @@ int main(int argc, char **argv)
             return bp::bench::runProfileBench(args);
         if (stage == "load")
             return bp::bench::runLoadBench(args);
+        if (stage == "store")
+            return bp::bench::runStoreBench(args);
     } catch (const std::exception &e) {
         std::cerr << "batchpilot-bench " << stage << ": " << e.what() << "\n";
         return 2;

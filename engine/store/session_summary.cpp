@@ -96,12 +96,14 @@ std::string table(const std::vector<const SessionSummary *> &columns)
         cells.push_back(std::move(row));
     }
     std::ostringstream out;
-    out << pad("", kLabel);
+    std::string header = pad("", kLabel);
     for (std::size_t c = 0; c < columns.size(); ++c)
-        out << pad(head[c], width[c]);
+        header += pad(head[c], width[c]);
     if (columns.size() == 2)
-        out << "change";
-    out << "\n";
+        header += "change";
+    while (!header.empty() && header.back() == ' ')
+        header.pop_back();
+    out << header << "\n";
     for (std::size_t r = 0; r < cells.size(); ++r) {
         std::string line = pad(metrics()[r].label, kLabel);
         for (std::size_t c = 0; c < cells[r].size(); ++c)
@@ -148,6 +150,29 @@ std::string formatComparison(const SessionSummary &a, const SessionSummary &b)
 std::string formatSummary(const SessionSummary &summary)
 {
     return table({&summary});
+}
+
+std::vector<ComparisonRow> comparisonRows(const SessionSummary &a, const SessionSummary &b)
+{
+    std::vector<ComparisonRow> rows;
+    for (const Metric &m : metrics()) {
+        ComparisonRow row;
+        row.label = m.label;
+        row.key = m.key;
+        row.numeric = m.decimals >= 0;
+        if (row.numeric) {
+            const double va = m.value(a), vb = m.value(b);
+            row.a = number(va, m.decimals);
+            row.b = number(vb, m.decimals);
+            row.change = change(va, vb);
+            row.relativeChange = va == 0 ? 0 : vb / va - 1;
+        } else {
+            row.a = m.text(a);
+            row.b = m.text(b);
+        }
+        rows.push_back(std::move(row));
+    }
+    return rows;
 }
 
 nlohmann::json comparisonJson(const SessionSummary &a, const SessionSummary &b)

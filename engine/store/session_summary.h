@@ -62,6 +62,18 @@ std::string formatSummary(const SessionSummary &summary);
 // (change = b/a - 1; null where a is zero).
 nlohmann::json comparisonJson(const SessionSummary &a, const SessionSummary &b);
 
+// The same comparison as rows for a table (the console's compare view): the
+// labels, number formatting and change column of formatComparison().
+struct ComparisonRow {
+    std::string label;  // "throughput (req/s)"
+    std::string key;    // "throughput_rps"; also the key in comparisonJson()
+    std::string a, b;   // formatted values
+    std::string change; // "+0.6%", "0.0%", "n/a" (a is zero), "" (text row or both zero)
+    bool numeric = true;
+    double relativeChange = 0; // b/a - 1; 0 for text rows and where a is zero
+};
+std::vector<ComparisonRow> comparisonRows(const SessionSummary &a, const SessionSummary &b);
+
 // Nearest-rank percentile of sorted values; 0 when empty. q in [0, 1].
 double nearestRank(const std::vector<std::int64_t> &sorted, double q);
 

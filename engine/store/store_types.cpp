@@ -28,10 +28,14 @@ std::optional<StatusCode> parseStatusCode(std::string_view name)
 
 std::optional<DispatchReason> parseDispatchReason(std::string_view name)
 {
-    for (auto r : {DispatchReason::Single, DispatchReason::Full, DispatchReason::DelayExpired,
-                   DispatchReason::StaticFull, DispatchReason::Drain})
-        if (dispatchReasonName(r) == name)
-            return r;
+    // Walks the enum until its name table ends, so reasons added later parse too.
+    for (int i = 0; i < 64; ++i) {
+        const std::string_view n = dispatchReasonName(DispatchReason(i));
+        if (n == "unknown")
+            break;
+        if (n == name)
+            return DispatchReason(i);
+    }
     return std::nullopt;
 }
 

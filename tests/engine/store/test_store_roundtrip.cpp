@@ -343,6 +343,16 @@ private slots:
         const auto j = comparisonJson(*s, *s);
         QCOMPARE(j["change"]["throughput_rps"].get<double>(), 0.0);
         QCOMPARE(j["a"]["completed"].get<double>(), 100.0);
+        // The same comparison as rows (the console's compare view).
+        SessionSummary slower = *s;
+        slower.latencyP99Ms = 99.0 * 1.5;
+        const auto rows = comparisonRows(*s, slower);
+        const auto p99 = std::find_if(rows.begin(), rows.end(), [](const ComparisonRow &r) { return r.key == "latency_p99_ms"; });
+        QVERIFY(p99 != rows.end());
+        QCOMPARE(p99->a, std::string("99.000"));
+        QCOMPARE(p99->change, std::string("+50.0%"));
+        QCOMPARE(p99->relativeChange, 0.5);
+        QVERIFY(!rows.front().numeric); // "kind" is a text row
         QCOMPARE(f.store->summary(id + 1).status().code(), StatusCode::NotFound);
     }
 

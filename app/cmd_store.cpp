@@ -1,0 +1,190 @@
+#include "cmd_store.h"
+
+#include "command_args.h"
+
+#include "engine/store/trace_store.h"
+
+#include <QDateTime>
+#include <QTextStream>
+
+namespace bp::app {
+
+namespace {
+
+QString q(const std::string &s) { return QString::fromStdString(s); }
+
+int fail(const QString &command, const QString &message, int code = 1)
+{
+    QTextStream(stderr) << "batchpilot " << command << ": " << message << "\n";
+    return code;
+}
+
+QString wallTime(std::int64_t us)
+{
+    return QDateTime::fromMSecsSinceEpoch(us / 1000).toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"));
+}
+
+// Left-aligned columns, two spaces apart.
+QString table(const QStringList &head, const QList<QStringList> &rows)
+{
+    QList<int> width;
+    for (const QString &h : head)
+        width << int(h.size());
+    for (const QStringList &r : rows)
+        for (int c = 0; c < r.size(); ++c)
+            width[c] = std::max(width[c], int(r[c].size()));
+    QString out;
+    auto line = [&](const QStringList &cells) {
+        QString l;
+        for (int c = 0; c < cells.size(); ++c)
+            l += c + 1 < cells.size() ? cells[c].leftJustified(width[c] + 2) : cells[c];
+        out += l.trimmed() + "\n";
+    };
+    line(head);
+    for (const QStringList &r : rows)
+        line(r);
+    return out;
+}
+
+} // namespace
+
+int runImportTrace(const AppOptions &options)
+{
+    CommandArgs args(options.commandArgs, {"name"}, {"reject-bad-rows", "json"});
+    if (!args.error().isEmpty())
+        return fail("import-trace", args.error(), 2);
+    if (args.positional().size() != 1)
+        return fail("import-trace", "usage: batchpilot import-trace FILE.csv [--reject-bad-rows] [--name NAME]", 2);
+    auto store = TraceStore::open(options.db.toStdString());
+    if (!store)
+        return fail("import-trace", q(store.status().message()));
+    ImportOptions import;
+    import.badRows = args.has("reject-bad-rows") ? BadRowPolicy::RejectFile : BadRowPolicy::SkipBadRows;
+    import.name = args.value("name").toStdString();
+    auto r = (*store)->importTrace(args.positional().front().toStdString(), import);
+    if (!r)
+        return fail("import-trace", q(r.status().message()));
+    const TraceInfo &t = r->trace;
+    if (args.has("json")) {
+        nlohmann::json errors = nlohmann::json::array();
+        for (const TraceParseError &e : r->errors)
+            errors.push_back({{"line", e.line}, {"message", e.message}});
+        const nlohmann::json j{{"trace_id", t.id},          {"name", t.name},
+                               {"format", traceFormatName(t.format)}, {"rows", t.rows},
+                               {"skipped_rows", t.skippedRows}, {"duration_s", t.durationS},
+                               {"errors", errors}};
+        QTextStream(stdout) << q(j.dump(2)) << "\n";
+        return 0;
+    }
+    QTextStream out(stdout);
+    out << QStringLiteral("imported trace %1 '%2' (%3 format): %4 requests over %5 s, %6 malformed rows skipped\n")
+               .arg(t.id)
+               .arg(q(t.name), q(std::string(traceFormatName(t.format))))
+               .arg(t.rows)
+               .arg(t.durationS, 0, 'f', 1)
+               .arg(t.skippedRows);
+    QTextStream err(stderr);
+    for (const TraceParseError &e : r->errors)
+        err << (e.line ? QStringLiteral("  line %1: %2\n").arg(e.line).arg(q(e.message))
+                       : QStringLiteral("  ... %1\n").arg(q(e.message)));
+    return 0;
+}
+
+int runTraces(const AppOptions &options)
+{
+    CommandArgs args(options.commandArgs, {}, {"json"});
+    if (!args.error().isEmpty() || !args.positional().isEmpty())
+        return fail("traces", args.error().isEmpty() ? "usage: batchpilot traces [--json]" : args.error(), 2);
+    auto store = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
+    if (!store)
+        return fail("traces", q(store.status().message()));
+    auto list = (*store)->traces();
+    if (!list)
+        return fail("traces", q(list.status().message()));
+    if (args.has("json")) {
+        nlohmann::json j = nlohmann::json::array();
+        for (const TraceInfo &t : *list)
+            j.push_back({{"id", t.id},
+                         {"name", t.name},
+                         {"source_path", t.sourcePath},
+                         {"format", traceFormatName(t.format)},
+                         {"rows", t.rows},
+                         {"skipped_rows", t.skippedRows},
+                         {"duration_s", t.durationS},
+                         {"imported_at_us", t.importedAtUs}});
+        QTextStream(stdout) << q(j.dump(2)) << "\n";
+        return 0;
+    }
+    QList<QStringList> rows;
+    for (const TraceInfo &t : *list)
+        rows << QStringList{QString::number(t.id),
+                            q(t.name),
+                            q(std::string(traceFormatName(t.format))),
+                            QString::number(t.rows),
+                            QString::number(t.skippedRows),
+                            QString::number(t.durationS, 'f', 1),
+                            wallTime(t.importedAtUs)};
+    QTextStream out(stdout);
+    if (rows.isEmpty())
+        out << "no traces in " << options.db << " (import one with: batchpilot import-trace FILE.csv)\n";
+    else
+        out << table({"ID", "NAME", "FORMAT", "REQUESTS", "SKIPPED", "SPAN_S", "IMPORTED"}, rows);
+    return 0;
+}
+
+int runSessions(const AppOptions &options)
+{
+    CommandArgs args(options.commandArgs, {}, {"json"});
+    if (!args.error().isEmpty() || !args.positional().isEmpty())
+        return fail("sessions", args.error().isEmpty() ? "usage: batchpilot sessions [--json]" : args.error(), 2);
+    auto store = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
+    if (!store)
+        return fail("sessions", q(store.status().message()));
+    auto list = (*store)->sessions();
+    if (!list)
+        return fail("sessions", q(list.status().message()));
+    if (args.has("json")) {
+        nlohmann::json j = nlohmann::json::array();
+        for (const SessionInfo &s : *list)
+            j.push_back({{"id", s.id},
+                         {"kind", s.kind},
+                         {"started_at_us", s.startedAtUs},
+                         {"ended_at_us", s.endedAtUs ? nlohmann::json(*s.endedAtUs) : nlohmann::json(nullptr)},
+                         {"model", s.model},
+                         {"device", s.device},
+                         {"requests", s.requestCount},
+                         {"batches", s.batchCount},
+                         {"source_session_id", s.sourceSessionId ? nlohmann::json(*s.sourceSessionId) : nullptr},
+                         {"source_trace_id", s.sourceTraceId ? nlohmann::json(*s.sourceTraceId) : nullptr},
+                         {"dropped_rows", s.droppedRows},
+                         {"logging_error", s.loggingError},
+                         {"notes", s.notes}});
+        QTextStream(stdout) << q(j.dump(2)) << "\n";
+        return 0;
+    }
+    QList<QStringList> rows;
+    for (const SessionInfo &s : *list) {
+        const QString length = s.endedAtUs ? QString::number(double(*s.endedAtUs - s.startedAtUs) / 1e6, 'f', 1)
+                                           : QStringLiteral("unended");
+        const QString source = s.sourceSessionId ? QStringLiteral("session %1").arg(*s.sourceSessionId)
+                               : s.sourceTraceId ? QStringLiteral("trace %1").arg(*s.sourceTraceId)
+                                                 : QStringLiteral("-");
+        QString notes = q(s.notes);
+        if (!s.loggingError.empty())
+            notes += (notes.isEmpty() ? "" : "; ") + QStringLiteral("logging stopped");
+        rows << QStringList{QString::number(s.id), q(s.kind),      wallTime(s.startedAtUs),
+                            length,                q(s.model),     q(s.device),
+                            QString::number(s.requestCount), QString::number(s.batchCount), source,
+                            QString::number(s.droppedRows), notes};
+    }
+    QTextStream out(stdout);
+    if (rows.isEmpty())
+        out << "no sessions in " << options.db << "\n";
+    else
+        out << table({"ID", "KIND", "STARTED", "LENGTH_S", "MODEL", "DEVICE", "REQUESTS", "BATCHES", "SOURCE",
+                      "DROPPED", "NOTES"},
+                     rows);
+    return 0;
+}
+
+} // namespace bp::app

@@ -1,0 +1,54 @@
+#include "command_args.h"
+
+namespace bp::app {
+
+CommandArgs::CommandArgs(const QStringList &args, const QSet<QString> &valueFlags, const QSet<QString> &boolFlags)
+{
+    for (int i = 0; i < args.size(); ++i) {
+        const QString &a = args[i];
+        if (!a.startsWith("--")) {
+            m_positional << a;
+            continue;
+        }
+        QString key = a.mid(2), value;
+        const int eq = key.indexOf('=');
+        if (eq >= 0) {
+            value = key.mid(eq + 1);
+            key = key.left(eq);
+        }
+        if (valueFlags.contains(key)) {
+            if (eq < 0) {
+                if (i + 1 >= args.size()) {
+                    m_error = QStringLiteral("option --%1 needs a value").arg(key);
+                    return;
+                }
+                value = args[++i];
+            }
+        } else if (boolFlags.contains(key)) {
+            if (eq >= 0) {
+                m_error = QStringLiteral("option --%1 takes no value").arg(key);
+                return;
+            }
+            value = QStringLiteral("1");
+        } else {
+            m_error = QStringLiteral("unknown option --%1").arg(key);
+            return;
+        }
+        m_values.insert(key, value);
+    }
+}
+
+std::optional<double> CommandArgs::number(const QString &flag, double fallback, double lo, double hi)
+{
+    if (!has(flag))
+        return fallback;
+    bool ok = false;
+    const double v = value(flag).toDouble(&ok);
+    if (!ok || !(v >= lo && v <= hi)) {
+        m_error = QStringLiteral("--%1 must be a number in [%2, %3], got '%4'").arg(flag).arg(lo).arg(hi).arg(value(flag));
+        return std::nullopt;
+    }
+    return v;
+}
+
+} // namespace bp::app

@@ -1,0 +1,34 @@
+// Flags of one subcommand: positional arguments, `--name value`,
+// `--name=value` and boolean `--flag`s, checked against what the command
+// accepts so that a typo is an error, not a silently ignored option.
+#pragma once
+
+#include <QMap>
+#include <QSet>
+#include <QString>
+#include <QStringList>
+
+#include <optional>
+
+namespace bp::app {
+
+class CommandArgs {
+public:
+    // `valueFlags` take a value, `boolFlags` do not (names without "--").
+    // On a problem, error() is non-empty.
+    CommandArgs(const QStringList &args, const QSet<QString> &valueFlags, const QSet<QString> &boolFlags);
+
+    const QString &error() const { return m_error; }
+    const QStringList &positional() const { return m_positional; }
+    bool has(const QString &flag) const { return m_values.contains(flag); }
+    QString value(const QString &flag, const QString &fallback = {}) const { return m_values.value(flag, fallback); }
+    // nullopt (and error() set) when present but not a number in [lo, hi].
+    std::optional<double> number(const QString &flag, double fallback, double lo, double hi);
+
+private:
+    QStringList m_positional;
+    QMap<QString, QString> m_values;
+    QString m_error;
+};
+
+} // namespace bp::app
