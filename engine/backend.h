@@ -10,6 +10,7 @@
 #include "result.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,10 @@ public:
     // Fills out[i] for requests[i]; out is resized by the caller. A non-OK
     // return fails the whole batch with that status (e.g. ResourceExhausted).
     virtual Status run(const BatchInput &input, std::vector<SequenceResult> &out) = 0;
+    // Memory probe, for devices where memory is the limit (CUDA): the
+    // largest batch of `paddedLength`-token sequences that runs without an
+    // out-of-memory error, found by trying. nullopt = no limit known (CPU).
+    virtual std::optional<int> probeMaxBatch(int /*paddedLength*/, int /*upTo*/) { return std::nullopt; }
 };
 
 // builtin:echo — no compute: returns the input tokens (or the first

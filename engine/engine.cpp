@@ -47,6 +47,13 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options)
         return Status(StatusCode::InvalidArgument, "engine needs a backend");
     if (Status s = validate(options.batching); !s)
         return s;
+    if (options.probeMemory) {
+        const BatchingConfig &c = options.batching;
+        const int longest = std::min(options.backend->info().maxSequenceLength, c.bucketEdges.back());
+        const int upTo = std::max({c.maxBatchSize, c.staticBatchSize, c.hybrid.staticSizes.back()});
+        if (auto fits = options.backend->probeMaxBatch(longest, upTo); fits && *fits < upTo)
+            options.batching.memoryBatchLimit = std::max(1, *fits);
+    }
     std::unique_ptr<Engine> engine(new Engine(std::move(options)));
     if (!engine->m_manual) {
         std::lock_guard lock(engine->m_mutex);

@@ -66,6 +66,10 @@ struct EngineOptions {
     // rest. Costs up to one core while traffic flows, nothing when idle.
     // 0 = never spin.
     Duration spin = std::chrono::microseconds(150);
+    // Ask the backend at start-up for the largest batch that fits in device
+    // memory at the longest bucket (CUDA backends answer; CPU ones do not)
+    // and start with that as memory_batch_limit.
+    bool probeMemory = true;
 };
 
 enum class ShutdownMode { Drain, Fail };

@@ -59,6 +59,13 @@ public:
             out[i].tokens = in.requests[i]->tokens;
         return Status::ok();
     }
+    std::optional<int> probeMaxBatch(int, int upTo) override
+    {
+        int fits = 1; // what a CUDA backend does: grow until it fails
+        while (fits * 2 <= upTo && fits * 2 <= m_limit)
+            fits *= 2;
+        return fits;
+    }
     std::vector<int> sizes;
 
 private:
@@ -331,6 +338,7 @@ private slots:
         o.backend = backend;
         o.clock = &clock;
         o.manualScheduling = true;
+        o.probeMemory = false; // find the limit the hard way
         o.batching.maxBatchSize = 16;
         o.batching.maxQueueDelay = 1ms;
         auto engine = Engine::create(o);
@@ -353,6 +361,20 @@ private slots:
         while (e.runSchedulerOnce().dispatched) {
         }
         QCOMPARE(backend->sizes, (std::vector<int>{4, 4}));
+    }
+
+    void startupProbeSetsTheMemoryLimit()
+    {
+        EngineOptions o;
+        o.backend = std::make_shared<SmallMemoryBackend>(6);
+        o.manualScheduling = true;
+        o.batching.maxBatchSize = 32;
+        auto engine = Engine::create(o);
+        QVERIFY(engine);
+        QCOMPARE((*engine)->config().memoryBatchLimit, 4);
+        o.probeMemory = false;
+        auto unprobed = Engine::create(o);
+        QCOMPARE((*unprobed)->config().memoryBatchLimit, 0);
     }
 
     void prioritiesFirstWithoutStarvation()
