@@ -29,7 +29,9 @@ const std::vector<std::string> kKnown = {
     // policies
     "compare", "config", "max-batch", "delay-us", "buckets", "static-batch", "static-length", "instances", "queue",
     // reporting
-    "ceiling", "no-ceiling", "p99-budget-ms", "json"};
+    "ceiling", "no-ceiling", "p99-budget-ms", "json",
+    // per-policy rate lists, overriding --rates for that policy
+    "rates-none", "rates-static", "rates-dynamic", "rates-bucketed"};
 
 struct Setup {
     WorkloadSpec workload;
@@ -187,8 +189,9 @@ std::string knobs(const BatchingConfig &c)
             e += (e.empty() ? "" : ",") + std::to_string(edge);
         return "max " + std::to_string(c.maxBatchSize) + ", " + formatDuration(c.maxQueueDelay) + ", " + e;
     }
+    default: // policies added later: name their main knobs
+        return "max " + std::to_string(c.maxBatchSize) + ", " + formatDuration(c.maxQueueDelay);
     }
-    return {};
 }
 
 } // namespace
@@ -285,7 +288,13 @@ int runLoadBench(const Args &args)
 
     for (const BatchingConfig &config : configs) {
         const std::string policy(policyName(config.policy));
-        for (double rate : setup.rates) {
+        std::vector<double> rates = setup.rates;
+        if (args.has("rates-" + policy) && setup.workload.arrivals != ArrivalKind::Trace) {
+            rates.clear();
+            for (const auto &item : args.list("rates-" + policy, ""))
+                rates.push_back(std::stod(item));
+        }
+        for (double rate : rates) {
             LoadRunOptions o;
             o.config = config;
             o.workload = setup.workload;

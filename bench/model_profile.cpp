@@ -3,6 +3,7 @@
 #include "engine/workload.h"
 
 #include <algorithm>
+#include <ctime>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -14,6 +15,13 @@ namespace bp::bench {
 namespace {
 
 double ms(Duration d) { return toSeconds(d) * 1e3; }
+
+double processCpuMs()
+{
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
+}
 
 double median(std::vector<double> v)
 {
@@ -99,12 +107,14 @@ Result<ProfileResult> profileBackend(Backend &backend, const ModelSpec &spec, co
             for (const auto &r : requests)
                 input.requests.push_back(&r);
             input.paddedLength = length;
-            std::vector<double> latency, ttft, tpot;
+            std::vector<double> latency, cpu, ttft, tpot;
             for (int run = 0; run < o.warmup + o.repeats; ++run) {
                 std::vector<SequenceResult> out(requests.size());
+                const double cpuStart = processCpuMs();
                 const TimePoint start = SteadyClock::now();
                 Status s = backend.run(input, out);
                 const Duration took = SteadyClock::now() - start;
+                const double cpuTook = processCpuMs() - cpuStart;
                 for (const auto &r : out)
                     if (s.isOk() && !r.status.isOk())
                         s = r.status;
@@ -114,6 +124,7 @@ Result<ProfileResult> profileBackend(Backend &backend, const ModelSpec &spec, co
                 if (run < o.warmup)
                     continue;
                 latency.push_back(ms(took));
+                cpu.push_back(cpuTook);
                 if (info.generative && !out.empty()) {
                     ttft.push_back(ms(out[0].firstTokenAfter));
                     if (out[0].tokens.size() > 1)
@@ -128,6 +139,7 @@ Result<ProfileResult> profileBackend(Backend &backend, const ModelSpec &spec, co
             c.minMs = *std::min_element(latency.begin(), latency.end());
             for (double v : latency)
                 c.meanMs += v / double(latency.size());
+            c.cpuMs = median(cpu);
             c.sequencesPerS = batch / (c.p50Ms / 1e3);
             c.tokensPerS = c.sequencesPerS * (info.generative ? result.newTokens : length);
             c.ttftMs = median(ttft);
@@ -167,20 +179,21 @@ void printProfile(const ProfileResult &p)
                     p.newTokens - 1);
     std::printf("\n");
     if (p.generative)
-        std::printf("%6s %6s %10s %10s %10s %10s %12s %14s\n", "length", "batch", "p50 ms", "seq/s", "tok/s",
-                    "ttft ms", "step ms", "decode tok/s");
+        std::printf("%6s %6s %10s %10s %10s %10s %10s %12s %14s\n", "length", "batch", "p50 ms", "cpu ms", "seq/s",
+                    "tok/s", "ttft ms", "step ms", "decode tok/s");
     else
-        std::printf("%6s %6s %10s %10s %10s %12s\n", "length", "batch", "p50 ms", "min ms", "seq/s", "in tok/s");
+        std::printf("%6s %6s %10s %10s %10s %10s %12s\n", "length", "batch", "p50 ms", "min ms", "cpu ms", "seq/s",
+                    "in tok/s");
     int last = -1;
     for (const auto &c : p.cells) {
         if (last != -1 && c.length != last)
             std::printf("\n");
         last = c.length;
         if (p.generative)
-            std::printf("%6d %6d %10.2f %10.1f %10.1f %10.2f %12.3f %14.1f\n", c.length, c.batch, c.p50Ms,
-                        c.sequencesPerS, c.tokensPerS, c.ttftMs, c.tpotMs, c.decodeTokensPerS);
+            std::printf("%6d %6d %10.2f %10.2f %10.1f %10.1f %10.2f %12.3f %14.1f\n", c.length, c.batch, c.p50Ms,
+                        c.cpuMs, c.sequencesPerS, c.tokensPerS, c.ttftMs, c.tpotMs, c.decodeTokensPerS);
         else
-            std::printf("%6d %6d %10.2f %10.2f %10.1f %12.0f\n", c.length, c.batch, c.p50Ms, c.minMs,
+            std::printf("%6d %6d %10.2f %10.2f %10.2f %10.1f %12.0f\n", c.length, c.batch, c.p50Ms, c.minMs, c.cpuMs,
                         c.sequencesPerS, c.tokensPerS);
     }
     std::printf("\nceiling per length (best over batch sizes; speed-up vs batch 1):\n");
@@ -216,7 +229,7 @@ nlohmann::json toJson(const ProfileResult &p)
     nlohmann::json cells = nlohmann::json::array();
     for (const auto &c : p.cells)
         cells.push_back({{"batch", c.batch}, {"length", c.length}, {"p50_ms", c.p50Ms}, {"min_ms", c.minMs},
-                         {"mean_ms", c.meanMs}, {"sequences_per_s", c.sequencesPerS}, {"tokens_per_s", c.tokensPerS},
+                         {"mean_ms", c.meanMs}, {"cpu_ms", c.cpuMs}, {"sequences_per_s", c.sequencesPerS}, {"tokens_per_s", c.tokensPerS},
                          {"ttft_ms", c.ttftMs}, {"tpot_ms", c.tpotMs}, {"decode_tokens_per_s", c.decodeTokensPerS}});
     return {{"stage", "profile"},     {"model", p.model},           {"preset", p.preset},
             {"device", p.device},     {"description", p.description}, {"parameters", p.parameters},
@@ -243,6 +256,7 @@ Result<ProfileResult> profileFromJson(const nlohmann::json &j)
             cell.p50Ms = c.at("p50_ms").get<double>();
             cell.minMs = c.value("min_ms", cell.p50Ms);
             cell.meanMs = c.value("mean_ms", cell.p50Ms);
+            cell.cpuMs = c.value("cpu_ms", 0.0);
             cell.sequencesPerS = c.at("sequences_per_s").get<double>();
             cell.tokensPerS = c.at("tokens_per_s").get<double>();
             cell.ttftMs = c.value("ttft_ms", 0.0);

@@ -35,6 +35,10 @@ struct ProfileCell {
     int batch = 0;
     int length = 0;
     double p50Ms = 0, minMs = 0, meanMs = 0; // whole batch, over the timed runs
+    // CPU time the process spent per batch (median; all threads summed). On
+    // a shared machine it shows what the batch costs without the waits for
+    // a core that inflate the wall-clock figures.
+    double cpuMs = 0;
     double sequencesPerS = 0;                // batch / p50
     double tokensPerS = 0;    // generated tokens / p50 (generative), else input tokens / p50
     double ttftMs = 0;        // generative: prefill (first token) time, median

@@ -42,6 +42,13 @@ public:
 
     const ModelInfo &info() const override { return m_info; }
 
+    std::optional<int> probeMaxBatch(int paddedLength, int upTo) override
+    {
+        if (m_device.is_cpu())
+            return std::nullopt; // host memory is not the limit here
+        return probeLargestBatch(*this, paddedLength, upTo);
+    }
+
     Status run(const BatchInput &input, std::vector<SequenceResult> &out) override
     {
         std::vector<Generation> gens;
@@ -265,6 +272,7 @@ Result<std::shared_ptr<DecoderModel>> makeTinyDecoder(const ModelSpec &spec)
         return device.status();
     const int threads = resolveTorchThreads(spec.threads);
     useTorchThreads(threads);
+    keepHostMemoryMapped();
     try {
         return std::shared_ptr<DecoderModel>(std::make_shared<TinyDecoder>(*shape, *device, threads, spec.seed));
     } catch (const std::exception &e) {

@@ -35,6 +35,13 @@ public:
 
     const ModelInfo &info() const override { return m_info; }
 
+    std::optional<int> probeMaxBatch(int paddedLength, int upTo) override
+    {
+        if (m_device.is_cpu())
+            return std::nullopt; // host memory is not the limit here
+        return probeLargestBatch(*this, paddedLength, upTo);
+    }
+
     Status run(const BatchInput &input, std::vector<SequenceResult> &out) override
     {
         try {
@@ -99,6 +106,7 @@ Result<std::shared_ptr<Backend>> makeTinyEncoder(const ModelSpec &spec)
         return device.status();
     const int threads = resolveTorchThreads(spec.threads);
     useTorchThreads(threads);
+    keepHostMemoryMapped();
     try {
         return std::shared_ptr<Backend>(std::make_shared<TinyEncoder>(*shape, *device, threads, spec.seed));
     } catch (const std::exception &e) {

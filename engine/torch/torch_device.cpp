@@ -5,7 +5,12 @@
 #include <torch/cuda.h>
 
 #include <charconv>
+#include <mutex>
 #include <thread>
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 namespace bp {
 
@@ -58,6 +63,65 @@ void useTorchThreads(int threads)
         at::set_num_threads(threads);
         current = threads;
     }
+}
+
+void keepHostMemoryMapped()
+{
+#ifdef __GLIBC__
+    static std::once_flag once;
+    std::call_once(once, [] {
+        mallopt(M_MMAP_THRESHOLD, 32 << 20); // glibc's maximum on 64-bit
+        mallopt(M_TRIM_THRESHOLD, 512 << 20);
+        mallopt(M_TOP_PAD, 64 << 20);
+    });
+#endif
+}
+
+namespace {
+
+Status runSynthetic(Backend &backend, int batch, int length)
+{
+    std::vector<Request> requests(static_cast<std::size_t>(batch));
+    BatchInput input;
+    for (auto &r : requests) {
+        r.tokens.assign(std::size_t(length), 1);
+        r.maxNewTokens = backend.info().generative ? 1 : 0;
+        input.requests.push_back(&r);
+    }
+    input.paddedLength = length;
+    std::vector<SequenceResult> out(requests.size());
+    return backend.run(input, out);
+}
+
+} // namespace
+
+std::optional<int> probeLargestBatch(Backend &backend, int length, int upTo)
+{
+    length = std::max(1, std::min(length, backend.info().maxSequenceLength));
+    int fits = 0, fails = upTo + 1;
+    for (int n = 1; n <= upTo; n = std::min(upTo, n * 2)) {
+        const Status s = runSynthetic(backend, n, length);
+        if (s.code() == StatusCode::ResourceExhausted) {
+            fails = n;
+            break;
+        }
+        if (!s)
+            return fits > 0 ? std::optional<int>(fits) : std::nullopt;
+        fits = n;
+        if (n == upTo)
+            return fits;
+    }
+    while (fails - fits > 1) {
+        const int mid = fits + (fails - fits) / 2;
+        const Status s = runSynthetic(backend, mid, length);
+        if (s.code() == StatusCode::ResourceExhausted)
+            fails = mid;
+        else if (s)
+            fits = mid;
+        else
+            break;
+    }
+    return fits;
 }
 
 Status torchFailure(const std::string &context, const std::exception &error)

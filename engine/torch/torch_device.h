@@ -11,9 +11,11 @@
 // libtorch (Debian's) and on a CUDA one; no CUDA symbol is referenced.
 #pragma once
 
+#include "engine/backend.h"
 #include "engine/result.h"
 
 #include <exception>
+#include <optional>
 #include <string>
 
 namespace bp {
@@ -37,6 +39,24 @@ int resolveTorchThreads(int requested);
 // executor thread calls this at the top of Backend::run(); after the first
 // call on a thread it is a thread-local comparison.
 void useTorchThreads(int threads);
+
+// Keeps the C library from handing freed tensor memory back to the kernel
+// after every op (glibc: mmap threshold 32 MiB, trim threshold 512 MiB, top
+// pad 64 MiB). A forward pass allocates and frees the same few large blocks
+// over and over; with glibc's defaults each one is a fresh mmap or brk and
+// every page is faulted in again, which made a batch of 8 x 64 tokens cost 5x
+// the CPU time of the same work with the memory kept (docs/models.md).
+// Process-wide, applied once by the first torch backend created; a no-op off
+// glibc.
+void keepHostMemoryMapped();
+
+// Backend::probeMaxBatch for a backend on a CUDA device: runs synthetic
+// batches of `length`-token sequences (1 new token each for generative
+// models) through `backend`, doubling from 1 and then bisecting, and returns
+// the largest size in [1, upTo] that does not fail with ResourceExhausted
+// (0 when even one sequence does not fit). Any other failure ends the probe
+// with what is known so far. Costs a few batches at start-up.
+std::optional<int> probeLargestBatch(Backend &backend, int length, int upTo);
 
 // An exception thrown by libtorch as a Status: ResourceExhausted for "out of
 // memory", Internal otherwise; the message starts with `context` and leaves

@@ -49,6 +49,13 @@ public:
 
     const ModelInfo &info() const override { return m_info; }
 
+    std::optional<int> probeMaxBatch(int paddedLength, int upTo) override
+    {
+        if (m_device.is_cpu())
+            return std::nullopt;
+        return probeLargestBatch(*this, paddedLength, upTo);
+    }
+
     Status run(const BatchInput &input, std::vector<SequenceResult> &out) override
     {
         if (input.requests.empty())
@@ -144,6 +151,7 @@ Result<std::shared_ptr<Backend>> loadTorchScriptModel(const ModelSpec &spec)
         return device.status();
     const int threads = resolveTorchThreads(spec.threads);
     useTorchThreads(threads);
+    keepHostMemoryMapped();
     const at::Device atDevice = device->cuda ? at::Device(at::kCUDA, at::DeviceIndex(device->index))
                                              : at::Device(at::kCPU);
 

@@ -71,6 +71,50 @@ private slots:
         QVERIFY(dev.status().message().find(device.toStdString()) != std::string::npos);
     }
 
+    // The search behind probeMaxBatch on CUDA, driven by a backend whose
+    // "device" holds at most `capacity` sequences (no GPU here to fill).
+    void probeFindsLargestFittingBatch_data()
+    {
+        QTest::addColumn<int>("capacity");
+        QTest::addColumn<int>("upTo");
+        QTest::addColumn<int>("expected");
+        QTest::newRow("limit inside the range") << 37 << 64 << 37;
+        QTest::newRow("power of two") << 16 << 64 << 16;
+        QTest::newRow("everything fits") << 1000 << 48 << 48;
+        QTest::newRow("nothing fits") << 0 << 64 << 0;
+    }
+    void probeFindsLargestFittingBatch()
+    {
+        QFETCH(int, capacity);
+        QFETCH(int, upTo);
+        QFETCH(int, expected);
+        class LimitedMemory final : public Backend {
+        public:
+            explicit LimitedMemory(int capacity) : m_capacity(capacity) {}
+            const ModelInfo &info() const override { return m_info; }
+            Status run(const BatchInput &in, std::vector<SequenceResult> &) override
+            {
+                ++calls;
+                if (int(in.requests.size()) > m_capacity)
+                    return Status(StatusCode::ResourceExhausted, "out of memory");
+                return Status::ok();
+            }
+            int calls = 0;
+
+        private:
+            int m_capacity;
+            ModelInfo m_info;
+        } backend(capacity);
+        const auto fits = probeLargestBatch(backend, 128, upTo);
+        QVERIFY(fits.has_value());
+        QCOMPARE(*fits, expected);
+        QVERIFY(backend.calls <= 16); // doubling + bisection, not a scan
+        // the CPU backends have no memory limit to report
+        auto cpu = createOrFail(testSpec("builtin:tiny-decoder"));
+        QVERIFY(cpu);
+        QVERIFY(!cpu->probeMaxBatch(64, 32).has_value());
+    }
+
     void threadCount()
     {
         QVERIFY(resolveTorchThreads(0) >= 1);
