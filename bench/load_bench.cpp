@@ -215,21 +215,36 @@ int runLoadBench(const Args &args)
     const bool generative = model.generative;
     const Setup setup = workloadFromArgs(args, model);
 
+    // --compare items: a policy name (the base config with that policy), or
+    // a config file NAME.json applied on top of the base and labelled NAME
+    // (e.g. bench/strategies/adaptive.json for the optimization strategies).
     std::vector<BatchingConfig> configs;
+    std::vector<std::string> labels;
     const BatchingConfig base = baseConfig(args);
     for (const auto &name : args.list("compare", "dynamic")) {
-        auto kind = parsePolicy(name);
-        if (!kind) {
+        BatchingConfig c = base;
+        std::string label = name;
+        if (name.size() > 5 && name.ends_with(".json")) {
+            auto loaded = loadConfigFile(name, base);
+            if (!loaded) {
+                std::cerr << "batchpilot-bench load: " << loaded.status().message() << "\n";
+                return 2;
+            }
+            c = *loaded;
+            label = name.substr(name.find_last_of('/') + 1);
+            label.resize(label.size() - 5);
+        } else if (auto kind = parsePolicy(name)) {
+            c.policy = *kind;
+        } else {
             std::cerr << "batchpilot-bench load: unknown policy '" << name << "' in --compare\n";
             return 2;
         }
-        BatchingConfig c = base;
-        c.policy = *kind;
         if (Status s = validate(c); !s) {
             std::cerr << "batchpilot-bench load: " << s.toString() << "\n";
             return 2;
         }
         configs.push_back(c);
+        labels.push_back(label);
     }
 
     // The ceiling: a saved profile, or a small grid measured now.
@@ -286,8 +301,9 @@ int runLoadBench(const Args &args)
     std::map<std::string, Best> best;
     const double budgetMs = args.num("p99-budget-ms", 0);
 
-    for (const BatchingConfig &config : configs) {
-        const std::string policy(policyName(config.policy));
+    for (std::size_t ci = 0; ci < configs.size(); ++ci) {
+        const BatchingConfig &config = configs[ci];
+        const std::string &policy = labels[ci];
         std::vector<double> rates = setup.rates;
         if (args.has("rates-" + policy) && setup.workload.arrivals != ArrivalKind::Trace) {
             rates.clear();
@@ -349,8 +365,8 @@ int runLoadBench(const Args &args)
     if (budgetMs > 0) {
         std::printf("\nbest throughput with p99 <= %.0f ms and nothing refused or left unfinished:\n", budgetMs);
         const Best none = best.count("none") ? best["none"] : Best{};
-        for (const BatchingConfig &config : configs) {
-            const std::string policy(policyName(config.policy));
+        for (std::size_t ci = 0; ci < configs.size(); ++ci) {
+            const std::string &policy = labels[ci];
             const Best b = best.count(policy) ? best[policy] : Best{};
             if (!b.any) {
                 std::printf("  %-9s no tested rate met the budget\n", policy.c_str());
