@@ -17,8 +17,6 @@ PACKAGES=(
   # GUI screenshots, report rendering, packaging checks, load tests
   xvfb xauth x11-apps imagemagick poppler-utils appstream desktop-file-utils
   dpkg-dev file wrk curl
-  # docs/images: a screenshot of the HTML report (headless, docs/reports.md)
-  chromium
 )
 
 missing=()
