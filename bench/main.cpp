@@ -35,7 +35,10 @@ void usage()
                  "  store       trace store: logging rate, serving overhead of logging, trace import time\n"
                  "              --part rate|overhead|import|all (all) --seconds S (3) --batch N (32)\n"
                  "              --rows-per-s R (200000) --producers P (1) --rounds N (3)\n"
-                 "              --trace FILE (the shared Azure trace) --repeat N (5) --json FILE\n";
+                 "              --trace FILE (the shared Azure trace) --repeat N (5) --json FILE\n"
+                 "              overhead: --model M (builtin:echo) --preset P --device D --length L (16)\n"
+                 "              --new-tokens N (0) --max-batch N (64) --queue-rows N (sink queue capacity)\n"
+                 "              --writer nice|idle|normal (nice): the writer thread's CPU priority\n";
 }
 } // namespace
 

@@ -13,6 +13,7 @@
 
 #include "engine/config_json.h"
 #include "engine/engine.h"
+#include "engine/model_registry.h"
 #include "engine/store/session_recorder.h"
 #include "engine/store/trace_store.h"
 
@@ -56,15 +57,20 @@ double median(std::vector<double> v)
 struct RateResult {
     double seconds = 0;
     std::uint64_t requestRows = 0, batchRows = 0, written = 0, dropped = 0;
+    double writerCpuS = 0;
+    double pushSeconds = 0; // time spent inside onBatchCompleted (what an executor thread pays)
 };
 
 // Pushes batches of `batch` requests for `seconds`; paced at `rowsPerS`
 // request rows/s, or as fast as possible when 0.
-RateResult logRate(const std::string &db, int batch, double seconds, double rowsPerS)
+RateResult logRate(const std::string &db, int batch, double seconds, double rowsPerS,
+                   TraceSinkOptions::WriterPriority priority)
 {
     auto store = TraceStore::open(db).value();
     const auto session = store->startSession({}).value();
-    auto sink = TraceSink::create(db, session, SteadyClock::now()).value();
+    TraceSinkOptions so;
+    so.writerPriority = priority;
+    auto sink = TraceSink::create(db, session, SteadyClock::now(), so).value();
     sink->start();
     std::vector<RequestRecord> members(static_cast<std::size_t>(batch));
     BatchRecord b;
@@ -92,7 +98,9 @@ RateResult logRate(const std::string &db, int batch, double seconds, double rows
             m.inputTokens = 64;
         }
         const std::uint64_t droppedBefore = sink->droppedRows();
+        const TimePoint pushStart = SteadyClock::now();
         sink->onBatchCompleted(b, members);
+        r.pushSeconds += toSeconds(SteadyClock::now() - pushStart);
         // Queue full: let the writer have the CPU instead of spinning on drops.
         if (sink->droppedRows() != droppedBefore)
             std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -103,30 +111,50 @@ RateResult logRate(const std::string &db, int batch, double seconds, double rows
     r.seconds = toSeconds(SteadyClock::now() - start);
     r.written = sink->writtenRows();
     r.dropped = sink->droppedRows();
+    r.writerCpuS = sink->stats().writerCpuSeconds;
     return r;
 }
 
-// Completed requests/s of a saturated echo engine, logging on or off.
-double servingRate(const std::string &db, bool logging, int producers, double seconds, std::uint64_t &dropped)
+struct ServingSetup {
+    std::shared_ptr<Backend> backend;
+    int producers = 1;
+    int length = 16;
+    int newTokens = 0;
+    double seconds = 3;
+    int maxBatch = 64;
+    std::size_t queueRows = 0; // sink queue capacity; 0 = default
+    TraceSinkOptions::WriterPriority priority = TraceSinkOptions::WriterPriority::Nice;
+};
+
+// Completed requests/s of a saturated engine, logging on or off.
+double servingRate(const std::string &db, bool logging, const ServingSetup &setup, std::uint64_t &dropped)
 {
+    const int producers = setup.producers;
+    const double seconds = setup.seconds;
     EngineOptions o;
-    o.backend = makeEchoBackend();
-    o.batching.maxBatchSize = 64;
+    o.backend = setup.backend;
+    o.batching.maxBatchSize = setup.maxBatch;
     o.batching.maxQueueDelay = std::chrono::microseconds(100);
-    o.batching.queueCapacity = 65536;
+    o.batching.queueCapacity = 4096;
     auto engine = Engine::create(o).value();
     std::unique_ptr<SessionRecorder> recorder;
-    if (logging)
-        recorder = SessionRecorder::start(TraceStore::open(db).value(), *engine, {}).value();
+    if (logging) {
+        RecorderOptions ro;
+        if (setup.queueRows > 0)
+            ro.sink.queueCapacity = setup.queueRows;
+        ro.sink.writerPriority = setup.priority;
+        recorder = SessionRecorder::start(TraceStore::open(db).value(), *engine, {}, ro).value();
+    }
     std::atomic<std::uint64_t> completed{0};
     std::atomic<bool> measuring{false}, stop{false};
-    const std::vector<TokenId> tokens(16, 1);
+    const std::vector<TokenId> tokens(static_cast<std::size_t>(setup.length), 1);
     std::vector<std::thread> threads;
     for (int p = 0; p < producers; ++p)
         threads.emplace_back([&] {
             while (!stop.load(std::memory_order_relaxed)) {
                 Request r;
                 r.tokens = tokens;
+                r.maxNewTokens = setup.newTokens;
                 if (!engine->submit(std::move(r), [&](Response &&) {
                         if (measuring.load(std::memory_order_relaxed))
                             completed.fetch_add(1, std::memory_order_relaxed);
@@ -143,7 +171,7 @@ double servingRate(const std::string &db, bool logging, int producers, double se
     stop = true;
     for (auto &t : threads)
         t.join();
-    engine->shutdown();
+    engine->shutdown(ShutdownMode::Fail); // the queue is full: do not wait for a slow model to drain it
     if (recorder) {
         (void)recorder->finish();
         dropped += recorder->sink()->droppedRows();
@@ -155,8 +183,9 @@ double servingRate(const std::string &db, bool logging, int producers, double se
 
 int runStoreBench(const Args &args)
 {
-    const std::vector<std::string> known = {"part", "seconds", "batch", "rows-per-s", "producers",
-                                            "rounds", "trace", "repeat", "json"};
+    const std::vector<std::string> known = {"part",   "seconds", "batch", "rows-per-s", "producers", "rounds",
+                                            "trace",  "repeat",  "json",  "model",      "preset",    "device",
+                                            "length", "new-tokens", "queue-rows", "max-batch", "writer"};
     if (auto u = args.unknown(known); !u.empty()) {
         std::cerr << "batchpilot-bench store: unknown option --" << u.front() << "\n";
         return 2;
@@ -169,8 +198,17 @@ int runStoreBench(const Args &args)
         std::cerr << "batchpilot-bench store: --seconds, --batch and --rows-per-s must be positive\n";
         return 2;
     }
-    TempDir tmp;
     nlohmann::json json{{"stage", "store"}};
+    const std::string writer = args.str("writer", "nice");
+    const auto priority = writer == "idle"     ? TraceSinkOptions::WriterPriority::Idle
+                          : writer == "normal" ? TraceSinkOptions::WriterPriority::Normal
+                                               : TraceSinkOptions::WriterPriority::Nice;
+    if (writer != "idle" && writer != "normal" && writer != "nice") {
+        std::cerr << "batchpilot-bench store: --writer must be nice, idle or normal\n";
+        return 2;
+    }
+    json["writer"] = writer;
+    TempDir tmp;
     auto db = [&](const std::string &name) {
         const auto p = tmp.path / name;
         fs::remove(p);
@@ -178,8 +216,8 @@ int runStoreBench(const Args &args)
     };
 
     if (part == "all" || part == "rate") {
-        const RateResult max = logRate(db("rate-max.sqlite"), batch, seconds, 0);
-        const RateResult paced = logRate(db("rate-paced.sqlite"), batch, seconds, rowsPerS);
+        const RateResult max = logRate(db("rate-max.sqlite"), batch, seconds, 0, priority);
+        const RateResult paced = logRate(db("rate-paced.sqlite"), batch, seconds, rowsPerS, priority);
         const double maxRate = double(max.written) * batch / (batch + 1) / max.seconds;
         std::printf("store rate  batches of %d requests, %.1f s each\n", batch, seconds);
         std::printf("  as fast as possible: %.0f request rows/s written (%.0f rows/s incl. batch rows), "
@@ -188,6 +226,16 @@ int runStoreBench(const Args &args)
         std::printf("  paced at %.0f request rows/s: %llu of %llu rows written, %llu dropped\n", rowsPerS,
                     (unsigned long long)paced.written, (unsigned long long)(paced.requestRows + paced.batchRows),
                     (unsigned long long)paced.dropped);
+        // CPU per row does not depend on how busy the machine is: the
+        // writer's ceiling on one free core.
+        const double cpuPerRowUs = max.written ? max.writerCpuS * 1e6 / double(max.written) : 0;
+        const double pacedCpuPerRowUs = paced.written ? paced.writerCpuS * 1e6 / double(paced.written) : 0;
+        std::printf("  writer CPU: %.2f us per row flat out (%.0f rows per CPU-second), %.2f us per row paced "
+                    "(%.0f%% of one core at the paced rate)\n",
+                    cpuPerRowUs, cpuPerRowUs > 0 ? 1e6 / cpuPerRowUs : 0.0, pacedCpuPerRowUs,
+                    100 * paced.writerCpuS / paced.seconds);
+        const double pushNsPerRow = 1e9 * paced.pushSeconds / double(paced.requestRows + paced.batchRows);
+        std::printf("  engine-thread cost (inside onBatchCompleted, paced): %.0f ns per row\n", pushNsPerRow);
         json["rate"] = {{"batch", batch},
                         {"seconds", seconds},
                         {"max_request_rows_per_s", maxRate},
@@ -195,25 +243,55 @@ int runStoreBench(const Args &args)
                         {"paced_request_rows_per_s", rowsPerS},
                         {"paced_written", paced.written},
                         {"paced_offered", paced.requestRows + paced.batchRows},
-                        {"paced_dropped", paced.dropped}};
+                        {"paced_dropped", paced.dropped},
+                        {"writer_cpu_us_per_row", max.written ? max.writerCpuS * 1e6 / double(max.written) : 0.0},
+                        {"paced_writer_cpu_fraction", paced.writerCpuS / paced.seconds},
+                        {"push_ns_per_row", 1e9 * paced.pushSeconds / double(paced.requestRows + paced.batchRows)}};
     }
     if (part == "all" || part == "overhead") {
-        const int producers = int(args.num("producers", 1));
+        ServingSetup setup;
+        setup.producers = int(args.num("producers", 1));
+        setup.seconds = seconds;
+        setup.length = int(args.num("length", 16));
+        setup.newTokens = int(args.num("new-tokens", 0));
+        setup.queueRows = std::size_t(args.num("queue-rows", 0));
+        setup.maxBatch = int(args.num("max-batch", 64));
+        setup.priority = priority;
+        ModelSpec spec;
+        spec.name = args.str("model", "builtin:echo");
+        spec.preset = args.str("preset", "small");
+        spec.device = args.str("device", "cpu");
+        auto backend = createBackend(spec);
+        if (!backend) {
+            std::cerr << "batchpilot-bench store: " << backend.status().toString() << "\n";
+            return 2;
+        }
+        setup.backend = *backend;
         const int rounds = int(args.num("rounds", 3));
         std::vector<double> off, on;
         std::uint64_t dropped = 0;
         for (int r = 0; r < rounds; ++r) {
-            off.push_back(servingRate(db("off.sqlite"), false, producers, seconds, dropped));
-            on.push_back(servingRate(db("on-" + std::to_string(r) + ".sqlite"), true, producers, seconds, dropped));
+            off.push_back(servingRate(db("off.sqlite"), false, setup, dropped));
+            on.push_back(servingRate(db("on-" + std::to_string(r) + ".sqlite"), true, setup, dropped));
         }
+        const int producers = setup.producers;
         const double mOff = median(off), mOn = median(on);
-        std::printf("store overhead  builtin:echo saturated by %d producer(s), %d rounds of %.1f s\n", producers,
-                    rounds, seconds);
-        std::printf("  logging off: %.0f req/s   logging on: %.0f req/s   on/off = %.3f   rows dropped: %llu\n",
-                    mOff, mOn, mOn / mOff, (unsigned long long)dropped);
-        json["overhead"] = {{"producers", producers}, {"rounds", rounds},     {"off_rps", off},
+        // Each round runs off then on back to back: the median of the
+        // per-round ratios is less sensitive to the machine's load drifting.
+        std::vector<double> ratios;
+        for (std::size_t r = 0; r < off.size(); ++r)
+            ratios.push_back(off[r] > 0 ? on[r] / off[r] : 0.0);
+        const double mRatio = median(ratios);
+        std::printf("store overhead  %s (length %d, %d new tokens) saturated by %d producer(s), %d rounds of %.1f s\n",
+                    spec.name.c_str(), setup.length, setup.newTokens, producers, rounds, seconds);
+        std::printf("  logging off: %.0f req/s   logging on: %.0f req/s (medians)   median of per-round on/off = %.3f"
+                    "   rows dropped: %llu\n",
+                    mOff, mOn, mRatio, (unsigned long long)dropped);
+        json["overhead"] = {{"model", spec.name},     {"preset", spec.preset}, {"length", setup.length},
+                            {"new_tokens", setup.newTokens},
+                            {"producers", producers}, {"rounds", rounds},     {"off_rps", off},
                             {"on_rps", on},           {"median_off", mOff}, {"median_on", mOn},
-                            {"ratio", mOn / mOff},    {"dropped", dropped}};
+                            {"ratio", mRatio},        {"ratios", ratios},   {"dropped", dropped}};
     }
     if (part == "all" || part == "import") {
         std::string trace = args.str("trace", "");

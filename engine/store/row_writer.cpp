@@ -9,9 +9,19 @@
 namespace bp::store {
 
 namespace {
-constexpr const char *kInsertRequest =
+constexpr int kRequestColumns = 13;
+constexpr int kRequestChunk = 32;
+constexpr const char *kInsertRequestHead =
     "INSERT INTO requests (session_id, request_id, arrival_ns, queue_wait_ns, compute_ns, total_ns, ttft_ns, "
-    "input_tokens, output_tokens, bucket, batch_id, status, source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    "input_tokens, output_tokens, bucket, batch_id, status, source) VALUES ";
+
+std::string insertRequests(int rows)
+{
+    std::string sql = kInsertRequestHead;
+    for (int r = 0; r < rows; ++r)
+        sql += r ? ",(?,?,?,?,?,?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    return sql;
+}
 constexpr const char *kInsertBatch =
     "INSERT INTO batches (session_id, batch_id, dispatched_ns, intended_ns, size, padded_length, real_tokens, "
     "padded_tokens, compute_ns, reason, policy, bucket, executor, config_version, status) "
@@ -50,8 +60,10 @@ Result<RowWriter> RowWriter::open(const std::string &dbPath, std::int64_t sessio
         if (auto set = w.m_db.queryInt("PRAGMA max_page_count = " + std::to_string(pages)); !set)
             return set.status();
     }
-    for (auto [stmt, sql] : {std::pair{&w.m_request, kInsertRequest}, std::pair{&w.m_batch, kInsertBatch},
-                             std::pair{&w.m_config, kInsertConfig}, std::pair{&w.m_sample, kInsertSample}}) {
+    const std::string one = insertRequests(1), chunk = insertRequests(kRequestChunk);
+    for (auto [stmt, sql] : {std::pair{&w.m_request, one.c_str()}, std::pair{&w.m_requestChunk, chunk.c_str()},
+                             std::pair{&w.m_batch, kInsertBatch}, std::pair{&w.m_config, kInsertConfig},
+                             std::pair{&w.m_sample, kInsertSample}}) {
         auto prepared = w.m_db.prepare(sql);
         if (!prepared)
             return prepared.status();
@@ -60,7 +72,7 @@ Result<RowWriter> RowWriter::open(const std::string &dbPath, std::int64_t sessio
     w.m_session = sessionId;
     w.m_epoch = epoch;
     w.m_source = std::move(requestSource);
-    for (auto *stmt : {&w.m_request, &w.m_batch, &w.m_config, &w.m_sample})
+    for (auto *stmt : {&w.m_batch, &w.m_config, &w.m_sample})
         stmt->bind(1, sessionId);
     return w;
 }
@@ -72,8 +84,6 @@ Status RowWriter::write(const PendingRows &rows)
     sqlite::Transaction tx(m_db);
     if (Status s = tx.begin(); !s)
         return s;
-    // Bound here, not at open(): m_source's buffer moves with the writer.
-    m_request.bindStatic(13, m_source);
     auto run = [&](sqlite::Statement &st, const char *what) {
         const int rc = st.step();
         st.reset();
@@ -106,18 +116,16 @@ Status RowWriter::write(const PendingRows &rows)
         if (Status s = run(m_batch, "write a batch"); !s)
             return s;
     }
-    for (const RequestRecord &r : rows.requests) {
-        m_request.bind(2, std::int64_t(r.id));
-        m_request.bind(3, offset(r.arrival));
-        m_request.bind(4, std::int64_t(r.queueWait.count()));
-        m_request.bind(5, std::int64_t(r.compute.count()));
-        m_request.bind(6, std::int64_t(r.total.count()));
-        m_request.bind(7, std::int64_t(r.timeToFirstToken.count()));
-        m_request.bind(8, std::int64_t(r.inputTokens));
-        m_request.bind(9, std::int64_t(r.outputTokens));
-        m_request.bind(10, std::int64_t(r.bucket));
-        m_request.bind(11, std::int64_t(r.batchId));
-        m_request.bindStatic(12, statusCodeName(r.status));
+    const std::size_t n = rows.requests.size();
+    std::size_t i = 0;
+    for (; i + kRequestChunk <= n; i += kRequestChunk) {
+        for (int k = 0; k < kRequestChunk; ++k)
+            bindRequest(m_requestChunk, k * kRequestColumns, rows.requests[i + std::size_t(k)]);
+        if (Status s = run(m_requestChunk, "write requests"); !s)
+            return s;
+    }
+    for (; i < n; ++i) {
+        bindRequest(m_request, 0, rows.requests[i]);
         if (Status s = run(m_request, "write a request"); !s)
             return s;
     }
@@ -144,6 +152,23 @@ Status RowWriter::write(const PendingRows &rows)
             return s;
     }
     return tx.commit();
+}
+
+void RowWriter::bindRequest(sqlite::Statement &st, int base, const RequestRecord &r)
+{
+    st.bind(base + 1, m_session);
+    st.bind(base + 2, std::int64_t(r.id));
+    st.bind(base + 3, offset(r.arrival));
+    st.bind(base + 4, std::int64_t(r.queueWait.count()));
+    st.bind(base + 5, std::int64_t(r.compute.count()));
+    st.bind(base + 6, std::int64_t(r.total.count()));
+    st.bind(base + 7, std::int64_t(r.timeToFirstToken.count()));
+    st.bind(base + 8, std::int64_t(r.inputTokens));
+    st.bind(base + 9, std::int64_t(r.outputTokens));
+    st.bind(base + 10, std::int64_t(r.bucket));
+    st.bind(base + 11, std::int64_t(r.batchId));
+    st.bindStatic(base + 12, statusCodeName(r.status));
+    st.bindStatic(base + 13, m_source); // bound per write: m_source's buffer moves with the writer
 }
 
 } // namespace bp::store

@@ -57,7 +57,12 @@ private:
     std::int64_t m_session = 0;
     TimePoint m_epoch{};
     std::string m_source;
+    void bindRequest(sqlite::Statement &st, int base, const RequestRecord &r);
+
     sqlite::Statement m_request, m_batch, m_config, m_sample;
+    // kRequestChunk request rows per statement: most of a row's cost is the
+    // statement's step/reset, not the row (docs/benchmarks-store.md).
+    sqlite::Statement m_requestChunk;
 };
 
 } // namespace bp::store

@@ -3,8 +3,11 @@
 #include "row_writer.h"
 
 #include <cstdio>
+#include <ctime>
 
 #ifdef __linux__
+#include <pthread.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -12,6 +15,18 @@
 #endif
 
 namespace bp {
+
+namespace {
+std::int64_t threadCpuNs()
+{
+#ifdef __linux__
+    timespec ts{};
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+        return std::int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+#endif
+    return 0;
+}
+} // namespace
 
 Result<std::shared_ptr<TraceSink>> TraceSink::create(const std::string &dbPath, std::int64_t sessionId,
                                                      TimePoint epoch, TraceSinkOptions options)
@@ -152,6 +167,7 @@ TraceSinkStats TraceSink::stats() const
     s.writtenRows = writtenRows();
     s.droppedRows = droppedRows();
     s.transactions = m_transactions.load(std::memory_order_relaxed);
+    s.writerCpuSeconds = double(m_writerCpuNs.load(std::memory_order_relaxed)) / 1e9;
     s.active = loggingActive();
     s.warning = warning();
     return s;
@@ -172,8 +188,13 @@ void TraceSink::writerLoop()
 {
 #ifdef __linux__
     prctl(PR_SET_NAME, "bp-trace-writer", 0, 0, 0);
-    if (m_options.lowerWriterPriority)
-        setpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)), 10); // best effort: logging yields to serving
+    // Best effort: logging yields to serving.
+    if (m_options.writerPriority == TraceSinkOptions::WriterPriority::Nice) {
+        setpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)), 19);
+    } else if (m_options.writerPriority == TraceSinkOptions::WriterPriority::Idle) {
+        sched_param param{};
+        pthread_setschedparam(pthread_self(), SCHED_IDLE, &param);
+    }
 #endif
     store::PendingRows local;
     std::unique_lock lock(m_mutex);
@@ -193,6 +214,7 @@ void TraceSink::writerLoop()
         const std::size_t rows = local.rows();
         Status written = m_writer->write(local);
         local.clear();
+        m_writerCpuNs.store(threadCpuNs(), std::memory_order_relaxed);
         if (written.isOk() && rows > 0) {
             const std::uint64_t total = m_written.fetch_add(rows) + rows;
             m_transactions.fetch_add(1);

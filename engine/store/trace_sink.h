@@ -11,7 +11,7 @@
 //  - One writer thread (started by start()) drains the queue: every
 //    `flushInterval`, or sooner when `wakeRows` rows are waiting, it writes
 //    everything queued in ONE transaction through prepared statements on its
-//    own connection. Its thread runs at a lower CPU priority (nice +10 on
+//    own connection. Its thread runs at the lowest CPU priority (nice 19 on
 //    Linux) so that under CPU contention the engine's threads win and the
 //    queue, not the requests, absorbs the delay.
 //  - A write that fails (disk or `maxDatabaseBytes` full, read-only file,
@@ -60,7 +60,17 @@ struct TraceSinkOptions {
     std::string requestSource = "live";
     // > 0: writes fail as on a full disk once the file would pass this size.
     std::int64_t maxDatabaseBytes = 0;
-    bool lowerWriterPriority = true;
+    // CPU priority of the writer thread (Linux):
+    //   Nice  nice 19: under contention the engine's threads get ~98% of a
+    //         shared core, the writer the rest (default);
+    //   Idle  SCHED_IDLE: the writer runs only on otherwise idle CPU time —
+    //         serving never competes with it, but on a machine that is busy
+    //         with anything else it may drop most rows;
+    //   Normal  the priority of the thread that called start().
+    // Either way rows that cannot be written in time are dropped and
+    // counted, never waited for.
+    enum class WriterPriority { Nice, Idle, Normal };
+    WriterPriority writerPriority = WriterPriority::Nice;
     // Called on the writer thread after each committed transaction with the
     // total rows committed so far (tests, benchmarks). Must not block long.
     std::function<void(std::uint64_t committedRows)> onCommit;
@@ -70,6 +80,7 @@ struct TraceSinkStats {
     std::uint64_t writtenRows = 0;  // committed
     std::uint64_t droppedRows = 0;  // will never be written: queue full, logging off, or after stop()
     std::uint64_t transactions = 0; // committed
+    double writerCpuSeconds = 0;    // CPU time the writer thread used (Linux), for cost per row
     bool active = true;             // false once logging stopped because of an error
     std::string warning;            // why logging stopped; empty while active
 };
@@ -125,6 +136,7 @@ private:
     std::atomic<bool> m_accepting{true}; // false after stop() or a failure
     std::atomic<bool> m_failed{false};
     std::atomic<std::uint64_t> m_dropped{0}, m_written{0}, m_transactions{0};
+    std::atomic<std::int64_t> m_writerCpuNs{0};
 
     mutable std::mutex m_mutex;
     std::condition_variable m_writerCv; // writer waits here
