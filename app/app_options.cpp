@@ -7,7 +7,8 @@
 namespace bp::app {
 
 namespace {
-const QStringList kValueOptions = {"bind", "port", "token", "db", "model", "device", "preset", "threads", "config"};
+const QStringList kValueOptions = {"bind", "port", "token", "db", "model", "device", "preset", "threads", "config",
+                                   "max-body-bytes"};
 
 QString helpText()
 {
@@ -20,6 +21,7 @@ QString helpText()
         "  --bind ADDR           REST bind address (default 127.0.0.1)\n"
         "  --port N              REST port (default 8321; 0 = any free port)\n"
         "  --token T             bearer token (required off loopback; or BATCHPILOT_TOKEN)\n"
+        "  --max-body-bytes N    REST request body limit (default 1048576; larger gets 413)\n"
         "  --db PATH             trace database (default in the user's data directory)\n"
         "  --model NAME|FILE.pt  builtin:tiny-decoder (default), builtin:tiny-encoder, builtin:echo, or TorchScript\n"
         "  --device D            auto (default), cpu, cuda, cuda:N\n"
@@ -84,6 +86,13 @@ ParseOutcome parseAppOptions(const QStringList &arguments)
                 }
                 o.port = quint16(p);
             } else if (key == "token") { o.token = value; tokenGiven = true; }
+            else if (key == "max-body-bytes") {
+                o.maxBodyBytes = value.toLongLong(&ok);
+                if (!ok || o.maxBodyBytes < 1) {
+                    out.error = QStringLiteral("--max-body-bytes must be a positive integer, got '%1'").arg(value);
+                    return out;
+                }
+            }
             else if (key == "db") o.db = value;
             else if (key == "model") o.model = value;
             else if (key == "device") o.device = value;

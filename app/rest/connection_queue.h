@@ -1,0 +1,74 @@
+// Answers leave a connection in the order its requests arrived, whenever
+// their results come back. Each request's QHttpServerResponder is parked in
+// a slot of its connection's queue; a slot is written once it and every slot
+// before it have their reply (HTTP/1.1 keep-alive clients may send the next
+// request before the previous answer; batches can finish out of order).
+//
+// Lifetime: the queue is a child of its socket. Qt deletes the socket when
+// the client disconnects, and with it the queue and the parked responders
+// (destroying an unwritten 6.4 responder touches neither socket nor
+// request). A reply that arrives later finds its ReplyTicket's QPointer null
+// and is dropped: nothing is written to a socket that is gone. A socket that
+// is closing but not yet deleted is never written to either.
+//
+// Server thread only.
+#pragma once
+
+#include "http_reply.h"
+
+#include <QObject>
+#include <QPointer>
+
+#include <deque>
+#include <optional>
+
+class QTcpSocket;
+
+namespace bp::rest {
+
+class ConnectionQueue : public QObject {
+    Q_OBJECT
+public:
+    // The queue of `socket`, created on first use.
+    static ConnectionQueue *of(QTcpSocket *socket);
+
+    // Parks the responder; returns the slot's sequence number.
+    quint64 reserve(QHttpServerResponder &&responder);
+    // Gives slot `seq` its reply and writes every ready slot at the front.
+    void fulfil(quint64 seq, HttpReply reply);
+    // A pre-formatted answer with no responder (the connection guard's
+    // 413/431/411), in order after the slots already reserved.
+    void pushRaw(QByteArray response);
+    // Close the connection once every reserved slot has been written.
+    void closeWhenFlushed();
+
+    std::size_t pendingCount() const { return m_slots.size(); }
+
+private:
+    explicit ConnectionQueue(QTcpSocket *socket);
+    struct Slot {
+        quint64 seq = 0;
+        std::optional<QHttpServerResponder> responder;
+        std::optional<HttpReply> reply;
+        QByteArray raw;
+        bool ready = false;
+    };
+    void flush();
+
+    QTcpSocket *m_socket;
+    std::deque<Slot> m_slots;
+    quint64 m_nextSeq = 1;
+    bool m_closeWhenFlushed = false;
+};
+
+// Where a request's answer goes. Copyable; use and destroy on the server
+// thread only.
+struct ReplyTicket {
+    QPointer<ConnectionQueue> queue;
+    quint64 seq = 0;
+
+    // Writes the reply (in order) unless the client has gone.
+    void send(HttpReply reply) const;
+};
+
+} // namespace bp::rest

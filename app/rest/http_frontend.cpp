@@ -1,0 +1,305 @@
+#include "http_frontend.h"
+
+#include "body_limit_guard.h"
+#include "oip_codec.h"
+#include "prometheus_exporter.h"
+#include "v1_codec.h"
+
+#include "engine/config_json.h"
+
+#include <QHttpServerRequest>
+#include <QTcpSocket>
+
+namespace bp::rest {
+
+using nlohmann::json;
+
+namespace {
+std::string_view view(const QByteArray &bytes)
+{
+    return {bytes.constData(), std::size_t(bytes.size())};
+}
+
+// Compares without an early exit, so response timing does not reveal how
+// much of a guessed token was right.
+bool constantTimeEquals(const QByteArray &a, const QByteArray &b)
+{
+    if (a.size() != b.size())
+        return false;
+    unsigned char diff = 0;
+    for (qsizetype i = 0; i < a.size(); ++i)
+        diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+    return diff == 0;
+}
+} // namespace
+
+HttpFrontend::HttpFrontend(Engine &engine, RestOptions options, QString version, QObject *parent)
+    : QAbstractHttpServer(parent), m_engine(engine), m_options(std::move(options)), m_version(std::move(version)),
+      m_expectedAuthorization(m_options.token.isEmpty() ? QByteArray() : "Bearer " + m_options.token.toUtf8())
+{
+    m_inbox = CompletionInbox::create(this, [this](std::vector<Delivery> &d) { onDeliveries(d); });
+}
+
+HttpFrontend::~HttpFrontend()
+{
+    // Completions that arrive from now on are dropped: nobody is left to answer.
+    m_inbox->detach();
+}
+
+Result<quint16> HttpFrontend::startListening()
+{
+    const QHostAddress address = parseBindAddress(m_options.bind);
+    auto *listener = new GuardedTcpServer({m_options.maxBodyBytes, m_options.maxHeaderBytes}, this);
+    if (!listener->listen(address, m_options.port)) {
+        const std::string why = listener->errorString().toStdString();
+        delete listener;
+        return Status(StatusCode::Unavailable, "cannot listen on " +
+                                                   endpointUrl(m_options.bind, m_options.port).toStdString() + ": " +
+                                                   why);
+    }
+    bind(listener); // Qt takes new connections from it; reparented to this
+    m_listener = listener;
+    return listener->serverPort();
+}
+
+void HttpFrontend::flushCompletions()
+{
+    m_inbox->drain();
+}
+
+void HttpFrontend::closeAll()
+{
+    flushCompletions();
+    if (!m_listener)
+        return;
+    m_listener->close();
+    // Answers already formatted go out before the sockets are destroyed
+    // (briefly blocking this thread; it is shutting down anyway).
+    for (QTcpSocket *socket : m_listener->findChildren<QTcpSocket *>(QString(), Qt::FindDirectChildrenOnly)) {
+        socket->flush();
+        if (socket->bytesToWrite() > 0)
+            socket->waitForBytesWritten(200);
+    }
+}
+
+bool HttpFrontend::handleRequest(const QHttpServerRequest &request, QTcpSocket *socket)
+{
+    ConnectionQueue *queue = ConnectionQueue::of(socket);
+    const ReplyTicket ticket{queue, queue->reserve(makeResponder(request, socket))};
+    if (request.value("Connection").compare("close", Qt::CaseInsensitive) == 0)
+        queue->closeWhenFlushed();
+    // Everything the request carries is read here: Qt 6.4 reuses the request
+    // object for the next request on the same connection.
+    dispatch(request, ticket);
+    return true;
+}
+
+void HttpFrontend::missingHandler(const QHttpServerRequest &request, QTcpSocket *socket)
+{
+    // Unreachable (handleRequest() answers every request), but answer anyway.
+    QHttpServerResponder responder = makeResponder(request, socket);
+    writeReply(responder, errorReply(HttpStatus::NotFound, "no such route"));
+}
+
+bool HttpFrontend::authorized(const QHttpServerRequest &request) const
+{
+    if (m_expectedAuthorization.isEmpty())
+        return true;
+    QByteArray given = request.value("Authorization").trimmed();
+    if (given.size() > 7 && given.left(7).compare("bearer ", Qt::CaseInsensitive) == 0)
+        given = "Bearer " + given.mid(7).trimmed();
+    return constantTimeEquals(given, m_expectedAuthorization);
+}
+
+void HttpFrontend::dispatch(const QHttpServerRequest &request, const ReplyTicket &ticket)
+{
+    const QByteArray body = request.body();
+    if (body.size() > m_options.maxBodyBytes) // the guard stops these earlier; this is the backstop
+        return send(ticket, errorReply(HttpStatus::PayloadTooLarge, "request body is larger than the limit"));
+    const RouteMatch match = matchRoute(request.url().path(), request.method());
+    const bool health = match.route && isHealthRoute(*match.route);
+    if (!health && !authorized(request))
+        return send(ticket, errorReply(HttpStatus::Unauthorized, "missing or wrong bearer token")
+                                .withHeader("WWW-Authenticate", "Bearer"));
+    if (!match.route) {
+        if (match.pathKnown)
+            return send(ticket, errorReply(HttpStatus::MethodNotAllowed,
+                                           "method not allowed here; allowed: " + match.allow.toStdString())
+                                    .withHeader("Allow", match.allow));
+        return send(ticket, errorReply(HttpStatus::NotFound,
+                                       "no route " + request.url().path().toStdString() + " (see docs/rest.md)"));
+    }
+    if (!match.model.isEmpty()) {
+        const std::string name = match.model.toStdString();
+        if (!matchesModel(name, m_engine.model()))
+            return send(ticket, errorReply(HttpStatus::NotFound, "unknown model '" + name + "' (this server serves '" +
+                                                                     servedModelName(m_engine.model()) + "')"));
+        if (!match.version.isEmpty() && match.version != QLatin1String("1"))
+            return send(ticket, errorReply(HttpStatus::NotFound,
+                                           "unknown version '" + match.version.toStdString() + "' (only '1')"));
+    }
+    const bool draining = m_draining.load(std::memory_order_relaxed);
+    switch (*match.route) {
+    case Route::V1Infer:
+    case Route::OipInfer:
+    case Route::PutConfig:
+        if (draining)
+            return send(ticket, errorReply(HttpStatus::ServiceUnavailable, "server is shutting down"));
+        break;
+    default:
+        break;
+    }
+    if (*match.route == Route::V1Infer)
+        return startV1Infer(body, ticket);
+    if (*match.route == Route::OipInfer)
+        return startOipInfer(match, body, ticket);
+    send(ticket, handleSync(*match.route, match, request));
+}
+
+HttpReply HttpFrontend::handleSync(Route route, const RouteMatch &, const QHttpServerRequest &request)
+{
+    const bool ready = !m_draining.load(std::memory_order_relaxed);
+    switch (route) {
+    case Route::HealthLive:
+        return jsonReply(json{{"live", true}});
+    case Route::HealthReady:
+        return ready ? jsonReply(json{{"ready", true}})
+                     : errorReply(HttpStatus::ServiceUnavailable, "not ready: server is shutting down");
+    case Route::ServerMetadata:
+        return jsonReply(oipServerMetadata(m_version.toStdString()));
+    case Route::ModelMetadata:
+        return jsonReply(oipModelMetadata(m_engine.model()));
+    case Route::ModelReady:
+        return ready ? jsonReply(json{{"name", servedModelName(m_engine.model())}, {"ready", true}})
+                     : errorReply(HttpStatus::ServiceUnavailable, "not ready: server is shutting down");
+    case Route::GetConfig:
+        return jsonReply(toJson(m_engine.config()));
+    case Route::PutConfig:
+        return putConfig(request.body());
+    case Route::Stats:
+        return jsonReply(toJson(m_engine.snapshot()));
+    case Route::Metrics:
+        return metrics();
+    case Route::V1Infer:
+    case Route::OipInfer:
+        break;
+    }
+    return errorReply(HttpStatus::InternalServerError, "unhandled route");
+}
+
+HttpReply HttpFrontend::putConfig(const QByteArray &body)
+{
+    auto parsed = parseJsonObject(view(body));
+    if (!parsed)
+        return errorReply(parsed.status());
+    // Fields not given keep their current value.
+    auto config = configFromJson(*parsed, m_engine.config());
+    if (!config)
+        return errorReply(config.status());
+    if (Status s = m_engine.reconfigure(*config, "rest"); !s)
+        return errorReply(s);
+    return jsonReply(toJson(m_engine.config()));
+}
+
+HttpReply HttpFrontend::metrics()
+{
+    const Snapshot snapshot = m_engine.snapshot();
+    ExporterInput in;
+    in.snapshot = &snapshot;
+    in.version = m_version.toStdString();
+    in.http.responsesByCode = m_responsesByCode;
+    in.http.callsInFlight = m_calls.size();
+    if (m_listener) {
+        for (const auto &[code, count] : m_listener->rejectedByCode())
+            in.http.responsesByCode[code] += count;
+        in.http.connections = std::uint64_t(
+            m_listener->findChildren<QTcpSocket *>(QString(), Qt::FindDirectChildrenOnly).size());
+    }
+    ++in.http.responsesByCode[200]; // this answer
+    if (m_options.droppedTraceRows) {
+        in.traceSinkAttached = true;
+        in.droppedTraceRows = m_options.droppedTraceRows();
+    }
+    HttpReply reply;
+    const std::string text = renderPrometheus(in);
+    reply.body = QByteArray(text.data(), qsizetype(text.size()));
+    reply.contentType = prometheusContentType();
+    return reply;
+}
+
+void HttpFrontend::startV1Infer(const QByteArray &body, const ReplyTicket &ticket)
+{
+    auto request = parseV1Infer(view(body), m_engine.model(), m_engine.clock().now());
+    if (!request)
+        return send(ticket, errorReply(request.status()));
+    InferCall call;
+    call.kind = InferCall::Kind::V1;
+    call.ticket = ticket;
+    call.modelName = m_engine.model().name;
+    std::vector<Request> rows;
+    rows.push_back(std::move(*request));
+    submitCall(std::move(call), std::move(rows));
+}
+
+void HttpFrontend::startOipInfer(const RouteMatch &, const QByteArray &body, const ReplyTicket &ticket)
+{
+    auto parsed = parseOipInfer(view(body), m_engine.model(), m_engine.clock().now());
+    if (!parsed)
+        return send(ticket, errorReply(parsed.status()));
+    InferCall call;
+    call.kind = InferCall::Kind::Oip;
+    call.ticket = ticket;
+    call.modelName = servedModelName(m_engine.model());
+    std::vector<Request> rows = std::move(parsed->rows);
+    call.oip = std::move(*parsed);
+    submitCall(std::move(call), std::move(rows));
+}
+
+void HttpFrontend::submitCall(InferCall call, std::vector<Request> rows)
+{
+    const quint64 id = m_nextCallId++;
+    const int n = int(rows.size());
+    call.rows = n;
+    call.responses.resize(std::size_t(n));
+    call.answered.assign(std::size_t(n), false);
+    InferCall &c = m_calls.emplace(id, std::move(call)).first->second;
+    for (int i = 0; i < n; ++i) {
+        // The completion runs on an engine thread: it only hands the
+        // response over and returns (no Qt object, no pointer into this).
+        Status s = m_engine.submit(std::move(rows[std::size_t(i)]),
+                                   [inbox = m_inbox, id, i](Response &&response) {
+                                       inbox->push({id, i, std::move(response)});
+                                   });
+        if (!s) {
+            c.refusedRow = i;
+            c.refusal = std::move(s);
+            break; // rows already accepted still answer; the reply waits for them
+        }
+        ++c.outstanding;
+    }
+    if (c.outstanding == 0) {
+        send(c.ticket, c.reply());
+        m_calls.erase(id);
+    }
+}
+
+void HttpFrontend::onDeliveries(std::vector<Delivery> &deliveries)
+{
+    for (Delivery &d : deliveries) {
+        auto it = m_calls.find(d.callId);
+        if (it == m_calls.end())
+            continue;
+        if (it->second.deliver(d.row, std::move(d.response))) {
+            send(it->second.ticket, it->second.reply());
+            m_calls.erase(it);
+        }
+    }
+}
+
+void HttpFrontend::send(const ReplyTicket &ticket, HttpReply reply)
+{
+    ++m_responsesByCode[int(reply.status)];
+    ticket.send(std::move(reply));
+}
+
+} // namespace bp::rest

@@ -1,0 +1,78 @@
+// The HTTP side of the endpoint: a QAbstractHttpServer that routes every
+// request itself (routes.h), checks the bearer token, answers metadata,
+// config, stats and metrics at once and hands inference to the engine.
+//
+// Asynchronous answers (the Qt 6.4 trap in DESIGN.md): no handler returns a
+// QFuture and no thread waits for a batch. handleRequest() parks the
+// request's QHttpServerResponder in its connection's queue and submits to
+// the engine with a completion that only pushes (call id, row, Response)
+// into the CompletionInbox. The inbox wakes this object's thread, which
+// formats and writes the answer. A request waiting for its batch holds no
+// thread and no engine-side reference to any Qt object.
+//
+// Threading: lives on, and is used only from, the RestServer's thread,
+// except setDraining() (any thread).
+#pragma once
+
+#include "completion_inbox.h"
+#include "infer_call.h"
+#include "rest_options.h"
+#include "routes.h"
+
+#include "engine/engine.h"
+
+#include <QAbstractHttpServer>
+
+#include <atomic>
+#include <map>
+#include <unordered_map>
+
+namespace bp::rest {
+
+class GuardedTcpServer;
+
+class HttpFrontend : public QAbstractHttpServer {
+    Q_OBJECT
+public:
+    // `engine` must outlive this object.
+    HttpFrontend(Engine &engine, RestOptions options, QString version, QObject *parent = nullptr);
+    ~HttpFrontend() override;
+
+    // Binds the listening socket. The actual port, or the reason it failed.
+    Result<quint16> startListening();
+    // New requests get 503 (health/ready reports not ready) while draining.
+    void setDraining(bool draining) { m_draining.store(draining, std::memory_order_relaxed); }
+    // Takes every completion that has arrived and writes its answer now.
+    void flushCompletions();
+    // Flushes what is written to the sockets and closes the listener.
+    void closeAll();
+
+protected:
+    bool handleRequest(const QHttpServerRequest &request, QTcpSocket *socket) override;
+    void missingHandler(const QHttpServerRequest &request, QTcpSocket *socket) override;
+
+private:
+    void dispatch(const QHttpServerRequest &request, const ReplyTicket &ticket);
+    bool authorized(const QHttpServerRequest &request) const;
+    HttpReply handleSync(Route route, const RouteMatch &match, const QHttpServerRequest &request);
+    HttpReply putConfig(const QByteArray &body);
+    HttpReply metrics();
+    void startV1Infer(const QByteArray &body, const ReplyTicket &ticket);
+    void startOipInfer(const RouteMatch &match, const QByteArray &body, const ReplyTicket &ticket);
+    void submitCall(InferCall call, std::vector<Request> rows);
+    void onDeliveries(std::vector<Delivery> &deliveries);
+    void send(const ReplyTicket &ticket, HttpReply reply);
+
+    Engine &m_engine;
+    const RestOptions m_options;
+    const QString m_version;
+    const QByteArray m_expectedAuthorization; // "Bearer <token>", empty when no token
+    std::atomic<bool> m_draining{false};
+    GuardedTcpServer *m_listener = nullptr;
+    std::shared_ptr<CompletionInbox> m_inbox;
+    std::unordered_map<quint64, InferCall> m_calls;
+    quint64 m_nextCallId = 1;
+    std::map<int, std::uint64_t> m_responsesByCode;
+};
+
+} // namespace bp::rest

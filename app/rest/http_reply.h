@@ -1,0 +1,48 @@
+// One HTTP answer as a value: status, body, content type and the few extra
+// headers the endpoint uses. Built anywhere on the server thread, written
+// once through the request's QHttpServerResponder.
+#pragma once
+
+#include "engine/status.h"
+
+#include <QByteArray>
+#include <QHttpServerResponder>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <string_view>
+
+namespace bp::rest {
+
+using HttpStatus = QHttpServerResponder::StatusCode;
+
+struct HttpReply {
+    HttpStatus status = HttpStatus::Ok;
+    QByteArray body;
+    QByteArray contentType = "application/json";
+    // At most two extra headers (Retry-After, Allow, WWW-Authenticate,
+    // Connection): QHttpServerResponder 6.4 takes them as an initializer list.
+    QByteArray extraName, extraValue;
+    QByteArray extraName2, extraValue2;
+
+    HttpReply &withHeader(QByteArray name, QByteArray value);
+};
+
+HttpReply jsonReply(const nlohmann::json &body, HttpStatus status = HttpStatus::Ok);
+// {"error": message}
+HttpReply errorReply(HttpStatus status, std::string_view message);
+// The engine's Status mapped to HTTP: InvalidArgument/OutOfRange 400,
+// NotFound 404, QueueFull 429 (+ Retry-After), DeadlineExceeded 504,
+// ShuttingDown/Unavailable/ResourceExhausted 503, Internal 500.
+HttpReply errorReply(const Status &status);
+HttpStatus httpStatusFor(StatusCode code);
+
+// Writes `reply` through the responder (Content-Type, Content-Length, the
+// extra headers, the body).
+void writeReply(QHttpServerResponder &responder, const HttpReply &reply);
+
+// "HTTP/1.1 413 Payload Too Large\r\n..." with Connection: close, for the
+// connection guard that answers before Qt has parsed a request.
+QByteArray rawErrorResponse(HttpStatus status, std::string_view message);
+
+} // namespace bp::rest

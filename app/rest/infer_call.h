@@ -1,0 +1,37 @@
+// One inference call in flight on the server thread: the HTTP request that
+// is waiting, the engine requests it became (one per row) and the answers
+// that have come back. The frontend keeps these in a map keyed by call id;
+// engine completions carry only (call id, row), never a pointer, so nothing
+// an engine thread holds can dangle.
+#pragma once
+
+#include "connection_queue.h"
+#include "oip_codec.h"
+
+#include <vector>
+
+namespace bp::rest {
+
+struct InferCall {
+    enum class Kind { V1, Oip };
+
+    Kind kind = Kind::V1;
+    ReplyTicket ticket;
+    std::string modelName;
+    OipInferRequest oip;           // Oip: id and wanted outputs (rows moved out on submit)
+    int rows = 0;                  // requests the call asked for
+    int outstanding = 0;           // accepted by the engine, not yet answered
+    std::vector<Response> responses;
+    std::vector<bool> answered;
+    // A row the engine refused at submit; rows after it were not submitted.
+    int refusedRow = -1;
+    Status refusal;
+
+    // Records row `row`'s answer; true when nothing is outstanding any more.
+    bool deliver(int row, Response &&response);
+    // The HTTP answer once nothing is outstanding: the first failed row's
+    // error in row order, else the formatted result.
+    HttpReply reply() const;
+};
+
+} // namespace bp::rest

@@ -1,0 +1,242 @@
+#include "prometheus_exporter.h"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace bp::rest {
+
+namespace {
+
+// Upper bounds of the latency buckets, seconds: 50 µs .. 30 s.
+constexpr std::array<double, 18> kSecondsBounds = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                                                   0.005,   0.01,   0.025,   0.05,   0.1,   0.25,
+                                                   0.5,     1,      2.5,     5,      10,    30};
+constexpr std::array<int, 11> kBatchBounds = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+
+std::string num(double v)
+{
+    if (std::isnan(v))
+        return "NaN";
+    if (std::isinf(v))
+        return v > 0 ? "+Inf" : "-Inf";
+    char buffer[32];
+    const auto result = std::to_chars(buffer, buffer + sizeof buffer, v);
+    return std::string(buffer, result.ptr);
+}
+
+// Bucket bounds as Go's client formats them ('g'): "5e-05", "0.0001", "2.5".
+std::string label(double v)
+{
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%g", v);
+    return buffer;
+}
+
+std::string num(std::uint64_t v)
+{
+    return std::to_string(v);
+}
+
+// Label values here are our own names and model names: escape \ " and newline.
+std::string escape(const std::string &value)
+{
+    std::string out;
+    out.reserve(value.size());
+    for (char c : value) {
+        if (c == '\\' || c == '"')
+            out += '\\';
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        out += c;
+    }
+    return out;
+}
+
+class Writer {
+public:
+    void family(const char *name, const char *type, const char *help)
+    {
+        m_out += "# HELP ";
+        m_out += name;
+        m_out += ' ';
+        m_out += help;
+        m_out += "\n# TYPE ";
+        m_out += name;
+        m_out += ' ';
+        m_out += type;
+        m_out += '\n';
+    }
+    void sample(const std::string &name, const std::string &labels, const std::string &value)
+    {
+        m_out += name;
+        if (!labels.empty()) {
+            m_out += '{';
+            m_out += labels;
+            m_out += '}';
+        }
+        m_out += ' ';
+        m_out += value;
+        m_out += '\n';
+    }
+    void gauge(const char *name, const char *help, double value)
+    {
+        family(name, "gauge", help);
+        sample(name, {}, num(value));
+    }
+    void counter(const char *name, const char *help, std::uint64_t value)
+    {
+        family(name, "counter", help);
+        sample(name, {}, num(value));
+    }
+    void latencyHistogram(const char *name, const char *help, const LatencyHistogram &h)
+    {
+        family(name, "histogram", help);
+        const std::string base = name;
+        for (double bound : kSecondsBounds)
+            sample(base + "_bucket", "le=\"" + label(bound) + "\"",
+                   num(h.countAtOrBelow(std::int64_t(std::llround(bound * 1e9)))));
+        sample(base + "_bucket", "le=\"+Inf\"", num(h.count()));
+        sample(base + "_sum", {}, num(h.mean() * double(h.count()) / 1e9));
+        sample(base + "_count", {}, num(h.count()));
+    }
+    std::string take() { return std::move(m_out); }
+
+private:
+    std::string m_out;
+};
+
+} // namespace
+
+const char *prometheusContentType()
+{
+    return "text/plain; version=0.0.4; charset=utf-8";
+}
+
+std::string renderPrometheus(const ExporterInput &in)
+{
+    const Snapshot &s = *in.snapshot;
+    Writer w;
+
+    w.family("batchpilot_build_info", "gauge", "Version, model and device of this process (always 1).");
+    w.sample("batchpilot_build_info",
+             "version=\"" + escape(in.version) + "\",model=\"" + escape(s.modelName) + "\",device=\"" +
+                 escape(s.device) + "\"",
+             "1");
+    w.gauge("batchpilot_uptime_seconds", "Seconds since the engine started.", s.uptimeS);
+
+    w.family("batchpilot_requests_total", "counter",
+             "Requests by final engine status (ok, queue_full, deadline_exceeded, ...), rejections included.");
+    for (int c = 0; c < kStatusCodeCount; ++c)
+        w.sample("batchpilot_requests_total", "status=\"" + std::string(statusCodeName(StatusCode(c))) + "\"",
+                 num(s.byStatus[std::size_t(c)]));
+    w.counter("batchpilot_requests_accepted_total", "Requests admitted into the queue.", s.submitted);
+    w.counter("batchpilot_batches_total", "Batches executed.", s.batches);
+    w.counter("batchpilot_input_tokens_total", "Input tokens of completed requests.", s.inputTokens);
+    w.counter("batchpilot_output_tokens_total", "Output tokens of completed requests.", s.outputTokens);
+
+    w.latencyHistogram("batchpilot_request_duration_seconds",
+                       "Request latency from arrival to completion (completed requests).", s.totalHist);
+    w.latencyHistogram("batchpilot_queue_wait_seconds", "Time from arrival until the request's batch was dispatched.",
+                       s.queueWaitHist);
+    w.latencyHistogram("batchpilot_compute_seconds", "Execution time of the batch each request ran in.",
+                       s.computeHist);
+
+    w.family("batchpilot_batch_size", "histogram", "Requests per executed batch.");
+    {
+        std::uint64_t cumulative = 0, total = 0, sum = 0;
+        for (std::size_t i = 1; i < s.batchSizeCounts.size(); ++i) {
+            total += s.batchSizeCounts[i];
+            sum += s.batchSizeCounts[i] * i;
+        }
+        std::size_t next = 1;
+        for (int bound : kBatchBounds) {
+            for (; next < s.batchSizeCounts.size() && next <= std::size_t(bound); ++next)
+                cumulative += s.batchSizeCounts[next];
+            w.sample("batchpilot_batch_size_bucket", "le=\"" + std::to_string(bound) + "\"", num(cumulative));
+        }
+        w.sample("batchpilot_batch_size_bucket", "le=\"+Inf\"", num(total));
+        w.sample("batchpilot_batch_size_sum", {}, num(sum));
+        w.sample("batchpilot_batch_size_count", {}, num(total));
+    }
+
+    w.gauge("batchpilot_queue_depth", "Requests waiting in the admission queue.", double(s.queueDepth));
+    w.family("batchpilot_bucket_queue_depth", "gauge",
+             "Requests waiting per queue (length bucket, or hybrid layer).");
+    if (!s.queues.empty()) {
+        for (std::size_t b = 0; b < s.queues.size(); ++b)
+            w.sample("batchpilot_bucket_queue_depth",
+                     "bucket=\"" + std::to_string(b) + "\",queue=\"" + escape(s.queues[b].name) + "\"",
+                     num(double(s.queues[b].depth)));
+    } else {
+        for (std::size_t b = 0; b < s.queueDepths.size(); ++b)
+            w.sample("batchpilot_bucket_queue_depth", "bucket=\"" + std::to_string(b) + "\"",
+                     num(double(s.queueDepths[b])));
+    }
+    w.gauge("batchpilot_arrival_rate_requests_per_second", "Smoothed request arrival rate.", s.arrivalRate);
+    w.gauge("batchpilot_effective_queue_delay_seconds",
+            "The queue delay in force: the adaptive delay when it is on, else max_queue_delay.",
+            std::chrono::duration<double>(s.effectiveDelay).count());
+    w.gauge("batchpilot_batches_in_flight", "Batches formed and not yet finished.", double(s.inFlightBatches));
+    w.gauge("batchpilot_padding_efficiency_ratio",
+            "Real tokens / padded tokens over the last window (1 = no padding).", s.paddingEfficiency);
+    w.gauge("batchpilot_padding_efficiency_lifetime_ratio", "Real tokens / padded tokens since start.",
+            s.paddingEfficiencyAll);
+    w.gauge("batchpilot_utilization_ratio", "Busy fraction of the executors over the last window.", s.busyFraction);
+    w.family("batchpilot_executor_utilization_ratio", "gauge", "Busy fraction of each executor over the last window.");
+    for (std::size_t e = 0; e < s.executorBusy.size(); ++e)
+        w.sample("batchpilot_executor_utilization_ratio", "executor=\"" + std::to_string(e) + "\"",
+                 num(s.executorBusy[e]));
+    w.gauge("batchpilot_window_seconds", "Length of the window the *_ratio gauges cover.", s.windowS);
+
+    const BatchingConfig &c = s.config;
+    w.family("batchpilot_config_policy", "gauge", "The active batching policy (1) among all policies (0).");
+    for (PolicyKind p :
+         {PolicyKind::None, PolicyKind::Static, PolicyKind::Dynamic, PolicyKind::Bucketed, PolicyKind::Hybrid})
+        w.sample("batchpilot_config_policy", "policy=\"" + std::string(policyName(p)) + "\"",
+                 c.policy == p ? "1" : "0");
+    w.gauge("batchpilot_config_version", "Config version: 1 at start, +1 per change.", double(s.configVersion));
+    w.gauge("batchpilot_config_max_batch_size", "Knob max_batch_size (dynamic, bucketed).", c.maxBatchSize);
+    w.gauge("batchpilot_config_max_queue_delay_seconds", "Knob max_queue_delay (dynamic, bucketed).",
+            std::chrono::duration<double>(c.maxQueueDelay).count());
+    w.gauge("batchpilot_config_static_batch_size", "Knob static_batch_size.", c.staticBatchSize);
+    w.gauge("batchpilot_config_static_padded_length", "Knob static_padded_length.", c.staticPaddedLength);
+    w.gauge("batchpilot_config_queue_capacity", "Knob queue_capacity.", c.queueCapacity);
+    w.gauge("batchpilot_config_instances", "Knob instances (executor threads).", c.instances);
+    w.gauge("batchpilot_config_memory_batch_limit", "Knob memory_batch_limit (0 = none).", c.memoryBatchLimit);
+    w.gauge("batchpilot_config_priority_aging_seconds", "Knob priority_aging.",
+            std::chrono::duration<double>(c.priorityAging).count());
+    w.gauge("batchpilot_config_adaptive_delay_enabled", "Knob adaptive_delay.enabled (1/0).",
+            c.adaptiveDelay.enabled ? 1 : 0);
+    w.gauge("batchpilot_config_slo_enabled", "Knob slo.enabled (1/0): the AIMD controller.", c.slo.enabled ? 1 : 0);
+    w.gauge("batchpilot_config_slo_p99_target_seconds", "Knob slo.p99_target.",
+            std::chrono::duration<double>(c.slo.p99Target).count());
+    w.gauge("batchpilot_config_cache_enabled", "Knob cache.enabled (1/0): the response cache.", c.cache.enabled ? 1 : 0);
+    w.family("batchpilot_config_bucket_edge", "gauge", "Knob bucket_edges: upper edge (tokens) of each length bucket.");
+    for (std::size_t i = 0; i < c.bucketEdges.size(); ++i)
+        w.sample("batchpilot_config_bucket_edge", "bucket=\"" + std::to_string(i) + "\"", num(double(c.bucketEdges[i])));
+
+    w.counter("batchpilot_cache_hits_total", "Requests answered from the response cache.", s.cache.hits);
+    w.counter("batchpilot_cache_misses_total", "Cache look-ups that missed.", s.cache.misses);
+    w.counter("batchpilot_cache_evictions_total", "Entries evicted from the response cache.", s.cache.evictions);
+    w.gauge("batchpilot_cache_entries", "Entries in the response cache.", double(s.cache.entries));
+    w.gauge("batchpilot_cache_bytes", "Bytes held by the response cache.", double(s.cache.bytes));
+
+    w.counter("batchpilot_trace_dropped_rows_total",
+              in.traceSinkAttached ? "Trace rows dropped because the SQLite writer fell behind."
+                                   : "Trace rows dropped because the SQLite writer fell behind (no trace sink attached).",
+              in.droppedTraceRows);
+
+    w.family("batchpilot_http_responses_total", "counter", "HTTP responses by status code.");
+    for (const auto &[code, count] : in.http.responsesByCode)
+        w.sample("batchpilot_http_responses_total", "code=\"" + std::to_string(code) + "\"", num(count));
+    w.gauge("batchpilot_http_requests_in_flight", "HTTP requests waiting for the engine.",
+            double(in.http.callsInFlight));
+    w.gauge("batchpilot_http_connections", "Open HTTP client connections.", double(in.http.connections));
+    return w.take();
+}
+
+} // namespace bp::rest

@@ -1,0 +1,56 @@
+#include "rest_options.h"
+
+namespace bp::rest {
+
+RestOptions restOptionsFrom(const app::AppOptions &o)
+{
+    RestOptions r;
+    r.bind = o.bind;
+    r.port = o.port;
+    r.token = o.token;
+    r.maxBodyBytes = o.maxBodyBytes;
+    return r;
+}
+
+QHostAddress parseBindAddress(const QString &bind)
+{
+    if (bind.compare(QLatin1String("localhost"), Qt::CaseInsensitive) == 0)
+        return QHostAddress(QHostAddress::LocalHost);
+    QString text = bind;
+    if (text.startsWith('[') && text.endsWith(']'))
+        text = text.mid(1, text.size() - 2);
+    return QHostAddress(text);
+}
+
+bool isDefaultLoopback(const QHostAddress &address)
+{
+    return address == QHostAddress(QHostAddress::LocalHost) || address == QHostAddress(QHostAddress::LocalHostIPv6);
+}
+
+Status checkRestOptions(const RestOptions &o)
+{
+    const QHostAddress address = parseBindAddress(o.bind);
+    if (address.isNull())
+        return {StatusCode::InvalidArgument,
+                "--bind '" + o.bind.toStdString() + "' is not an IP address (use e.g. 127.0.0.1, ::1 or 0.0.0.0)"};
+    if (!isDefaultLoopback(address) && o.token.isEmpty())
+        return {StatusCode::InvalidArgument,
+                "binding to " + o.bind.toStdString() +
+                    " (not loopback) needs a bearer token: pass --token T or set BATCHPILOT_TOKEN"};
+    if (o.maxBodyBytes < 1)
+        return {StatusCode::InvalidArgument, "the request body limit must be at least 1 byte"};
+    if (o.maxHeaderBytes < 1024)
+        return {StatusCode::InvalidArgument, "the request header limit must be at least 1024 bytes"};
+    return Status::ok();
+}
+
+QString endpointUrl(const QString &bind, quint16 port)
+{
+    const QHostAddress address = parseBindAddress(bind);
+    QString host = bind;
+    if (address.protocol() == QAbstractSocket::IPv6Protocol && !bind.startsWith('['))
+        host = '[' + bind + ']';
+    return QStringLiteral("http://%1:%2").arg(host).arg(port);
+}
+
+} // namespace bp::rest

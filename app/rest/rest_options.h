@@ -1,0 +1,52 @@
+// How the REST endpoint listens and what it accepts. Built from the command
+// line (AppOptions) by restOptionsFrom(); checked by checkRestOptions()
+// before anything binds.
+#pragma once
+
+#include "app/app_options.h"
+#include "engine/status.h"
+
+#include <QHostAddress>
+#include <QString>
+
+#include <cstdint>
+#include <functional>
+
+namespace bp::rest {
+
+struct RestOptions {
+    // Address to bind. "localhost" means 127.0.0.1. Anything other than
+    // 127.0.0.1 or ::1 needs a token -- other 127.x addresses too, since
+    // containers and port forwarders may route them from outside.
+    QString bind = QStringLiteral("127.0.0.1");
+    quint16 port = 8321; // 0 = any free port
+    // Bearer token. When set it is required on every route except
+    // /v2/health/*; required (non-empty) when binding off loopback.
+    QString token;
+    // Requests whose declared body is larger are answered 413 as soon as
+    // their headers arrive: the body is never buffered. Default 1 MiB.
+    std::int64_t maxBodyBytes = 1 << 20;
+    // Request line + headers larger than this are answered 431.
+    int maxHeaderBytes = 64 * 1024;
+    // The trace sink's dropped-row count for /metrics
+    // (batchpilot_trace_dropped_rows_total); unset = no sink, reported as 0.
+    // Called on the server thread; must be thread-safe and cheap.
+    std::function<std::uint64_t()> droppedTraceRows;
+};
+
+RestOptions restOptionsFrom(const app::AppOptions &options);
+
+// The address `bind` names, or a null QHostAddress when it names none.
+QHostAddress parseBindAddress(const QString &bind);
+
+// 127.0.0.1 or ::1: the addresses served without a token.
+bool isDefaultLoopback(const QHostAddress &address);
+
+// OK, or InvalidArgument saying what is wrong (unparseable address, a
+// non-loopback bind without a token, a body limit below 1 byte).
+Status checkRestOptions(const RestOptions &options);
+
+// "http://127.0.0.1:8321", "http://[::1]:8321"
+QString endpointUrl(const QString &bind, quint16 port);
+
+} // namespace bp::rest

@@ -1,0 +1,80 @@
+#include "routes.h"
+
+#include <QStringList>
+
+namespace bp::rest {
+
+namespace {
+using Method = QHttpServerRequest::Method;
+
+RouteMatch byMethod(Method method, std::initializer_list<std::pair<Method, Route>> allowed)
+{
+    RouteMatch m;
+    m.pathKnown = true;
+    for (const auto &[verb, route] : allowed) {
+        if (verb == method) {
+            m.route = route;
+            return m;
+        }
+        if (!m.allow.isEmpty())
+            m.allow += ", ";
+        m.allow += verb == Method::Get ? "GET" : verb == Method::Put ? "PUT" : "POST";
+    }
+    return m;
+}
+} // namespace
+
+RouteMatch matchRoute(const QString &rawPath, Method method)
+{
+    QString path = rawPath;
+    while (path.size() > 1 && path.endsWith('/'))
+        path.chop(1); // "/v2/" is "/v2"
+    if (path == QLatin1String("/v2/health/live"))
+        return byMethod(method, {{Method::Get, Route::HealthLive}});
+    if (path == QLatin1String("/v2/health/ready"))
+        return byMethod(method, {{Method::Get, Route::HealthReady}});
+    if (path == QLatin1String("/v2"))
+        return byMethod(method, {{Method::Get, Route::ServerMetadata}});
+    if (path == QLatin1String("/v1/infer"))
+        return byMethod(method, {{Method::Post, Route::V1Infer}});
+    if (path == QLatin1String("/v1/config"))
+        return byMethod(method, {{Method::Get, Route::GetConfig}, {Method::Put, Route::PutConfig}});
+    if (path == QLatin1String("/v1/stats"))
+        return byMethod(method, {{Method::Get, Route::Stats}});
+    if (path == QLatin1String("/metrics"))
+        return byMethod(method, {{Method::Get, Route::Metrics}});
+
+    // /v2/models/{name}[/versions/{v}][/ready|/infer]
+    if (!path.startsWith(QLatin1String("/v2/models/")))
+        return {};
+    QStringList parts = path.mid(int(sizeof("/v2/models/") - 1)).split('/');
+    if (parts.isEmpty() || parts.front().isEmpty())
+        return {};
+    QString model = parts.takeFirst();
+    QString version;
+    if (parts.size() >= 2 && parts.front() == QLatin1String("versions")) {
+        parts.removeFirst();
+        version = parts.takeFirst();
+        if (version.isEmpty())
+            return {};
+    }
+    RouteMatch m;
+    if (parts.isEmpty())
+        m = byMethod(method, {{Method::Get, Route::ModelMetadata}});
+    else if (parts.size() == 1 && parts.front() == QLatin1String("ready"))
+        m = byMethod(method, {{Method::Get, Route::ModelReady}});
+    else if (parts.size() == 1 && parts.front() == QLatin1String("infer"))
+        m = byMethod(method, {{Method::Post, Route::OipInfer}});
+    else
+        return {};
+    m.model = std::move(model);
+    m.version = std::move(version);
+    return m;
+}
+
+bool isHealthRoute(Route route)
+{
+    return route == Route::HealthLive || route == Route::HealthReady;
+}
+
+} // namespace bp::rest

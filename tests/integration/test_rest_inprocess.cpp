@@ -1,0 +1,188 @@
+// The endpoint in-process (bp_rest linked directly, builtin:echo): what the
+// binary cannot show deterministically. Draining answers 503, an engine
+// that has shut down answers 503, stop() while a request waits and results
+// that arrive after the server is gone are harmless, option checks, and the
+// pure route table.
+#include "app/rest/rest_server.h"
+#include "app/rest/routes.h"
+#include "engine/model_registry.h"
+#include "rest_test_util.h"
+
+#include <QtTest>
+
+using namespace bp;
+using namespace bp::rest;
+
+namespace {
+std::unique_ptr<Engine> echoEngine(BatchingConfig config = {})
+{
+    EngineOptions options;
+    options.backend = makeEchoBackend();
+    config.maxQueueDelay = std::chrono::microseconds(500);
+    options.batching = config;
+    return std::move(Engine::create(std::move(options)).value());
+}
+
+RestOptions anyPort()
+{
+    RestOptions o;
+    o.port = 0;
+    return o;
+}
+} // namespace
+
+class TestRestInProcess : public QObject {
+    Q_OBJECT
+private slots:
+    void drainingAnswers503()
+    {
+        auto engine = echoEngine();
+        RestServer server(*engine, anyPort(), "test");
+        auto started = server.start();
+        QVERIFY2(started, started.status().message().c_str());
+        const quint16 port = server.port();
+        QCOMPARE(httpRequest(port, "POST", "/v1/infer", inferBody({1})).status, 200);
+
+        server.setDraining(true);
+        HttpResponse r = httpRequest(port, "POST", "/v1/infer", inferBody({1}));
+        QCOMPARE(r.status, 503);
+        QVERIFY(r.json().value("error").toString().contains("shutting down"));
+        QCOMPARE(httpRequest(port, "POST", "/v2/models/echo/infer",
+                             R"({"inputs":[{"name":"input_ids","datatype":"INT64","shape":[1,1],"data":[1]}]})")
+                     .status,
+                 503);
+        QCOMPARE(httpRequest(port, "PUT", "/v1/config", R"({"max_batch_size":4})").status, 503);
+        QCOMPARE(httpRequest(port, "GET", "/v2/health/ready").status, 503);
+        QCOMPARE(httpRequest(port, "GET", "/v2/models/echo/ready").status, 503);
+        // Watching a drain still works.
+        QCOMPARE(httpRequest(port, "GET", "/v2/health/live").status, 200);
+        QCOMPARE(httpRequest(port, "GET", "/v1/stats").status, 200);
+        QCOMPARE(httpRequest(port, "GET", "/metrics").status, 200);
+
+        server.setDraining(false);
+        QCOMPARE(httpRequest(port, "GET", "/v2/health/ready").status, 200);
+        QCOMPARE(httpRequest(port, "POST", "/v1/infer", inferBody({1})).status, 200);
+    }
+
+    void engineShutDownAnswers503()
+    {
+        auto engine = echoEngine();
+        RestServer server(*engine, anyPort(), "test");
+        QVERIFY(server.start());
+        engine->shutdown(ShutdownMode::Drain);
+        const HttpResponse r = httpRequest(server.port(), "POST", "/v1/infer", inferBody({1}));
+        QCOMPARE(r.status, 503);
+        QVERIFY(r.json().value("error").toString().contains("shutting down"));
+        QCOMPARE(httpRequest(server.port(), "PUT", "/v1/config", R"({"max_batch_size":4})").status, 503);
+    }
+
+    void stopWhileARequestWaits()
+    {
+        BatchingConfig config;
+        config.policy = PolicyKind::Static;
+        config.staticBatchSize = 4;
+        auto engine = echoEngine(config);
+        {
+            RestServer server(*engine, anyPort(), "test");
+            QVERIFY(server.start());
+            HttpConnection waiting(server.port());
+            waiting.send("POST", "/v1/infer", inferBody({1}));
+            QTRY_COMPARE_WITH_TIMEOUT(engine->queueDepth(), std::size_t(1), 10000);
+            server.stop(); // the request's connection is closed unanswered
+            QVERIFY(waiting.waitForClose());
+            QCOMPARE(waiting.read(1000).status, 0);
+        }
+        // The result arrives after the server is gone: dropped, nothing touched.
+        engine->shutdown(ShutdownMode::Drain);
+        QCOMPARE(engine->snapshot().completed, std::uint64_t(1));
+    }
+
+    void startRefusesBadOptions_data()
+    {
+        QTest::addColumn<QString>("bind");
+        QTest::addColumn<QString>("token");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("not an address") << "example.org" << "" << "not an IP address";
+        QTest::newRow("any without token") << "0.0.0.0" << "" << "needs a bearer token";
+        QTest::newRow("other loopback without token") << "127.0.0.2" << "" << "needs a bearer token";
+        QTest::newRow("ipv6 any without token") << "::" << "" << "needs a bearer token";
+    }
+    void startRefusesBadOptions()
+    {
+        QFETCH(QString, bind);
+        QFETCH(QString, token);
+        QFETCH(QString, message);
+        auto engine = echoEngine();
+        RestOptions o = anyPort();
+        o.bind = bind;
+        o.token = token;
+        RestServer server(*engine, o, "test");
+        auto started = server.start();
+        QVERIFY(!started);
+        QCOMPARE(started.status().code(), StatusCode::InvalidArgument);
+        QVERIFY2(QString::fromStdString(started.status().message()).contains(message),
+                 started.status().message().c_str());
+    }
+
+    void loopbackNamesNeedNoToken_data()
+    {
+        QTest::addColumn<QString>("bind");
+        QTest::newRow("127.0.0.1") << "127.0.0.1";
+        QTest::newRow("localhost") << "localhost";
+        QTest::newRow("::1") << "::1";
+    }
+    void loopbackNamesNeedNoToken()
+    {
+        QFETCH(QString, bind);
+        RestOptions o = anyPort();
+        o.bind = bind;
+        QVERIFY(checkRestOptions(o).isOk());
+    }
+
+    void endpointUrls()
+    {
+        QCOMPARE(endpointUrl("127.0.0.1", 8321), QStringLiteral("http://127.0.0.1:8321"));
+        QCOMPARE(endpointUrl("::1", 80), QStringLiteral("http://[::1]:80"));
+    }
+
+    void routeTable_data()
+    {
+        using M = QHttpServerRequest::Method;
+        QTest::addColumn<QString>("path");
+        QTest::addColumn<int>("method");
+        QTest::addColumn<int>("route"); // -1: none
+        QTest::addColumn<bool>("pathKnown");
+        QTest::addColumn<QString>("model");
+        QTest::newRow("live") << "/v2/health/live" << int(M::Get) << int(Route::HealthLive) << true << "";
+        QTest::newRow("v2 slash") << "/v2/" << int(M::Get) << int(Route::ServerMetadata) << true << "";
+        QTest::newRow("model") << "/v2/models/m" << int(M::Get) << int(Route::ModelMetadata) << true << "m";
+        QTest::newRow("model version") << "/v2/models/m/versions/1" << int(M::Get) << int(Route::ModelMetadata) << true << "m";
+        QTest::newRow("ready") << "/v2/models/m/ready" << int(M::Get) << int(Route::ModelReady) << true << "m";
+        QTest::newRow("infer") << "/v2/models/m/versions/1/infer" << int(M::Post) << int(Route::OipInfer) << true << "m";
+        QTest::newRow("infer get") << "/v2/models/m/infer" << int(M::Get) << -1 << true << "m";
+        QTest::newRow("config put") << "/v1/config" << int(M::Put) << int(Route::PutConfig) << true << "";
+        QTest::newRow("config post") << "/v1/config" << int(M::Post) << -1 << true << "";
+        QTest::newRow("unknown") << "/v3" << int(M::Get) << -1 << false << "";
+        QTest::newRow("models root") << "/v2/models" << int(M::Get) << -1 << false << "";
+        QTest::newRow("too deep") << "/v2/models/m/infer/x" << int(M::Post) << -1 << false << "";
+        QTest::newRow("empty version") << "/v2/models/m/versions//infer" << int(M::Post) << -1 << false << "";
+    }
+    void routeTable()
+    {
+        QFETCH(QString, path);
+        QFETCH(int, method);
+        QFETCH(int, route);
+        QFETCH(bool, pathKnown);
+        QFETCH(QString, model);
+        const RouteMatch m = matchRoute(path, QHttpServerRequest::Method(method));
+        QCOMPARE(m.route ? int(*m.route) : -1, route);
+        QCOMPARE(m.pathKnown, pathKnown);
+        if (pathKnown)
+            QCOMPARE(m.model, model);
+        if (pathKnown && !m.route)
+            QVERIFY(!m.allow.isEmpty());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRestInProcess)
+#include "test_rest_inprocess.moc"
