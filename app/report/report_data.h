@@ -1,0 +1,79 @@
+// Everything a session report shows, loaded once from the trace store as a
+// plain value: the renderers (JSON, HTML, PDF) only format it, so the three
+// formats always agree, and every figure comes from the store's own API.
+//
+// Where the figures come from:
+//  - the headline (requests, throughput, latency percentiles, queue wait
+//    p50/p99, padding efficiency, mean batch size, rejects, dropped rows) is
+//    TraceStore::summary() unchanged: the report says what `batchpilot
+//    replay` and the console's compare view say;
+//  - the figures summary() does not have (queue wait p90, compute and time
+//    to first token percentiles, timeouts) are computed here from
+//    TraceStore::requests() with the store's own definitions: completed
+//    (status ok) requests, nearest-rank percentiles (bp::nearestRank);
+//  - the time series are the session's metric samples, the markers its
+//    config history;
+//  - for a replay of a recorded session, the source's summary and the
+//    comparison rows (comparisonRows / comparisonJson) of (source, replay).
+#pragma once
+
+#include "engine/result.h"
+#include "engine/store/session_summary.h"
+#include "engine/store/store_types.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace bp {
+class TraceStore;
+}
+
+namespace bp::report {
+
+// Percentiles in milliseconds over `count` values (all zero when count is 0).
+struct Percentiles {
+    std::uint64_t count = 0;
+    double p50Ms = 0, p90Ms = 0, p99Ms = 0;
+};
+
+// Figures of completed requests that TraceStore::summary() does not carry.
+struct ExtraFigures {
+    double queueWaitP90Ms = 0;
+    Percentiles compute;            // the batch's compute time, per completed request
+    std::optional<Percentiles> ttft; // time to first token; only when something was generated
+    std::uint64_t timeouts = 0;     // deadline_exceeded (expired in the queue or past the deadline)
+    std::uint64_t generatedTokens = 0; // output tokens of completed requests
+};
+
+struct ReportData {
+    SessionInfo session;
+    SessionSummary summary;
+    ExtraFigures extra;
+    std::vector<StoredConfigChange> configHistory;
+    std::vector<MetricSample> samples;
+    // Largest batch dispatched in each sample interval (index-aligned with
+    // `samples`; 0 where none ran), from the session's batch records.
+    std::vector<int> maxBatchSize;
+    // First arrival and last completion as offsets from the session start.
+    double firstArrivalS = 0, lastCompletionS = 0;
+
+    // A replay of a recorded session that still exists: its summary.
+    std::optional<SessionSummary> sourceSummary;
+    // A replay of an imported trace that still exists.
+    std::optional<TraceInfo> sourceTrace;
+
+    std::int64_t generatedAtUs = 0; // wall clock when the report was built
+};
+
+// Loads session `sessionId`. NotFound (with a message naming the id) for an
+// unknown session; other store errors as they come. Thread-safe (the store
+// is); takes as long as reading the session's records.
+Result<ReportData> loadReportData(const TraceStore &store, std::int64_t sessionId);
+
+// The figures of ExtraFigures from a session's request records (exposed for
+// tests that check them against the records independently).
+ExtraFigures extraFigures(const std::vector<StoredRequest> &requests);
+
+} // namespace bp::report
