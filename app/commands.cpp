@@ -1,6 +1,7 @@
 #include "commands.h"
 
 #include "cmd_store.h"
+#include "report/cmd_report.h"
 
 namespace bp::app {
 
@@ -12,6 +13,7 @@ const std::vector<Command> &commands()
         {"traces", "list the imported traces", runTraces},
         {"sessions", "list the recorded and replayed sessions", runSessions},
         {"replay", "replay a session (or --trace ID) under a config and compare", runReplay},
+        {"report", "write a session report: report SESSION -o FILE.html|FILE.pdf|FILE.json", runReport, true},
     };
     return list;
 }

@@ -15,6 +15,9 @@ struct Command {
     // Runs inside a QCoreApplication; returns the process exit code. Writes
     // results to stdout, errors to stderr.
     std::function<int(const AppOptions &options)> run;
+    // Runs inside a QGuiApplication instead (fonts, painting: PDF reports),
+    // on the offscreen platform unless QT_QPA_PLATFORM says otherwise.
+    bool needsGui = false;
 };
 
 const std::vector<Command> &commands();

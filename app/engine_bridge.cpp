@@ -16,21 +16,30 @@ public:
     }
     void start() { m_timer.start(); }
     void setInterval(int ms) { m_timer.setInterval(ms); }
+    void setHostSampler(std::unique_ptr<HostSampler> sampler) { m_host = std::move(sampler); }
 
 signals:
     void snapshotReady(const bp::app::SnapshotPtr &snapshot);
+    void hostSampleReady(const bp::app::HostSample &sample);
 
 private:
-    void poll() { emit snapshotReady(std::make_shared<const Snapshot>(m_engine.snapshot())); }
+    void poll()
+    {
+        if (m_host)
+            emit hostSampleReady(m_host->sample());
+        emit snapshotReady(std::make_shared<const Snapshot>(m_engine.snapshot()));
+    }
 
     Engine &m_engine;
     QTimer m_timer{this};
+    std::unique_ptr<HostSampler> m_host;
 };
 
 EngineBridge::EngineBridge(Engine &engine, QObject *parent) : QObject(parent), m_engine(engine)
 {
     qRegisterMetaType<SnapshotPtr>();
     qRegisterMetaType<BatchingConfig>();
+    qRegisterMetaType<HostSample>();
     m_poller = new SnapshotPoller(engine);
     m_poller->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_poller, &QObject::deleteLater);
@@ -38,6 +47,7 @@ EngineBridge::EngineBridge(Engine &engine, QObject *parent) : QObject(parent), m
         m_latest = s;
         emit snapshotReady(s);
     }); // queued: the poller lives on another thread
+    connect(m_poller, &SnapshotPoller::hostSampleReady, this, &EngineBridge::hostSampleReady);
     m_thread.setObjectName("snapshot-poller");
     m_thread.start();
     QMetaObject::invokeMethod(m_poller, &SnapshotPoller::start, Qt::QueuedConnection);
@@ -51,7 +61,19 @@ EngineBridge::~EngineBridge()
 
 void EngineBridge::setPollInterval(int ms)
 {
-    QMetaObject::invokeMethod(m_poller, [p = m_poller, ms] { p->setInterval(ms); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        m_poller, [p = m_poller, ms] { p->setInterval(ms); }, Qt::QueuedConnection);
+}
+
+void EngineBridge::startHostSampling(const QString &nvmlLibrary, unsigned gpuIndex)
+{
+    // NVML is initialised on the poller thread, which then owns it.
+    QMetaObject::invokeMethod(
+        m_poller,
+        [p = m_poller, library = nvmlLibrary.toStdString(), gpuIndex] {
+            p->setHostSampler(std::make_unique<HostSampler>(library, gpuIndex));
+        },
+        Qt::QueuedConnection);
 }
 
 bool EngineBridge::applyConfig(const BatchingConfig &config, const QString &origin)

@@ -2,7 +2,13 @@
 // Engine::snapshot() on its own worker thread (so the GUI thread never waits
 // on an engine lock) and delivers immutable snapshots to the GUI thread as
 // values through queued signals. Config changes go the other way.
+//
+// Optionally it samples the host next to each snapshot (NVML GPU
+// utilization, process CPU) on the same worker thread, so no NVML call ever
+// runs on the GUI thread.
 #pragma once
+
+#include "host_sampler.h"
 
 #include "engine/engine.h"
 
@@ -27,12 +33,16 @@ public:
     Engine &engine() const { return m_engine; }
     SnapshotPtr latest() const { return m_latest; }
     void setPollInterval(int ms);
+    // Starts emitting hostSampleReady() before every snapshotReady(). An
+    // empty `nvmlLibrary` samples only the process CPU. Call once.
+    void startHostSampling(const QString &nvmlLibrary, unsigned gpuIndex);
 
     // Validates and applies; on failure emits configRejected with the reason.
     bool applyConfig(const BatchingConfig &config, const QString &origin);
 
 signals:
     void snapshotReady(const bp::app::SnapshotPtr &snapshot);
+    void hostSampleReady(const bp::app::HostSample &sample);
     void configApplied(const bp::BatchingConfig &config);
     void configRejected(const QString &reason);
 
@@ -47,3 +57,4 @@ private:
 
 Q_DECLARE_METATYPE(bp::app::SnapshotPtr)
 Q_DECLARE_METATYPE(bp::BatchingConfig)
+Q_DECLARE_METATYPE(bp::app::HostSample)

@@ -5,10 +5,14 @@
 #include "engine_bridge.h"
 #include "engine_host.h"
 
+#include "rest/serve.h"
+
+#include "ui/demo_script.h"
 #include "ui/main_window.h"
 
 #include <QApplication>
 #include <QCoreApplication>
+#include <QGuiApplication>
 #include <QTextStream>
 
 #include <cstdio>
@@ -37,15 +41,25 @@ int main(int argc, char **argv)
     for (int i = 0; i < argc; ++i)
         arguments << QString::fromLocal8Bit(argv[i]);
     bool windowless = false;
+    bool guiCommand = false; // a subcommand that paints (reports): QGuiApplication, offscreen
     {
         // Parse before any QApplication exists: subcommands and --headless
         // must run without a display.
         setIdentity();
         auto parsed = bp::app::parseAppOptions(arguments);
         windowless = !parsed.options || parsed.options->headless || !parsed.options->command.isEmpty();
+        const bp::app::Command *command = parsed.options ? bp::app::findCommand(parsed.options->command) : nullptr;
+        guiCommand = command && command->needsGui;
     }
-    std::unique_ptr<QCoreApplication> app = windowless ? std::make_unique<QCoreApplication>(argc, argv)
-                                                       : std::make_unique<QApplication>(argc, argv);
+    if (guiCommand && !qEnvironmentVariableIsSet("QT_QPA_PLATFORM"))
+        qputenv("QT_QPA_PLATFORM", "offscreen"); // paints into files only: never needs a display
+    std::unique_ptr<QCoreApplication> app;
+    if (!windowless)
+        app = std::make_unique<QApplication>(argc, argv);
+    else if (guiCommand)
+        app = std::make_unique<QGuiApplication>(argc, argv);
+    else
+        app = std::make_unique<QCoreApplication>(argc, argv);
     setIdentity();
     auto parsed = bp::app::parseAppOptions(arguments);
     if (!parsed.exitText.isEmpty()) {
@@ -66,13 +80,44 @@ int main(int argc, char **argv)
     auto host = bp::app::createEngine(options);
     if (!host.engine)
         return fail(host.error);
-    if (options.headless)
-        return fail(QStringLiteral("--headless needs the REST endpoint, which this build does not have yet"));
+    // Both the console and --headless serve the REST endpoint.
+    auto endpoint = bp::rest::startEndpoint(*host.engine, options, [&host] { return host.droppedRows(); });
+    if (options.headless) {
+        if (!endpoint)
+            return fail(QString::fromStdString(endpoint.status().message()));
+        return bp::rest::runHeadless(*app, *host.engine, **endpoint);
+    }
+    if (!endpoint) {
+        // A missing token off loopback is a configuration error; a busy port
+        // only costs the console its endpoint.
+        if (endpoint.status().code() == bp::StatusCode::InvalidArgument)
+            return fail(QString::fromStdString(endpoint.status().message()));
+        QTextStream(stderr) << "batchpilot: REST endpoint not started: "
+                            << QString::fromStdString(endpoint.status().message()) << "\n";
+    }
 
     bp::app::EngineBridge bridge(*host.engine);
-    bp::ui::MainWindow window(bridge);
+    bp::ui::ConsoleContext console;
+    console.bridge = &bridge;
+    console.store = host.store;
+    console.sessionId = host.sessionId();
+    console.databasePath = host.store ? options.db : QString();
+    console.loggingWarning = host.loggingWarning;
+    console.droppedRows = [&host] { return host.droppedRows(); };
+    console.restUrl = endpoint ? (*endpoint)->url() : QString();
+    console.restProblem = endpoint ? QString() : QString::fromStdString(endpoint.status().message());
+    // Replays build their own copy of the model, once, on first use.
+    console.replayBackend = bp::ui::ReplayRunner::cached([options] { return bp::app::backendFor(options); });
+    if (qEnvironmentVariableIsSet("BATCHPILOT_NVML_LIBRARY"))
+        console.nvmlLibrary = qEnvironmentVariable("BATCHPILOT_NVML_LIBRARY");
+    bp::ui::MainWindow window(console);
     window.show();
+    if (const QString demo = qEnvironmentVariable(bp::ui::DemoScript::kEnvironmentVariable); !demo.isEmpty())
+        (new bp::ui::DemoScript(window, demo))->start();
     const int rc = app->exec();
-    host.engine->shutdown(bp::ShutdownMode::Drain);
+    if (endpoint)
+        bp::rest::drainAndStop(*host.engine, **endpoint);
+    else
+        host.engine->shutdown(bp::ShutdownMode::Drain);
     return rc;
 }

@@ -1,90 +1,282 @@
 #include "main_window.h"
 
-#include "engine/workload.h"
+#include "batch_timeline.h"
+#include "charts_view.h"
+#include "compare_view.h"
+#include "control_panel.h"
+#include "status_info.h"
+#include "trace_list_model.h"
+#include "traces_view.h"
+#include "traffic_panel.h"
 
-#include <QHBoxLayout>
-#include <QLabel>
+#include "app/nvml_sampler.h"
+
+#include <QActionGroup>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QMenuBar>
+#include <QMessageBox>
 #include <QPushButton>
-#include <QSpinBox>
+#include <QScreen>
+#include <QScrollArea>
+#include <QSettings>
 #include <QStatusBar>
-#include <QVBoxLayout>
+#include <QTabWidget>
+#include <QToolBar>
+#include <QUndoStack>
 
 namespace bp::ui {
 
-MainWindow::MainWindow(app::EngineBridge &bridge, QWidget *parent) : QMainWindow(parent), m_bridge(bridge)
+MainWindow::MainWindow(const ConsoleContext &context, QWidget *parent)
+    : QMainWindow(parent), m_context(context)
 {
-    setWindowTitle(tr("BatchPilot"));
-    auto *central = new QWidget(this);
-    auto *layout = new QVBoxLayout(central);
-    m_figures = new QLabel(tr("waiting for the first snapshot…"), central);
-    m_figures->setTextFormat(Qt::RichText);
-    m_figures->setAlignment(Qt::AlignTop | Qt::AlignLeft);
-    layout->addWidget(m_figures, 1);
+    app::EngineBridge &bridge = *context.bridge;
+    const ModelInfo &model = bridge.engine().model();
+    setWindowTitle(tr("BatchPilot — %1 on %2")
+                       .arg(QString::fromStdString(model.name), QString::fromStdString(model.device)));
+    setDockOptions(AnimatedDocks | AllowTabbedDocks | AllowNestedDocks);
 
-    auto *row = new QHBoxLayout();
-    row->addWidget(new QLabel(tr("Synthetic load (Poisson, requests/s):"), central));
-    m_rate = new QSpinBox(central);
-    m_rate->setRange(1, 1'000'000);
-    m_rate->setValue(200);
-    row->addWidget(m_rate);
-    m_loadButton = new QPushButton(tr("Start load"), central);
-    row->addWidget(m_loadButton);
-    row->addStretch();
-    layout->addLayout(row);
-    setCentralWidget(central);
-    statusBar()->showMessage(QString::fromStdString(bridge.engine().model().name));
+    m_undo = new QUndoStack(this);
+    m_charts = new ChartsView(this);
+    m_compare = new CompareView(context.store, this);
+    m_tabs = new QTabWidget(this);
+    m_tabs->setDocumentMode(true);
+    m_tabs->addTab(m_charts, tr("Live"));
+    m_tabs->addTab(m_compare, tr("Comparison"));
+    setCentralWidget(m_tabs);
 
-    connect(m_loadButton, &QPushButton::clicked, this, &MainWindow::toggleLoad);
-    connect(&m_bridge, &app::EngineBridge::snapshotReady, this, &MainWindow::showSnapshot);
-    resize(640, 360);
+    m_controls = new ControlPanel(bridge, m_undo, this);
+    auto *scroll = new QScrollArea(this);
+    scroll->setWidget(m_controls);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scroll->setMinimumWidth(m_controls->sizeHint().width() + 16);
+    addDock(tr("Batching"), QStringLiteral("controls"), scroll, Qt::LeftDockWidgetArea);
+    m_traces = new TracesView(bridge, context.store, context.sessionId, context.replayBackend, this);
+    m_traffic = new TrafficPanel(bridge, context.store, m_traces->traceModel(), this);
+    addDock(tr("Traffic"), QStringLiteral("traffic"), m_traffic, Qt::LeftDockWidgetArea);
+    m_timeline = new BatchTimeline(this);
+    addDock(tr("Batch timeline"), QStringLiteral("timeline"), m_timeline, Qt::BottomDockWidgetArea);
+    QDockWidget *tracesDock =
+        addDock(tr("Traces"), QStringLiteral("traces"), m_traces, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(m_docks[2], tracesDock);
+    m_docks[2]->raise();
+    resizeDocks({m_docks[0]}, {320}, Qt::Horizontal);
+    resizeDocks({m_docks[0], m_docks[1]}, {560, 330}, Qt::Vertical);
+    resizeDocks({m_docks[2]}, {190}, Qt::Vertical);
+
+    m_status = new StatusInfo(context, statusBar());
+    createActions();
+
+    connect(&bridge, &app::EngineBridge::snapshotReady, m_charts, &ChartsView::addSnapshot);
+    connect(&bridge, &app::EngineBridge::snapshotReady, m_timeline, &BatchTimeline::addSnapshot);
+    connect(&bridge, &app::EngineBridge::snapshotReady, m_status, &StatusInfo::refresh);
+    connect(&bridge, &app::EngineBridge::hostSampleReady, m_charts, &ChartsView::addHostSample);
+    connect(m_traces, &TracesView::compareRequested, this, &MainWindow::compareSessions);
+    connect(m_traces, &TracesView::message, this,
+            [this](const QString &m) { statusBar()->showMessage(m, 8000); });
+    connect(m_compare, &CompareView::failed, this,
+            [this](const QString &m) { statusBar()->showMessage(m, 8000); });
+    connect(m_traffic, &TrafficPanel::failed, this,
+            [this](const QString &m) { statusBar()->showMessage(m, 8000); });
+    connect(m_controls, &ControlPanel::configApplied, this, [this](const QString &summary) {
+        statusBar()->showMessage(tr("Applied: %1").arg(summary), 4000);
+    });
+    bridge.startHostSampling(context.nvmlLibrary, app::NvmlSampler::deviceIndexFor(model.device));
+
+    const QRect screen = QGuiApplication::primaryScreen() ? QGuiApplication::primaryScreen()->availableGeometry() : QRect();
+    resize(screen.isValid() ? screen.size().boundedTo(QSize(1600, 1000)) : QSize(1500, 950));
+    m_defaultState = saveState();
+    restoreSettings();
 }
 
 MainWindow::~MainWindow() = default;
 
-void MainWindow::toggleLoad()
+QDockWidget *MainWindow::addDock(const QString &title, const QString &name, QWidget *widget,
+                                 Qt::DockWidgetArea area)
 {
-    if (m_load) {
-        m_load.reset();
-        m_loadButton->setText(tr("Start load"));
-        return;
-    }
-    WorkloadSpec spec;
-    spec.rate = m_rate->value();
-    spec.lengths = LengthKind::Uniform;
-    spec.minLength = 8;
-    spec.maxLength = 64;
-    spec.vocabSize = m_bridge.engine().model().vocabSize;
-    spec.lengthCap = m_bridge.engine().model().maxSequenceLength;
-    m_load = std::make_unique<LoadGenerator>(m_bridge.engine(), spec);
-    m_load->start();
-    m_loadButton->setText(tr("Stop load"));
+    auto *dock = new QDockWidget(title, this);
+    dock->setObjectName(name); // saveState() needs it
+    dock->setWidget(widget);
+    addDockWidget(area, dock);
+    m_docks << dock;
+    return dock;
 }
 
-void MainWindow::showSnapshot(const app::SnapshotPtr &s)
+void MainWindow::createActions()
 {
-    m_figures->setText(
-        tr("<h3>%1 on %2</h3>"
-           "<table cellspacing=6>"
-           "<tr><td>policy</td><td><b>%3</b> (config v%4)</td></tr>"
-           "<tr><td>throughput</td><td><b>%5</b> req/s</td></tr>"
-           "<tr><td>latency p50 / p90 / p99</td><td><b>%6 / %7 / %8</b> µs</td></tr>"
-           "<tr><td>mean batch size</td><td>%9</td></tr>"
-           "<tr><td>padding efficiency</td><td>%10</td></tr>"
-           "<tr><td>queue depth</td><td>%11</td></tr>"
-           "<tr><td>completed / submitted</td><td>%12 / %13</td></tr>"
-           "</table>")
-            .arg(QString::fromStdString(s->modelName), QString::fromStdString(s->device),
-                 QString::fromUtf8(policyName(s->config.policy).data()))
-            .arg(s->configVersion)
-            .arg(s->requestsPerS, 0, 'f', 1)
-            .arg(s->total.p50Us, 0, 'f', 0)
-            .arg(s->total.p90Us, 0, 'f', 0)
-            .arg(s->total.p99Us, 0, 'f', 0)
-            .arg(s->meanBatchSize, 0, 'f', 2)
-            .arg(s->paddingEfficiency, 0, 'f', 3)
-            .arg(s->queueDepth)
-            .arg(s->completed)
-            .arg(s->submitted));
+    QMenu *file = menuBar()->addMenu(tr("&File"));
+    QAction *import = file->addAction(tr("&Import trace…"), QKeySequence(tr("Ctrl+I")), this, [this] {
+        showTraces();
+        m_traces->chooseAndImport();
+    });
+    import->setEnabled(m_traces->hasStore());
+    file->addAction(tr("Copy REST &URL"), QKeySequence(tr("Ctrl+Shift+U")), m_status,
+                    &StatusInfo::copyRestUrl)
+        ->setEnabled(!m_context.restUrl.isEmpty());
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+    QMenu *edit = menuBar()->addMenu(tr("&Edit"));
+    QAction *undo = m_undo->createUndoAction(this, tr("&Undo config change"));
+    undo->setShortcut(QKeySequence::Undo);
+    QAction *redo = m_undo->createRedoAction(this, tr("&Redo config change"));
+    redo->setShortcuts({QKeySequence::Redo, QKeySequence(tr("Ctrl+Y"))});
+    edit->addAction(undo);
+    edit->addAction(redo);
+    edit->addAction(tr("&Apply config now"), QKeySequence(tr("Ctrl+Return")), m_controls,
+                    &ControlPanel::applyNow);
+    edit->addAction(tr("Re&vert pending edits"), m_controls, &ControlPanel::revertToEngine);
+
+    QMenu *view = menuBar()->addMenu(tr("&View"));
+    view->addAction(tr("&Live charts"), QKeySequence(tr("Ctrl+1")), this, [this] { showPage(Page::Live); });
+    view->addAction(tr("&Comparison"), QKeySequence(tr("Ctrl+2")), this, [this] { showPage(Page::Compare); });
+    view->addSeparator();
+    int n = 1;
+    for (QDockWidget *dock : m_docks) {
+        QAction *toggle = dock->toggleViewAction();
+        toggle->setShortcut(QKeySequence(tr("Alt+%1").arg(n++)));
+        view->addAction(toggle);
+    }
+    view->addSeparator();
+    QAction *pause = view->addAction(tr("&Pause charts"));
+    pause->setCheckable(true);
+    pause->setShortcut(QKeySequence(tr("Ctrl+P")));
+    connect(pause, &QAction::toggled, this, [this](bool on) {
+        m_charts->setPaused(on);
+        m_timeline->setPaused(on);
+    });
+    QMenu *window = view->addMenu(tr("Chart &window"));
+    m_windowGroup = new QActionGroup(this);
+    for (const auto &[label, seconds] : {std::pair{tr("30 seconds"), 30}, std::pair{tr("1 minute"), 60},
+                                         std::pair{tr("2 minutes"), 120}, std::pair{tr("5 minutes"), 300}}) {
+        QAction *a = window->addAction(label);
+        a->setCheckable(true);
+        a->setData(seconds);
+        a->setChecked(seconds == int(m_charts->window()));
+        m_windowGroup->addAction(a);
+        connect(a, &QAction::triggered, this, [this, seconds = seconds] { setChartWindow(seconds); });
+    }
+    view->addSeparator();
+    view->addAction(tr("&Reset layout"), this, [this] { restoreState(m_defaultState); });
+
+    QMenu *traffic = menuBar()->addMenu(tr("T&raffic"));
+    QAction *toggleTraffic = traffic->addAction(tr("&Start / stop synthetic traffic"),
+                                                QKeySequence(tr("Ctrl+T")), m_traffic, &TrafficPanel::toggle);
+
+    QMenu *traces = menuBar()->addMenu(tr("T&races"));
+    traces->addAction(tr("&Refresh"), QKeySequence::Refresh, m_traces, &TracesView::refresh);
+    traces->addAction(tr("Re&play selected session…"), QKeySequence(tr("Ctrl+R")), this, [this] {
+        showTraces();
+        m_traces->replaySelectedSession();
+    });
+    traces->addAction(tr("&Compare selected sessions"), QKeySequence(tr("Ctrl+Shift+C")), m_traces,
+                      &TracesView::compareSelected);
+    traces->addAction(tr("Ca&ncel import or replay"), m_traces, &TracesView::cancelJob);
+
+    QMenu *help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&Keyboard shortcuts"), QKeySequence::HelpContents, this, &MainWindow::showShortcuts);
+    help->addAction(tr("&About BatchPilot"), this, [this] {
+        QMessageBox::about(this, tr("About BatchPilot"),
+                           tr("<b>BatchPilot %1</b><p>Live batching console for transformer inference.</p>")
+                               .arg(QCoreApplication::applicationVersion()));
+    });
+
+    QToolBar *bar = addToolBar(tr("Main"));
+    bar->setObjectName(QStringLiteral("mainToolBar"));
+    bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    toggleTraffic->setCheckable(true);
+    toggleTraffic->setText(tr("Traffic"));
+    toggleTraffic->setToolTip(tr("Start or stop synthetic traffic (Ctrl+T)"));
+    connect(m_traffic, &TrafficPanel::runningChanged, toggleTraffic, &QAction::setChecked);
+    bar->addAction(toggleTraffic);
+    bar->addSeparator();
+    bar->addAction(undo);
+    bar->addAction(redo);
+    bar->addSeparator();
+    bar->addAction(pause);
+    bar->addActions(m_windowGroup->actions());
+    bar->addSeparator();
+    bar->addAction(import);
+}
+
+void MainWindow::showPage(Page page)
+{
+    m_tabs->setCurrentWidget(page == Page::Live ? static_cast<QWidget *>(m_charts) : m_compare);
+}
+
+void MainWindow::showTraces()
+{
+    QDockWidget *dock = m_docks[3];
+    dock->show();
+    dock->raise();
+}
+
+void MainWindow::compareSessions(std::int64_t a, std::int64_t b)
+{
+    showPage(Page::Compare);
+    m_compare->compare(a, b);
+}
+
+void MainWindow::setChartWindow(double seconds)
+{
+    m_charts->setWindow(seconds);
+    for (QAction *a : m_windowGroup->actions())
+        a->setChecked(a->data().toInt() == int(seconds));
+}
+
+void MainWindow::showShortcuts()
+{
+    QMessageBox::information(
+        this, tr("Keyboard shortcuts"),
+        tr("<table cellspacing=4>"
+           "<tr><td><b>Ctrl+Z</b> / <b>Ctrl+Shift+Z</b></td><td>undo / redo the last config change</td></tr>"
+           "<tr><td><b>Ctrl+Return</b></td><td>apply edits now (skip the 300 ms debounce)</td></tr>"
+           "<tr><td><b>Esc</b></td><td>drop edits that are pending or were refused</td></tr>"
+           "<tr><td><b>Ctrl+T</b></td><td>start / stop synthetic traffic</td></tr>"
+           "<tr><td><b>Ctrl+P</b></td><td>pause the charts and the timeline</td></tr>"
+           "<tr><td><b>Ctrl+1</b> / <b>Ctrl+2</b></td><td>live charts / comparison</td></tr>"
+           "<tr><td><b>Alt+1…4</b></td><td>show or hide the Batching, Traffic, Timeline, Traces "
+           "docks</td></tr>"
+           "<tr><td><b>Ctrl+I</b></td><td>import a CSV trace</td></tr>"
+           "<tr><td><b>Ctrl+R</b></td><td>replay the selected session</td></tr>"
+           "<tr><td><b>Ctrl+Shift+C</b></td><td>compare the selected sessions</td></tr>"
+           "<tr><td><b>F5</b></td><td>refresh traces and sessions</td></tr>"
+           "<tr><td><b>Ctrl+Shift+U</b></td><td>copy the REST URL</td></tr>"
+           "</table>"));
+}
+
+void MainWindow::restoreSettings()
+{
+    QSettings s;
+    s.beginGroup(QStringLiteral("mainWindow"));
+    restoreGeometry(s.value(QStringLiteral("geometry")).toByteArray());
+    restoreState(s.value(QStringLiteral("state")).toByteArray());
+    setChartWindow(s.value(QStringLiteral("chartWindowS"), 120).toDouble());
+    m_tabs->setCurrentIndex(s.value(QStringLiteral("page"), 0).toInt());
+    s.endGroup();
+    m_traffic->restoreSettings(s);
+}
+
+void MainWindow::saveSettings() const
+{
+    QSettings s;
+    s.beginGroup(QStringLiteral("mainWindow"));
+    s.setValue(QStringLiteral("geometry"), saveGeometry());
+    s.setValue(QStringLiteral("state"), saveState());
+    s.setValue(QStringLiteral("chartWindowS"), m_charts->window());
+    s.setValue(QStringLiteral("page"), m_tabs->currentIndex());
+    s.endGroup();
+    m_traffic->saveSettings(s);
+}
+
+void MainWindow::closeEvent(QCloseEvent *event)
+{
+    saveSettings();
+    m_traffic->stop();
+    event->accept();
 }
 
 } // namespace bp::ui

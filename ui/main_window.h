@@ -1,38 +1,74 @@
-// The console's main window. (Minimal for now: the engine's live figures and
-// a synthetic load switch; the full console grows from here.)
+// The operations console: live charts (central, with the session comparison
+// as a second tab), docks for the batching controls, synthetic traffic, the
+// batch timeline and the trace store, plus menus, a toolbar, shortcuts and a
+// status bar. Layout, chart window and traffic settings persist in QSettings.
+// The window only ever receives engine state as snapshot values.
 #pragma once
 
-#include "app/engine_bridge.h"
+#include "console_context.h"
 
 #include <QMainWindow>
 
-#include <memory>
-
-class QLabel;
-class QSpinBox;
-class QPushButton;
-
-namespace bp {
-class LoadGenerator;
-}
+class QActionGroup;
+class QDockWidget;
+class QTabWidget;
+class QUndoStack;
 
 namespace bp::ui {
+
+class BatchTimeline;
+class ChartsView;
+class CompareView;
+class ControlPanel;
+class StatusInfo;
+class TracesView;
+class TrafficPanel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    explicit MainWindow(app::EngineBridge &bridge, QWidget *parent = nullptr);
+    explicit MainWindow(const ConsoleContext &context, QWidget *parent = nullptr);
     ~MainWindow() override;
 
-private:
-    void showSnapshot(const app::SnapshotPtr &snapshot);
-    void toggleLoad();
+    ControlPanel *controlPanel() const { return m_controls; }
+    TrafficPanel *trafficPanel() const { return m_traffic; }
+    ChartsView *chartsView() const { return m_charts; }
+    BatchTimeline *batchTimeline() const { return m_timeline; }
+    TracesView *tracesView() const { return m_traces; }
+    CompareView *compareView() const { return m_compare; }
+    QUndoStack *undoStack() const { return m_undo; }
+    StatusInfo *statusInfo() const { return m_status; }
 
-    app::EngineBridge &m_bridge;
-    QLabel *m_figures = nullptr;
-    QSpinBox *m_rate = nullptr;
-    QPushButton *m_loadButton = nullptr;
-    std::unique_ptr<LoadGenerator> m_load;
+    enum class Page { Live, Compare };
+    void showPage(Page page);
+    // Raises the traces dock (and shows it if it was closed).
+    void showTraces();
+    void compareSessions(std::int64_t a, std::int64_t b);
+
+protected:
+    void closeEvent(QCloseEvent *event) override;
+
+private:
+    QDockWidget *addDock(const QString &title, const QString &name, QWidget *widget, Qt::DockWidgetArea area);
+    void createActions();
+    void restoreSettings();
+    void saveSettings() const;
+    void setChartWindow(double seconds);
+    void showShortcuts();
+
+    ConsoleContext m_context;
+    QUndoStack *m_undo = nullptr;
+    QTabWidget *m_tabs = nullptr;
+    ChartsView *m_charts = nullptr;
+    CompareView *m_compare = nullptr;
+    ControlPanel *m_controls = nullptr;
+    TrafficPanel *m_traffic = nullptr;
+    BatchTimeline *m_timeline = nullptr;
+    TracesView *m_traces = nullptr;
+    StatusInfo *m_status = nullptr;
+    QList<QDockWidget *> m_docks;
+    QActionGroup *m_windowGroup = nullptr;
+    QByteArray m_defaultState;
 };
 
 } // namespace bp::ui

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Takes the console screenshots in docs/images/ under Xvfb, driving the real
+# console through BATCHPILOT_CONSOLE_DEMO (docs/console.md). Not a test: run
+# it by hand after a build and look at the pictures.
+#   tests/ui/take_screenshots.sh [build-dir]   (default build/ui)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build/ui}
+app="$build/app/batchpilot"
+out=docs/images
+work=$(mktemp -d)
+trap 'kill "${xvfb:-0}" 2>/dev/null || true; rm -rf "$work"' EXIT
+
+Xvfb :99 -screen 0 1600x1000x24 -nolisten tcp &
+xvfb=$!
+export DISPLAY=:99 QT_QPA_PLATFORM=xcb
+# Own settings, so a developer's saved layout does not leak into the pictures.
+export XDG_CONFIG_HOME="$work/config"
+
+# A bursty trace to import: two minutes, mixed prompt lengths.
+python3 - "$work/bursty.csv" <<'PY'
+import random, sys
+random.seed(7)
+t, rows = 0.0, []
+while t < 120:
+    rate = 40 if int(t) % 20 < 10 else 12          # busy and quiet phases
+    t += random.expovariate(rate)
+    n = random.choice([1, 1, 1, 2, 4])             # some requests arrive together
+    for _ in range(n):
+        rows.append((t, random.choice([24, 48, 96, 200, 380]) + random.randint(0, 40), random.randint(4, 24)))
+with open(sys.argv[1], "w") as f:
+    f.write("arrival_s,input_tokens,output_tokens\n")
+    for r in rows:
+        f.write("%.6f,%d,%d\n" % r)
+PY
+
+run() { # name, demo script, extra flags...
+  local name=$1 script=$2
+  shift 2
+  echo "== $name"
+  BATCHPILOT_CONSOLE_DEMO="$script;quit" timeout 600 "$app" --port 0 --db "$work/$name.sqlite" "$@"
+}
+
+# 1. Serving traffic, charts moving, config markers.
+run console "window=60;traffic=120;wait=25;set=max_batch_size:32;wait=15;set=max_queue_delay:20ms;wait=18;screenshot=$out/console.png" \
+  --model builtin:tiny-decoder
+
+# 2. Traces: an imported trace, replayed; the live session and the replay listed.
+run traces "traffic=80;import=$work/bursty.csv;replay=trace:latest:4;show=traces;select=session:last-replay;wait=2;screenshot=$out/traces.png" \
+  --model builtin:tiny-decoder
+
+# 3. A comparison: live traffic under a small batch limit, then its replay under a larger one.
+run compare "set=max_batch_size:4;set=max_queue_delay:1ms;traffic=100;wait=30;traffic=off;wait=2;set=max_batch_size:32;set=max_queue_delay:10ms;replay=session:latest:1;compare=last-replay;wait=1;screenshot=$out/compare.png" \
+  --model builtin:tiny-decoder
+ls -l $out

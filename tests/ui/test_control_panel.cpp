@@ -1,0 +1,277 @@
+// ControlPanel against a real engine: every control changes the engine's
+// config (after the debounce), an invalid value is refused with the
+// engine's reason next to its field and the config stays, a change is one
+// undo step (Ctrl+Z), and changes made elsewhere (REST) show up in the form.
+#include "gui_test_support.h"
+
+#include "ui/adaptive_options.h"
+#include "ui/bucket_edges_editor.h"
+#include "ui/bucket_edges_model.h"
+#include "ui/control_panel.h"
+#include "ui/duration_spin_box.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QGroupBox>
+#include <QLineEdit>
+#include <QListView>
+#include <QSpinBox>
+#include <QToolButton>
+#include <QUndoStack>
+
+using namespace bp;
+using namespace bp::ui;
+using namespace std::chrono_literals;
+
+class TestControlPanel : public QObject {
+    Q_OBJECT
+
+    struct Fixture {
+        std::unique_ptr<Engine> engine = test::makeEchoEngine();
+        app::EngineBridge bridge{*engine};
+        QUndoStack undo;
+        ControlPanel panel{bridge, &undo};
+        std::uint64_t startVersion = engine->snapshot().configVersion;
+    };
+
+private slots:
+    void initTestCase() { test::isolateSettings(); }
+
+    void formStartsWithTheEngineConfig()
+    {
+        Fixture f;
+        QCOMPARE(f.panel.formConfig(), f.engine->config());
+        QCOMPARE(f.panel.queueDelayBox()->text(), QStringLiteral("5 ms"));
+        QVERIFY(!f.panel.dirty());
+    }
+
+    void policyChangesTheEngine()
+    {
+        Fixture f;
+        f.panel.policyBox()->setCurrentIndex(f.panel.policyBox()->findText("bucketed"));
+        QVERIFY(f.panel.dirty());
+        QCOMPARE(f.engine->config().policy, PolicyKind::Dynamic); // debounced: not yet
+        QTRY_COMPARE(f.engine->config().policy, PolicyKind::Bucketed);
+        QVERIFY(!f.panel.dirty());
+        QCOMPARE(f.engine->snapshot().configHistory.back().origin, std::string("gui"));
+    }
+
+    void eachSpinBoxChangesTheEngine_data()
+    {
+        QTest::addColumn<QString>("knob");
+        QTest::addColumn<int>("value");
+        QTest::newRow("max_batch_size") << "max_batch_size" << 48;
+        QTest::newRow("static_batch_size") << "static_batch_size" << 12;
+        QTest::newRow("static_padded_length") << "static_padded_length" << 256;
+        QTest::newRow("instances") << "instances" << 3;
+        QTest::newRow("queue_capacity") << "queue_capacity" << 9000;
+    }
+    void eachSpinBoxChangesTheEngine()
+    {
+        QFETCH(QString, knob);
+        QFETCH(int, value);
+        Fixture f;
+        const std::map<QString, std::pair<QSpinBox *, int BatchingConfig::*>> knobs = {
+            {"max_batch_size", {f.panel.maxBatchSizeBox(), &BatchingConfig::maxBatchSize}},
+            {"static_batch_size", {f.panel.staticBatchSizeBox(), &BatchingConfig::staticBatchSize}},
+            {"static_padded_length", {f.panel.staticPaddedLengthBox(), &BatchingConfig::staticPaddedLength}},
+            {"instances", {f.panel.instancesBox(), &BatchingConfig::instances}},
+            {"queue_capacity", {f.panel.queueCapacityBox(), &BatchingConfig::queueCapacity}},
+        };
+        auto [box, field] = knobs.at(knob);
+        // Typed, as an operator would.
+        box->selectAll();
+        QTest::keyClicks(box, QString::number(value));
+        QTRY_COMPARE(f.engine->config().*field, value);
+        QCOMPARE(f.engine->snapshot().configVersion, f.startVersion + 1); // one change, not one per keystroke
+        QVERIFY(QString::fromStdString(f.engine->snapshot().configHistory.back().summary).startsWith(knob));
+    }
+
+    void queueDelayTakesReadableUnits_data()
+    {
+        QTest::addColumn<QString>("typed");
+        QTest::addColumn<qint64>("us");
+        QTest::newRow("µs") << "250 µs" << qint64(250);
+        QTest::newRow("us") << "750us" << qint64(750);
+        QTest::newRow("ms") << "2 ms" << qint64(2000);
+        QTest::newRow("fraction of a second") << "1.5 s" << qint64(1'500'000);
+        QTest::newRow("bare number keeps the unit shown (ms)") << "12" << qint64(12'000);
+    }
+    void queueDelayTakesReadableUnits()
+    {
+        QFETCH(QString, typed);
+        QFETCH(qint64, us);
+        Fixture f;
+        DurationSpinBox *box = f.panel.queueDelayBox();
+        box->selectAll();
+        QTest::keyClicks(box, typed);
+        QTRY_COMPARE(f.engine->config().maxQueueDelay, Duration(std::chrono::microseconds(us)));
+        box->clearFocus();
+        QTest::keyClick(box, Qt::Key_Enter);
+        QCOMPARE(box->text(), DurationSpinBox::format(us));
+    }
+
+    void queueDelayArrowsStep125()
+    {
+        Fixture f;
+        DurationSpinBox *box = f.panel.queueDelayBox();
+        box->stepBy(1); // 5 ms -> 10 ms
+        QTRY_COMPARE(f.engine->config().maxQueueDelay, Duration(10ms));
+        box->stepBy(-2); // -> 2 ms
+        QTRY_COMPARE(f.engine->config().maxQueueDelay, Duration(2ms));
+    }
+
+    void flushOnDrainChangesTheEngine()
+    {
+        Fixture f;
+        f.panel.flushOnDrainBox()->click();
+        QTRY_COMPARE(f.engine->config().staticFlushOnDrain, false);
+    }
+
+    void bucketEdgesAddEditRemove()
+    {
+        Fixture f;
+        BucketEdgesEditor *editor = f.panel.bucketEdgesEditor();
+        BucketEdgesModel *model = editor->model();
+        editor->addButton()->click(); // 1024 -> adds 2048 at the end
+        QTRY_COMPARE(f.engine->config().bucketEdges, (std::vector<int>{64, 128, 256, 512, 1024, 2048}));
+        QVERIFY(model->setData(model->index(0), 300)); // 64 -> 300: moves, stays sorted
+        QTRY_COMPARE(f.engine->config().bucketEdges, (std::vector<int>{128, 256, 300, 512, 1024, 2048}));
+        editor->view()->selectionModel()->select(model->index(1), QItemSelectionModel::ClearAndSelect);
+        editor->removeButton()->click();
+        QTRY_COMPARE(f.engine->config().bucketEdges, (std::vector<int>{128, 300, 512, 1024, 2048}));
+    }
+
+    void bucketEdgeDuplicateIsRefusedWithReason()
+    {
+        Fixture f;
+        BucketEdgesModel *model = f.panel.bucketEdgesEditor()->model();
+        QVERIFY(!model->setData(model->index(0), 256));
+        QCOMPARE(f.panel.errorFor("bucket_edges"), QStringLiteral("256 is already an edge"));
+        QVERIFY(!model->setData(model->index(0), -3));
+        QVERIFY(f.panel.errorFor("bucket_edges").contains("positive"));
+        QCOMPARE(model->edges(), (std::vector<int>{64, 128, 256, 512, 1024}));
+    }
+
+    void invalidValuesAreRefusedWithTheEnginesReason_data()
+    {
+        QTest::addColumn<QString>("field");
+        QTest::addColumn<QString>("reason");
+        QTest::newRow("max_batch_size") << "max_batch_size"
+                                        << "max_batch_size = 5000 is outside [1, 1024]";
+        QTest::newRow("max_queue_delay") << "max_queue_delay"
+                                         << "max_queue_delay = 20s is outside [0, 10s]";
+        QTest::newRow("instances") << "instances"
+                                   << "instances = 0 is outside [1, 16]";
+        QTest::newRow("static_padded_length") << "static_padded_length"
+                                              << "static_padded_length = 100000 is outside [1, 65536]";
+        QTest::newRow("bucket_edges") << "bucket_edges"
+                                      << "bucket_edges";
+    }
+    void invalidValuesAreRefusedWithTheEnginesReason()
+    {
+        QFETCH(QString, field);
+        QFETCH(QString, reason);
+        Fixture f;
+        const BatchingConfig before = f.engine->config();
+        if (field == "max_batch_size")
+            f.panel.maxBatchSizeBox()->setValue(5000);
+        else if (field == "max_queue_delay")
+            f.panel.queueDelayBox()->setValueUs(20'000'000);
+        else if (field == "instances")
+            f.panel.instancesBox()->setValue(0);
+        else if (field == "static_padded_length")
+            f.panel.staticPaddedLengthBox()->setValue(100000);
+        else
+            f.panel.bucketEdgesEditor()->model()->setData(f.panel.bucketEdgesEditor()->model()->index(4),
+                                                          70000);
+        QTRY_VERIFY(!f.panel.errorFor(field).isEmpty());
+        QVERIFY2(f.panel.errorFor(field).contains(reason), qPrintable(f.panel.errorFor(field)));
+        QVERIFY(f.panel.dirty());
+        QCOMPARE(f.engine->config(), before); // the config stays
+        QCOMPARE(f.engine->snapshot().configVersion, f.startVersion);
+
+        // Another edit while the bad value is there is refused too.
+        f.panel.staticBatchSizeBox()->setValue(3);
+        f.panel.applyNow();
+        QCOMPARE(f.engine->config(), before);
+
+        f.panel.revertToEngine(); // Esc
+        QVERIFY(!f.panel.dirty());
+        QVERIFY(f.panel.errorFor(field).isEmpty());
+        QCOMPARE(f.panel.formConfig(), before);
+    }
+
+    void undoRevertsTheLastChangeAsOneStep()
+    {
+        Fixture f;
+        const BatchingConfig before = f.engine->config();
+        // Three fields inside one debounce: one change, one undo step.
+        f.panel.maxBatchSizeBox()->setValue(64);
+        f.panel.queueDelayBox()->setValueUs(1000);
+        f.panel.policyBox()->setCurrentIndex(f.panel.policyBox()->findText("bucketed"));
+        QTRY_COMPARE(f.engine->config().maxBatchSize, 64);
+        QCOMPARE(f.undo.count(), 1);
+        QCOMPARE(f.undo.undoText(),
+                 QStringLiteral("policy dynamic→bucketed, max_batch_size 16→64, max_queue_delay 5ms→1ms"));
+
+        f.undo.undo();
+        QCOMPARE(f.engine->config(), before);
+        QCOMPARE(f.panel.formConfig(), before);
+        QCOMPARE(f.engine->snapshot().configHistory.back().origin, std::string("gui (undo)"));
+        f.undo.redo();
+        QCOMPARE(f.engine->config().maxBatchSize, 64);
+        QCOMPARE(f.panel.formConfig(), f.engine->config());
+    }
+
+    void adaptiveOptionsChangeTheEngine()
+    {
+        Fixture f;
+        AdaptiveOptions *adaptive = f.panel.adaptiveOptions();
+        adaptive->sloGroup()->setChecked(true);
+        adaptive->sloTargetBox()->setValueUs(20'000);
+        QTRY_VERIFY(f.engine->config().slo.enabled);
+        QCOMPARE(f.engine->config().slo.p99Target, Duration(20ms));
+        adaptive->adaptiveDelayGroup()->setChecked(true);
+        QTRY_VERIFY(f.engine->config().adaptiveDelay.enabled);
+        adaptive->hybridSizesEdit()->selectAll();
+        QTest::keyClicks(adaptive->hybridSizesEdit(), "4,8,64");
+        QTRY_COMPARE(f.engine->config().hybrid.staticSizes, (std::vector<int>{4, 8, 64}));
+    }
+
+    void adaptiveValuesAreRefusedWithTheEnginesReason()
+    {
+        Fixture f;
+        const BatchingConfig before = f.engine->config();
+        AdaptiveOptions *adaptive = f.panel.adaptiveOptions();
+        adaptive->hybridSizesEdit()->selectAll();
+        QTest::keyClicks(adaptive->hybridSizesEdit(), "16,8");
+        QTRY_VERIFY(!f.panel.errorFor("hybrid").isEmpty());
+        QVERIFY2(f.panel.errorFor("hybrid").contains("hybrid.static_sizes must be strictly increasing"),
+                 qPrintable(f.panel.errorFor("hybrid")));
+        QCOMPARE(f.engine->config(), before);
+    }
+
+    void changesFromElsewhereShowUp()
+    {
+        Fixture f;
+        BatchingConfig c = f.engine->config();
+        c.maxBatchSize = 99;
+        QVERIFY(f.engine->reconfigure(c, "rest").isOk());
+        QTRY_COMPARE(f.panel.maxBatchSizeBox()->value(), 99);
+        QVERIFY(!f.panel.dirty());
+    }
+
+    void nothingChangedAppliesNothing()
+    {
+        Fixture f;
+        f.panel.maxBatchSizeBox()->setValue(17);
+        f.panel.maxBatchSizeBox()->setValue(16); // back before the debounce fired
+        f.panel.applyNow();
+        QCOMPARE(f.engine->snapshot().configVersion, f.startVersion);
+        QCOMPARE(f.undo.count(), 0);
+    }
+};
+
+QTEST_MAIN(TestControlPanel)
+#include "test_control_panel.moc"

@@ -1,0 +1,307 @@
+#include "charts_view.h"
+
+#include "time_chart_view.h"
+#include "gui_profiler.h"
+
+#include <QAreaSeries>
+#include <QChart>
+#include <QChartView>
+#include <QGridLayout>
+#include <QLegend>
+#include <QLineSeries>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <cmath>
+
+namespace bp::ui {
+
+namespace {
+enum LatencySeries { TotalP50, TotalP90, TotalP99, QueueP50, QueueP99 };
+enum ThroughputSeries { Requests, InputTokens, OutputTokens };
+enum UtilSeries { Busy, Cpu, Gpu, MemBw, MemUsed };
+enum PaddingSeries { Padding, MeanBatch };
+
+using Field = double ChartSample::*;
+
+// The batch-size chart is a plain chart view; its painting counts too.
+class ProfiledChartView : public QChartView {
+public:
+    using QChartView::QChartView;
+
+protected:
+    void paintEvent(QPaintEvent *event) override
+    {
+        GuiProfiler::Scope scope(GuiProfiler::Paint);
+        QChartView::paintEvent(event);
+    }
+};
+} // namespace
+
+ChartsView::ChartsView(QWidget *parent) : QWidget(parent), m_history(std::size_t(kHistoryS * 10) + 200)
+{
+    m_latency = new TimeChartView(tr("Latency: total and queue wait (2 s window)"), tr("ms"), this);
+    m_latency->addSeries(tr("p50"), QColor(120, 170, 230));
+    m_latency->addSeries(tr("p90"), QColor(40, 110, 200));
+    m_latency->addSeries(tr("p99"), QColor(10, 40, 130), TimeChartView::Axis::Left, Qt::SolidLine, 2.2);
+    m_latency->addSeries(tr("queue p50"), QColor(240, 170, 60), TimeChartView::Axis::Left, Qt::DashLine);
+    m_latency->addSeries(tr("queue p99"), QColor(210, 100, 0), TimeChartView::Axis::Left, Qt::DashLine,
+                         2);
+
+    m_throughput = new TimeChartView(tr("Throughput"), tr("requests/s"), this);
+    m_throughput->addSeries(tr("requests/s"), QColor(30, 130, 60), TimeChartView::Axis::Left, Qt::SolidLine,
+                            2.2);
+    m_throughput->addSeries(tr("in tokens/s"), QColor(150, 90, 200), TimeChartView::Axis::Right,
+                            Qt::DashLine);
+    m_throughput->addSeries(tr("out tokens/s"), QColor(200, 60, 140), TimeChartView::Axis::Right,
+                            Qt::DotLine, 2);
+    m_throughput->setRightAxisTitle(tr("tokens/s"));
+
+    m_utilization = new TimeChartView(tr("Utilization"), tr("%"), this);
+    m_utilization->addSeries(tr("engine busy"), QColor(30, 130, 60), TimeChartView::Axis::Left, Qt::SolidLine,
+                             2);
+    m_utilization->addSeries(tr("process CPU"), QColor(40, 110, 200));
+    m_utilization->addSeries(tr("GPU compute"), QColor(118, 185, 0), TimeChartView::Axis::Left, Qt::SolidLine,
+                             2);
+    m_utilization->addSeries(tr("memory bandwidth"), QColor(200, 60, 140));
+    m_utilization->addSeries(tr("memory used"), QColor(90, 90, 90), TimeChartView::Axis::Right, Qt::DashLine);
+    m_utilization->setFixedMax(TimeChartView::Axis::Left, 100);
+    m_utilization->setRightAxisTitle(tr("GiB"));
+    setUtilizationMode(false, {}, 0);
+
+    m_queue = new TimeChartView(tr("Queue depth"), tr("requests"), this);
+    m_queue->addSeries(tr("queued"), QColor(210, 100, 0), TimeChartView::Axis::Left, Qt::SolidLine, 2);
+
+    m_padding =
+        new TimeChartView(tr("Padding efficiency and batch size (2 s window)"), tr("% real tokens"), this);
+    m_padding->addSeries(tr("padding efficiency"), QColor(40, 110, 200), TimeChartView::Axis::Left,
+                         Qt::SolidLine, 2);
+    m_padding->addSeries(tr("mean batch size"), QColor(30, 130, 60), TimeChartView::Axis::Right,
+                         Qt::DashLine);
+    m_padding->setFixedMax(TimeChartView::Axis::Left, 100);
+    m_padding->setRightAxisTitle(tr("requests/batch"));
+
+    // Batch-size distribution: bars drawn as one area under a step line, so
+    // the whole histogram is still one bulk replace.
+    auto *chart = new QChart;
+    chart->setTitle(tr("Batch sizes (last %1 s)").arg(kBatchSizeWindowS));
+    QFont title;
+    title.setBold(true);
+    title.setPointSizeF(title.pointSizeF());
+    chart->setTitleFont(title);
+    chart->setMargins(QMargins(4, 2, 4, 2));
+    chart->setBackgroundRoundness(0);
+    chart->legend()->hide();
+    m_batchSizeLine = new QLineSeries(chart);
+    auto *area = new QAreaSeries(m_batchSizeLine);
+    area->setColor(QColor(40, 110, 200, 190));
+    area->setBorderColor(QColor(10, 40, 130));
+    chart->addSeries(area);
+    QFont small;
+    small.setPointSizeF(std::max(6.0, small.pointSizeF() - 1));
+    m_batchSizeX = new QValueAxis;
+    m_batchSizeX->setTitleText(tr("batch size (requests)"));
+    m_batchSizeY = new QValueAxis;
+    m_batchSizeY->setTitleText(tr("% of batches"));
+    for (QValueAxis *a : {m_batchSizeX, m_batchSizeY}) {
+        a->setLabelFormat(QStringLiteral("%g"));
+        a->setLabelsFont(small);
+        a->setTitleFont(small);
+        a->setMinorTickCount(0);
+    }
+    m_batchSizeX->setRange(0, 17);
+    m_batchSizeX->setTickType(QValueAxis::TicksDynamic);
+    m_batchSizeX->setTickAnchor(0);
+    m_batchSizeX->setTickInterval(5);
+    m_batchSizeY->setRange(0, 100);
+    m_batchSizeY->setTickCount(6);
+    chart->addAxis(m_batchSizeX, Qt::AlignBottom);
+    chart->addAxis(m_batchSizeY, Qt::AlignLeft);
+    area->attachAxis(m_batchSizeX);
+    area->attachAxis(m_batchSizeY);
+    m_batchSizes = new ProfiledChartView(chart, this);
+    m_batchSizes->setRenderHint(QPainter::Antialiasing, true);
+    m_batchSizes->setMinimumSize(220, 170);
+
+    auto *grid = new QGridLayout(this);
+    grid->setContentsMargins(0, 0, 0, 0);
+    grid->setSpacing(2);
+    grid->addWidget(m_latency, 0, 0);
+    grid->addWidget(m_throughput, 0, 1);
+    grid->addWidget(m_utilization, 0, 2);
+    grid->addWidget(m_queue, 1, 0);
+    grid->addWidget(m_batchSizes, 1, 1);
+    grid->addWidget(m_padding, 1, 2);
+
+    for (TimeChartView *c : timeCharts()) {
+        c->setTimeAxisTitle(tr("seconds (0 = now)"));
+        c->setTimeRange(-m_windowS, 0);
+    }
+    m_redrawTimer.setSingleShot(true);
+    m_redrawTimer.setInterval(kRedrawDelayMs);
+    connect(&m_redrawTimer, &QTimer::timeout, this, &ChartsView::redraw);
+}
+
+QList<TimeChartView *> ChartsView::timeCharts() const
+{
+    return {m_latency, m_throughput, m_utilization, m_queue, m_padding};
+}
+
+void ChartsView::addHostSample(const app::HostSample &sample)
+{
+    const bool gpu = sample.gpu.has_value();
+    if (!m_modeSet || gpu != m_gpuMode)
+        setUtilizationMode(gpu, QString::fromStdString(sample.gpuName), sample.cores);
+    m_host = sample;
+}
+
+void ChartsView::setUtilizationMode(bool gpu, const QString &gpuName, int cores)
+{
+    m_gpuMode = gpu;
+    m_modeSet = cores > 0;
+    m_utilization->setSeriesVisible(Gpu, gpu);
+    m_utilization->setSeriesVisible(MemBw, gpu);
+    m_utilization->setSeriesVisible(MemUsed, gpu);
+    m_utilization->setSeriesVisible(Cpu, !gpu);
+    m_utilization->valueAxis(TimeChartView::Axis::Right)->setVisible(gpu);
+    if (gpu) {
+        m_utilization->setTitle(
+            tr("GPU utilization (NVML: %1)").arg(gpuName.isEmpty() ? tr("GPU") : gpuName));
+    } else {
+        m_utilization->setTitle(tr("Utilization (no NVIDIA GPU: CPU figures)"));
+        m_utilization->setSeriesName(Cpu, cores > 0 ? tr("process CPU (of %1 cores)").arg(cores)
+                                                    : tr("process CPU"));
+    }
+}
+
+void ChartsView::addSnapshot(const app::SnapshotPtr &snapshot)
+{
+    GuiProfiler::Scope scope(GuiProfiler::Update);
+    GuiProfiler::instance().countSnapshot(snapshot->requestsPerS);
+    m_history.add(*snapshot, m_host ? &*m_host : nullptr);
+    const BatchingConfig &c = snapshot->config;
+    m_largestBatch = c.policy == PolicyKind::Static ? c.staticBatchSize
+                     : c.policy == PolicyKind::None ? 1
+                                                    : c.maxBatchSize;
+    scheduleRedraw();
+}
+
+void ChartsView::scheduleRedraw()
+{
+    if (!m_paused && isVisible() && !m_redrawTimer.isActive())
+        m_redrawTimer.start();
+}
+
+void ChartsView::setWindow(double seconds)
+{
+    m_windowS = std::clamp(seconds, 5.0, kHistoryS);
+    for (TimeChartView *c : timeCharts())
+        c->setTimeRange(-m_windowS, 0);
+    redraw();
+}
+
+void ChartsView::setPaused(bool paused)
+{
+    m_paused = paused;
+    if (!paused)
+        scheduleRedraw();
+}
+
+void ChartsView::showEvent(QShowEvent *event)
+{
+    QWidget::showEvent(event);
+    scheduleRedraw();
+}
+
+void ChartsView::redraw()
+{
+    GuiProfiler::Scope scope(GuiProfiler::Update);
+    ++m_redraws;
+    if (m_history.empty()) {
+        emit redrawn();
+        return;
+    }
+    const double now = m_history.latest().t;
+    const std::size_t first = m_history.firstAtOrAfter(now - m_windowS - 1);
+    const qsizetype n = qsizetype(m_history.size() - first);
+
+    auto points = [&](Field field) {
+        QList<QPointF> out;
+        out.reserve(n);
+        for (std::size_t i = first; i < m_history.size(); ++i) {
+            const ChartSample &s = m_history.at(i);
+            const double v = s.*field;
+            if (!std::isnan(v))
+                out.append(QPointF(s.t - now, v));
+        }
+        return out;
+    };
+    m_latency->setPoints(TotalP50, points(&ChartSample::totalP50Ms));
+    m_latency->setPoints(TotalP90, points(&ChartSample::totalP90Ms));
+    m_latency->setPoints(TotalP99, points(&ChartSample::totalP99Ms));
+    m_latency->setPoints(QueueP50, points(&ChartSample::queueP50Ms));
+    m_latency->setPoints(QueueP99, points(&ChartSample::queueP99Ms));
+    m_throughput->setPoints(Requests, points(&ChartSample::requestsPerS));
+    m_throughput->setPoints(InputTokens, points(&ChartSample::inputTokensPerS));
+    m_throughput->setPoints(OutputTokens, points(&ChartSample::outputTokensPerS));
+    m_utilization->setPoints(Busy, points(&ChartSample::busyPercent));
+    if (m_gpuMode) {
+        m_utilization->setPoints(Gpu, points(&ChartSample::gpuPercent));
+        m_utilization->setPoints(MemBw, points(&ChartSample::memBwPercent));
+        m_utilization->setPoints(MemUsed, points(&ChartSample::memUsedGiB));
+    } else {
+        m_utilization->setPoints(Cpu, points(&ChartSample::cpuPercent));
+    }
+    m_queue->setPoints(0, points(&ChartSample::queueDepth));
+    m_padding->setPoints(Padding, points(&ChartSample::paddingPercent));
+    m_padding->setPoints(MeanBatch, points(&ChartSample::meanBatchSize));
+
+    std::vector<TimeChartView::Marker> markers;
+    for (const ConfigMarker &m : m_history.markers()) {
+        if (m.t < now - m_windowS)
+            continue;
+        TimeChartView::Marker marker;
+        marker.x = m.t - now;
+        marker.caption = m.summary;
+        marker.tooltip = tr("config v%1 from %2: %3").arg(m.version).arg(m.origin, m.summary);
+        markers.push_back(std::move(marker));
+    }
+    for (TimeChartView *c : timeCharts()) {
+        c->rescale();
+        c->setMarkers(markers);
+    }
+    redrawBatchSizes();
+    emit redrawn();
+}
+
+void ChartsView::redrawBatchSizes()
+{
+    const std::vector<double> share = m_history.batchSizeShare(kBatchSizeWindowS);
+    QList<QPointF> steps;
+    steps.reserve(qsizetype(share.size()) * 4 + 2);
+    double top = 0;
+    steps.append(QPointF(0, 0));
+    for (std::size_t size = 1; size < share.size(); ++size) {
+        if (share[size] <= 0)
+            continue;
+        const double x = double(size), v = share[size];
+        steps.append({QPointF(x - 0.4, 0), QPointF(x - 0.4, v), QPointF(x + 0.4, v), QPointF(x + 0.4, 0)});
+        top = std::max(top, v);
+    }
+    const double xMax = std::max(double(m_largestBatch + 1), double(share.size()));
+    steps.append(QPointF(xMax, 0));
+    m_batchSizeLine->replace(steps);
+    if (m_batchSizeX->max() != xMax) {
+        m_batchSizeX->setRange(0, xMax);
+        // Whole-number ticks, about six of them.
+        double step = 1;
+        for (int i = 0; step < xMax / 6; ++i)
+            step *= i % 3 == 1 ? 2.5 : 2; // 1, 2, 5, 10, 20, 50, ...
+        m_batchSizeX->setTickInterval(step);
+    }
+    const double yMax = std::min(100.0, TimeChartView::niceCeiling(top * 1.05));
+    if (m_batchSizeY->max() != yMax)
+        m_batchSizeY->setRange(0, yMax);
+}
+
+} // namespace bp::ui

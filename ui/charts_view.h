@@ -1,0 +1,82 @@
+// The live charts: latency, throughput, utilization, queue depth, batch-size
+// distribution and padding efficiency over the last few minutes, with a
+// marker at every config change. Snapshots go into a ChartHistory as they
+// arrive; redraws are coalesced by a single-shot 40 ms timer and replace
+// each series in bulk, and nothing is drawn while the view is hidden.
+#pragma once
+
+#include "chart_history.h"
+
+#include <QTimer>
+#include <QWidget>
+
+#include <optional>
+
+class QAreaSeries;
+class QChartView;
+class QLineSeries;
+class QValueAxis;
+
+namespace bp::ui {
+
+class TimeChartView;
+
+class ChartsView : public QWidget {
+    Q_OBJECT
+public:
+    explicit ChartsView(QWidget *parent = nullptr);
+
+    void addSnapshot(const app::SnapshotPtr &snapshot);
+    void addHostSample(const app::HostSample &sample);
+
+    // Seconds of history shown (the buffer keeps kHistoryS).
+    void setWindow(double seconds);
+    double window() const { return m_windowS; }
+    void setPaused(bool paused);
+    bool paused() const { return m_paused; }
+
+    const ChartHistory &history() const { return m_history; }
+    std::size_t markerCount() const { return m_history.markers().size(); }
+    std::size_t redraws() const { return m_redraws; }
+    QList<TimeChartView *> timeCharts() const;
+    // True once NVML samples arrived: the utilization chart shows the GPU.
+    bool showsGpu() const { return m_gpuMode; }
+
+    static constexpr double kHistoryS = 300;
+    static constexpr int kRedrawDelayMs = 40;
+    static constexpr double kBatchSizeWindowS = 10;
+
+signals:
+    void redrawn();
+
+protected:
+    void showEvent(QShowEvent *event) override;
+
+private:
+    void scheduleRedraw();
+    void redraw();
+    void redrawBatchSizes();
+    void setUtilizationMode(bool gpu, const QString &gpuName, int cores);
+
+    ChartHistory m_history;
+    std::optional<app::HostSample> m_host;
+    double m_windowS = 120;
+    bool m_paused = false;
+    bool m_gpuMode = false;
+    bool m_modeSet = false;
+    std::size_t m_redraws = 0;
+    int m_largestBatch = 16; // the config's batch limit: the distribution's x range
+    QTimer m_redrawTimer;
+
+    TimeChartView *m_latency = nullptr;
+    TimeChartView *m_throughput = nullptr;
+    TimeChartView *m_utilization = nullptr;
+    TimeChartView *m_queue = nullptr;
+    TimeChartView *m_padding = nullptr;
+    QChartView *m_batchSizes = nullptr;
+    QLineSeries *m_batchSizeLine = nullptr;
+    QValueAxis *m_batchSizeX = nullptr;
+    QValueAxis *m_batchSizeY = nullptr;
+};
+
+} // namespace bp::ui

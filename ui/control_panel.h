@@ -1,0 +1,99 @@
+// The batching knobs, applied live. Every edit restarts a 300 ms debounce;
+// when it fires, the whole form is checked with the engine's validate() and
+// applied through EngineBridge::applyConfig as one undoable change. A value
+// the engine refuses stays in its field with the reason next to it, and the
+// engine keeps its config. While the form holds no pending or refused edit
+// it follows the engine's config (changes from REST show up here too).
+#pragma once
+
+#include "app/engine_bridge.h"
+
+#include <QTimer>
+#include <QWidget>
+
+#include <map>
+
+class QCheckBox;
+class QComboBox;
+class QGroupBox;
+class QLabel;
+class QPushButton;
+class QSpinBox;
+class QUndoStack;
+
+namespace bp::ui {
+
+class AdaptiveOptions;
+class BucketEdgesEditor;
+class DurationSpinBox;
+
+class ControlPanel : public QWidget {
+    Q_OBJECT
+public:
+    ControlPanel(app::EngineBridge &bridge, QUndoStack *undoStack, QWidget *parent = nullptr);
+
+    static constexpr int kDebounceMs = 300;
+
+    // The config the form describes (what would be applied).
+    BatchingConfig formConfig() const;
+    // True while an edit waits for the debounce or was refused.
+    bool dirty() const { return m_dirty; }
+    // The reason shown next to `field` ("max_batch_size", ...; "" = general).
+    QString errorFor(const QString &field) const;
+
+    QComboBox *policyBox() const { return m_policy; }
+    QSpinBox *maxBatchSizeBox() const { return m_maxBatch; }
+    DurationSpinBox *queueDelayBox() const { return m_delay; }
+    BucketEdgesEditor *bucketEdgesEditor() const { return m_edges; }
+    QSpinBox *staticBatchSizeBox() const { return m_staticBatch; }
+    QSpinBox *staticPaddedLengthBox() const { return m_paddedLength; }
+    QCheckBox *flushOnDrainBox() const { return m_flush; }
+    QSpinBox *instancesBox() const { return m_instances; }
+    QSpinBox *queueCapacityBox() const { return m_queueCapacity; }
+    AdaptiveOptions *adaptiveOptions() const { return m_adaptive; }
+
+public slots:
+    void applyNow();       // skip the rest of the debounce
+    void revertToEngine(); // drop pending or refused edits
+
+signals:
+    void configApplied(const QString &summary);
+
+private:
+    void edited();
+    void showConfig(const BatchingConfig &config);
+    void showSnapshot(const app::SnapshotPtr &snapshot);
+    void showError(const QString &message);
+    void clearErrors();
+    void updateStatus();
+    void updatePolicyHints();
+    QLabel *addErrorLabel(const QString &field);
+
+    app::EngineBridge &m_bridge;
+    QUndoStack *m_undo;
+    QTimer m_debounce;
+    bool m_dirty = false;
+    bool m_showing = false; // showConfig() is filling the form: not an edit
+    std::uint64_t m_version = 0;
+    QString m_lastApplied;
+
+    QComboBox *m_policy = nullptr;
+    QLabel *m_policyHint = nullptr;
+    QSpinBox *m_maxBatch = nullptr;
+    DurationSpinBox *m_delay = nullptr;
+    BucketEdgesEditor *m_edges = nullptr;
+    QSpinBox *m_staticBatch = nullptr;
+    QSpinBox *m_paddedLength = nullptr;
+    QCheckBox *m_flush = nullptr;
+    QSpinBox *m_instances = nullptr;
+    QSpinBox *m_queueCapacity = nullptr;
+    AdaptiveOptions *m_adaptive = nullptr;
+    BatchingConfig
+        m_shown; // what the form was last filled with (fields it has no control for come from here)
+    QGroupBox *m_dynamicGroup = nullptr, *m_bucketGroup = nullptr, *m_staticGroup = nullptr;
+    QLabel *m_status = nullptr;
+    QPushButton *m_revert = nullptr;
+    std::map<QString, QLabel *> m_errors; // field -> its reason label ("" = general)
+};
+
+} // namespace bp::ui

@@ -1,0 +1,224 @@
+#include "demo_script.h"
+
+#include "batch_timeline.h"
+#include "bucket_edges_editor.h"
+#include "bucket_edges_model.h"
+#include "charts_view.h"
+#include "compare_view.h"
+#include "control_panel.h"
+#include "duration_spin_box.h"
+#include "main_window.h"
+#include "session_list_model.h"
+#include "trace_importer.h"
+#include "trace_list_model.h"
+#include "traces_view.h"
+#include "traffic_panel.h"
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QPixmap>
+#include <QSpinBox>
+#include <QTableView>
+#include <QTextStream>
+
+namespace bp::ui {
+
+DemoScript::DemoScript(MainWindow &window, const QString &script) : QObject(&window), m_window(window)
+{
+    for (const QString &step : script.split(QLatin1Char(';'), Qt::SkipEmptyParts))
+        m_steps << step.trimmed();
+}
+
+void DemoScript::start()
+{
+    QTimer::singleShot(0, this, &DemoScript::next);
+}
+
+void DemoScript::fail(const QString &message)
+{
+    QTextStream(stderr) << "demo: step " << (m_index) << " '" << m_steps.value(m_index - 1)
+                        << "': " << message << "\n";
+    m_index = int(m_steps.size());
+    emit finished();
+}
+
+void DemoScript::next()
+{
+    while (m_index < m_steps.size()) {
+        const QString step = m_steps[m_index++];
+        const int eq = step.indexOf(QLatin1Char('='));
+        const QString command = eq < 0 ? step : step.left(eq);
+        const QString argument = eq < 0 ? QString() : step.mid(eq + 1);
+        QTextStream(stderr) << "demo: " << step << "\n";
+        if (!run(command, argument))
+            return; // resumes from a timer or a signal
+    }
+    emit finished();
+}
+
+void DemoScript::continueAfter(QMetaObject::Connection &a, QMetaObject::Connection &b)
+{
+    disconnect(a);
+    disconnect(b);
+    QTimer::singleShot(0, this, &DemoScript::next);
+}
+
+bool DemoScript::run(const QString &command, const QString &argument)
+{
+    ControlPanel *panel = m_window.controlPanel();
+    TracesView *traces = m_window.tracesView();
+    if (command == QLatin1String("wait")) {
+        QTimer::singleShot(int(argument.toDouble() * 1000), this, &DemoScript::next);
+        return false;
+    }
+    if (command == QLatin1String("traffic")) {
+        TrafficPanel *traffic = m_window.trafficPanel();
+        if (argument == QLatin1String("off")) {
+            traffic->stop();
+        } else {
+            traffic->stop();
+            traffic->rateBox()->setValue(argument.toDouble());
+            traffic->start();
+        }
+        return true;
+    }
+    if (command == QLatin1String("set")) {
+        const QString field = argument.section(QLatin1Char(':'), 0, 0);
+        const QString value = argument.section(QLatin1Char(':'), 1);
+        if (field == QLatin1String("policy"))
+            panel->policyBox()->setCurrentIndex(panel->policyBox()->findText(value));
+        else if (field == QLatin1String("max_batch_size"))
+            panel->maxBatchSizeBox()->setValue(value.toInt());
+        else if (field == QLatin1String("max_queue_delay"))
+            panel->queueDelayBox()->setValueUs(DurationSpinBox::parse(value, 1000).value_or(0));
+        else if (field == QLatin1String("static_batch_size"))
+            panel->staticBatchSizeBox()->setValue(value.toInt());
+        else if (field == QLatin1String("static_padded_length"))
+            panel->staticPaddedLengthBox()->setValue(value.toInt());
+        else if (field == QLatin1String("instances"))
+            panel->instancesBox()->setValue(value.toInt());
+        else if (field == QLatin1String("queue_capacity"))
+            panel->queueCapacityBox()->setValue(value.toInt());
+        else if (field == QLatin1String("bucket_edges")) {
+            std::vector<int> edges;
+            for (const QString &e : value.split(QLatin1Char(',')))
+                edges.push_back(e.toInt());
+            panel->bucketEdgesEditor()->model()->setEdges(edges);
+        } else {
+            fail(QStringLiteral("unknown knob '%1'").arg(field));
+            return false;
+        }
+        panel->applyNow();
+        return true;
+    }
+    if (command == QLatin1String("window")) {
+        m_window.chartsView()->setWindow(argument.toDouble());
+        return true;
+    }
+    if (command == QLatin1String("show")) {
+        if (argument == QLatin1String("live"))
+            m_window.showPage(MainWindow::Page::Live);
+        else if (argument == QLatin1String("compare"))
+            m_window.showPage(MainWindow::Page::Compare);
+        else if (argument == QLatin1String("traces"))
+            m_window.showTraces();
+        else if (argument == QLatin1String("timeline"))
+            m_window.batchTimeline()->parentWidget()->raise();
+        return true;
+    }
+    if (command == QLatin1String("import")) {
+        m_done = connect(traces->importer(), &TraceImporter::imported, this,
+                         [this] { continueAfter(m_done, m_failed); });
+        m_failed = connect(traces->importer(), &TraceImporter::failed, this,
+                           [this](const QString &why) { fail(why); });
+        traces->importFile(argument);
+        return false;
+    }
+    if (command == QLatin1String("replay")) {
+        const QStringList parts = argument.split(QLatin1Char(':'));
+        ReplayOptions options;
+        const bool trace = parts.value(0) == QLatin1String("trace");
+        options.source.kind = trace ? ReplaySource::Kind::Trace : ReplaySource::Kind::Session;
+        if (parts.value(1) == QLatin1String("latest")) {
+            const auto &rows =
+                trace ? traces->traceModel()->traces().size() : traces->sessionModel()->sessions().size();
+            if (rows == 0) {
+                fail(QStringLiteral("nothing to replay yet"));
+                return false;
+            }
+            options.source.id = trace ? traces->traceModel()->traces().front().id
+                                      : traces->sessionModel()->sessions().front().id;
+        } else {
+            options.source.id = parts.value(1).toLongLong();
+        }
+        options.speed = parts.size() > 2 ? parts[2].toDouble() : 1.0;
+        options.clock = parts.value(3) == QLatin1String("virtual") ? ReplayClock::Virtual : ReplayClock::Real;
+        options.config = panel->formConfig();
+        m_done =
+            connect(traces->replayRunner(), &ReplayRunner::finished, this, [this](const ReplayOutcome &o) {
+                m_lastReplay = o.sessionId;
+                continueAfter(m_done, m_failed);
+            });
+        m_failed = connect(traces->replayRunner(), &ReplayRunner::failed, this,
+                           [this](const QString &why) { fail(why); });
+        traces->replay(options);
+        return false;
+    }
+    if (command == QLatin1String("compare")) {
+        std::int64_t a = 0, b = 0;
+        if (argument == QLatin1String("last-replay")) {
+            const SessionListModel *sessions = traces->sessionModel();
+            const int row = sessions->rowOf(m_lastReplay);
+            if (row < 0 || !sessions->sessions()[std::size_t(row)].sourceSessionId) {
+                fail(QStringLiteral("no replay of a session to compare yet"));
+                return false;
+            }
+            a = *sessions->sessions()[std::size_t(row)].sourceSessionId;
+            b = m_lastReplay;
+        } else {
+            a = argument.section(QLatin1Char(','), 0, 0).toLongLong();
+            b = argument.section(QLatin1Char(','), 1, 1).toLongLong();
+        }
+        m_done = connect(m_window.compareView(), &CompareView::compared, this,
+                         [this] { continueAfter(m_done, m_failed); });
+        m_failed = connect(m_window.compareView(), &CompareView::failed, this,
+                           [this](const QString &why) { fail(why); });
+        m_window.compareSessions(a, b);
+        return false;
+    }
+    if (command == QLatin1String("select")) {
+        const bool trace = argument.startsWith(QLatin1String("trace"));
+        const QString which = argument.section(QLatin1Char(':'), 1);
+        m_done = connect(traces, &TracesView::refreshed, this, [this, traces, trace, which] {
+            QTableView *table = trace ? traces->traceTable() : traces->sessionTable();
+            const std::int64_t id = which == QLatin1String("latest")
+                                        ? table->model()->index(0, 0).data(Qt::UserRole).toLongLong()
+                                    : which == QLatin1String("last-replay") ? m_lastReplay
+                                                                            : which.toLongLong();
+            const int row = trace ? traces->traceModel()->rowOf(id) : traces->sessionModel()->rowOf(id);
+            if (row >= 0)
+                table->selectRow(row);
+            continueAfter(m_done, m_failed);
+        });
+        traces->refresh();
+        return false;
+    }
+    if (command == QLatin1String("screenshot")) {
+        if (!m_window.grab().save(argument)) {
+            fail(QStringLiteral("cannot write %1").arg(argument));
+            return false;
+        }
+        return true;
+    }
+    if (command == QLatin1String("quit")) {
+        m_window.close();
+        QTimer::singleShot(0, qApp, &QApplication::quit);
+        return true;
+    }
+    fail(QStringLiteral("unknown step '%1'").arg(command));
+    return false;
+}
+
+} // namespace bp::ui

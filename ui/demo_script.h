@@ -1,0 +1,53 @@
+// Drives the console from a script for screenshots and demos, through the
+// same widgets an operator uses. Set BATCHPILOT_CONSOLE_DEMO to steps
+// separated by ';' (docs/console.md):
+//   wait=2.5                 pause the script (seconds)
+//   traffic=3000 | traffic=off   start synthetic traffic at a rate / stop it
+//   set=max_batch_size:32    set a knob in the control panel and apply it
+//                            (policy, max_batch_size, max_queue_delay (e.g. 2ms),
+//                            static_batch_size, static_padded_length, instances,
+//                            queue_capacity, bucket_edges (e.g. 64,256,1024))
+//   window=60                chart window in seconds
+//   show=live|compare|traces|timeline
+//   import=FILE.csv          import a trace (waits until done)
+//   replay=trace:latest:4[:virtual] | replay=session:ID:1   (waits until done)
+//   compare=A,B | compare=last-replay   (waits until loaded)
+//   select=session:ID | select=trace:latest   select a row in the traces view
+//   screenshot=FILE.png      grab the window
+//   quit
+// Errors are printed to stderr as "demo: ..." and end the script.
+#pragma once
+
+#include <QObject>
+#include <QStringList>
+#include <QTimer>
+
+namespace bp::ui {
+
+class MainWindow;
+
+class DemoScript : public QObject {
+    Q_OBJECT
+public:
+    DemoScript(MainWindow &window, const QString &script);
+    void start();
+
+    static constexpr const char *kEnvironmentVariable = "BATCHPILOT_CONSOLE_DEMO";
+
+signals:
+    void finished();
+
+private:
+    void next();
+    bool run(const QString &command, const QString &argument); // false: wait for an event to continue
+    void fail(const QString &message);
+    void continueAfter(QMetaObject::Connection &a, QMetaObject::Connection &b);
+
+    MainWindow &m_window;
+    QStringList m_steps;
+    int m_index = 0;
+    std::int64_t m_lastReplay = 0;
+    QMetaObject::Connection m_done, m_failed;
+};
+
+} // namespace bp::ui

@@ -1,0 +1,89 @@
+// The trace store in the console: imported traces and recorded sessions
+// (table models over the store, refreshed off the GUI thread), CSV import
+// with a progress bar, replay of a trace or session with speed and length
+// scaling, a progress bar and cancel, and "compare" for two sessions.
+#pragma once
+
+#include "replay_runner.h"
+
+#include "app/engine_bridge.h"
+
+#include <QTimer>
+#include <QWidget>
+
+#include <memory>
+
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QTableView;
+
+namespace bp::ui {
+
+class SessionListModel;
+class TraceImporter;
+class TraceListModel;
+
+class TracesView : public QWidget {
+    Q_OBJECT
+public:
+    TracesView(app::EngineBridge &bridge, std::shared_ptr<TraceStore> store, std::int64_t liveSessionId,
+               ReplayRunner::BackendFactory replayBackend, QWidget *parent = nullptr);
+    ~TracesView() override;
+
+    TraceListModel *traceModel() const { return m_traces; }
+    SessionListModel *sessionModel() const { return m_sessions; }
+    QTableView *traceTable() const { return m_traceTable; }
+    QTableView *sessionTable() const { return m_sessionTable; }
+    QProgressBar *progressBar() const { return m_progress; }
+    ReplayRunner *replayRunner() const { return m_replay; }
+    TraceImporter *importer() const { return m_importer; }
+    bool hasStore() const { return m_store != nullptr; }
+
+public slots:
+    void refresh();
+    void importFile(const QString &csvPath);
+    void chooseAndImport();
+    // Ask for the options, then replay the selected trace / session.
+    void replaySelectedTrace();
+    void replaySelectedSession();
+    void askAndReplay(const ReplaySource &source);
+    void replay(const ReplayOptions &options);
+    void compareSelected();
+    void cancelJob();
+    void deleteSelected();
+
+signals:
+    void refreshed();
+    void compareRequested(std::int64_t a, std::int64_t b);
+    void replayFinished(std::int64_t sessionId);
+    void message(const QString &text);
+
+private:
+    void startJobUi(const QString &text);
+    void finishJobUi(const QString &text, bool error = false);
+    void updateButtons();
+    std::int64_t selectedId(QTableView *view) const;
+
+    app::EngineBridge &m_bridge;
+    std::shared_ptr<TraceStore> m_store;
+    const std::int64_t m_live;
+    QThreadPool m_pool;
+    JobTracker m_listJobs{this, &m_pool};
+    JobTracker m_deleteJobs{this, &m_pool};
+    TraceListModel *m_traces = nullptr;
+    SessionListModel *m_sessions = nullptr;
+    TraceImporter *m_importer = nullptr;
+    ReplayRunner *m_replay = nullptr;
+    QTimer m_autoRefresh;
+
+    QTableView *m_traceTable = nullptr;
+    QTableView *m_sessionTable = nullptr;
+    QPushButton *m_import = nullptr, *m_replayTrace = nullptr, *m_deleteTrace = nullptr;
+    QPushButton *m_replaySession = nullptr, *m_compare = nullptr, *m_deleteSession = nullptr;
+    QLabel *m_jobText = nullptr;
+    QProgressBar *m_progress = nullptr;
+    QPushButton *m_cancel = nullptr;
+};
+
+} // namespace bp::ui

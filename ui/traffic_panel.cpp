@@ -1,0 +1,323 @@
+#include "traffic_panel.h"
+
+#include "trace_list_model.h"
+
+#include "engine/store/trace_store.h"
+
+#include <QComboBox>
+#include <QCoreApplication>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSettings>
+#include <QSpinBox>
+#include <QThreadPool>
+#include <QVBoxLayout>
+
+namespace bp::ui {
+
+TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore> store,
+                           TraceListModel *traces, QWidget *parent)
+    : QWidget(parent), m_bridge(bridge), m_store(std::move(store))
+{
+    const ModelInfo &model = m_bridge.engine().model();
+    auto *layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 6, 6, 6);
+    m_form = new QFormLayout;
+    layout->addLayout(m_form);
+
+    m_rate = new QDoubleSpinBox(this);
+    m_rate->setRange(0.1, 1'000'000);
+    m_rate->setDecimals(1);
+    m_rate->setValue(200);
+    m_rate->setSuffix(tr(" req/s"));
+    m_rate->setToolTip(tr("Mean arrival rate (open loop: arrivals do not wait for answers)"));
+    m_form->addRow(tr("&Rate"), m_rate);
+
+    m_arrivals = new QComboBox(this);
+    m_arrivals->addItem(tr("Poisson"), int(ArrivalKind::Poisson));
+    m_arrivals->addItem(tr("constant"), int(ArrivalKind::Constant));
+    m_arrivals->addItem(tr("bursts"), int(ArrivalKind::Bursts));
+    m_form->addRow(tr("&Arrivals"), m_arrivals);
+    m_burst = new QSpinBox(this);
+    m_burst->setRange(1, 100'000);
+    m_burst->setValue(16);
+    m_burst->setToolTip(tr("Requests arriving together in each burst"));
+    m_form->addRow(tr("Burst size"), m_burst);
+
+    m_lengths = new QComboBox(this);
+    m_lengths->addItem(tr("fixed"), int(LengthKind::Fixed));
+    m_lengths->addItem(tr("uniform"), int(LengthKind::Uniform));
+    m_lengths->addItem(tr("from a trace"), int(LengthKind::Trace));
+    m_lengths->setCurrentIndex(1);
+    m_form->addRow(tr("&Lengths"), m_lengths);
+    const int cap = std::max(1, model.maxSequenceLength);
+    m_fixed = new QSpinBox(this);
+    m_fixed->setRange(1, cap);
+    m_fixed->setValue(std::min(32, cap));
+    m_form->addRow(tr("Input tokens"), m_fixed);
+    m_min = new QSpinBox(this);
+    m_min->setRange(1, cap);
+    m_min->setValue(std::min(8, cap));
+    m_form->addRow(tr("Shortest"), m_min);
+    m_max = new QSpinBox(this);
+    m_max->setRange(1, cap);
+    m_max->setValue(std::min(128, cap));
+    m_form->addRow(tr("Longest"), m_max);
+    m_trace = new QComboBox(this);
+    if (traces) {
+        m_trace->setModel(traces);
+        m_trace->setModelColumn(TraceListModel::Name);
+    }
+    m_trace->setToolTip(tr("Imported trace whose input (and output) lengths are drawn in order"));
+    m_form->addRow(tr("Trace"), m_trace);
+    m_lengthScale = new QDoubleSpinBox(this);
+    m_lengthScale->setRange(0.001, 100);
+    m_lengthScale->setDecimals(3);
+    m_lengthScale->setValue(1);
+    m_lengthScale->setToolTip(tr("Multiplies the trace's token counts (0.125 = divide by 8)"));
+    m_form->addRow(tr("Length scale"), m_lengthScale);
+
+    m_maxNew = new QSpinBox(this);
+    m_maxNew->setRange(0, model.generative ? std::max(0, model.maxNewTokensLimit) : 0);
+    m_maxNew->setValue(model.generative ? std::min(16, model.maxNewTokensLimit) : 0);
+    m_maxNew->setEnabled(model.generative);
+    m_maxNew->setToolTip(model.generative
+                             ? tr("Tokens each request asks the model to generate")
+                             : tr("%1 does not generate tokens").arg(QString::fromStdString(model.name)));
+    m_form->addRow(tr("max_new_&tokens"), m_maxNew);
+
+    m_start = new QPushButton(tr("Start traffic"), this);
+    m_start->setCheckable(true);
+    m_start->setToolTip(tr("Start or stop the synthetic load (Ctrl+T)"));
+    layout->addWidget(m_start);
+    m_counters = new QLabel(this);
+    m_counters->setWordWrap(true);
+    m_counters->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(m_counters);
+    m_error = new QLabel(this);
+    m_error->setWordWrap(true);
+    m_error->setStyleSheet(QStringLiteral("color: #b00020;"));
+    m_error->hide();
+    layout->addWidget(m_error);
+    layout->addStretch(1);
+
+    m_restart.setSingleShot(true);
+    m_restart.setInterval(300);
+    connect(&m_restart, &QTimer::timeout, this, [this] {
+        if (running()) {
+            stop();
+            start();
+        }
+    });
+    m_refresh.setInterval(250);
+    connect(&m_refresh, &QTimer::timeout, this, &TrafficPanel::updateCounters);
+
+    connect(m_start, &QPushButton::clicked, this, [this](bool on) { on ? start() : stop(); });
+    connect(m_arrivals, &QComboBox::currentIndexChanged, this, &TrafficPanel::edited);
+    connect(m_lengths, &QComboBox::currentIndexChanged, this, &TrafficPanel::edited);
+    connect(m_trace, &QComboBox::currentIndexChanged, this, &TrafficPanel::edited);
+    for (QDoubleSpinBox *box : {m_rate, m_lengthScale})
+        connect(box, &QDoubleSpinBox::valueChanged, this, &TrafficPanel::edited);
+    for (QSpinBox *box : {m_burst, m_fixed, m_min, m_max, m_maxNew})
+        connect(box, &QSpinBox::valueChanged, this, &TrafficPanel::edited);
+    updateVisibility();
+    updateCounters();
+}
+
+TrafficPanel::~TrafficPanel() = default; // the generator's destructor stops and joins its thread
+
+WorkloadSpec TrafficPanel::formSpec() const
+{
+    const ModelInfo &model = m_bridge.engine().model();
+    WorkloadSpec spec;
+    spec.arrivals = ArrivalKind(m_arrivals->currentData().toInt());
+    spec.rate = m_rate->value();
+    spec.burstSize = m_burst->value();
+    spec.lengths = LengthKind(m_lengths->currentData().toInt());
+    spec.fixedLength = m_fixed->value();
+    spec.minLength = std::min(m_min->value(), m_max->value());
+    spec.maxLength = std::max(m_min->value(), m_max->value());
+    spec.lengthScale = m_lengthScale->value();
+    spec.maxNewTokens = m_maxNew->value();
+    spec.outputFromTrace = model.generative;
+    spec.lengthCap = model.maxSequenceLength;
+    spec.outputCap = model.generative ? model.maxNewTokensLimit : 0;
+    spec.vocabSize = model.vocabSize;
+    spec.seed = m_seed;
+    return spec;
+}
+
+LoadGenerator::Counters TrafficPanel::counters() const
+{
+    LoadGenerator::Counters c = m_before;
+    if (m_generator) {
+        const LoadGenerator::Counters now = m_generator->counters();
+        c.sent += now.sent;
+        c.accepted += now.accepted;
+        c.rejected += now.rejected;
+        c.completed += now.completed;
+        c.failed += now.failed;
+    }
+    return c;
+}
+
+void TrafficPanel::toggle()
+{
+    running() ? stop() : start();
+}
+
+void TrafficPanel::start()
+{
+    if (running())
+        return;
+    m_error->hide();
+    const auto lengths = LengthKind(m_lengths->currentData().toInt());
+    if (lengths != LengthKind::Trace) {
+        launch(nullptr);
+        return;
+    }
+    const qint64 id = m_trace->currentData(Qt::UserRole).toLongLong();
+    if (id <= 0 || !m_store) {
+        m_error->setText(tr("Import a trace first (Traces ▸ Import CSV…) to draw lengths from it."));
+        m_error->show();
+        m_start->setChecked(false);
+        return;
+    }
+    if (auto it = m_traceRows.find(id); it != m_traceRows.end()) {
+        launch(it->second);
+        return;
+    }
+    // Load the rows off the GUI thread; a stop or another start meanwhile wins.
+    const std::uint64_t generation = ++m_loadGeneration;
+    m_start->setText(tr("Loading trace…"));
+    QPointer<TrafficPanel> self(this);
+    QThreadPool::globalInstance()->start([self, generation, id, store = m_store] {
+        auto rows = store->traceRows(id);
+        QMetaObject::invokeMethod(
+            QCoreApplication::instance(),
+            [self, generation, id, rows = std::move(rows)]() mutable {
+                if (!self || generation != self->m_loadGeneration)
+                    return;
+                if (!rows) {
+                    self->m_error->setText(QString::fromStdString(rows.status().message()));
+                    self->m_error->show();
+                    self->m_start->setChecked(false);
+                    self->updateCounters();
+                    return;
+                }
+                auto shared = std::make_shared<const std::vector<TraceRow>>(std::move(rows.value()));
+                self->m_traceRows[id] = shared;
+                self->launch(shared);
+            },
+            Qt::QueuedConnection);
+    });
+}
+
+void TrafficPanel::launch(std::shared_ptr<const std::vector<TraceRow>> rows)
+{
+    WorkloadSpec spec = formSpec();
+    spec.trace = std::move(rows);
+    if (Status s = spec.validate(); !s) {
+        m_error->setText(QString::fromStdString(s.message()));
+        m_error->show();
+        m_start->setChecked(false);
+        updateCounters();
+        return;
+    }
+    ++m_seed; // a fresh sequence each start
+    m_generator = std::make_unique<LoadGenerator>(m_bridge.engine(), spec);
+    m_generator->start();
+    m_start->setChecked(true);
+    m_refresh.start();
+    updateCounters();
+    emit runningChanged(true);
+}
+
+void TrafficPanel::stop()
+{
+    ++m_loadGeneration;
+    m_restart.stop();
+    if (m_generator) {
+        m_generator->stop();
+        // Completions still queued in the engine after this are not counted.
+        m_before = counters();
+        m_generator.reset();
+        m_refresh.stop();
+        emit runningChanged(false);
+    }
+    m_start->setChecked(false);
+    updateCounters();
+}
+
+void TrafficPanel::edited()
+{
+    updateVisibility();
+    if (running())
+        m_restart.start();
+}
+
+void TrafficPanel::updateVisibility()
+{
+    const auto arrivals = ArrivalKind(m_arrivals->currentData().toInt());
+    const auto lengths = LengthKind(m_lengths->currentData().toInt());
+    m_form->setRowVisible(m_burst, arrivals == ArrivalKind::Bursts);
+    m_form->setRowVisible(m_fixed, lengths == LengthKind::Fixed);
+    m_form->setRowVisible(m_min, lengths == LengthKind::Uniform);
+    m_form->setRowVisible(m_max, lengths == LengthKind::Uniform);
+    m_form->setRowVisible(m_trace, lengths == LengthKind::Trace);
+    m_form->setRowVisible(m_lengthScale, lengths == LengthKind::Trace);
+}
+
+void TrafficPanel::saveSettings(QSettings &s) const
+{
+    s.beginGroup(QStringLiteral("traffic"));
+    s.setValue(QStringLiteral("rate"), m_rate->value());
+    s.setValue(QStringLiteral("arrivals"), m_arrivals->currentIndex());
+    s.setValue(QStringLiteral("burstSize"), m_burst->value());
+    s.setValue(QStringLiteral("lengths"), m_lengths->currentIndex());
+    s.setValue(QStringLiteral("fixedLength"), m_fixed->value());
+    s.setValue(QStringLiteral("minLength"), m_min->value());
+    s.setValue(QStringLiteral("maxLength"), m_max->value());
+    s.setValue(QStringLiteral("lengthScale"), m_lengthScale->value());
+    s.setValue(QStringLiteral("maxNewTokens"), m_maxNew->value());
+    s.endGroup();
+}
+
+void TrafficPanel::restoreSettings(QSettings &s)
+{
+    s.beginGroup(QStringLiteral("traffic"));
+    auto restore = [&](auto *box, const char *key) {
+        const QVariant v = s.value(QLatin1String(key));
+        if (v.isValid())
+            box->setValue(v.value<std::decay_t<decltype(box->value())>>());
+    };
+    restore(m_rate, "rate");
+    restore(m_burst, "burstSize");
+    restore(m_fixed, "fixedLength");
+    restore(m_min, "minLength");
+    restore(m_max, "maxLength");
+    restore(m_lengthScale, "lengthScale");
+    restore(m_maxNew, "maxNewTokens");
+    for (const auto &[box, key] : {std::pair{m_arrivals, "arrivals"}, std::pair{m_lengths, "lengths"}}) {
+        const int i = s.value(QLatin1String(key), -1).toInt();
+        if (i >= 0 && i < box->count())
+            box->setCurrentIndex(i);
+    }
+    s.endGroup();
+}
+
+void TrafficPanel::updateCounters()
+{
+    const LoadGenerator::Counters c = counters();
+    m_start->setText(running() ? tr("Stop traffic") : tr("Start traffic"));
+    m_counters->setText(tr("sent %L1 · accepted %L2 · rejected %L3\ncompleted %L4 · failed %L5")
+                            .arg(c.sent)
+                            .arg(c.accepted)
+                            .arg(c.rejected)
+                            .arg(c.completed)
+                            .arg(c.failed));
+}
+
+} // namespace bp::ui
