@@ -119,8 +119,12 @@ void CompareView::compare(std::int64_t a, std::int64_t b)
         },
         [this, a, b](Pair data) {
             if (!data.first || !data.second) {
-                const Status &s = !data.first ? data.first.status() : data.second.status();
-                m_title->setText(tr("Cannot compare: %1").arg(QString::fromStdString(s.message())));
+                // Name every session that failed to load, not just the first.
+                QStringList problems;
+                for (const auto *loaded : {&data.first, &data.second})
+                    if (!*loaded)
+                        problems << QString::fromStdString(loaded->status().message());
+                m_title->setText(tr("Cannot compare: %1").arg(problems.join(QStringLiteral("; "))));
                 emit failed(m_title->text());
                 return;
             }

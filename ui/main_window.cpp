@@ -123,7 +123,12 @@ void MainWindow::createActions()
     QAction *undo = m_undo->createUndoAction(this, tr("&Undo config change"));
     undo->setShortcut(QKeySequence::Undo);
     QAction *redo = m_undo->createRedoAction(this, tr("&Redo config change"));
-    redo->setShortcuts({QKeySequence::Redo, QKeySequence(tr("Ctrl+Y"))});
+    // The platform's redo keys, plus Ctrl+Y where the platform lacks it (a
+    // shortcut listed twice on one action would be ambiguous and never fire).
+    QList<QKeySequence> redoKeys = QKeySequence::keyBindings(QKeySequence::Redo);
+    if (!redoKeys.contains(QKeySequence(tr("Ctrl+Y"))))
+        redoKeys << QKeySequence(tr("Ctrl+Y"));
+    redo->setShortcuts(redoKeys);
     edit->addAction(undo);
     edit->addAction(redo);
     edit->addAction(tr("&Apply config now"), QKeySequence(tr("Ctrl+Return")), m_controls,

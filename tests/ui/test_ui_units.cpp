@@ -157,7 +157,7 @@ private slots:
         h.add(s, nullptr);
         QCOMPARE(h.markers().size(), std::size_t(0)); // the initial config is no marker
         ConfigChange change;
-        s = snapshotAt(11);
+        s = snapshotAt(13);
         change.version = 2;
         change.at = s.takenAt - 2s; // 2 s before this snapshot, 1 s after the first
         change.summary = "max_batch_size 16→32";
@@ -166,7 +166,7 @@ private slots:
         h.add(s, nullptr);
         h.add(s, nullptr); // the same history again adds nothing
         QCOMPARE(h.markers().size(), std::size_t(1));
-        QCOMPARE(h.markers().front().t, 9.0);
+        QCOMPARE(h.markers().front().t, 11.0);
         QCOMPARE(h.markers().front().summary, QStringLiteral("max_batch_size 16→32"));
         QCOMPARE(h.markers().front().origin, QStringLiteral("gui"));
     }
