@@ -41,7 +41,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < argc; ++i)
         arguments << QString::fromLocal8Bit(argv[i]);
     bool windowless = false;
-    bool guiCommand = false; // a subcommand that paints (reports): QGuiApplication, offscreen
+    bool guiCommand = false; // paints (PDF reports) without a window: QGuiApplication, offscreen
     {
         // Parse before any QApplication exists: subcommands and --headless
         // must run without a display.
@@ -49,7 +49,8 @@ int main(int argc, char **argv)
         auto parsed = bp::app::parseAppOptions(arguments);
         windowless = !parsed.options || parsed.options->headless || !parsed.options->command.isEmpty();
         const bp::app::Command *command = parsed.options ? bp::app::findCommand(parsed.options->command) : nullptr;
-        guiCommand = command && command->needsGui;
+        // --headless paints too: GET /v1/sessions/{id}/report?format=pdf.
+        guiCommand = (command && command->needsGui) || (parsed.options && parsed.options->headless);
     }
     if (guiCommand && !qEnvironmentVariableIsSet("QT_QPA_PLATFORM"))
         qputenv("QT_QPA_PLATFORM", "offscreen"); // paints into files only: never needs a display
@@ -81,7 +82,8 @@ int main(int argc, char **argv)
     if (!host.engine)
         return fail(host.error);
     // Both the console and --headless serve the REST endpoint.
-    auto endpoint = bp::rest::startEndpoint(*host.engine, options, [&host] { return host.droppedRows(); });
+    auto endpoint =
+        bp::rest::startEndpoint(*host.engine, options, [&host] { return host.droppedRows(); }, host.store);
     if (options.headless) {
         if (!endpoint)
             return fail(QString::fromStdString(endpoint.status().message()));

@@ -5,10 +5,13 @@
 #include "prometheus_exporter.h"
 #include "v1_codec.h"
 
+#include "app/report/report_builder.h"
 #include "engine/config_json.h"
+#include "engine/store/trace_store.h"
 
 #include <QHttpServerRequest>
 #include <QTcpSocket>
+#include <QUrlQuery>
 
 namespace bp::rest {
 
@@ -38,12 +41,16 @@ HttpFrontend::HttpFrontend(Engine &engine, RestOptions options, QString version,
       m_expectedAuthorization(m_options.token.isEmpty() ? QByteArray() : "Bearer " + m_options.token.toUtf8())
 {
     m_inbox = CompletionInbox::create(this, [this](std::vector<Delivery> &d) { onDeliveries(d); });
+    m_mailbox = std::make_shared<ServerMailbox>(this);
+    m_reportPool.setMaxThreadCount(1);
 }
 
 HttpFrontend::~HttpFrontend()
 {
     // Completions that arrive from now on are dropped: nobody is left to answer.
     m_inbox->detach();
+    m_mailbox->detach();
+    m_reportPool.waitForDone(); // a report still rendering finishes; its answer is dropped
 }
 
 Result<quint16> HttpFrontend::startListening()
@@ -153,6 +160,8 @@ void HttpFrontend::dispatch(const QHttpServerRequest &request, const ReplyTicket
         return startV1Infer(body, ticket);
     if (*match.route == Route::OipInfer)
         return startOipInfer(match, body, ticket);
+    if (*match.route == Route::SessionReport)
+        return startReport(match, request, ticket);
     send(ticket, handleSync(*match.route, match, request));
 }
 
@@ -182,6 +191,7 @@ HttpReply HttpFrontend::handleSync(Route route, const RouteMatch &, const QHttpS
         return metrics();
     case Route::V1Infer:
     case Route::OipInfer:
+    case Route::SessionReport:
         break;
     }
     return errorReply(HttpStatus::InternalServerError, "unhandled route");
@@ -294,6 +304,46 @@ void HttpFrontend::onDeliveries(std::vector<Delivery> &deliveries)
             m_calls.erase(it);
         }
     }
+}
+
+void HttpFrontend::startReport(const RouteMatch &match, const QHttpServerRequest &request, const ReplyTicket &ticket)
+{
+    const QUrlQuery query(request.url());
+    const QString formatName =
+        query.hasQueryItem(QStringLiteral("format")) ? query.queryItemValue(QStringLiteral("format")) : "html";
+    const auto format = report::formatFromName(formatName);
+    if (!format)
+        return send(ticket, errorReply(HttpStatus::BadRequest, "format must be html, pdf or json, got '" +
+                                                                   formatName.toStdString() + "'"));
+    bool ok = false;
+    const qint64 sessionId = match.session.toLongLong(&ok);
+    if (!ok || sessionId < 1)
+        return send(ticket, errorReply(HttpStatus::BadRequest, "session id must be a positive integer, got '" +
+                                                                   match.session.toStdString() + "'"));
+    if (!m_options.store)
+        return send(ticket, errorReply(HttpStatus::ServiceUnavailable,
+                                       "no trace database: reports need one (the server runs without --db)"));
+    const quint64 job = m_nextReportId++;
+    m_reports.emplace(job, ticket);
+    // Rendering (a PDF takes a while) happens on the pool; only the bytes
+    // travel back. Nothing here touches the ticket off this thread.
+    m_reportPool.start([store = m_options.store, mailbox = m_mailbox, this, job, sessionId, f = *format] {
+        auto bytes = report::ReportBuilder(store).build(sessionId, f);
+        HttpReply reply;
+        if (bytes) {
+            reply.body = std::move(*bytes);
+            reply.contentType = report::contentType(f);
+        } else {
+            reply = errorReply(bytes.status());
+        }
+        mailbox->post([this, job, reply = std::move(reply)]() mutable {
+            auto it = m_reports.find(job);
+            if (it == m_reports.end())
+                return;
+            send(it->second, std::move(reply));
+            m_reports.erase(it);
+        });
+    });
 }
 
 void HttpFrontend::send(const ReplyTicket &ticket, HttpReply reply)

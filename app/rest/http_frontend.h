@@ -10,6 +10,10 @@
 // formats and writes the answer. A request waiting for its batch holds no
 // thread and no engine-side reference to any Qt object.
 //
+// Session reports (GET /v1/sessions/{id}/report) render on a pool thread of
+// their own; the finished bytes come back to this thread through a
+// ServerMailbox, so a PDF being drawn never stalls inference answers.
+//
 // Threading: lives on, and is used only from, the RestServer's thread,
 // except setDraining() (any thread).
 #pragma once
@@ -22,6 +26,7 @@
 #include "engine/engine.h"
 
 #include <QAbstractHttpServer>
+#include <QThreadPool>
 
 #include <atomic>
 #include <map>
@@ -61,6 +66,7 @@ private:
     void startOipInfer(const RouteMatch &match, const QByteArray &body, const ReplyTicket &ticket);
     void submitCall(InferCall call, std::vector<Request> rows);
     void onDeliveries(std::vector<Delivery> &deliveries);
+    void startReport(const RouteMatch &match, const QHttpServerRequest &request, const ReplyTicket &ticket);
     void send(const ReplyTicket &ticket, HttpReply reply);
 
     Engine &m_engine;
@@ -73,6 +79,11 @@ private:
     std::unordered_map<quint64, InferCall> m_calls;
     quint64 m_nextCallId = 1;
     std::map<int, std::uint64_t> m_responsesByCode;
+    // Reports being rendered: job id -> where the answer goes.
+    std::unordered_map<quint64, ReplyTicket> m_reports;
+    quint64 m_nextReportId = 1;
+    std::shared_ptr<ServerMailbox> m_mailbox;
+    QThreadPool m_reportPool; // one report at a time; destroyed (and waited for) first
 };
 
 } // namespace bp::rest

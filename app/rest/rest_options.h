@@ -9,8 +9,14 @@
 #include <QHostAddress>
 #include <QString>
 
+#include <memory>
+
 #include <cstdint>
 #include <functional>
+
+namespace bp {
+class TraceStore;
+}
 
 namespace bp::rest {
 
@@ -32,6 +38,9 @@ struct RestOptions {
     // (batchpilot_trace_dropped_rows_total); unset = no sink, reported as 0.
     // Called on the server thread; must be thread-safe and cheap.
     std::function<std::uint64_t()> droppedTraceRows;
+    // The trace database, for GET /v1/sessions/{id}/report; null = no
+    // database (the route answers 503).
+    std::shared_ptr<const TraceStore> store;
 };
 
 RestOptions restOptionsFrom(const app::AppOptions &options);

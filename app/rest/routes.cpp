@@ -44,6 +44,16 @@ RouteMatch matchRoute(const QString &rawPath, Method method)
     if (path == QLatin1String("/metrics"))
         return byMethod(method, {{Method::Get, Route::Metrics}});
 
+    // /v1/sessions/{id}/report
+    if (path.startsWith(QLatin1String("/v1/sessions/")) && path.endsWith(QLatin1String("/report"))) {
+        const QString id = path.mid(int(sizeof("/v1/sessions/") - 1)).chopped(int(sizeof("/report") - 1));
+        if (id.isEmpty() || id.contains('/'))
+            return {};
+        RouteMatch m = byMethod(method, {{Method::Get, Route::SessionReport}});
+        m.session = id;
+        return m;
+    }
+
     // /v2/models/{name}[/versions/{v}][/ready|/infer]
     if (!path.startsWith(QLatin1String("/v2/models/")))
         return {};

@@ -8,6 +8,7 @@
 //   GET  /v2/models/{name}[/versions/{v}]      POST /v1/infer
 //   GET  /v2/models/{name}[/versions/{v}]/ready
 //   POST /v2/models/{name}[/versions/{v}]/infer
+//   GET  /v1/sessions/{id}/report?format=html|pdf|json
 #pragma once
 
 #include <QByteArray>
@@ -30,6 +31,7 @@ enum class Route {
     PutConfig,
     Stats,
     Metrics,
+    SessionReport,
 };
 
 struct RouteMatch {
@@ -38,6 +40,7 @@ struct RouteMatch {
     QByteArray allow;           // for 405: "GET, PUT"
     QString model;              // {name} of /v2/models/...
     QString version;            // {v} of .../versions/{v}, empty when absent
+    QString session;            // {id} of /v1/sessions/{id}/report, as given
 };
 
 RouteMatch matchRoute(const QString &path, QHttpServerRequest::Method method);

@@ -10,10 +10,12 @@
 namespace bp::rest {
 
 Result<std::unique_ptr<RestServer>> startEndpoint(Engine &engine, const app::AppOptions &options,
-                                                 std::function<std::uint64_t()> droppedTraceRows)
+                                                 std::function<std::uint64_t()> droppedTraceRows,
+                                                 std::shared_ptr<const TraceStore> store)
 {
     RestOptions rest = restOptionsFrom(options);
     rest.droppedTraceRows = std::move(droppedTraceRows);
+    rest.store = std::move(store);
     auto server = std::make_unique<RestServer>(engine, std::move(rest), QCoreApplication::applicationVersion());
     auto started = server->start();
     if (!started)

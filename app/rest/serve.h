@@ -16,8 +16,10 @@ namespace bp::rest {
 // prints exactly "listening on http://HOST:PORT" to stdout (flushed) once it
 // accepts connections. `droppedTraceRows` feeds
 // batchpilot_trace_dropped_rows_total when a trace sink exists.
+// `store` (may be null) serves the session reports.
 Result<std::unique_ptr<RestServer>> startEndpoint(Engine &engine, const app::AppOptions &options,
-                                                 std::function<std::uint64_t()> droppedTraceRows = {});
+                                                 std::function<std::uint64_t()> droppedTraceRows = {},
+                                                 std::shared_ptr<const TraceStore> store = {});
 
 // --headless: serves until SIGINT or SIGTERM, then drainAndStop(). Returns
 // the process exit code (0 after a graceful shutdown).

@@ -357,6 +357,51 @@ private slots:
         QCOMPARE(history.last().toObject().value("origin").toString(), QStringLiteral("rest"));
     }
 
+    void sessionReport_data()
+    {
+        QTest::addColumn<QByteArray>("format");
+        QTest::addColumn<QByteArray>("contentType");
+        QTest::addColumn<QByteArray>("startsWith");
+        QTest::newRow("json") << QByteArray("json") << QByteArray("application/json") << QByteArray("{");
+        QTest::newRow("html") << QByteArray("html") << QByteArray("text/html") << QByteArray("<!DOCTYPE html>");
+        QTest::newRow("pdf") << QByteArray("pdf") << QByteArray("application/pdf") << QByteArray("%PDF-");
+    }
+    void sessionReport()
+    {
+        // The headless server records into a fresh database: its own live
+        // session is number 1. Serve a little so the report has figures.
+        for (int i = 0; i < 5; ++i)
+            QCOMPARE(httpRequest(m_port, "POST", "/v1/infer", inferBody({1, 2, 3})).status, 200);
+        QFETCH(QByteArray, format);
+        QFETCH(QByteArray, contentType);
+        QFETCH(QByteArray, startsWith);
+        const HttpResponse r = httpRequest(m_port, "GET", "/v1/sessions/1/report?format=" + format);
+        QCOMPARE(r.status, 200);
+        QVERIFY2(r.header("content-type").startsWith(contentType), r.header("content-type").constData());
+        QVERIFY2(r.body.trimmed().startsWith(startsWith), r.body.left(40).constData());
+        if (format == "json")
+            QVERIFY(r.body.contains("\"session\""));
+    }
+    void sessionReportErrors_data()
+    {
+        QTest::addColumn<QByteArray>("path");
+        QTest::addColumn<int>("status");
+        QTest::newRow("unknown session") << QByteArray("/v1/sessions/999999/report?format=json") << 404;
+        QTest::newRow("unknown format") << QByteArray("/v1/sessions/1/report?format=xml") << 400;
+        QTest::newRow("id not a number") << QByteArray("/v1/sessions/abc/report") << 400;
+        QTest::newRow("id zero") << QByteArray("/v1/sessions/0/report") << 400;
+        QTest::newRow("no id") << QByteArray("/v1/sessions//report") << 404;
+    }
+    void sessionReportErrors()
+    {
+        QFETCH(QByteArray, path);
+        QFETCH(int, status);
+        const HttpResponse r = httpRequest(m_port, "GET", path);
+        QCOMPARE(r.status, status);
+        QVERIFY2(r.json().value("error").isString(), r.body.constData());
+        QCOMPARE(httpRequest(m_port, "POST", "/v1/sessions/1/report").status, 405);
+    }
+
     void metricsText()
     {
         const HttpResponse r = httpRequest(m_port, "GET", "/metrics");
