@@ -113,6 +113,11 @@ void MainWindow::createActions()
         m_traces->chooseAndImport();
     });
     import->setEnabled(m_traces->hasStore());
+    file->addAction(tr("&Export session report…"), QKeySequence(tr("Ctrl+E")), this, [this] {
+            showTraces();
+            m_traces->exportSelectedReport();
+        })
+        ->setEnabled(m_traces->hasStore());
     file->addAction(tr("Copy REST &URL"), QKeySequence(tr("Ctrl+Shift+U")), m_status,
                     &StatusInfo::copyRestUrl)
         ->setEnabled(!m_context.restUrl.isEmpty());

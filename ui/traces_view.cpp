@@ -5,6 +5,9 @@
 #include "trace_importer.h"
 #include "trace_list_model.h"
 
+#include "app/report/report_builder.h"
+
+#include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QGroupBox>
@@ -77,8 +80,9 @@ TracesView::TracesView(app::EngineBridge &bridge, std::shared_ptr<TraceStore> st
     m_replaySession = button(tr("Replay…"), tr("Re-drive the selected session's arrivals (Ctrl+R)"), this);
     m_compare = button(tr("Compare"), tr("Compare the two selected sessions (Ctrl+Shift+C)"), this);
     m_deleteSession = button(tr("Delete"), tr("Delete the selected session and its records"), this);
+    m_export = button(tr("Export report…"), tr("Write the selected session's report as HTML, PDF or JSON (Ctrl+E)"), this);
     auto *refreshButton = button(tr("Refresh"), tr("Reload both lists (F5)"), this);
-    for (QPushButton *b : {m_replaySession, m_compare, m_deleteSession, refreshButton})
+    for (QPushButton *b : {m_replaySession, m_compare, m_export, m_deleteSession, refreshButton})
         sessionButtons->addWidget(b);
     sessionButtons->addStretch();
     sessionLayout->addLayout(sessionButtons);
@@ -114,6 +118,7 @@ TracesView::TracesView(app::EngineBridge &bridge, std::shared_ptr<TraceStore> st
     connect(m_replayTrace, &QPushButton::clicked, this, &TracesView::replaySelectedTrace);
     connect(m_replaySession, &QPushButton::clicked, this, &TracesView::replaySelectedSession);
     connect(m_compare, &QPushButton::clicked, this, &TracesView::compareSelected);
+    connect(m_export, &QPushButton::clicked, this, &TracesView::exportSelectedReport);
     connect(m_deleteTrace, &QPushButton::clicked, this, [this] {
         m_sessionTable->clearSelection();
         deleteSelected();
@@ -319,6 +324,57 @@ void TracesView::deleteSelected()
         });
 }
 
+void TracesView::exportSelectedReport()
+{
+    const std::int64_t selected = selectedId(m_sessionTable);
+    const std::int64_t session = selected ? selected : m_live;
+    if (!m_store || !session) {
+        emit message(tr("Select a session to export its report."));
+        return;
+    }
+    QSettings settings;
+    const QString dir = settings.value(QStringLiteral("reports/lastDirectory")).toString();
+    QString filter = tr("HTML report (*.html)");
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export the report of session %1").arg(session),
+        QDir(dir).filePath(QStringLiteral("batchpilot-session-%1.html").arg(session)),
+        tr("HTML report (*.html);;PDF report (*.pdf);;JSON figures (*.json)"), &filter);
+    if (path.isEmpty())
+        return;
+    settings.setValue(QStringLiteral("reports/lastDirectory"), QFileInfo(path).absolutePath());
+    exportReport(session, path);
+}
+
+void TracesView::exportReport(std::int64_t sessionId, const QString &path)
+{
+    const auto format = report::formatFromPath(path);
+    if (!m_store || !format) {
+        const QString why = !m_store ? tr("no trace database") : tr("%1: the file name must end in .html, .pdf or .json").arg(path);
+        finishJobUi(tr("Export failed: %1").arg(why), true);
+        emit reportFailed(why);
+        return;
+    }
+    startJobUi(tr("Writing the report of session %1…").arg(sessionId));
+    m_cancel->hide(); // a report is short and not cancellable
+    m_progress->setRange(0, 0); // busy indicator
+    m_reportJobs.startJob(
+        [store = m_store, sessionId, path, f = *format](const JobTracker::Ticket &) {
+            return report::ReportBuilder(store).write(sessionId, f, path);
+        },
+        [this, sessionId, path](Status s) {
+            m_progress->setRange(0, 100);
+            if (!s) {
+                const QString why = QString::fromStdString(s.message());
+                finishJobUi(tr("Export failed: %1").arg(why), true);
+                emit reportFailed(why);
+                return;
+            }
+            m_progress->setValue(100);
+            finishJobUi(tr("Report of session %1 written to %2").arg(sessionId).arg(path));
+            emit reportExported(sessionId, path);
+        });
+}
+
 void TracesView::startJobUi(const QString &text)
 {
     m_jobText->setText(text);
@@ -346,6 +402,7 @@ void TracesView::updateButtons()
     m_replaySession->setEnabled(store && session > 0);
     m_deleteSession->setEnabled(store && session > 0 && session != m_live);
     m_compare->setEnabled(store && !m_sessionTable->selectionModel()->selectedRows().isEmpty());
+    m_export->setEnabled(store && (session > 0 || m_live > 0));
 }
 
 } // namespace bp::ui

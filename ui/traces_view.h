@@ -52,12 +52,20 @@ public slots:
     void compareSelected();
     void cancelJob();
     void deleteSelected();
+    // Report of the selected session (the live one when none is selected):
+    // asks for a file (.html, .pdf or .json) and writes it off the GUI thread.
+    void exportSelectedReport();
+    // Writes the report of `sessionId` to `path` (format from its extension)
+    // on the pool; emits reportExported() or reportFailed().
+    void exportReport(std::int64_t sessionId, const QString &path);
 
 signals:
     void refreshed();
     void compareRequested(std::int64_t a, std::int64_t b);
     void replayFinished(std::int64_t sessionId);
     void message(const QString &text);
+    void reportExported(std::int64_t sessionId, const QString &path);
+    void reportFailed(const QString &reason);
 
 private:
     void startJobUi(const QString &text);
@@ -71,6 +79,7 @@ private:
     QThreadPool m_pool;
     JobTracker m_listJobs{this, &m_pool};
     JobTracker m_deleteJobs{this, &m_pool};
+    JobTracker m_reportJobs{this, &m_pool};
     TraceListModel *m_traces = nullptr;
     SessionListModel *m_sessions = nullptr;
     TraceImporter *m_importer = nullptr;
@@ -81,6 +90,7 @@ private:
     QTableView *m_sessionTable = nullptr;
     QPushButton *m_import = nullptr, *m_replayTrace = nullptr, *m_deleteTrace = nullptr;
     QPushButton *m_replaySession = nullptr, *m_compare = nullptr, *m_deleteSession = nullptr;
+    QPushButton *m_export = nullptr;
     QLabel *m_jobText = nullptr;
     QProgressBar *m_progress = nullptr;
     QPushButton *m_cancel = nullptr;

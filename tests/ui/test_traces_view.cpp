@@ -20,6 +20,7 @@
 #include <QProgressBar>
 #include <QSignalSpy>
 #include <QTableView>
+#include <QTemporaryDir>
 
 using namespace bp;
 using namespace bp::ui;
@@ -226,6 +227,39 @@ private slots:
             QCOMPARE(std::size_t(chart->series(1)->count()), temp.store->metricSamples(b).value().size());
         }
         QVERIFY(!view.grab().isNull());
+    }
+
+    void exportWritesTheSessionReport()
+    {
+        Fixture f;
+        const std::int64_t id = recordSession(f.temp.store, {}, 40);
+        QVERIFY(id > 0);
+        QTemporaryDir dir;
+        QSignalSpy done(&f.view, &TracesView::reportExported);
+        QSignalSpy failed(&f.view, &TracesView::reportFailed);
+        for (const char *name : {"r.json", "r.html", "r.pdf"}) {
+            const QString path = dir.filePath(QString::fromLatin1(name));
+            f.view.exportReport(id, path);
+            QTRY_VERIFY_WITH_TIMEOUT(done.count() + failed.count() > 0, 30000);
+            QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.front().front().toString()));
+            QCOMPARE(done.takeFirst().at(1).toString(), path);
+            QFile file(path);
+            QVERIFY(file.open(QIODevice::ReadOnly));
+            const QByteArray head = file.read(64);
+            if (path.endsWith(".pdf"))
+                QVERIFY(head.startsWith("%PDF-"));
+            else if (path.endsWith(".html"))
+                QVERIFY(head.startsWith("<!DOCTYPE html>"));
+            else
+                QVERIFY(head.startsWith("{"));
+        }
+        // A name without a report extension, and an unknown session, fail with a reason.
+        f.view.exportReport(id, dir.filePath("r.txt"));
+        QCOMPARE(failed.count(), 1);
+        QVERIFY(failed.takeFirst().front().toString().contains(".html"));
+        f.view.exportReport(999, dir.filePath("missing.json"));
+        QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 30000);
+        QVERIFY(!QFile::exists(dir.filePath("missing.json")));
     }
 
     void compareAnUnknownSessionSaysSo()
