@@ -8,7 +8,7 @@ namespace bp::app {
 
 namespace {
 const QStringList kValueOptions = {"bind", "port", "token", "db", "model", "device", "preset", "threads", "config",
-                                   "max-body-bytes"};
+                                   "max-body-bytes", "spin-us"};
 
 QString helpText()
 {
@@ -27,6 +27,7 @@ QString helpText()
         "  --device D            auto (default), cpu, cuda, cuda:N\n"
         "  --preset P            size preset of the built-in models (default small)\n"
         "  --threads N           torch threads (default: all cores)\n"
+        "  --spin-us N           how long an idle executor spins before sleeping (default 150; 0 = never)\n"
         "  --config FILE.json    initial batching config\n"
         "  --version, --help\n");
 }
@@ -98,6 +99,13 @@ ParseOutcome parseAppOptions(const QStringList &arguments)
             else if (key == "device") o.device = value;
             else if (key == "preset") o.preset = value;
             else if (key == "config") o.config = value;
+            else if (key == "spin-us") {
+                o.spinUs = value.toInt(&ok);
+                if (!ok || o.spinUs < 0 || o.spinUs > 100'000) {
+                    out.error = QStringLiteral("--spin-us must be 0..100000, got '%1'").arg(value);
+                    return out;
+                }
+            }
             else if (key == "threads") {
                 o.threads = value.toInt(&ok);
                 if (!ok || o.threads < 0 || o.threads > 256) {

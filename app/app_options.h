@@ -19,6 +19,7 @@ struct AppOptions {
     QString device = QStringLiteral("auto");
     QString preset = QStringLiteral("small");
     int threads = 0;                // torch threads, 0 = all cores
+    int spinUs = -1;                // executor idle spin (µs); -1 = the engine default
     QString config;                 // batching config JSON file
     QString command;                // subcommand, empty for the console / headless
     QStringList commandArgs;        // everything after the subcommand

@@ -88,6 +88,8 @@ EngineHostResult createEngine(const AppOptions &o)
     EngineOptions options;
     options.backend = std::move(backend.value());
     options.batching = *config;
+    if (o.spinUs >= 0)
+        options.spin = std::chrono::microseconds(o.spinUs);
     auto engine = Engine::create(std::move(options));
     if (!engine) {
         out.error = q(engine.status().message());

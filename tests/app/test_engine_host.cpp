@@ -2,6 +2,7 @@
 // created, the session row carries model/device/host facts, every request
 // reaches the store, and shutdown ends the session after the drain. A
 // database that cannot be used leaves serving running with a warning.
+#include "app/app_options.h"
 #include "app/engine_host.h"
 
 #include <QtTest>
@@ -126,6 +127,24 @@ private slots:
         QVERIFY(!host.recorder);
         QVERIFY(host.loggingWarning.isEmpty());
         QCOMPARE(host.sessionId(), std::int64_t(0));
+    }
+
+    void spinOptionIsParsedAndChecked()
+    {
+        auto parsed = app::parseAppOptions({"batchpilot", "--headless", "--spin-us", "0"});
+        QVERIFY(parsed.options);
+        QCOMPARE(parsed.options->spinUs, 0);
+        QCOMPARE(app::parseAppOptions({"batchpilot", "--headless"}).options->spinUs, -1); // engine default
+        for (const char *bad : {"-1", "100001", "fast"}) {
+            auto refused = app::parseAppOptions({"batchpilot", "--spin-us", bad});
+            QVERIFY(!refused.options);
+            QVERIFY2(refused.error.contains("--spin-us"), qPrintable(refused.error));
+        }
+        auto o = echoOptions({});
+        o.spinUs = 0;
+        auto host = app::createEngine(o); // an engine that never spins still serves
+        QVERIFY(host.engine);
+        QVERIFY(serve(*host.engine, 50));
     }
 
     void badModelIsAnError()
