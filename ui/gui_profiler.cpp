@@ -34,7 +34,7 @@ void GuiProfiler::report()
     QTextStream(stderr) << QStringLiteral(
                                "ui-profile: %1 s: snapshots %2/s; chart update %3 ms/s (%4 calls); "
                                "chart paint %5 ms/s (%6 calls); timeline paint %7 ms/s (%8 calls); "
-                               "GUI thread busy with charts %9%\n")
+                               "GUI thread busy with charts %9% at %10 requests/s\n")
                                .arg(seconds, 0, 'f', 2)
                                .arg(double(snapshots) / seconds, 0, 'f', 1)
                                .arg(msPerS(Update), 0, 'f', 2)
