@@ -23,6 +23,7 @@ QString helpText()
         "  --token T             bearer token (required off loopback; or BATCHPILOT_TOKEN)\n"
         "  --max-body-bytes N    REST request body limit (default 1048576; larger gets 413)\n"
         "  --db PATH             trace database (default in the user's data directory)\n"
+        "  --no-log              serve without recording requests (no trace database)\n"
         "  --model NAME|FILE.pt  builtin:tiny-decoder (default), builtin:tiny-encoder, builtin:echo, or TorchScript\n"
         "  --device D            auto (default), cpu, cuda, cuda:N\n"
         "  --preset P            size preset of the built-in models (default small)\n"
@@ -38,6 +39,7 @@ ParseOutcome parseAppOptions(const QStringList &arguments)
     ParseOutcome out;
     AppOptions o;
     bool tokenGiven = false;
+    bool noLog = false;
     for (int i = 1; i < arguments.size(); ++i) {
         QString a = arguments[i];
         if (!o.command.isEmpty() && !a.startsWith("--")) {
@@ -54,6 +56,10 @@ ParseOutcome parseAppOptions(const QStringList &arguments)
         }
         if (a == "--headless") {
             o.headless = true;
+            continue;
+        }
+        if (a == "--no-log") {
+            noLog = true;
             continue;
         }
         if (a.startsWith("--")) {
@@ -123,7 +129,9 @@ ParseOutcome parseAppOptions(const QStringList &arguments)
     }
     if (!tokenGiven)
         o.token = qEnvironmentVariable("BATCHPILOT_TOKEN");
-    if (o.db.isEmpty())
+    if (noLog && o.command.isEmpty())
+        o.db.clear(); // serve without recording: no trace database at all
+    else if (o.db.isEmpty())
         o.db = defaultDatabasePath();
     out.options = o;
     return out;

@@ -14,7 +14,7 @@ struct AppOptions {
     quint16 port = 8321;            // 0 = any free port
     QString token;                  // bearer token; required off loopback (or BATCHPILOT_TOKEN)
     qint64 maxBodyBytes = 1 << 20;  // REST request body limit (413 above it)
-    QString db;                     // default: the user's data directory
+    QString db;                     // default: the user's data directory; empty after --no-log
     QString model = QStringLiteral("builtin:tiny-decoder");
     QString device = QStringLiteral("auto");
     QString preset = QStringLiteral("small");

@@ -42,6 +42,8 @@ void DemoScript::fail(const QString &message)
                         << "': " << message << "\n";
     m_index = int(m_steps.size());
     emit finished();
+    // A scripted run that cannot go on ends instead of waiting for a person.
+    QTimer::singleShot(0, &m_window, &QWidget::close);
 }
 
 void DemoScript::next()
@@ -129,8 +131,12 @@ bool DemoScript::run(const QString &command, const QString &argument)
         return true;
     }
     if (command == QLatin1String("import")) {
-        m_done = connect(traces->importer(), &TraceImporter::imported, this,
-                         [this] { continueAfter(m_done, m_failed); });
+        m_done = connect(traces->importer(), &TraceImporter::imported, this, [this, traces] {
+            // The lists reload after an import (TracesView reacts first, it
+            // connected first); a following "latest" must see the new trace.
+            disconnect(m_done);
+            m_done = connect(traces, &TracesView::refreshed, this, [this] { continueAfter(m_done, m_failed); });
+        });
         m_failed = connect(traces->importer(), &TraceImporter::failed, this,
                            [this](const QString &why) { fail(why); });
         traces->importFile(argument);

@@ -147,6 +147,20 @@ private slots:
         QVERIFY(serve(*host.engine, 50));
     }
 
+    void noLogMeansNoDatabase()
+    {
+        auto parsed = app::parseAppOptions({"batchpilot", "--headless", "--no-log"});
+        QVERIFY(parsed.options);
+        QVERIFY(parsed.options->db.isEmpty());
+        QVERIFY(!app::parseAppOptions({"batchpilot", "--headless"}).options->db.isEmpty()); // the default database
+        app::AppOptions o = *parsed.options;
+        o.model = "builtin:echo";
+        auto host = app::createEngine(o);
+        QVERIFY(host.engine);
+        QVERIFY(!host.store);
+        QCOMPARE(host.sessionId(), std::int64_t(0));
+    }
+
     void badModelIsAnError()
     {
         QTemporaryDir dir;
