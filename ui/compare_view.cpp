@@ -12,6 +12,8 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace bp::ui {
 
 namespace {
@@ -83,16 +85,21 @@ CompareView::CompareView(std::shared_ptr<TraceStore> store, QWidget *parent)
     m_table->setModel(m_model);
     m_table->verticalHeader()->hide();
     m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 4);
-    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    // Columns sized to the numbers, not to the long config strings (those
+    // are elided; the full text is in the tooltip): a column as wide as a
+    // config pushed the right-aligned figures out of view.
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
     m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->setTextElideMode(Qt::ElideMiddle);
+    m_table->setWordWrap(false);
     m_table->setAlternatingRowColors(true);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
 
     auto *splitter = new QSplitter(Qt::Horizontal, this);
     splitter->addWidget(chartArea);
     splitter->addWidget(m_table);
-    splitter->setStretchFactor(0, 3);
-    splitter->setStretchFactor(1, 2);
+    splitter->setStretchFactor(0, 1);
+    splitter->setStretchFactor(1, 1);
 
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
@@ -130,6 +137,10 @@ void CompareView::compare(std::int64_t a, std::int64_t b)
             }
             const SessionData &da = data.first.value(), &db = data.second.value();
             m_model->setSessions(da.summary, db.summary);
+            m_table->resizeColumnsToContents();
+            const int widest = m_table->fontMetrics().horizontalAdvance(QStringLiteral("1000000.000 (A)")) + 12;
+            for (int c = 1; c < m_model->columnCount(); ++c) // the figure names stay whole
+                m_table->setColumnWidth(c, std::min(m_table->columnWidth(c), widest));
             m_title->setText(
                 tr("A = session %1 (%2, %3)   vs   B = session %4 (%5, %6)")
                     .arg(a)

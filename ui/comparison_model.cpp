@@ -63,6 +63,8 @@ QVariant ComparisonModel::data(const QModelIndex &index, int role) const
     }
     if (role == Qt::ToolTipRole && index.column() == Change && r.numeric)
         return tr("session %1 against session %2 (b/a − 1)").arg(m_b).arg(m_a);
+    if (role == Qt::ToolTipRole && (index.column() == A || index.column() == B) && !r.numeric)
+        return QString::fromStdString(index.column() == A ? r.a : r.b); // the full config text
     if (role != Qt::DisplayRole)
         return {};
     switch (Column(index.column())) {

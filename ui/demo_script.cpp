@@ -163,9 +163,11 @@ bool DemoScript::run(const QString &command, const QString &argument)
         options.clock = parts.value(3) == QLatin1String("virtual") ? ReplayClock::Virtual : ReplayClock::Real;
         options.config = panel->formConfig();
         m_done =
-            connect(traces->replayRunner(), &ReplayRunner::finished, this, [this](const ReplayOutcome &o) {
+            connect(traces->replayRunner(), &ReplayRunner::finished, this, [this, traces](const ReplayOutcome &o) {
                 m_lastReplay = o.sessionId;
-                continueAfter(m_done, m_failed);
+                // As after an import: go on once the lists show the new session.
+                disconnect(m_done);
+                m_done = connect(traces, &TracesView::refreshed, this, [this] { continueAfter(m_done, m_failed); });
             });
         m_failed = connect(traces->replayRunner(), &ReplayRunner::failed, this,
                            [this](const QString &why) { fail(why); });

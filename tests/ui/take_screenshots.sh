@@ -3,6 +3,7 @@
 # console through BATCHPILOT_CONSOLE_DEMO (docs/console.md). Not a test: run
 # it by hand after a build and look at the pictures.
 #   tests/ui/take_screenshots.sh [build-dir]   (default build/ui)
+#   STEPS="traces compare" tests/ui/take_screenshots.sh build/default   (some of them)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build/ui}
@@ -17,12 +18,12 @@ export DISPLAY=:99 QT_QPA_PLATFORM=xcb
 # Own settings, so a developer's saved layout does not leak into the pictures.
 export XDG_CONFIG_HOME="$work/config"
 
-# A bursty trace to import: two minutes, mixed prompt lengths.
+# A bursty trace to import: 30 s, mixed prompt lengths.
 python3 - "$work/bursty.csv" <<'PY'
 import random, sys
 random.seed(7)
 t, rows = 0.0, []
-while t < 120:
+while t < 30:
     rate = 40 if int(t) % 20 < 10 else 12          # busy and quiet phases
     t += random.expovariate(rate)
     n = random.choice([1, 1, 1, 2, 4])             # some requests arrive together
@@ -37,19 +38,24 @@ PY
 run() { # name, demo script, extra flags...
   local name=$1 script=$2
   shift 2
+  [[ " ${STEPS:-console traces compare} " == *" $name "* ]] || return 0
   echo "== $name"
   BATCHPILOT_CONSOLE_DEMO="$script;quit" timeout 600 "$app" --port 0 --db "$work/$name.sqlite" "$@"
 }
 
-# 1. Serving traffic, charts moving, config markers.
-run console "window=60;traffic=120;wait=25;set=max_batch_size:32;wait=15;set=max_queue_delay:20ms;wait=18;screenshot=$out/console.png" \
+# 1. Tuning live: 40 req/s overloads a max batch of 4 (the queue grows), a max
+#    batch of 16 drains it, then a longer queue delay trades latency for
+#    fuller batches. Markers show each change.
+run console "set=max_batch_size:4;set=max_queue_delay:2ms;window=60;traffic=40;wait=20;set=max_batch_size:16;wait=20;set=max_queue_delay:20ms;wait=15;screenshot=$out/console.png" \
   --model builtin:tiny-decoder
 
-# 2. Traces: an imported trace, replayed; the live session and the replay listed.
-run traces "traffic=80;import=$work/bursty.csv;replay=trace:latest:4;show=traces;select=session:last-replay;wait=2;screenshot=$out/traces.png" \
-  --model builtin:tiny-decoder
+# 2. Traces: an imported trace, replayed on the virtual clock; the live
+#    session and the replay listed.
+run traces "traffic=20;import=$work/bursty.csv;replay=trace:latest:1:virtual;show=traces;select=session:last-replay;wait=2;screenshot=$out/traces.png" \
+  --model builtin:tiny-decoder --preset test
 
-# 3. A comparison: live traffic under a small batch limit, then its replay under a larger one.
-run compare "set=max_batch_size:4;set=max_queue_delay:1ms;traffic=100;wait=30;traffic=off;wait=2;set=max_batch_size:32;set=max_queue_delay:10ms;replay=session:latest:1;compare=last-replay;wait=1;screenshot=$out/compare.png" \
-  --model builtin:tiny-decoder
+# 3. A comparison: live traffic under a small batch limit, then its replay
+#    (real clock: really computed) under a larger one.
+run compare "set=max_batch_size:2;set=max_queue_delay:1ms;traffic=30;wait=30;traffic=off;wait=2;set=max_batch_size:16;set=max_queue_delay:10ms;replay=session:latest:1;compare=last-replay;wait=1;screenshot=$out/compare.png" \
+  --model builtin:tiny-decoder --preset test
 ls -l $out
