@@ -25,7 +25,7 @@
 set -euo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${1:-$SRC/build/deb}
+BUILD=$(realpath -m "${1:-$SRC/build/deb}") # absolute: apt takes a .deb path only as ./x or /x
 JOBS=${JOBS:-2}
 SUDO=""
 [[ $(id -u) -eq 0 ]] || SUDO="sudo"
