@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# REST load figures for docs/benchmarks-rest.md: starts `batchpilot --headless`
+# REST load figures for docs/benchmarks.md (REST section): starts `batchpilot --headless`
 # on a free loopback port, applies a batching config, runs wrk against
 # POST /v1/infer, then prints the engine's own latency for the same run
 # (GET /v1/stats, cumulative) next to wrk's, and stops the server.

@@ -1,4 +1,4 @@
--- wrk script: POST /v1/infer with a fixed JSON body (docs/benchmarks-rest.md).
+-- wrk script: POST /v1/infer with a fixed JSON body (docs/benchmarks.md (REST section)).
 --   wrk -t1 -c64 -d10s --latency -s tools/wrk_infer.lua http://127.0.0.1:8321
 -- Environment overrides: BP_PATH (default /v1/infer), BP_BODY (the JSON body),
 -- BP_TOKEN (adds "Authorization: Bearer ...").

@@ -16,6 +16,21 @@ Status invalid(std::string message)
     return {StatusCode::InvalidArgument, std::move(message)};
 }
 
+// One element of `data`: an integer token id inside the vocabulary.
+Status appendToken(const json &v, const ModelInfo &model, std::vector<TokenId> &out)
+{
+    if (!v.is_number_integer())
+        return invalid(std::string("input 'input_ids': data must hold integers, got ") + v.type_name());
+    const long long id = v.get<long long>();
+    if (id < 0 || id >= model.vocabSize)
+        return Status(StatusCode::OutOfRange, "input 'input_ids': token id " + std::to_string(id) +
+                                                  " at flat index " + std::to_string(out.size()) +
+                                                  " is outside the vocabulary [0, " +
+                                                  std::to_string(model.vocabSize) + ")");
+    out.push_back(TokenId(id));
+    return Status::ok();
+}
+
 // Appends the leaves of `data` (flat, or nested exactly as `shape`) to out.
 Status flatten(const json &data, const std::vector<long long> &shape, std::size_t depth, const ModelInfo &model,
                std::vector<TokenId> &out)
@@ -23,15 +38,8 @@ Status flatten(const json &data, const std::vector<long long> &shape, std::size_
     const bool nested = !data.empty() && data.front().is_array();
     if (depth == 0 && !nested) { // flat row-major
         for (const json &v : data) {
-            if (!v.is_number_integer())
-                return invalid(std::string("input 'input_ids': data must hold integers, got ") + v.type_name());
-            const long long id = v.get<long long>();
-            if (id < 0 || id >= model.vocabSize)
-                return Status(StatusCode::OutOfRange,
-                              "input 'input_ids': token id " + std::to_string(id) + " at flat index " +
-                                  std::to_string(out.size()) + " is outside the vocabulary [0, " +
-                                  std::to_string(model.vocabSize) + ")");
-            out.push_back(TokenId(id));
+            if (Status st = appendToken(v, model, out); !st)
+                return st;
         }
         return Status::ok();
     }
@@ -44,15 +52,8 @@ Status flatten(const json &data, const std::vector<long long> &shape, std::size_
             if (Status s = flatten(v, shape, depth + 1, model, out); !s)
                 return s;
         } else {
-            if (!v.is_number_integer())
-                return invalid(std::string("input 'input_ids': data must hold integers, got ") + v.type_name());
-            const long long id = v.get<long long>();
-            if (id < 0 || id >= model.vocabSize)
-                return Status(StatusCode::OutOfRange,
-                              "input 'input_ids': token id " + std::to_string(id) + " at flat index " +
-                                  std::to_string(out.size()) + " is outside the vocabulary [0, " +
-                                  std::to_string(model.vocabSize) + ")");
-            out.push_back(TokenId(id));
+            if (Status st = appendToken(v, model, out); !st)
+                return st;
         }
     }
     return Status::ok();
