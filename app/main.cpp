@@ -41,6 +41,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < argc; ++i)
         arguments << QString::fromLocal8Bit(argv[i]);
     bool windowless = false;
+    bool headless = false;
     bool guiCommand = false; // paints (PDF reports) without a window: QGuiApplication, offscreen
     {
         // Parse before any QApplication exists: subcommands and --headless
@@ -50,8 +51,15 @@ int main(int argc, char **argv)
         windowless = !parsed.options || parsed.options->headless || !parsed.options->command.isEmpty();
         const bp::app::Command *command = parsed.options ? bp::app::findCommand(parsed.options->command) : nullptr;
         // --headless paints too: GET /v1/sessions/{id}/report?format=pdf.
-        guiCommand = (command && command->needsGui) || (parsed.options && parsed.options->headless);
+        headless = parsed.options && parsed.options->headless && parsed.options->command.isEmpty();
+        guiCommand = (command && command->needsGui) || headless;
     }
+    // --headless: Qt's own UNIX event dispatcher instead of GLib's. The REST
+    // thread's event loop is its hot path, and GLib's costs ~20% of the
+    // throughput there (docs/benchmarks.md, REST). The console keeps GLib
+    // (desktop integration).
+    if (headless && !qEnvironmentVariableIsSet("QT_NO_GLIB"))
+        qputenv("QT_NO_GLIB", "1");
     if (guiCommand && !qEnvironmentVariableIsSet("QT_QPA_PLATFORM"))
         qputenv("QT_QPA_PLATFORM", "offscreen"); // paints into files only: never needs a display
     std::unique_ptr<QCoreApplication> app;
