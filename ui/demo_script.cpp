@@ -67,6 +67,15 @@ void DemoScript::continueAfter(QMetaObject::Connection &a, QMetaObject::Connecti
     QTimer::singleShot(0, this, &DemoScript::next);
 }
 
+void DemoScript::continueAfterRefresh(TracesView *traces)
+{
+    // The lists reload after an import or a replay (TracesView reacts to the
+    // same signal first: it connected first); a following "latest" or
+    // "last-replay" step must see the new row.
+    disconnect(m_done);
+    m_done = connect(traces, &TracesView::refreshed, this, [this] { continueAfter(m_done, m_failed); });
+}
+
 bool DemoScript::run(const QString &command, const QString &argument)
 {
     ControlPanel *panel = m_window.controlPanel();
@@ -131,12 +140,8 @@ bool DemoScript::run(const QString &command, const QString &argument)
         return true;
     }
     if (command == QLatin1String("import")) {
-        m_done = connect(traces->importer(), &TraceImporter::imported, this, [this, traces] {
-            // The lists reload after an import (TracesView reacts first, it
-            // connected first); a following "latest" must see the new trace.
-            disconnect(m_done);
-            m_done = connect(traces, &TracesView::refreshed, this, [this] { continueAfter(m_done, m_failed); });
-        });
+        m_done = connect(traces->importer(), &TraceImporter::imported, this,
+                         [this, traces] { continueAfterRefresh(traces); });
         m_failed = connect(traces->importer(), &TraceImporter::failed, this,
                            [this](const QString &why) { fail(why); });
         traces->importFile(argument);
@@ -165,9 +170,7 @@ bool DemoScript::run(const QString &command, const QString &argument)
         m_done =
             connect(traces->replayRunner(), &ReplayRunner::finished, this, [this, traces](const ReplayOutcome &o) {
                 m_lastReplay = o.sessionId;
-                // As after an import: go on once the lists show the new session.
-                disconnect(m_done);
-                m_done = connect(traces, &TracesView::refreshed, this, [this] { continueAfter(m_done, m_failed); });
+                continueAfterRefresh(traces);
             });
         m_failed = connect(traces->replayRunner(), &ReplayRunner::failed, this,
                            [this](const QString &why) { fail(why); });

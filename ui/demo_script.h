@@ -25,6 +25,7 @@
 namespace bp::ui {
 
 class MainWindow;
+class TracesView;
 
 class DemoScript : public QObject {
     Q_OBJECT
@@ -42,6 +43,8 @@ private:
     bool run(const QString &command, const QString &argument); // false: wait for an event to continue
     void fail(const QString &message);
     void continueAfter(QMetaObject::Connection &a, QMetaObject::Connection &b);
+    // Goes on once the Traces dock has reloaded its lists.
+    void continueAfterRefresh(TracesView *traces);
 
     MainWindow &m_window;
     QStringList m_steps;

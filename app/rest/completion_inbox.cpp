@@ -48,17 +48,4 @@ void CompletionInbox::drain()
     m_taking.clear();
 }
 
-void ServerMailbox::post(std::function<void()> task)
-{
-    std::lock_guard lock(m_mutex); // keeps m_target alive while posting (as push() above)
-    if (m_target)
-        QMetaObject::invokeMethod(m_target, std::move(task), Qt::QueuedConnection);
-}
-
-void ServerMailbox::detach()
-{
-    std::lock_guard lock(m_mutex);
-    m_target = nullptr;
-}
-
 } // namespace bp::rest

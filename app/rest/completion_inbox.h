@@ -54,19 +54,4 @@ private:
     std::vector<Delivery> m_taking; // server thread only; reused to keep its capacity
 };
 
-// Work handed to the server thread from any other thread (finished
-// reports). post() runs `task` there later; after detach() (server thread,
-// before the target dies) posts are dropped, and tasks already posted to a
-// destroyed target are discarded by Qt.
-class ServerMailbox {
-public:
-    explicit ServerMailbox(QObject *target) : m_target(target) {}
-    void post(std::function<void()> task);
-    void detach();
-
-private:
-    std::mutex m_mutex;
-    QObject *m_target; // guarded by m_mutex
-};
-
 } // namespace bp::rest

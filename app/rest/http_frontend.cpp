@@ -41,7 +41,6 @@ HttpFrontend::HttpFrontend(Engine &engine, RestOptions options, QString version,
       m_expectedAuthorization(m_options.token.isEmpty() ? QByteArray() : "Bearer " + m_options.token.toUtf8())
 {
     m_inbox = CompletionInbox::create(this, [this](std::vector<Delivery> &d) { onDeliveries(d); });
-    m_mailbox = std::make_shared<ServerMailbox>(this);
     m_reportPool.setMaxThreadCount(1);
 }
 
@@ -49,8 +48,9 @@ HttpFrontend::~HttpFrontend()
 {
     // Completions that arrive from now on are dropped: nobody is left to answer.
     m_inbox->detach();
-    m_mailbox->detach();
-    m_reportPool.waitForDone(); // a report still rendering finishes; its answer is dropped
+    // A report still rendering finishes first, so its job can post to this
+    // object until then; Qt discards the posted answer when this object dies.
+    m_reportPool.waitForDone();
 }
 
 Result<quint16> HttpFrontend::startListening()
@@ -327,7 +327,7 @@ void HttpFrontend::startReport(const RouteMatch &match, const QHttpServerRequest
     m_reports.emplace(job, ticket);
     // Rendering (a PDF takes a while) happens on the pool; only the bytes
     // travel back. Nothing here touches the ticket off this thread.
-    m_reportPool.start([store = m_options.store, mailbox = m_mailbox, this, job, sessionId, f = *format] {
+    m_reportPool.start([store = m_options.store, this, job, sessionId, f = *format] {
         auto bytes = report::ReportBuilder(store).build(sessionId, f);
         HttpReply reply;
         if (bytes) {
@@ -336,13 +336,16 @@ void HttpFrontend::startReport(const RouteMatch &match, const QHttpServerRequest
         } else {
             reply = errorReply(bytes.status());
         }
-        mailbox->post([this, job, reply = std::move(reply)]() mutable {
-            auto it = m_reports.find(job);
-            if (it == m_reports.end())
-                return;
-            send(it->second, std::move(reply));
-            m_reports.erase(it);
-        });
+        QMetaObject::invokeMethod(
+            this,
+            [this, job, reply = std::move(reply)]() mutable {
+                auto it = m_reports.find(job);
+                if (it == m_reports.end())
+                    return;
+                send(it->second, std::move(reply));
+                m_reports.erase(it);
+            },
+            Qt::QueuedConnection);
     });
 }
 

@@ -11,8 +11,8 @@
 // thread and no engine-side reference to any Qt object.
 //
 // Session reports (GET /v1/sessions/{id}/report) render on a pool thread of
-// their own; the finished bytes come back to this thread through a
-// ServerMailbox, so a PDF being drawn never stalls inference answers.
+// their own; the finished bytes come back to this thread as a queued call,
+// so a PDF being drawn never stalls inference answers.
 //
 // Threading: lives on, and is used only from, the RestServer's thread,
 // except setDraining() (any thread).
@@ -82,8 +82,7 @@ private:
     // Reports being rendered: job id -> where the answer goes.
     std::unordered_map<quint64, ReplyTicket> m_reports;
     quint64 m_nextReportId = 1;
-    std::shared_ptr<ServerMailbox> m_mailbox;
-    QThreadPool m_reportPool; // one report at a time; destroyed (and waited for) first
+    QThreadPool m_reportPool; // one report at a time; waited for first in the destructor
 };
 
 } // namespace bp::rest
