@@ -5,6 +5,7 @@
 // "batch" range per stored batch with its policy, size, padded length, bucket
 // and reason, scheduling ranges in the engine category, backend ranges inside
 // the batches, and every push matched by a pop. No GPU is involved.
+#include "engine/model_registry.h"
 #include "engine/nvtx.h"
 #include "engine/store/replayer.h"
 #include "engine/store/trace_store.h"
@@ -112,6 +113,40 @@ private slots:
         QCOMPARE(backendInBatch, batchRanges);       // the model's run, inside its batch
         QVERIFY(byCategory["engine"] > batchRanges); // scheduling decisions too
         QVERIFY(maxDepth >= 2);
+    }
+
+    void decoderMarksPrefillAndDecodeSteps()
+    {
+        if (!torchAvailable())
+            QSKIP("built without libtorch");
+        auto backend = createBackend({"builtin:tiny-decoder", "cpu", "test", 1, 7});
+        QVERIFY2(backend, backend.status().toString().c_str());
+        auto clear = reinterpret_cast<void (*)()>(
+            dlsym(dlopen(std::getenv("NVTX_INJECTION64_PATH"), RTLD_NOW | RTLD_NOLOAD), "bpNvtxReset"));
+        QVERIFY(clear);
+        clear();
+
+        Request a, b;
+        a.tokens = {1, 2, 3};
+        a.maxNewTokens = 4;
+        b.tokens = {4, 5};
+        b.maxNewTokens = 2;
+        BatchInput input;
+        input.paddedLength = 3;
+        input.requests = {&a, &b};
+        std::vector<SequenceResult> out(2);
+        QVERIFY((*backend)->run(input, out).isOk());
+
+        int prefills = 0, decodes = 0;
+        for (const Event &e : recordedEvents()) {
+            if (!e.push)
+                continue;
+            QCOMPARE(e.category, std::string("backend"));
+            prefills += e.message.starts_with("prefill b=2 L=3");
+            decodes += e.message.starts_with("decode step=");
+        }
+        QCOMPARE(prefills, 1);
+        QCOMPARE(decodes, 3); // 4 tokens: the prefill's and three decode steps
     }
 };
 
