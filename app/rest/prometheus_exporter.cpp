@@ -60,7 +60,7 @@ std::string escape(const std::string &value)
 
 class Writer {
 public:
-    void family(std::string_view name, std::string_view type, std::string_view help)
+    void family(const char *name, const char *type, const char *help)
     {
         m_out += "# HELP ";
         m_out += name;
@@ -84,10 +84,10 @@ public:
         m_out += value;
         m_out += '\n';
     }
-    void gauge(std::string_view name, std::string_view help, double value)
+    void gauge(const char *name, const char *help, double value)
     {
         family(name, "gauge", help);
-        sample(std::string(name), {}, num(value));
+        sample(name, {}, num(value));
     }
     void counter(const char *name, const char *help, std::uint64_t value)
     {
@@ -130,9 +130,8 @@ std::string renderPrometheus(const ExporterInput &in)
              "1");
     w.gauge("batchpilot_uptime_seconds", "Seconds since the engine started.", s.uptimeS);
 
-    w.family(
-        "batchpilot_requests_total", "counter",
-        "Requests by final engine status (ok, queue_full, deadline_exceeded, ...), rejections included.");
+    w.family("batchpilot_requests_total", "counter",
+             "Requests by final engine status (ok, queue_full, deadline_exceeded, ...), rejections included.");
     for (int c = 0; c < kStatusCodeCount; ++c)
         w.sample("batchpilot_requests_total", "status=\"" + std::string(statusCodeName(StatusCode(c))) + "\"",
                  num(s.byStatus[std::size_t(c)]));
@@ -143,8 +142,8 @@ std::string renderPrometheus(const ExporterInput &in)
 
     w.latencyHistogram("batchpilot_request_duration_seconds",
                        "Request latency from arrival to completion (completed requests).", s.totalHist);
-    w.latencyHistogram("batchpilot_queue_wait_seconds",
-                       "Time from arrival until the request's batch was dispatched.", s.queueWaitHist);
+    w.latencyHistogram("batchpilot_queue_wait_seconds", "Time from arrival until the request's batch was dispatched.",
+                       s.queueWaitHist);
     w.latencyHistogram("batchpilot_compute_seconds", "Execution time of the batch each request ran in.",
                        s.computeHist);
 
@@ -183,16 +182,13 @@ std::string renderPrometheus(const ExporterInput &in)
     w.gauge("batchpilot_effective_queue_delay_seconds",
             "The queue delay in force: the adaptive delay when it is on, else max_queue_delay.",
             std::chrono::duration<double>(s.effectiveDelay).count());
-    w.gauge("batchpilot_batches_in_flight", "Batches formed and not yet finished.",
-            double(s.inFlightBatches));
+    w.gauge("batchpilot_batches_in_flight", "Batches formed and not yet finished.", double(s.inFlightBatches));
     w.gauge("batchpilot_padding_efficiency_ratio",
             "Real tokens / padded tokens over the last window (1 = no padding).", s.paddingEfficiency);
     w.gauge("batchpilot_padding_efficiency_lifetime_ratio", "Real tokens / padded tokens since start.",
             s.paddingEfficiencyAll);
-    w.gauge("batchpilot_utilization_ratio", "Busy fraction of the executors over the last window.",
-            s.busyFraction);
-    w.family("batchpilot_executor_utilization_ratio", "gauge",
-             "Busy fraction of each executor over the last window.");
+    w.gauge("batchpilot_utilization_ratio", "Busy fraction of the executors over the last window.", s.busyFraction);
+    w.family("batchpilot_executor_utilization_ratio", "gauge", "Busy fraction of each executor over the last window.");
     for (std::size_t e = 0; e < s.executorBusy.size(); ++e)
         w.sample("batchpilot_executor_utilization_ratio", "executor=\"" + std::to_string(e) + "\"",
                  num(s.executorBusy[e]));
@@ -200,42 +196,37 @@ std::string renderPrometheus(const ExporterInput &in)
 
     const BatchingConfig &c = s.config;
     w.family("batchpilot_config_policy", "gauge", "The active batching policy (1) among all policies (0).");
-    for (PolicyKind p : {PolicyKind::None, PolicyKind::Static, PolicyKind::Dynamic, PolicyKind::Bucketed,
-                         PolicyKind::Hybrid})
+    for (PolicyKind p :
+         {PolicyKind::None, PolicyKind::Static, PolicyKind::Dynamic, PolicyKind::Bucketed, PolicyKind::Hybrid})
         w.sample("batchpilot_config_policy", "policy=\"" + std::string(policyName(p)) + "\"",
                  c.policy == p ? "1" : "0");
-    w.gauge("batchpilot_config_version", "Config version: 1 at start, +1 per change.",
-            double(s.configVersion));
+    w.gauge("batchpilot_config_version", "Config version: 1 at start, +1 per change.", double(s.configVersion));
     // One gauge per knob, named and documented by the knob table (engine/knobs.h).
     for (const Knob &k : knobs()) {
         if (k.type == KnobType::Policy)
             continue; // the one-hot family above
         const std::string name = knobGaugeName(k);
-        const std::string help = "Knob " + std::string(k.key) + " (" + knobPolicies(k) +
-                                 "): " + std::string(k.doc) +
+        const std::string help = "Knob " + std::string(k.key) + " (" + knobPolicies(k) + "): " + std::string(k.doc) +
                                  (k.type == KnobType::Duration ? "; seconds." : ".");
         if (k.type == KnobType::IntList) {
-            w.family(name, "gauge", help);
+            w.family(name.c_str(), "gauge", help.c_str());
             const std::vector<int> &items = k.items(c);
             for (std::size_t i = 0; i < items.size(); ++i)
-                w.sample(name, std::string(k.itemLabel) + "=\"" + std::to_string(i) + "\"",
-                         num(double(items[i])));
+                w.sample(name, std::string(k.itemLabel) + "=\"" + std::to_string(i) + "\"", num(double(items[i])));
         } else {
-            w.gauge(name, help, knobGaugeValue(k, c));
+            w.gauge(name.c_str(), help.c_str(), knobGaugeValue(k, c));
         }
     }
 
     w.counter("batchpilot_cache_hits_total", "Requests answered from the response cache.", s.cache.hits);
     w.counter("batchpilot_cache_misses_total", "Cache look-ups that missed.", s.cache.misses);
-    w.counter("batchpilot_cache_evictions_total", "Entries evicted from the response cache.",
-              s.cache.evictions);
+    w.counter("batchpilot_cache_evictions_total", "Entries evicted from the response cache.", s.cache.evictions);
     w.gauge("batchpilot_cache_entries", "Entries in the response cache.", double(s.cache.entries));
     w.gauge("batchpilot_cache_bytes", "Bytes held by the response cache.", double(s.cache.bytes));
 
     w.counter("batchpilot_trace_dropped_rows_total",
-              in.traceSinkAttached
-                  ? "Trace rows dropped because the SQLite writer fell behind."
-                  : "Trace rows dropped because the SQLite writer fell behind (no trace sink attached).",
+              in.traceSinkAttached ? "Trace rows dropped because the SQLite writer fell behind."
+                                   : "Trace rows dropped because the SQLite writer fell behind (no trace sink attached).",
               in.droppedTraceRows);
 
     w.family("batchpilot_http_responses_total", "counter", "HTTP responses by status code.");
