@@ -1,5 +1,7 @@
 #include "app_options.h"
 
+#include "commands.h"
+
 #include <QCoreApplication>
 #include <QDir>
 #include <QStandardPaths>
@@ -12,7 +14,7 @@ const QStringList kValueOptions = {"bind", "port", "token", "db", "model", "devi
 
 QString helpText()
 {
-    return QStringLiteral(
+    const QString usage = QStringLiteral(
         "usage: batchpilot [options]                 the console\n"
         "       batchpilot --headless [options]      serve the REST endpoint without a window\n"
         "       batchpilot COMMAND [args] [options]\n\n"
@@ -31,6 +33,12 @@ QString helpText()
         "  --spin-us N           how long an idle executor spins before sleeping (default 150; 0 = never)\n"
         "  --config FILE.json    initial batching config\n"
         "  --version, --help\n");
+    // The subcommands, from their one registry (the man page and the shell
+    // completion read this list).
+    QString text = QStringLiteral("\ncommands:\n");
+    for (const Command &c : commands())
+        text += QStringLiteral("  %1 %2\n").arg(c.name.leftJustified(21), c.summary);
+    return usage + text;
 }
 } // namespace
 
