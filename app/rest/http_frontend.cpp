@@ -216,13 +216,15 @@ HttpReply HttpFrontend::putConfig(const QByteArray &body)
     auto parsed = parseJsonObject(view(body));
     if (!parsed)
         return errorReply(parsed.status());
-    // Fields not given keep their current value.
-    auto config = configFromJson(*parsed, m_engine.config());
-    if (!config)
-        return errorReply(config.status());
-    if (Status s = m_engine.reconfigure(*config, "rest"); !s)
-        return errorReply(s);
-    return jsonReply(toJson(m_engine.config()));
+    // Only the keys in the body change, applied to the config in force at
+    // that moment: a concurrent writer's fields are never reverted.
+    auto patch = patchFromJson(*parsed);
+    if (!patch)
+        return errorReply(patch.status());
+    auto updated = m_engine.update(*patch, "rest");
+    if (!updated)
+        return errorReply(updated.status());
+    return jsonReply(toJson(updated->after));
 }
 
 HttpReply HttpFrontend::metrics()
