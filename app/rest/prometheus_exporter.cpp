@@ -235,6 +235,8 @@ std::string renderPrometheus(const ExporterInput &in)
     w.gauge("batchpilot_http_requests_in_flight", "HTTP requests waiting for the engine.",
             double(in.http.callsInFlight));
     w.gauge("batchpilot_http_connections", "Open HTTP client connections.", double(in.http.connections));
+    w.gauge("batchpilot_http_requests_waiting",
+            "HTTP inference requests waiting for room in the full admission queue.", double(in.http.waiting));
     return w.take();
 }
 

@@ -79,6 +79,10 @@ Status checkRestOptions(const RestOptions &o)
                     " (not loopback) needs a bearer token: pass --token T or set BATCHPILOT_TOKEN"};
     if (o.maxBodyBytes < 1)
         return {StatusCode::InvalidArgument, "the request body limit must be at least 1 byte"};
+    if (o.admissionWait.count() < 0 || o.maxWaitingRequests < 0)
+        return {StatusCode::InvalidArgument, "the admission wait and the waiting-request limit must be >= 0"};
+    if (o.maxPipelinedRequests < 1 || o.maxQueuedReports < 1)
+        return {StatusCode::InvalidArgument, "the pipelining and report-queue limits must be at least 1"};
     if (o.maxHeaderBytes < 1024)
         return {StatusCode::InvalidArgument, "the request header limit must be at least 1024 bytes"};
     return Status::ok();

@@ -356,6 +356,7 @@ private slots:
         HttpConnection first(m_port);
         first.send("POST", "/v1/infer", inferBody({1}));
         QVERIFY(waitForQueueDepth(m_port, 1));
+        // Refused once it has waited 500 ms (admission wait) for room.
         const HttpResponse rejected = httpRequest(m_port, "POST", "/v1/infer", inferBody({2}));
         QCOMPARE(rejected.status, 429);
         QCOMPARE(rejected.header("retry-after"), QByteArray("1"));
