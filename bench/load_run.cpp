@@ -48,7 +48,8 @@ struct Tally {
 
 } // namespace
 
-WindowFigures summarizeWindow(const std::vector<LoadSample> &samples, Duration windowStart, Duration windowEnd)
+WindowFigures summarizeWindow(const std::vector<LoadSample> &samples, Duration windowStart,
+                              Duration windowEnd)
 {
     WindowFigures f;
     std::uint64_t inputTokens = 0, outputTokens = 0, tpotCount = 0;
@@ -104,13 +105,18 @@ Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const Loa
     auto batches = std::make_shared<WindowBatches>(start + windowStartOffset, windowEnd);
     engine.addObserver(batches);
 
-    // The offered load in the window, from a copy of the (deterministic) schedule.
+    // The offered load in the window, from a copy of the (deterministic)
+    // schedule drawn exactly as LoadGenerator draws it: arrival, then its
+    // tokens, from the one generator (skipping the tokens would shift every
+    // later arrival and count a different schedule).
     std::uint64_t offered = 0;
     {
         WorkloadSchedule copy(o.workload);
-        while (auto a = copy.next())
+        while (auto a = copy.next()) {
+            (void)copy.tokens(a->inputTokens);
             if (a->offset >= windowStartOffset && a->offset < windowEndOffset)
                 ++offered;
+        }
         tally->samples.reserve(copy.produced());
     }
 
