@@ -2,6 +2,7 @@
 
 #include "command_args.h"
 #include "commands.h"
+#include "data_paths.h"
 
 #include "engine/store/trace_store.h"
 
@@ -54,15 +55,25 @@ int runImportTrace(const AppOptions &options)
     CommandArgs args(options.commandArgs, commandOptions("import-trace"));
     if (!args.error().isEmpty())
         return fail("import-trace", args.error(), 2);
-    if (args.positional().size() != 1)
-        return fail("import-trace", "usage: batchpilot import-trace FILE.csv [--reject-bad-rows] [--name NAME]", 2);
+    const bool sample = args.has("sample");
+    if (args.positional().size() != (sample ? 0 : 1))
+        return fail(
+            "import-trace",
+            sample ? "--sample imports the bundled sample trace: give no FILE with it"
+                   : "usage: batchpilot import-trace FILE.csv|--sample [--reject-bad-rows] [--name NAME]",
+            2);
+    // --sample: the bundled trace, from the installed or the build tree.
+    const QString file = sample ? sampleTracePath() : args.positional().front();
+    if (file.isEmpty())
+        return fail("import-trace", "the bundled sample trace is not installed (" +
+                                        dataSearchDescription(QString::fromLatin1(kSampleTraceFile)) + ")");
     auto store = TraceStore::open(options.db.toStdString());
     if (!store)
         return fail("import-trace", q(store.status().message()));
     ImportOptions import;
     import.badRows = args.has("reject-bad-rows") ? BadRowPolicy::RejectFile : BadRowPolicy::SkipBadRows;
     import.name = args.value("name").toStdString();
-    auto r = (*store)->importTrace(args.positional().front().toStdString(), import);
+    auto r = (*store)->importTrace(file.toStdString(), import);
     if (!r)
         return fail("import-trace", q(r.status().message()));
     const TraceInfo &t = r->trace;
@@ -84,6 +95,11 @@ int runImportTrace(const AppOptions &options)
                .arg(t.rows)
                .arg(t.durationS, 0, 'f', 1)
                .arg(t.skippedRows);
+    if (sample) // one step from here to something on the charts
+        out << QStringLiteral(
+                   "replay it (how batches form on this traffic, on the virtual clock: about a second):\n"
+                   "  batchpilot replay %1 --trace --virtual --model builtin:echo\n")
+                   .arg(t.id);
     QTextStream err(stderr);
     for (const TraceParseError &e : r->errors)
         err << (e.line ? QStringLiteral("  line %1: %2\n").arg(e.line).arg(q(e.message))

@@ -1,5 +1,6 @@
 // The trace-store subcommands of `batchpilot` (no window needed):
-//   import-trace FILE [--reject-bad-rows] [--name NAME] [--json]
+//   import-trace FILE|--sample [--reject-bad-rows] [--name NAME] [--json]
+//                (--sample: the bundled Azure trace, app/data_paths.h)
 //   traces [--json]
 //   sessions [--json]
 //   replay ID [--trace] [--speed X] [--length-scale S] [--limit N]

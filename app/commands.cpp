@@ -13,8 +13,9 @@ const std::vector<Command> &commands()
     static const std::vector<Command> list = {
         {"import-trace",
          "import a trace CSV (Azure or plain) into the trace database",
-         "FILE.csv [OPTIONS]",
-         {{"name", "NAME", "the trace's name (default: the file name)"},
+         "FILE.csv|--sample [OPTIONS]",
+         {{"sample", "", "import the bundled sample trace (Azure LLM conversation trace 2023, CC-BY 4.0)"},
+          {"name", "NAME", "the trace's name (default: the file name)"},
           {"reject-bad-rows", "", "fail on the first malformed row (default: skip and report them)"},
           {"json", "", "print the result as JSON"}},
          runImportTrace},

@@ -2,6 +2,7 @@
 // subcommands (see commands.cpp).
 #include "app_options.h"
 #include "commands.h"
+#include "data_paths.h"
 #include "engine_bridge.h"
 #include "engine_host.h"
 
@@ -118,6 +119,7 @@ int main(int argc, char **argv)
     console.restProblem = endpoint ? QString() : QString::fromStdString(endpoint.status().message());
     // Replays build their own copy of the model, once, on first use.
     console.replayBackend = bp::ui::ReplayRunner::cached([options] { return bp::app::backendFor(options); });
+    console.sampleTrace = bp::app::sampleTracePath(); // offered while the store holds no trace
     if (qEnvironmentVariableIsSet("BATCHPILOT_NVML_LIBRARY"))
         console.nvmlLibrary = qEnvironmentVariable("BATCHPILOT_NVML_LIBRARY");
     bp::ui::MainWindow window(console);

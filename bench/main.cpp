@@ -26,6 +26,10 @@ void usage(std::ostream &out)
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && !std::strcmp(argv[1], "--version")) { // for help2man (the manual page) and bug reports
+        std::cout << "batchpilot-bench " BATCHPILOT_VERSION "\n";
+        return 0;
+    }
     if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
         usage(argc < 2 ? std::cerr : std::cout);
         return argc < 2 ? 2 : 0;

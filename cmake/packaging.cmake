@@ -1,14 +1,39 @@
-# Installation of the desktop integration and the sample trace, and the
-# Debian package (CPack, DEB generator). docs/packaging.md explains it;
-# packaging/check-deb.sh builds, installs and smoke-tests the package.
+# What `make install` and the Debian package (CPack, DEB generator) hold:
+# the two binaries, desktop integration, the sample trace with its credit,
+# the example configs, the documentation, manual pages generated from
+# --help, bash completion. docs/packaging.md explains it;
+# packaging/check-deb.sh builds, lints, installs and smoke-tests the package.
 #
 #   cmake --build build/x && (cd build/x && cpack -G DEB)
 include(GNUInstallDirs)
 
 set(BATCHPILOT_PACKAGING_DIR ${PROJECT_SOURCE_DIR}/packaging)
 set(BATCHPILOT_SAMPLE_TRACE ${PROJECT_SOURCE_DIR}/../shared/traces/azure_llm_conv_2023.csv
-    CACHE FILEPATH "Sample trace installed to share/batchpilot/traces (empty: none)")
+    CACHE FILEPATH "The Azure LLM conversation trace, installed to share/batchpilot/traces (empty: none)")
 
+# --- Bundled data ------------------------------------------------------------
+# The build tree gets the installed layout under share/batchpilot, so that
+# app/batchpilot finds it as ../share/batchpilot like an installed binary
+# does (app/data_paths.h); configure_file re-copies when a source changes.
+set(BATCHPILOT_BUILD_SHARE ${CMAKE_BINARY_DIR}/share/batchpilot)
+file(GLOB BATCHPILOT_CONFIGS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/resources/configs/*.json)
+foreach(config ${BATCHPILOT_CONFIGS})
+  get_filename_component(name ${config} NAME)
+  configure_file(${config} ${BATCHPILOT_BUILD_SHARE}/configs/${name} COPYONLY)
+endforeach()
+install(FILES ${BATCHPILOT_CONFIGS} DESTINATION ${CMAKE_INSTALL_DATADIR}/batchpilot/configs)
+if(BATCHPILOT_SAMPLE_TRACE AND EXISTS ${BATCHPILOT_SAMPLE_TRACE})
+  configure_file(${BATCHPILOT_SAMPLE_TRACE} ${BATCHPILOT_BUILD_SHARE}/traces/azure_llm_conv_2023.csv COPYONLY)
+  configure_file(${BATCHPILOT_PACKAGING_DIR}/traces/README ${BATCHPILOT_BUILD_SHARE}/traces/README COPYONLY)
+  install(FILES ${BATCHPILOT_SAMPLE_TRACE} DESTINATION ${CMAKE_INSTALL_DATADIR}/batchpilot/traces
+          RENAME azure_llm_conv_2023.csv)
+  install(FILES ${BATCHPILOT_PACKAGING_DIR}/traces/README DESTINATION ${CMAKE_INSTALL_DATADIR}/batchpilot/traces)
+elseif(BATCHPILOT_SAMPLE_TRACE)
+  message(WARNING "Sample trace ${BATCHPILOT_SAMPLE_TRACE} not found: neither the build tree nor the package "
+                  "will have it (import-trace --sample and the console's first-run offer need it)")
+endif()
+
+# --- Desktop integration -----------------------------------------------------
 if(BATCHPILOT_CONSOLE)
   install(FILES ${BATCHPILOT_PACKAGING_DIR}/batchpilot.desktop DESTINATION ${CMAKE_INSTALL_DATADIR}/applications)
   install(FILES ${BATCHPILOT_PACKAGING_DIR}/icons/batchpilot.svg
@@ -16,21 +41,78 @@ if(BATCHPILOT_CONSOLE)
   install(FILES ${BATCHPILOT_PACKAGING_DIR}/io.batchpilot.BatchPilot.metainfo.xml
           DESTINATION ${CMAKE_INSTALL_DATADIR}/metainfo)
 endif()
-if(BATCHPILOT_SAMPLE_TRACE AND EXISTS ${BATCHPILOT_SAMPLE_TRACE})
-  install(FILES ${BATCHPILOT_SAMPLE_TRACE} ${BATCHPILOT_PACKAGING_DIR}/traces/README
-          DESTINATION ${CMAKE_INSTALL_DATADIR}/batchpilot/traces)
-elseif(BATCHPILOT_SAMPLE_TRACE)
-  message(WARNING "Sample trace ${BATCHPILOT_SAMPLE_TRACE} not found: the package will not include it")
+
+# --- Documentation: copyright, changelog, README and docs ---------------------
+set(BATCHPILOT_DOCDIR ${CMAKE_INSTALL_DATADIR}/doc/batchpilot) # Debian's name, not GNUInstallDirs' BatchPilot
+find_program(GZIP_PROGRAM gzip)
+set(BATCHPILOT_CHANGELOG_GZ ${CMAKE_BINARY_DIR}/packaging/changelog.gz)
+# -9n: maximum compression, no name or time stamp in the header (lintian).
+add_custom_command(OUTPUT ${BATCHPILOT_CHANGELOG_GZ}
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/packaging
+  COMMAND ${GZIP_PROGRAM} -9n -c ${BATCHPILOT_PACKAGING_DIR}/debian/changelog > ${BATCHPILOT_CHANGELOG_GZ}
+  DEPENDS ${BATCHPILOT_PACKAGING_DIR}/debian/changelog
+  COMMENT "Compressing the Debian changelog")
+add_custom_target(batchpilot_changelog ALL DEPENDS ${BATCHPILOT_CHANGELOG_GZ})
+install(FILES ${BATCHPILOT_PACKAGING_DIR}/debian/copyright DESTINATION ${BATCHPILOT_DOCDIR})
+install(FILES ${BATCHPILOT_CHANGELOG_GZ} DESTINATION ${BATCHPILOT_DOCDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${BATCHPILOT_DOCDIR})
+file(GLOB BATCHPILOT_DOCS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md)
+install(FILES ${BATCHPILOT_DOCS} DESTINATION ${BATCHPILOT_DOCDIR}/docs)
+
+# --- Manual pages, generated from --help at build time -------------------------
+# help2man runs the built binaries (no display needed), so the pages say what
+# the programs say. Without help2man there are no pages (and lintian says so).
+find_program(HELP2MAN help2man)
+if(HELP2MAN AND GZIP_PROGRAM)
+  set(BATCHPILOT_MAN_DIR ${CMAKE_BINARY_DIR}/man)
+  set(pages ${BATCHPILOT_MAN_DIR}/batchpilot-bench.1)
+  set(programs $<TARGET_FILE:batchpilot-bench>)
+  set(targets batchpilot-bench)
+  if(BATCHPILOT_CONSOLE)
+    list(APPEND pages ${BATCHPILOT_MAN_DIR}/batchpilot.1)
+    list(APPEND programs $<TARGET_FILE:batchpilot>)
+    list(APPEND targets batchpilot)
+  endif()
+  set(gz_pages ${pages})
+  list(TRANSFORM gz_pages APPEND .gz)
+  add_custom_command(OUTPUT ${pages} ${gz_pages}
+    COMMAND ${CMAKE_COMMAND} -E env QT_QPA_PLATFORM=offscreen
+            ${BATCHPILOT_PACKAGING_DIR}/make-manpages.sh ${BATCHPILOT_MAN_DIR} ${BATCHPILOT_PACKAGING_DIR}/man
+            ${programs}
+    DEPENDS ${targets} ${BATCHPILOT_PACKAGING_DIR}/make-manpages.sh ${BATCHPILOT_PACKAGING_DIR}/man/batchpilot.h2m
+            ${BATCHPILOT_PACKAGING_DIR}/man/batchpilot-bench.h2m
+    COMMENT "Generating the manual pages from --help (help2man)")
+  add_custom_target(batchpilot_manpages ALL DEPENDS ${pages} ${gz_pages})
+  install(FILES ${gz_pages} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+else()
+  message(WARNING "help2man or gzip not found: no manual pages (packaging/install-deps.sh installs help2man)")
 endif()
 
+# --- Bash completion ---------------------------------------------------------
+# One script serves both programs; bash-completion loads a file named after
+# the command, so it is installed under both names.
+install(FILES ${BATCHPILOT_PACKAGING_DIR}/completion/batchpilot
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
+install(FILES ${BATCHPILOT_PACKAGING_DIR}/completion/batchpilot
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME batchpilot-bench)
+
+# batchpilot-bench --version (help2man reads it); set here so that the
+# bench's own CMakeLists.txt stays the benchmarks'.
+target_compile_definitions(batchpilot-bench PRIVATE BATCHPILOT_VERSION="${PROJECT_VERSION}")
+
+# --- The Debian package --------------------------------------------------------
 set(CPACK_PACKAGE_NAME batchpilot)
 set(CPACK_PACKAGE_VENDOR "The BatchPilot developers")
 set(CPACK_PACKAGE_CONTACT "The BatchPilot developers <batchpilot@example.invalid>")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Live batching console for transformer inference")
-set(CPACK_PACKAGE_DESCRIPTION "BatchPilot batches inference requests in an embedded engine (libtorch) and \
-lets an operator change batch size, queue delay and length buckets live while watching latency and \
-throughput. Sessions are logged to SQLite, replayed under other settings and exported as reports. \
-Includes batchpilot-bench.")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "live batching console for transformer inference")
+# Extended description: lines under 80 columns (lintian); CPack indents them.
+set(CPACK_PACKAGE_DESCRIPTION [=[BatchPilot batches inference requests in an embedded engine (libtorch)
+and lets an operator change batch size, queue delay and length buckets
+live while watching latency and throughput. Sessions are logged to
+SQLite, replayed under other settings and exported as reports.
+.
+The package includes batchpilot-bench, a sample production trace (Azure
+LLM inference trace 2023, CC-BY 4.0) and example batching configs.]=])
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
@@ -44,5 +126,5 @@ set(CPACK_DEBIAN_PACKAGE_HOMEPAGE ${PROJECT_HOMEPAGE_URL})
 # offscreen for `batchpilot report` and the tests) and the report's font.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas0-openmp, qt6-qpa-plugins, fonts-dejavu-core")
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "poppler-utils")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "poppler-utils, bash-completion")
 include(CPack)

@@ -1,4 +1,5 @@
 #include "engine.h"
+#include "nvtx.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -319,6 +320,7 @@ Engine::Step Engine::runSchedulerOnce()
         std::lock_guard lock(m_mutex);
         if (auto adjustment = m_slo.evaluate(m_batcher.config(), m_clock->now()))
             change = applyLocked(adjustment->config, "slo-controller", adjustment->reason);
+        const nvtx::Range range(nvtx::Category::Engine, "schedule");
         Batcher::Poll poll = m_batcher.poll(m_clock->now(), m_draining, true);
         step.expired = poll.expired.size();
         step.wakeAt = poll.wakeAt;
@@ -358,7 +360,10 @@ std::optional<Batch> Engine::lead(std::unique_lock<std::mutex> &lock, int index)
             lock.lock();
             continue;
         }
-        Batcher::Poll poll = m_batcher.poll(now, m_draining, true);
+        Batcher::Poll poll = [&] {
+            const nvtx::Range range(nvtx::Category::Engine, "schedule");
+            return m_batcher.poll(now, m_draining, true);
+        }();
         if (!poll.expired.empty()) {
             // A poll can both expire requests and dispatch a batch.
             lock.unlock();
@@ -444,6 +449,9 @@ Status Engine::runGuarded(const BatchInput &input, std::vector<SequenceResult> &
 {
     Status status;
     try {
+        const nvtx::Range range(nvtx::Category::Backend, [&] {
+            return "run n=" + std::to_string(input.requests.size()) + " L=" + std::to_string(input.paddedLength);
+        });
         status = m_backend->run(input, out);
     } catch (const std::bad_alloc &) {
         status = Status(StatusCode::ResourceExhausted, "out of memory (std::bad_alloc)");
@@ -516,6 +524,11 @@ void Engine::observeOutcome(const Batch &batch, const std::vector<Response> &res
 void Engine::execute(Batch &batch, int executor)
 {
     const std::size_t n = batch.items.size();
+    const nvtx::Range range(nvtx::Category::Engine, [&] {
+        return "batch " + std::to_string(batch.id) + " " + std::string(policyName(batch.policy)) +
+               " n=" + std::to_string(n) + " L=" + std::to_string(batch.paddedLength) +
+               " bucket=" + std::to_string(batch.bucket) + " " + std::string(dispatchReasonName(batch.reason));
+    });
     BatchInput input;
     input.paddedLength = batch.paddedLength;
     input.requests.reserve(n);

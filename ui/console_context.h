@@ -24,6 +24,7 @@ struct ConsoleContext {
     QString loggingWarning;                     // recording problems at start-up
     std::function<std::uint64_t()> droppedRows; // trace rows the logger dropped so far (may be empty)
     ReplayRunner::BackendFactory replayBackend; // may be empty: replay is then refused with a reason
+    QString sampleTrace;                        // offered on first run (app::sampleTracePath()); empty: none
     // NVML library for GPU utilization; empty = do not try.
     QString nvmlLibrary = QStringLiteral("libnvidia-ml.so.1");
 };

@@ -75,6 +75,8 @@ MainWindow::MainWindow(const ConsoleContext &context, QWidget *parent)
     connect(&bridge, &app::EngineBridge::snapshotReady, m_status, &StatusInfo::refresh);
     connect(&bridge, &app::EngineBridge::hostSampleReady, m_charts, &ChartsView::addHostSample);
     connect(m_traces, &TracesView::compareRequested, this, &MainWindow::compareSessions);
+    connect(m_traces, &TracesView::sampleOffered, this, &MainWindow::showTraces); // first run: show the offer
+    m_traces->setSampleTracePath(context.sampleTrace);
     connect(m_traces, &TracesView::message, this,
             [this](const QString &m) { statusBar()->showMessage(m, 8000); });
     connect(m_compare, &CompareView::failed, this,
@@ -185,6 +187,13 @@ void MainWindow::createActions()
     traces->addAction(tr("&Compare selected sessions"), QKeySequence(tr("Ctrl+Shift+C")), m_traces,
                       &TracesView::compareSelected);
     traces->addAction(tr("Ca&ncel import or replay"), m_traces, &TracesView::cancelJob);
+    traces
+        ->addAction(tr("Import the &sample trace"), this,
+                    [this] {
+                        showTraces();
+                        m_traces->importFile(m_context.sampleTrace);
+                    })
+        ->setEnabled(m_traces->hasStore() && !m_context.sampleTrace.isEmpty());
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&Keyboard shortcuts"), QKeySequence::HelpContents, this, &MainWindow::showShortcuts);

@@ -10,6 +10,7 @@
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFrame>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -107,8 +108,28 @@ TracesView::TracesView(app::EngineBridge &bridge, std::shared_ptr<TraceStore> st
     jobRow->addWidget(m_progress);
     jobRow->addWidget(m_cancel);
 
+    // First run: a non-modal banner above the lists while no trace exists.
+    m_sampleOffer = new QFrame(this);
+    m_sampleOffer->setObjectName(QStringLiteral("sampleOffer"));
+    m_sampleOffer->setStyleSheet(QStringLiteral("#sampleOffer { background: palette(alternate-base); "
+                                                "border: 1px solid palette(mid); border-radius: 4px; }"));
+    auto *offerRow = new QHBoxLayout(m_sampleOffer);
+    m_sampleText = new QLabel(m_sampleOffer);
+    m_sampleText->setWordWrap(true);
+    m_sampleImport =
+        button(tr("Import sample trace"), tr("Import the bundled Azure LLM trace"), m_sampleOffer);
+    m_sampleReplay =
+        button(tr("Replay it…"), tr("Replay the sample trace under the current settings"), m_sampleOffer);
+    auto *dismiss =
+        button(tr("Not now"), tr("Hide this offer (File → Import trace… stays available)"), m_sampleOffer);
+    offerRow->addWidget(m_sampleText, 1);
+    for (QPushButton *b : {m_sampleImport, m_sampleReplay, dismiss})
+        offerRow->addWidget(b);
+    m_sampleOffer->hide();
+
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
+    layout->addWidget(m_sampleOffer);
     layout->addWidget(splitter, 1);
     layout->addLayout(jobRow);
     m_progress->hide();
@@ -129,6 +150,12 @@ TracesView::TracesView(app::EngineBridge &bridge, std::shared_ptr<TraceStore> st
     });
     connect(refreshButton, &QPushButton::clicked, this, &TracesView::refresh);
     connect(m_cancel, &QPushButton::clicked, this, &TracesView::cancelJob);
+    connect(m_sampleImport, &QPushButton::clicked, this, &TracesView::importSample);
+    connect(m_sampleReplay, &QPushButton::clicked, this, &TracesView::replaySample);
+    connect(dismiss, &QPushButton::clicked, this, [this] {
+        m_sampleDone = true;
+        updateSampleOffer();
+    });
     connect(m_sessionTable, &QTableView::doubleClicked, this, &TracesView::compareSelected);
     for (QTableView *t : {m_traceTable, m_sessionTable})
         connect(t->selectionModel(), &QItemSelectionModel::selectionChanged, this,
@@ -148,10 +175,16 @@ TracesView::TracesView(app::EngineBridge &bridge, std::shared_ptr<TraceStore> st
                         .arg(r.errors.empty() ? 0 : r.errors.front().line)
                         .arg(r.errors.empty() ? QString() : QString::fromStdString(r.errors.front().message));
         finishJobUi(text);
+        if (m_sampleImporting)
+            m_sampleTraceId = r.trace.id;
+        m_sampleImporting = false;
         refresh();
     });
-    connect(m_importer, &TraceImporter::failed, this,
-            [this](const QString &why) { finishJobUi(tr("Import failed: %1").arg(why), true); });
+    connect(m_importer, &TraceImporter::failed, this, [this](const QString &why) {
+        m_sampleImporting = false;
+        finishJobUi(tr("Import failed: %1").arg(why), true);
+        updateSampleOffer();
+    });
     connect(m_replay, &ReplayRunner::progressChanged, this, [this](int percent, const QString &text) {
         m_progress->setValue(percent);
         m_jobText->setText(text);
@@ -208,6 +241,8 @@ void TracesView::refresh()
                 m_traces->setTraces(std::move(lists.first.value()));
             if (lists.second)
                 m_sessions->setSessions(std::move(lists.second.value()));
+            m_listed = m_listed || bool(lists.first);
+            updateSampleOffer();
             if (!lists.first || !lists.second)
                 emit message(QString::fromStdString(
                     (!lists.first ? lists.first.status() : lists.second.status()).message()));
@@ -373,6 +408,78 @@ void TracesView::exportReport(std::int64_t sessionId, const QString &path)
             finishJobUi(tr("Report of session %1 written to %2").arg(sessionId).arg(path));
             emit reportExported(sessionId, path);
         });
+}
+
+void TracesView::setSampleTracePath(const QString &csvPath)
+{
+    m_samplePath = csvPath;
+    updateSampleOffer();
+}
+
+void TracesView::importSample()
+{
+    if (!m_store || m_samplePath.isEmpty() || m_sampleImporting)
+        return;
+    m_sampleImporting = true;
+    importFile(m_samplePath);
+    updateSampleOffer();
+}
+
+void TracesView::replaySample()
+{
+    if (m_traces->rowOf(m_sampleTraceId) < 0)
+        return;
+    m_sampleDone = true; // the offer has done its job
+    updateSampleOffer();
+    // The sample is an hour of traffic with prompts of up to 14k tokens: a
+    // first replay with the dialog's usual defaults would run for an hour.
+    // Seed the choices ReplayDialog remembers with ones that show something
+    // within seconds on a CPU (about 1000 requests at 10x, token counts / 8)
+    // -- only when the operator has never replayed anything.
+    QSettings settings;
+    settings.beginGroup(QStringLiteral("replay"));
+    if (!settings.contains(QStringLiteral("lengthScale"))) {
+        settings.setValue(QStringLiteral("speed"), 10.0);
+        settings.setValue(QStringLiteral("lengthScale"), 0.125);
+        settings.setValue(QStringLiteral("limit"), 1000);
+    }
+    settings.endGroup();
+    askAndReplay({ReplaySource::Kind::Trace, m_sampleTraceId});
+}
+
+void TracesView::updateSampleOffer()
+{
+    const int sampleRow = m_traces->rowOf(m_sampleTraceId);
+    const bool imported = m_sampleTraceId > 0 && sampleRow >= 0;
+    const bool offer = m_listed && m_traces->rowCount() == 0;
+    const bool show =
+        m_store && !m_samplePath.isEmpty() && !m_sampleDone && (imported || offer || m_sampleImporting);
+    if (!show) {
+        m_sampleOffer->hide();
+        return;
+    }
+    m_sampleImport->setVisible(!imported);
+    m_sampleImport->setEnabled(!m_sampleImporting);
+    m_sampleReplay->setVisible(imported);
+    if (imported) {
+        m_sampleText->setText(
+            tr("The sample is trace %1. Replay it to see how batches form on real traffic "
+               "(on a CPU, a length scale of 0.125 and a request limit keep the replay short).")
+                .arg(m_sampleTraceId));
+        if (!m_sampleSelected) { // once: later refreshes keep the operator's selection
+            m_sampleSelected = true;
+            m_traceTable->selectRow(sampleRow);
+        }
+    } else {
+        m_sampleText->setText(
+            tr("No traces yet. Import the bundled sample to have something to replay: one hour "
+               "of an Azure LLM conversation service, 19,366 requests (Azure Public Dataset, "
+               "CC-BY 4.0: Patel et al., Splitwise, ISCA 2024)."));
+    }
+    const bool wasHidden = m_sampleOffer->isHidden();
+    m_sampleOffer->show();
+    if (wasHidden && !imported)
+        emit sampleOffered();
 }
 
 void TracesView::startJobUi(const QString &text)

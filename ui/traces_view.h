@@ -2,6 +2,8 @@
 // (table models over the store, refreshed off the GUI thread), CSV import
 // with a progress bar, replay of a trace or session with speed and length
 // scaling, a progress bar and cancel, and "compare" for two sessions.
+// First run: while no trace is imported, a banner offers the bundled sample
+// trace (one click imports it, a second replays it).
 #pragma once
 
 #include "replay_runner.h"
@@ -40,6 +42,16 @@ public:
     TraceImporter *importer() const { return m_importer; }
     bool hasStore() const { return m_store != nullptr; }
 
+    // The bundled sample trace to offer while the store holds no trace
+    // (app::sampleTracePath(); empty: no offer).
+    void setSampleTracePath(const QString &csvPath);
+    QWidget *sampleOffer() const { return m_sampleOffer; }
+    QLabel *sampleOfferText() const { return m_sampleText; }
+    QPushButton *sampleImportButton() const { return m_sampleImport; }
+    QPushButton *sampleReplayButton() const { return m_sampleReplay; }
+    // The id the sample got when imported from the banner (0 before).
+    std::int64_t sampleTraceId() const { return m_sampleTraceId; }
+
 public slots:
     void refresh();
     void importFile(const QString &csvPath);
@@ -58,6 +70,8 @@ public slots:
     // Writes the report of `sessionId` to `path` (format from its extension)
     // on the pool; emits reportExported() or reportFailed().
     void exportReport(std::int64_t sessionId, const QString &path);
+    void importSample();
+    void replaySample();
 
 signals:
     void refreshed();
@@ -66,12 +80,15 @@ signals:
     void message(const QString &text);
     void reportExported(std::int64_t sessionId, const QString &path);
     void reportFailed(const QString &reason);
+    // The first-run banner appeared (the window raises this dock).
+    void sampleOffered();
 
 private:
     void startJobUi(const QString &text);
     void finishJobUi(const QString &text, bool error = false);
     void updateButtons();
     std::int64_t selectedId(QTableView *view) const;
+    void updateSampleOffer();
 
     app::EngineBridge &m_bridge;
     std::shared_ptr<TraceStore> m_store;
@@ -94,6 +111,16 @@ private:
     QLabel *m_jobText = nullptr;
     QProgressBar *m_progress = nullptr;
     QPushButton *m_cancel = nullptr;
+
+    QString m_samplePath;
+    bool m_listed = false;          // the first list arrived
+    bool m_sampleImporting = false; // the importer runs for the banner
+    bool m_sampleDone = false;      // replayed or dismissed: no banner again
+    bool m_sampleSelected = false;  // its row was selected once after the import
+    std::int64_t m_sampleTraceId = 0;
+    QWidget *m_sampleOffer = nullptr;
+    QLabel *m_sampleText = nullptr;
+    QPushButton *m_sampleImport = nullptr, *m_sampleReplay = nullptr;
 };
 
 } // namespace bp::ui

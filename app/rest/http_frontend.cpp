@@ -34,11 +34,23 @@ bool constantTimeEquals(const QByteArray &a, const QByteArray &b)
         diff |= static_cast<unsigned char>(a[i] ^ b[i]);
     return diff == 0;
 }
+
+std::string hostRefusal(const QByteArray &host)
+{
+    const QByteArray shown = host.size() > 100 ? host.left(100) + "..." : host;
+    return "Host '" + shown.toStdString() +
+           "' does not name this server: without a token the endpoint answers only requests for "
+           "localhost, 127.0.0.1 or [::1] (protection against DNS rebinding); use one of those names, "
+           "or start the server with --token";
+}
 } // namespace
 
 HttpFrontend::HttpFrontend(Engine &engine, RestOptions options, QString version, QObject *parent)
-    : QAbstractHttpServer(parent), m_engine(engine), m_options(std::move(options)), m_version(std::move(version)),
-      m_expectedAuthorization(m_options.token.isEmpty() ? QByteArray() : "Bearer " + m_options.token.toUtf8())
+    : QAbstractHttpServer(parent), m_engine(engine), m_options(std::move(options)),
+      m_version(std::move(version)),
+      m_expectedAuthorization(m_options.token.isEmpty() ? QByteArray()
+                                                        : "Bearer " + m_options.token.toUtf8()),
+      m_boundAddress(parseBindAddress(m_options.bind))
 {
     m_inbox = CompletionInbox::create(this, [this](std::vector<Delivery> &d) { onDeliveries(d); });
     m_reportPool.setMaxThreadCount(1);
@@ -123,6 +135,8 @@ void HttpFrontend::dispatch(const QHttpServerRequest &request, const ReplyTicket
     const QByteArray body = request.body();
     if (body.size() > m_options.maxBodyBytes) // the guard stops these earlier; this is the backstop
         return send(ticket, errorReply(HttpStatus::PayloadTooLarge, "request body is larger than the limit"));
+    if (m_expectedAuthorization.isEmpty() && !isLocalHostHeader(request.value("Host"), m_boundAddress))
+        return send(ticket, errorReply(HttpStatus::Forbidden, hostRefusal(request.value("Host"))));
     const RouteMatch match = matchRoute(request.url().path(), request.method());
     const bool health = match.route && isHealthRoute(*match.route);
     if (!health && !authorized(request))

@@ -73,6 +73,9 @@ private:
     const RestOptions m_options;
     const QString m_version;
     const QByteArray m_expectedAuthorization; // "Bearer <token>", empty when no token
+    // Without a token, only requests whose Host names this address or a
+    // loopback name are served (DNS-rebinding protection, docs/rest.md).
+    const QHostAddress m_boundAddress;
     std::atomic<bool> m_draining{false};
     GuardedTcpServer *m_listener = nullptr;
     std::shared_ptr<CompletionInbox> m_inbox;

@@ -51,6 +51,14 @@ QHostAddress parseBindAddress(const QString &bind);
 // 127.0.0.1 or ::1: the addresses served without a token.
 bool isDefaultLoopback(const QHostAddress &address);
 
+// DNS-rebinding protection for an endpoint served without a token: a web
+// page can point a host name of its own at 127.0.0.1, and the browser then
+// sends that name as Host. True when `host` (a Host header value, with or
+// without ":port") names `bound` (the address the server listens on),
+// `localhost`, `127.0.0.1` or `[::1]`; case-insensitive; an empty value
+// (HTTP/1.0 clients; browsers always send one) is accepted.
+bool isLocalHostHeader(const QByteArray &host, const QHostAddress &bound);
+
 // OK, or InvalidArgument saying what is wrong (unparseable address, a
 // non-loopback bind without a token, a body limit below 1 byte).
 Status checkRestOptions(const RestOptions &options);
