@@ -377,7 +377,10 @@ int runLoadBench(const Args &args)
             o.drainS = setup.drainS;
             if (o.workload.arrivals != ArrivalKind::Trace) {
                 o.workload.rate = rate;
-                o.workload.limit = std::size_t(std::ceil(rate * (setup.warmupS + setup.durationS)));
+                // Arrivals stop at the end of the window (runLoad), not after a
+                // count: rate x span arrivals of a random process end before
+                // the span about half the time and truncate the window.
+                o.workload.limit = std::size_t(std::ceil(2 * rate * (setup.warmupS + setup.durationS))) + 100;
             }
             auto result = runLoad(backend, o);
             if (!result) {

@@ -137,14 +137,20 @@ Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const Loa
     LoadGenerator generator(engine, o.workload, hook);
     generator.start(start);
     const TimePoint deadline = windowEnd + fromSeconds(o.drainS);
+    bool arriving = true;
     for (;;) {
+        const TimePoint now = SteadyClock::now();
+        if (arriving && now >= windowEnd) {
+            generator.stop(); // no arrivals after the window: the drain is for the window's requests
+            arriving = false;
+        }
         const auto c = generator.counters();
         if (!generator.running() && c.completed + c.failed >= c.accepted)
             break;
-        if (SteadyClock::now() >= deadline)
+        if (now >= deadline)
             break;
         std::unique_lock lock(tally->mutex);
-        tally->cv.wait_for(lock, std::chrono::milliseconds(100));
+        tally->cv.wait_until(lock, std::min(arriving ? windowEnd : deadline, now + std::chrono::milliseconds(100)));
     }
     generator.stop();
     const std::uint64_t rejected = generator.counters().rejected;

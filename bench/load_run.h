@@ -30,7 +30,7 @@ namespace bp::bench {
 
 struct LoadRunOptions {
     BatchingConfig config;
-    WorkloadSpec workload; // limit is set by the caller to cover warmup + duration
+    WorkloadSpec workload; // limit: the caller sets one past warmup + duration; arrivals stop at the window end
     double warmupS = 2;
     double durationS = 10;
     double drainS = 5;
