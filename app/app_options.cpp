@@ -18,7 +18,8 @@ const QList<OptionSpec> &appOptionSpecs()
         {"max-body-bytes", "N", "REST request body limit (default 1048576; larger gets 413)"},
         {"db", "PATH", "trace database (default in the user's data directory)"},
         {"no-log", "", "serve without recording requests (no trace database)"},
-        {"model", "NAME|FILE.pt", "builtin:tiny-decoder (default), builtin:tiny-encoder, builtin:echo, or TorchScript"},
+        {"model", "NAME|FILE.pt",
+         "builtin:tiny-decoder (default), builtin:tiny-encoder, builtin:echo, or TorchScript"},
         {"device", "D", "auto (default), cpu, cuda, cuda:N"},
         {"preset", "P", "size preset of the built-in models (default small)"},
         {"threads", "N", "torch threads (default 0 = all cores)"},
@@ -148,16 +149,14 @@ ParseOutcome parseAppOptions(const QStringList &arguments)
                     out.error = QStringLiteral("--spin-us must be 0..100000, got '%1'").arg(value);
                     return out;
                 }
-            }
-            else if (key == "vocab-size" || key == "max-length") {
+            } else if (key == "vocab-size" || key == "max-length") {
                 const int v = value.toInt(&ok);
                 if (!ok || v < 1 || v > 100'000'000) {
                     out.error = QStringLiteral("--%1 must be a positive integer, got '%2'").arg(key, value);
                     return out;
                 }
                 (key == "vocab-size" ? o.vocabSize : o.maxLength) = v;
-            }
-            else if (key == "threads") {
+            } else if (key == "threads") {
                 o.threads = value.toInt(&ok);
                 if (!ok || o.threads < 0 || o.threads > 256) {
                     out.error = QStringLiteral("--threads must be 0..256, got '%1'").arg(value);

@@ -15,7 +15,9 @@ QSet<QString> namesWhere(const QList<OptionSpec> &spec, bool takesValue)
 
 QString formatOptions(const QList<OptionSpec> &options)
 {
-    auto left = [](const OptionSpec &o) { return "--" + o.name + (o.value.isEmpty() ? QString() : " " + o.value); };
+    auto left = [](const OptionSpec &o) {
+        return "--" + o.name + (o.value.isEmpty() ? QString() : " " + o.value);
+    };
     qsizetype width = 0;
     for (const OptionSpec &o : options)
         width = std::max(width, left(o).size());

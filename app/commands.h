@@ -13,8 +13,8 @@ namespace bp::app {
 struct Command {
     QString name;
     QString summary;
-    QString synopsis;            // after "batchpilot NAME", e.g. "ID [OPTIONS]"
-    QList<OptionSpec> options;   // what its CommandArgs accepts (--help lists them)
+    QString synopsis;          // after "batchpilot NAME", e.g. "ID [OPTIONS]"
+    QList<OptionSpec> options; // what its CommandArgs accepts (--help lists them)
     // Runs inside a QCoreApplication; returns the process exit code. Writes
     // results to stdout, errors to stderr.
     std::function<int(const AppOptions &options)> run;

@@ -1,8 +1,8 @@
 #include "bench_util.h"
 
 #include <algorithm>
-#include <iostream>
 #include <cstdlib>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 
@@ -79,7 +79,8 @@ std::vector<std::string> StageOptions::names() const
 
 std::string helpText(const StageOptions &stage)
 {
-    std::string out = "Usage: batchpilot-bench " + stage.name + " " + stage.synopsis + "\n" + stage.summary + "\n\n";
+    std::string out =
+        "Usage: batchpilot-bench " + stage.name + " " + stage.synopsis + "\n" + stage.summary + "\n\n";
     if (!stage.description.empty())
         out += stage.description + "\n\n";
     out += "Options:\n";

@@ -36,9 +36,9 @@ struct OptionHelp {
 };
 
 struct StageOptions {
-    std::string name;     // "load"
-    std::string synopsis; // after "batchpilot-bench NAME", e.g. "[OPTIONS]"
-    std::string summary;  // one line for the stage list
+    std::string name;        // "load"
+    std::string synopsis;    // after "batchpilot-bench NAME", e.g. "[OPTIONS]"
+    std::string summary;     // one line for the stage list
     std::string description; // a paragraph for --help
     std::vector<OptionHelp> options;
     std::vector<std::string> names() const;

@@ -188,53 +188,62 @@ std::string knobs(const BatchingConfig &c)
 const StageOptions &loadStage()
 {
     static const StageOptions stage = [] {
-        StageOptions s{
-            "load", "[OPTIONS]", "open-loop arrivals against each policy in turn (a fresh engine each)",
-            "Timeline per run: --warmup seconds of arrivals (run, not measured), the --duration window, then up\n"
-            "to --drain seconds for the window's requests to finish. Every figure is taken over the requests\n"
-            "that ARRIVED in the window: throughput = those completed / window length, latency from each one's\n"
-            "scheduled arrival. ceil = throughput / the ceiling, the profile's best throughput over batch sizes\n"
-            "at the workload's mean input length (one figure for every policy).",
-            modelOptions()};
-        s.options.insert(s.options.end(), {
-            // workload
-            {"arrivals", "KIND", "poisson (default), gamma (the default with --burstiness), constant, bursts"},
-            {"rate", "R", "offered requests/s (default 50)"},
-            {"rates", "R1,R2,..", "several offered rates, one run each"},
-            {"rates-none", "R1,..", "rates for policy none only (overrides --rates)"},
-            {"rates-static", "R1,..", "rates for policy static only"},
-            {"rates-dynamic", "R1,..", "rates for policy dynamic only"},
-            {"rates-bucketed", "R1,..", "rates for policy bucketed only"},
-            {"burstiness", "CV2", "gamma arrivals: squared coefficient of variation (default 4)"},
-            {"length", "L", "tokens per request (default 64)"},
-            {"min-length", "N", "uniform lengths from N (default 8) ..."},
-            {"max-length", "N", "... to N tokens (default 128)"},
-            {"max-new-tokens", "N", "decoders: tokens generated per request (default 16)"},
-            {"trace", "FILE.csv", "arrivals and lengths from a trace (Azure or plain CSV)"},
-            {"time-scale", "X", "trace: play X times faster (default 1)"},
-            {"length-scale", "X", "trace: multiply token counts by X (default 1)"},
-            {"length-cap", "N", "cap input lengths (default: what the model's positions allow)"},
-            {"output-cap", "N", "decoders: cap output lengths (default 256, at most half the positions)"},
-            {"workload-seed", "S", "seed of arrivals, lengths and tokens (default 1)"},
-            {"warmup", "S", "warm-up seconds (default 2)"},
-            {"duration", "S", "measurement window in seconds (default 10)"},
-            {"drain", "S", "seconds the window's requests may take to finish after it (default 5)"},
-            // policies
-            {"compare", "P1,P2,..", "policies (none, static, dynamic, bucketed, ...) or FILE.json configs (default dynamic)"},
-            {"config", "FILE.json", "the base batching config"},
-            {"max-batch", "N", "max batch size"},
-            {"delay-us", "U", "max queue delay in microseconds"},
-            {"buckets", "E1,E2,..", "bucket edges in tokens (bucketed)"},
-            {"static-batch", "N", "static policy: batch size"},
-            {"static-length", "L", "static policy: padded length"},
-            {"instances", "N", "executor instances"},
-            {"queue", "N", "admission queue capacity (default 4096)"},
-            // reporting
-            {"ceiling", "PROFILE.json", "take the ceiling from a saved profile (default: measure it inline)"},
-            {"no-ceiling", "", "skip the ceiling"},
-            {"p99-budget-ms", "B", "summarize each policy's best throughput with p99 <= B ms"},
-            {"json", "FILE", "write every run as JSON"},
-        });
+        StageOptions s{"load", "[OPTIONS]",
+                       "open-loop arrivals against each policy in turn (a fresh engine each)",
+                       "Timeline per run: --warmup seconds of arrivals (run, not measured), the --duration "
+                       "window, then up\n"
+                       "to --drain seconds for the window's requests to finish. Every figure is taken over "
+                       "the requests\n"
+                       "that ARRIVED in the window: throughput = those completed / window length, latency "
+                       "from each one's\n"
+                       "scheduled arrival. ceil = throughput / the ceiling, the profile's best throughput "
+                       "over batch sizes\n"
+                       "at the workload's mean input length (one figure for every policy).",
+                       modelOptions()};
+        s.options.insert(
+            s.options.end(),
+            {
+                // workload
+                {"arrivals", "KIND",
+                 "poisson (default), gamma (the default with --burstiness), constant, bursts"},
+                {"rate", "R", "offered requests/s (default 50)"},
+                {"rates", "R1,R2,..", "several offered rates, one run each"},
+                {"rates-none", "R1,..", "rates for policy none only (overrides --rates)"},
+                {"rates-static", "R1,..", "rates for policy static only"},
+                {"rates-dynamic", "R1,..", "rates for policy dynamic only"},
+                {"rates-bucketed", "R1,..", "rates for policy bucketed only"},
+                {"burstiness", "CV2", "gamma arrivals: squared coefficient of variation (default 4)"},
+                {"length", "L", "tokens per request (default 64)"},
+                {"min-length", "N", "uniform lengths from N (default 8) ..."},
+                {"max-length", "N", "... to N tokens (default 128)"},
+                {"max-new-tokens", "N", "decoders: tokens generated per request (default 16)"},
+                {"trace", "FILE.csv", "arrivals and lengths from a trace (Azure or plain CSV)"},
+                {"time-scale", "X", "trace: play X times faster (default 1)"},
+                {"length-scale", "X", "trace: multiply token counts by X (default 1)"},
+                {"length-cap", "N", "cap input lengths (default: what the model's positions allow)"},
+                {"output-cap", "N", "decoders: cap output lengths (default 256, at most half the positions)"},
+                {"workload-seed", "S", "seed of arrivals, lengths and tokens (default 1)"},
+                {"warmup", "S", "warm-up seconds (default 2)"},
+                {"duration", "S", "measurement window in seconds (default 10)"},
+                {"drain", "S", "seconds the window's requests may take to finish after it (default 5)"},
+                // policies
+                {"compare", "P1,P2,..",
+                 "policies (none, static, dynamic, bucketed, ...) or FILE.json configs (default dynamic)"},
+                {"config", "FILE.json", "the base batching config"},
+                {"max-batch", "N", "max batch size"},
+                {"delay-us", "U", "max queue delay in microseconds"},
+                {"buckets", "E1,E2,..", "bucket edges in tokens (bucketed)"},
+                {"static-batch", "N", "static policy: batch size"},
+                {"static-length", "L", "static policy: padded length"},
+                {"instances", "N", "executor instances"},
+                {"queue", "N", "admission queue capacity (default 4096)"},
+                // reporting
+                {"ceiling", "PROFILE.json",
+                 "take the ceiling from a saved profile (default: measure it inline)"},
+                {"no-ceiling", "", "skip the ceiling"},
+                {"p99-budget-ms", "B", "summarize each policy's best throughput with p99 <= B ms"},
+                {"json", "FILE", "write every run as JSON"},
+            });
         return s;
     }();
     return stage;
@@ -308,8 +317,10 @@ int runLoadBench(const Args &args)
         std::sort(po.batchSizes.begin(), po.batchSizes.end());
         po.batchSizes.erase(std::unique(po.batchSizes.begin(), po.batchSizes.end()), po.batchSizes.end());
         po.repeats = 3;
-        std::fprintf(stderr, "measuring the ceiling inline (length %d, batch 1..%d; pass --ceiling FILE to reuse a profile)\n",
-                     po.lengths[0], po.batchSizes.back());
+        std::fprintf(
+            stderr,
+            "measuring the ceiling inline (length %d, batch 1..%d; pass --ceiling FILE to reuse a profile)\n",
+            po.lengths[0], po.batchSizes.back());
         auto measured = profileBackend(*backend, spec, po);
         if (!measured) {
             std::cerr << "batchpilot-bench load: ceiling: " << measured.status().toString() << "\n";
@@ -326,9 +337,11 @@ int runLoadBench(const Args &args)
                 double(model.parameters) / 1e6);
     std::printf("  workload: %s; warm-up %.1f s, window %.1f s, drain <= %.1f s; latency from scheduled arrival\n",
                 setup.describe.c_str(), setup.warmupS, setup.durationS, setup.drainS);
-    std::printf("  counted: the requests that arrived in the window (throughput = those completed OK / window)\n");
+    std::printf(
+        "  counted: the requests that arrived in the window (throughput = those completed OK / window)\n");
     if (ceilingAt)
-        std::printf("  ceiling: %.1f %s = the profile's best, at batch %d x length %d (%s); ceil = throughput / ceiling\n",
+        std::printf("  ceiling: %.1f %s = the profile's best, at batch %d x length %d (%s); ceil = "
+                    "throughput / ceiling\n",
                     ceilingRate, unit, ceilingAt->batch, ceilingAt->length,
                     args.has("ceiling") ? args.str("ceiling", "").c_str() : "measured inline");
     std::printf("\n%-9s %-30s %8s %8s %6s %9s %10s %9s %9s %9s %6s %6s %7s", "policy", "knobs", "offered", "req/s",
@@ -340,7 +353,7 @@ int runLoadBench(const Args &args)
 
     nlohmann::json runs = nlohmann::json::array();
     struct Best {
-        double rate = 0, throughput = 0, p99 = 0;
+        double rate = 0, offered = 0, throughput = 0, p99 = 0; // rate: asked; offered: what arrived
         bool any = false;
     };
     std::map<std::string, Best> best;
@@ -364,7 +377,10 @@ int runLoadBench(const Args &args)
             o.drainS = setup.drainS;
             if (o.workload.arrivals != ArrivalKind::Trace) {
                 o.workload.rate = rate;
-                o.workload.limit = std::size_t(std::ceil(rate * (setup.warmupS + setup.durationS)));
+                // Arrivals stop at the end of the window (runLoad), not after a
+                // count: rate x span arrivals of a random process end before
+                // the span about half the time and truncate the window.
+                o.workload.limit = std::size_t(std::ceil(2 * rate * (setup.warmupS + setup.durationS))) + 100;
             }
             auto result = runLoad(backend, o);
             if (!result) {
@@ -375,10 +391,11 @@ int runLoadBench(const Args &args)
             const double throughput = generative ? r.outputTokensPerS : r.requestsPerS;
             const double fraction = ceilingRate > 0 ? throughput / ceilingRate : 0;
             auto ms = [](const LatencyHistogram &h, double q) { return double(h.quantile(q)) / 1e6; };
-            std::printf("%-9s %-30s %8.1f %8.1f %6llu %9.1f %10.1f %9.1f %9.1f %9.3f %6.1f %6s %7s", policy.c_str(),
-                        knobs(config).c_str(), r.offeredRate, r.requestsPerS, (unsigned long long)r.rejected,
-                        generative ? r.outputTokensPerS : r.inputTokensPerS, ms(r.latency, 0.5), ms(r.latency, 0.9),
-                        ms(r.latency, 0.99), r.paddingEfficiency, r.meanBatchSize,
+            std::printf("%-9s %-30s %8.1f %8.1f %6llu %9.1f %10.1f %9.1f %9.1f %9.3f %6.1f %6s %7s",
+                        policy.c_str(), knobs(config).c_str(), r.offeredRate, r.requestsPerS,
+                        (unsigned long long)r.rejected, generative ? r.outputTokensPerS : r.inputTokensPerS,
+                        ms(r.latency, 0.5), ms(r.latency, 0.9), ms(r.latency, 0.99), r.paddingEfficiency,
+                        r.meanBatchSize,
                         ceilingAt ? (std::to_string(int(std::lround(fraction * 100))) + "%").c_str() : "-",
                         r.clean() ? "" : "OVERLD");
             if (generative)
@@ -395,7 +412,7 @@ int runLoadBench(const Args &args)
             if (budgetMs > 0 && r.clean() && p99 <= budgetMs) {
                 Best &b = best[policy];
                 if (!b.any || throughput > b.throughput)
-                    b = {rate, throughput, p99, true};
+                    b = {rate, r.offeredRate, throughput, p99, true};
             }
         }
     }
@@ -412,11 +429,15 @@ int runLoadBench(const Args &args)
                 continue;
             }
             const double gain = none.any && none.throughput > 0 ? b.throughput / none.throughput : 0;
-            std::printf("  %-9s %9.1f %s at offered %.1f req/s (p99 %.1f ms)%s\n", policy.c_str(), b.throughput,
-                        generative ? "tok/s" : "req/s", b.rate, b.p99,
-                        gain > 0 && policy != "none" ? (" = x" + std::to_string(gain).substr(0, 5) + " none").c_str()
-                                                     : "");
-            summary[policy] = {{"rate", b.rate}, {"throughput", b.throughput}, {"p99_ms", b.p99},
+            std::printf(
+                "  %-9s %9.1f %s at offered %.1f req/s (rate asked %.1f; p99 %.1f ms)%s\n", policy.c_str(),
+                b.throughput, generative ? "tok/s" : "req/s", b.offered, b.rate, b.p99,
+                gain > 0 && policy != "none" ? (" = x" + std::to_string(gain).substr(0, 5) + " none").c_str()
+                                             : "");
+            summary[policy] = {{"rate", b.rate},
+                               {"offered_rate", b.offered},
+                               {"throughput", b.throughput},
+                               {"p99_ms", b.p99},
                                {"vs_none", gain}};
         }
     }
@@ -439,11 +460,12 @@ int runLoadBench(const Args &args)
         if (budgetMs > 0)
             j["p99_budget"] = {{"ms", budgetMs}, {"best", summary}};
         if (ceilingAt)
-            j["ceiling"] = {{"value", ceilingRate},
-                            {"unit", generative ? "output tokens/s" : "sequences/s"},
-                            {"batch", ceilingAt->batch},
-                            {"length", ceilingAt->length},
-                            {"definition", "the profile's best throughput over batch sizes at the workload's length"}};
+            j["ceiling"] = {
+                {"value", ceilingRate},
+                {"unit", generative ? "output tokens/s" : "sequences/s"},
+                {"batch", ceilingAt->batch},
+                {"length", ceilingAt->length},
+                {"definition", "the profile's best throughput over batch sizes at the workload's length"}};
         if (ceiling)
             j["ceiling_profile"] = toJson(*ceiling);
         out << j.dump(2) << "\n";

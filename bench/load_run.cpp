@@ -48,7 +48,8 @@ struct Tally {
 
 } // namespace
 
-WindowFigures summarizeWindow(const std::vector<LoadSample> &samples, Duration windowStart, Duration windowEnd)
+WindowFigures summarizeWindow(const std::vector<LoadSample> &samples, Duration windowStart,
+                              Duration windowEnd)
 {
     WindowFigures f;
     std::uint64_t inputTokens = 0, outputTokens = 0, tpotCount = 0;
@@ -104,13 +105,18 @@ Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const Loa
     auto batches = std::make_shared<WindowBatches>(start + windowStartOffset, windowEnd);
     engine.addObserver(batches);
 
-    // The offered load in the window, from a copy of the (deterministic) schedule.
+    // The offered load in the window, from a copy of the (deterministic)
+    // schedule drawn exactly as LoadGenerator draws it: arrival, then its
+    // tokens, from the one generator (skipping the tokens would shift every
+    // later arrival and count a different schedule).
     std::uint64_t offered = 0;
     {
         WorkloadSchedule copy(o.workload);
-        while (auto a = copy.next())
+        while (auto a = copy.next()) {
+            (void)copy.tokens(a->inputTokens);
             if (a->offset >= windowStartOffset && a->offset < windowEndOffset)
                 ++offered;
+        }
         tally->samples.reserve(copy.produced());
     }
 
@@ -131,14 +137,20 @@ Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const Loa
     LoadGenerator generator(engine, o.workload, hook);
     generator.start(start);
     const TimePoint deadline = windowEnd + fromSeconds(o.drainS);
+    bool arriving = true;
     for (;;) {
+        const TimePoint now = SteadyClock::now();
+        if (arriving && now >= windowEnd) {
+            generator.stop(); // no arrivals after the window: the drain is for the window's requests
+            arriving = false;
+        }
         const auto c = generator.counters();
         if (!generator.running() && c.completed + c.failed >= c.accepted)
             break;
-        if (SteadyClock::now() >= deadline)
+        if (now >= deadline)
             break;
         std::unique_lock lock(tally->mutex);
-        tally->cv.wait_for(lock, std::chrono::milliseconds(100));
+        tally->cv.wait_until(lock, std::min(arriving ? windowEnd : deadline, now + std::chrono::milliseconds(100)));
     }
     generator.stop();
     const std::uint64_t rejected = generator.counters().rejected;

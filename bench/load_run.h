@@ -30,7 +30,7 @@ namespace bp::bench {
 
 struct LoadRunOptions {
     BatchingConfig config;
-    WorkloadSpec workload; // limit is set by the caller to cover warmup + duration
+    WorkloadSpec workload; // limit: the caller sets one past warmup + duration; arrivals stop at the window end
     double warmupS = 2;
     double durationS = 10;
     double drainS = 5;
@@ -39,13 +39,13 @@ struct LoadRunOptions {
 // One request of a run as its completion saw it. Offsets count from the
 // start of the run's schedule.
 struct LoadSample {
-    Duration arrival{};         // scheduled arrival offset
-    Duration latency{};         // scheduled arrival -> completion
+    Duration arrival{}; // scheduled arrival offset
+    Duration latency{}; // scheduled arrival -> completion
     StatusCode status = StatusCode::Ok;
     std::uint64_t inputTokens = 0;
     std::uint64_t outputTokens = 0;
-    Duration ttft{};            // generative: arrival -> first token (0 = none)
-    Duration tpot{};            // generative, 2+ tokens (0 = none)
+    Duration ttft{}; // generative: arrival -> first token (0 = none)
+    Duration tpot{}; // generative, 2+ tokens (0 = none)
 };
 
 // What the requests that arrived in [windowStart, windowEnd) add up to; a
@@ -61,7 +61,8 @@ struct WindowFigures {
     LatencyHistogram latency, ttft; // ns, over the completed ones
     double meanTpotMs = 0;
 };
-WindowFigures summarizeWindow(const std::vector<LoadSample> &samples, Duration windowStart, Duration windowEnd);
+WindowFigures summarizeWindow(const std::vector<LoadSample> &samples, Duration windowStart,
+                              Duration windowEnd);
 
 struct LoadRunResult {
     BatchingConfig config;

@@ -13,7 +13,8 @@ namespace {
 void usage(std::ostream &out)
 {
     out << "Usage: batchpilot-bench STAGE [OPTIONS]\n"
-           "Qt-free benchmarks of the BatchPilot engine; each stage prints its figures, --json FILE saves them.\n\n"
+           "Qt-free benchmarks of the BatchPilot engine; each stage prints its figures, --json FILE saves "
+           "them.\n\n"
            "Stages:\n";
     for (const auto *stage : bp::bench::benchStages())
         out << "  " << stage->name << std::string(stage->name.size() < 12 ? 12 - stage->name.size() : 1, ' ')

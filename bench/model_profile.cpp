@@ -37,7 +37,8 @@ double median(std::vector<double> v)
 std::vector<OptionHelp> modelOptions()
 {
     return {
-        {"model", "NAME|FILE.pt", "builtin:tiny-decoder (default), builtin:tiny-encoder, builtin:echo or a TorchScript file"},
+        {"model", "NAME|FILE.pt",
+         "builtin:tiny-decoder (default), builtin:tiny-encoder, builtin:echo or a TorchScript file"},
         {"preset", "P", "size preset of the built-in models: test, small (default), medium, ..."},
         {"device", "D", "auto (default: CUDA when libtorch sees it), cpu, cuda, cuda:N"},
         {"threads", "N", "torch intra-op threads (default 0 = all cores)"},
@@ -174,7 +175,10 @@ const ProfileCell *ceilingCell(const ProfileResult &p, int length)
     return best;
 }
 
-double ceilingValue(const ProfileResult &p, const ProfileCell &c) { return p.generative ? c.tokensPerS : c.sequencesPerS; }
+double ceilingValue(const ProfileResult &p, const ProfileCell &c)
+{
+    return p.generative ? c.tokensPerS : c.sequencesPerS;
+}
 
 void printProfile(const ProfileResult &p)
 {

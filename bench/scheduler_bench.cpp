@@ -57,8 +57,10 @@ const StageOptions &schedulerStage()
         "scheduler",
         "[OPTIONS]",
         "engine overhead with builtin:echo (no compute)",
-        "Paced mode: open-loop arrivals at --rate; the overhead per request is the completion time minus the\n"
-        "submit time minus the wait the policy intended, as percentiles. --saturate: producers submit as fast\n"
+        "Paced mode: open-loop arrivals at --rate; the overhead per request is the completion time minus "
+        "the\n"
+        "submit time minus the wait the policy intended, as percentiles. --saturate: producers submit as "
+        "fast\n"
         "as the queue admits; the completed rate is the highest sustained request rate.",
         {
             {"rate", "R", "requests/s offered in paced mode (default 50000)"},

@@ -119,6 +119,9 @@ public:
     Status reconfigure(const BatchingConfig &config, std::string origin = "api");
     BatchingConfig config() const;
     const ModelInfo &model() const { return m_backend->info(); }
+    // The model itself, e.g. for the console's short capacity measurement
+    // (Backend::run is safe to call beside the executors).
+    std::shared_ptr<Backend> backend() const { return m_backend; }
     const Clock &clock() const { return *m_clock; }
 
     // Thread-safe; an immutable value.

@@ -7,10 +7,10 @@
 
 #include <cctype>
 #include <cerrno>
-#include <limits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace bp {
@@ -203,9 +203,10 @@ Status readLimits(const torch::jit::Module &module, const ModelSpec &spec, Model
     }
     if (vocab <= 0 || vocab > std::numeric_limits<int>::max())
         return Status(StatusCode::InvalidArgument,
-                      "TorchScript file '" + path + "': cannot tell its vocabulary size (no integer attribute "
-                      "vocab_size, no embedding weight among its parameters): pass --vocab-size N (and "
-                      "--max-length N), or give the model a vocab_size attribute");
+                      "TorchScript file '" + path +
+                          "': cannot tell its vocabulary size (no integer attribute "
+                          "vocab_size, no embedding weight among its parameters): pass --vocab-size N (and "
+                          "--max-length N), or give the model a vocab_size attribute");
     std::int64_t length = spec.maxSequenceLength;
     std::string lengthFrom = "--max-length";
     if (length <= 0) {
@@ -303,8 +304,8 @@ Result<std::shared_ptr<Backend>> loadTorchScriptModel(const ModelSpec &spec)
                               TorchScriptBackend::shapeOf(result) + " for a batch of 2; expected [2, ...]");
         std::string perRow = TorchScriptBackend::shapeOf(result.select(0, 0)); // "[4]" or "[]"
         perRow = perRow.size() > 2 ? ", " + perRow.substr(1) : "]";
-        info.description = "TorchScript file; forward(input_ids, attention_mask) -> [B" + perRow + "; " +
-                           info.description;
+        info.description =
+            "TorchScript file; forward(input_ids, attention_mask) -> [B" + perRow + "; " + info.description;
     } catch (const c10::Error &e) {
         return Status(StatusCode::InvalidArgument,
                       "TorchScript file '" + path + "': forward failed on a probe batch: " + firstLine(e));

@@ -69,8 +69,9 @@ private slots:
         }
         QCOMPARE(optionLines(r.out), expected);
         for (const Command &c : commands())
-            QVERIFY2(r.out.contains(QRegularExpression("^  " + c.name + " ", QRegularExpression::MultilineOption)),
-                     qPrintable(c.name));
+            QVERIFY2(
+                r.out.contains(QRegularExpression("^  " + c.name + " ", QRegularExpression::MultilineOption)),
+                qPrintable(c.name));
     }
 
     // Every option of the table is one the parser takes: value options with

@@ -33,8 +33,9 @@ Run runBench(const QStringList &args)
 // "--name" as an option line's own token: followed by a space or the end of the line.
 bool namesOption(const QString &help, const std::string &name)
 {
-    const QRegularExpression re(QStringLiteral("^  --%1( |$)").arg(QRegularExpression::escape(QString::fromStdString(name))),
-                                QRegularExpression::MultilineOption);
+    const QRegularExpression re(
+        QStringLiteral("^  --%1( |$)").arg(QRegularExpression::escape(QString::fromStdString(name))),
+        QRegularExpression::MultilineOption);
     return re.match(help).hasMatch();
 }
 
@@ -49,8 +50,9 @@ private slots:
         QCOMPARE(r.code, 0);
         QVERIFY2(r.out.startsWith("Usage: batchpilot-bench STAGE"), qPrintable(r.out));
         for (const StageOptions *stage : benchStages())
-            QVERIFY2(r.out.contains(QRegularExpression(QStringLiteral("^  %1 ").arg(QString::fromStdString(stage->name)),
-                                                       QRegularExpression::MultilineOption)),
+            QVERIFY2(r.out.contains(
+                         QRegularExpression(QStringLiteral("^  %1 ").arg(QString::fromStdString(stage->name)),
+                                            QRegularExpression::MultilineOption)),
                      stage->name.c_str());
     }
 
@@ -69,13 +71,15 @@ private slots:
         const Run r = runBench({QString::fromStdString(stage.name), "--help"});
         QCOMPARE(r.code, 0);
         QVERIFY2(r.err.isEmpty(), qPrintable(r.err));
-        QVERIFY2(r.out.startsWith(QStringLiteral("Usage: batchpilot-bench %1 ").arg(QString::fromStdString(stage.name))),
+        QVERIFY2(r.out.startsWith(
+                     QStringLiteral("Usage: batchpilot-bench %1 ").arg(QString::fromStdString(stage.name))),
                  qPrintable(r.out));
         QVERIFY(r.out.contains("\nOptions:\n"));
         QVERIFY(!stage.options.empty());
         for (const auto &name : stage.names())
-            QVERIFY2(namesOption(r.out, name), qPrintable(QStringLiteral("--%1 missing from:\n%2")
-                                                              .arg(QString::fromStdString(name), r.out)));
+            QVERIFY2(namesOption(r.out, name),
+                     qPrintable(
+                         QStringLiteral("--%1 missing from:\n%2").arg(QString::fromStdString(name), r.out)));
         QVERIFY(namesOption(r.out, "help"));
         // Every option line the help prints is one the parser accepts.
         QRegularExpression line(QStringLiteral("^  --([a-z0-9-]+)"), QRegularExpression::MultilineOption);
@@ -85,7 +89,8 @@ private slots:
             const std::string name = it.next().captured(1).toStdString();
             ++lines;
             const auto names = stage.names();
-            QVERIFY2(name == "help" || std::find(names.begin(), names.end(), name) != names.end(), name.c_str());
+            QVERIFY2(name == "help" || std::find(names.begin(), names.end(), name) != names.end(),
+                     name.c_str());
         }
         QCOMPARE(lines, int(stage.options.size()) + 1);
     }

@@ -4,6 +4,8 @@
 // drain counts; throughput = those completed / window length.
 #include "bench/load_run.h"
 
+#include "engine/model_registry.h"
+
 #include <QtTest>
 
 using namespace bp;
@@ -15,7 +17,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 LoadSample makeSample(milliseconds arrival, milliseconds latency, StatusCode status = StatusCode::Ok,
-                  std::uint64_t in = 10, std::uint64_t out = 0)
+                      std::uint64_t in = 10, std::uint64_t out = 0)
 {
     LoadSample s;
     s.arrival = arrival;
@@ -53,10 +55,9 @@ private slots:
 
     void boundariesAreHalfOpen()
     {
-        const std::vector<LoadSample> samples{makeSample(milliseconds(1999), milliseconds(1)),
-                                              makeSample(milliseconds(2000), milliseconds(1)),
-                                              makeSample(milliseconds(3999), milliseconds(1)),
-                                              makeSample(milliseconds(4000), milliseconds(1))};
+        const std::vector<LoadSample> samples{
+            makeSample(milliseconds(1999), milliseconds(1)), makeSample(milliseconds(2000), milliseconds(1)),
+            makeSample(milliseconds(3999), milliseconds(1)), makeSample(milliseconds(4000), milliseconds(1))};
         const WindowFigures f = summarizeWindow(samples, seconds(2), seconds(4));
         QCOMPARE(f.arrived, std::uint64_t(2));
         QCOMPARE(f.requestsPerS, 1.0);
@@ -67,7 +68,8 @@ private slots:
     void failuresAndUnfinished()
     {
         const std::vector<LoadSample> samples{
-            makeSample(milliseconds(2100), milliseconds(5)), makeSample(milliseconds(2200), milliseconds(5), StatusCode::Internal),
+            makeSample(milliseconds(2100), milliseconds(5)),
+            makeSample(milliseconds(2200), milliseconds(5), StatusCode::Internal),
             makeSample(milliseconds(2300), milliseconds(9000), StatusCode::ShuttingDown),
             makeSample(milliseconds(100), milliseconds(9000), StatusCode::ShuttingDown)};
         const WindowFigures f = summarizeWindow(samples, seconds(2), seconds(4));
@@ -79,10 +81,36 @@ private slots:
         QCOMPARE(f.requestsPerS, 0.5);
     }
 
+    // The "offered" rate counts the schedule the generator really plays: a
+    // run with nothing refused sees exactly that many window arrivals.
+    // (Counting a copy that skipped the token draws counted another schedule.)
+    void offeredMatchesTheArrivals()
+    {
+        LoadRunOptions o;
+        o.config.maxBatchSize = 64;
+        o.config.maxQueueDelay = std::chrono::microseconds(200);
+        o.config.queueCapacity = 100000;
+        o.workload.rate = 4000;
+        o.workload.lengths = LengthKind::Uniform;
+        o.workload.minLength = 8;
+        o.workload.maxLength = 64;
+        o.warmupS = 0.05;
+        o.durationS = 0.2;
+        o.drainS = 30; // a bound only: echo answers at once
+        o.workload.limit = std::size_t(o.workload.rate * (o.warmupS + o.durationS));
+        auto result = runLoad(makeEchoBackend(256, 2048), o);
+        QVERIFY2(result, result.status().toString().c_str());
+        QCOMPARE(result->rejected, std::uint64_t(0));
+        QVERIFY(result->clean());
+        QVERIFY(result->arrived > 500);
+        QCOMPARE(result->arrived, std::uint64_t(std::llround(result->offeredRate * result->windowS)));
+    }
+
     void generativeTokensAndTpot()
     {
-        std::vector<LoadSample> samples{makeSample(milliseconds(2500), milliseconds(100), StatusCode::Ok, 8, 32),
-                                        makeSample(milliseconds(500), milliseconds(2000), StatusCode::Ok, 8, 32)};
+        std::vector<LoadSample> samples{
+            makeSample(milliseconds(2500), milliseconds(100), StatusCode::Ok, 8, 32),
+            makeSample(milliseconds(500), milliseconds(2000), StatusCode::Ok, 8, 32)};
         samples[0].ttft = milliseconds(20);
         samples[0].tpot = milliseconds(4);
         samples[1].tpot = milliseconds(40); // warm-up arrival: not in the mean

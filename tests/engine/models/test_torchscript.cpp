@@ -192,13 +192,15 @@ private slots:
         auto created = createBackend(spec);
         QVERIFY(!created);
         QCOMPARE(created.status().code(), StatusCode::InvalidArgument);
-        QVERIFY2(created.status().message().find("32000") != std::string::npos, created.status().message().c_str());
+        QVERIFY2(created.status().message().find("32000") != std::string::npos,
+                 created.status().message().c_str());
 
         spec.vocabSize = 0;
         spec.maxSequenceLength = 4096;
         created = createBackend(spec);
         QVERIFY(!created);
-        QVERIFY2(created.status().message().find("128") != std::string::npos, created.status().message().c_str());
+        QVERIFY2(created.status().message().find("128") != std::string::npos,
+                 created.status().message().c_str());
     }
 
     // Nothing in the model tells its vocabulary: loading fails and the error
