@@ -1,4 +1,5 @@
 #include "config_patch.h"
+#include "knobs.h"
 
 #include <algorithm>
 #include <memory>
@@ -7,77 +8,20 @@ namespace bp {
 
 namespace {
 
-// One leaf field of BatchingConfig: copy it from one config to another, or
-// compare it. Adding a knob to BatchingConfig means adding a row here
-// (configPatchCoversEveryField in tests/engine/test_config_patch.cpp checks it).
-struct Field {
-    std::string name;
-    void (*copy)(BatchingConfig &to, const BatchingConfig &from);
-    bool (*equal)(const BatchingConfig &a, const BatchingConfig &b);
-};
-
-template <auto Member>
-Field top(const char *name)
+// The fields are the knobs of the knob table (engine/knobs.h): a patch copies
+// a knob's value from one config to another through the knob's accessors
+// (lossless: durations travel as exact fractional microseconds).
+void copyKnob(const Knob &k, BatchingConfig &to, const BatchingConfig &from)
 {
-    return {name, [](BatchingConfig &to, const BatchingConfig &from) { to.*Member = from.*Member; },
-            [](const BatchingConfig &a, const BatchingConfig &b) { return a.*Member == b.*Member; }};
+    if (k.type == KnobType::IntList)
+        k.itemsMut(to) = k.items(from);
+    else
+        k.set(to, k.get(from));
 }
 
-template <auto Group, auto Member>
-Field nested(const char *name)
+bool sameKnob(const Knob &k, const BatchingConfig &a, const BatchingConfig &b)
 {
-    return {name,
-            [](BatchingConfig &to, const BatchingConfig &from) { (to.*Group).*Member = (from.*Group).*Member; },
-            [](const BatchingConfig &a, const BatchingConfig &b) { return (a.*Group).*Member == (b.*Group).*Member; }};
-}
-
-const std::vector<Field> &table()
-{
-    using C = BatchingConfig;
-    static const std::vector<Field> fields = {
-        top<&C::policy>("policy"),
-        top<&C::maxBatchSize>("max_batch_size"),
-        top<&C::maxQueueDelay>("max_queue_delay_us"),
-        top<&C::staticBatchSize>("static_batch_size"),
-        top<&C::staticPaddedLength>("static_padded_length"),
-        top<&C::staticFlushOnDrain>("static_flush_on_drain"),
-        top<&C::bucketEdges>("bucket_edges"),
-        top<&C::queueCapacity>("queue_capacity"),
-        top<&C::instances>("instances"),
-        top<&C::memoryBatchLimit>("memory_batch_limit"),
-        top<&C::priorityAging>("priority_aging_us"),
-        nested<&C::adaptiveDelay, &AdaptiveDelayConfig::enabled>("adaptive_delay.enabled"),
-        nested<&C::adaptiveDelay, &AdaptiveDelayConfig::minDelay>("adaptive_delay.min_delay_us"),
-        nested<&C::adaptiveDelay, &AdaptiveDelayConfig::maxDelay>("adaptive_delay.max_delay_us"),
-        nested<&C::adaptiveDelay, &AdaptiveDelayConfig::period>("adaptive_delay.period_us"),
-        nested<&C::adaptiveDelay, &AdaptiveDelayConfig::fill>("adaptive_delay.fill"),
-        nested<&C::slo, &SloControllerConfig::enabled>("slo.enabled"),
-        nested<&C::slo, &SloControllerConfig::p99Target>("slo.p99_target_us"),
-        nested<&C::slo, &SloControllerConfig::minBatch>("slo.min_batch"),
-        nested<&C::slo, &SloControllerConfig::maxBatch>("slo.max_batch"),
-        nested<&C::slo, &SloControllerConfig::minDelay>("slo.min_delay_us"),
-        nested<&C::slo, &SloControllerConfig::maxDelay>("slo.max_delay_us"),
-        nested<&C::slo, &SloControllerConfig::period>("slo.period_us"),
-        nested<&C::slo, &SloControllerConfig::batchStep>("slo.batch_step"),
-        nested<&C::slo, &SloControllerConfig::delayStep>("slo.delay_step_us"),
-        nested<&C::slo, &SloControllerConfig::decrease>("slo.decrease"),
-        nested<&C::hybrid, &HybridConfig::staticSizes>("hybrid.static_sizes"),
-        nested<&C::hybrid, &HybridConfig::maxStaticLength>("hybrid.max_static_length"),
-        nested<&C::hybrid, &HybridConfig::minStaticRate>("hybrid.min_static_rate"),
-        nested<&C::hybrid, &HybridConfig::staticMaxWait>("hybrid.static_max_wait_us"),
-        nested<&C::cache, &CacheConfig::enabled>("cache.enabled"),
-        nested<&C::cache, &CacheConfig::maxEntries>("cache.max_entries"),
-        nested<&C::cache, &CacheConfig::maxBytes>("cache.max_bytes"),
-    };
-    return fields;
-}
-
-const Field *find(const std::string &name)
-{
-    for (const Field &f : table())
-        if (f.name == name)
-            return &f;
-    return nullptr;
+    return k.type == KnobType::IntList ? k.items(a) == k.items(b) : k.get(a) == k.get(b);
 }
 
 } // namespace
@@ -93,12 +37,12 @@ Result<ConfigPatch> ConfigPatch::fields(const BatchingConfig &values, const std:
     // One shared copy of the values, however many fields read it.
     auto source = std::make_shared<const BatchingConfig>(values);
     for (const std::string &name : names) {
-        const Field *f = find(name);
-        if (!f)
+        const Knob *k = findKnob(name);
+        if (!k)
             return Status(StatusCode::InvalidArgument, "unknown config field '" + name + "'");
         if (patch.touches(name))
             continue;
-        patch.m_ops.push_back({name, [source, copy = f->copy](BatchingConfig &c) { copy(c, *source); }});
+        patch.m_ops.push_back({name, [source, k](BatchingConfig &c) { copyKnob(*k, c, *source); }});
     }
     return patch;
 }
@@ -121,9 +65,9 @@ ConfigPatch ConfigPatch::lowerMemoryBatchLimit(int limit)
 std::vector<std::string> ConfigPatch::fieldNames() const
 {
     std::vector<std::string> names;
-    for (const Field &f : table())
-        if (touches(f.name))
-            names.push_back(f.name);
+    for (const Knob &k : knobs())
+        if (touches(std::string(k.key)))
+            names.emplace_back(k.key);
     return names;
 }
 
@@ -142,8 +86,8 @@ const std::vector<std::string> &ConfigPatch::allFieldNames()
 {
     static const std::vector<std::string> names = [] {
         std::vector<std::string> out;
-        for (const Field &f : table())
-            out.push_back(f.name);
+        for (const Knob &k : knobs())
+            out.emplace_back(k.key);
         return out;
     }();
     return names;
@@ -152,9 +96,9 @@ const std::vector<std::string> &ConfigPatch::allFieldNames()
 std::vector<std::string> ConfigPatch::changedFields(const BatchingConfig &a, const BatchingConfig &b)
 {
     std::vector<std::string> names;
-    for (const Field &f : table())
-        if (!f.equal(a, b))
-            names.push_back(f.name);
+    for (const Knob &k : knobs())
+        if (!sameKnob(k, a, b))
+            names.emplace_back(k.key);
     return names;
 }
 

@@ -8,7 +8,7 @@
 // memory_batch_limit and the out-of-memory failures came back. A patch names
 // the fields it sets and leaves every other field as it finds it.
 //
-// Field names are the JSON keys of config_json.h, nested ones with a dot:
+// Field names are the keys of the knob table (engine/knobs.h), nested ones with a dot:
 // "max_batch_size", "max_queue_delay_us", "slo.p99_target_us",
 // "adaptive_delay.enabled", "hybrid.static_sizes", "cache.max_bytes", ...
 // (fieldNames() lists them all).

@@ -1,5 +1,7 @@
 #include "http_frontend.h"
 
+#include "engine/nvtx.h"
+
 #include "body_limit_guard.h"
 #include "oip_codec.h"
 #include "prometheus_exporter.h"
@@ -290,7 +292,10 @@ void HttpFrontend::startV1Infer(const QByteArray &body, const ReplyTicket &ticke
 {
     if (waitingRoomFull()) // refused before the body is even parsed
         return send(ticket, waitingRoomFullReply());
-    auto request = parseV1Infer(view(body), m_engine.model(), m_engine.clock().now());
+    auto request = [&] {
+        const nvtx::Range range(nvtx::Category::Rest, "parse /v1/infer");
+        return parseV1Infer(view(body), m_engine.model(), m_engine.clock().now());
+    }();
     if (!request)
         return send(ticket, errorReply(request.status()));
     InferCall call;
@@ -307,7 +312,10 @@ void HttpFrontend::startOipInfer(const RouteMatch &, const QByteArray &body, con
 {
     if (waitingRoomFull())
         return send(ticket, waitingRoomFullReply());
-    auto parsed = parseOipInfer(view(body), m_engine.model(), m_engine.clock().now());
+    auto parsed = [&] {
+        const nvtx::Range range(nvtx::Category::Rest, "parse /v2 infer");
+        return parseOipInfer(view(body), m_engine.model(), m_engine.clock().now());
+    }();
     if (!parsed)
         return send(ticket, errorReply(parsed.status()));
     InferCall call;
@@ -497,6 +505,7 @@ void HttpFrontend::startReport(const RouteMatch &match, const QHttpServerRequest
 void HttpFrontend::send(const ReplyTicket &ticket, HttpReply reply)
 {
     ++m_responsesByCode[int(reply.status)];
+    const nvtx::Range range(nvtx::Category::Rest, [&] { return "write " + std::to_string(int(reply.status)); });
     ticket.send(std::move(reply));
 }
 
