@@ -8,27 +8,29 @@ namespace bp {
 namespace {
 
 // One leaf field of BatchingConfig: copy it from one config to another, or
-// compare it. Adding a knob to BatchingConfig means adding a row here
-// (configPatchCoversEveryField in tests/engine/test_config_patch.cpp checks it).
+// compare it. Adding a knob to BatchingConfig means adding a row here, and
+// a changed value for it in everyFieldChanged() of
+// tests/engine/test_config_patch.cpp (tableCoversEveryField).
 struct Field {
     std::string name;
     void (*copy)(BatchingConfig &to, const BatchingConfig &from);
     bool (*equal)(const BatchingConfig &a, const BatchingConfig &b);
 };
 
-template <auto Member>
-Field top(const char *name)
+template <auto Member> Field top(const char *name)
 {
     return {name, [](BatchingConfig &to, const BatchingConfig &from) { to.*Member = from.*Member; },
             [](const BatchingConfig &a, const BatchingConfig &b) { return a.*Member == b.*Member; }};
 }
 
-template <auto Group, auto Member>
-Field nested(const char *name)
+template <auto Group, auto Member> Field nested(const char *name)
 {
-    return {name,
-            [](BatchingConfig &to, const BatchingConfig &from) { (to.*Group).*Member = (from.*Group).*Member; },
-            [](const BatchingConfig &a, const BatchingConfig &b) { return (a.*Group).*Member == (b.*Group).*Member; }};
+    return {
+        name,
+        [](BatchingConfig &to, const BatchingConfig &from) { (to.*Group).*Member = (from.*Group).*Member; },
+        [](const BatchingConfig &a, const BatchingConfig &b) {
+            return (a.*Group).*Member == (b.*Group).*Member;
+        }};
 }
 
 const std::vector<Field> &table()
