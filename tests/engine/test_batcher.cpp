@@ -3,6 +3,9 @@
 
 #include <QtTest>
 
+#include <numeric>
+#include <random>
+
 using namespace bp;
 using namespace std::chrono_literals;
 
@@ -281,6 +284,71 @@ private slots:
         QVERIFY(!poll.wakeAt);
     }
 
+    // Issue 12.5: take-by-priority sorted the whole queue on every dispatch.
+    // The per-level FIFOs must pick exactly what that sort picked: the
+    // highest effective priority (priority + whole aging periods waited),
+    // ties by admission, members listed in admission order. Checked against
+    // the sort itself on a random stream.
+    void priorityTakeMatchesAFullSort()
+    {
+        BatchingConfig c;
+        c.maxBatchSize = 5;
+        c.maxQueueDelay = 0ms;
+        c.priorityAging = 7ms;
+        c.queueCapacity = 100000;
+        Batcher b(c, ModelLimits{});
+        struct Model {
+            std::uint64_t id;
+            TimePoint arrival;
+            int priority;
+        };
+        std::vector<Model> model; // the reference queue, admission order
+        std::mt19937 rng(12);
+        std::uint64_t nextId = 1;
+        TimePoint now = t0;
+        for (int step = 0; step < 400; ++step) {
+            const int arrivals = int(rng() % 9);
+            for (int i = 0; i < arrivals; ++i) {
+                Pending p = make(4, now, {}, nextId); // arrivals in admission order, as the engine stamps them
+                p.request.priority = int(rng() % 4) - 1;
+                model.push_back({nextId, p.request.arrival, p.request.priority});
+                ++nextId;
+                QVERIFY(b.admit(p, now).isOk());
+            }
+            now += std::chrono::milliseconds(1 + rng() % 4);
+            auto poll = b.poll(now, false);
+            if (model.empty()) {
+                QVERIFY(!poll.batch);
+                continue;
+            }
+            QVERIFY(poll.batch);
+            // the old implementation: stable sort by effective priority
+            std::vector<std::size_t> order(model.size());
+            std::iota(order.begin(), order.end(), 0);
+            auto effective = [&](std::size_t i) {
+                return std::int64_t(model[i].priority) + (now - model[i].arrival) / c.priorityAging;
+            };
+            std::stable_sort(order.begin(), order.end(),
+                             [&](std::size_t x, std::size_t y) { return effective(x) > effective(y); });
+            const std::size_t n = std::min<std::size_t>(5, model.size());
+            std::vector<bool> taken(model.size(), false);
+            for (std::size_t i = 0; i < n; ++i)
+                taken[order[i]] = true;
+            std::vector<std::uint64_t> want, got;
+            std::vector<Model> rest;
+            for (std::size_t i = 0; i < model.size(); ++i) {
+                if (taken[i])
+                    want.push_back(model[i].id);
+                else
+                    rest.push_back(model[i]);
+            }
+            model.swap(rest);
+            for (const Pending &p : poll.batch->items)
+                got.push_back(p.request.id);
+            QCOMPARE(got, want);
+            QCOMPARE(b.size(), model.size());
+        }
+    }
 };
 
 QTEST_APPLESS_MAIN(TestBatcher)

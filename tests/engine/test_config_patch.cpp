@@ -90,7 +90,8 @@ private slots:
 
     void jsonBodyNamesOnlyItsKeys()
     {
-        auto patch = patchFromJson(nlohmann::json::parse(R"({"max_batch_size": 32, "slo": {"enabled": true}})"));
+        auto patch =
+            patchFromJson(nlohmann::json::parse(R"({"max_batch_size": 32, "slo": {"enabled": true}})"));
         QVERIFY(patch);
         QCOMPARE(patch->fieldNames(), (std::vector<std::string>{"max_batch_size", "slo.enabled"}));
         BatchingConfig base = everyFieldChanged();
@@ -143,8 +144,12 @@ private slots:
             return true;
         };
         bool okA = false, okB = false;
-        std::thread a([&] { okA = writer("queue_capacity", [](BatchingConfig &c, int i) { c.queueCapacity = 100 + i; }); });
-        std::thread b([&] { okB = writer("max_batch_size", [](BatchingConfig &c, int i) { c.maxBatchSize = 1 + i % 512; }); });
+        std::thread a([&] {
+            okA = writer("queue_capacity", [](BatchingConfig &c, int i) { c.queueCapacity = 100 + i; });
+        });
+        std::thread b([&] {
+            okB = writer("max_batch_size", [](BatchingConfig &c, int i) { c.maxBatchSize = 1 + i % 512; });
+        });
         a.join();
         b.join();
         QVERIFY(okA && okB);
@@ -170,7 +175,8 @@ private slots:
         auto engine = manualEngine(clock);
         BatchingConfig bad;
         bad.maxBatchSize = 0;
-        auto refused = engine->update(ConfigPatch::fields(bad, {"max_batch_size"}).value(), origin.toStdString());
+        auto refused =
+            engine->update(ConfigPatch::fields(bad, {"max_batch_size"}).value(), origin.toStdString());
         QVERIFY(!refused);
         QCOMPARE(refused.status().code(), StatusCode::InvalidArgument);
         QVERIFY(refused.status().message().find("max_batch_size") != std::string::npos);

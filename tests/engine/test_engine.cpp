@@ -279,6 +279,49 @@ private slots:
         QCOMPARE((*engine)->snapshot().configHistory.size(), std::size_t(2));
     }
 
+    // Issue 12.5: snapshot() copied up to 1,000 history entries under the
+    // engine mutex ten times a second. The history is now shared in
+    // immutable chunks; it must still read as a bounded, ordered value that
+    // keeps the initial entry and never changes once taken.
+    void configHistoryIsABoundedSharedValue()
+    {
+        FakeClock clock;
+        EngineOptions o;
+        o.backend = makeEchoBackend();
+        o.clock = &clock;
+        o.manualScheduling = true;
+        auto engine = Engine::create(o);
+        QVERIFY(engine);
+        BatchingConfig c = (*engine)->config();
+        for (int i = 0; i < 100; ++i) {
+            c.maxBatchSize = 1 + i % 2;
+            QVERIFY((*engine)->reconfigure(c, "test").isOk());
+        }
+        const Snapshot early = (*engine)->snapshot();
+        QCOMPARE(early.configHistory.size(), std::size_t(101));
+        for (int i = 0; i < 2000; ++i) {
+            c.maxBatchSize = 1 + i % 2;
+            QVERIFY((*engine)->reconfigure(c, "test").isOk());
+        }
+        const Snapshot late = (*engine)->snapshot();
+        QVERIFY(late.configHistory.size() <= ConfigHistory::kMaxEntries);
+        QVERIFY(late.configHistory.size() > ConfigHistory::kMaxEntries - ConfigHistory::kChunk);
+        QCOMPARE(late.configHistory.front().version, std::uint64_t(1)); // the initial config stays
+        QCOMPARE(late.configHistory.back().version, late.configVersion);
+        std::uint64_t previous = 0;
+        std::size_t n = 0;
+        for (const ConfigChange &change : late.configHistory) {
+            QVERIFY(change.version > previous);
+            QCOMPARE(late.configHistory[n].version, change.version);
+            previous = change.version;
+            ++n;
+        }
+        QCOMPARE(n, late.configHistory.size());
+        // the earlier value did not move
+        QCOMPARE(early.configHistory.size(), std::size_t(101));
+        QCOMPARE(early.configHistory.back().version, std::uint64_t(101));
+    }
+
     void shutdownFailFailsQueued()
     {
         EngineOptions o;
