@@ -8,38 +8,62 @@
 
 namespace bp::app {
 
+const QList<OptionSpec> &appOptionSpecs()
+{
+    static const QList<OptionSpec> specs = {
+        {"headless", "", "no window; prints 'listening on http://HOST:PORT' when ready"},
+        {"bind", "ADDR", "REST bind address (default 127.0.0.1)"},
+        {"port", "N", "REST port (default 8321; 0 = any free port)"},
+        {"token", "T", "bearer token (required off loopback; or BATCHPILOT_TOKEN)"},
+        {"max-body-bytes", "N", "REST request body limit (default 1048576; larger gets 413)"},
+        {"db", "PATH", "trace database (default in the user's data directory)"},
+        {"no-log", "", "serve without recording requests (no trace database)"},
+        {"model", "NAME|FILE.pt",
+         "builtin:tiny-decoder (default), builtin:tiny-encoder, builtin:echo, or TorchScript"},
+        {"device", "D", "auto (default), cpu, cuda, cuda:N"},
+        {"preset", "P", "size preset of the built-in models (default small)"},
+        {"threads", "N", "torch threads (default 0 = all cores)"},
+        {"vocab-size", "N", "TorchScript: token ids the model accepts (default: read from the model)"},
+        {"max-length", "N", "TorchScript: longest input in tokens (default: read from the model, else 512)"},
+        {"spin-us", "N", "how long an idle executor spins before sleeping (default 150; 0 = never)"},
+        {"config", "FILE.json", "initial batching config"},
+        {"version", "", "print the version and exit"},
+        {"help", "", "print this help and exit; COMMAND --help prints the command's options"},
+    };
+    return specs;
+}
+
 namespace {
-const QStringList kValueOptions = {"bind", "port", "token", "db", "model", "device", "preset", "threads", "config",
-                                   "max-body-bytes", "spin-us"};
+
+bool takesValue(const QString &key)
+{
+    for (const OptionSpec &o : appOptionSpecs())
+        if (o.name == key)
+            return !o.value.isEmpty();
+    return false;
+}
+
+bool isAppOption(const QString &key)
+{
+    for (const OptionSpec &o : appOptionSpecs())
+        if (o.name == key)
+            return true;
+    return false;
+}
 
 QString helpText()
 {
-    const QString usage = QStringLiteral(
-        "usage: batchpilot [options]                 the console\n"
-        "       batchpilot --headless [options]      serve the REST endpoint without a window\n"
-        "       batchpilot COMMAND [args] [options]\n\n"
-        "options:\n"
-        "  --headless            no window; prints 'listening on http://HOST:PORT' when ready\n"
-        "  --bind ADDR           REST bind address (default 127.0.0.1)\n"
-        "  --port N              REST port (default 8321; 0 = any free port)\n"
-        "  --token T             bearer token (required off loopback; or BATCHPILOT_TOKEN)\n"
-        "  --max-body-bytes N    REST request body limit (default 1048576; larger gets 413)\n"
-        "  --db PATH             trace database (default in the user's data directory)\n"
-        "  --no-log              serve without recording requests (no trace database)\n"
-        "  --model NAME|FILE.pt  builtin:tiny-decoder (default), builtin:tiny-encoder, builtin:echo, or TorchScript\n"
-        "  --device D            auto (default), cpu, cuda, cuda:N\n"
-        "  --preset P            size preset of the built-in models (default small)\n"
-        "  --threads N           torch threads (default: all cores)\n"
-        "  --spin-us N           how long an idle executor spins before sleeping (default 150; 0 = never)\n"
-        "  --config FILE.json    initial batching config\n"
-        "  --version, --help\n");
-    // The subcommands, from their one registry (the man page and the shell
-    // completion read this list).
-    QString text = QStringLiteral("\ncommands:\n");
+    QString commandList;
     for (const Command &c : commands())
-        text += QStringLiteral("  %1 %2\n").arg(c.name.leftJustified(21), c.summary);
-    return usage + text;
+        commandList += QStringLiteral("  %1%2\n").arg(c.name.leftJustified(14), c.summary);
+    return QStringLiteral("Usage: batchpilot [OPTIONS]\n"
+                          "  or:  batchpilot --headless [OPTIONS]\n"
+                          "  or:  batchpilot COMMAND [ARGS] [OPTIONS]\n"
+                          "The BatchPilot console (a window), or with --headless the REST endpoint alone.\n\n"
+                          "Options:\n%1\nCommands (batchpilot COMMAND --help for their options):\n%2")
+        .arg(formatOptions(appOptionSpecs()), commandList);
 }
+
 } // namespace
 
 ParseOutcome parseAppOptions(const QStringList &arguments)
@@ -55,7 +79,13 @@ ParseOutcome parseAppOptions(const QStringList &arguments)
             continue;
         }
         if (a == "--help" || a == "-h") {
-            out.exitText = helpText();
+            if (o.command.isEmpty()) {
+                out.exitText = helpText();
+            } else if (const Command *c = findCommand(o.command)) {
+                out.exitText = commandHelp(*c);
+            } else {
+                out.error = QStringLiteral("unknown command '%1' (see --help)").arg(o.command);
+            }
             return out;
         }
         if (a == "--version") {
@@ -76,14 +106,14 @@ ParseOutcome parseAppOptions(const QStringList &arguments)
             if (eq >= 0) {
                 value = key.mid(eq + 1);
                 key = key.left(eq);
-            } else if (kValueOptions.contains(key)) {
+            } else if (takesValue(key)) {
                 if (i + 1 >= arguments.size()) {
                     out.error = QStringLiteral("option --%1 needs a value").arg(key);
                     return out;
                 }
                 value = arguments[++i];
             }
-            if (!kValueOptions.contains(key)) {
+            if (!isAppOption(key) || !takesValue(key)) {
                 if (!o.command.isEmpty()) { // subcommand-specific flag: pass it on
                     o.commandArgs << a;
                     continue;
@@ -119,8 +149,14 @@ ParseOutcome parseAppOptions(const QStringList &arguments)
                     out.error = QStringLiteral("--spin-us must be 0..100000, got '%1'").arg(value);
                     return out;
                 }
-            }
-            else if (key == "threads") {
+            } else if (key == "vocab-size" || key == "max-length") {
+                const int v = value.toInt(&ok);
+                if (!ok || v < 1 || v > 100'000'000) {
+                    out.error = QStringLiteral("--%1 must be a positive integer, got '%2'").arg(key, value);
+                    return out;
+                }
+                (key == "vocab-size" ? o.vocabSize : o.maxLength) = v;
+            } else if (key == "threads") {
                 o.threads = value.toInt(&ok);
                 if (!ok || o.threads < 0 || o.threads > 256) {
                     out.error = QStringLiteral("--threads must be 0..256, got '%1'").arg(value);

@@ -1,6 +1,8 @@
 // Command-line options shared by the console, --headless and the subcommands.
 #pragma once
 
+#include "command_args.h"
+
 #include <QString>
 #include <QStringList>
 
@@ -19,6 +21,8 @@ struct AppOptions {
     QString device = QStringLiteral("auto");
     QString preset = QStringLiteral("small");
     int threads = 0;                // torch threads, 0 = all cores
+    int vocabSize = 0;              // TorchScript: token ids accepted, 0 = from the model
+    int maxLength = 0;              // TorchScript: longest input, 0 = from the model
     int spinUs = -1;                // executor idle spin (µs); -1 = the engine default
     QString config;                 // batching config JSON file
     QString command;                // subcommand, empty for the console / headless
@@ -33,6 +37,11 @@ struct ParseOutcome {
     QString exitText; // non-empty: print and exit 0
 };
 ParseOutcome parseAppOptions(const QStringList &arguments);
+
+// The options of `batchpilot` itself (the console, --headless; every
+// subcommand honours them too). parseAppOptions accepts exactly these, and
+// --help prints them.
+const QList<OptionSpec> &appOptionSpecs();
 
 // The default trace database: <AppDataLocation>/batchpilot.sqlite
 QString defaultDatabasePath();

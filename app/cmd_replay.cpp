@@ -5,6 +5,7 @@
 #include "cmd_store.h"
 
 #include "command_args.h"
+#include "commands.h"
 #include "engine_host.h"
 
 #include "engine/config_json.h"
@@ -50,8 +51,7 @@ constexpr const char *kUsage =
 
 int runReplay(const AppOptions &options)
 {
-    CommandArgs args(options.commandArgs, {"speed", "length-scale", "limit", "compare", "notes"},
-                     {"trace", "virtual", "no-clamp", "json"});
+    CommandArgs args(options.commandArgs, commandOptions("replay"));
     if (!args.error().isEmpty())
         return fail(args.error() + "\n" + kUsage, 2);
     if (args.positional().size() != 1)

@@ -1,6 +1,7 @@
 #include "cmd_store.h"
 
 #include "command_args.h"
+#include "commands.h"
 #include "data_paths.h"
 
 #include "engine/store/trace_store.h"
@@ -51,7 +52,7 @@ QString table(const QStringList &head, const QList<QStringList> &rows)
 
 int runImportTrace(const AppOptions &options)
 {
-    CommandArgs args(options.commandArgs, {"name"}, {"reject-bad-rows", "json", "sample"});
+    CommandArgs args(options.commandArgs, commandOptions("import-trace"));
     if (!args.error().isEmpty())
         return fail("import-trace", args.error(), 2);
     const bool sample = args.has("sample");
@@ -108,7 +109,7 @@ int runImportTrace(const AppOptions &options)
 
 int runTraces(const AppOptions &options)
 {
-    CommandArgs args(options.commandArgs, {}, {"json"});
+    CommandArgs args(options.commandArgs, commandOptions("traces"));
     if (!args.error().isEmpty() || !args.positional().isEmpty())
         return fail("traces", args.error().isEmpty() ? "usage: batchpilot traces [--json]" : args.error(), 2);
     auto store = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
@@ -150,7 +151,7 @@ int runTraces(const AppOptions &options)
 
 int runSessions(const AppOptions &options)
 {
-    CommandArgs args(options.commandArgs, {}, {"json"});
+    CommandArgs args(options.commandArgs, commandOptions("sessions"));
     if (!args.error().isEmpty() || !args.positional().isEmpty())
         return fail("sessions", args.error().isEmpty() ? "usage: batchpilot sessions [--json]" : args.error(), 2);
     auto store = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);

@@ -2,6 +2,43 @@
 
 namespace bp::app {
 
+namespace {
+QSet<QString> namesWhere(const QList<OptionSpec> &spec, bool takesValue)
+{
+    QSet<QString> out;
+    for (const OptionSpec &o : spec)
+        if (o.value.isEmpty() != takesValue)
+            out.insert(o.name);
+    return out;
+}
+} // namespace
+
+QString formatOptions(const QList<OptionSpec> &options)
+{
+    auto left = [](const OptionSpec &o) {
+        return "--" + o.name + (o.value.isEmpty() ? QString() : " " + o.value);
+    };
+    qsizetype width = 0;
+    for (const OptionSpec &o : options)
+        width = std::max(width, left(o).size());
+    width = std::min<qsizetype>(width, 26);
+    QString out;
+    for (const OptionSpec &o : options) {
+        QString l = "  " + left(o);
+        if (l.size() < width + 4)
+            l = l.leftJustified(width + 4);
+        else
+            l += "\n" + QString(width + 4, ' ');
+        out += l + o.help + "\n";
+    }
+    return out;
+}
+
+CommandArgs::CommandArgs(const QStringList &args, const QList<OptionSpec> &spec)
+    : CommandArgs(args, namesWhere(spec, true), namesWhere(spec, false))
+{
+}
+
 CommandArgs::CommandArgs(const QStringList &args, const QSet<QString> &valueFlags, const QSet<QString> &boolFlags)
 {
     for (int i = 0; i < args.size(); ++i) {

@@ -12,8 +12,20 @@
 
 namespace bp::app {
 
+// One option of a command, for its parser and its --help alike.
+struct OptionSpec {
+    QString name;  // without "--"
+    QString value; // placeholder ("N", "FILE"); empty for a flag that takes no value
+    QString help;  // one line; says the default
+};
+
+// "  --name VALUE   help" lines, aligned (help2man reads them as options).
+QString formatOptions(const QList<OptionSpec> &options);
+
 class CommandArgs {
 public:
+    // Accepts exactly the options in `spec`.
+    CommandArgs(const QStringList &args, const QList<OptionSpec> &spec);
     // `valueFlags` take a value, `boolFlags` do not (names without "--").
     // On a problem, error() is non-empty.
     CommandArgs(const QStringList &args, const QSet<QString> &valueFlags, const QSet<QString> &boolFlags);

@@ -7,13 +7,47 @@ namespace bp::app {
 
 const std::vector<Command> &commands()
 {
+    // Subcommands register here; each parses its arguments with
+    // CommandArgs(args, commandOptions(name)), so its --help and its parser
+    // read the same list.
     static const std::vector<Command> list = {
-        // Subcommands register here: {"name", "summary", runFunction},
-        {"import-trace", "import a trace CSV (Azure or plain) into the trace database", runImportTrace},
-        {"traces", "list the imported traces", runTraces},
-        {"sessions", "list the recorded and replayed sessions", runSessions},
-        {"replay", "replay a session (or --trace ID) under a config and compare", runReplay},
-        {"report", "write a session report: report SESSION -o FILE.html|FILE.pdf|FILE.json", runReport, true},
+        {"import-trace",
+         "import a trace CSV (Azure or plain) into the trace database",
+         "FILE.csv|--sample [OPTIONS]",
+         {{"sample", "", "import the bundled sample trace (Azure LLM conversation trace 2023, CC-BY 4.0)"},
+          {"name", "NAME", "the trace's name (default: the file name)"},
+          {"reject-bad-rows", "", "fail on the first malformed row (default: skip and report them)"},
+          {"json", "", "print the result as JSON"}},
+         runImportTrace},
+        {"traces",
+         "list the imported traces",
+         "[OPTIONS]",
+         {{"json", "", "print the list as JSON"}},
+         runTraces},
+        {"sessions",
+         "list the recorded and replayed sessions",
+         "[OPTIONS]",
+         {{"json", "", "print the list as JSON"}},
+         runSessions},
+        {"replay",
+         "replay a session (or --trace ID) under a config and compare",
+         "ID [OPTIONS]",
+         {{"trace", "", "ID is an imported trace, not a session"},
+          {"speed", "X", "divide every gap between arrivals by X (default 1)"},
+          {"length-scale", "S", "multiply input and output token counts by S (default 1)"},
+          {"limit", "N", "replay only the first N arrivals (default 0 = all)"},
+          {"virtual", "", "virtual clock: simulate the replay instead of running it in real time"},
+          {"no-clamp", "", "submit lengths the model cannot take as they are (default: clamp them)"},
+          {"compare", "SESSION", "compare with this session (default: the source session)"},
+          {"notes", "TEXT", "notes stored with the new session"},
+          {"json", "", "print the comparison as JSON"}},
+         runReplay},
+        {"report",
+         "write a session report: report SESSION -o FILE.html|FILE.pdf|FILE.json",
+         "SESSION -o FILE.html|FILE.pdf|FILE.json [OPTIONS]",
+         {{"output", "FILE", "the report to write (-o FILE also works); the extension picks the format"}},
+         runReport,
+         true},
     };
     return list;
 }
@@ -24,6 +58,18 @@ const Command *findCommand(const QString &name)
         if (c.name == name)
             return &c;
     return nullptr;
+}
+
+QList<OptionSpec> commandOptions(const QString &name)
+{
+    const Command *c = findCommand(name);
+    return c ? c->options : QList<OptionSpec>{};
+}
+
+QString commandHelp(const Command &c)
+{
+    return QStringLiteral("Usage: batchpilot %1 %2\n%3\n\nOptions:\n%4\nCommon options:\n%5")
+        .arg(c.name, c.synopsis, c.summary, formatOptions(c.options), formatOptions(appOptionSpecs()));
 }
 
 } // namespace bp::app

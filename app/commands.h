@@ -3,6 +3,7 @@
 #pragma once
 
 #include "app_options.h"
+#include "command_args.h"
 
 #include <functional>
 #include <vector>
@@ -12,6 +13,8 @@ namespace bp::app {
 struct Command {
     QString name;
     QString summary;
+    QString synopsis;          // after "batchpilot NAME", e.g. "ID [OPTIONS]"
+    QList<OptionSpec> options; // what its CommandArgs accepts (--help lists them)
     // Runs inside a QCoreApplication; returns the process exit code. Writes
     // results to stdout, errors to stderr.
     std::function<int(const AppOptions &options)> run;
@@ -22,5 +25,9 @@ struct Command {
 
 const std::vector<Command> &commands();
 const Command *findCommand(const QString &name);
+// The options of a listed command (empty for an unknown name).
+QList<OptionSpec> commandOptions(const QString &name);
+// `batchpilot NAME --help`: usage line, summary, its options, the common ones.
+QString commandHelp(const Command &command);
 
 } // namespace bp::app

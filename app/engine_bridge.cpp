@@ -76,15 +76,20 @@ void EngineBridge::startHostSampling(const QString &nvmlLibrary, unsigned gpuInd
         Qt::QueuedConnection);
 }
 
+std::optional<ConfigUpdate> EngineBridge::applyPatch(const ConfigPatch &patch, const QString &origin)
+{
+    auto update = m_engine.update(patch, origin.toStdString());
+    if (!update) {
+        emit configRejected(QString::fromStdString(update.status().message()));
+        return std::nullopt;
+    }
+    emit configApplied(update->after);
+    return std::move(update).value();
+}
+
 bool EngineBridge::applyConfig(const BatchingConfig &config, const QString &origin)
 {
-    Status s = m_engine.reconfigure(config, origin.toStdString());
-    if (!s) {
-        emit configRejected(QString::fromStdString(s.message()));
-        return false;
-    }
-    emit configApplied(config);
-    return true;
+    return applyPatch(ConfigPatch::whole(config), origin).has_value();
 }
 
 } // namespace bp::app

@@ -1,7 +1,11 @@
 // The Qt face of the engine. Owns nothing of the engine's threads: it polls
-// Engine::snapshot() on its own worker thread (so the GUI thread never waits
-// on an engine lock) and delivers immutable snapshots to the GUI thread as
-// values through queued signals. Config changes go the other way.
+// Engine::snapshot() on its own worker thread (so the GUI thread never
+// polls, and never waits on an engine lock 10 times a second) and delivers
+// immutable snapshots to the GUI thread as values through queued signals.
+// Config changes go the other way, on the calling (GUI) thread: applyPatch()
+// takes the engine mutex once, for the few microseconds Engine::update
+// needs to patch, validate and swap the config (no I/O, no waiting on
+// batches under it).
 //
 // Optionally it samples the host next to each snapshot (NVML GPU
 // utilization, process CPU) on the same worker thread, so no NVML call ever
@@ -16,6 +20,7 @@
 #include <QThread>
 
 #include <memory>
+#include <optional>
 
 namespace bp::app {
 
@@ -37,7 +42,12 @@ public:
     // empty `nvmlLibrary` samples only the process CPU. Call once.
     void startHostSampling(const QString &nvmlLibrary, unsigned gpuIndex);
 
-    // Validates and applies; on failure emits configRejected with the reason.
+    // Applies `patch` to the engine's config in force (Engine::update: the
+    // fields it names, nothing else). On success emits configApplied with
+    // the config after it and returns what changed; on failure emits
+    // configRejected with the reason and returns nullopt.
+    std::optional<ConfigUpdate> applyPatch(const ConfigPatch &patch, const QString &origin);
+    // Replaces the whole config (a loaded file): applyPatch(ConfigPatch::whole).
     bool applyConfig(const BatchingConfig &config, const QString &origin);
 
 signals:

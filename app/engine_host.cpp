@@ -62,6 +62,8 @@ Result<std::shared_ptr<Backend>> backendFor(const AppOptions &o)
     spec.device = o.device.toStdString();
     spec.preset = o.preset.toStdString();
     spec.threads = o.threads;
+    spec.vocabSize = o.vocabSize;
+    spec.maxSequenceLength = o.maxLength;
     return createBackend(spec);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 
@@ -66,6 +67,53 @@ std::vector<std::string> Args::unknown(const std::vector<std::string> &known) co
         if (std::find(known.begin(), known.end(), k) == known.end())
             out.push_back(k);
     return out;
+}
+
+std::vector<std::string> StageOptions::names() const
+{
+    std::vector<std::string> out;
+    for (const auto &o : options)
+        out.push_back(o.name);
+    return out;
+}
+
+std::string helpText(const StageOptions &stage)
+{
+    std::string out =
+        "Usage: batchpilot-bench " + stage.name + " " + stage.synopsis + "\n" + stage.summary + "\n\n";
+    if (!stage.description.empty())
+        out += stage.description + "\n\n";
+    out += "Options:\n";
+    std::vector<OptionHelp> rows = stage.options;
+    rows.push_back({"help", "", "print this help and exit"});
+    std::size_t width = 0;
+    auto left = [](const OptionHelp &o) { return "--" + o.name + (o.value.empty() ? "" : " " + o.value); };
+    for (const auto &o : rows)
+        width = std::max(width, left(o).size());
+    width = std::min<std::size_t>(width, 30);
+    for (const auto &o : rows) {
+        std::string l = "  " + left(o);
+        if (l.size() < width + 4)
+            l += std::string(width + 4 - l.size(), ' ');
+        else
+            l += "\n" + std::string(width + 4, ' ');
+        out += l + o.help + "\n";
+    }
+    return out;
+}
+
+int handleHelpAndUnknown(const Args &args, const StageOptions &stage)
+{
+    if (args.has("help")) {
+        std::cout << helpText(stage);
+        return 0;
+    }
+    if (auto u = args.unknown(stage.names()); !u.empty()) {
+        std::cerr << "batchpilot-bench " << stage.name << ": unknown option --" << u.front()
+                  << " (see batchpilot-bench " << stage.name << " --help)\n";
+        return 2;
+    }
+    return -1;
 }
 
 void tightenTimerSlack()

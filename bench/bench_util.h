@@ -26,6 +26,36 @@ private:
     std::vector<std::string> m_positional;
 };
 
+// One option of a stage, for its parser and its --help alike: the parser
+// accepts exactly the names in the stage's table (plus --help), and --help
+// prints every row, so the two cannot drift apart.
+struct OptionHelp {
+    std::string name;  // without "--"
+    std::string value; // placeholder, e.g. "N" or "FILE.json"; empty for a flag
+    std::string help;  // one line; says the default
+};
+
+struct StageOptions {
+    std::string name;        // "load"
+    std::string synopsis;    // after "batchpilot-bench NAME", e.g. "[OPTIONS]"
+    std::string summary;     // one line for the stage list
+    std::string description; // a paragraph for --help
+    std::vector<OptionHelp> options;
+    std::vector<std::string> names() const;
+};
+
+// The text --help prints: "Usage:" line, description, "Options:" with one
+// "  --name VALUE  help" line per option (help2man reads it as is).
+std::string helpText(const StageOptions &stage);
+
+// Call first in a stage: --help prints helpText() to stdout and returns 0;
+// an option not in the table prints "unknown option" to stderr and returns 2;
+// otherwise returns -1 (go on).
+int handleHelpAndUnknown(const Args &args, const StageOptions &stage);
+
+// Every stage, in the order `batchpilot-bench --help` lists them.
+std::vector<const StageOptions *> benchStages();
+
 // Sets the calling thread's timer slack to 1 ns (Linux) so short sleeps are
 // not stretched by the default 50 µs.
 void tightenTimerSlack();

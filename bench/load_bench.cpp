@@ -22,22 +22,11 @@ namespace bp::bench {
 
 namespace {
 
-const std::vector<std::string> kKnown = {
-    // workload
-    "arrivals", "rate", "rates", "burstiness", "length", "min-length", "max-length", "max-new-tokens", "trace",
-    "time-scale", "length-scale", "length-cap", "output-cap", "workload-seed", "duration", "warmup", "drain",
-    // policies
-    "compare", "config", "max-batch", "delay-us", "buckets", "static-batch", "static-length", "instances", "queue",
-    // reporting
-    "ceiling", "no-ceiling", "p99-budget-ms", "json",
-    // per-policy rate lists, overriding --rates for that policy
-    "rates-none", "rates-static", "rates-dynamic", "rates-bucketed"};
-
 struct Setup {
     WorkloadSpec workload;
     double warmupS = 2, durationS = 10, drainS = 5;
     std::vector<double> rates;
-    int typicalLength = 0;    // for the ceiling lookup
+    int typicalLength = 0;    // the ceiling's length: the mean input length (rounded up)
     int typicalNewTokens = 0; // generative
     std::string describe;
 };
@@ -196,14 +185,74 @@ std::string knobs(const BatchingConfig &c)
 
 } // namespace
 
+const StageOptions &loadStage()
+{
+    static const StageOptions stage = [] {
+        StageOptions s{"load", "[OPTIONS]",
+                       "open-loop arrivals against each policy in turn (a fresh engine each)",
+                       "Timeline per run: --warmup seconds of arrivals (run, not measured), the --duration "
+                       "window, then up\n"
+                       "to --drain seconds for the window's requests to finish. Every figure is taken over "
+                       "the requests\n"
+                       "that ARRIVED in the window: throughput = those completed / window length, latency "
+                       "from each one's\n"
+                       "scheduled arrival. ceil = throughput / the ceiling, the profile's best throughput "
+                       "over batch sizes\n"
+                       "at the workload's mean input length (one figure for every policy).",
+                       modelOptions()};
+        s.options.insert(
+            s.options.end(),
+            {
+                // workload
+                {"arrivals", "KIND",
+                 "poisson (default), gamma (the default with --burstiness), constant, bursts"},
+                {"rate", "R", "offered requests/s (default 50)"},
+                {"rates", "R1,R2,..", "several offered rates, one run each"},
+                {"rates-none", "R1,..", "rates for policy none only (overrides --rates)"},
+                {"rates-static", "R1,..", "rates for policy static only"},
+                {"rates-dynamic", "R1,..", "rates for policy dynamic only"},
+                {"rates-bucketed", "R1,..", "rates for policy bucketed only"},
+                {"burstiness", "CV2", "gamma arrivals: squared coefficient of variation (default 4)"},
+                {"length", "L", "tokens per request (default 64)"},
+                {"min-length", "N", "uniform lengths from N (default 8) ..."},
+                {"max-length", "N", "... to N tokens (default 128)"},
+                {"max-new-tokens", "N", "decoders: tokens generated per request (default 16)"},
+                {"trace", "FILE.csv", "arrivals and lengths from a trace (Azure or plain CSV)"},
+                {"time-scale", "X", "trace: play X times faster (default 1)"},
+                {"length-scale", "X", "trace: multiply token counts by X (default 1)"},
+                {"length-cap", "N", "cap input lengths (default: what the model's positions allow)"},
+                {"output-cap", "N", "decoders: cap output lengths (default 256, at most half the positions)"},
+                {"workload-seed", "S", "seed of arrivals, lengths and tokens (default 1)"},
+                {"warmup", "S", "warm-up seconds (default 2)"},
+                {"duration", "S", "measurement window in seconds (default 10)"},
+                {"drain", "S", "seconds the window's requests may take to finish after it (default 5)"},
+                // policies
+                {"compare", "P1,P2,..",
+                 "policies (none, static, dynamic, bucketed, ...) or FILE.json configs (default dynamic)"},
+                {"config", "FILE.json", "the base batching config"},
+                {"max-batch", "N", "max batch size"},
+                {"delay-us", "U", "max queue delay in microseconds"},
+                {"buckets", "E1,E2,..", "bucket edges in tokens (bucketed)"},
+                {"static-batch", "N", "static policy: batch size"},
+                {"static-length", "L", "static policy: padded length"},
+                {"instances", "N", "executor instances"},
+                {"queue", "N", "admission queue capacity (default 4096)"},
+                // reporting
+                {"ceiling", "PROFILE.json",
+                 "take the ceiling from a saved profile (default: measure it inline)"},
+                {"no-ceiling", "", "skip the ceiling"},
+                {"p99-budget-ms", "B", "summarize each policy's best throughput with p99 <= B ms"},
+                {"json", "FILE", "write every run as JSON"},
+            });
+        return s;
+    }();
+    return stage;
+}
+
 int runLoadBench(const Args &args)
 {
-    std::vector<std::string> known = kKnown;
-    known.insert(known.end(), modelArgKeys().begin(), modelArgKeys().end());
-    if (auto u = args.unknown(known); !u.empty()) {
-        std::cerr << "batchpilot-bench load: unknown option --" << u.front() << "\n";
-        return 2;
-    }
+    if (int rc = handleHelpAndUnknown(args, loadStage()); rc >= 0)
+        return rc;
     const ModelSpec spec = modelSpecFromArgs(args);
     auto created = createBackend(spec);
     if (!created) {
@@ -260,19 +309,18 @@ int runLoadBench(const Args &args)
         ProfileOptions po;
         po.lengths = {std::max(1, setup.typicalLength)};
         po.newTokens = std::max(1, setup.typicalNewTokens);
-        po.batchSizes.clear();
-        int largest = 1;
-        for (const auto &c : configs)
-            largest = std::max(largest, batchLimit(c));
-        for (int b = 1; b < largest; b *= 2)
-            po.batchSizes.push_back(b);
+        // The model's best batch size, whatever the policies compared: powers
+        // of two up to 64 (the profile's default grid) and each policy's limit.
+        po.batchSizes = {1, 2, 4, 8, 16, 32, 64};
         for (const auto &c : configs)
             po.batchSizes.push_back(batchLimit(c));
         std::sort(po.batchSizes.begin(), po.batchSizes.end());
         po.batchSizes.erase(std::unique(po.batchSizes.begin(), po.batchSizes.end()), po.batchSizes.end());
         po.repeats = 3;
-        std::fprintf(stderr, "measuring the ceiling inline (length %d; pass --ceiling FILE to reuse a profile)\n",
-                     po.lengths[0]);
+        std::fprintf(
+            stderr,
+            "measuring the ceiling inline (length %d, batch 1..%d; pass --ceiling FILE to reuse a profile)\n",
+            po.lengths[0], po.batchSizes.back());
         auto measured = profileBackend(*backend, spec, po);
         if (!measured) {
             std::cerr << "batchpilot-bench load: ceiling: " << measured.status().toString() << "\n";
@@ -280,12 +328,22 @@ int runLoadBench(const Args &args)
         }
         ceiling = std::move(measured.value());
     }
+    const ProfileCell *ceilingAt = ceiling ? ceilingCell(*ceiling, setup.typicalLength) : nullptr;
+    const double ceilingRate = ceilingAt ? ceilingValue(*ceiling, *ceilingAt) : 0;
+    const char *unit = generative ? "output tok/s" : "req/s";
 
     std::printf("batchpilot-bench load  model %s%s on %s (%.2f M parameters)\n", model.name.c_str(),
                 spec.name.rfind("builtin:", 0) == 0 ? (" preset " + spec.preset).c_str() : "", model.device.c_str(),
                 double(model.parameters) / 1e6);
     std::printf("  workload: %s; warm-up %.1f s, window %.1f s, drain <= %.1f s; latency from scheduled arrival\n",
                 setup.describe.c_str(), setup.warmupS, setup.durationS, setup.drainS);
+    std::printf(
+        "  counted: the requests that arrived in the window (throughput = those completed OK / window)\n");
+    if (ceilingAt)
+        std::printf("  ceiling: %.1f %s = the profile's best, at batch %d x length %d (%s); ceil = "
+                    "throughput / ceiling\n",
+                    ceilingRate, unit, ceilingAt->batch, ceilingAt->length,
+                    args.has("ceiling") ? args.str("ceiling", "").c_str() : "measured inline");
     std::printf("\n%-9s %-30s %8s %8s %6s %9s %10s %9s %9s %9s %6s %6s %7s", "policy", "knobs", "offered", "req/s",
                 "rej", generative ? "out tok/s" : "in tok/s", "p50 ms", "p90 ms", "p99 ms", "pad eff", "batch",
                 "ceil", "");
@@ -295,7 +353,7 @@ int runLoadBench(const Args &args)
 
     nlohmann::json runs = nlohmann::json::array();
     struct Best {
-        double rate = 0, throughput = 0, p99 = 0;
+        double rate = 0, offered = 0, throughput = 0, p99 = 0; // rate: asked; offered: what arrived
         bool any = false;
     };
     std::map<std::string, Best> best;
@@ -319,7 +377,10 @@ int runLoadBench(const Args &args)
             o.drainS = setup.drainS;
             if (o.workload.arrivals != ArrivalKind::Trace) {
                 o.workload.rate = rate;
-                o.workload.limit = std::size_t(std::ceil(rate * (setup.warmupS + setup.durationS)));
+                // Arrivals stop at the end of the window (runLoad), not after a
+                // count: rate x span arrivals of a random process end before
+                // the span about half the time and truncate the window.
+                o.workload.limit = std::size_t(std::ceil(2 * rate * (setup.warmupS + setup.durationS))) + 100;
             }
             auto result = runLoad(backend, o);
             if (!result) {
@@ -328,15 +389,14 @@ int runLoadBench(const Args &args)
             }
             const LoadRunResult &r = *result;
             const double throughput = generative ? r.outputTokensPerS : r.requestsPerS;
-            const ProfileCell *cell = ceiling ? ceilingCell(*ceiling, setup.typicalLength, batchLimit(config)) : nullptr;
-            const double ceilingValue = cell ? (generative ? cell->tokensPerS : cell->sequencesPerS) : 0;
-            const double fraction = ceilingValue > 0 ? throughput / ceilingValue : 0;
+            const double fraction = ceilingRate > 0 ? throughput / ceilingRate : 0;
             auto ms = [](const LatencyHistogram &h, double q) { return double(h.quantile(q)) / 1e6; };
-            std::printf("%-9s %-30s %8.1f %8.1f %6llu %9.1f %10.1f %9.1f %9.1f %9.3f %6.1f %6s %7s", policy.c_str(),
-                        knobs(config).c_str(), r.offeredRate, r.requestsPerS, (unsigned long long)r.rejected,
-                        generative ? r.outputTokensPerS : r.inputTokensPerS, ms(r.latency, 0.5), ms(r.latency, 0.9),
-                        ms(r.latency, 0.99), r.paddingEfficiency, r.meanBatchSize,
-                        cell ? (std::to_string(int(std::lround(fraction * 100))) + "%").c_str() : "-",
+            std::printf("%-9s %-30s %8.1f %8.1f %6llu %9.1f %10.1f %9.1f %9.1f %9.3f %6.1f %6s %7s",
+                        policy.c_str(), knobs(config).c_str(), r.offeredRate, r.requestsPerS,
+                        (unsigned long long)r.rejected, generative ? r.outputTokensPerS : r.inputTokensPerS,
+                        ms(r.latency, 0.5), ms(r.latency, 0.9), ms(r.latency, 0.99), r.paddingEfficiency,
+                        r.meanBatchSize,
+                        ceilingAt ? (std::to_string(int(std::lround(fraction * 100))) + "%").c_str() : "-",
                         r.clean() ? "" : "OVERLD");
             if (generative)
                 std::printf(" %9.1f %9.1f %8.2f", ms(r.ttft, 0.5), ms(r.ttft, 0.99), r.meanTpotMs);
@@ -345,19 +405,14 @@ int runLoadBench(const Args &args)
 
             nlohmann::json j = toJson(r);
             j["target_rate"] = rate;
-            if (cell) {
-                j["ceiling"] = {{"value", ceilingValue},
-                                {"unit", generative ? "output tokens/s" : "sequences/s"},
-                                {"batch", cell->batch},
-                                {"length", cell->length},
-                                {"fraction", fraction}};
-            }
+            if (ceilingAt)
+                j["fraction_of_ceiling"] = fraction;
             runs.push_back(j);
             const double p99 = ms(r.latency, 0.99);
             if (budgetMs > 0 && r.clean() && p99 <= budgetMs) {
                 Best &b = best[policy];
                 if (!b.any || throughput > b.throughput)
-                    b = {rate, throughput, p99, true};
+                    b = {rate, r.offeredRate, throughput, p99, true};
             }
         }
     }
@@ -374,11 +429,15 @@ int runLoadBench(const Args &args)
                 continue;
             }
             const double gain = none.any && none.throughput > 0 ? b.throughput / none.throughput : 0;
-            std::printf("  %-9s %9.1f %s at offered %.1f req/s (p99 %.1f ms)%s\n", policy.c_str(), b.throughput,
-                        generative ? "tok/s" : "req/s", b.rate, b.p99,
-                        gain > 0 && policy != "none" ? (" = x" + std::to_string(gain).substr(0, 5) + " none").c_str()
-                                                     : "");
-            summary[policy] = {{"rate", b.rate}, {"throughput", b.throughput}, {"p99_ms", b.p99},
+            std::printf(
+                "  %-9s %9.1f %s at offered %.1f req/s (rate asked %.1f; p99 %.1f ms)%s\n", policy.c_str(),
+                b.throughput, generative ? "tok/s" : "req/s", b.offered, b.rate, b.p99,
+                gain > 0 && policy != "none" ? (" = x" + std::to_string(gain).substr(0, 5) + " none").c_str()
+                                             : "");
+            summary[policy] = {{"rate", b.rate},
+                               {"offered_rate", b.offered},
+                               {"throughput", b.throughput},
+                               {"p99_ms", b.p99},
                                {"vs_none", gain}};
         }
     }
@@ -400,6 +459,13 @@ int runLoadBench(const Args &args)
                          {"runs", runs}};
         if (budgetMs > 0)
             j["p99_budget"] = {{"ms", budgetMs}, {"best", summary}};
+        if (ceilingAt)
+            j["ceiling"] = {
+                {"value", ceilingRate},
+                {"unit", generative ? "output tokens/s" : "sequences/s"},
+                {"batch", ceilingAt->batch},
+                {"length", ceilingAt->length},
+                {"definition", "the profile's best throughput over batch sizes at the workload's length"}};
         if (ceiling)
             j["ceiling_profile"] = toJson(*ceiling);
         out << j.dump(2) << "\n";

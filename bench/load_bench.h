@@ -10,5 +10,6 @@ namespace bp::bench {
 // throughput, p50/p90/p99, padding efficiency, mean batch size and the
 // fraction of the profile ceiling reached. See load_run.h for the timeline.
 int runLoadBench(const Args &args);
+const StageOptions &loadStage();
 
 } // namespace bp::bench

@@ -38,21 +38,52 @@ private:
     std::int64_t m_real = 0, m_padded = 0;
 };
 
-// What the completions add up to; shared with the hook, which may run on any
-// engine thread until the engine has shut down.
+// The samples, appended by the completion hook, which may run on any engine
+// thread until the engine has shut down.
 struct Tally {
     std::mutex mutex;
     std::condition_variable cv;
-    TimePoint windowStart{}, windowEnd{};
-    Duration warmup{}, windowEndOffset{};
-    std::uint64_t completed = 0, failed = 0, unfinished = 0;
-    std::uint64_t completedInWindow = 0, inputTokensInWindow = 0, outputTokensInWindow = 0;
-    LatencyHistogram latency, ttft;
-    double tpotSumMs = 0;
-    std::uint64_t tpotCount = 0;
+    std::vector<LoadSample> samples;
 };
 
 } // namespace
+
+WindowFigures summarizeWindow(const std::vector<LoadSample> &samples, Duration windowStart,
+                              Duration windowEnd)
+{
+    WindowFigures f;
+    std::uint64_t inputTokens = 0, outputTokens = 0, tpotCount = 0;
+    double tpotSumMs = 0;
+    for (const LoadSample &s : samples) {
+        if (s.arrival < windowStart || s.arrival >= windowEnd)
+            continue;
+        ++f.arrived;
+        if (s.status != StatusCode::Ok) {
+            ++f.failed;
+            if (s.status == StatusCode::ShuttingDown)
+                ++f.unfinished;
+            continue;
+        }
+        ++f.completed;
+        inputTokens += s.inputTokens;
+        outputTokens += s.outputTokens;
+        f.latency.record(s.latency.count());
+        if (s.ttft > Duration::zero())
+            f.ttft.record(s.ttft.count());
+        if (s.tpot > Duration::zero()) {
+            tpotSumMs += toSeconds(s.tpot) * 1e3;
+            ++tpotCount;
+        }
+    }
+    const double windowS = toSeconds(windowEnd - windowStart);
+    if (windowS > 0) {
+        f.requestsPerS = double(f.completed) / windowS;
+        f.inputTokensPerS = double(inputTokens) / windowS;
+        f.outputTokensPerS = double(outputTokens) / windowS;
+    }
+    f.meanTpotMs = tpotCount ? tpotSumMs / double(tpotCount) : 0;
+    return f;
+}
 
 Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const LoadRunOptions &o)
 {
@@ -68,61 +99,58 @@ Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const Loa
 
     auto tally = std::make_shared<Tally>();
     const TimePoint start = SteadyClock::now() + std::chrono::milliseconds(20);
-    tally->warmup = fromSeconds(o.warmupS);
-    tally->windowEndOffset = fromSeconds(o.warmupS + o.durationS);
-    tally->windowStart = start + tally->warmup;
-    tally->windowEnd = start + tally->windowEndOffset;
-    auto batches = std::make_shared<WindowBatches>(tally->windowStart, tally->windowEnd);
+    const Duration windowStartOffset = fromSeconds(o.warmupS);
+    const Duration windowEndOffset = fromSeconds(o.warmupS + o.durationS);
+    const TimePoint windowEnd = start + windowEndOffset;
+    auto batches = std::make_shared<WindowBatches>(start + windowStartOffset, windowEnd);
     engine.addObserver(batches);
 
-    // The offered load in the window, from a copy of the (deterministic) schedule.
+    // The offered load in the window, from a copy of the (deterministic)
+    // schedule drawn exactly as LoadGenerator draws it: arrival, then its
+    // tokens, from the one generator (skipping the tokens would shift every
+    // later arrival and count a different schedule).
     std::uint64_t offered = 0;
     {
         WorkloadSchedule copy(o.workload);
-        while (auto a = copy.next())
-            if (a->offset >= tally->warmup && a->offset < tally->windowEndOffset)
+        while (auto a = copy.next()) {
+            (void)copy.tokens(a->inputTokens);
+            if (a->offset >= windowStartOffset && a->offset < windowEndOffset)
                 ++offered;
+        }
+        tally->samples.reserve(copy.produced());
     }
 
     auto hook = [tally](const Arrival &a, TimePoint scheduled, const Response &r) {
-        const TimePoint now = SteadyClock::now();
-        Tally &t = *tally;
-        std::lock_guard lock(t.mutex);
-        if (r.status.isOk() && now >= t.windowStart && now < t.windowEnd) {
-            ++t.completedInWindow;
-            t.inputTokensInWindow += std::uint64_t(a.inputTokens);
-            t.outputTokensInWindow += r.tokens.size();
-        }
-        if (a.offset >= t.warmup && a.offset < t.windowEndOffset) {
-            if (r.status.isOk()) {
-                ++t.completed;
-                t.latency.record((now - scheduled).count());
-                if (r.timing.timeToFirstToken > Duration::zero())
-                    t.ttft.record(r.timing.timeToFirstToken.count());
-                if (r.timing.timePerOutputToken > Duration::zero()) {
-                    t.tpotSumMs += toSeconds(r.timing.timePerOutputToken) * 1e3;
-                    ++t.tpotCount;
-                }
-            } else {
-                ++t.failed;
-                if (r.status.code() == StatusCode::ShuttingDown)
-                    ++t.unfinished;
-            }
-        }
-        t.cv.notify_all();
+        LoadSample sample;
+        sample.latency = SteadyClock::now() - scheduled;
+        sample.arrival = a.offset;
+        sample.status = r.status.code();
+        sample.inputTokens = std::uint64_t(a.inputTokens);
+        sample.outputTokens = r.tokens.size();
+        sample.ttft = r.timing.timeToFirstToken;
+        sample.tpot = r.timing.timePerOutputToken;
+        std::lock_guard lock(tally->mutex);
+        tally->samples.push_back(sample);
+        tally->cv.notify_all();
     };
 
     LoadGenerator generator(engine, o.workload, hook);
     generator.start(start);
-    const TimePoint deadline = tally->windowEnd + fromSeconds(o.drainS);
+    const TimePoint deadline = windowEnd + fromSeconds(o.drainS);
+    bool arriving = true;
     for (;;) {
+        const TimePoint now = SteadyClock::now();
+        if (arriving && now >= windowEnd) {
+            generator.stop(); // no arrivals after the window: the drain is for the window's requests
+            arriving = false;
+        }
         const auto c = generator.counters();
         if (!generator.running() && c.completed + c.failed >= c.accepted)
             break;
-        if (SteadyClock::now() >= deadline)
+        if (now >= deadline)
             break;
         std::unique_lock lock(tally->mutex);
-        tally->cv.wait_for(lock, std::chrono::milliseconds(100));
+        tally->cv.wait_until(lock, std::min(arriving ? windowEnd : deadline, now + std::chrono::milliseconds(100)));
     }
     generator.stop();
     const std::uint64_t rejected = generator.counters().rejected;
@@ -135,16 +163,17 @@ Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const Loa
     r.rejected = rejected;
     batches->fill(r);
     std::lock_guard lock(tally->mutex);
-    r.completed = tally->completed;
-    r.failed = tally->failed;
-    r.unfinished = tally->unfinished;
-    r.arrived = r.completed + r.failed;
-    r.requestsPerS = double(tally->completedInWindow) / o.durationS;
-    r.inputTokensPerS = double(tally->inputTokensInWindow) / o.durationS;
-    r.outputTokensPerS = double(tally->outputTokensInWindow) / o.durationS;
-    r.latency = tally->latency;
-    r.ttft = tally->ttft;
-    r.meanTpotMs = tally->tpotCount ? tally->tpotSumMs / double(tally->tpotCount) : 0;
+    WindowFigures f = summarizeWindow(tally->samples, windowStartOffset, windowEndOffset);
+    r.arrived = f.arrived;
+    r.completed = f.completed;
+    r.failed = f.failed;
+    r.unfinished = f.unfinished;
+    r.requestsPerS = f.requestsPerS;
+    r.inputTokensPerS = f.inputTokensPerS;
+    r.outputTokensPerS = f.outputTokensPerS;
+    r.latency = std::move(f.latency);
+    r.ttft = std::move(f.ttft);
+    r.meanTpotMs = f.meanTpotMs;
     return r;
 }
 

@@ -5,11 +5,17 @@
 // [warmup, warmup + duration) the measurement window, then up to `drain` for
 // the window's requests to finish; whatever is still queued then is failed
 // (ShutdownMode::Fail) and counted as unfinished.
-//  - latency: every request that ARRIVED in the window, from its scheduled
-//    arrival (LoadGenerator stamps it) to its completion, so a backlog shows
-//    up as latency (no coordinated omission);
-//  - throughput: completions that HAPPENED in the window, divided by its
-//    length (under overload that is the service rate, not the offered one);
+// Every figure but the batch facts is taken over ONE set of requests: those
+// whose scheduled arrival falls in the window (summarizeWindow below).
+//  - latency: from each such request's scheduled arrival (LoadGenerator
+//    stamps it) to its completion, so a backlog shows up as latency (no
+//    coordinated omission);
+//  - throughput: those of them that completed OK (in the window or during
+//    the drain), divided by the window's length. Completions of warm-up
+//    arrivals that happen inside the window are not counted: they would
+//    credit the window with the warm-up's backlog. Under overload the
+//    window's arrivals that the drain does not finish are "unfinished" and
+//    the run is marked not clean;
 //  - batch facts (padding efficiency, mean batch size): batches dispatched
 //    in the window.
 #pragma once
@@ -24,11 +30,39 @@ namespace bp::bench {
 
 struct LoadRunOptions {
     BatchingConfig config;
-    WorkloadSpec workload; // limit is set by the caller to cover warmup + duration
+    WorkloadSpec workload; // limit: the caller sets one past warmup + duration; arrivals stop at the window end
     double warmupS = 2;
     double durationS = 10;
     double drainS = 5;
 };
+
+// One request of a run as its completion saw it. Offsets count from the
+// start of the run's schedule.
+struct LoadSample {
+    Duration arrival{}; // scheduled arrival offset
+    Duration latency{}; // scheduled arrival -> completion
+    StatusCode status = StatusCode::Ok;
+    std::uint64_t inputTokens = 0;
+    std::uint64_t outputTokens = 0;
+    Duration ttft{}; // generative: arrival -> first token (0 = none)
+    Duration tpot{}; // generative, 2+ tokens (0 = none)
+};
+
+// What the requests that arrived in [windowStart, windowEnd) add up to; a
+// pure function of the samples, so the counting rule is tested on its own.
+struct WindowFigures {
+    std::uint64_t arrived = 0;    // samples in the window (every one has finished somehow)
+    std::uint64_t completed = 0;  // of those, finished OK
+    std::uint64_t failed = 0;     // of those, finished with an error (unfinished included)
+    std::uint64_t unfinished = 0; // of those, failed by the shutdown after the drain
+    double requestsPerS = 0;      // completed / window length
+    double inputTokensPerS = 0;   // of the completed ones
+    double outputTokensPerS = 0;
+    LatencyHistogram latency, ttft; // ns, over the completed ones
+    double meanTpotMs = 0;
+};
+WindowFigures summarizeWindow(const std::vector<LoadSample> &samples, Duration windowStart,
+                              Duration windowEnd);
 
 struct LoadRunResult {
     BatchingConfig config;
@@ -39,7 +73,7 @@ struct LoadRunResult {
     std::uint64_t failed = 0;     // of those, finished with an error (unfinished included)
     std::uint64_t unfinished = 0; // of those, still queued after the drain
     std::uint64_t rejected = 0;   // refused at submit (queue full), whole run
-    double requestsPerS = 0;      // completions in the window / window
+    double requestsPerS = 0;      // completed (arrived in the window) / window
     double inputTokensPerS = 0;
     double outputTokensPerS = 0;
     LatencyHistogram latency; // ns, scheduled arrival -> completion

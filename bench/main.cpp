@@ -10,35 +10,17 @@
 #include <iostream>
 
 namespace {
-void usage()
+void usage(std::ostream &out)
 {
-    std::cout << "usage: batchpilot-bench STAGE [options]\n\n"
-                 "stages:\n"
-                 "  scheduler   engine overhead with builtin:echo\n"
-                 "              --rate R (50000) --producers P (1) --duration S (5) --warmup S (1)\n"
-                 "              --policy dynamic --max-batch N (64) --delay-us U (100) --length L (16)\n"
-                 "              --instances N (1) --saturate --json FILE\n"
-                 "  profile     model latency over batch size x padded length: the ceiling\n"
-                 "              --model NAME|FILE.pt (builtin:tiny-decoder) --preset P (small) --device D (auto)\n"
-                 "              --threads N (0 = all) --batches 1,2,4,8,16,32,64 --lengths 16,64,256\n"
-                 "              --new-tokens N (16) --warmup N (1) --repeats N (5) --json FILE\n"
-                 "  load        open-loop arrivals against each policy in turn (fresh engine each)\n"
-                 "              model flags as profile; --rate R (50) | --rates R1,R2,.. (--rates-POLICY R1,..)\n"
-                 "              --arrivals poisson|gamma|constant|bursts --burstiness CV2 (gamma)\n"
-                 "              --length L (64) | --min-length --max-length\n"
-                 "              --max-new-tokens N (16) | --trace FILE.csv --time-scale X --length-scale X\n"
-                 "              --length-cap N --output-cap N (256) --workload-seed S (1)\n"
-                 "              --duration S (10) --warmup S (2) --drain S (5)\n"
-                 "              --compare none,static,dynamic,bucketed (dynamic) --config FILE.json --max-batch N\n"
-                 "              --delay-us U --buckets 64,128,.. --static-batch N --static-length L --instances N\n"
-                 "              --queue N (4096) --ceiling PROFILE.json | --no-ceiling --p99-budget-ms B --json FILE\n"
-                 "  store       trace store: logging rate, serving overhead of logging, trace import time\n"
-                 "              --part rate|overhead|import|all (all) --seconds S (3) --batch N (32)\n"
-                 "              --rows-per-s R (200000) --producers P (1) --rounds N (3)\n"
-                 "              --trace FILE (the shared Azure trace) --repeat N (5) --json FILE\n"
-                 "              overhead: --model M (builtin:echo) --preset P --device D --length L (16)\n"
-                 "              --new-tokens N (0) --max-batch N (64) --queue-rows N (sink queue capacity)\n"
-                 "              --writer nice|idle|normal (nice): the writer thread's CPU priority\n";
+    out << "Usage: batchpilot-bench STAGE [OPTIONS]\n"
+           "Qt-free benchmarks of the BatchPilot engine; each stage prints its figures, --json FILE saves "
+           "them.\n\n"
+           "Stages:\n";
+    for (const auto *stage : bp::bench::benchStages())
+        out << "  " << stage->name << std::string(stage->name.size() < 12 ? 12 - stage->name.size() : 1, ' ')
+            << stage->summary << "\n";
+    out << "\nOptions:\n"
+           "  --help      print this help and exit; STAGE --help prints the stage's options\n";
 }
 } // namespace
 
@@ -49,7 +31,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-        usage();
+        usage(argc < 2 ? std::cerr : std::cout);
         return argc < 2 ? 2 : 0;
     }
     const std::string stage = argv[1];
@@ -68,6 +50,6 @@ int main(int argc, char **argv)
         return 2;
     }
     std::cerr << "batchpilot-bench: unknown stage '" << stage << "'\n";
-    usage();
+    usage(std::cerr);
     return 2;
 }

@@ -34,10 +34,16 @@ double median(std::vector<double> v)
 
 } // namespace
 
-const std::vector<std::string> &modelArgKeys()
+std::vector<OptionHelp> modelOptions()
 {
-    static const std::vector<std::string> keys{"model", "preset", "device", "threads", "seed"};
-    return keys;
+    return {
+        {"model", "NAME|FILE.pt",
+         "builtin:tiny-decoder (default), builtin:tiny-encoder, builtin:echo or a TorchScript file"},
+        {"preset", "P", "size preset of the built-in models: test, small (default), medium, ..."},
+        {"device", "D", "auto (default: CUDA when libtorch sees it), cpu, cuda, cuda:N"},
+        {"threads", "N", "torch intra-op threads (default 0 = all cores)"},
+        {"seed", "S", "seed of the built-in models' random weights (default 1234)"},
+    };
 }
 
 ModelSpec modelSpecFromArgs(const Args &args, const std::string &defaultModel)
@@ -153,7 +159,7 @@ Result<ProfileResult> profileBackend(Backend &backend, const ModelSpec &spec, co
     return result;
 }
 
-const ProfileCell *ceilingCell(const ProfileResult &p, int length, int maxBatch)
+const ProfileCell *ceilingCell(const ProfileResult &p, int length)
 {
     int chosen = -1;
     for (const auto &c : p.cells)
@@ -164,9 +170,14 @@ const ProfileCell *ceilingCell(const ProfileResult &p, int length, int maxBatch)
             chosen = std::max(chosen, c.length);
     const ProfileCell *best = nullptr;
     for (const auto &c : p.cells)
-        if (c.length == chosen && c.batch <= maxBatch && (!best || c.sequencesPerS > best->sequencesPerS))
+        if (c.length == chosen && (!best || ceilingValue(p, c) > ceilingValue(p, *best)))
             best = &c;
     return best;
+}
+
+double ceilingValue(const ProfileResult &p, const ProfileCell &c)
+{
+    return p.generative ? c.tokensPerS : c.sequencesPerS;
 }
 
 void printProfile(const ProfileResult &p)
@@ -196,7 +207,7 @@ void printProfile(const ProfileResult &p)
             std::printf("%6d %6d %10.2f %10.2f %10.2f %10.1f %12.0f\n", c.length, c.batch, c.p50Ms, c.minMs, c.cpuMs,
                         c.sequencesPerS, c.tokensPerS);
     }
-    std::printf("\nceiling per length (best over batch sizes; speed-up vs batch 1):\n");
+    std::printf("\nceiling per length (the best throughput over batch sizes; speed-up vs batch 1):\n");
     std::map<int, std::pair<const ProfileCell *, const ProfileCell *>> byLength; // best, batch 1
     for (const auto &c : p.cells) {
         auto &[best, one] = byLength[c.length];

@@ -20,7 +20,8 @@ namespace bp::bench {
 // (auto), --threads (0 = all cores), --seed (1234). Throws
 // std::invalid_argument on a malformed number.
 ModelSpec modelSpecFromArgs(const Args &args, const std::string &defaultModel = "builtin:tiny-decoder");
-const std::vector<std::string> &modelArgKeys();
+// Those flags' rows for a stage's option table.
+std::vector<OptionHelp> modelOptions();
 
 struct ProfileOptions {
     std::vector<int> batchSizes{1, 2, 4, 8, 16, 32, 64};
@@ -59,10 +60,15 @@ struct ProfileResult {
 Result<ProfileResult> profileBackend(Backend &backend, const ModelSpec &spec, const ProfileOptions &options,
                                      bool progress = false);
 
-// The best cell at `length` (the smallest profiled length >= it, else the
-// longest) among batch sizes <= maxBatch: the ceiling a policy limited to
-// maxBatch can reach. Null when nothing qualifies.
-const ProfileCell *ceilingCell(const ProfileResult &profile, int length, int maxBatch);
+// THE ceiling, the one definition every figure uses: the highest throughput
+// in the profile over all batch sizes, at the profiled length that covers
+// `length` (the smallest profiled length >= it, else the longest). It is a
+// property of the model and the workload's length, not of a policy: `none`
+// (batch 1) is measured against the same ceiling as `dynamic`. Throughput is
+// sequences/s for an encoder, generated tokens/s for a decoder. Null when
+// the profile is empty.
+const ProfileCell *ceilingCell(const ProfileResult &profile, int length);
+double ceilingValue(const ProfileResult &profile, const ProfileCell &cell);
 
 // Per length: the best sequences/s and tokens/s over batch sizes.
 void printProfile(const ProfileResult &profile);

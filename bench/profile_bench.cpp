@@ -11,14 +11,35 @@
 
 namespace bp::bench {
 
+const StageOptions &profileStage()
+{
+    static const StageOptions stage = [] {
+        StageOptions s{
+            "profile", "[OPTIONS]", "model latency over batch size x padded length: the ceiling",
+            "Runs the model offline (no scheduler, no queue) on every cell of the grid and prints the\n"
+            "median latency, throughput and, per length, the ceiling: the best throughput over batch\n"
+            "sizes (sequences/s; generated tokens/s for a decoder). --json saves the profile that\n"
+            "`load --ceiling` reads.",
+            modelOptions()};
+        s.options.insert(s.options.end(),
+                         {
+                             {"batches", "B1,B2,..", "batch sizes (default 1,2,4,8,16,32,64)"},
+                             {"lengths", "L1,L2,..", "padded lengths in tokens (default 16,64,256)"},
+                             {"new-tokens", "N", "decoders: tokens generated per sequence (default 16)"},
+                             {"warmup", "N", "untimed runs per cell (default 1)"},
+                             {"repeats", "N", "timed runs per cell; the median is reported (default 5)"},
+                             {"quiet", "", "no per-cell progress on stderr"},
+                             {"json", "FILE", "write the profile as JSON"},
+                         });
+        return s;
+    }();
+    return stage;
+}
+
 int runProfileBench(const Args &args)
 {
-    std::vector<std::string> known = {"batches", "lengths", "new-tokens", "warmup", "repeats", "json", "quiet"};
-    known.insert(known.end(), modelArgKeys().begin(), modelArgKeys().end());
-    if (auto u = args.unknown(known); !u.empty()) {
-        std::cerr << "batchpilot-bench profile: unknown option --" << u.front() << "\n";
-        return 2;
-    }
+    if (int rc = handleHelpAndUnknown(args, profileStage()); rc >= 0)
+        return rc;
     const ModelSpec spec = modelSpecFromArgs(args);
     ProfileOptions options;
     options.batchSizes = parseIntList("batches", args.list("batches", "1,2,4,8,16,32,64"));

@@ -8,5 +8,6 @@ namespace bp::bench {
 // length, warm-up excluded; prints the table and the ceiling per length,
 // --json FILE saves it (the format `load --ceiling` reads).
 int runProfileBench(const Args &args);
+const StageOptions &profileStage();
 
 } // namespace bp::bench

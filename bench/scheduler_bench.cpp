@@ -51,14 +51,39 @@ struct Shard {
 
 } // namespace
 
+const StageOptions &schedulerStage()
+{
+    static const StageOptions stage{
+        "scheduler",
+        "[OPTIONS]",
+        "engine overhead with builtin:echo (no compute)",
+        "Paced mode: open-loop arrivals at --rate; the overhead per request is the completion time minus "
+        "the\n"
+        "submit time minus the wait the policy intended, as percentiles. --saturate: producers submit as "
+        "fast\n"
+        "as the queue admits; the completed rate is the highest sustained request rate.",
+        {
+            {"rate", "R", "requests/s offered in paced mode (default 50000)"},
+            {"producers", "P", "submitting threads (default 1)"},
+            {"duration", "S", "measured seconds (default 5)"},
+            {"warmup", "S", "seconds before the measurement (default 1)"},
+            {"saturate", "", "submit as fast as the queue admits instead of pacing"},
+            {"policy", "NAME", "batching policy (default dynamic)"},
+            {"max-batch", "N", "max batch size, also the static batch size (default 64)"},
+            {"delay-us", "U", "max queue delay in microseconds (default 100)"},
+            {"length", "L", "tokens per request (default 16)"},
+            {"instances", "N", "executor instances (default 1)"},
+            {"queue", "N", "admission queue capacity (default 65536)"},
+            {"spin-us", "U", "how long an idle executor spins before sleeping (default 150; 0 = never)"},
+            {"json", "FILE", "write the figures as JSON"},
+        }};
+    return stage;
+}
+
 int runSchedulerBench(const Args &args)
 {
-    const std::vector<std::string> known = {"rate", "producers", "duration", "warmup", "policy", "max-batch",
-                                            "delay-us", "length", "instances", "saturate", "json", "queue", "spin-us"};
-    if (auto u = args.unknown(known); !u.empty()) {
-        std::cerr << "batchpilot-bench scheduler: unknown option --" << u.front() << "\n";
-        return 2;
-    }
+    if (int rc = handleHelpAndUnknown(args, schedulerStage()); rc >= 0)
+        return rc;
     const bool saturate = args.has("saturate");
     const double rate = args.num("rate", 50000);
     const int producers = int(args.num("producers", 1));

@@ -181,15 +181,41 @@ double servingRate(const std::string &db, bool logging, const ServingSetup &setu
 
 } // namespace
 
+const StageOptions &storeStage()
+{
+    static const StageOptions stage{
+        "store",
+        "[OPTIONS]",
+        "trace store: logging rate, serving overhead of logging, trace import time",
+        "rate: the trace writer alone, flat out and paced at --rows-per-s. overhead: a model served at\n"
+        "saturation with logging off and on in alternating rounds (medians and their ratio). import: the\n"
+        "import time of a trace CSV. Every part uses a temporary database, removed afterwards.",
+        {
+            {"part", "rate|overhead|import|all", "which part to run (default all)"},
+            {"seconds", "S", "rate and overhead: seconds per measurement (default 3)"},
+            {"batch", "N", "rate: requests per synthetic batch (default 32)"},
+            {"rows-per-s", "R", "rate: paced request rows/s (default 200000)"},
+            {"writer", "nice|idle|normal", "CPU priority of the writer thread (default nice)"},
+            {"producers", "P", "overhead: submitting threads (default 1)"},
+            {"rounds", "N", "overhead: rounds of logging off/on (default 3)"},
+            {"model", "NAME|FILE.pt", "overhead: the model served (default builtin:echo)"},
+            {"preset", "P", "overhead: size preset of a built-in model (default small)"},
+            {"device", "D", "overhead: cpu (default), cuda, cuda:N"},
+            {"length", "L", "overhead: tokens per request (default 16)"},
+            {"new-tokens", "N", "overhead: tokens generated per request by a decoder (default 0)"},
+            {"max-batch", "N", "overhead: max batch size (default 64)"},
+            {"queue-rows", "N", "overhead: the sink's queue capacity in rows (default: the sink's own)"},
+            {"trace", "FILE.csv", "import: the trace (default: the shared Azure trace)"},
+            {"repeat", "N", "import: imports timed, median and best reported (default 5)"},
+            {"json", "FILE", "write the figures as JSON"},
+        }};
+    return stage;
+}
+
 int runStoreBench(const Args &args)
 {
-    const std::vector<std::string> known = {"part",   "seconds", "batch", "rows-per-s", "producers", "rounds",
-                                            "trace",  "repeat",  "json",  "model",      "preset",    "device",
-                                            "length", "new-tokens", "queue-rows", "max-batch", "writer"};
-    if (auto u = args.unknown(known); !u.empty()) {
-        std::cerr << "batchpilot-bench store: unknown option --" << u.front() << "\n";
-        return 2;
-    }
+    if (int rc = handleHelpAndUnknown(args, storeStage()); rc >= 0)
+        return rc;
     const std::string part = args.str("part", "all");
     const double seconds = args.num("seconds", 3);
     const int batch = int(args.num("batch", 32));

@@ -7,5 +7,6 @@
 namespace bp::bench {
 
 int runStoreBench(const Args &args);
+const StageOptions &storeStage();
 
 } // namespace bp::bench

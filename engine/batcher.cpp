@@ -97,13 +97,10 @@ Status Batcher::admit(Pending &pending, TimePoint now)
     m_lastNow = now;
     m_rate.arrival(now);
     const int q = route(int(pending.request.tokens.size()), now);
-    const auto &deadline = pending.request.deadline;
-    if (deadline) {
-        ++m_withDeadline;
-        if (!m_earliestDeadline || *deadline < *m_earliestDeadline) {
-            m_earliestDeadline = *deadline;
+    if (const auto &deadline = pending.request.deadline) {
+        if (m_deadlines.empty() || *deadline < *m_deadlines.begin())
             m_lastAdmitNeedsWake = true;
-        }
+        m_deadlines.insert(*deadline);
     }
     enqueue(q, std::move(pending));
     const std::size_t depth = m_queues[std::size_t(q)].size();
@@ -112,11 +109,24 @@ Status Batcher::admit(Pending &pending, TimePoint now)
     return Status::ok();
 }
 
+void Batcher::forgetDeadline(const Pending &pending)
+{
+    if (pending.request.deadline)
+        m_deadlines.erase(m_deadlines.find(*pending.request.deadline));
+}
+
+std::optional<TimePoint> Batcher::earliestDeadline() const
+{
+    if (m_deadlines.empty())
+        return std::nullopt;
+    return *m_deadlines.begin();
+}
+
 void Batcher::expire(TimePoint now, std::vector<Pending> &out)
 {
-    if (m_withDeadline == 0 || !m_earliestDeadline || now < *m_earliestDeadline)
+    // Exact: the scan below runs only when some queued request has expired.
+    if (m_deadlines.empty() || now < *m_deadlines.begin())
         return;
-    m_earliestDeadline.reset();
     for (std::size_t qi = 0; qi < m_queues.size(); ++qi) {
         auto &queue = m_queues[qi];
         for (auto it = queue.begin(); it != queue.end();) {
@@ -124,14 +134,12 @@ void Batcher::expire(TimePoint now, std::vector<Pending> &out)
             if (d && *d <= now) {
                 if (it->request.priority != 0)
                     --m_prioritized[qi];
+                forgetDeadline(*it);
                 out.push_back(std::move(*it));
                 it = queue.erase(it);
                 --m_size;
-                --m_withDeadline;
                 continue;
             }
-            if (d && (!m_earliestDeadline || *d < *m_earliestDeadline))
-                m_earliestDeadline = *d;
             ++it;
         }
     }
@@ -180,7 +188,7 @@ Batcher::Poll Batcher::poll(TimePoint now, bool draining, bool mayDispatch)
     m_lastNow = now;
     expire(now, result.expired);
     if (!mayDispatch) {
-        result.wakeAt = m_earliestDeadline;
+        result.wakeAt = earliestDeadline();
         return result;
     }
     updateEffectiveDelay(now);
@@ -199,8 +207,8 @@ Batcher::Poll Batcher::poll(TimePoint now, bool draining, bool mayDispatch)
     Decision d = decide(views, m_config, now, draining);
     if (!d.dispatch) {
         result.wakeAt = d.wakeAt;
-        if (m_earliestDeadline && (!result.wakeAt || *m_earliestDeadline < *result.wakeAt))
-            result.wakeAt = m_earliestDeadline;
+        if (const auto deadline = earliestDeadline(); deadline && (!result.wakeAt || *deadline < *result.wakeAt))
+            result.wakeAt = deadline;
         return result;
     }
 
@@ -221,8 +229,7 @@ Batcher::Poll Batcher::poll(TimePoint now, bool draining, bool mayDispatch)
     for (const Pending &p : batch.items) {
         lastArrival = std::max(lastArrival, p.request.arrival);
         longest = std::max(longest, int(p.request.tokens.size()));
-        if (p.request.deadline)
-            --m_withDeadline;
+        forgetDeadline(p);
     }
     batch.intendedAt = d.dispatch->intendedAt.value_or(lastArrival);
     if (batch.reason == DispatchReason::Drain)
@@ -257,11 +264,8 @@ void Batcher::reconfigure(const BatchingConfig &config, std::uint64_t version)
     m_queues.resize(std::size_t(m_config.queueCount()));
     m_prioritized.assign(m_queues.size(), 0);
     for (Pending &p : all) {
-        if (p.request.deadline) {
-            ++m_withDeadline;
-            if (!m_earliestDeadline || *p.request.deadline < *m_earliestDeadline)
-                m_earliestDeadline = p.request.deadline;
-        }
+        if (p.request.deadline)
+            m_deadlines.insert(*p.request.deadline);
         enqueue(route(int(p.request.tokens.size()), m_lastNow), std::move(p));
     }
 }
@@ -277,8 +281,7 @@ std::vector<Pending> Batcher::takeAll()
     }
     std::fill(m_prioritized.begin(), m_prioritized.end(), 0);
     m_size = 0;
-    m_withDeadline = 0;
-    m_earliestDeadline.reset();
+    m_deadlines.clear();
     return out;
 }
 

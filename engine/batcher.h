@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <set>
 #include <vector>
 
 namespace bp {
@@ -84,6 +85,8 @@ private:
     int fillOf(int queue) const;
     void updateEffectiveDelay(TimePoint now);
     void enqueue(int queue, Pending &&pending);
+    void forgetDeadline(const Pending &pending);
+    std::optional<TimePoint> earliestDeadline() const;
     // Removes `count` requests from queue `q`: its front, or with priorities
     // present, the highest effective priority (priority + waited/aging), ties
     // by arrival. Requires count <= size.
@@ -98,8 +101,11 @@ private:
     RateEstimator m_rate;
     Duration m_effectiveDelay{};
     TimePoint m_lastNow{};
-    std::size_t m_withDeadline = 0;
-    std::optional<TimePoint> m_earliestDeadline;
+    // The deadlines of the queued requests that have one, kept exact as
+    // requests leave by dispatch, expiry or takeAll(): the earliest is the
+    // next time expire() has work. (A stale entry here once made poll()
+    // return a past wake-up time forever, and the leader spun on it.)
+    std::multiset<TimePoint> m_deadlines;
     std::uint64_t m_nextBatchId = 1;
     bool m_lastAdmitNeedsWake = false;
 };

@@ -126,9 +126,10 @@ Status readIntList(const json &j, const std::string &field, std::vector<int> &ou
     return Status::ok();
 }
 
-// A nested object whose fields are read by `apply(key, value)`.
+// A nested object whose fields are read by `apply(key, value)`. Each field
+// read is named in `names` (ConfigPatch's names: "slo.p99_target_us").
 template <typename Apply>
-Status readObject(const json &j, const std::string &name, Apply apply)
+Status readObject(const json &j, const std::string &name, std::vector<std::string> &names, Apply apply)
 {
     if (!j.is_object())
         return typeError(name, "an object", j);
@@ -139,13 +140,14 @@ Status readObject(const json &j, const std::string &name, Apply apply)
             return Status(StatusCode::InvalidArgument, "unknown config field '" + field + "'");
         if (!*s)
             return *s;
+        names.push_back(field);
     }
     return Status::ok();
 }
 
-Status readAdaptive(const json &j, AdaptiveDelayConfig &a)
+Status readAdaptive(const json &j, AdaptiveDelayConfig &a, std::vector<std::string> &names)
 {
-    return readObject(j, "adaptive_delay", [&](const std::string &k, const json &v, const std::string &f)
+    return readObject(j, "adaptive_delay", names, [&](const std::string &k, const json &v, const std::string &f)
                                                -> std::optional<Status> {
         if (k == "enabled") return readBool(v, f, a.enabled);
         if (k == "min_delay_us") return readMicros(v, f, a.minDelay);
@@ -156,9 +158,9 @@ Status readAdaptive(const json &j, AdaptiveDelayConfig &a)
     });
 }
 
-Status readSlo(const json &j, SloControllerConfig &c)
+Status readSlo(const json &j, SloControllerConfig &c, std::vector<std::string> &names)
 {
-    return readObject(j, "slo", [&](const std::string &k, const json &v, const std::string &f)
+    return readObject(j, "slo", names, [&](const std::string &k, const json &v, const std::string &f)
                                     -> std::optional<Status> {
         if (k == "enabled") return readBool(v, f, c.enabled);
         if (k == "p99_target_us") return readMicros(v, f, c.p99Target);
@@ -174,9 +176,9 @@ Status readSlo(const json &j, SloControllerConfig &c)
     });
 }
 
-Status readHybrid(const json &j, HybridConfig &h)
+Status readHybrid(const json &j, HybridConfig &h, std::vector<std::string> &names)
 {
-    return readObject(j, "hybrid", [&](const std::string &k, const json &v, const std::string &f)
+    return readObject(j, "hybrid", names, [&](const std::string &k, const json &v, const std::string &f)
                                        -> std::optional<Status> {
         if (k == "static_sizes") return readIntList(v, f, h.staticSizes);
         if (k == "max_static_length") return readIntField(v, f, h.maxStaticLength);
@@ -186,9 +188,9 @@ Status readHybrid(const json &j, HybridConfig &h)
     });
 }
 
-Status readCache(const json &j, CacheConfig &c)
+Status readCache(const json &j, CacheConfig &c, std::vector<std::string> &names)
 {
-    return readObject(j, "cache", [&](const std::string &k, const json &v, const std::string &f)
+    return readObject(j, "cache", names, [&](const std::string &k, const json &v, const std::string &f)
                                       -> std::optional<Status> {
         if (k == "enabled") return readBool(v, f, c.enabled);
         if (k == "max_entries") return readIntField(v, f, c.maxEntries);
@@ -202,14 +204,16 @@ Status readCache(const json &j, CacheConfig &c)
     });
 }
 
-} // namespace
-
-Result<BatchingConfig> configFromJson(const json &j, const BatchingConfig &base)
+// Reads the fields of `j` into `c` (types and per-field integer ranges are
+// checked here; validate() judges the whole) and names each in `names`.
+Status readFields(const json &j, BatchingConfig &c, std::vector<std::string> &names)
 {
     if (!j.is_object())
         return Status(StatusCode::InvalidArgument, "config must be a JSON object");
-    BatchingConfig c = base;
     for (const auto &[key, value] : j.items()) {
+        const bool group = key == "adaptive_delay" || key == "slo" || key == "hybrid" || key == "cache";
+        if (!group)
+            names.push_back(key);
         long long v = 0;
         Status s;
         if (key == "policy") {
@@ -265,24 +269,44 @@ Result<BatchingConfig> configFromJson(const json &j, const BatchingConfig &base)
             if (!(s = readMicros(value, key, c.priorityAging)))
                 return s;
         } else if (key == "adaptive_delay") {
-            if (!(s = readAdaptive(value, c.adaptiveDelay)))
+            if (!(s = readAdaptive(value, c.adaptiveDelay, names)))
                 return s;
         } else if (key == "slo") {
-            if (!(s = readSlo(value, c.slo)))
+            if (!(s = readSlo(value, c.slo, names)))
                 return s;
         } else if (key == "hybrid") {
-            if (!(s = readHybrid(value, c.hybrid)))
+            if (!(s = readHybrid(value, c.hybrid, names)))
                 return s;
         } else if (key == "cache") {
-            if (!(s = readCache(value, c.cache)))
+            if (!(s = readCache(value, c.cache, names)))
                 return s;
         } else {
             return Status(StatusCode::InvalidArgument, "unknown config field '" + key + "'");
         }
     }
+    return Status::ok();
+}
+
+} // namespace
+
+Result<BatchingConfig> configFromJson(const json &j, const BatchingConfig &base)
+{
+    BatchingConfig c = base;
+    std::vector<std::string> names;
+    if (Status s = readFields(j, c, names); !s)
+        return s;
     if (Status s = validate(c); !s)
         return s;
     return c;
+}
+
+Result<ConfigPatch> patchFromJson(const json &j)
+{
+    BatchingConfig values;
+    std::vector<std::string> names;
+    if (Status s = readFields(j, values, names); !s)
+        return s;
+    return ConfigPatch::fields(values, names);
 }
 
 Result<BatchingConfig> loadConfigFile(const std::string &path, const BatchingConfig &base)

@@ -1,8 +1,10 @@
 #include "engine.h"
+#include "nvtx.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <utility>
 
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -39,6 +41,26 @@ void complete(Completion &done, Response &&response)
         std::fprintf(stderr, "batchpilot: completion threw a non-standard exception\n");
     }
 }
+
+// Calls `call(observer)` for each observer. An observer that throws is a bug
+// in it, not a reason to lose the request or the process: the exception is
+// reported (the first few times) and the remaining observers still run.
+template <typename Call>
+void notifyEach(const std::vector<std::shared_ptr<EngineObserver>> &observers, const char *what, Call &&call)
+{
+    static std::atomic<int> reported{0};
+    for (const auto &o : observers) {
+        try {
+            call(*o);
+        } catch (const std::exception &e) {
+            if (reported.fetch_add(1, std::memory_order_relaxed) < 10)
+                std::fprintf(stderr, "batchpilot: an observer's %s threw: %s\n", what, e.what());
+        } catch (...) {
+            if (reported.fetch_add(1, std::memory_order_relaxed) < 10)
+                std::fprintf(stderr, "batchpilot: an observer's %s threw a non-standard exception\n", what);
+        }
+    }
+}
 } // namespace
 
 Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options)
@@ -69,6 +91,7 @@ Engine::Engine(EngineOptions options)
       m_spin(options.manualScheduling ? Duration::zero() : options.spin),
       m_metrics(m_clock->now()),
       m_batcher(options.batching, m_backend->info().limits()),
+      m_current(std::make_shared<const BatchingConfig>(options.batching)),
       m_targetInstances(options.batching.instances),
       m_observers(std::make_shared<const std::vector<std::shared_ptr<EngineObserver>>>())
 {
@@ -133,8 +156,7 @@ Status Engine::submit(Request request, Completion done)
         if (!obs->empty()) {
             RequestRecord rec = recordOf(pending.request);
             rec.status = status.code();
-            for (const auto &o : *obs)
-                o->onRequestFailed(rec);
+            notifyEach(*obs, "onRequestFailed", [&](EngineObserver &o) { o.onRequestFailed(rec); });
         }
         return status;
     }
@@ -163,21 +185,28 @@ bool Engine::serveFromCache(Request &request, Completion &done)
     rec.cacheHit = true;
     m_submitted.fetch_add(1, std::memory_order_relaxed);
     m_metrics.recordCacheHit(rec, now);
-    for (const auto &o : *observers())
-        o->onRequestServedFromCache(rec);
+    notifyEach(*observers(), "onRequestServedFromCache", [&](EngineObserver &o) { o.onRequestServedFromCache(rec); });
     complete(done, std::move(r));
     return true;
 }
 
-ConfigChange Engine::applyLocked(const BatchingConfig &config, std::string origin, const std::string &why)
+Status Engine::applyLocked(const ConfigPatch &patch, std::string origin, const std::string &why, ConfigChange &change)
 {
-    const BatchingConfig before = m_batcher.config();
+    change = {};
+    const BatchingConfig &before = *m_current;
+    BatchingConfig config = patch.appliedTo(before);
+    // The one gate for every writer, controllers included.
+    if (Status s = validate(config); !s)
+        return s;
     if (before == config)
-        return {};
+        return Status::ok();
     std::string summary = describeChange(before, config);
     if (!why.empty())
         summary = why + ": " + summary;
-    ConfigChange change{m_clock->now(), ++m_configVersion, std::move(summary), std::move(origin), config};
+    change = {m_clock->now(), ++m_configVersion, std::move(summary), std::move(origin), config};
+    // `previous` keeps `before` alive past the swap.
+    const std::shared_ptr<const BatchingConfig> previous =
+        std::exchange(m_current, std::make_shared<const BatchingConfig>(config));
     m_batcher.reconfigure(config, m_configVersion);
     if (before.queueCount() != config.queueCount() || before.policy != config.policy ||
         before.bucketEdges != config.bucketEdges || before.hybrid != config.hybrid)
@@ -197,36 +226,57 @@ ConfigChange Engine::applyLocked(const BatchingConfig &config, std::string origi
         resizeExecutors();
     }
     m_pokes.fetch_add(1, std::memory_order_release);
-    return change;
+    return Status::ok();
+}
+
+void Engine::applyControllerLocked(const ConfigPatch &patch, std::string origin, const std::string &why,
+                                   ConfigChange &change)
+{
+    if (Status s = applyLocked(patch, origin, why, change); !s) {
+        // Validated like an operator's change, and refused the same way. A
+        // controller has no caller to tell: say it once in a while.
+        static std::atomic<int> reported{0};
+        if (reported.fetch_add(1, std::memory_order_relaxed) < 10)
+            std::fprintf(stderr, "batchpilot: %s change refused: %s\n", origin.c_str(), s.message().c_str());
+    }
 }
 
 void Engine::notifyConfigChanged(const ConfigChange &change)
 {
     m_leaderCv.notify_one();
-    for (const auto &o : *observers())
-        o->onConfigChanged(change);
+    notifyEach(*observers(), "onConfigChanged", [&](EngineObserver &o) { o.onConfigChanged(change); });
 }
 
 Status Engine::reconfigure(const BatchingConfig &config, std::string origin)
 {
     if (Status s = validate(config); !s)
         return s;
+    return update(ConfigPatch::whole(config), std::move(origin)).status();
+}
+
+Result<ConfigUpdate> Engine::update(const ConfigPatch &patch, std::string origin)
+{
+    ConfigUpdate result;
     ConfigChange change;
     {
         std::lock_guard lock(m_mutex);
         if (m_stopping)
-            return {StatusCode::ShuttingDown, "engine is shutting down"};
-        change = applyLocked(config, std::move(origin), {});
+            return Status(StatusCode::ShuttingDown, "engine is shutting down");
+        result.before = *m_current;
+        if (Status s = applyLocked(patch, std::move(origin), {}, change); !s)
+            return s;
+        result.after = *m_current;
+        result.version = change.version;
     }
     if (change.version)
         notifyConfigChanged(change);
-    return Status::ok();
+    return result;
 }
 
 BatchingConfig Engine::config() const
 {
     std::lock_guard lock(m_mutex);
-    return m_batcher.config();
+    return *m_current;
 }
 
 std::size_t Engine::queueDepth() const
@@ -235,13 +285,19 @@ std::size_t Engine::queueDepth() const
     return m_batcher.size();
 }
 
+bool Engine::schedulerIdle() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_leaderIdle;
+}
+
 Snapshot Engine::snapshot() const
 {
     Snapshot s;
     const TimePoint now = m_clock->now();
     {
         std::lock_guard lock(m_mutex);
-        s.config = m_batcher.config();
+        s.config = *m_current;
         s.configVersion = m_configVersion;
         s.queueDepth = m_batcher.size();
         s.queueDepths = m_batcher.depths();
@@ -283,7 +339,8 @@ std::shared_ptr<const std::vector<std::shared_ptr<EngineObserver>>> Engine::obse
     return m_observers;
 }
 
-void Engine::fail(std::vector<Pending> &pending, StatusCode code, const std::string &message)
+void Engine::fail(std::vector<Pending> &pending, StatusCode code, const std::string &message,
+                  const BatchingConfig &config)
 {
     if (pending.empty())
         return;
@@ -300,9 +357,8 @@ void Engine::fail(std::vector<Pending> &pending, StatusCode code, const std::str
             RequestRecord rec = recordOf(p.request);
             rec.status = code;
             rec.total = rec.queueWait = r.timing.total;
-            rec.bucket = m_batcher.config().bucketFor(rec.inputTokens);
-            for (const auto &o : *obs)
-                o->onRequestFailed(rec);
+            rec.bucket = config.bucketFor(rec.inputTokens);
+            notifyEach(*obs, "onRequestFailed", [&](EngineObserver &o) { o.onRequestFailed(rec); });
         }
         complete(p.done, std::move(r));
     }
@@ -315,20 +371,24 @@ Engine::Step Engine::runSchedulerOnce()
     std::vector<Pending> expired;
     std::optional<Batch> batch;
     ConfigChange change;
+    std::shared_ptr<const BatchingConfig> config;
     {
         std::lock_guard lock(m_mutex);
-        if (auto adjustment = m_slo.evaluate(m_batcher.config(), m_clock->now()))
-            change = applyLocked(adjustment->config, "slo-controller", adjustment->reason);
+        if (auto adjustment = m_slo.evaluate(*m_current, m_clock->now()))
+            applyControllerLocked(ConfigPatch::diff(*m_current, adjustment->config), "slo-controller",
+                                  adjustment->reason, change);
+        const nvtx::Range range(nvtx::Category::Engine, "schedule");
         Batcher::Poll poll = m_batcher.poll(m_clock->now(), m_draining, true);
         step.expired = poll.expired.size();
         step.wakeAt = poll.wakeAt;
         step.dispatched = poll.batch.has_value();
         expired = std::move(poll.expired);
         batch = std::move(poll.batch);
+        config = m_current;
     }
     if (change.version)
         notifyConfigChanged(change);
-    fail(expired, StatusCode::DeadlineExceeded, "deadline passed while queued");
+    fail(expired, StatusCode::DeadlineExceeded, "deadline passed while queued", *config);
     if (batch)
         execute(*batch, 0);
     return step;
@@ -350,19 +410,27 @@ std::optional<Batch> Engine::lead(std::unique_lock<std::mutex> &lock, int index)
         if (mustExit(index))
             return std::nullopt;
         const TimePoint now = m_clock->now();
-        if (auto adjustment = m_slo.evaluate(m_batcher.config(), now)) {
-            const ConfigChange change = applyLocked(adjustment->config, "slo-controller", adjustment->reason);
+        if (auto adjustment = m_slo.evaluate(*m_current, now)) {
+            ConfigChange change;
+            applyControllerLocked(ConfigPatch::diff(*m_current, adjustment->config), "slo-controller",
+                                  adjustment->reason, change);
             lock.unlock();
             if (change.version)
                 notifyConfigChanged(change);
             lock.lock();
             continue;
         }
-        Batcher::Poll poll = m_batcher.poll(now, m_draining, true);
+        Batcher::Poll poll = [&] {
+            const nvtx::Range range(nvtx::Category::Engine, "schedule");
+            return m_batcher.poll(now, m_draining, true);
+        }();
         if (!poll.expired.empty()) {
-            // A poll can both expire requests and dispatch a batch.
+            // A poll can both expire requests and dispatch a batch. The
+            // config is read here, under the lock: reconfigure may replace it
+            // as soon as the lock is released.
+            const std::shared_ptr<const BatchingConfig> config = m_current;
             lock.unlock();
-            fail(poll.expired, StatusCode::DeadlineExceeded, "deadline passed while queued");
+            fail(poll.expired, StatusCode::DeadlineExceeded, "deadline passed while queued", *config);
             lock.lock();
         }
         if (poll.batch)
@@ -374,8 +442,9 @@ std::optional<Batch> Engine::lead(std::unique_lock<std::mutex> &lock, int index)
             // Draining and the policy still will not dispatch (static without
             // flush-on-drain): fail the rest.
             std::vector<Pending> rest = m_batcher.takeAll();
+            const std::shared_ptr<const BatchingConfig> config = m_current;
             lock.unlock();
-            fail(rest, StatusCode::ShuttingDown, "engine shut down before a full static batch formed");
+            fail(rest, StatusCode::ShuttingDown, "engine shut down before a full static batch formed", *config);
             lock.lock();
             continue;
         }
@@ -398,10 +467,13 @@ std::optional<Batch> Engine::lead(std::unique_lock<std::mutex> &lock, int index)
         }
         spunIdle = false;
         m_leaderSleeping = true;
-        if (wakeAt)
+        if (wakeAt) {
             m_leaderCv.wait_until(lock, *wakeAt - m_spin); // with spin > 0: spin the rest
-        else
+        } else {
+            m_leaderIdle = true;
             m_leaderCv.wait(lock);
+            m_leaderIdle = false;
+        }
         m_leaderSleeping = false;
     }
 }
@@ -444,6 +516,9 @@ Status Engine::runGuarded(const BatchInput &input, std::vector<SequenceResult> &
 {
     Status status;
     try {
+        const nvtx::Range range(nvtx::Category::Backend, [&] {
+            return "run n=" + std::to_string(input.requests.size()) + " L=" + std::to_string(input.paddedLength);
+        });
         status = m_backend->run(input, out);
     } catch (const std::bad_alloc &) {
         status = Status(StatusCode::ResourceExhausted, "out of memory (std::bad_alloc)");
@@ -451,6 +526,10 @@ Status Engine::runGuarded(const BatchInput &input, std::vector<SequenceResult> &
         const std::string what = e.what();
         status = Status(looksLikeOutOfMemory(what) ? StatusCode::ResourceExhausted : StatusCode::Internal,
                         "backend failed: " + what);
+    } catch (...) {
+        // Not a std::exception (a library throwing an int, a foreign type):
+        // the batch fails, the engine keeps serving.
+        status = Status(StatusCode::Internal, "backend failed: it threw a non-standard exception");
     }
     const std::size_t n = input.requests.size();
     if (status.isOk())
@@ -479,18 +558,17 @@ Status Engine::runGuarded(const BatchInput &input, std::vector<SequenceResult> &
 void Engine::lowerMemoryLimit(int failedSize, int largestOk)
 {
     const int limit = std::max(1, largestOk > 0 ? largestOk : failedSize / 2);
-    BatchingConfig next = config();
-    if (next.memoryBatchLimit != 0 && next.memoryBatchLimit <= limit)
-        return;
-    next.memoryBatchLimit = limit;
     ConfigChange change;
     {
+        // Read and applied in one critical section, and only ever lowering:
+        // a limit set meanwhile by anyone (a lower one included) stays.
         std::lock_guard lock(m_mutex);
         if (m_stopping)
             return;
-        change = applyLocked(next, "memory-guard",
-                             "out of memory at batch size " + std::to_string(failedSize) + ", largest that ran " +
-                                 std::to_string(largestOk));
+        applyControllerLocked(ConfigPatch::lowerMemoryBatchLimit(limit), "memory-guard",
+                              "out of memory at batch size " + std::to_string(failedSize) + ", largest that ran " +
+                                  std::to_string(largestOk),
+                              change);
     }
     if (change.version)
         notifyConfigChanged(change);
@@ -516,6 +594,11 @@ void Engine::observeOutcome(const Batch &batch, const std::vector<Response> &res
 void Engine::execute(Batch &batch, int executor)
 {
     const std::size_t n = batch.items.size();
+    const nvtx::Range range(nvtx::Category::Engine, [&] {
+        return "batch " + std::to_string(batch.id) + " " + std::string(policyName(batch.policy)) +
+               " n=" + std::to_string(n) + " L=" + std::to_string(batch.paddedLength) +
+               " bucket=" + std::to_string(batch.bucket) + " " + std::string(dispatchReasonName(batch.reason));
+    });
     BatchInput input;
     input.paddedLength = batch.paddedLength;
     input.requests.reserve(n);
@@ -584,8 +667,7 @@ void Engine::execute(Batch &batch, int executor)
     }
     m_metrics.recordBatch(br, records, end);
     observeOutcome(batch, responses, records);
-    for (const auto &o : *observers())
-        o->onBatchCompleted(br, records);
+    notifyEach(*observers(), "onBatchCompleted", [&](EngineObserver &o) { o.onBatchCompleted(br, records); });
     for (std::size_t i = 0; i < n; ++i)
         complete(batch.items[i].done, std::move(responses[i]));
 }
@@ -597,15 +679,17 @@ void Engine::shutdown(ShutdownMode mode)
         return;
     std::vector<Pending> rest;
     std::vector<std::thread> executors;
+    std::shared_ptr<const BatchingConfig> config;
     {
         std::lock_guard lock(m_mutex);
+        config = m_current;
         m_stopping = true;
         m_draining = mode == ShutdownMode::Drain;
         m_pokes.fetch_add(1, std::memory_order_release);
         if (mode == ShutdownMode::Fail)
             rest = m_batcher.takeAll();
     }
-    fail(rest, StatusCode::ShuttingDown, "engine shut down before the request ran");
+    fail(rest, StatusCode::ShuttingDown, "engine shut down before the request ran", *config);
     if (m_manual) {
         // No threads: drain on this one.
         while (queueDepth() > 0) {
@@ -614,8 +698,9 @@ void Engine::shutdown(ShutdownMode mode)
                 {
                     std::lock_guard lock(m_mutex);
                     left = m_batcher.takeAll();
+                    config = m_current;
                 }
-                fail(left, StatusCode::ShuttingDown, "engine shut down before a full static batch formed");
+                fail(left, StatusCode::ShuttingDown, "engine shut down before a full static batch formed", *config);
             }
         }
     }

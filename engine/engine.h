@@ -15,15 +15,26 @@
 //  - submit() either returns a non-OK Status (and never calls the
 //    completion) or accepts the request, which then receives exactly one
 //    completion: its result, DeadlineExceeded, or ShuttingDown.
-//  - reconfigure() validates, then swaps the config atomically; the next
-//    scheduling decision uses it; queued requests are re-bucketed; nothing in
-//    flight is lost; every change is stamped into the config history.
+//  - update() applies a ConfigPatch (the fields one writer changes) to the
+//    config in force, under the engine lock, validates the result and swaps
+//    it in atomically; the next scheduling decision uses it; queued requests
+//    are re-bucketed; nothing in flight is lost; every change is stamped
+//    into the config history. A writer never reverts a field it did not
+//    name (issue 12.3: whole-config writes lost each other's changes).
+//    reconfigure() is update() with every field (ConfigPatch::whole).
 //  - Self-tuning (docs/optimizations.md): the adaptive delay lives in the
 //    Batcher; the SLO controller and the memory guard change the config
-//    through the same path as an operator, so their changes are validated,
+//    through the same applyLocked() path as an operator, so their changes
+//    are validated (an invalid one is refused and reported on stderr),
 //    stamped and shown like any other (origins "slo-controller",
-//    "memory-guard"). A response-cache hit completes inside submit(), on the
-//    caller's thread, after the engine's locks are released.
+//    "memory-guard"). The memory guard only ever lowers
+//    memory_batch_limit. A response-cache hit completes inside submit(), on
+//    the caller's thread, after the engine's locks are released.
+//  - Observers and the backend are foreign code: whatever they throw
+//    (std::exception or not, also while the out-of-memory split retries) is
+//    caught. A throwing backend fails its batch with status Internal; a
+//    throwing observer loses only its own notification. Every accepted
+//    request still receives exactly one completion.
 //  - shutdown(Drain) runs what is queued (static without flush-on-drain fails
 //    its partial batch); shutdown(Fail) fails everything queued. In-flight
 //    batches always finish. The destructor drains.
@@ -32,6 +43,7 @@
 #include "adaptive.h"
 #include "backend.h"
 #include "batcher.h"
+#include "config_patch.h"
 #include "metrics.h"
 #include "records.h"
 #include "response_cache.h"
@@ -74,6 +86,13 @@ struct EngineOptions {
 
 enum class ShutdownMode { Drain, Fail };
 
+// What Engine::update did.
+struct ConfigUpdate {
+    BatchingConfig before; // the whole config right before the patch
+    BatchingConfig after;  // ... and right after it
+    std::uint64_t version = 0; // the change's version; 0 = the patch changed nothing
+};
+
 class Engine {
 public:
     // Validates the options and starts the threads. Ownership of the backend
@@ -87,15 +106,31 @@ public:
     // to a fresh engine-wide id.
     Status submit(Request request, Completion done);
 
-    // Thread-safe. `origin` says who asked ("gui", "rest", "cli", ...).
+    // Thread-safe. Applies `patch` to the config in force at this moment
+    // (not to the one the caller last read), validates the result, and
+    // swaps it in. `origin` says who asked ("gui", "rest", "cli", ...). On
+    // failure nothing changes and the Status names the field. The result
+    // holds the whole config right before and right after, and the
+    // change's version (0: the patch changed nothing).
+    Result<ConfigUpdate> update(const ConfigPatch &patch, std::string origin = "api");
+    // Thread-safe. Replaces every field: update(ConfigPatch::whole(config)).
+    // For a config file or a replay's settings; an interactive writer
+    // sends a patch so that it cannot revert someone else's change.
     Status reconfigure(const BatchingConfig &config, std::string origin = "api");
     BatchingConfig config() const;
     const ModelInfo &model() const { return m_backend->info(); }
+    // The model itself, e.g. for the console's short capacity measurement
+    // (Backend::run is safe to call beside the executors).
+    std::shared_ptr<Backend> backend() const { return m_backend; }
     const Clock &clock() const { return *m_clock; }
 
     // Thread-safe; an immutable value.
     Snapshot snapshot() const;
     std::size_t queueDepth() const;
+    // True while the scheduling thread is blocked with no wake-up planned,
+    // which is where an engine with nothing queued must end up: it then uses
+    // no CPU at all. Always false with manualScheduling. For tests.
+    bool schedulerIdle() const;
 
     // Observers receive records on engine threads. Add them before traffic
     // starts, or accept that earlier records were not seen.
@@ -126,16 +161,24 @@ private:
     // part. Failed parts get their status per sequence. Returns the status
     // of the whole only when nothing ran.
     Status runGuarded(const BatchInput &input, std::vector<SequenceResult> &out, int &splits, int &largestOk);
-    // Swaps the config in (requires m_mutex). Returns the change, or a change
-    // with version 0 when `config` equals the current one.
-    ConfigChange applyLocked(const BatchingConfig &config, std::string origin, const std::string &why);
+    // Requires m_mutex. Applies `patch` to the config in force, validates
+    // the result and swaps it in. `change` receives the stamped change, with
+    // version 0 when nothing changed (or on failure).
+    Status applyLocked(const ConfigPatch &patch, std::string origin, const std::string &why, ConfigChange &change);
+    // applyLocked for the SLO controller and the memory guard: a refusal is
+    // reported on stderr (there is no caller to return it to).
+    void applyControllerLocked(const ConfigPatch &patch, std::string origin, const std::string &why,
+                               ConfigChange &change);
     void notifyConfigChanged(const ConfigChange &change);
     bool serveFromCache(Request &request, Completion &done);
     void lowerMemoryLimit(int failedSize, int largestOk);
     // After a batch: feeds the SLO controller and the response cache.
     void observeOutcome(const Batch &batch, const std::vector<Response> &responses,
                         const std::vector<RequestRecord> &records);
-    void fail(std::vector<Pending> &pending, StatusCode code, const std::string &message);
+    // Completes `pending` with `code`. Runs without m_mutex: `config` (for the
+    // observers' bucket) is the one the caller read under it.
+    void fail(std::vector<Pending> &pending, StatusCode code, const std::string &message,
+              const BatchingConfig &config);
     void resizeExecutors(); // requires m_mutex
     std::shared_ptr<const std::vector<std::shared_ptr<EngineObserver>>> observers() const;
 
@@ -158,10 +201,16 @@ private:
     std::condition_variable m_followerCv; // idle executors waiting to lead
     // guarded by m_mutex:
     Batcher m_batcher;
+    // The config in force, as an immutable value replaced on every change:
+    // code that runs after the lock is released (fail()) keeps a reference
+    // taken under it instead of reading m_batcher's, which reconfigure()
+    // overwrites.
+    std::shared_ptr<const BatchingConfig> m_current;
     std::uint64_t m_configVersion = 1;
     std::vector<ConfigChange> m_history;
     bool m_hasLeader = false;
     bool m_leaderSleeping = false; // blocked on m_leaderCv: submit must notify
+    bool m_leaderIdle = false;     // ... with no wake-up time (schedulerIdle())
     int m_inFlight = 0;            // batches being executed
     int m_targetInstances = 1;
     std::vector<std::thread> m_executors;

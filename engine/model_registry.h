@@ -19,6 +19,11 @@ struct ModelSpec {
     std::string preset = "small";      // size preset of the built-ins (see docs/models.md)
     int threads = 0;                   // torch intra-op threads; 0 = all cores
     std::uint64_t seed = 1234;         // weights of the built-ins
+    // TorchScript files: the token ids (vocabSize) and the input length
+    // (maxSequenceLength) the engine admits; 0 = read them from the model
+    // (docs/models.md, "Limits of a TorchScript model").
+    int vocabSize = 0;
+    int maxSequenceLength = 0;
 };
 
 // NotFound for an unknown name or missing file, Unavailable for a device

@@ -63,7 +63,9 @@ struct ConfigChange {
 
 // Receives records on engine threads. Implementations must be fast and must
 // not block (push into a bounded queue and return); they must not call back
-// into the Engine.
+// into the Engine. They should not throw: the engine catches anything a
+// callback throws, reports it on stderr (the first few times) and carries on
+// with the other observers and the completions.
 class EngineObserver {
 public:
     virtual ~EngineObserver() = default;

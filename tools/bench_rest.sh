@@ -6,6 +6,10 @@
 #
 #   tools/bench_rest.sh BUILD_DIR MODEL CONFIG_JSON CONNECTIONS DURATION [extra batchpilot flags...]
 #   tools/bench_rest.sh build/rest builtin:echo '{"policy":"dynamic","max_batch_size":64,"max_queue_delay_us":200}' 64 10s
+#
+# BP_WRK_SCRIPT picks the wrk script of the measured run (default tools/wrk_infer.lua);
+# tools/wrk_server_timing.lua (with CONNECTIONS 1) prints, per request, the client's
+# latency minus the server's own figures from the Server-Timing header: what HTTP adds.
 set -euo pipefail
 build=$1 model=$2 config=$3 connections=$4 duration=$5
 shift 5
@@ -24,7 +28,7 @@ curl -sf -X PUT "$url/v1/config" -d "$config" >/dev/null
 # warm-up (models allocate on first use), then the measured run on a fresh engine view
 wrk -t1 -c"$connections" -d2s -s "$here/wrk_infer.lua" "$url" >/dev/null
 before=$(curl -sf "$url/v1/stats")
-wrk -t1 -c"$connections" -d"$duration" --latency -s "$here/wrk_infer.lua" "$url"
+wrk -t1 -c"$connections" -d"$duration" --latency -s "${BP_WRK_SCRIPT:-$here/wrk_infer.lua}" "$url"
 after=$(curl -sf "$url/v1/stats")
 python3 - "$before" "$after" <<'PY'
 import json, sys

@@ -9,6 +9,13 @@ OUT_DIR/tiny_classifier.pt   a valid model: forward(input_ids Long[B,L],
                              masked self-attention layer, positions counted
                              from each row's first real token, mean over real
                              tokens, a linear head. Padding-invariant.
+OUT_DIR/big_vocab.pt         the same classifier with a 32,000-token embedding and
+                             128 positions, and NO vocab_size /
+                             max_sequence_length attributes: the engine must
+                             read its limits from the embeddings.
+OUT_DIR/no_embedding.pt      forward(input_ids, attention_mask) -> Float[B,1] with
+                             no embedding and no attributes: nothing tells its
+                             vocabulary (loading needs --vocab-size).
 OUT_DIR/wrong_signature.pt   forward(x) -> Tensor (one input instead of two)
 OUT_DIR/wrong_return.pt      forward(input_ids, attention_mask) -> (Tensor, Tensor)
 
@@ -23,14 +30,11 @@ import torch
 from torch import nn
 
 
-class TinyClassifier(nn.Module):
-    vocab_size: int
-    max_sequence_length: int
+class Classifier(nn.Module):
+    """Declares no limits: only its embedding tables tell them."""
 
-    def __init__(self, vocab: int = 256, dim: int = 32, positions: int = 512, classes: int = 4):
+    def __init__(self, vocab: int, dim: int, positions: int, classes: int = 4):
         super().__init__()
-        self.vocab_size = vocab
-        self.max_sequence_length = positions
         self.dim = dim
         self.tokens = nn.Embedding(vocab, dim)
         self.positions = nn.Embedding(positions, dim)
@@ -54,6 +58,27 @@ class TinyClassifier(nn.Module):
         return self.head(pooled)
 
 
+class TinyClassifier(Classifier):
+    vocab_size: int
+    max_sequence_length: int
+
+    def __init__(self, vocab: int = 256, dim: int = 32, positions: int = 512, classes: int = 4):
+        super().__init__(vocab, dim, positions, classes)
+        self.vocab_size = vocab
+        self.max_sequence_length = positions
+
+
+class NoEmbedding(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Linear(1, 1)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        m = attention_mask.to(torch.float32)
+        mean = (input_ids.to(torch.float32) * m).sum(1, keepdim=True) / m.sum(1, keepdim=True).clamp(min=1.0)
+        return self.scale(mean)
+
+
 class WrongSignature(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x * 2
@@ -73,6 +98,8 @@ def main() -> int:
     torch.manual_seed(1234)
     models = {
         "tiny_classifier.pt": TinyClassifier().eval(),
+        "big_vocab.pt": Classifier(vocab=32000, dim=16, positions=128).eval(),
+        "no_embedding.pt": NoEmbedding().eval(),
         "wrong_signature.pt": WrongSignature(),
         "wrong_return.pt": WrongReturn(),
     }

@@ -4,16 +4,23 @@ namespace bp::ui {
 
 ConfigChangeCommand::ConfigChangeCommand(app::EngineBridge &bridge, BatchingConfig before,
                                          BatchingConfig after)
-    : m_bridge(bridge), m_before(std::move(before)), m_after(std::move(after))
+    : m_bridge(bridge), m_before(std::move(before)), m_after(std::move(after)),
+      m_fields(ConfigPatch::changedFields(m_before, m_after))
 {
     setText(QString::fromStdString(describeChange(m_before, m_after)));
 }
 
+void ConfigChangeCommand::apply(const BatchingConfig &values, const QString &origin)
+{
+    // The names come from ConfigPatch itself, so they are always known.
+    // A refusal (the restored values no longer fit with what others set
+    // since) reaches the panel through configRejected.
+    m_bridge.applyPatch(ConfigPatch::fields(values, m_fields).value(), origin);
+}
+
 void ConfigChangeCommand::undo()
 {
-    // Refusal (another client set something the old config cannot hold
-    // together with) reaches the panel through configRejected.
-    m_bridge.applyConfig(m_before, QStringLiteral("gui (undo)"));
+    apply(m_before, QStringLiteral("gui (undo)"));
 }
 
 void ConfigChangeCommand::redo()
@@ -22,7 +29,7 @@ void ConfigChangeCommand::redo()
         m_skipRedo = false;
         return;
     }
-    m_bridge.applyConfig(m_after, QStringLiteral("gui (redo)"));
+    apply(m_after, QStringLiteral("gui (redo)"));
 }
 
 } // namespace bp::ui

@@ -233,25 +233,28 @@ void ControlPanel::edited()
 void ControlPanel::applyNow()
 {
     m_debounce.stop();
-    const BatchingConfig want = formConfig();
-    const BatchingConfig have = m_bridge.engine().config();
-    if (want == have) {
+    // Only what the operator edited: the form against what it last showed.
+    // Fields changed meanwhile by someone else (REST, the controllers) stay.
+    const ConfigPatch patch = ConfigPatch::diff(m_shown, formConfig());
+    if (patch.empty()) {
         m_dirty = false;
         clearErrors();
         updateStatus();
         return;
     }
-    if (Status s = validate(want); !s) {
-        showError(QString::fromStdString(s.message()));
-        return;
-    }
-    if (!m_bridge.applyConfig(want, QStringLiteral("gui")))
+    const std::optional<ConfigUpdate> update = m_bridge.applyPatch(patch, QStringLiteral("gui"));
+    if (!update)
         return; // configRejected showed why
     m_dirty = false;
     clearErrors();
-    m_lastApplied = QString::fromStdString(describeChange(have, want));
+    showConfig(update->after);
+    if (update->version == 0) { // the engine already had these values
+        updateStatus();
+        return;
+    }
+    m_lastApplied = QString::fromStdString(describeChange(update->before, update->after));
     m_showing = true; // pushing emits indexChanged: this change is already in the form
-    m_undo->push(new ConfigChangeCommand(m_bridge, have, want));
+    m_undo->push(new ConfigChangeCommand(m_bridge, update->before, update->after));
     m_showing = false;
     updateStatus();
     emit configApplied(m_lastApplied);

@@ -1,6 +1,7 @@
 // The batching knobs, applied live. Every edit restarts a 300 ms debounce;
-// when it fires, the whole form is checked with the engine's validate() and
-// applied through EngineBridge::applyConfig as one undoable change. A value
+// when it fires, the fields the operator edited (the form against what it
+// last showed) go to EngineBridge::applyPatch as one undoable change, which
+// the engine applies to its config in force and checks with validate(). A value
 // the engine refuses stays in its field with the reason next to it, and the
 // engine keeps its config. While the form holds no pending or refused edit
 // it follows the engine's config (changes from REST show up here too).

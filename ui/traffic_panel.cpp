@@ -30,7 +30,9 @@ TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore
     m_rate = new QDoubleSpinBox(this);
     m_rate->setRange(0.1, 1'000'000);
     m_rate->setDecimals(1);
-    m_rate->setValue(200);
+    // Until the capacity is measured (a second or two): a rate every built-in
+    // model serves on a CPU.
+    m_rate->setValue(5);
     m_rate->setSuffix(tr(" req/s"));
     m_rate->setToolTip(tr("Mean arrival rate (open loop: arrivals do not wait for answers)"));
     m_form->addRow(tr("&Rate"), m_rate);
@@ -96,6 +98,10 @@ TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore
     m_counters->setWordWrap(true);
     m_counters->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(m_counters);
+    m_load = new QLabel(this);
+    m_load->setWordWrap(true);
+    m_load->setObjectName(QStringLiteral("loadLabel"));
+    layout->addWidget(m_load);
     m_error = new QLabel(this);
     m_error->setWordWrap(true);
     m_error->setStyleSheet(QStringLiteral("color: #b00020;"));
@@ -120,10 +126,18 @@ TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore
     connect(m_trace, &QComboBox::currentIndexChanged, this, &TrafficPanel::edited);
     for (QDoubleSpinBox *box : {m_rate, m_lengthScale})
         connect(box, &QDoubleSpinBox::valueChanged, this, &TrafficPanel::edited);
+    connect(m_rate, &QDoubleSpinBox::valueChanged, this, [this] {
+        if (!m_settingRate)
+            m_rateChosen = true;
+        updateLoad();
+    });
+    connect(&m_bridge, &app::EngineBridge::snapshotReady, this, &TrafficPanel::observe);
     for (QSpinBox *box : {m_burst, m_fixed, m_min, m_max, m_maxNew})
         connect(box, &QSpinBox::valueChanged, this, &TrafficPanel::edited);
     updateVisibility();
     updateCounters();
+    updateLoad();
+    measureCapacity();
 }
 
 TrafficPanel::~TrafficPanel() = default; // the generator's destructor stops and joins its thread
@@ -231,7 +245,9 @@ void TrafficPanel::launch(std::shared_ptr<const std::vector<TraceRow>> rows)
     m_generator->start();
     m_start->setChecked(true);
     m_refresh.start();
+    m_queue.reset();
     updateCounters();
+    updateLoad();
     emit runningChanged(true);
 }
 
@@ -248,7 +264,9 @@ void TrafficPanel::stop()
         emit runningChanged(false);
     }
     m_start->setChecked(false);
+    m_queue.reset();
     updateCounters();
+    updateLoad();
 }
 
 void TrafficPanel::edited()
@@ -293,6 +311,8 @@ void TrafficPanel::restoreSettings(QSettings &s)
         if (v.isValid())
             box->setValue(v.value<std::decay_t<decltype(box->value())>>());
     };
+    if (s.value(QStringLiteral("rate")).isValid())
+        m_rateChosen = true; // an earlier choice: a measurement does not override it
     restore(m_rate, "rate");
     restore(m_burst, "burstSize");
     restore(m_fixed, "fixedLength");
@@ -318,6 +338,121 @@ void TrafficPanel::updateCounters()
                             .arg(c.rejected)
                             .arg(c.completed)
                             .arg(c.failed));
+}
+
+int TrafficPanel::meanLength() const
+{
+    switch (LengthKind(m_lengths->currentData().toInt())) {
+    case LengthKind::Fixed: return m_fixed->value();
+    case LengthKind::Uniform: return (m_min->value() + m_max->value() + 1) / 2;
+    default:
+        return std::min(128,
+                        std::max(1, m_bridge.engine().model().maxSequenceLength)); // a trace: not known yet
+    }
+}
+
+void TrafficPanel::measureCapacity()
+{
+    const BatchingConfig config = m_bridge.engine().config();
+    const int limit = config.policy == PolicyKind::None     ? 1
+                      : config.policy == PolicyKind::Static ? config.staticBatchSize
+                                                            : config.maxBatchSize;
+    const std::uint64_t generation = ++m_probeGeneration;
+    QPointer<TrafficPanel> self(this);
+    QThreadPool::globalInstance()->start([self, generation, backend = m_bridge.engine().backend(),
+                                          length = meanLength(), newTokens = m_maxNew->value(), limit] {
+        auto measured = bp::ui::measureCapacity(*backend, length, newTokens, limit);
+        QMetaObject::invokeMethod(
+            QCoreApplication::instance(),
+            [self, generation, measured = std::move(measured)]() mutable {
+                if (!self || generation != self->m_probeGeneration)
+                    return;
+                if (!measured) {
+                    self->m_capacityProblem = QString::fromStdString(measured.status().message());
+                    self->updateLoad();
+                    emit self->capacityFailed(self->m_capacityProblem);
+                    return;
+                }
+                self->setCapacity(*measured);
+            },
+            Qt::QueuedConnection);
+    });
+}
+
+void TrafficPanel::setCapacity(const CapacityEstimate &estimate)
+{
+    m_capacity = estimate;
+    m_capacityProblem.clear();
+    if (!m_rateChosen && estimate.requestsPerS > 0) {
+        m_settingRate = true;
+        m_rate->setValue(defaultRateFor(estimate.requestsPerS));
+        m_settingRate = false;
+    }
+    updateLoad();
+    emit capacityMeasured(estimate.requestsPerS);
+}
+
+LoadLevel TrafficPanel::loadLevel() const
+{
+    return bp::ui::loadLevel(m_rate->value(), m_capacity.requestsPerS);
+}
+
+void TrafficPanel::observe(const app::SnapshotPtr &snapshot)
+{
+    if (!snapshot)
+        return;
+    if (!running()) {
+        m_queue.reset();
+    } else {
+        m_queue.add(snapshot->queueDepth);
+    }
+    updateLoad();
+}
+
+void TrafficPanel::updateLoad()
+{
+    const double offered = m_rate->value();
+    const double capacity = m_capacity.requestsPerS;
+    const int batchLimit = std::max(1, m_bridge.engine().config().maxBatchSize);
+    const bool queueGrowing = running() && m_queue.growing(std::size_t(2 * batchLimit));
+    QString text;
+    if (capacity > 0) {
+        text = tr("offered %L1 req/s ≈ %2 of capacity ~%L3 req/s")
+                   .arg(offered, 0, 'g', 4)
+                   .arg(offered / capacity, 0, 'f', 2)
+                   .arg(capacity, 0, 'g', 3);
+        m_load->setToolTip(
+            tr("Capacity: the best throughput of the model on batches of 1 to %1 requests of %2 tokens"
+               "%3, measured when the console started (docs/benchmarks.md: the ceiling). The rate "
+               "defaults to 70% of it.")
+                .arg(m_capacity.batchLimit)
+                .arg(m_capacity.length)
+                .arg(m_capacity.newTokens > 0 ? tr(", %1 new tokens each").arg(m_capacity.newTokens)
+                                              : QString()));
+    } else if (!m_capacityProblem.isEmpty()) {
+        text = tr("offered %L1 req/s · capacity unknown: %2").arg(offered, 0, 'g', 4).arg(m_capacityProblem);
+    } else {
+        text = tr("offered %L1 req/s · measuring the model's capacity…").arg(offered, 0, 'g', 4);
+    }
+    const LoadLevel level = loadLevel();
+    if (queueGrowing)
+        text += tr("\nThe queue keeps growing (%L1 waiting): lower the rate or raise the batch size.")
+                    .arg(qulonglong(m_queue.depth()));
+    else if (level == LoadLevel::Over)
+        text += tr("\nAt or above capacity: the queue will grow without bound and latency with it.");
+    else if (level == LoadLevel::Near)
+        text += tr("\nNear capacity: expect queueing and rising latency.");
+    const bool warn = queueGrowing || level == LoadLevel::Over;
+    m_load->setText(text);
+    const QString style = warn                       ? QStringLiteral("color: #b00020; font-weight: bold;")
+                          : level == LoadLevel::Near ? QStringLiteral("color: #a15c00;")
+                                                     : QString();
+    if (m_load->styleSheet() != style)
+        m_load->setStyleSheet(style);
+    if (warn != m_warning) {
+        m_warning = warn;
+        emit warningChanged(warn);
+    }
 }
 
 } // namespace bp::ui

@@ -4,9 +4,16 @@
 // running. Edits while it runs restart it with the new shape (debounced).
 // Lengths "from a trace" load the trace's rows from the store off the GUI
 // thread first.
+//
+// Capacity: at start-up the panel measures what the model sustains for its
+// requests (capacity_probe.h, off the GUI thread), defaults the rate to 70%
+// of it unless the operator chose a rate, and shows the offered load against
+// it ("offered 30 req/s ≈ 0.66 of capacity ~45 req/s"), turning orange near
+// capacity and red at or above it, or when the queue keeps growing.
 #pragma once
 
 #include "app/engine_bridge.h"
+#include "capacity_probe.h"
 
 #include "engine/workload.h"
 
@@ -56,6 +63,12 @@ public:
     QComboBox *traceBox() const { return m_trace; }
     QSpinBox *maxNewTokensBox() const { return m_maxNew; }
     QPushButton *startButton() const { return m_start; }
+    QLabel *loadLabel() const { return m_load; }
+
+    const CapacityEstimate &capacity() const { return m_capacity; }
+    LoadLevel loadLevel() const;
+    // The label's warning is up: offered >= capacity, or the queue keeps growing.
+    bool warning() const { return m_warning; }
 
     // The form's values under the group "traffic" (traffic is never
     // started by restoring).
@@ -66,16 +79,27 @@ public slots:
     void start();
     void stop();
     void toggle();
+    // Measures the capacity again (off the GUI thread); capacityMeasured follows.
+    void measureCapacity();
+    // Takes a capacity figure (what measureCapacity posts back).
+    void setCapacity(const bp::ui::CapacityEstimate &estimate);
+    // Watches the queue (connected to the bridge's snapshotReady).
+    void observe(const bp::app::SnapshotPtr &snapshot);
 
 signals:
     void runningChanged(bool running);
     void failed(const QString &message);
+    void capacityMeasured(double requestsPerS);
+    void capacityFailed(const QString &message);
+    void warningChanged(bool on);
 
 private:
     void edited();
     void updateVisibility();
     void updateCounters();
     void launch(std::shared_ptr<const std::vector<TraceRow>> rows);
+    void updateLoad();
+    int meanLength() const;
 
     app::EngineBridge &m_bridge;
     std::shared_ptr<TraceStore> m_store;
@@ -98,7 +122,16 @@ private:
     QPushButton *m_start = nullptr;
     QLabel *m_counters = nullptr;
     QLabel *m_error = nullptr;
+    QLabel *m_load = nullptr;
     QFormLayout *m_form = nullptr;
+
+    CapacityEstimate m_capacity;
+    QString m_capacityProblem;
+    std::uint64_t m_probeGeneration = 0; // a newer measurement drops an older one's answer
+    bool m_rateChosen = false;           // the operator set the rate: a measurement keeps it
+    bool m_settingRate = false;          // the panel itself is setting the rate
+    QueueTrend m_queue;
+    bool m_warning = false;
 };
 
 } // namespace bp::ui

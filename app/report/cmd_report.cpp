@@ -3,6 +3,7 @@
 #include "report_builder.h"
 
 #include "app/command_args.h"
+#include "app/commands.h"
 #include "engine/store/trace_store.h"
 
 #include <QFileInfo>
@@ -33,7 +34,7 @@ QStringList normalized(const QStringList &args)
 
 int runReport(const AppOptions &options)
 {
-    CommandArgs args(normalized(options.commandArgs), {"output"}, {});
+    CommandArgs args(normalized(options.commandArgs), commandOptions("report"));
     if (!args.error().isEmpty())
         return fail(args.error() + "\n" + kUsage, 2);
     if (args.positional().size() != 1 || !args.has("output"))

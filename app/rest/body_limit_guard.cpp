@@ -159,6 +159,16 @@ void ConnectionGuard::reject(int httpStatus, const char *message)
     m_head.clear();
 }
 
+void ConnectionGuard::ignoreFurtherInput()
+{
+    QObject::disconnect(m_socket, &QIODevice::readyRead, m_server->m_httpServer, nullptr);
+    disconnect(m_socket, &QIODevice::readyRead, this, &ConnectionGuard::onReadyRead);
+    connect(m_socket, &QIODevice::readyRead, this, [this] { m_socket->skip(m_socket->bytesAvailable()); });
+    if (m_socket->isTransactionStarted())
+        m_socket->commitTransaction();
+    m_socket->skip(m_socket->bytesAvailable());
+}
+
 void ConnectionGuard::onRejectedReadyRead()
 {
     const qint64 n = m_socket->bytesAvailable();

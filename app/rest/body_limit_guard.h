@@ -62,6 +62,11 @@ class ConnectionGuard : public QObject {
 public:
     ConnectionGuard(QTcpSocket *socket, GuardedTcpServer *server);
 
+    // Qt parses no further request from this connection; whatever the
+    // client still sends is read and thrown away until the connection
+    // closes (the pipelining limit: HttpFrontend::refusePipelined).
+    void ignoreFurtherInput();
+
 private:
     void onReadyRead();
     void onRejectedReadyRead();

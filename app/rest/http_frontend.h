@@ -27,8 +27,11 @@
 
 #include <QAbstractHttpServer>
 #include <QThreadPool>
+#include <QTimer>
 
 #include <atomic>
+#include <chrono>
+#include <deque>
 #include <map>
 #include <unordered_map>
 
@@ -64,7 +67,20 @@ private:
     HttpReply metrics();
     void startV1Infer(const QByteArray &body, const ReplyTicket &ticket);
     void startOipInfer(const RouteMatch &match, const QByteArray &body, const ReplyTicket &ticket);
+    // Submits the call now if the admission queue has room for its rows,
+    // else parks it in the waiting room (RestOptions::admissionWait).
+    void admit(InferCall call, std::vector<Request> rows);
     void submitCall(InferCall call, std::vector<Request> rows);
+    // Submits waiting calls while there is room; answers those whose wait
+    // is over (429) or whose client has gone (nothing). Runs after every
+    // burst of completions and on m_waitTimer.
+    void pumpWaiting();
+    bool hasRoom(std::size_t rows);
+    bool waitingRoomFull() const;
+    HttpReply waitingRoomFullReply() const;
+    // A request over the per-connection pipelining limit: answered 429 in
+    // order, the connection closed after it, nothing more read from it.
+    void refusePipelined(QTcpSocket *socket, const ReplyTicket &ticket);
     void onDeliveries(std::vector<Delivery> &deliveries);
     void startReport(const RouteMatch &match, const QHttpServerRequest &request, const ReplyTicket &ticket);
     void send(const ReplyTicket &ticket, HttpReply reply);
@@ -73,16 +89,35 @@ private:
     const RestOptions m_options;
     const QString m_version;
     const QByteArray m_expectedAuthorization; // "Bearer <token>", empty when no token
+    // Without a token, only requests whose Host names this address or a
+    // loopback name are served (DNS-rebinding protection, docs/rest.md).
+    const QHostAddress m_boundAddress;
     std::atomic<bool> m_draining{false};
     GuardedTcpServer *m_listener = nullptr;
     std::shared_ptr<CompletionInbox> m_inbox;
     std::unordered_map<quint64, InferCall> m_calls;
     quint64 m_nextCallId = 1;
+    // When handleRequest() was entered for the request being dispatched.
+    InferCall::SteadyTime m_requestStart{};
+    // Calls waiting for room in the admission queue, oldest first (all wait
+    // the same admissionWait, so the front's deadline is the earliest).
+    struct WaitingCall {
+        InferCall call;
+        std::vector<Request> rows;
+        InferCall::SteadyTime deadline;
+    };
+    std::deque<WaitingCall> m_waiting;
+    QTimer m_waitTimer; // every 10 ms while m_waiting is not empty
+    // engine.config().queueCapacity, re-read at most every 20 ms (it takes
+    // the engine mutex and copies the config).
+    std::size_t m_capacity = 0;
+    InferCall::SteadyTime m_capacityReadAt{};
     std::map<int, std::uint64_t> m_responsesByCode;
     // Reports being rendered: job id -> where the answer goes.
     std::unordered_map<quint64, ReplyTicket> m_reports;
     quint64 m_nextReportId = 1;
-    QThreadPool m_reportPool; // one report at a time; waited for first in the destructor
+    QThreadPool m_ownReportPool; // one report at a time, unless RestOptions::reportPool is given
+    QThreadPool *m_reportPool;   // waited for first in the destructor
 };
 
 } // namespace bp::rest

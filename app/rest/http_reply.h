@@ -11,6 +11,8 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace bp::rest {
 
@@ -20,12 +22,12 @@ struct HttpReply {
     HttpStatus status = HttpStatus::Ok;
     QByteArray body;
     QByteArray contentType = "application/json";
-    // At most two extra headers (Retry-After, Allow, WWW-Authenticate,
-    // Connection): QHttpServerResponder 6.4 takes them as an initializer list.
-    QByteArray extraName, extraValue;
-    QByteArray extraName2, extraValue2;
+    // Extra headers (Retry-After, Allow, WWW-Authenticate, Server-Timing, ...).
+    std::vector<std::pair<QByteArray, QByteArray>> headers;
 
     HttpReply &withHeader(QByteArray name, QByteArray value);
+    // The value of an extra header, empty when absent.
+    QByteArray header(const QByteArray &name) const;
 };
 
 HttpReply jsonReply(const nlohmann::json &body, HttpStatus status = HttpStatus::Ok);
@@ -40,6 +42,9 @@ HttpStatus httpStatusFor(StatusCode code);
 // Writes `reply` through the responder (Content-Type, Content-Length, the
 // extra headers, the body).
 void writeReply(QHttpServerResponder &responder, const HttpReply &reply);
+
+// "HTTP/1.1 429 Too Many Requests\r\n"
+QByteArray statusLine(HttpStatus status);
 
 // "HTTP/1.1 413 Payload Too Large\r\n..." with Connection: close, for the
 // connection guard that answers before Qt has parsed a request.

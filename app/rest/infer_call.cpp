@@ -2,6 +2,9 @@
 
 #include "v1_codec.h"
 
+#include <algorithm>
+#include <cstdio>
+
 namespace bp::rest {
 
 bool InferCall::deliver(int row, Response &&response)
@@ -13,7 +16,26 @@ bool InferCall::deliver(int row, Response &&response)
     return --outstanding == 0;
 }
 
-HttpReply InferCall::reply() const
+HttpReply InferCall::withServerTiming(HttpReply reply, SteadyTime now) const
+{
+    using Ms = std::chrono::duration<double, std::milli>;
+    double engineMs = 0;
+    for (std::size_t i = 0; i < answered.size(); ++i)
+        if (answered[i])
+            engineMs = std::max(engineMs, Ms(responses[i].timing.total).count());
+    const SteadyTime admitted = submitted == SteadyTime{} ? now : submitted;
+    char text[128];
+    std::snprintf(text, sizeof text, "admit;dur=%.3f, engine;dur=%.3f, total;dur=%.3f",
+                  Ms(admitted - received).count(), engineMs, Ms(now - received).count());
+    return std::move(reply.withHeader("Server-Timing", text));
+}
+
+HttpReply InferCall::reply(SteadyTime now) const
+{
+    return withServerTiming(formatted(), now);
+}
+
+HttpReply InferCall::formatted() const
 {
     for (int i = 0; i < rows; ++i) {
         if (i == refusedRow)

@@ -32,8 +32,8 @@ Status appendToken(const json &v, const ModelInfo &model, std::vector<TokenId> &
 }
 
 // Appends the leaves of `data` (flat, or nested exactly as `shape`) to out.
-Status flatten(const json &data, const std::vector<long long> &shape, std::size_t depth, const ModelInfo &model,
-               std::vector<TokenId> &out)
+Status flatten(const json &data, const std::vector<long long> &shape, std::size_t depth,
+               const ModelInfo &model, std::vector<TokenId> &out)
 {
     const bool nested = !data.empty() && data.front().is_array();
     if (depth == 0 && !nested) { // flat row-major
@@ -59,6 +59,18 @@ Status flatten(const json &data, const std::vector<long long> &shape, std::size_
     return Status::ok();
 }
 
+// How many values `data` holds, flat or nested one level (a [N, L] tensor),
+// counted without allocating. Deeper nesting is left to flatten() to refuse.
+std::size_t valueCount(const json &data)
+{
+    if (data.empty() || !data.front().is_array())
+        return data.size();
+    std::size_t n = 0;
+    for (const json &row : data)
+        n += row.is_array() ? row.size() : 1;
+    return n;
+}
+
 Status readParameters(const json &params, const ModelInfo &model, TimePoint now, Request &proto)
 {
     if (!params.is_object())
@@ -82,7 +94,8 @@ Status readParameters(const json &params, const ModelInfo &model, TimePoint now,
     if (auto it = params.find("timeout"); it != params.end()) { // microseconds, as in Triton
         if (!it->is_number_integer() || it->get<long long>() < 0)
             return invalid("parameter 'timeout' must be a non-negative integer (microseconds)");
-        proto.deadline = now + std::chrono::microseconds(std::min<long long>(it->get<long long>(), 1'000'000'000'000LL));
+        proto.deadline =
+            now + std::chrono::microseconds(std::min<long long>(it->get<long long>(), 1'000'000'000'000LL));
     }
     return Status::ok();
 }
@@ -111,7 +124,8 @@ Result<OipInferRequest> parseOipInfer(std::string_view body, const ModelInfo &mo
         out.wantIds = out.wantValues = false;
         for (const json &o : *it) {
             const std::string name = o.is_object() && o.contains("name") && o["name"].is_string()
-                                         ? o["name"].get<std::string>() : std::string();
+                                         ? o["name"].get<std::string>()
+                                         : std::string();
             if (name == "output_ids")
                 out.wantIds = true;
             else if (name == "output_values")
@@ -135,7 +149,8 @@ Result<OipInferRequest> parseOipInfer(std::string_view body, const ModelInfo &mo
         tensor = &in;
     }
     const json &t = *tensor;
-    if (t.contains("parameters") && t["parameters"].is_object() && t["parameters"].contains("binary_data_size"))
+    if (t.contains("parameters") && t["parameters"].is_object() &&
+        t["parameters"].contains("binary_data_size"))
         return invalid("the binary tensor extension is not supported: send 'data' as JSON");
     if (!t.contains("datatype") || !t["datatype"].is_string() ||
         (t["datatype"] != "INT64" && t["datatype"] != "INT32"))
@@ -158,17 +173,25 @@ Result<OipInferRequest> parseOipInfer(std::string_view body, const ModelInfo &mo
     if (rows > 4096)
         return invalid("input 'input_ids' has " + std::to_string(rows) + " rows; at most 4096 per request");
     if (length > model.maxSequenceLength)
-        return Status(StatusCode::OutOfRange, "rows of " + std::to_string(length) + " tokens; the model accepts at most " +
+        return Status(StatusCode::OutOfRange, "rows of " + std::to_string(length) +
+                                                  " tokens; the model accepts at most " +
                                                   std::to_string(model.maxSequenceLength));
     if (!t.contains("data") || !t["data"].is_array())
         return invalid("input 'input_ids' needs 'data' (an array)");
+    // The shape is the client's claim; the data is what the body really
+    // holds. Compare the two before sizing anything from the shape, so a
+    // 200-byte body claiming [4096, 8192] costs nothing.
+    long long values = 0;
+    if (__builtin_mul_overflow(rows, length, &values))
+        return invalid("input 'input_ids': the shape's size overflows");
+    const std::size_t given = valueCount(t["data"]);
+    if (given != std::size_t(values))
+        return invalid("input 'input_ids': shape [" + std::to_string(rows) + ", " + std::to_string(length) +
+                       "] needs " + std::to_string(values) + " values, data has " + std::to_string(given));
     std::vector<TokenId> flat;
-    flat.reserve(std::size_t(rows * length));
+    flat.reserve(given);
     if (Status s = flatten(t["data"], shape, 0, model, flat); !s)
         return s;
-    if (std::int64_t(flat.size()) != rows * length)
-        return invalid("input 'input_ids': shape [" + std::to_string(rows) + ", " + std::to_string(length) +
-                       "] needs " + std::to_string(rows * length) + " values, data has " + std::to_string(flat.size()));
     out.rows.reserve(std::size_t(rows));
     for (long long r = 0; r < rows; ++r) {
         Request req = proto;
@@ -211,9 +234,11 @@ json oipInferResponse(const std::string &modelName, const OipInferRequest &reque
             data.insert(data.end(), maxTokens - r.tokens.size(), -1);
             lengths.push_back(std::int64_t(r.tokens.size()));
         }
-        outputs.push_back({{"name", "output_ids"}, {"datatype", "INT64"}, {"shape", {n, maxTokens}}, {"data", data}});
+        outputs.push_back(
+            {{"name", "output_ids"}, {"datatype", "INT64"}, {"shape", {n, maxTokens}}, {"data", data}});
         if (ragged)
-            outputs.push_back({{"name", "output_lengths"}, {"datatype", "INT64"}, {"shape", {n}}, {"data", lengths}});
+            outputs.push_back(
+                {{"name", "output_lengths"}, {"datatype", "INT64"}, {"shape", {n}}, {"data", lengths}});
     }
     if (request.wantValues && maxValues > 0) {
         std::vector<float> data;
@@ -222,7 +247,8 @@ json oipInferResponse(const std::string &modelName, const OipInferRequest &reque
             data.insert(data.end(), r.values.begin(), r.values.end());
             data.insert(data.end(), maxValues - r.values.size(), 0.0f);
         }
-        outputs.push_back({{"name", "output_values"}, {"datatype", "FP32"}, {"shape", {n, maxValues}}, {"data", data}});
+        outputs.push_back(
+            {{"name", "output_values"}, {"datatype", "FP32"}, {"shape", {n, maxValues}}, {"data", data}});
     }
     json out{{"model_name", modelName},
              {"model_version", "1"},

@@ -1,5 +1,7 @@
 #include "prometheus_exporter.h"
 
+#include "engine/knobs.h"
+
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -199,25 +201,22 @@ std::string renderPrometheus(const ExporterInput &in)
         w.sample("batchpilot_config_policy", "policy=\"" + std::string(policyName(p)) + "\"",
                  c.policy == p ? "1" : "0");
     w.gauge("batchpilot_config_version", "Config version: 1 at start, +1 per change.", double(s.configVersion));
-    w.gauge("batchpilot_config_max_batch_size", "Knob max_batch_size (dynamic, bucketed).", c.maxBatchSize);
-    w.gauge("batchpilot_config_max_queue_delay_seconds", "Knob max_queue_delay (dynamic, bucketed).",
-            std::chrono::duration<double>(c.maxQueueDelay).count());
-    w.gauge("batchpilot_config_static_batch_size", "Knob static_batch_size.", c.staticBatchSize);
-    w.gauge("batchpilot_config_static_padded_length", "Knob static_padded_length.", c.staticPaddedLength);
-    w.gauge("batchpilot_config_queue_capacity", "Knob queue_capacity.", c.queueCapacity);
-    w.gauge("batchpilot_config_instances", "Knob instances (executor threads).", c.instances);
-    w.gauge("batchpilot_config_memory_batch_limit", "Knob memory_batch_limit (0 = none).", c.memoryBatchLimit);
-    w.gauge("batchpilot_config_priority_aging_seconds", "Knob priority_aging.",
-            std::chrono::duration<double>(c.priorityAging).count());
-    w.gauge("batchpilot_config_adaptive_delay_enabled", "Knob adaptive_delay.enabled (1/0).",
-            c.adaptiveDelay.enabled ? 1 : 0);
-    w.gauge("batchpilot_config_slo_enabled", "Knob slo.enabled (1/0): the AIMD controller.", c.slo.enabled ? 1 : 0);
-    w.gauge("batchpilot_config_slo_p99_target_seconds", "Knob slo.p99_target.",
-            std::chrono::duration<double>(c.slo.p99Target).count());
-    w.gauge("batchpilot_config_cache_enabled", "Knob cache.enabled (1/0): the response cache.", c.cache.enabled ? 1 : 0);
-    w.family("batchpilot_config_bucket_edge", "gauge", "Knob bucket_edges: upper edge (tokens) of each length bucket.");
-    for (std::size_t i = 0; i < c.bucketEdges.size(); ++i)
-        w.sample("batchpilot_config_bucket_edge", "bucket=\"" + std::to_string(i) + "\"", num(double(c.bucketEdges[i])));
+    // One gauge per knob, named and documented by the knob table (engine/knobs.h).
+    for (const Knob &k : knobs()) {
+        if (k.type == KnobType::Policy)
+            continue; // the one-hot family above
+        const std::string name = knobGaugeName(k);
+        const std::string help = "Knob " + std::string(k.key) + " (" + knobPolicies(k) + "): " + std::string(k.doc) +
+                                 (k.type == KnobType::Duration ? "; seconds." : ".");
+        if (k.type == KnobType::IntList) {
+            w.family(name.c_str(), "gauge", help.c_str());
+            const std::vector<int> &items = k.items(c);
+            for (std::size_t i = 0; i < items.size(); ++i)
+                w.sample(name, std::string(k.itemLabel) + "=\"" + std::to_string(i) + "\"", num(double(items[i])));
+        } else {
+            w.gauge(name.c_str(), help.c_str(), knobGaugeValue(k, c));
+        }
+    }
 
     w.counter("batchpilot_cache_hits_total", "Requests answered from the response cache.", s.cache.hits);
     w.counter("batchpilot_cache_misses_total", "Cache look-ups that missed.", s.cache.misses);
@@ -236,6 +235,8 @@ std::string renderPrometheus(const ExporterInput &in)
     w.gauge("batchpilot_http_requests_in_flight", "HTTP requests waiting for the engine.",
             double(in.http.callsInFlight));
     w.gauge("batchpilot_http_connections", "Open HTTP client connections.", double(in.http.connections));
+    w.gauge("batchpilot_http_requests_waiting",
+            "HTTP inference requests waiting for room in the full admission queue.", double(in.http.waiting));
     return w.take();
 }
 

@@ -26,6 +26,7 @@ struct HttpFigures {
     std::map<int, std::uint64_t> responsesByCode; // every HTTP answer produced, by status code
     std::uint64_t callsInFlight = 0;              // HTTP requests waiting for the engine
     std::uint64_t connections = 0;                // open client connections
+    std::uint64_t waiting = 0;                    // waiting for room in the admission queue
 };
 
 struct ExporterInput {

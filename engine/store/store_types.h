@@ -73,6 +73,8 @@ struct StoredRequest {
     std::uint64_t batchId = 0;
     StatusCode status = StatusCode::Ok;
     std::string source; // "live", "replay", ... (TraceSinkOptions::requestSource)
+    // Answered from the response cache: completed without running in a batch.
+    bool cacheHit() const { return status == StatusCode::Ok && batchId == 0; }
 };
 
 struct StoredBatch {

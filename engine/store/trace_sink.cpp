@@ -97,7 +97,9 @@ bool TraceSink::flush()
 
 bool TraceSink::admit(std::size_t rows)
 {
-    if (!m_accepting.load(std::memory_order_relaxed) || m_pending->rows() + rows > m_options.queueCapacity) {
+    // Config rows ride outside the capacity (see onConfigChanged).
+    const std::size_t queued = m_pending->rows() - m_pending->configs.size();
+    if (!m_accepting.load(std::memory_order_relaxed) || queued + rows > m_options.queueCapacity) {
         m_dropped.fetch_add(rows, std::memory_order_relaxed);
         return false;
     }
@@ -125,6 +127,18 @@ void TraceSink::onBatchCompleted(const BatchRecord &batch, std::span<const Reque
 
 void TraceSink::onRequestFailed(const RequestRecord &request)
 {
+    pushRequest(request);
+}
+
+void TraceSink::onRequestServedFromCache(const RequestRecord &request)
+{
+    // Stored like any request, with batch_id 0 and status ok: the one kind of
+    // row that completed without running (docs/schema.md).
+    pushRequest(request);
+}
+
+void TraceSink::pushRequest(const RequestRecord &request)
+{
     if (!m_accepting.load(std::memory_order_relaxed)) {
         m_dropped.fetch_add(1, std::memory_order_relaxed);
         return;
@@ -143,9 +157,17 @@ void TraceSink::onRequestFailed(const RequestRecord &request)
 
 void TraceSink::onConfigChanged(const ConfigChange &change)
 {
+    // Never dropped for a full queue: replays, comparisons and reports read
+    // the config history, and a missing change would make them describe
+    // another session. Changes are rare (an operator, or a controller at
+    // most once per period), so this side lane past the capacity stays
+    // small. Only a stopped or failed sink loses them, counted as dropped.
     std::lock_guard lock(m_mutex);
-    if (admit(1))
-        m_pending->configs.push_back(change);
+    if (!m_accepting.load(std::memory_order_relaxed)) {
+        m_dropped.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    m_pending->configs.push_back(change);
 }
 
 void TraceSink::recordSample(const MetricSample &sample)

@@ -7,7 +7,10 @@
 //    return; they never touch SQLite, never wait for the writer and never
 //    allocate once the queue's buffers have grown. When the queue is full
 //    the record is dropped and counted (a batch is dropped together with
-//    all its requests, so the database never holds half a batch).
+//    all its requests, so the database never holds half a batch). Config
+//    changes are the exception: they are never dropped for a full queue
+//    (they are rare, and replays and reports depend on the history), so
+//    they queue past the capacity.
 //  - One writer thread (started by start()) drains the queue: every
 //    `flushInterval`, or sooner when `wakeRows` rows are waiting, it writes
 //    everything queued in ONE transaction through prepared statements on its
@@ -108,6 +111,8 @@ public:
     // EngineObserver: engine threads, never block.
     void onBatchCompleted(const BatchRecord &batch, std::span<const RequestRecord> requests) override;
     void onRequestFailed(const RequestRecord &request) override;
+    // Stored as a request row with batch_id 0 and status ok.
+    void onRequestServedFromCache(const RequestRecord &request) override;
     void onConfigChanged(const ConfigChange &change) override;
     // The metric sampler's rows travel through the same queue.
     void recordSample(const MetricSample &sample);
@@ -125,6 +130,7 @@ private:
     // Reserves room for `rows` rows; false (and counted as dropped) when full
     // or not accepting. Requires m_mutex.
     bool admit(std::size_t rows);
+    void pushRequest(const RequestRecord &request);
     void writerLoop();
     void disable(const Status &why, std::uint64_t lostRows);
 

@@ -1,5 +1,7 @@
 #include "tiny_decoder.h"
 
+#include "engine/nvtx.h"
+
 #include "transformer_layers.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -146,11 +148,18 @@ private:
             c.keys = at::empty({B, H, capacity, hd}, fopts);
             c.values = at::empty({B, H, capacity, hd}, fopts);
         }
-        at::Tensor x = embed(m_weights, batch.ids, batch.positions);
-        const at::Tensor prefillBias = causalBias(batch.mask);
-        for (std::size_t l = 0; l < m_weights.blocks.size(); ++l)
-            x = blockForward(m_weights.blocks[l], m_shape, x, prefillBias, &cache[l], 0);
-        at::Tensor logits = lmHead(x.select(1, L - 1));
+        at::Tensor logits;
+        at::Tensor x;
+        {
+            const nvtx::Range range(nvtx::Category::Backend, [&] {
+                return "prefill b=" + std::to_string(B) + " L=" + std::to_string(L);
+            });
+            x = embed(m_weights, batch.ids, batch.positions);
+            const at::Tensor prefillBias = causalBias(batch.mask);
+            for (std::size_t l = 0; l < m_weights.blocks.size(); ++l)
+                x = blockForward(m_weights.blocks[l], m_shape, x, prefillBias, &cache[l], 0);
+            logits = lmHead(x.select(1, L - 1));
+        }
 
         // Decode-step state, compacted as members finish.
         at::Tensor keyBias = at::zeros({B, 1, 1, capacity}, fopts);
@@ -202,6 +211,9 @@ private:
                 B = std::int64_t(keep.size());
             }
             // One decode step: the new token of every running row.
+            const nvtx::Range range(nvtx::Category::Backend, [&] {
+                return "decode step=" + std::to_string(step + 1) + " b=" + std::to_string(B);
+            });
             const std::int64_t offset = L + step; // cache slot of the token fed now
             x = embed(m_weights, next.unsqueeze(1), position.unsqueeze(1));
             const at::Tensor bias = keyBias.narrow(3, 0, offset + 1);

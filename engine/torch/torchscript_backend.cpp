@@ -5,10 +5,12 @@
 #include <c10/core/InferenceMode.h>
 #include <torch/script.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace bp {
@@ -38,6 +40,53 @@ std::int64_t intAttribute(const torch::jit::Module &module, const char *name, st
         return fallback;
     const c10::IValue v = module.attr(name);
     return v.isInt() ? v.toInt() : fallback;
+}
+
+std::string lower(std::string s)
+{
+    for (char &c : s)
+        c = char(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+// Rows of the model's embedding tables: the token embedding (the first one
+// whose name does not mention positions) and a position embedding. Found by
+// module type (nn.Embedding) first, then by parameter name ("*embed*.weight",
+// 2-D), since a scripted model may implement its own lookup.
+struct EmbeddingRows {
+    std::int64_t tokens = 0, positions = 0;
+    std::string tokensName, positionsName;
+};
+
+EmbeddingRows embeddingRows(const torch::jit::Module &module)
+{
+    EmbeddingRows rows;
+    auto take = [&rows](const std::string &name, const at::Tensor &weight) {
+        if (weight.dim() != 2)
+            return;
+        const bool position = lower(name).find("pos") != std::string::npos;
+        if (position && !rows.positions) {
+            rows.positions = weight.size(0);
+            rows.positionsName = name;
+        } else if (!position && !rows.tokens) {
+            rows.tokens = weight.size(0);
+            rows.tokensName = name;
+        }
+    };
+    for (const auto &m : module.named_modules()) {
+        const auto type = m.value.type()->name();
+        if (!type || !type->qualifiedName().ends_with(".Embedding") || !m.value.hasattr("weight"))
+            continue;
+        const c10::IValue w = m.value.attr("weight");
+        if (w.isTensor())
+            take(m.name.empty() ? "weight" : m.name + ".weight", w.toTensor());
+    }
+    for (const auto &p : module.named_parameters(/*recurse=*/true)) {
+        const std::string name = lower(p.name);
+        if (name.find("emb") != std::string::npos && name.ends_with("weight"))
+            take(p.name, p.value);
+    }
+    return rows;
 }
 
 class TorchScriptBackend final : public Backend {
@@ -124,6 +173,61 @@ private:
     int m_threads;
 };
 
+// Fills info.vocabSize and info.maxSequenceLength (see the header for the order).
+Status readLimits(const torch::jit::Module &module, const ModelSpec &spec, ModelInfo &info)
+{
+    const std::string &path = spec.name;
+    const EmbeddingRows rows = embeddingRows(module);
+    if (spec.vocabSize < 0 || spec.maxSequenceLength < 0)
+        return Status(StatusCode::InvalidArgument, "--vocab-size and --max-length must be positive");
+    if (rows.tokens && spec.vocabSize > rows.tokens)
+        return Status(StatusCode::InvalidArgument,
+                      "--vocab-size " + std::to_string(spec.vocabSize) + " is larger than the " +
+                          std::to_string(rows.tokens) + " rows of '" + path + "''s token embedding (" +
+                          rows.tokensName + "): ids past them would fail inside forward; pass at most " +
+                          std::to_string(rows.tokens));
+    if (rows.positions && spec.maxSequenceLength > rows.positions)
+        return Status(StatusCode::InvalidArgument,
+                      "--max-length " + std::to_string(spec.maxSequenceLength) + " is longer than the " +
+                          std::to_string(rows.positions) + " rows of '" + path + "''s position embedding (" +
+                          rows.positionsName + "); pass at most " + std::to_string(rows.positions));
+    std::int64_t vocab = spec.vocabSize;
+    std::string vocabFrom = "--vocab-size";
+    if (vocab <= 0) {
+        vocab = intAttribute(module, "vocab_size", 0);
+        vocabFrom = "attribute vocab_size";
+    }
+    if (vocab <= 0) {
+        vocab = rows.tokens;
+        vocabFrom = rows.tokensName + " rows";
+    }
+    if (vocab <= 0 || vocab > std::numeric_limits<int>::max())
+        return Status(StatusCode::InvalidArgument,
+                      "TorchScript file '" + path +
+                          "': cannot tell its vocabulary size (no integer attribute "
+                          "vocab_size, no embedding weight among its parameters): pass --vocab-size N (and "
+                          "--max-length N), or give the model a vocab_size attribute");
+    std::int64_t length = spec.maxSequenceLength;
+    std::string lengthFrom = "--max-length";
+    if (length <= 0) {
+        length = intAttribute(module, "max_sequence_length", 0);
+        lengthFrom = "attribute max_sequence_length";
+    }
+    if (length <= 0) {
+        length = rows.positions;
+        lengthFrom = rows.positionsName + " rows";
+    }
+    if (length <= 0) {
+        length = 1024;
+        lengthFrom = "default; --max-length sets it";
+    }
+    info.vocabSize = int(vocab);
+    info.maxSequenceLength = int(std::min<std::int64_t>(length, std::numeric_limits<int>::max()));
+    info.description = "vocabulary " + std::to_string(info.vocabSize) + " (" + vocabFrom + "), max length " +
+                       std::to_string(info.maxSequenceLength) + " (" + lengthFrom + ")";
+    return Status::ok();
+}
+
 } // namespace
 
 bool looksLikeModelFile(const std::string &name)
@@ -183,8 +287,8 @@ Result<std::shared_ptr<Backend>> loadTorchScriptModel(const ModelSpec &spec)
     ModelInfo info;
     info.name = path;
     info.device = device->name;
-    info.vocabSize = int(intAttribute(module, "vocab_size", 256));
-    info.maxSequenceLength = int(intAttribute(module, "max_sequence_length", 1024));
+    if (Status s = readLimits(module, spec, info); !s)
+        return s;
     for (const auto &p : module.parameters())
         info.parameters += p.numel();
     // A probe batch: two sequences of lengths 2 and 1 (left-padded).
@@ -200,7 +304,8 @@ Result<std::shared_ptr<Backend>> loadTorchScriptModel(const ModelSpec &spec)
                               TorchScriptBackend::shapeOf(result) + " for a batch of 2; expected [2, ...]");
         std::string perRow = TorchScriptBackend::shapeOf(result.select(0, 0)); // "[4]" or "[]"
         perRow = perRow.size() > 2 ? ", " + perRow.substr(1) : "]";
-        info.description = "TorchScript file; forward(input_ids, attention_mask) -> [B" + perRow;
+        info.description =
+            "TorchScript file; forward(input_ids, attention_mask) -> [B" + perRow + "; " + info.description;
     } catch (const c10::Error &e) {
         return Status(StatusCode::InvalidArgument,
                       "TorchScript file '" + path + "': forward failed on a probe batch: " + firstLine(e));

@@ -7,8 +7,20 @@
 //     result          [B, ...]: row i is request i's output. A floating
 //                     result becomes SequenceResult::values (row flattened),
 //                     an integral one SequenceResult::tokens.
-//   Optional integer attributes `vocab_size` (default 256) and
-//   `max_sequence_length` (default 1024) set what the engine admits.
+//   What the engine admits (token ids in [0, vocab), at most max length
+//   tokens), first found wins:
+//     vocab:      ModelSpec::vocabSize (--vocab-size); integer attribute
+//                 `vocab_size`; the rows of the token embedding (the first
+//                 nn.Embedding, or 2-D "*embed*.weight" parameter, whose name
+//                 does not say "pos"). None of them -> InvalidArgument naming
+//                 --vocab-size: a guessed vocabulary either rejects valid ids
+//                 or lets the model index past its table.
+//     max length: ModelSpec::maxSequenceLength (--max-length); integer
+//                 attribute `max_sequence_length`; the rows of a
+//                 position embedding (an embedding whose name says "pos");
+//                 else 1024.
+//   An option above what the model's own table holds is InvalidArgument
+//   (the ids or positions past it would fail inside forward).
 // Batches are LEFT-padded (as the built-ins are): the model must take its
 // positions and its attention from the mask, never assume padding on the right.
 //

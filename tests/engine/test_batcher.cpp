@@ -236,6 +236,51 @@ private slots:
         QCOMPARE(poll.batch->items.size(), std::size_t(1));
         QCOMPARE(poll.batch->items[0].request.id, std::uint64_t(2));
     }
+
+    // Issue 12.1: the last request with a deadline leaving by dispatch (not
+    // by expiry) left its deadline behind as the next wake-up time; once it
+    // passed, poll() returned a time in the past forever and the engine's
+    // leader spun on it at ~65% of a core with nothing queued.
+    void noWakeUpLeftBehindByDispatchedDeadlines()
+    {
+        BatchingConfig c;
+        c.maxBatchSize = 2;
+        c.maxQueueDelay = 1s;
+        Batcher b(c, ModelLimits{});
+        Pending a = make(4, t0, t0 + 50ms, 1), bb = make(4, t0, t0 + 60ms, 2);
+        QVERIFY(b.admit(a, t0).isOk());
+        QVERIFY(b.admit(bb, t0).isOk());
+        auto poll = b.poll(t0, false);
+        QVERIFY(poll.batch); // full: both leave by dispatch, before their deadlines
+        QCOMPARE(b.size(), std::size_t(0));
+        for (TimePoint now : {t0 + 1ms, t0 + 55ms, t0 + 100ms}) {
+            poll = b.poll(now, false);
+            QVERIFY(!poll.batch);
+            QVERIFY(poll.expired.empty());
+            QVERIFY2(!poll.wakeAt, "an empty queue has nothing to wake up for");
+        }
+    }
+
+    // The wake-up follows the deadlines still queued, not one that left.
+    void wakeUpFollowsRemainingDeadlinesExactly()
+    {
+        BatchingConfig c;
+        c.maxBatchSize = 1;
+        c.maxQueueDelay = 1s;
+        Batcher b(c, ModelLimits{});
+        Pending a = make(4, t0, t0 + 50ms, 1), bb = make(4, t0, t0 + 80ms, 2);
+        QVERIFY(b.admit(a, t0).isOk());
+        QVERIFY(b.admit(bb, t0).isOk());
+        auto poll = b.poll(t0, false, true);
+        QVERIFY(poll.batch);
+        QCOMPARE(poll.batch->items[0].request.id, std::uint64_t(1));
+        poll = b.poll(t0, false, false); // no executor free: only deadlines matter
+        QCOMPARE(*poll.wakeAt, t0 + 80ms);
+        poll = b.poll(t0 + 80ms, false, false);
+        QCOMPARE(poll.expired.size(), std::size_t(1));
+        QVERIFY(!poll.wakeAt);
+    }
+
 };
 
 QTEST_APPLESS_MAIN(TestBatcher)

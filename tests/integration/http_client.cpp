@@ -16,12 +16,15 @@ bool HttpConnection::isConnected() const
 void HttpConnection::send(const QByteArray &method, const QByteArray &path, const QByteArray &body,
                           const QList<QPair<QByteArray, QByteArray>> &headers)
 {
-    QByteArray out = method + ' ' + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
-    bool haveLength = false;
+    QByteArray out = method + ' ' + path + " HTTP/1.1\r\n";
+    bool haveLength = false, haveHost = false;
     for (const auto &[name, value] : headers) {
         out += name + ": " + value + "\r\n";
         haveLength = haveLength || name.compare("content-length", Qt::CaseInsensitive) == 0;
+        haveHost = haveHost || name.compare("host", Qt::CaseInsensitive) == 0;
     }
+    if (!haveHost)
+        out += "Host: 127.0.0.1\r\n";
     if (!haveLength && (!body.isEmpty() || method == "POST" || method == "PUT"))
         out += "Content-Length: " + QByteArray::number(body.size()) + "\r\n";
     out += "\r\n" + body;

@@ -27,7 +27,8 @@ public:
     explicit HttpConnection(quint16 port, const QString &host = QStringLiteral("127.0.0.1"));
     bool isConnected() const;
 
-    // Writes one request (Content-Length set from body unless given).
+    // Writes one request (Content-Length set from body unless given; Host:
+    // 127.0.0.1 unless given).
     void send(const QByteArray &method, const QByteArray &path, const QByteArray &body = {},
               const QList<QPair<QByteArray, QByteArray>> &headers = {});
     void sendRaw(const QByteArray &bytes);

@@ -42,6 +42,51 @@ private slots:
         QCOMPARE(r.json().value("ready").toBool(), true);
     }
 
+    // Served without a token on loopback: only Host values naming loopback
+    // are answered (a DNS-rebinding page sends its own host name).
+    void hostHeaderChecked_data()
+    {
+        QTest::addColumn<QByteArray>("host");
+        QTest::addColumn<int>("status");
+        const QByteArray port = QByteArray::number(m_port);
+        QTest::newRow("127.0.0.1:port") << "127.0.0.1:" + port << 200;
+        QTest::newRow("127.0.0.1") << QByteArray("127.0.0.1") << 200;
+        QTest::newRow("localhost:port") << "localhost:" + port << 200;
+        QTest::newRow("LocalHost") << QByteArray("LocalHost") << 200;
+        QTest::newRow("[::1]:port") << "[::1]:" + port << 200;
+        QTest::newRow("[::1]") << QByteArray("[::1]") << 200;
+        QTest::newRow("other port (a forwarder)") << QByteArray("localhost:9999") << 200;
+        QTest::newRow("rebinding name") << "rebind.example:" + port << 403;
+        QTest::newRow("rebinding name, no port") << QByteArray("rebind.example") << 403;
+        QTest::newRow("localhost as a subdomain") << QByteArray("localhost.rebind.example") << 403;
+        QTest::newRow("loopback as a subdomain") << QByteArray("127.0.0.1.nip.io") << 403;
+        QTest::newRow("other loopback address") << QByteArray("127.0.0.2") << 403;
+        QTest::newRow("bad port") << QByteArray("localhost:http") << 403;
+        QTest::newRow("junk after [::1]") << QByteArray("[::1]x") << 403;
+    }
+    void hostHeaderChecked()
+    {
+        QFETCH(QByteArray, host);
+        QFETCH(int, status);
+        for (const QByteArray &path : {QByteArray("/v1/config"), QByteArray("/v2/health/live")}) {
+            HttpConnection c(m_port);
+            c.send("GET", path, {}, {{"Host", host}});
+            const HttpResponse r = c.read();
+            QCOMPARE(r.status, status);
+            if (status == 403) {
+                const QString error = r.json().value("error").toString();
+                QVERIFY2(error.contains("DNS rebinding") && error.contains(QString::fromLatin1(host)),
+                         qPrintable(error));
+            }
+        }
+        // Writes are refused as well, and change nothing.
+        HttpConnection c(m_port);
+        c.send("PUT", "/v1/config", R"({"max_batch_size": 7})", {{"Host", host}});
+        QCOMPARE(c.read().status, status == 200 ? 200 : 403);
+        const HttpResponse config = httpRequest(m_port, "GET", "/v1/config");
+        QCOMPARE(config.json().value("max_batch_size").toInt(), status == 200 ? 7 : 16);
+    }
+
     void serverMetadata()
     {
         const HttpResponse r = httpRequest(m_port, "GET", "/v2");
@@ -267,7 +312,8 @@ private slots:
         {
             // curl's way for big bodies: the 413 arrives before any body is sent.
             HttpConnection c(m_port);
-            c.sendRaw("POST /v1/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 50000000\r\nExpect: 100-continue\r\n\r\n");
+            c.sendRaw("POST /v1/infer HTTP/1.1\r\nHost: localhost\r\nContent-Length: 50000000\r\nExpect: "
+                      "100-continue\r\n\r\n");
             const HttpResponse r = c.read();
             QCOMPARE(r.status, 413);
         }
@@ -287,8 +333,8 @@ private slots:
     {
         HttpConnection c(m_port);
         const QByteArray body = inferBody({5, 6});
-        c.sendRaw("POST /v1/infer HTTP/1.1\r\nHost: x\r\nContent-Length: " + QByteArray::number(body.size()) +
-                  "\r\nExpect: 100-continue\r\n\r\n");
+        c.sendRaw("POST /v1/infer HTTP/1.1\r\nHost: localhost\r\nContent-Length: " +
+                  QByteArray::number(body.size()) + "\r\nExpect: 100-continue\r\n\r\n");
         c.sendRaw(body);
         const HttpResponse r = c.read(); // skips the interim 100
         QCOMPARE(r.status, 200);
@@ -298,7 +344,8 @@ private slots:
     void chunkedBodyNeedsLength()
     {
         HttpConnection c(m_port);
-        c.sendRaw("POST /v1/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+        c.sendRaw("POST /v1/infer HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: "
+                  "chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
         QCOMPARE(c.read().status, 411);
     }
 
@@ -309,6 +356,7 @@ private slots:
         HttpConnection first(m_port);
         first.send("POST", "/v1/infer", inferBody({1}));
         QVERIFY(waitForQueueDepth(m_port, 1));
+        // Refused once it has waited 500 ms (admission wait) for room.
         const HttpResponse rejected = httpRequest(m_port, "POST", "/v1/infer", inferBody({2}));
         QCOMPARE(rejected.status, 429);
         QCOMPARE(rejected.header("retry-after"), QByteArray("1"));

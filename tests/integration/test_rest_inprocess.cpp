@@ -6,8 +6,11 @@
 #include "app/rest/rest_server.h"
 #include "app/rest/routes.h"
 #include "engine/model_registry.h"
+#include "engine/store/trace_store.h"
 #include "rest_test_util.h"
 
+#include <QSemaphore>
+#include <QThreadPool>
 #include <QtTest>
 
 using namespace bp;
@@ -28,6 +31,21 @@ RestOptions anyPort()
     RestOptions o;
     o.port = 0;
     return o;
+}
+
+// HTTP answers with `code` the server has given so far (sent or queued
+// behind earlier answers on their connection), from /metrics.
+double responsesWithCode(quint16 port, int code)
+{
+    const HttpResponse r = httpRequest(port, "GET", "/metrics");
+    return metricValue(r.body, "batchpilot_http_responses_total{code=\"" + QByteArray::number(code) + "\"}");
+}
+
+QByteArray rawRequest(const QByteArray &method, const QByteArray &path, const QByteArray &body = {})
+{
+    return method + ' ' + path +
+           " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " + QByteArray::number(body.size()) + "\r\n\r\n" +
+           body;
 }
 } // namespace
 
@@ -95,6 +113,163 @@ private slots:
         // The result arrives after the server is gone: dropped, nothing touched.
         engine->shutdown(ShutdownMode::Drain);
         QCOMPARE(engine->snapshot().completed, std::uint64_t(1));
+    }
+
+    // A client may pipeline, but one connection holds at most
+    // maxPipelinedRequests unanswered requests: the next is answered 429
+    // after the earlier ones, the connection closes, and the rest of what
+    // the client sent is never parsed.
+    void pipelinedRequestsAreBounded()
+    {
+        BatchingConfig config;
+        config.policy = PolicyKind::Static; // waits for 8: nothing is answered yet
+        config.staticBatchSize = 8;
+        auto engine = echoEngine(config);
+        RestOptions o = anyPort();
+        o.maxPipelinedRequests = 3;
+        RestServer server(*engine, o, "test");
+        QVERIFY(server.start());
+        const quint16 port = server.port();
+
+        HttpConnection c(port);
+        QByteArray burst;
+        for (int i = 1; i <= 6; ++i)
+            burst += rawRequest("POST", "/v1/infer", inferBody({i}));
+        c.sendRaw(burst);
+        QTRY_COMPARE_WITH_TIMEOUT(engine->queueDepth(), std::size_t(3), 10000);
+        QTRY_COMPARE_WITH_TIMEOUT(responsesWithCode(port, 429), 1.0, 10000); // decided, queued behind 1-3
+
+        BatchingConfig dynamic = engine->config();
+        dynamic.policy = PolicyKind::Dynamic;
+        QVERIFY(engine->reconfigure(dynamic, "test").isOk());
+        for (int i = 1; i <= 3; ++i) {
+            const HttpResponse r = c.read();
+            QCOMPARE(r.status, 200);
+            QCOMPARE(r.json().value("output").toObject().value("tokens").toArray(), QJsonArray({i}));
+        }
+        const HttpResponse refused = c.read();
+        QCOMPARE(refused.status, 429);
+        QCOMPARE(refused.header("connection"), QByteArray("close"));
+        QCOMPARE(refused.header("retry-after"), QByteArray("1"));
+        QVERIFY2(refused.json().value("error").toString().contains("pipelining limit"),
+                 refused.body.constData());
+        QVERIFY(c.waitForClose());
+        // Requests 5 and 6 were never parsed, let alone run.
+        QCOMPARE(engine->snapshot().submitted, std::uint64_t(3));
+        // Other connections are served as before.
+        QCOMPARE(httpRequest(port, "POST", "/v1/infer", inferBody({9})).status, 200);
+    }
+
+    // A request that finds the admission queue full waits for room (in
+    // arrival order) instead of being refused at once; past
+    // maxWaitingRequests waiting, the next is refused before parsing.
+    void fullQueueHoldsRequestsUntilThereIsRoom()
+    {
+        BatchingConfig config;
+        config.policy = PolicyKind::Static;
+        config.staticBatchSize = 8;
+        config.queueCapacity = 2;
+        auto engine = echoEngine(config);
+        RestOptions o = anyPort();
+        o.admissionWait = std::chrono::hours(1); // never runs out here
+        o.maxWaitingRequests = 1;
+        RestServer server(*engine, o, "test");
+        QVERIFY(server.start());
+        const quint16 port = server.port();
+
+        HttpConnection a(port), b(port), c(port);
+        a.send("POST", "/v1/infer", inferBody({1}));
+        b.send("POST", "/v1/infer", inferBody({2}));
+        QTRY_COMPARE_WITH_TIMEOUT(engine->queueDepth(), std::size_t(2), 10000); // full
+        c.send("POST", "/v1/infer", inferBody({3}));
+        QTRY_COMPARE_WITH_TIMEOUT(
+            metricValue(httpRequest(port, "GET", "/metrics").body, "batchpilot_http_requests_waiting"), 1.0,
+            10000);
+        // The waiting room (one place) is taken: refused at once.
+        const HttpResponse refused = httpRequest(port, "POST", "/v1/infer", inferBody({4}));
+        QCOMPARE(refused.status, 429);
+        QCOMPARE(refused.header("retry-after"), QByteArray("1"));
+        QVERIFY2(refused.json().value("error").toString().contains("already waiting"),
+                 refused.body.constData());
+        QCOMPARE(engine->snapshot().submitted, std::uint64_t(2));
+
+        BatchingConfig dynamic = engine->config(); // room: the two run, the third goes in
+        dynamic.policy = PolicyKind::Dynamic;
+        QVERIFY(engine->reconfigure(dynamic, "test").isOk());
+        QCOMPARE(a.read().status, 200);
+        QCOMPARE(b.read().status, 200);
+        const HttpResponse admitted = c.read();
+        QCOMPARE(admitted.status, 200);
+        QCOMPARE(admitted.json().value("output").toObject().value("tokens").toArray(), QJsonArray({3}));
+        const QRegularExpression timing(
+            R"(^admit;dur=\d+\.\d{3}, engine;dur=\d+\.\d{3}, total;dur=\d+\.\d{3}$)");
+        QVERIFY2(timing.match(QString::fromLatin1(admitted.header("server-timing"))).hasMatch(),
+                 admitted.header("server-timing").constData());
+        QCOMPARE(metricValue(httpRequest(port, "GET", "/metrics").body, "batchpilot_http_requests_waiting"),
+                 0.0);
+    }
+
+    void waitingRequestGets429WhenTheWaitEnds()
+    {
+        BatchingConfig config;
+        config.policy = PolicyKind::Static;
+        config.staticBatchSize = 8;
+        config.queueCapacity = 1;
+        auto engine = echoEngine(config);
+        RestOptions o = anyPort();
+        o.admissionWait = std::chrono::milliseconds(1);
+        RestServer server(*engine, o, "test");
+        QVERIFY(server.start());
+        HttpConnection a(server.port());
+        a.send("POST", "/v1/infer", inferBody({1}));
+        QTRY_COMPARE_WITH_TIMEOUT(engine->queueDepth(), std::size_t(1), 10000);
+        const HttpResponse r =
+            httpRequest(server.port(), "POST", "/v2/models/echo/infer",
+                        R"({"inputs":[{"name":"input_ids","datatype":"INT64","shape":[1,1],"data":[1]}]})");
+        QCOMPARE(r.status, 429);
+        QCOMPARE(r.header("retry-after"), QByteArray("1"));
+        QVERIFY2(r.json().value("error").toString().contains("stayed full"), r.body.constData());
+        QVERIFY(r.header("server-timing").startsWith("admit;dur="));
+        QCOMPARE(engine->snapshot().submitted, std::uint64_t(1)); // the engine never saw it
+    }
+
+    // Reports render one at a time; at most maxQueuedReports are rendering
+    // or waiting, more get 429 with Retry-After.
+    void reportQueueIsBounded()
+    {
+        QTemporaryDir dir;
+        auto store = TraceStore::open((dir.path() + "/trace.sqlite").toStdString());
+        QVERIFY(store);
+        QThreadPool pool; // outlives the server, as RestOptions::reportPool requires
+        pool.setMaxThreadCount(1);
+        QSemaphore release;
+        pool.start([&release] { release.acquire(); }); // holds the pool's only thread
+        auto engine = echoEngine();
+        RestOptions o = anyPort();
+        o.store = *store;
+        o.maxQueuedReports = 2;
+        o.reportPool = &pool;
+        RestServer server(*engine, o, "test");
+        QVERIFY(server.start());
+        const quint16 port = server.port();
+
+        HttpConnection c(port);
+        const QByteArray report = rawRequest("GET", "/v1/sessions/1/report?format=json");
+        c.sendRaw(report + report + report);
+        QTRY_COMPARE_WITH_TIMEOUT(responsesWithCode(port, 429), 1.0, 10000);
+        // Another client meanwhile: refused at once, the two jobs still wait.
+        const HttpResponse direct = httpRequest(port, "GET", "/v1/sessions/1/report?format=json");
+        QCOMPARE(direct.status, 429);
+        QCOMPARE(direct.header("retry-after"), QByteArray("1"));
+        QVERIFY2(direct.json().value("error").toString().contains("2 reports are rendering or waiting"),
+                 direct.body.constData());
+
+        release.release();
+        QCOMPARE(c.read().status, 404); // no session 1 in an empty database: rendered, and answered
+        QCOMPARE(c.read().status, 404);
+        QCOMPARE(c.read().status, 429);
+        // The queue has drained: reports are taken again.
+        QCOMPARE(httpRequest(port, "GET", "/v1/sessions/1/report?format=json").status, 404);
     }
 
     void startRefusesBadOptions_data()

@@ -60,6 +60,11 @@ private slots:
         QCOMPARE(get("/v1/config", "Bearer s3cret").status, 200);
         QCOMPARE(get("/metrics", "bearer s3cret").status, 200); // the scheme is case-insensitive
         QCOMPARE(get("/nope", "Bearer s3cret").status, 404);
+        { // with a token, any Host is served (the token is the protection)
+            HttpConnection c(port, QStringLiteral("127.0.0.2"));
+            c.send("GET", "/v1/config", {}, {{"Authorization", "Bearer s3cret"}, {"Host", "rebind.example"}});
+            QCOMPARE(c.read().status, 200);
+        }
         HttpConnection c(port, QStringLiteral("127.0.0.2"));
         c.send("POST", "/v1/infer", inferBody({1, 2}), {{"Authorization", "Bearer s3cret"}});
         QCOMPARE(c.read().status, 200);

@@ -224,6 +224,46 @@ private slots:
         QCOMPARE(f.panel.formConfig(), f.engine->config());
     }
 
+    // Issue 12.3: undo re-applied the whole config from before the change,
+    // memory_batch_limit included, so the out-of-memory failures the memory
+    // guard had stopped came back. Undo and redo touch only the fields
+    // their change touched.
+    void undoRestoresOnlyTheFieldsItsChangeTouched()
+    {
+        Fixture f;
+        f.panel.maxBatchSizeBox()->setValue(64);
+        f.panel.applyNow();
+        QCOMPARE(f.engine->config().maxBatchSize, 64);
+        QVERIFY(f.engine->update(ConfigPatch::lowerMemoryBatchLimit(8), "memory-guard"));
+        f.undo.undo();
+        QCOMPARE(f.engine->config().maxBatchSize, 16);
+        QCOMPARE(f.engine->config().memoryBatchLimit, 8);
+        QCOMPARE(f.panel.formConfig(), f.engine->config());
+        f.undo.redo();
+        QCOMPARE(f.engine->config().maxBatchSize, 64);
+        QCOMPARE(f.engine->config().memoryBatchLimit, 8);
+    }
+
+    // Issue 12.3: the form sent every field, so an edit waiting for its
+    // debounce reverted whatever REST changed meanwhile.
+    void anEditKeepsChangesMadeElsewhereMeanwhile()
+    {
+        Fixture f;
+        f.panel.maxBatchSizeBox()->setValue(48);
+        QVERIFY(f.panel.dirty());
+        BatchingConfig rest = f.engine->config();
+        rest.queueCapacity = 999;
+        QVERIFY(f.engine->update(ConfigPatch::fields(rest, {"queue_capacity"}).value(), "rest"));
+        f.panel.applyNow();
+        QCOMPARE(f.engine->config().maxBatchSize, 48);
+        QCOMPARE(f.engine->config().queueCapacity, 999);
+        QCOMPARE(f.panel.queueCapacityBox()->value(), 999);
+        QCOMPARE(f.undo.undoText(), QStringLiteral("max_batch_size 16→48"));
+        f.undo.undo();
+        QCOMPARE(f.engine->config().maxBatchSize, 16);
+        QCOMPARE(f.engine->config().queueCapacity, 999);
+    }
+
     void adaptiveOptionsChangeTheEngine()
     {
         Fixture f;

@@ -1,7 +1,11 @@
 // TorchScript models from a file: the fixture made by
 // tools/make_torchscript_fixture.py at build time loads, is padding-invariant,
 // and every bad file gives a clear error naming the path and the reason.
+// Limits: read from the model's embeddings when it declares none, or set by
+// --vocab-size / --max-length (ModelSpec), never silently guessed.
 #include "model_test_util.h"
+
+#include "engine/engine.h"
 
 #include <QTemporaryDir>
 
@@ -131,6 +135,89 @@ private slots:
         const Status s = loadError(kFixtures + "/wrong_return.pt");
         QCOMPARE(s.code(), StatusCode::InvalidArgument);
         QVERIFY2(s.message().find("wrong signature") != std::string::npos, s.message().c_str());
+    }
+
+    // A 32,000-token embedding and no vocab_size attribute: every id the
+    // embedding holds is admitted (was: everything >= 256 rejected), and the
+    // 128-row position embedding bounds the length.
+    void limitsFromTheEmbeddings()
+    {
+        auto backend = createOrFail(testSpec(kFixtures + "/big_vocab.pt"));
+        QVERIFY(backend);
+        QCOMPARE(backend->info().vocabSize, 32000);
+        QCOMPARE(backend->info().maxSequenceLength, 128);
+        QVERIFY2(backend->info().description.find("tokens.weight rows") != std::string::npos,
+                 backend->info().description.c_str());
+
+        EngineOptions eo;
+        eo.backend = backend;
+        auto engine = Engine::create(eo);
+        QVERIFY(engine);
+        Request ok = makeRequest({31999, 300, 7});
+        QVERIFY2((*engine)->submit(std::move(ok), [](Response &&) {}).isOk(), "id 31999 refused");
+        Request past = makeRequest({32000});
+        const Status refused = (*engine)->submit(std::move(past), [](Response &&) {});
+        QCOMPARE(refused.code(), StatusCode::OutOfRange);
+        Request tooLong = makeRequest(std::vector<TokenId>(129, 1));
+        QCOMPARE((*engine)->submit(std::move(tooLong), [](Response &&) {}).code(), StatusCode::OutOfRange);
+        (*engine)->shutdown(ShutdownMode::Drain);
+
+        std::vector<Request> reqs{makeRequest({31999, 12000, 5})};
+        QCOMPARE(runBatch(*backend, reqs)[0].values.size(), std::size_t(4));
+    }
+
+    void limitOptions()
+    {
+        ModelSpec spec = testSpec(kFixtures + "/big_vocab.pt");
+        spec.vocabSize = 1000;
+        spec.maxSequenceLength = 64;
+        auto backend = createOrFail(spec);
+        QVERIFY(backend);
+        QCOMPARE(backend->info().vocabSize, 1000);
+        QCOMPARE(backend->info().maxSequenceLength, 64);
+
+        // The options also override a declared attribute.
+        ModelSpec declared = testSpec(kFixtures + "/tiny_classifier.pt");
+        declared.vocabSize = 100;
+        auto small = createOrFail(declared);
+        QVERIFY(small);
+        QCOMPARE(small->info().vocabSize, 100);
+        QCOMPARE(small->info().maxSequenceLength, 512);
+    }
+
+    void optionsBeyondTheEmbeddingsAreRefused()
+    {
+        ModelSpec spec = testSpec(kFixtures + "/big_vocab.pt");
+        spec.vocabSize = 40000;
+        auto created = createBackend(spec);
+        QVERIFY(!created);
+        QCOMPARE(created.status().code(), StatusCode::InvalidArgument);
+        QVERIFY2(created.status().message().find("32000") != std::string::npos,
+                 created.status().message().c_str());
+
+        spec.vocabSize = 0;
+        spec.maxSequenceLength = 4096;
+        created = createBackend(spec);
+        QVERIFY(!created);
+        QVERIFY2(created.status().message().find("128") != std::string::npos,
+                 created.status().message().c_str());
+    }
+
+    // Nothing in the model tells its vocabulary: loading fails and the error
+    // names the fix; with --vocab-size it loads.
+    void noEmbeddingNeedsVocabSize()
+    {
+        ModelSpec spec = testSpec(kFixtures + "/no_embedding.pt");
+        const Status s = loadError(spec.name);
+        QCOMPARE(s.code(), StatusCode::InvalidArgument);
+        QVERIFY2(s.message().find("--vocab-size") != std::string::npos, s.message().c_str());
+        QVERIFY(s.message().find(spec.name) != std::string::npos);
+
+        spec.vocabSize = 50000;
+        auto backend = createOrFail(spec);
+        QVERIFY(backend);
+        QCOMPARE(backend->info().vocabSize, 50000);
+        QCOMPARE(backend->info().maxSequenceLength, 1024);
     }
 
     void unknownBuiltin()

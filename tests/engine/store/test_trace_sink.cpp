@@ -5,6 +5,7 @@
 // the right order.
 #include "engine/engine.h"
 #include "engine/store/session_recorder.h"
+#include "engine/store/session_summary.h"
 #include "engine/store/trace_sink.h"
 #include "engine/store/trace_store.h"
 
@@ -109,6 +110,84 @@ private slots:
         (*sink)->onRequestFailed(membersOf(99, 1)[0]);
         QCOMPARE((*sink)->droppedRows(), std::uint64_t(51));
         QVERIFY(!(*sink)->flush());
+    }
+
+    // Issue 12.14: config rows were dropped with everything else when the
+    // queue was full, and replays and reports then described another
+    // session. A change is never dropped for a full queue.
+    void configRowsSurviveAFullQueue()
+    {
+        Fixture f;
+        const auto id = *f.store->startSession({});
+        TraceSinkOptions so;
+        so.queueCapacity = 5;
+        auto sink = TraceSink::create(f.path, id, SteadyClock::now(), so);
+        QVERIFY(sink);
+        FakeClock clock;
+        EngineOptions eo;
+        eo.backend = makeEchoBackend();
+        eo.clock = &clock;
+        eo.manualScheduling = true;
+        auto engine = Engine::create(eo);
+        QVERIFY(engine);
+        (*engine)->addObserver(*sink);
+        // Not started: the queue fills up and the next batch is dropped.
+        (*sink)->onBatchCompleted(batchOf(1, 4), membersOf(1, 4));
+        (*sink)->onBatchCompleted(batchOf(2, 4), membersOf(2, 4));
+        QCOMPARE((*sink)->droppedRows(), std::uint64_t(5));
+        BatchingConfig changed = (*engine)->config();
+        changed.maxBatchSize = 7;
+        QVERIFY((*engine)->reconfigure(changed, "test"));
+        QCOMPARE((*sink)->droppedRows(), std::uint64_t(5)); // the change was kept
+        (*sink)->onBatchCompleted(batchOf(3, 1), membersOf(3, 1));
+        QCOMPARE((*sink)->droppedRows(), std::uint64_t(7)); // the queue is still full for the rest
+        (*sink)->start();
+        QVERIFY((*sink)->flush());
+        auto history = f.store->configHistory(id);
+        QCOMPARE(history->size(), std::size_t(1));
+        QCOMPARE(history->at(0).origin, std::string("test"));
+        QCOMPARE(history->at(0).config.maxBatchSize, 7);
+        QCOMPARE(f.store->batches(id)->size(), std::size_t(1));
+    }
+
+    // Issue 12.14: cache hits were documented as traced, but the sink had no
+    // override for them. One is a request row with batch_id 0 and status ok.
+    void cacheHitsAreTraced()
+    {
+        Fixture f;
+        const auto id = *f.store->startSession({});
+        auto sink = TraceSink::create(f.path, id, SteadyClock::now());
+        QVERIFY(sink);
+        (*sink)->start();
+        FakeClock clock;
+        EngineOptions eo;
+        eo.backend = makeEchoBackend();
+        eo.clock = &clock;
+        eo.manualScheduling = true;
+        eo.batching.policy = PolicyKind::None;
+        eo.batching.cache.enabled = true;
+        auto engine = Engine::create(eo);
+        QVERIFY(engine);
+        (*engine)->addObserver(*sink);
+        Waiter w;
+        Request r;
+        r.tokens = {5, 6, 7};
+        QVERIFY((*engine)->submit(r, w.callback()).isOk());
+        QVERIFY((*engine)->runSchedulerOnce().dispatched);
+        QVERIFY((*engine)->submit(r, w.callback()).isOk()); // answered from the cache
+        QVERIFY(w.waitFor(2));
+        QCOMPARE((*engine)->snapshot().cacheHits, std::uint64_t(1));
+        QVERIFY((*sink)->flush());
+        auto requests = f.store->requests(id);
+        QCOMPARE(requests->size(), std::size_t(2));
+        int hits = 0;
+        for (const StoredRequest &stored : *requests) {
+            QCOMPARE(stored.status, StatusCode::Ok);
+            QCOMPARE(stored.inputTokens, 3);
+            hits += stored.cacheHit();
+        }
+        QCOMPARE(hits, 1);
+        QCOMPARE(f.store->summary(id)->completed, std::uint64_t(2));
     }
 
     void fullDatabaseTurnsLoggingOffWhileServingGoesOn()

@@ -1,0 +1,14 @@
+#include "bench_util.h"
+#include "load_bench.h"
+#include "profile_bench.h"
+#include "scheduler_bench.h"
+#include "store_bench.h"
+
+namespace bp::bench {
+
+std::vector<const StageOptions *> benchStages()
+{
+    return {&schedulerStage(), &profileStage(), &loadStage(), &storeStage()};
+}
+
+} // namespace bp::bench

@@ -1,0 +1,151 @@
+// The Open Inference Protocol codec on its own (app/rest/oip_codec): a
+// request's `shape` is checked against the data it carries before anything
+// is sized from it. A 200-byte body that claims shape [4096, 8192] must not
+// make the server thread reserve 128 MiB first.
+//
+// This executable replaces the global operator new to record the largest
+// single allocation, so a reservation sized from the shape shows up even
+// though the request is refused afterwards.
+#include "app/rest/oip_codec.h"
+
+#include <QtTest>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+namespace {
+std::atomic<std::size_t> g_largestAllocation{0};
+
+void *countedAllocate(std::size_t size)
+{
+    std::size_t seen = g_largestAllocation.load(std::memory_order_relaxed);
+    while (size > seen && !g_largestAllocation.compare_exchange_weak(seen, size, std::memory_order_relaxed)) {
+    }
+    if (void *p = std::malloc(size ? size : 1))
+        return p;
+    throw std::bad_alloc();
+}
+} // namespace
+
+void *operator new(std::size_t size)
+{
+    return countedAllocate(size);
+}
+void *operator new[](std::size_t size)
+{
+    return countedAllocate(size);
+}
+void operator delete(void *p) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void *p) noexcept
+{
+    std::free(p);
+}
+void operator delete(void *p, std::size_t) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void *p, std::size_t) noexcept
+{
+    std::free(p);
+}
+
+using namespace bp;
+using namespace bp::rest;
+
+namespace {
+ModelInfo echoLikeModel()
+{
+    ModelInfo m;
+    m.name = "builtin:echo";
+    m.vocabSize = 256;
+    m.maxSequenceLength = 8192;
+    return m;
+}
+
+QByteArray oipBody(const QByteArray &shape, const QByteArray &data)
+{
+    return R"({"inputs":[{"name":"input_ids","datatype":"INT64","shape":)" + shape + R"(,"data":)" + data +
+           "}]}";
+}
+} // namespace
+
+class TestOipCodec : public QObject {
+    Q_OBJECT
+private slots:
+    void shapeIsCheckedBeforeAnythingIsReserved_data()
+    {
+        QTest::addColumn<QByteArray>("shape");
+        QTest::addColumn<QByteArray>("data");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("flat, 4096 x 8192") << QByteArray("[4096, 8192]") << QByteArray("[1, 2, 3]")
+                                           << "shape [4096, 8192] needs 33554432 values, data has 3";
+        QTest::newRow("nested, 4096 x 8192") << QByteArray("[4096, 8192]") << QByteArray("[[1, 2], [3, 4]]")
+                                             << "shape [4096, 8192] needs 33554432 values, data has 4";
+        QTest::newRow("one row of 8192")
+            << QByteArray("[8192]") << QByteArray("[7]") << "shape [1, 8192] needs 8192 values, data has 1";
+        QTest::newRow("data longer than the shape")
+            << QByteArray("[1, 2]") << QByteArray("[1, 2, 3]") << "shape [1, 2] needs 2 values, data has 3";
+    }
+    void shapeIsCheckedBeforeAnythingIsReserved()
+    {
+        QFETCH(QByteArray, shape);
+        QFETCH(QByteArray, data);
+        QFETCH(QString, message);
+        const QByteArray body = oipBody(shape, data);
+        QVERIFY(body.size() < 200);
+        const ModelInfo model = echoLikeModel();
+
+        g_largestAllocation = 0;
+        auto parsed = parseOipInfer({body.constData(), std::size_t(body.size())}, model, TimePoint{});
+        const std::size_t largest = g_largestAllocation.load();
+
+        QVERIFY(!parsed);
+        QCOMPARE(parsed.status().code(), StatusCode::InvalidArgument);
+        QVERIFY2(QString::fromStdString(parsed.status().message()).contains(message),
+                 parsed.status().message().c_str());
+        // Parsing a body this small needs a few KiB at most; sizing a buffer
+        // from the claimed shape would take up to 128 MiB.
+        QVERIFY2(largest < 64 * 1024, qPrintable(QStringLiteral("largest allocation %1 bytes").arg(largest)));
+    }
+
+    void matchingShapeStillParses_data()
+    {
+        QTest::addColumn<QByteArray>("shape");
+        QTest::addColumn<QByteArray>("data");
+        QTest::newRow("flat") << QByteArray("[2, 3]") << QByteArray("[1, 2, 3, 4, 5, 6]");
+        QTest::newRow("nested") << QByteArray("[2, 3]") << QByteArray("[[1, 2, 3], [4, 5, 6]]");
+        QTest::newRow("one row") << QByteArray("[6]") << QByteArray("[1, 2, 3, 4, 5, 6]");
+    }
+    void matchingShapeStillParses()
+    {
+        QFETCH(QByteArray, shape);
+        QFETCH(QByteArray, data);
+        const QByteArray body = oipBody(shape, data);
+        auto parsed =
+            parseOipInfer({body.constData(), std::size_t(body.size())}, echoLikeModel(), TimePoint{});
+        QVERIFY2(parsed, parsed ? "" : parsed.status().message().c_str());
+        int total = 0;
+        for (const Request &r : parsed->rows)
+            total += int(r.tokens.size());
+        QCOMPARE(total, 6);
+        QCOMPARE(parsed->rows.back().tokens.back(), TokenId(6));
+    }
+
+    void nestedRowsOfTheWrongLengthAreRefused()
+    {
+        // Same number of values as the shape, split differently.
+        const QByteArray body = oipBody("[2, 3]", "[[1, 2], [3, 4, 5, 6]]");
+        auto parsed =
+            parseOipInfer({body.constData(), std::size_t(body.size())}, echoLikeModel(), TimePoint{});
+        QVERIFY(!parsed);
+        QVERIFY2(QString::fromStdString(parsed.status().message()).contains("does not match the shape"),
+                 parsed.status().message().c_str());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestOipCodec)
+#include "test_oip_codec.moc"
