@@ -1,25 +1,29 @@
 #!/usr/bin/env bash
-# Builds the BatchPilot .deb, installs it on this machine, checks that it
-# works, and removes it again (docs/packaging.md).
+# Builds the BatchPilot .deb, lints it, installs it on this machine, checks
+# that it works, and removes it again (docs/packaging.md).
 #
 #   packaging/check-deb.sh [BUILD_DIR]
 #
 # BUILD_DIR defaults to build/deb (configured here with the tests off); an
-# existing build directory (e.g. build/report) is reused as it is, which
+# existing build directory (e.g. build/default) is reused as it is, which
 # saves a full compile. Needs root (or sudo) for apt/dpkg, and the packages
-# of packaging/install-deps.sh. Checks, in order:
+# of packaging/install-deps.sh (lintian, help2man among them). Checks, in
+# order:
 #   1. cpack -G DEB builds the package; its Depends come from dpkg-shlibdeps
-#   2. apt installs it (resolving the Depends)
-#   3. the installed files: binaries, .desktop, icon, metainfo, sample trace
-#      + credit; desktop-file-validate and appstreamcli validate pass on the
-#      installed copies
-#   4. `batchpilot --version`, `batchpilot-bench --help`
-#   5. a headless smoke request: batchpilot --headless --port 0 --model
+#   2. lintian reports no error and no warning (info tags are printed)
+#   3. apt installs it (resolving the Depends)
+#   4. the installed files: binaries, .desktop, icon, metainfo, sample trace
+#      + credit, example configs, copyright (DEP-5), changelog, manual pages
+#      (rendered by man without a warning), bash completion;
+#      desktop-file-validate and appstreamcli validate the installed copies
+#   5. `batchpilot --version`, `batchpilot-bench --version`; bash completes
+#      the subcommands through bash-completion's loader
+#   6. a headless smoke request: batchpilot --headless --port 0 --model
 #      builtin:echo --db TMP/t.sqlite, read its `listening on` line, POST
 #      /v1/infer with curl, stop it with SIGTERM (graceful: exit code 0)
-#   6. the installed binary records that session and writes its report
-#      (PDF via the offscreen platform plugin, HTML, JSON); the sample
-#      trace imports
+#   7. the installed binary records that session and writes its report
+#      (PDF via the offscreen platform plugin, HTML, JSON); `import-trace
+#      --sample` imports the installed sample trace
 # and finally removes the package (also on failure). Exit code 0 when every
 # check passed.
 set -euo pipefail
@@ -50,6 +54,14 @@ ok "$DEB ($(du -h "$DEB" | cut -f1))"
 dpkg-deb --field "$DEB" Package Version Architecture Depends | sed 's/^/   /'
 dpkg-deb --contents "$DEB" | awk '{print "   " $6}' | grep -v '/$'
 
+step "lintian $(lintian --version | awk '{print $2}')"
+# --fail-on error,warning: info tags (I:) are shown but pass; overridden
+# tags (packaging/debian/lintian-overrides, if any) are listed with O:.
+LINT=$(lintian --fail-on error,warning --display-info --show-overrides "$DEB" 2>&1 | grep -v '^running with root') \
+  || { sed 's/^/   /' <<<"$LINT"; die "lintian reports errors or warnings"; }
+[[ -z "$LINT" ]] || sed 's/^/   /' <<<"$LINT"
+ok "lintian: $(grep -c '^E:' <<<"$LINT" || true) errors, $(grep -c '^W:' <<<"$LINT" || true) warnings"
+
 WORK=$(mktemp -d)
 SERVER_PID=""
 cleanup() {
@@ -75,11 +87,28 @@ step "installed files"
 for f in /usr/bin/batchpilot /usr/bin/batchpilot-bench /usr/share/applications/batchpilot.desktop \
          /usr/share/icons/hicolor/scalable/apps/batchpilot.svg \
          /usr/share/metainfo/io.batchpilot.BatchPilot.metainfo.xml \
-         /usr/share/batchpilot/traces/azure_llm_conv_2023.csv /usr/share/batchpilot/traces/README; do
+         /usr/share/batchpilot/traces/azure_llm_conv_2023.csv /usr/share/batchpilot/traces/README \
+         /usr/share/batchpilot/configs/default.json /usr/share/batchpilot/configs/bucketed-azure.json \
+         /usr/share/doc/batchpilot/copyright /usr/share/doc/batchpilot/changelog.gz \
+         /usr/share/doc/batchpilot/README.md /usr/share/man/man1/batchpilot.1.gz \
+         /usr/share/man/man1/batchpilot-bench.1.gz /usr/share/bash-completion/completions/batchpilot \
+         /usr/share/bash-completion/completions/batchpilot-bench; do
   [[ -f "$f" ]] || die "missing $f"
   ok "$f"
 done
 grep -q "CC-BY 4.0" /usr/share/batchpilot/traces/README || die "the trace's credit line is missing"
+grep -q "^License: CC-BY-4.0" /usr/share/doc/batchpilot/copyright && grep -q "Splitwise" /usr/share/doc/batchpilot/copyright \
+  || die "the copyright file lacks the trace's license or attribution"
+ok "copyright: $(grep -c '^Files:' /usr/share/doc/batchpilot/copyright) Files paragraphs, licenses $(grep -E '^License: ' /usr/share/doc/batchpilot/copyright | sort -u | cut -d' ' -f2 | paste -sd' ')"
+CHANGELOG_VERSION=$(zcat /usr/share/doc/batchpilot/changelog.gz | dpkg-parsechangelog -l- -S Version)
+[[ "$CHANGELOG_VERSION" == "$(dpkg-query -W -f='${Version}' batchpilot)" ]] \
+  || die "changelog version $CHANGELOG_VERSION is not the package's"
+ok "changelog.gz: latest entry $CHANGELOG_VERSION"
+for page in batchpilot batchpilot-bench; do
+  WARNINGS=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -E UTF-8 -l /usr/share/man/man1/$page.1.gz 2>&1 >/dev/null)
+  [[ -z "$WARNINGS" ]] || { sed 's/^/     /' <<<"$WARNINGS"; die "man $page: warnings"; }
+  ok "man $page: $(MANWIDTH=80 man -l /usr/share/man/man1/$page.1.gz 2>/dev/null | grep -E '^(NAME|SYNOPSIS|DESCRIPTION|OPTIONS|FILES|SEE ALSO|[A-Z ]+)$' | paste -sd, -)"
+done
 desktop-file-validate /usr/share/applications/batchpilot.desktop && ok "desktop-file-validate"
 appstreamcli validate --no-net /usr/share/metainfo/io.batchpilot.BatchPilot.metainfo.xml >/dev/null \
   && ok "appstreamcli validate --no-net"
@@ -88,7 +117,19 @@ step "batchpilot --version"
 VERSION=$(cd "$WORK" && batchpilot --version)
 echo "   $VERSION"
 [[ "$VERSION" == batchpilot\ * ]] || die "unexpected --version output"
+BENCH_VERSION=$(batchpilot-bench --version)
+echo "   $BENCH_VERSION"
+[[ "$BENCH_VERSION" == "batchpilot-bench ${VERSION#batchpilot }" ]] || die "batchpilot-bench --version differs"
 batchpilot-bench --help >/dev/null 2>&1 && ok "batchpilot-bench --help" || die "batchpilot-bench --help failed"
+# The completion as bash-completion loads it on first use (by command name).
+COMPLETED=$(cd "$WORK" && bash -c '
+  source /usr/share/bash-completion/bash_completion
+  _completion_loader batchpilot
+  COMP_WORDS=(batchpilot ""); COMP_CWORD=1; COMP_LINE="batchpilot "; COMP_POINT=${#COMP_LINE}
+  $(complete -p batchpilot | sed -E "s/.*-F ([^ ]+).*/\1/")
+  echo "${COMPREPLY[*]}"')
+echo "   bash: batchpilot <TAB> -> $COMPLETED"
+grep -qw import-trace <<<"$COMPLETED" || die "bash completion does not offer the subcommands"
 
 step "headless smoke request"
 DB="$WORK/t.sqlite"
@@ -136,4 +177,11 @@ done
 head -c 5 "$WORK/report.pdf" | grep -q '%PDF-' || die "report.pdf is not a PDF"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["headline"]["completed"] >= 1, d["headline"]' \
   "$WORK/report.json" && ok "report.json counts the smoke request"
-batchpilot import-trace /usr/share/batchpilot/traces/azure_llm_conv_2023.csv --db "$DB" | sed 's/^/   /'
+
+step "first run: import the bundled sample"
+(cd "$WORK" && batchpilot import-trace --sample --db "$DB") | sed 's/^/   /'
+SOURCE=$(batchpilot traces --json --db "$DB" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["source_path"])')
+[[ "$SOURCE" == /usr/share/batchpilot/traces/azure_llm_conv_2023.csv ]] || die "imported from $SOURCE"
+ok "imported from $SOURCE"
+(cd "$WORK" && batchpilot replay 1 --trace --virtual --model builtin:echo --db "$DB" 2>/dev/null) \
+  | grep -E '^(replay session|requests|mean batch size)' | sed 's/^/   /'

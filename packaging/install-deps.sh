@@ -17,6 +17,8 @@ PACKAGES=(
   # GUI screenshots, report rendering, packaging checks, load tests
   xvfb xauth x11-apps imagemagick poppler-utils appstream desktop-file-utils
   dpkg-dev file wrk curl
+  # the .deb: manual pages from --help, lintian, the completion's test
+  help2man lintian bash-completion man-db
 )
 
 missing=()

@@ -433,15 +433,14 @@ void TracesView::replaySample()
     updateSampleOffer();
     // The sample is an hour of traffic with prompts of up to 14k tokens: a
     // first replay with the dialog's usual defaults would run for an hour.
-    // Seed the choices ReplayDialog remembers with ones that show something
-    // within seconds on a CPU (about 1000 requests at 10x, token counts / 8)
-    // -- only when the operator has never replayed anything.
+    // Seed the choices ReplayDialog remembers with a short one (the first
+    // 200 requests, about 40 s at the trace's own rate, token counts / 8 as
+    // a CPU needs) -- only when the operator has never replayed anything.
     QSettings settings;
     settings.beginGroup(QStringLiteral("replay"));
     if (!settings.contains(QStringLiteral("lengthScale"))) {
-        settings.setValue(QStringLiteral("speed"), 10.0);
         settings.setValue(QStringLiteral("lengthScale"), 0.125);
-        settings.setValue(QStringLiteral("limit"), 1000);
+        settings.setValue(QStringLiteral("limit"), 200);
     }
     settings.endGroup();
     askAndReplay({ReplaySource::Kind::Trace, m_sampleTraceId});
@@ -464,7 +463,7 @@ void TracesView::updateSampleOffer()
     if (imported) {
         m_sampleText->setText(
             tr("The sample is trace %1. Replay it to see how batches form on real traffic "
-               "(on a CPU, a length scale of 0.125 and a request limit keep the replay short).")
+               "(on a CPU, a length scale of 0.125 and a request limit keep a replay short).")
                 .arg(m_sampleTraceId));
         if (!m_sampleSelected) { // once: later refreshes keep the operator's selection
             m_sampleSelected = true;
