@@ -34,7 +34,8 @@ section_words() {
 command_roff() {
     awk '
         function esc(s) { gsub(/\\/, "\\e", s); gsub(/-/, "\\-", s); return s }
-        function flush() { if (opt != "") { print ".TP"; print opt; print esc(text); opt = ""; text = "" } }
+        function safe(s) { return (s ~ /^[.'"'"']/ ? "\\&" : "") s } # a leading . or '"'"' would be a request
+        function flush() { if (opt != "") { print ".TP"; print opt; print safe(esc(text)); opt = ""; text = "" } }
         NR == 1 { sub(/^Usage: */, ""); print ".SS \"" esc($0) "\""; next }
         /^[Cc]ommon options:/ { flush(); exit }
         /^[A-Za-z][A-Za-z ]*:[[:space:]]*$/ { flush(); inopts = 1; next }
