@@ -109,13 +109,15 @@ Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const Loa
     // schedule drawn exactly as LoadGenerator draws it: arrival, then its
     // tokens, from the one generator (skipping the tokens would shift every
     // later arrival and count a different schedule).
-    std::uint64_t offered = 0;
+    std::uint64_t offered = 0, dueByWindowEnd = 0;
     {
         WorkloadSchedule copy(o.workload);
         while (auto a = copy.next()) {
             (void)copy.tokens(a->inputTokens);
             if (a->offset >= windowStartOffset && a->offset < windowEndOffset)
                 ++offered;
+            if (a->offset < windowEndOffset)
+                ++dueByWindowEnd;
         }
         tally->samples.reserve(copy.produced());
     }
@@ -140,8 +142,12 @@ Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const Loa
     bool arriving = true;
     for (;;) {
         const TimePoint now = SteadyClock::now();
-        if (arriving && now >= windowEnd) {
-            generator.stop(); // no arrivals after the window: the drain is for the window's requests
+        // No arrivals after the window (the drain is for the window's
+        // requests), but every one scheduled inside it is sent, however late
+        // the producer runs: otherwise a late last arrival would be missing
+        // from a figure whose offered load counts it.
+        if (arriving && now >= windowEnd && (generator.counters().sent >= dueByWindowEnd || now >= deadline)) {
+            generator.stop();
             arriving = false;
         }
         const auto c = generator.counters();
@@ -150,7 +156,8 @@ Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const Loa
         if (now >= deadline)
             break;
         std::unique_lock lock(tally->mutex);
-        tally->cv.wait_until(lock, std::min(arriving ? windowEnd : deadline, now + std::chrono::milliseconds(100)));
+        const TimePoint wake = arriving ? (now < windowEnd ? windowEnd : now + std::chrono::microseconds(200)) : deadline;
+        tally->cv.wait_until(lock, std::min(wake, now + std::chrono::milliseconds(100)));
     }
     generator.stop();
     const std::uint64_t rejected = generator.counters().rejected;
