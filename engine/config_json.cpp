@@ -1,5 +1,7 @@
 #include "config_json.h"
+#include "knobs.h"
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -8,50 +10,47 @@ namespace bp {
 using nlohmann::json;
 
 namespace {
-std::int64_t us(Duration d)
+// JSON paths of the knob table: "max_batch_size", "slo.p99_target_us". The
+// nested objects are the groups before the dot.
+std::pair<std::string_view, std::string_view> splitKey(std::string_view key)
 {
-    return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+    const auto dot = key.find('.');
+    if (dot == std::string_view::npos)
+        return {{}, key};
+    return {key.substr(0, dot), key.substr(dot + 1)};
 }
+
+bool isGroup(std::string_view name)
+{
+    for (const Knob &k : knobs())
+        if (splitKey(k.key).first == name)
+            return true;
+    return false;
+}
+
+json knobToJson(const Knob &k, const BatchingConfig &c)
+{
+    switch (k.type) {
+    case KnobType::Policy: return std::string(policyName(PolicyKind(int(k.get(c)))));
+    case KnobType::Bool: return k.get(c) != 0;
+    case KnobType::Double: return k.get(c);
+    case KnobType::Duration: return std::int64_t(std::trunc(k.get(c))); // whole µs, as duration_cast
+    case KnobType::IntList: return k.items(c);
+    case KnobType::Int: break;
+    }
+    return std::int64_t(std::llround(k.get(c)));
+}
+
 } // namespace
 
 json toJson(const BatchingConfig &c)
 {
-    return json{
-        {"policy", std::string(policyName(c.policy))},
-        {"max_batch_size", c.maxBatchSize},
-        {"max_queue_delay_us", us(c.maxQueueDelay)},
-        {"static_batch_size", c.staticBatchSize},
-        {"static_padded_length", c.staticPaddedLength},
-        {"static_flush_on_drain", c.staticFlushOnDrain},
-        {"bucket_edges", c.bucketEdges},
-        {"queue_capacity", c.queueCapacity},
-        {"instances", c.instances},
-        {"memory_batch_limit", c.memoryBatchLimit},
-        {"priority_aging_us", us(c.priorityAging)},
-        {"adaptive_delay",
-         {{"enabled", c.adaptiveDelay.enabled},
-          {"min_delay_us", us(c.adaptiveDelay.minDelay)},
-          {"max_delay_us", us(c.adaptiveDelay.maxDelay)},
-          {"period_us", us(c.adaptiveDelay.period)},
-          {"fill", c.adaptiveDelay.fill}}},
-        {"slo",
-         {{"enabled", c.slo.enabled},
-          {"p99_target_us", us(c.slo.p99Target)},
-          {"min_batch", c.slo.minBatch},
-          {"max_batch", c.slo.maxBatch},
-          {"min_delay_us", us(c.slo.minDelay)},
-          {"max_delay_us", us(c.slo.maxDelay)},
-          {"period_us", us(c.slo.period)},
-          {"batch_step", c.slo.batchStep},
-          {"delay_step_us", us(c.slo.delayStep)},
-          {"decrease", c.slo.decrease}}},
-        {"hybrid",
-         {{"static_sizes", c.hybrid.staticSizes},
-          {"max_static_length", c.hybrid.maxStaticLength},
-          {"min_static_rate", c.hybrid.minStaticRate},
-          {"static_max_wait_us", us(c.hybrid.staticMaxWait)}}},
-        {"cache", {{"enabled", c.cache.enabled}, {"max_entries", c.cache.maxEntries}, {"max_bytes", c.cache.maxBytes}}},
-    };
+    json out = json::object();
+    for (const Knob &k : knobs()) {
+        const auto [group, leaf] = splitKey(k.key);
+        (group.empty() ? out : out[std::string(group)])[std::string(leaf)] = knobToJson(k, c);
+    }
+    return out;
 }
 
 namespace {
@@ -62,6 +61,7 @@ Status typeError(const std::string &field, const char *expected, const json &val
             "field '" + field + "' must be " + expected + ", got " + std::string(value.type_name())};
 }
 
+// Types and a sanity range are checked here; validate() judges the values.
 Status readInt(const json &j, const std::string &field, long long lo, long long hi, long long &out)
 {
     if (!j.is_number_integer())
@@ -75,213 +75,80 @@ Status readInt(const json &j, const std::string &field, long long lo, long long 
     return Status::ok();
 }
 
-Status readBool(const json &j, const std::string &field, bool &out)
-{
-    if (!j.is_boolean())
-        return typeError(field, "a boolean", j);
-    out = j.get<bool>();
-    return Status::ok();
-}
-
-Status readNumber(const json &j, const std::string &field, double &out)
-{
-    if (!j.is_number())
-        return typeError(field, "a number", j);
-    out = j.get<double>();
-    return Status::ok();
-}
-
 constexpr long long kIntMax = 1'000'000'000;
 
-Status readIntField(const json &j, const std::string &field, int &out)
+// One knob's JSON value into `c`.
+Status readKnob(const Knob &k, const json &value, const std::string &field, BatchingConfig &c)
 {
     long long v = 0;
-    if (Status s = readInt(j, field, -kIntMax, kIntMax, v); !s)
-        return s;
-    out = int(v);
-    return Status::ok();
-}
-
-Status readMicros(const json &j, const std::string &field, Duration &out)
-{
-    long long v = 0;
-    if (Status s = readInt(j, field, -kIntMax * 1000, kIntMax * 1000, v); !s)
-        return s;
-    out = std::chrono::microseconds(v);
-    return Status::ok();
-}
-
-Status readIntList(const json &j, const std::string &field, std::vector<int> &out)
-{
-    if (!j.is_array())
-        return typeError(field, "an array of integers", j);
-    std::vector<int> values;
-    for (const auto &e : j) {
-        int v = 0;
-        if (Status s = readIntField(e, field + "[]", v); !s)
-            return s;
-        values.push_back(v);
+    switch (k.type) {
+    case KnobType::Policy: {
+        if (!value.is_string())
+            return typeError(field, "a string", value);
+        auto p = parsePolicy(value.get<std::string>());
+        if (!p)
+            return Status(StatusCode::InvalidArgument, "unknown policy '" + value.get<std::string>() +
+                                                           "' (none, static, dynamic, bucketed, hybrid)");
+        k.set(c, double(int(*p)));
+        return Status::ok();
     }
-    out = std::move(values);
-    return Status::ok();
-}
-
-// A nested object whose fields are read by `apply(key, value)`. Each field
-// read is named in `names` (ConfigPatch's names: "slo.p99_target_us").
-template <typename Apply>
-Status readObject(const json &j, const std::string &name, std::vector<std::string> &names, Apply apply)
-{
-    if (!j.is_object())
-        return typeError(name, "an object", j);
-    for (const auto &[key, value] : j.items()) {
-        const std::string field = name + "." + key;
-        std::optional<Status> s = apply(key, value, field);
-        if (!s)
-            return Status(StatusCode::InvalidArgument, "unknown config field '" + field + "'");
-        if (!*s)
-            return *s;
-        names.push_back(field);
-    }
-    return Status::ok();
-}
-
-Status readAdaptive(const json &j, AdaptiveDelayConfig &a, std::vector<std::string> &names)
-{
-    return readObject(j, "adaptive_delay", names, [&](const std::string &k, const json &v, const std::string &f)
-                                               -> std::optional<Status> {
-        if (k == "enabled") return readBool(v, f, a.enabled);
-        if (k == "min_delay_us") return readMicros(v, f, a.minDelay);
-        if (k == "max_delay_us") return readMicros(v, f, a.maxDelay);
-        if (k == "period_us") return readMicros(v, f, a.period);
-        if (k == "fill") return readNumber(v, f, a.fill);
-        return std::nullopt;
-    });
-}
-
-Status readSlo(const json &j, SloControllerConfig &c, std::vector<std::string> &names)
-{
-    return readObject(j, "slo", names, [&](const std::string &k, const json &v, const std::string &f)
-                                    -> std::optional<Status> {
-        if (k == "enabled") return readBool(v, f, c.enabled);
-        if (k == "p99_target_us") return readMicros(v, f, c.p99Target);
-        if (k == "min_batch") return readIntField(v, f, c.minBatch);
-        if (k == "max_batch") return readIntField(v, f, c.maxBatch);
-        if (k == "min_delay_us") return readMicros(v, f, c.minDelay);
-        if (k == "max_delay_us") return readMicros(v, f, c.maxDelay);
-        if (k == "period_us") return readMicros(v, f, c.period);
-        if (k == "batch_step") return readIntField(v, f, c.batchStep);
-        if (k == "delay_step_us") return readMicros(v, f, c.delayStep);
-        if (k == "decrease") return readNumber(v, f, c.decrease);
-        return std::nullopt;
-    });
-}
-
-Status readHybrid(const json &j, HybridConfig &h, std::vector<std::string> &names)
-{
-    return readObject(j, "hybrid", names, [&](const std::string &k, const json &v, const std::string &f)
-                                       -> std::optional<Status> {
-        if (k == "static_sizes") return readIntList(v, f, h.staticSizes);
-        if (k == "max_static_length") return readIntField(v, f, h.maxStaticLength);
-        if (k == "min_static_rate") return readNumber(v, f, h.minStaticRate);
-        if (k == "static_max_wait_us") return readMicros(v, f, h.staticMaxWait);
-        return std::nullopt;
-    });
-}
-
-Status readCache(const json &j, CacheConfig &c, std::vector<std::string> &names)
-{
-    return readObject(j, "cache", names, [&](const std::string &k, const json &v, const std::string &f)
-                                      -> std::optional<Status> {
-        if (k == "enabled") return readBool(v, f, c.enabled);
-        if (k == "max_entries") return readIntField(v, f, c.maxEntries);
-        if (k == "max_bytes") {
-            long long b = 0;
-            Status s = readInt(v, f, -(1LL << 62), 1LL << 62, b);
-            c.maxBytes = b;
+    case KnobType::Bool:
+        if (!value.is_boolean())
+            return typeError(field, "a boolean", value);
+        k.set(c, value.get<bool>() ? 1 : 0);
+        return Status::ok();
+    case KnobType::Double:
+        if (!value.is_number())
+            return typeError(field, "a number", value);
+        k.set(c, value.get<double>());
+        return Status::ok();
+    case KnobType::Duration:
+        if (Status s = readInt(value, field, -kIntMax * 1000, kIntMax * 1000, v); !s)
             return s;
+        k.set(c, double(v));
+        return Status::ok();
+    case KnobType::Int: {
+        // int fields, and byte counts wider than an int (cache.max_bytes)
+        const long long bound = k.hi > double(kIntMax) ? (1LL << 62) : kIntMax;
+        if (Status s = readInt(value, field, -bound, bound, v); !s)
+            return s;
+        k.set(c, double(v));
+        return Status::ok();
+    }
+    case KnobType::IntList: {
+        if (!value.is_array())
+            return typeError(field, "an array of integers", value);
+        std::vector<int> items;
+        for (const auto &e : value) {
+            if (Status s = readInt(e, field + "[]", -kIntMax, kIntMax, v); !s)
+                return s;
+            items.push_back(int(v));
         }
-        return std::nullopt;
-    });
+        k.itemsMut(c) = std::move(items);
+        return Status::ok();
+    }
+    }
+    return Status::ok();
 }
 
-// Reads the fields of `j` into `c` (types and per-field integer ranges are
-// checked here; validate() judges the whole) and names each in `names`.
-Status readFields(const json &j, BatchingConfig &c, std::vector<std::string> &names)
+// Reads the fields of `j` (nested under `group` when given) into `c` and
+// names each in `names` (ConfigPatch's names: "slo.p99_target_us").
+Status readFields(const json &j, BatchingConfig &c, std::vector<std::string> &names, const std::string &group = {})
 {
     if (!j.is_object())
-        return Status(StatusCode::InvalidArgument, "config must be a JSON object");
+        return group.empty() ? Status(StatusCode::InvalidArgument, "config must be a JSON object")
+                             : typeError(group, "an object", j);
     for (const auto &[key, value] : j.items()) {
-        const bool group = key == "adaptive_delay" || key == "slo" || key == "hybrid" || key == "cache";
-        if (!group)
-            names.push_back(key);
-        long long v = 0;
-        Status s;
-        if (key == "policy") {
-            if (!value.is_string())
-                return typeError(key, "a string", value);
-            auto p = parsePolicy(value.get<std::string>());
-            if (!p)
-                return Status(StatusCode::InvalidArgument, "unknown policy '" + value.get<std::string>() +
-                                                               "' (none, static, dynamic, bucketed, hybrid)");
-            c.policy = *p;
-        } else if (key == "max_batch_size") {
-            if (!(s = readInt(value, key, -kIntMax, kIntMax, v)))
+        const std::string field = group.empty() ? key : group + "." + key;
+        if (const Knob *k = findKnob(field)) {
+            if (Status s = readKnob(*k, value, field, c); !s)
                 return s;
-            c.maxBatchSize = int(v);
-        } else if (key == "max_queue_delay_us") {
-            if (!(s = readInt(value, key, -kIntMax, kIntMax * 1000, v)))
-                return s;
-            c.maxQueueDelay = std::chrono::microseconds(v);
-        } else if (key == "static_batch_size") {
-            if (!(s = readInt(value, key, -kIntMax, kIntMax, v)))
-                return s;
-            c.staticBatchSize = int(v);
-        } else if (key == "static_padded_length") {
-            if (!(s = readInt(value, key, -kIntMax, kIntMax, v)))
-                return s;
-            c.staticPaddedLength = int(v);
-        } else if (key == "static_flush_on_drain") {
-            if (!value.is_boolean())
-                return typeError(key, "a boolean", value);
-            c.staticFlushOnDrain = value.get<bool>();
-        } else if (key == "bucket_edges") {
-            if (!value.is_array())
-                return typeError(key, "an array of integers", value);
-            std::vector<int> edges;
-            for (const auto &e : value) {
-                if (!(s = readInt(e, key + "[]", -kIntMax, kIntMax, v)))
-                    return s;
-                edges.push_back(int(v));
-            }
-            c.bucketEdges = std::move(edges);
-        } else if (key == "queue_capacity") {
-            if (!(s = readInt(value, key, -kIntMax, kIntMax, v)))
-                return s;
-            c.queueCapacity = int(v);
-        } else if (key == "instances") {
-            if (!(s = readInt(value, key, -kIntMax, kIntMax, v)))
-                return s;
-            c.instances = int(v);
-        } else if (key == "memory_batch_limit") {
-            if (!(s = readIntField(value, key, c.memoryBatchLimit)))
-                return s;
-        } else if (key == "priority_aging_us") {
-            if (!(s = readMicros(value, key, c.priorityAging)))
-                return s;
-        } else if (key == "adaptive_delay") {
-            if (!(s = readAdaptive(value, c.adaptiveDelay, names)))
-                return s;
-        } else if (key == "slo") {
-            if (!(s = readSlo(value, c.slo, names)))
-                return s;
-        } else if (key == "hybrid") {
-            if (!(s = readHybrid(value, c.hybrid, names)))
-                return s;
-        } else if (key == "cache") {
-            if (!(s = readCache(value, c.cache, names)))
+            names.push_back(field);
+        } else if (group.empty() && isGroup(key)) {
+            if (Status s = readFields(value, c, names, key); !s)
                 return s;
         } else {
-            return Status(StatusCode::InvalidArgument, "unknown config field '" + key + "'");
+            return Status(StatusCode::InvalidArgument, "unknown config field '" + field + "'");
         }
     }
     return Status::ok();

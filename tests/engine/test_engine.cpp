@@ -57,20 +57,6 @@ Request req(int length, int maxNew = 0)
     return r;
 }
 
-// Polls `pred` until it holds or `timeout` passes (a condition wait for
-// state the engine does not signal).
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::seconds timeout = 20s)
-{
-    const TimePoint until = SteadyClock::now() + timeout;
-    while (!pred()) {
-        if (SteadyClock::now() > until)
-            return false;
-        std::this_thread::sleep_for(1ms);
-    }
-    return true;
-}
-
 double processCpuSeconds()
 {
     timespec ts{};
@@ -234,8 +220,10 @@ private slots:
         QVERIFY((*engine)->submit(r, c.callback()).isOk());
         QVERIFY(c.waitFor(1));
         QVERIFY(c.responses()[0].status.isOk());
-        QVERIFY2(eventually([&] { return (*engine)->schedulerIdle(); }),
-                 "the scheduling thread never went to sleep: it is still waking up for a deadline that left");
+        QTRY_VERIFY2_WITH_TIMEOUT((*engine)->schedulerIdle(),
+                                  "the scheduling thread never went to sleep: it is still waking up for a deadline "
+                                  "that left",
+                                  20000);
         // A resource check, not a latency assertion: the bound is ~10x what
         // a busy machine's noise could add, and ~3x below the spinning bug.
         const double cpu0 = processCpuSeconds();
