@@ -133,7 +133,8 @@ Status readKnob(const Knob &k, const json &value, const std::string &field, Batc
 
 // Reads the fields of `j` (nested under `group` when given) into `c` and
 // names each in `names` (ConfigPatch's names: "slo.p99_target_us").
-Status readFields(const json &j, BatchingConfig &c, std::vector<std::string> &names, const std::string &group = {})
+Status readFields(const json &j, BatchingConfig &c, std::vector<std::string> &names,
+                  const std::string &group = {})
 {
     if (!j.is_object())
         return group.empty() ? Status(StatusCode::InvalidArgument, "config must be a JSON object")
@@ -194,7 +195,7 @@ Result<BatchingConfig> loadConfigFile(const std::string &path, const BatchingCon
 
 json toJson(const LatencySummary &s)
 {
-    return json{{"count", s.count}, {"mean_us", s.meanUs}, {"p50_us", s.p50Us},  {"p90_us", s.p90Us},
+    return json{{"count", s.count},  {"mean_us", s.meanUs}, {"p50_us", s.p50Us}, {"p90_us", s.p90Us},
                 {"p99_us", s.p99Us}, {"p999_us", s.p999Us}, {"max_us", s.maxUs}};
 }
 
