@@ -4,6 +4,7 @@
 // Command::options), and an option outside the table refused with exit 2.
 #include "app/app_options.h"
 #include "app/commands.h"
+#include "tests/process_run.h"
 
 #include <QProcess>
 #include <QRegularExpression>
@@ -14,25 +15,11 @@ using namespace bp::app;
 
 namespace {
 
-struct Run {
-    int code = -1;
-    QString out, err;
-};
+using Run = bp::test::ProcessRun;
 
 Run runApp(const QStringList &args)
 {
-    QProcess p;
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert("QT_QPA_PLATFORM", "offscreen");
-    p.setProcessEnvironment(env);
-    p.start(QStringLiteral(BATCHPILOT_EXE), args);
-    Run r;
-    if (!p.waitForFinished(60000))
-        return r;
-    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = QString::fromUtf8(p.readAllStandardOutput());
-    r.err = QString::fromUtf8(p.readAllStandardError());
-    return r;
+    return bp::test::runProcess(QStringLiteral(BATCHPILOT_EXE), args, 60000);
 }
 
 bool namesOption(const QString &help, const QString &name)

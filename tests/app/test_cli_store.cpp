@@ -4,6 +4,7 @@
 // messages with non-zero exit codes for unknown ids, missing files, a
 // database that is not ours and bad usage.
 #include "engine/store/sqlite_db.h"
+#include "tests/process_run.h"
 
 #include <QtTest>
 
@@ -11,10 +12,7 @@
 
 namespace {
 
-struct Run {
-    int code = -1;
-    QString out, err;
-};
+using Run = bp::test::ProcessRun;
 
 class Cli {
 public:
@@ -25,19 +23,7 @@ public:
     Run run(QStringList args, const QString &db = {}) const
     {
         args << "--db" << (db.isEmpty() ? m_db : db);
-        QProcess p;
-        p.start(QStringLiteral(BATCHPILOT_EXE), args);
-        Run r;
-        if (!p.waitForFinished(120000)) {
-            p.kill();
-            p.waitForFinished();
-            r.err = "timed out";
-            return r;
-        }
-        r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-        r.out = QString::fromUtf8(p.readAllStandardOutput());
-        r.err = QString::fromUtf8(p.readAllStandardError());
-        return r;
+        return bp::test::runProcess(QStringLiteral(BATCHPILOT_EXE), args, 120000);
     }
 
     QString write(const QString &name, const QByteArray &text) const

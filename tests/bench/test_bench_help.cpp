@@ -3,6 +3,7 @@
 // and the help read the same table, so a new option cannot go unlisted); an
 // option outside the table is refused with exit 2.
 #include "bench/bench_util.h"
+#include "tests/process_run.h"
 
 #include <QProcess>
 #include <QRegularExpression>
@@ -12,22 +13,11 @@ using namespace bp::bench;
 
 namespace {
 
-struct Run {
-    int code = -1;
-    QString out, err;
-};
+using Run = bp::test::ProcessRun;
 
 Run runBench(const QStringList &args)
 {
-    QProcess p;
-    p.start(QStringLiteral(BATCHPILOT_BENCH_EXE), args);
-    Run r;
-    if (!p.waitForFinished(60000))
-        return r;
-    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = QString::fromUtf8(p.readAllStandardOutput());
-    r.err = QString::fromUtf8(p.readAllStandardError());
-    return r;
+    return bp::test::runProcess(QStringLiteral(BATCHPILOT_BENCH_EXE), args, 60000);
 }
 
 // "--name" as an option line's own token: followed by a space or the end of the line.

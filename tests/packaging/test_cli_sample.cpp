@@ -2,32 +2,19 @@
 // tree, and from an installed tree (cmake --install into a temporary
 // prefix: the installed binary must find PREFIX/share/batchpilot, not the
 // build tree), plus the usage errors.
+#include "tests/process_run.h"
+
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
 
 namespace {
 
-struct Run {
-    int code = -1;
-    QString out, err;
-};
+using Run = bp::test::ProcessRun;
 
 Run run(const QString &program, const QStringList &args)
 {
-    QProcess p;
-    p.start(program, args);
-    Run r;
-    if (!p.waitForFinished(180000)) {
-        p.kill();
-        p.waitForFinished();
-        r.err = "timed out";
-        return r;
-    }
-    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = QString::fromUtf8(p.readAllStandardOutput());
-    r.err = QString::fromUtf8(p.readAllStandardError());
-    return r;
+    return bp::test::runProcess(program, args, 180000);
 }
 
 #define VERIFY_RUN(r, expected)                                                                              \
