@@ -1,7 +1,10 @@
 #include "bench_util.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -121,6 +124,18 @@ void tightenTimerSlack()
 #ifdef __linux__
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 #endif
+}
+
+
+int writeJsonOption(const Args &args, const nlohmann::json &json)
+{
+    std::ofstream out(args.str("json", ""));
+    if (!out) {
+        std::cerr << "batchpilot-bench: cannot write " << args.str("json", "") << "\n";
+        return 1;
+    }
+    out << json.dump(2) << "\n";
+    return 0;
 }
 
 } // namespace bp::bench

@@ -2,6 +2,8 @@
 // printing. Qt-free.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <map>
 #include <optional>
 #include <string>
@@ -52,6 +54,10 @@ std::string helpText(const StageOptions &stage);
 // an option not in the table prints "unknown option" to stderr and returns 2;
 // otherwise returns -1 (go on).
 int handleHelpAndUnknown(const Args &args, const StageOptions &stage);
+
+// --json FILE: writes `json` there, indented. 0, or 1 after saying on stderr
+// that the file cannot be written.
+int writeJsonOption(const Args &args, const nlohmann::json &json);
 
 // Every stage, in the order `batchpilot-bench --help` lists them.
 std::vector<const StageOptions *> benchStages();

@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -443,11 +442,6 @@ int runLoadBench(const Args &args)
     }
 
     if (args.has("json")) {
-        std::ofstream out(args.str("json", ""));
-        if (!out) {
-            std::cerr << "batchpilot-bench: cannot write " << args.str("json", "") << "\n";
-            return 1;
-        }
         nlohmann::json j{{"stage", "load"},
                          {"model", model.name},
                          {"preset", spec.preset},
@@ -468,7 +462,8 @@ int runLoadBench(const Args &args)
                 {"definition", "the profile's best throughput over batch sizes at the workload's length"}};
         if (ceiling)
             j["ceiling_profile"] = toJson(*ceiling);
-        out << j.dump(2) << "\n";
+        if (int rc = writeJsonOption(args, j); rc != 0)
+            return rc;
     }
     return 0;
 }

@@ -6,7 +6,6 @@
 #include "model_profile.h"
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 
 namespace bp::bench {
@@ -67,15 +66,11 @@ int runProfileBench(const Args &args)
     printProfile(*profile);
 
     if (args.has("json")) {
-        std::ofstream out(args.str("json", ""));
-        if (!out) {
-            std::cerr << "batchpilot-bench: cannot write " << args.str("json", "") << "\n";
-            return 1;
-        }
         nlohmann::json j = toJson(*profile);
         j["warmup"] = options.warmup;
         j["repeats"] = options.repeats;
-        out << j.dump(2) << "\n";
+        if (int rc = writeJsonOption(args, j); rc != 0)
+            return rc;
     }
     return 0;
 }

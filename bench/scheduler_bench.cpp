@@ -18,7 +18,6 @@
 
 #include <atomic>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -141,12 +140,8 @@ int runQueuedBench(const Args &args, EngineOptions options, std::size_t queued, 
                            {"p99", us(dispatch, 0.99)},
                            {"max", double(dispatch.max()) / 1e3}}},
                          {"snapshot_us", {{"p50", us(snapshot, 0.5)}, {"p99", us(snapshot, 0.99)}}}};
-        std::ofstream out(args.str("json", ""));
-        if (!out) {
-            std::cerr << "batchpilot-bench: cannot write " << args.str("json", "") << "\n";
-            return 1;
-        }
-        out << j.dump(2) << "\n";
+        if (int rc = writeJsonOption(args, j); rc != 0)
+            return rc;
     }
     return 0;
 }
@@ -334,12 +329,8 @@ int runSchedulerBench(const Args &args)
                          {"overhead_us",
                           {{"p50", us(0.5)}, {"p90", us(0.9)}, {"p99", us(0.99)}, {"p999", us(0.999)},
                            {"max", double(f.overhead.max()) / 1e3}}}};
-        std::ofstream out(args.str("json", ""));
-        if (!out) {
-            std::cerr << "batchpilot-bench: cannot write " << args.str("json", "") << "\n";
-            return 1;
-        }
-        out << j.dump(2) << "\n";
+        if (int rc = writeJsonOption(args, j); rc != 0)
+            return rc;
     }
     return 0;
 }

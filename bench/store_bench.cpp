@@ -22,7 +22,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -344,12 +343,8 @@ int runStoreBench(const Args &args)
         json["import"] = {{"trace", trace}, {"rows", rows}, {"seconds", times}, {"median_s", median(times)}};
     }
     if (args.has("json")) {
-        std::ofstream out(args.str("json", ""));
-        if (!out) {
-            std::cerr << "batchpilot-bench: cannot write " << args.str("json", "") << "\n";
-            return 1;
-        }
-        out << json.dump(2) << "\n";
+        if (int rc = writeJsonOption(args, json); rc != 0)
+            return rc;
     }
     return 0;
 }
