@@ -1,12 +1,13 @@
 // batchpilot: the console, --headless serving, and the window-less
-// subcommands (see commands.cpp).
-#include "app_options.h"
-#include "commands.h"
-#include "data_paths.h"
-#include "engine_bridge.h"
-#include "engine_host.h"
-
-#include "rest/serve.h"
+// subcommands (see app/commands.cpp). The composition root: the only code
+// above app/, ui/, app/rest and app/report, and the only one that includes
+// ui/ headers (cmake/check_layering.cmake).
+#include "app/app_options.h"
+#include "app/commands.h"
+#include "app/data_paths.h"
+#include "app/engine_bridge.h"
+#include "app/engine_host.h"
+#include "app/rest/serve.h"
 
 #include "ui/demo_script.h"
 #include "ui/main_window.h"
