@@ -17,6 +17,7 @@ Http1Connection::Http1Connection(HttpEndpoint endpoint, QObject *parent)
     : QObject(parent), m_endpoint(std::move(endpoint))
 {
     m_timer.setSingleShot(true);
+    m_timer.setTimerType(Qt::PreciseTimer); // a coarse timer may fire 5% early
     connect(&m_timer, &QTimer::timeout, this, &Http1Connection::onTimeout);
 }
 
@@ -55,9 +56,9 @@ void Http1Connection::connectSocket()
         m_socket = ssl;
         connect(ssl, &QSslSocket::encrypted, this, &Http1Connection::writeRequest);
         connect(ssl, &QSslSocket::sslErrors, this, [this](const QList<QSslError> &errors) {
+            // complete() drops the socket before its callback may start the next exchange.
             complete(
                 QStringLiteral("TLS: %1").arg(errors.isEmpty() ? QString() : errors.front().errorString()));
-            dropSocket();
         });
     } else {
         m_socket = new QTcpSocket(this);
@@ -152,9 +153,8 @@ void Http1Connection::onError()
     if (!m_active || !m_socket)
         return;
     if (m_socket->error() == QAbstractSocket::RemoteHostClosedError)
-        return; // disconnected() follows and decides
-    complete(m_socket->errorString());
-    dropSocket();
+        return;                        // disconnected() follows and decides
+    complete(m_socket->errorString()); // drops the socket before the callback runs
 }
 
 void Http1Connection::onTimeout()
@@ -164,14 +164,15 @@ void Http1Connection::onTimeout()
     complete(QStringLiteral("timed out after %1 ms")
                  .arg(std::chrono::duration_cast<std::chrono::milliseconds>(m_exchange.timeout).count()),
              true);
-    dropSocket();
 }
 
 void Http1Connection::abort(const QString &reason)
 {
+    // Drop first: complete()'s callback may start the next exchange, whose
+    // new socket must survive this call.
+    dropSocket();
     if (m_active)
         complete(reason);
-    dropSocket();
 }
 
 void Http1Connection::dropSocket()
@@ -212,8 +213,7 @@ void Http1Connection::complete(const QString &error, bool timedOut)
 bool Http1Connection::parse()
 {
     auto fail = [this](const QString &what) {
-        complete(QStringLiteral("bad response: %1").arg(what));
-        dropSocket();
+        complete(QStringLiteral("bad response: %1").arg(what)); // drops the socket
         return false;
     };
     auto emitPiece = [this](const QByteArray &piece) {

@@ -87,6 +87,9 @@ private:
     void onTimeout();
     // Parses what is buffered; true when the response is complete.
     bool parse();
+    // Ends the exchange and calls its callback, which may start the next
+    // one at once. A failed exchange's socket is dropped *before* the
+    // callback, so callers must not touch the socket after complete().
     void complete(const QString &error, bool timedOut = false);
     void dropSocket();
 

@@ -167,13 +167,16 @@ public:
                 {"metrics_url", m_metricsUrl.toString().toStdString()}};
     }
 
+    // Normally after finish(); also safe without it (a replay that failed
+    // before its first request): whatever is still out fails as cancelled.
     void shutdown()
     {
-        m_scrapeTimer.stop();
-        for (Http1Connection *c : m_connections)
-            delete c;
-        m_connections.clear();
+        cancelAll();
         m_idle.clear();
+        const std::vector<Http1Connection *> connections = std::move(m_connections);
+        m_connections.clear();
+        for (Http1Connection *c : connections)
+            delete c;
         delete m_scrapeConnection;
         m_scrapeConnection = nullptr;
     }
