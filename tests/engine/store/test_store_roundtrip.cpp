@@ -9,6 +9,8 @@
 
 #include <QtTest>
 
+#include <set>
+
 using namespace bp;
 using namespace std::chrono_literals;
 
@@ -49,6 +51,21 @@ RequestRecord request(std::uint64_t id, TimePoint epoch, Duration arrival, Durat
 class TestStoreRoundTrip : public QObject {
     Q_OBJECT
 private slots:
+    // Statuses are stored by name: every code (Cancelled included) has a
+    // distinct name that parses back to itself, so no stored row reads back
+    // as `internal`.
+    void statusNamesRoundTrip()
+    {
+        std::set<std::string_view> names;
+        for (int c = 0; c < kStatusCodeCount; ++c) {
+            const std::string_view name = statusCodeName(StatusCode(c));
+            QVERIFY2(name != "unknown", std::to_string(c).c_str());
+            QVERIFY(names.insert(name).second);
+            QCOMPARE(parseStatusCode(name), std::optional<StatusCode>(StatusCode(c)));
+        }
+        QCOMPARE(parseStatusCode("cancelled"), std::optional<StatusCode>(StatusCode::Cancelled));
+    }
+
     void sessions()
     {
         Fixture f;
