@@ -32,6 +32,7 @@ public:
     Poll poll(TimePoint now, bool draining, bool mayDispatch = true) override;
     // A dispatched batch is forgotten: nothing to learn from its outcome.
     void finished(const Batch &, TimePoint) override {}
+    using Scheduler::finished; // never hands out steps
 
     // Validated by the caller. Re-buckets queued requests when the queues
     // change, keeping each queue in admission order (a merge of the

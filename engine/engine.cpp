@@ -17,6 +17,10 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options)
         return Status(StatusCode::InvalidArgument, "engine needs a backend");
     if (Status s = validate(options.batching); !s)
         return s;
+    if (Status s =
+            schedulerSupports(options.batching, options.backend->steps(), options.backend->info().name);
+        !s)
+        return s;
     if (options.probeMemory) {
         const BatchingConfig &c = options.batching;
         const int longest = std::min(options.backend->info().maxSequenceLength, c.bucketEdges.back());
@@ -36,7 +40,8 @@ Engine::Engine(EngineOptions options)
     : m_backend(std::move(options.backend)), m_guard(m_backend),
       m_clock(options.clock ? options.clock : &RealClock::instance()), m_manual(options.manualScheduling),
       m_spin(options.manualScheduling ? Duration::zero() : options.spin), m_metrics(m_clock->now()),
-      m_cache(options.batching), m_scheduler(makeScheduler(options.batching, m_backend->info().limits())),
+      m_cache(options.batching),
+      m_scheduler(makeScheduler(options.batching, m_backend->info().limits(), m_backend->steps())),
       m_config(options.batching, m_clock->now()), m_targetInstances(options.batching.instances)
 {
 }
@@ -104,13 +109,34 @@ Status Engine::applyLocked(const ConfigPatch &patch, std::string origin, const s
 {
     // `before` keeps the previous config alive past the swap.
     const std::shared_ptr<const BatchingConfig> before = m_config.current();
+    const BatchingConfig next = patch.appliedTo(*before);
+    const bool switchKind = !sameSchedulerKind(*before, next);
+    if (switchKind) {
+        if (Status s = schedulerSupports(next, m_backend->steps(), m_backend->info().name); !s)
+            return s;
+        if (m_scheduler->hasWorkInFlight())
+            return {StatusCode::Unavailable,
+                    "a generation step is running; switch the policy again in a moment"};
+    }
     // The one gate for every writer, controllers included.
     if (Status s = m_config.apply(patch, std::move(origin), why, m_clock->now(), change); !s)
         return s;
     if (change.version == 0)
         return Status::ok();
     const BatchingConfig &config = *m_config.current();
-    m_scheduler->reconfigure(config, m_config.version());
+    if (switchKind) {
+        // Another kind of scheduler: move the queue over in admission order.
+        std::unique_ptr<Scheduler> fresh =
+            makeScheduler(config, m_backend->info().limits(), m_backend->steps());
+        fresh->reconfigure(config, m_config.version());
+        const TimePoint now = m_clock->now();
+        for (Pending &p : m_scheduler->takeAll())
+            if (Status s = fresh->admit(p, now); !s)
+                m_refused.push_back({std::move(p), std::move(s)});
+        m_scheduler = std::move(fresh);
+    } else {
+        m_scheduler->reconfigure(config, m_config.version());
+    }
     if (before->queueCount() != config.queueCount() || before->policy != config.policy ||
         before->bucketEdges != config.bucketEdges || before->hybrid != config.hybrid)
         m_metrics.resetQueues();
@@ -166,6 +192,7 @@ Result<ConfigUpdate> Engine::update(const ConfigPatch &patch, std::string origin
 {
     ConfigUpdate result;
     ConfigChange change;
+    std::vector<Scheduler::Failure> refused;
     {
         std::lock_guard lock(m_mutex);
         if (m_stopping)
@@ -175,7 +202,9 @@ Result<ConfigUpdate> Engine::update(const ConfigPatch &patch, std::string origin
             return s;
         result.after = *m_config.current();
         result.version = change.version;
+        refused = std::exchange(m_refused, {});
     }
+    failEach(refused, result.after);
     if (change.version)
         notifyConfigChanged(change);
     return result;
@@ -249,6 +278,16 @@ void Engine::addObserver(std::shared_ptr<EngineObserver> observer)
 void Engine::removeObserver(const std::shared_ptr<EngineObserver> &observer)
 {
     m_observers.remove(observer);
+}
+
+void Engine::failEach(std::vector<Scheduler::Failure> &failures, const BatchingConfig &config)
+{
+    for (Scheduler::Failure &f : failures) {
+        std::vector<Pending> one;
+        one.push_back(std::move(f.pending));
+        fail(one, f.status.code(), f.status.message(), config);
+    }
+    failures.clear();
 }
 
 void Engine::fail(std::vector<Pending> &pending, StatusCode code, const std::string &message,

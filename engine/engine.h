@@ -59,6 +59,7 @@
 #include "result.h"
 #include "scheduler.h"
 #include "snapshot.h"
+#include "step_work.h"
 
 #include <array>
 #include <atomic>
@@ -161,17 +162,30 @@ public:
     Step runSchedulerOnce();
 
 private:
+    // A unit of work the scheduler handed out: exactly one is set.
+    struct Work {
+        std::optional<Batch> batch;
+        std::shared_ptr<StepWork> step;
+    };
     explicit Engine(EngineOptions options);
     void executorLoop(int index);
-    // Leader part of executorLoop: returns a batch to run, or nullopt when
+    // Leader part of executorLoop: returns the work to run, or nullopt when
     // this thread must stop. Requires `lock` held; returns with it held.
-    std::optional<Batch> lead(std::unique_lock<std::mutex> &lock, int index);
+    std::optional<Work> lead(std::unique_lock<std::mutex> &lock, int index);
     bool mustExit(int index) const; // requires m_mutex
-    // Runs a batch on the guarded backend and completes its members.
+    // Runs a unit without m_mutex and completes its requests. A batch runs
+    // on the guarded backend; a step on the model's StepModel, and its
+    // outcome goes back to the scheduler (finished()) before completions.
+    void run(Work &work, int executor);
     void execute(Batch &batch, int executor);
+    void executeStep(StepWork &step, int executor);
+    // Without m_mutex: fails each with its own status.
+    void failEach(std::vector<Scheduler::Failure> &failures, const BatchingConfig &config);
     // Requires m_mutex. Applies `patch` through m_config (validated,
-    // stamped) and hands the new config to the scheduler, the metrics and
-    // the interceptors. `change` has version 0 when nothing changed.
+    // stamped) and hands the new config to the scheduler (a new one when
+    // the policy needs another kind; queued requests it refuses go to
+    // m_refused), the metrics and the interceptors. `change` has version 0
+    // when nothing changed.
     Status applyLocked(const ConfigPatch &patch, std::string origin, const std::string &why,
                        ConfigChange &change);
     // applyLocked for the SLO controller and the memory guard: a refusal is
@@ -213,10 +227,13 @@ private:
     // code that runs after the lock is released, like fail(), keeps a
     // reference taken under it), its version and history.
     ConfigVersions m_config;
+    // Queued requests a new kind of scheduler refused on a policy switch;
+    // update() fails them after releasing the lock.
+    std::vector<Scheduler::Failure> m_refused;
     bool m_hasLeader = false;
     bool m_leaderSleeping = false; // blocked on m_leaderCv: submit must notify
     bool m_leaderIdle = false;     // ... with no wake-up time (schedulerIdle())
-    int m_inFlight = 0;            // batches being executed
+    int m_inFlight = 0;            // units (batches, steps) being executed
     int m_targetInstances = 1;
     std::vector<std::thread> m_executors;
     std::vector<bool> m_executorRunning;

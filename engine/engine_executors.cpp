@@ -34,29 +34,26 @@ void Engine::resizeExecutors()
 Engine::Step Engine::runSchedulerOnce()
 {
     Step step;
-    std::vector<Pending> expired;
-    std::optional<Batch> batch;
+    Scheduler::Poll poll;
     ConfigChange change;
     std::shared_ptr<const BatchingConfig> config;
     {
         std::lock_guard lock(m_mutex);
         applyProposalsLocked(m_clock->now(), change);
         const nvtx::Range range(nvtx::Category::Engine, "schedule");
-        Scheduler::Poll poll = m_scheduler->poll(m_clock->now(), m_draining, true);
+        poll = m_scheduler->poll(m_clock->now(), m_draining, true);
         step.expired = poll.expired.size();
         step.wakeAt = poll.wakeAt;
-        step.dispatched = poll.batch.has_value();
-        expired = std::move(poll.expired);
-        batch = std::move(poll.batch);
+        step.dispatched = poll.batch.has_value() || poll.step;
         config = m_config.current();
     }
     if (change.version)
         notifyConfigChanged(change);
-    fail(expired, StatusCode::DeadlineExceeded, "deadline passed while queued", *config);
-    if (batch) {
-        execute(*batch, 0);
-        std::lock_guard lock(m_mutex);
-        m_scheduler->finished(*batch, m_clock->now());
+    fail(poll.expired, StatusCode::DeadlineExceeded, "deadline passed while queued", *config);
+    failEach(poll.failed, *config);
+    if (step.dispatched) {
+        Work work{std::move(poll.batch), std::move(poll.step)};
+        run(work, 0);
     }
     return step;
 }
@@ -66,7 +63,7 @@ bool Engine::mustExit(int index) const
     return index >= m_targetInstances || (m_stopping && m_scheduler->size() == 0);
 }
 
-std::optional<Batch> Engine::lead(std::unique_lock<std::mutex> &lock, int index)
+std::optional<Engine::Work> Engine::lead(std::unique_lock<std::mutex> &lock, int index)
 {
     useFineTimerSlack();   // the default 50 µs would stretch every queue delay
     bool spunIdle = false; // the last spin ended with nothing new: sleep next
@@ -86,21 +83,23 @@ std::optional<Batch> Engine::lead(std::unique_lock<std::mutex> &lock, int index)
             const nvtx::Range range(nvtx::Category::Engine, "schedule");
             return m_scheduler->poll(now, m_draining, true);
         }();
-        if (!poll.expired.empty()) {
+        const bool failed = !poll.expired.empty() || !poll.failed.empty();
+        if (failed) {
             // A poll can both expire requests and dispatch a batch. The
             // config is read here, under the lock: reconfigure may replace it
             // as soon as the lock is released.
             const std::shared_ptr<const BatchingConfig> config = m_config.current();
             lock.unlock();
             fail(poll.expired, StatusCode::DeadlineExceeded, "deadline passed while queued", *config);
+            failEach(poll.failed, *config);
             lock.lock();
         }
-        if (poll.batch)
-            return std::move(poll.batch);
-        if (!poll.expired.empty())
+        if (poll.batch || poll.step)
+            return Work{std::move(poll.batch), std::move(poll.step)};
+        if (failed)
             continue;
         const std::optional<TimePoint> wakeAt = poll.wakeAt;
-        if (m_stopping && !wakeAt && m_scheduler->size() > 0) {
+        if (m_stopping && !wakeAt && !poll.busy && m_scheduler->size() > 0) {
             // Draining and the policy still will not dispatch (static without
             // flush-on-drain): fail the rest.
             std::vector<Pending> rest = m_scheduler->takeAll();
@@ -145,20 +144,68 @@ void Engine::executorLoop(int index)
             continue;
         }
         m_hasLeader = true;
-        std::optional<Batch> batch = lead(lock, index);
+        std::optional<Work> work = lead(lock, index);
         m_hasLeader = false;
         m_followerCv.notify_one(); // the next idle executor takes over scheduling
-        if (!batch)
+        if (!work)
             break;
         ++m_inFlight;
         lock.unlock();
-        execute(*batch, index);
+        run(*work, index);
         lock.lock();
         --m_inFlight;
-        m_scheduler->finished(*batch, m_clock->now());
     }
     m_executorRunning[std::size_t(index)] = false;
     m_followerCv.notify_all();
+}
+
+void Engine::run(Work &work, int executor)
+{
+    if (work.step) {
+        executeStep(*work.step, executor); // hands the step back itself
+        return;
+    }
+    execute(*work.batch, executor);
+    std::lock_guard lock(m_mutex);
+    m_scheduler->finished(*work.batch, m_clock->now());
+}
+
+void Engine::executeStep(StepWork &step, int executor)
+{
+    const nvtx::Range range(nvtx::Category::Engine, [&] {
+        return "step " + std::to_string(step.id) + " n=" + std::to_string(step.items.size()) +
+               " prefill=" + std::to_string(step.prefillTokens) +
+               " decode=" + std::to_string(step.decodeTokens);
+    });
+    std::vector<StepOutcome> outcomes(step.items.size());
+    const TimePoint start = m_clock->now();
+    const Status status = MemoryGuard::runStep(*m_backend->steps(), step.items, outcomes);
+    const TimePoint end = m_clock->now();
+    StepDone done;
+    bool wake = false;
+    {
+        // Token events are emitted in here, in order, before any completion.
+        std::lock_guard lock(m_mutex);
+        if (m_scheduler->finished(step, status, outcomes, end, done)) {
+            m_pokes.fetch_add(1, std::memory_order_release);
+            wake = m_leaderSleeping;
+        }
+    }
+    if (wake)
+        m_leaderCv.notify_one();
+    const BatchRecord br = stepRecordOf(step, start, end, status, executor);
+    std::vector<RequestRecord> records;
+    records.reserve(done.done.size());
+    for (std::size_t i = 0; i < done.done.size(); ++i)
+        records.push_back(completedRecord(done.done[i].request, done.responses[i], step.id));
+    m_metrics.recordBatch(br, records, end);
+    for (std::size_t i = 0; i < done.done.size(); ++i)
+        for (Interceptor *interceptor : m_interceptors)
+            interceptor->observe(done.done[i].request, done.responses[i], records[i]);
+    notifyEach(*m_observers.current(), "onBatchCompleted",
+               [&](EngineObserver &o) { o.onBatchCompleted(br, records); });
+    for (std::size_t i = 0; i < done.done.size(); ++i)
+        complete(done.done[i].done, std::move(done.responses[i]));
 }
 
 void Engine::execute(Batch &batch, int executor)

@@ -24,6 +24,7 @@ constexpr PolicyMask kDynamicLike =
 constexpr PolicyMask kStatic = policyBit(PolicyKind::Static);
 constexpr PolicyMask kBucketed = policyBit(PolicyKind::Bucketed);
 constexpr PolicyMask kHybrid = policyBit(PolicyKind::Hybrid);
+constexpr PolicyMask kContinuous = policyBit(PolicyKind::Continuous);
 
 // Accessors for a scalar member path (c.EXPR), one per value type.
 #define BP_INT(expr)                                                                                         \
@@ -47,8 +48,8 @@ const Knob kKnobs[] = {
      .type = KnobType::Policy,
      .unit = "",
      .lo = 0,
-     .hi = 4,
-     .doc = "`none`, `static`, `dynamic`, `bucketed` or `hybrid` (docs/scheduling.md)",
+     .hi = 5,
+     .doc = "`none`, `static`, `dynamic`, `bucketed`, `hybrid` or `continuous` (docs/scheduling.md)",
      .get = [](const BatchingConfig &c) { return double(int(c.policy)); },
      .set = [](BatchingConfig &c, double v) { c.policy = PolicyKind(int(v)); }},
     {.key = "max_batch_size",
@@ -325,6 +326,62 @@ const Knob kKnobs[] = {
      .step = double(1 << 20),
      .doc = "cache size in bytes of stored outputs",
      BP_INT(cache.maxBytes)},
+    {.key = "continuous.max_num_seqs",
+     .type = KnobType::Int,
+     .unit = "sequences",
+     .lo = 1,
+     .hi = kMaxBatch,
+     .policies = kContinuous,
+     .doc = "running sequences: a finished one's slot goes to a waiting request at the next step",
+     BP_INT(continuous.maxNumSeqs)},
+    {.key = "continuous.max_num_batched_tokens",
+     .type = KnobType::Int,
+     .unit = "tokens",
+     .lo = 1,
+     .hi = kMaxLength,
+     .policies = kContinuous,
+     .doc = "token budget per step: one per decoding sequence plus prompt (chunk) tokens",
+     BP_INT(continuous.maxNumBatchedTokens)},
+    {.key = "continuous.chunked_prefill",
+     .type = KnobType::Bool,
+     .unit = "",
+     .lo = 0,
+     .hi = 1,
+     .policies = kContinuous,
+     .doc = "feed long prompts in chunks beside running decodes (else whole, in a step with room)",
+     BP_BOOL(continuous.chunkedPrefill)},
+    {.key = "continuous.prefill_chunk",
+     .type = KnobType::Int,
+     .unit = "tokens",
+     .lo = 1,
+     .hi = kMaxLength,
+     .policies = kContinuous,
+     .doc = "largest prompt chunk per step with chunked prefill",
+     BP_INT(continuous.prefillChunk)},
+    {.key = "continuous.decode_first",
+     .type = KnobType::Bool,
+     .unit = "",
+     .lo = 0,
+     .hi = 1,
+     .policies = kContinuous,
+     .doc = "decodes take the step's budget before prefills (else prefills first: lower TTFT)",
+     BP_BOOL(continuous.decodeFirst)},
+    {.key = "continuous.kv_cache_tokens",
+     .type = KnobType::Int,
+     .unit = "tokens",
+     .lo = 0,
+     .hi = 1e8,
+     .policies = kContinuous,
+     .doc = "KV-cache budget; when full the newest running sequence is preempted (recompute); 0 = unlimited",
+     BP_INT(continuous.kvCacheTokens)},
+    {.key = "continuous.priority_order",
+     .type = KnobType::Bool,
+     .unit = "",
+     .lo = 0,
+     .hi = 1,
+     .policies = kContinuous,
+     .doc = "join order: false = FCFS, true = by priority, then arrival",
+     BP_BOOL(continuous.priorityOrder)},
 };
 
 #undef BP_INT
@@ -448,7 +505,7 @@ std::string formatKnobValue(const Knob &k, const BatchingConfig &c)
 std::string formatKnobRange(const Knob &k)
 {
     switch (k.type) {
-    case KnobType::Policy: return "none, static, dynamic, bucketed, hybrid";
+    case KnobType::Policy: return "none, static, dynamic, bucketed, hybrid, continuous";
     case KnobType::Bool: return "true, false";
     case KnobType::IntList:
         return std::to_string(k.minItems) + " – " + std::to_string(k.maxItems) + " items, each " +
@@ -467,7 +524,7 @@ std::string knobPolicies(const Knob &k)
         return "all";
     std::string s;
     for (auto p : {PolicyKind::None, PolicyKind::Static, PolicyKind::Dynamic, PolicyKind::Bucketed,
-                   PolicyKind::Hybrid})
+                   PolicyKind::Hybrid, PolicyKind::Continuous})
         if (k.appliesTo(p))
             s += (s.empty() ? "" : ", ") + std::string(policyName(p));
     return s;

@@ -40,7 +40,7 @@ constexpr PolicyMask policyBit(PolicyKind k)
 {
     return 1u << unsigned(k);
 }
-constexpr PolicyMask kAllPolicies = 0x1fu;
+constexpr PolicyMask kAllPolicies = 0x3fu;
 
 struct Knob {
     std::string_view key; // JSON path

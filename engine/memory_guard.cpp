@@ -9,6 +9,31 @@
 
 namespace bp {
 
+namespace {
+template <typename Call> Status guarded(Call &&call)
+{
+    try {
+        return call();
+    } catch (const std::bad_alloc &) {
+        return Status(StatusCode::ResourceExhausted, "out of memory (std::bad_alloc)");
+    } catch (const std::exception &e) {
+        const std::string what = e.what();
+        return Status(looksLikeOutOfMemory(what) ? StatusCode::ResourceExhausted : StatusCode::Internal,
+                      "backend failed: " + what);
+    } catch (...) {
+        // Not a std::exception (a library throwing an int, a foreign type):
+        // the work fails, the engine keeps serving.
+        return Status(StatusCode::Internal, "backend failed: it threw a non-standard exception");
+    }
+}
+} // namespace
+
+Status MemoryGuard::runStep(StepModel &model, const std::vector<StepItem> &items,
+                            std::vector<StepOutcome> &out)
+{
+    return guarded([&] { return model.step(items, out); });
+}
+
 Status MemoryGuard::runOnce(const BatchInput &input, std::vector<SequenceResult> &out)
 {
     try {

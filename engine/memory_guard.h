@@ -55,6 +55,13 @@ public:
     };
     static std::optional<Lowering> loweredLimit(const GuardedRun &run, int failedSize);
 
+    // One generation step with the same catching: whatever `model` throws
+    // becomes ResourceExhausted (out of memory) or Internal. Steps are not
+    // split: the scheduler's KV budget and preemption bound their memory.
+    static Status runStep(StepModel &model, const std::vector<StepItem> &items,
+                          std::vector<StepOutcome> &out);
+
+    StepModel *steps() override { return m_backend->steps(); }
     const std::shared_ptr<Backend> &inner() const { return m_backend; }
 
 private:

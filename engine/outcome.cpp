@@ -112,4 +112,38 @@ void answeredOutcome(const Request &request, TimePoint now, Response &r, Request
     rec.cacheHit = true;
 }
 
+BatchRecord stepRecordOf(const StepWork &step, TimePoint start, TimePoint end, const Status &status,
+                         int executor)
+{
+    BatchRecord br;
+    br.id = step.id;
+    br.dispatchedAt = step.dispatchedAt;
+    br.intendedAt = step.dispatchedAt;
+    br.startedAt = start;
+    br.size = int(step.items.size());
+    for (const StepItem &item : step.items)
+        br.paddedLength = std::max(br.paddedLength, int(item.tokens.size()));
+    br.realTokens = br.paddedTokens = std::int64_t(step.prefillTokens) + step.decodeTokens;
+    br.compute = end - start;
+    br.reason = DispatchReason::Single;
+    br.policy = PolicyKind::Continuous;
+    br.executor = executor;
+    br.configVersion = step.configVersion;
+    br.status = status.code();
+    return br;
+}
+
+RequestRecord completedRecord(const Request &request, const Response &r, std::uint64_t batchId)
+{
+    RequestRecord rec = requestRecordOf(request);
+    rec.queueWait = r.timing.queueWait;
+    rec.compute = r.timing.compute;
+    rec.total = r.timing.total;
+    rec.timeToFirstToken = r.timing.timeToFirstToken;
+    rec.outputTokens = int(r.tokens.size());
+    rec.batchId = batchId;
+    rec.status = r.status.code();
+    return rec;
+}
+
 } // namespace bp

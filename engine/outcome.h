@@ -8,6 +8,7 @@
 #include "memory_guard.h"
 #include "records.h"
 #include "scheduler.h"
+#include "step_work.h"
 
 #include <string>
 #include <vector>
@@ -37,5 +38,13 @@ RequestRecord failedRecord(const Request &request, StatusCode code, TimePoint no
 // A request answered before admission (a response-cache hit) at `now`:
 // `answer` completed with the request's id and timing, and its record.
 void answeredOutcome(const Request &request, TimePoint now, Response &answer, RequestRecord &record);
+
+// A generation step (policy `continuous`) as a batch record: its items are
+// the batch, its prompt and decode tokens the real (= padded) tokens.
+BatchRecord stepRecordOf(const StepWork &step, TimePoint start, TimePoint end, const Status &status,
+                         int executor);
+
+// The record of a request that ended with `response` in unit `batchId`.
+RequestRecord completedRecord(const Request &request, const Response &response, std::uint64_t batchId);
 
 } // namespace bp

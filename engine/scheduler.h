@@ -16,7 +16,9 @@
 //   an iteration-level one (policy `continuous`) advances its sequences.
 //
 // Implementations: Batcher (request-level: none, static, dynamic, bucketed,
-// hybrid, adaptive delay).
+// hybrid, adaptive delay; its unit is a Batch run by Backend::run) and
+// ContinuousScheduler (policy `continuous`; its unit is a StepWork run by
+// StepModel::step, engine/step_work.h).
 #pragma once
 
 #include "batching_config.h"
@@ -26,9 +28,15 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace bp {
+
+class StepModel;
+struct StepOutcome;
+struct StepWork;
+struct StepDone;
 
 // What the model accepts; admit() checks every request against it.
 struct ModelLimits {
@@ -71,19 +79,39 @@ public:
     // than the scheduler's current plan: the engine then wakes its leader.
     virtual bool lastAdmitNeedsWake() const = 0;
 
+    struct Failure {
+        Pending pending;
+        Status status;
+    };
     struct Poll {
-        // The unit of work for a free executor (request-level: a batch).
+        // The unit of work for a free executor: a batch (request-level) or
+        // a step (iteration-level); at most one is set.
         std::optional<Batch> batch;
+        std::shared_ptr<StepWork> step;
         std::vector<Pending> expired;    // deadline passed while queued: fail them
+        std::vector<Failure> failed;     // to complete with their status (e.g. Cancelled)
         std::optional<TimePoint> wakeAt; // next time poll() has something to do
+        // Work in flight decides what comes next (finished() returns true):
+        // the engine must not treat "nothing to do" as stuck while draining.
+        bool busy = false;
     };
     // One scheduling decision at `now`: expires overdue requests, then (when
     // mayDispatch, i.e. an executor is free) picks the next unit of work.
     // `draining`: the engine is shutting down and no more requests come.
     virtual Poll poll(TimePoint now, bool draining, bool mayDispatch = true) = 0;
     // The executor ran `batch` (its members are completed by the engine).
-    // Called under the engine lock after every unit, before the next poll().
+    // Called under the engine lock after every batch.
     virtual void finished(const Batch &batch, TimePoint now) = 0;
+    // The executor ran `step` (StepModel::step returned `status`, and
+    // `outcomes` per item). Under the engine lock. The scheduler advances its
+    // sequences, calls their onToken, and moves the requests that ended into
+    // `done` for the executor to complete. True when a new decision is
+    // possible (the engine then wakes its leader).
+    virtual bool finished(StepWork & /*step*/, const Status & /*status*/,
+                          std::vector<StepOutcome> & /*outcomes*/, TimePoint /*now*/, StepDone & /*done*/)
+    {
+        return false;
+    }
 
     // A validated config change; `version` stamps later units of work.
     // Nothing queued is lost.
@@ -91,6 +119,9 @@ public:
     // Removes every queued request (shutdown, or a switch to another kind
     // of scheduler), in admission order.
     virtual std::vector<Pending> takeAll() = 0;
+    // True while a unit it handed out has not come back through finished()
+    // and the scheduler still tracks its requests (a step's sequences).
+    virtual bool hasWorkInFlight() const { return false; }
 
     virtual const BatchingConfig &config() const = 0;
     // Requests queued (not yet in a unit of work).
@@ -103,7 +134,14 @@ public:
     virtual Duration effectiveDelay() const = 0;
 };
 
-// The scheduler for `config.policy`.
-std::unique_ptr<Scheduler> makeScheduler(const BatchingConfig &config, ModelLimits limits);
+// Whether `config.policy` can run on a model with (`steps` non-null) or
+// without step-level generation: OK, or InvalidArgument saying why.
+Status schedulerSupports(const BatchingConfig &config, const StepModel *steps, const std::string &modelName);
+// Both configs are served by the same kind of scheduler (reconfigure()
+// suffices; else the engine builds a new one and moves the queue over).
+bool sameSchedulerKind(const BatchingConfig &a, const BatchingConfig &b);
+// The scheduler for `config.policy`. `steps` is the model's StepModel
+// (Backend::steps()); required for `continuous` (see schedulerSupports()).
+std::unique_ptr<Scheduler> makeScheduler(const BatchingConfig &config, ModelLimits limits, StepModel *steps);
 
 } // namespace bp

@@ -37,6 +37,9 @@ QString hintFor(PolicyKind policy)
     case PolicyKind::Hybrid:
         return ControlPanel::tr(
             "Short requests under load go to static batches of a few sizes; the rest to a dynamic layer.");
+    case PolicyKind::Continuous:
+        return ControlPanel::tr("Generation step by step: sequences join and leave between steps under a "
+                                "token budget per step.");
     }
     return {};
 }

@@ -199,8 +199,8 @@ std::string renderPrometheus(const ExporterInput &in)
 
     const BatchingConfig &c = s.config;
     w.family("batchpilot_config_policy", "gauge", "The active batching policy (1) among all policies (0).");
-    for (PolicyKind p :
-         {PolicyKind::None, PolicyKind::Static, PolicyKind::Dynamic, PolicyKind::Bucketed, PolicyKind::Hybrid})
+    for (PolicyKind p : {PolicyKind::None, PolicyKind::Static, PolicyKind::Dynamic, PolicyKind::Bucketed,
+                         PolicyKind::Hybrid, PolicyKind::Continuous})
         w.sample("batchpilot_config_policy", "policy=\"" + std::string(policyName(p)) + "\"",
                  c.policy == p ? "1" : "0");
     w.gauge("batchpilot_config_version", "Config version: 1 at start, +1 per change.", double(s.configVersion));

@@ -226,7 +226,7 @@ private slots:
         for (PolicyKind policy : {PolicyKind::None, PolicyKind::Dynamic, PolicyKind::Bucketed}) {
             BatchingConfig c;
             c.policy = policy;
-            QVERIFY(dynamic_cast<Batcher *>(makeScheduler(c, ModelLimits{}).get()));
+            QVERIFY(dynamic_cast<Batcher *>(makeScheduler(c, ModelLimits{}, nullptr).get()));
         }
         FakeClock clock; // starts at t0
         auto backend = std::make_shared<ThrowingBackend>(100, "unused");
