@@ -117,7 +117,15 @@ CREATE INDEX sessions_by_source_session ON sessions(source_session_id);
 CREATE INDEX sessions_by_source_trace ON sessions(source_trace_id);
 )sql";
 
-constexpr const char *kMigrations[] = {kMigration1, kMigration2};
+// Version 3: traces keep the prefix blocks of formats that carry them
+// (Mooncake, genai-perf payloads): a request's hash ids, comma-separated, in
+// prompt order, each standing for block_tokens tokens. NULL for the others.
+constexpr const char *kMigration3 = R"sql(
+ALTER TABLE traces ADD COLUMN block_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE trace_requests ADD COLUMN hash_ids TEXT;
+)sql";
+
+constexpr const char *kMigrations[] = {kMigration1, kMigration2, kMigration3};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 } // namespace

@@ -18,7 +18,7 @@
 
 namespace bp::store {
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 // 'BPTS' (BatchPilot trace store)
 constexpr std::int64_t kApplicationId = 0x42505453;
 
