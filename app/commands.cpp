@@ -60,7 +60,16 @@ const std::vector<Command> &commands()
           {"no-clamp", "", "submit lengths the model cannot take as they are (default: clamp them)"},
           {"compare", "SESSION", "compare with this session (default: the source session)"},
           {"notes", "TEXT", "notes stored with the new session"},
-          {"json", "", "print the comparison as JSON"}},
+          {"json", "", "print the comparison as JSON"},
+          {"target", "URL", "drive this remote server instead of the embedded engine (docs/remote.md); "
+                            "--model is then the model's name there, --token its bearer token"},
+          {"protocol", "oip|openai", "remote protocol: KServe v2 infer, or OpenAI /v1/completions streaming "
+                                     "(default oip)"},
+          {"max-concurrency", "N", "remote: requests on the wire at most, one connection each (default 64)"},
+          {"timeout", "MS", "remote: per-request timeout in ms, 0 = none (default 60000)"},
+          {"scrape-interval", "MS", "remote: sample the target's /metrics every MS ms, 0 = never (default 1000)"},
+          {"metrics-url", "URL", "remote: where the target's Prometheus metrics are (default TARGET/metrics)"},
+          {"max-new-tokens", "N", "remote: cap on each request's generated tokens (default: the trace's)"}},
          runReplay},
         {"report",
          "write a session report: report SESSION -o FILE.html|FILE.pdf|FILE.json",

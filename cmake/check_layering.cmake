@@ -3,10 +3,10 @@
 #  - a file under engine/ or bench/ includes a Qt header;
 #  - a torch header is included outside engine/torch/ (the files allowed to
 #    pay its ~20 s compile cost);
-#  - a ui/ header is included outside ui/ and main/: only the composition
-#    root (main/) sits above the console; engine/, bench/, app/, app/rest and
+#  - a ui/ header is included outside ui/ and entry/: only the composition
+#    root (entry/) sits above the console; engine/, bench/, app/, app/rest and
 #    app/report read top-down and never up into ui/;
-#  - anything includes a file of main/ (nothing sits above the root).
+#  - anything includes a file of entry/ (nothing sits above the root).
 # Usage: cmake -DSOURCE_DIR=<repo> -P check_layering.cmake
 file(GLOB_RECURSE engine_files "${SOURCE_DIR}/engine/*.h" "${SOURCE_DIR}/engine/*.cpp"
      "${SOURCE_DIR}/bench/*.h" "${SOURCE_DIR}/bench/*.cpp")
@@ -20,7 +20,7 @@ endforeach()
 # torch headers: only engine/torch/ may include them
 file(GLOB_RECURSE all_sources "${SOURCE_DIR}/engine/*.h" "${SOURCE_DIR}/engine/*.cpp"
      "${SOURCE_DIR}/app/*.h" "${SOURCE_DIR}/app/*.cpp" "${SOURCE_DIR}/ui/*.h" "${SOURCE_DIR}/ui/*.cpp"
-     "${SOURCE_DIR}/main/*.h" "${SOURCE_DIR}/main/*.cpp" "${SOURCE_DIR}/bench/*.cpp" "${SOURCE_DIR}/bench/*.h")
+     "${SOURCE_DIR}/entry/*.h" "${SOURCE_DIR}/entry/*.cpp" "${SOURCE_DIR}/bench/*.cpp" "${SOURCE_DIR}/bench/*.h")
 foreach(f IN LISTS all_sources)
   if(f MATCHES "/engine/torch/")
     continue()
@@ -36,17 +36,17 @@ file(GLOB_RECURSE lower_layers "${SOURCE_DIR}/engine/*.h" "${SOURCE_DIR}/engine/
 foreach(f IN LISTS lower_layers)
   file(STRINGS "${f}" ui_lines REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"](\\.\\./)*ui/")
   if(ui_lines)
-    list(APPEND failures "${f}: ui/ include outside the composition root (main/): ${ui_lines}")
+    list(APPEND failures "${f}: ui/ include outside the composition root (entry/): ${ui_lines}")
   endif()
 endforeach()
-# main/: the top; nothing includes it.
+# entry/: the top; nothing includes it.
 file(GLOB_RECURSE below_root "${SOURCE_DIR}/engine/*.h" "${SOURCE_DIR}/engine/*.cpp"
      "${SOURCE_DIR}/app/*.h" "${SOURCE_DIR}/app/*.cpp" "${SOURCE_DIR}/ui/*.h" "${SOURCE_DIR}/ui/*.cpp"
      "${SOURCE_DIR}/bench/*.h" "${SOURCE_DIR}/bench/*.cpp")
 foreach(f IN LISTS below_root)
-  file(STRINGS "${f}" root_lines REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"](\\.\\./)*main/")
+  file(STRINGS "${f}" root_lines REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"](\\.\\./)*entry/")
   if(root_lines)
-    list(APPEND failures "${f}: includes the composition root (main/), which sits above every layer: ${root_lines}")
+    list(APPEND failures "${f}: includes the composition root (entry/), which sits above every layer: ${root_lines}")
   endif()
 endforeach()
 if(failures)

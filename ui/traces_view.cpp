@@ -298,17 +298,17 @@ void TracesView::askAndReplay(const ReplaySource &source)
         return;
     ReplayOptions options = dialog.options();
     options.source = source;
-    replay(options);
+    replay(options, dialog.remoteOptions());
 }
 
-void TracesView::replay(const ReplayOptions &options)
+void TracesView::replay(const ReplayOptions &options, const std::optional<remote::RemoteOptions> &remote)
 {
     if (!m_store)
         return;
     startJobUi(tr("Replaying %1 %2…")
                    .arg(options.source.kind == ReplaySource::Kind::Trace ? tr("trace") : tr("session"))
                    .arg(options.source.id));
-    m_replay->start(options);
+    m_replay->start(options, remote);
 }
 
 void TracesView::compareSelected()

@@ -32,6 +32,7 @@ struct SessionStart {
     std::optional<std::int64_t> sourceTraceId;   // replays: the imported trace re-driven
     nlohmann::json replay;                       // replays: their parameters; null otherwise
     std::int64_t startedAtUs = 0;                // 0 = now
+    std::string targetUrl; // kind "remote": the server the requests went to; empty otherwise
 };
 
 struct SessionEnd {
@@ -55,6 +56,7 @@ struct SessionInfo {
     nlohmann::json replay;
     std::uint64_t droppedRows = 0;
     std::string loggingError;
+    std::string targetUrl; // remote sessions (schema 3); empty for the others
     std::uint64_t requestCount = 0;
     std::uint64_t batchCount = 0;
 };
@@ -122,6 +124,26 @@ struct MetricSample {
     std::uint64_t droppedRows = 0; // logger rows dropped so far (TraceSink::droppedRows)
 
     bool operator==(const MetricSample &) const = default;
+};
+
+// One scrape of a remote target's Prometheus /metrics, mapped from the
+// server's own names (vllm:*, nv_inference_*, tgi_*, sglang:*,
+// batchpilot_*) to one set of series (engine/store/target_metrics.h says
+// which name feeds which series). nullopt: the server does not expose it
+// (or, for a rate, this was the first scrape). A failed scrape is a sample
+// with `error` set and every series empty.
+struct TargetSample {
+    Duration at{};      // offset from the session's start
+    std::string server; // "vllm", "triton", "tgi", "sglang", "batchpilot"; empty when unknown
+    std::optional<double> batchSize;     // sequences per batch / step
+    std::optional<double> queue;         // requests queued in the server
+    std::optional<double> running;       // sequences running
+    std::optional<double> waiting;       // sequences waiting for a slot
+    std::optional<double> kvUsage;       // KV cache in use, 0..1
+    std::optional<double> tokensPerStep; // tokens per engine step
+    std::string error;
+
+    bool operator==(const TargetSample &) const = default;
 };
 
 struct TraceInfo {

@@ -70,6 +70,11 @@ public:
     Result<std::vector<StoredConfigChange>> configHistory(std::int64_t sessionId) const;
     // In time order.
     Result<std::vector<MetricSample>> metricSamples(std::int64_t sessionId) const;
+    // A remote session's scrapes of its target's /metrics, in time order.
+    Result<std::vector<TargetSample>> targetSamples(std::int64_t sessionId) const;
+    // Replaces a session's replay parameters (a remote replay adds its
+    // client-side figures when it ends).
+    Status setSessionReplay(std::int64_t id, const nlohmann::json &replay);
     // The session's arrivals as a trace (offsets from its first arrival, input
     // tokens, output tokens), every request included whatever its status:
     // what replay re-drives. NotFound for an unknown session.

@@ -51,7 +51,8 @@ int main(int argc, char **argv)
         setIdentity();
         auto parsed = bp::app::parseAppOptions(arguments);
         windowless = !parsed.options || parsed.options->headless || !parsed.options->command.isEmpty();
-        const bp::app::Command *command = parsed.options ? bp::app::findCommand(parsed.options->command) : nullptr;
+        const bp::app::Command *command =
+            parsed.options ? bp::app::findCommand(parsed.options->command) : nullptr;
         // --headless paints too: GET /v1/sessions/{id}/report?format=pdf.
         headless = parsed.options && parsed.options->headless && parsed.options->command.isEmpty();
         guiCommand = (command && command->needsGui) || headless;
@@ -92,8 +93,8 @@ int main(int argc, char **argv)
     if (!host.engine)
         return fail(host.error);
     // Both the console and --headless serve the REST endpoint.
-    auto endpoint =
-        bp::rest::startEndpoint(*host.engine, options, [&host] { return host.droppedRows(); }, host.store);
+    auto endpoint = bp::rest::startEndpoint(
+        *host.engine, options, [&host] { return host.droppedRows(); }, host.store);
     if (options.headless) {
         if (!endpoint)
             return fail(QString::fromStdString(endpoint.status().message()));
