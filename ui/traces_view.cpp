@@ -256,7 +256,7 @@ void TracesView::chooseAndImport()
     QSettings settings;
     const QString dir = settings.value(QStringLiteral("traces/lastImportDir")).toString();
     const QString path = QFileDialog::getOpenFileName(this, tr("Import a request trace"), dir,
-                                                      tr("CSV traces (*.csv);;All files (*)"));
+                                                      tr("Traces (*.csv *.jsonl *.json);;All files (*)"));
     if (path.isEmpty())
         return;
     settings.setValue(QStringLiteral("traces/lastImportDir"), QFileInfo(path).absolutePath());

@@ -138,7 +138,15 @@ CREATE TABLE target_samples (
 CREATE INDEX target_samples_by_session ON target_samples(session_id, at_ns);
 )sql";
 
-constexpr const char *kMigrations[] = {kMigration1, kMigration2, kMigration3};
+// Version 4: traces keep the prefix blocks of formats that carry them
+// (Mooncake, genai-perf payloads): a request's hash ids, comma-separated, in
+// prompt order, each standing for block_tokens tokens. NULL for the others.
+constexpr const char *kMigration4 = R"sql(
+ALTER TABLE traces ADD COLUMN block_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE trace_requests ADD COLUMN hash_ids TEXT;
+)sql";
+
+constexpr const char *kMigrations[] = {kMigration1, kMigration2, kMigration3, kMigration4};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 } // namespace

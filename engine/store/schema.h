@@ -20,7 +20,7 @@
 
 namespace bp::store {
 
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 // 'BPTS' (BatchPilot trace store)
 constexpr std::int64_t kApplicationId = 0x42505453;
 

@@ -155,6 +155,9 @@ struct TraceInfo {
     std::uint64_t rows = 0;
     std::uint64_t skippedRows = 0;
     double durationS = 0; // last arrival offset
+    // Tokens per prefix-block hash id (kPrefixBlockTokens) when the rows carry
+    // hash ids (TraceStore::traceHashIds), else 0.
+    int blockTokens = 0;
 };
 
 struct ImportOptions {
@@ -163,14 +166,20 @@ struct ImportOptions {
     // Called now and then with the fraction done (parse, then insert);
     // return false to cancel. Nothing is stored when cancelled.
     std::function<bool(double fraction)> progress;
+    // The file's format; detected from its content when unset.
+    std::optional<TraceFormat> format;
+    // BurstGPT: drop failed requests (0 response tokens) instead of keeping
+    // them as prefill-only arrivals (TraceParseOptions::skipFailed).
+    bool skipFailed = false;
 };
 
 struct ImportResult {
     TraceInfo trace;
     std::vector<TraceParseError> errors; // skipped rows (at most 100 kept), with line numbers
+    std::uint64_t failedRows = 0;        // BurstGPT: failed requests, kept or (skipFailed) dropped
+    PrefixReuse prefix;                  // of the stored hash ids (all zero without them)
 };
 
-std::string_view traceFormatName(TraceFormat format);
 std::optional<StatusCode> parseStatusCode(std::string_view name);
 std::optional<DispatchReason> parseDispatchReason(std::string_view name);
 

@@ -84,17 +84,22 @@ public:
     Result<SessionSummary> summary(std::int64_t sessionId) const;
 
     // --- traces ------------------------------------------------------------
-    // Parses a CSV (engine/trace_csv.h) and stores it as one trace in one
+    // Parses a trace file in any format engine/trace_csv.h reads and stores it as one trace in one
     // transaction. Errors: NotFound (no file), InvalidArgument (bad header,
     // malformed row under RejectFile, no valid rows, cancelled).
     Result<ImportResult> importTrace(const std::string &csvPath, const ImportOptions &options = {});
-    // Stores rows already in memory (offsets must be ascending).
+    // Stores rows already in memory (offsets must be ascending). `hashIds`:
+    // empty, or one list of prefix-block ids per row (kPrefixBlockTokens each).
     Result<TraceInfo> addTrace(const std::string &name, const std::string &sourcePath, TraceFormat format,
-                               const std::vector<TraceRow> &rows, std::uint64_t skippedRows = 0);
+                               const std::vector<TraceRow> &rows, std::uint64_t skippedRows = 0,
+                               const std::vector<PrefixBlocks> &hashIds = {});
     // Newest first.
     Result<std::vector<TraceInfo>> traces() const;
     Result<TraceInfo> trace(std::int64_t id) const;
     Result<std::vector<TraceRow>> traceRows(std::int64_t id) const;
+    // The rows' prefix-block hash ids, in row order: empty when the trace has
+    // none (TraceInfo::blockTokens == 0). NotFound for an unknown id.
+    Result<std::vector<PrefixBlocks>> traceHashIds(std::int64_t id) const;
     Status deleteTrace(std::int64_t id);
 
 private:

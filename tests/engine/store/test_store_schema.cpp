@@ -62,7 +62,9 @@ private slots:
                             "VALUES (7, 'live', 1000, 2000, 'builtin:echo', 'cpu');"
                             "INSERT INTO requests VALUES (7, 1, 10, 20, 30, 60, 0, 5, 5, 0, 1, 'ok');"
                             "INSERT INTO batches VALUES (7, 1, 30, 30, 1, 5, 5, 5, 30, 'single', 'none', 0, 0, 1, 'ok');"
-                            "INSERT INTO metric_samples VALUES (7, 1000, 1, 5, 5, 60, 60, 60, 20, 0, 0, 1, 1, 0.5, 1, 1, 0, 1);",
+                            "INSERT INTO metric_samples VALUES (7, 1000, 1, 5, 5, 60, 60, 60, 20, 0, 0, 1, 1, 0.5, 1, 1, 0, 1);"
+                            "INSERT INTO traces VALUES (3, 'old', '/tmp/old.csv', 'azure', 1000, 1, 0, 0.0);"
+                            "INSERT INTO trace_requests VALUES (3, 0, 0, 12, 4);",
                             "write version-1 rows"));
             // Version 1 had no replay lineage.
             QVERIFY(!db.exec("SELECT source_session_id FROM sessions", "probe"));
@@ -70,6 +72,13 @@ private slots:
         auto store = TraceStore::open(path);
         QVERIFY2(store, store.status().toString().c_str());
         QCOMPARE((*store)->schemaVersion(), store::kSchemaVersion);
+        // v4: a trace from before prefix blocks has none.
+        auto oldTrace = (*store)->trace(3);
+        QVERIFY2(oldTrace, oldTrace.status().toString().c_str());
+        QCOMPARE(oldTrace->format, TraceFormat::Azure);
+        QCOMPARE(oldTrace->blockTokens, 0);
+        QVERIFY((*store)->traceHashIds(3)->empty());
+        QCOMPARE((*store)->traceRows(3)->front().inputTokens, 12);
         auto s = (*store)->session(7);
         QVERIFY(s);
         QCOMPARE(s->model, std::string("builtin:echo"));
@@ -108,7 +117,7 @@ private slots:
         }
         auto store = TraceStore::open(path);
         QVERIFY2(store, store.status().toString().c_str());
-        QCOMPARE((*store)->schemaVersion(), 3);
+        QCOMPARE((*store)->schemaVersion(), store::kSchemaVersion);
         auto old = (*store)->session(3);
         QVERIFY(old);
         QCOMPARE(old->targetUrl, std::string()); // the column's default
