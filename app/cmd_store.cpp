@@ -205,6 +205,7 @@ int runSessions(const AppOptions &options)
                          {"source_trace_id", s.sourceTraceId ? nlohmann::json(*s.sourceTraceId) : nullptr},
                          {"dropped_rows", s.droppedRows},
                          {"logging_error", s.loggingError},
+                         {"target_url", s.targetUrl},
                          {"notes", s.notes}});
         QTextStream(stdout) << q(j.dump(2)) << "\n";
         return 0;
@@ -217,6 +218,8 @@ int runSessions(const AppOptions &options)
                                : s.sourceTraceId ? QStringLiteral("trace %1").arg(*s.sourceTraceId)
                                                  : QStringLiteral("-");
         QString notes = q(s.notes);
+        if (!s.targetUrl.empty()) // remote sessions: where the requests went
+            notes = QStringLiteral("target %1").arg(q(s.targetUrl)) + (notes.isEmpty() ? "" : "; ") + notes;
         if (!s.loggingError.empty())
             notes += (notes.isEmpty() ? "" : "; ") + QStringLiteral("logging stopped");
         rows << QStringList{QString::number(s.id), q(s.kind),      wallTime(s.startedAtUs),

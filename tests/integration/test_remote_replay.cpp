@@ -365,6 +365,11 @@ private slots:
         QVERIFY(j["target"]["url"] == nlohmann::json(url.toStdString()));
         QVERIFY(j["client"]["http_status"]["200"] == nlohmann::json(20));
         QVERIFY(j["client"]["server"] == nlohmann::json("batchpilot"));
+        auto sessions = test::runProcess(batchpilotExecutable(), {"sessions", "--db", db, "--json"});
+        const auto list = nlohmann::json::parse(sessions.out.toStdString(), nullptr, false);
+        QVERIFY2(list.is_array() && !list.empty(), qPrintable(sessions.out));
+        QVERIFY(list[0]["kind"] == nlohmann::json("remote"));
+        QVERIFY(list[0]["target_url"] == nlohmann::json(url.toStdString()));
 
         // Flags that make no sense are refused with a clear message.
         auto noModel =
