@@ -1,4 +1,5 @@
 #include "replayer.h"
+#include "replay_plan.h"
 
 #include "engine/config_json.h"
 
@@ -17,14 +18,6 @@ namespace bp {
 namespace {
 
 constexpr Duration kCancelSlice = std::chrono::milliseconds(50);
-
-// One arrival as the replay sends it.
-struct PlannedRequest {
-    Duration offset{}; // scaled by speed
-    double sourceS = 0;
-    int inputTokens = 1;
-    int maxNewTokens = 0;
-};
 
 // Counts outcomes from completion callbacks (engine threads).
 struct Tally {
@@ -217,22 +210,16 @@ ReplayOutcome Driver::runVirtual(FakeClock &clock)
     return m_outcome;
 }
 
-Status checkOptions(const ReplayOptions &o)
-{
-    if (!(o.speed > 0) || !std::isfinite(o.speed) || o.speed > 1e6)
-        return {StatusCode::InvalidArgument, "replay speed must be in (0, 1e6]"};
-    if (!(o.lengthScale > 0) || !std::isfinite(o.lengthScale) || o.lengthScale > 1e3)
-        return {StatusCode::InvalidArgument, "replay length scale must be in (0, 1000]"};
-    if (o.source.id <= 0)
-        return {StatusCode::InvalidArgument, "replay needs a source id"};
-    return Status::ok();
-}
-
 } // namespace
 
 std::string_view replayClockName(ReplayClock clock)
 {
-    return clock == ReplayClock::Virtual ? "virtual" : "real";
+    switch (clock) {
+    case ReplayClock::Real: return "real";
+    case ReplayClock::Virtual: return "virtual";
+    case ReplayClock::Simulated: return "simulated";
+    }
+    return "real";
 }
 
 Replayer::Replayer(std::shared_ptr<TraceStore> store, std::shared_ptr<Backend> backend)
@@ -245,52 +232,14 @@ Result<ReplayOutcome> Replayer::run(const ReplayOptions &options, const Progress
 {
     if (!m_store || !m_backend)
         return Status(StatusCode::InvalidArgument, "replay needs a trace store and a backend");
-    if (Status s = checkOptions(options); !s)
-        return s;
-    const bool fromSession = options.source.kind == ReplaySource::Kind::Session;
-
-    // The source's arrivals and, for a session, its last config.
-    auto rows = fromSession ? m_store->sessionArrivals(options.source.id) : m_store->traceRows(options.source.id);
-    if (!rows)
-        return rows.status();
-    BatchingConfig config;
-    if (options.config) {
-        config = *options.config;
-    } else if (fromSession) {
-        auto history = m_store->configHistory(options.source.id);
-        if (!history)
-            return history.status();
-        if (!history->empty())
-            config = history->back().config;
-    }
-    if (Status s = validate(config); !s)
-        return s;
-    std::size_t count = rows->size();
-    if (options.limit > 0)
-        count = std::min(count, options.limit);
-    if (count == 0)
-        return Status(StatusCode::InvalidArgument, std::string(fromSession ? "session " : "trace ") +
-                                                       std::to_string(options.source.id) + " has no requests to replay");
-
-    const ModelInfo &model = m_backend->info();
-    std::vector<PlannedRequest> plan(count);
-    std::size_t clamped = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-        const TraceRow &row = (*rows)[i];
-        PlannedRequest &p = plan[i];
-        p.sourceS = row.arrivalS;
-        p.offset = fromSeconds(row.arrivalS / options.speed);
-        p.inputTokens = std::max(1, int(std::lround(row.inputTokens * options.lengthScale)));
-        if (options.clampToModel && p.inputTokens > model.maxSequenceLength) {
-            p.inputTokens = model.maxSequenceLength;
-            ++clamped;
-        }
-        if (model.generative) {
-            p.maxNewTokens = std::max(0, int(std::lround(row.outputTokens * options.lengthScale)));
-            if (model.maxNewTokensLimit > 0)
-                p.maxNewTokens = std::min(p.maxNewTokens, model.maxNewTokensLimit);
-        }
-    }
+    if (options.clock == ReplayClock::Simulated)
+        return Status(StatusCode::InvalidArgument, "a simulated replay runs through SimulatedReplay, with a calibration");
+    auto planned = planReplay(*m_store, options, m_backend->info());
+    if (!planned)
+        return planned.status();
+    const std::vector<PlannedRequest> &plan = planned->requests;
+    const BatchingConfig &config = planned->config;
+    const std::size_t clamped = planned->clamped;
 
     // A fresh engine under the chosen config.
     FakeClock virtualClock;
@@ -306,18 +255,7 @@ Result<ReplayOutcome> Replayer::run(const ReplayOptions &options, const Progress
     if (!engine)
         return engine.status();
 
-    SessionStart start;
-    start.kind = "replay";
-    start.notes = options.notes;
-    (fromSession ? start.sourceSessionId : start.sourceTraceId) = options.source.id;
-    start.replay = {{"source", {{"kind", fromSession ? "session" : "trace"}, {"id", options.source.id}}},
-                    {"speed", options.speed},
-                    {"length_scale", options.lengthScale},
-                    {"limit", options.limit},
-                    {"clock", replayClockName(options.clock)},
-                    {"clamp_to_model", options.clampToModel},
-                    {"requests", count},
-                    {"config", toJson(config)}};
+    const SessionStart start = replaySessionStart(options, *planned);
     RecorderOptions ro = options.recorder;
     ro.sink.requestSource = "replay";
     if (isVirtual)

@@ -117,7 +117,24 @@ CREATE INDEX sessions_by_source_session ON sessions(source_session_id);
 CREATE INDEX sessions_by_source_trace ON sessions(source_trace_id);
 )sql";
 
-constexpr const char *kMigrations[] = {kMigration1, kMigration2};
+// Version 3: cost-model calibrations (engine/sim/calibration.h) for
+// simulated replays; the whole calibration is one JSON document, the key
+// columns are there to find it.
+constexpr const char *kMigration3 = R"sql(
+CREATE TABLE calibrations (
+  id            INTEGER PRIMARY KEY,
+  created_at_us INTEGER NOT NULL,
+  model         TEXT    NOT NULL,
+  preset        TEXT    NOT NULL DEFAULT '',
+  device        TEXT    NOT NULL,
+  threads       INTEGER NOT NULL,
+  source        TEXT    NOT NULL DEFAULT '',
+  calibration   TEXT    NOT NULL
+);
+CREATE INDEX calibrations_by_key ON calibrations(model, preset, device, threads);
+)sql";
+
+constexpr const char *kMigrations[] = {kMigration1, kMigration2, kMigration3};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 } // namespace

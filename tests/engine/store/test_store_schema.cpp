@@ -69,7 +69,7 @@ private slots:
         }
         auto store = TraceStore::open(path);
         QVERIFY2(store, store.status().toString().c_str());
-        QCOMPARE((*store)->schemaVersion(), 2);
+        QCOMPARE((*store)->schemaVersion(), store::kSchemaVersion);
         auto s = (*store)->session(7);
         QVERIFY(s);
         QCOMPARE(s->model, std::string("builtin:echo"));
