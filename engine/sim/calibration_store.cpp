@@ -110,7 +110,7 @@ Result<Calibration> latestCalibration(const TraceStore &store, const std::string
                                       std::optional<int> threads)
 {
     auto rows =
-        query(store, "WHERE model = ? AND (? = '' OR preset = ?) AND device = ? AND (? < 0 OR threads = ?)",
+        query(store, "WHERE model = ? AND (? = '' OR preset = ?) AND (? = '' OR device = ?) AND (? < 0 OR threads = ?)",
               [&](sqlite::Statement &st) {
                   st.bind(1, model);
                   st.bind(2, preset);

@@ -21,7 +21,8 @@ Result<std::int64_t> saveCalibration(const TraceStore &store, const Calibration 
 Result<std::vector<Calibration>> listCalibrations(const TraceStore &store);
 // NotFound for an unknown id.
 Result<Calibration> loadCalibration(const TraceStore &store, std::int64_t id);
-// The newest calibration for this key (an empty preset matches any);
+// The newest calibration for this key (an empty preset or device, or no
+// threads, matches any);
 // NotFound when there is none.
 Result<Calibration> latestCalibration(const TraceStore &store, const std::string &model,
                                       const std::string &preset, const std::string &device,
