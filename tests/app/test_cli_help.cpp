@@ -85,7 +85,7 @@ private slots:
     void commandHelp_data()
     {
         QTest::addColumn<QString>("name");
-        QCOMPARE(commands().size(), std::size_t(5)); // import-trace, traces, sessions, replay, report
+        QCOMPARE(commands().size(), std::size_t(6)); // import-trace, traces, sessions, replay, calibrate, report
         for (const Command &c : commands())
             QTest::newRow(qPrintable(c.name)) << c.name;
     }
