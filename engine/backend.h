@@ -9,6 +9,7 @@
 #include "request.h"
 #include "result.h"
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +44,35 @@ struct BatchInput {
     int paddedLength = 0;                  // >= every request's length
 };
 
+// Iteration-level generation (policy `continuous`). The backend keeps each
+// live sequence's KV cache between steps, keyed by an id the scheduler chooses.
+struct StepItem {
+    std::uint64_t sequence = 0;  // live-sequence id (unique while live)
+    std::vector<TokenId> tokens; // tokens to append now: a prompt chunk (prefill)
+                                 // or the previously sampled token (decode)
+    bool sample = true;          // return the next token after these; false for a
+                                 // non-final prefill chunk
+};
+
+struct StepOutcome {
+    Status status;    // per sequence
+    TokenId next = 0; // greedy next token when sample && status.isOk()
+};
+
+class StepModel {
+public:
+    virtual ~StepModel() = default;
+    // One iteration over `items` (each sequence at most once per call). An id
+    // not seen before starts a sequence; a known id continues it. out is
+    // resized to items.size(). A non-OK return fails the whole step.
+    // Thread-safety: concurrent calls are allowed for disjoint sequence sets.
+    virtual Status step(const std::vector<StepItem> &items, std::vector<StepOutcome> &out) = 0;
+    // Frees a sequence's KV cache (finished, cancelled, preempted). Unknown ids are ignored.
+    virtual void release(std::uint64_t sequence) = 0;
+    // Tokens currently held in KV caches over all live sequences.
+    virtual std::int64_t cachedTokens() const = 0;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -54,6 +84,9 @@ public:
     // largest batch of `paddedLength`-token sequences that runs without an
     // out-of-memory error, found by trying. nullopt = no limit known (CPU).
     virtual std::optional<int> probeMaxBatch(int /*paddedLength*/, int /*upTo*/) { return std::nullopt; }
+    // Step-level generation (policy `continuous`); nullptr when the model has
+    // none. The returned object lives as long as the backend.
+    virtual StepModel *steps() { return nullptr; }
 };
 
 // builtin:echo — no compute: returns the input tokens (or the first

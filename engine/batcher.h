@@ -1,14 +1,14 @@
-// The queues and the policy, without threads: admission (validation and the
-// bounded queue), deadline expiry, live reconfiguration and batch formation.
-// The Engine drives one Batcher under its lock with the real clock; tests and
-// replay drive it directly with fake or virtual time. Not thread-safe.
+// The request-level Scheduler: the policies none, static, dynamic, bucketed
+// and hybrid, with the adaptive queue delay. Admission (validation and the
+// bounded queue), deadline expiry, live reconfiguration and batch formation,
+// without threads. The Engine drives it through the Scheduler seam under its
+// lock with the real clock; tests, the replayer and the simulator drive it
+// directly with fake or virtual time. Not thread-safe.
 #pragma once
 
-#include "batching_config.h"
-#include "policy.h"
 #include "adaptive.h"
 #include "rate_estimator.h"
-#include "request.h"
+#include "scheduler.h"
 
 #include <cstdint>
 #include <deque>
@@ -18,68 +18,37 @@
 
 namespace bp {
 
-// What the model accepts; submit() checks every request against it.
-struct ModelLimits {
-    int maxSequenceLength = 1024;
-    int vocabSize = 256;
-};
-
-struct Pending {
-    Request request;
-    Completion done;
-    std::uint64_t seq = 0; // admission order, set by Batcher::admit
-};
-
-struct Batch {
-    std::uint64_t id = 0;
-    std::vector<Pending> items;
-    int paddedLength = 0;
-    int bucket = 0;
-    DispatchReason reason = DispatchReason::Single;
-    PolicyKind policy = PolicyKind::None;
-    TimePoint dispatchedAt{};
-    TimePoint intendedAt{};
-    std::uint64_t configVersion = 0;
-};
-
-class Batcher {
+class Batcher : public Scheduler {
 public:
     Batcher(BatchingConfig config, ModelLimits limits);
 
-    // Validates `request` (not empty, not too long, every token in the
-    // vocabulary, deadline not passed, room in the queue) and queues it.
-    // On failure `pending` is left untouched and the Status says why.
-    Status admit(Pending &pending, TimePoint now);
-    // Validation alone, without queueing.
-    Status check(const Request &request, TimePoint now) const;
+    // Admission: not empty, not too long, every token in the vocabulary,
+    // deadline not passed, room in the queue.
+    Status admit(Pending &pending, TimePoint now) override;
+    Status check(const Request &request, TimePoint now) const override;
 
-    struct Poll {
-        std::optional<Batch> batch;
-        std::vector<Pending> expired;    // deadline passed while queued
-        std::optional<TimePoint> wakeAt; // next time poll() has something to do
-    };
     // One scheduling step: expires overdue requests, then (when mayDispatch,
     // i.e. an executor is free) asks the policy for a batch.
-    Poll poll(TimePoint now, bool draining, bool mayDispatch = true);
+    Poll poll(TimePoint now, bool draining, bool mayDispatch = true) override;
+    // A dispatched batch is forgotten: nothing to learn from its outcome.
+    void finished(const Batch &, TimePoint) override {}
+    using Scheduler::finished; // never hands out steps
 
     // Validated by the caller. Re-buckets queued requests when the queues
     // change, keeping each queue in admission order (a merge of the
     // already-ordered queues, O(n log queues)).
-    void reconfigure(const BatchingConfig &config, std::uint64_t version);
-    // Removes every queued request (shutdown), in admission order.
-    std::vector<Pending> takeAll();
+    void reconfigure(const BatchingConfig &config, std::uint64_t version) override;
+    std::vector<Pending> takeAll() override;
 
-    const BatchingConfig &config() const { return m_config; }
-    std::size_t size() const { return m_size; }
-    std::vector<std::size_t> depths() const;
-    // Smoothed arrival rate (requests/s) as of `now`.
-    double arrivalRate(TimePoint now) const { return m_rate.rate(now); }
-    // The queue delay in force: the adaptive one when enabled, else the config's.
-    Duration effectiveDelay() const { return m_effectiveDelay; }
-    // True when a submit just made a policy decision possible earlier than
-    // the scheduler's current plan (first request in a queue, a batch
-    // filled, or an earlier deadline): the scheduler needs a wake-up.
-    bool lastAdmitNeedsWake() const { return m_lastAdmitNeedsWake; }
+    const BatchingConfig &config() const override { return m_config; }
+    std::size_t size() const override { return m_size; }
+    std::vector<std::size_t> depths() const override;
+    double arrivalRate(TimePoint now) const override { return m_rate.rate(now); }
+    // The adaptive delay when enabled, else the config's max_queue_delay.
+    Duration effectiveDelay() const override { return m_effectiveDelay; }
+    // True after an admit that made a decision possible earlier: the first
+    // request in a queue, a batch filled, or an earlier deadline.
+    bool lastAdmitNeedsWake() const override { return m_lastAdmitNeedsWake; }
 
 private:
     // One FIFO per priority level present in a queue. Within a level the

@@ -14,6 +14,7 @@ std::string_view policyName(PolicyKind kind)
     case PolicyKind::Dynamic: return "dynamic";
     case PolicyKind::Bucketed: return "bucketed";
     case PolicyKind::Hybrid: return "hybrid";
+    case PolicyKind::Continuous: return "continuous";
     }
     return "unknown";
 }
@@ -21,7 +22,7 @@ std::string_view policyName(PolicyKind kind)
 std::optional<PolicyKind> parsePolicy(std::string_view name)
 {
     for (auto k : {PolicyKind::None, PolicyKind::Static, PolicyKind::Dynamic, PolicyKind::Bucketed,
-                   PolicyKind::Hybrid})
+                   PolicyKind::Hybrid, PolicyKind::Continuous})
         if (policyName(k) == name)
             return k;
     return std::nullopt;

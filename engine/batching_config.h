@@ -22,6 +22,8 @@ enum class PolicyKind {
     Bucketed,  // dynamic per length bucket ("grouped padding"); most overdue bucket first
     Hybrid,    // router: short requests under load -> static layer of several sizes,
                // long or rare ones -> a dynamic layer (docs/optimizations.md)
+    Continuous, // iteration-level: a step over running sequences, joins and leaves
+                // between steps (generative models with StepModel; issue 14)
 };
 
 // Queue delay from the observed arrival rate: the time the rate needs to
@@ -75,6 +77,19 @@ struct CacheConfig {
     std::int64_t maxBytes = 64LL << 20;      // [1 KiB, 16 GiB]
     bool operator==(const CacheConfig &) const = default;
 };
+// Policy `continuous` (engine/continuous_scheduler.h): the running set, the
+// token budget per step, chunked prefill, step order, the KV budget with
+// preemption by recompute, and the join order.
+struct ContinuousConfig {
+    int maxNumSeqs = 16;            // running sequences, [1, 1024]
+    int maxNumBatchedTokens = 512;  // tokens per step (prefill + decode), [1, 65536]
+    bool chunkedPrefill = true;     // feed long prompts in chunks beside decodes
+    int prefillChunk = 128;         // tokens per prefill chunk, [1, 65536]
+    bool decodeFirst = true;        // decodes take the budget before prefills
+    int kvCacheTokens = 0;          // KV-cache budget in tokens; 0 = unlimited, [0, 1e8]
+    bool priorityOrder = false;     // false: FCFS; true: by priority, then arrival
+    bool operator==(const ContinuousConfig &) const = default;
+};
 std::string_view policyName(PolicyKind kind);
 std::optional<PolicyKind> parsePolicy(std::string_view name);
 
@@ -118,6 +133,7 @@ struct BatchingConfig {
     SloControllerConfig slo;
     HybridConfig hybrid;
     CacheConfig cache;
+    ContinuousConfig continuous;
 
     bool operator==(const BatchingConfig &) const = default;
 

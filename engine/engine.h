@@ -1,15 +1,23 @@
-// The engine: a bounded admission queue, the batching policy driven with the
-// engine clock, and executor threads (one per model instance) that run
-// batches on the backend.
+// The engine: admission, executor threads, and completion. What runs when
+// is the Scheduler's decision (engine/scheduler.h, the seam); the rest of the
+// request path is in pieces around it:
+//   submit -> interceptors' answer() (response cache) -> Scheduler::admit
+//   executor: Scheduler::poll -> unit of work -> MemoryGuard (decorates the
+//   Backend) -> outcome.h builds responses/records -> interceptors'
+//   observe() (cache, SLO feed) -> metrics, observers -> completions ->
+//   Scheduler::finished.
+//   Config changes: ConfigVersions (validate, stamp, history) ->
+//   Scheduler::reconfigure and the interceptors' configured().
 //
 // Threads (leader/followers): at any moment one idle executor holds the
-// scheduler role. It drives the policy — sleeping or spinning until the next
-// decision time or an arrival — and when the policy dispatches a batch it
-// hands the scheduler role to an idle follower and runs the batch itself. So
-// the batch never waits for a thread hand-off (tens of µs on a VM), a batch is
-// formed only when an instance is free to run it (under load, requests keep
-// accumulating into larger batches, as with Triton's dynamic batcher), and
-// with one instance a single thread alternates between the two roles.
+// scheduler role. It drives the scheduler — sleeping or spinning until the
+// next decision time or an arrival — and when the scheduler hands out a
+// unit of work it hands the scheduler role to an idle follower and runs the
+// unit itself. So the work never waits for a thread hand-off (tens of µs on
+// a VM), a batch is formed only when an instance is free to run it (under
+// load, requests keep accumulating into larger batches, as with Triton's
+// dynamic batcher), and with one instance a single thread alternates
+// between the two roles.
 //
 // Guarantees:
 //  - submit() either returns a non-OK Status (and never calls the
@@ -23,13 +31,13 @@
 //    name (issue 12.3: whole-config writes lost each other's changes).
 //    reconfigure() is update() with every field (ConfigPatch::whole).
 //  - Self-tuning (docs/optimizations.md): the adaptive delay lives in the
-//    Batcher; the SLO controller and the memory guard change the config
-//    through the same applyLocked() path as an operator, so their changes
-//    are validated (an invalid one is refused and reported on stderr),
-//    stamped and shown like any other (origins "slo-controller",
-//    "memory-guard"). The memory guard only ever lowers
-//    memory_batch_limit. A response-cache hit completes inside submit(), on
-//    the caller's thread, after the engine's locks are released.
+//    Batcher; the SLO controller (an interceptor) and the memory guard
+//    change the config through the same applyLocked() path as an operator,
+//    so their changes are validated (an invalid one is refused and reported
+//    on stderr), stamped and shown like any other (origins
+//    kSloControllerOrigin, kMemoryGuardOrigin). The memory guard only ever
+//    lowers memory_batch_limit. A response-cache hit completes inside
+//    submit(), on the caller's thread, after the engine's locks are released.
 //  - Observers and the backend are foreign code: whatever they throw
 //    (std::exception or not, also while the out-of-memory split retries) is
 //    caught. A throwing backend fails its batch with status Internal; a
@@ -40,16 +48,20 @@
 //    batches always finish. The destructor drains.
 #pragma once
 
-#include "adaptive.h"
 #include "backend.h"
-#include "batcher.h"
 #include "config_patch.h"
+#include "config_versions.h"
+#include "interceptors.h"
+#include "memory_guard.h"
 #include "metrics.h"
+#include "observer_list.h"
 #include "records.h"
-#include "response_cache.h"
 #include "result.h"
+#include "scheduler.h"
 #include "snapshot.h"
+#include "step_work.h"
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -88,8 +100,8 @@ enum class ShutdownMode { Drain, Fail };
 
 // What Engine::update did.
 struct ConfigUpdate {
-    BatchingConfig before; // the whole config right before the patch
-    BatchingConfig after;  // ... and right after it
+    BatchingConfig before;     // the whole config right before the patch
+    BatchingConfig after;      // ... and right after it
     std::uint64_t version = 0; // the change's version; 0 = the patch changed nothing
 };
 
@@ -150,46 +162,56 @@ public:
     Step runSchedulerOnce();
 
 private:
+    // A unit of work the scheduler handed out: exactly one is set.
+    struct Work {
+        std::optional<Batch> batch;
+        std::shared_ptr<StepWork> step;
+    };
     explicit Engine(EngineOptions options);
     void executorLoop(int index);
-    // Leader part of executorLoop: returns a batch to run, or nullopt when
+    // Leader part of executorLoop: returns the work to run, or nullopt when
     // this thread must stop. Requires `lock` held; returns with it held.
-    std::optional<Batch> lead(std::unique_lock<std::mutex> &lock, int index);
+    std::optional<Work> lead(std::unique_lock<std::mutex> &lock, int index);
     bool mustExit(int index) const; // requires m_mutex
+    // Runs a unit without m_mutex and completes its requests. A batch runs
+    // on the guarded backend; a step on the model's StepModel, and its
+    // outcome goes back to the scheduler (finished()) before completions.
+    void run(Work &work, int executor);
     void execute(Batch &batch, int executor);
-    // Runs `input`; on ResourceExhausted splits it in halves and retries each
-    // part. Failed parts get their status per sequence. Returns the status
-    // of the whole only when nothing ran.
-    Status runGuarded(const BatchInput &input, std::vector<SequenceResult> &out, int &splits, int &largestOk);
-    // Requires m_mutex. Applies `patch` to the config in force, validates
-    // the result and swaps it in. `change` receives the stamped change, with
-    // version 0 when nothing changed (or on failure).
-    Status applyLocked(const ConfigPatch &patch, std::string origin, const std::string &why, ConfigChange &change);
+    void executeStep(StepWork &step, int executor);
+    // Without m_mutex: fails each with its own status.
+    void failEach(std::vector<Scheduler::Failure> &failures, const BatchingConfig &config);
+    // Requires m_mutex. Applies `patch` through m_config (validated,
+    // stamped) and hands the new config to the scheduler (a new one when
+    // the policy needs another kind; queued requests it refuses go to
+    // m_refused), the metrics and the interceptors. `change` has version 0
+    // when nothing changed.
+    Status applyLocked(const ConfigPatch &patch, std::string origin, const std::string &why,
+                       ConfigChange &change);
     // applyLocked for the SLO controller and the memory guard: a refusal is
     // reported on stderr (there is no caller to return it to).
     void applyControllerLocked(const ConfigPatch &patch, std::string origin, const std::string &why,
                                ConfigChange &change);
+    // Requires m_mutex. Applies what the interceptors propose at `now`;
+    // true when one proposed something (applied or refused).
+    bool applyProposalsLocked(TimePoint now, ConfigChange &change);
     void notifyConfigChanged(const ConfigChange &change);
-    bool serveFromCache(Request &request, Completion &done);
-    void lowerMemoryLimit(int failedSize, int largestOk);
-    // After a batch: feeds the SLO controller and the response cache.
-    void observeOutcome(const Batch &batch, const std::vector<Response> &responses,
-                        const std::vector<RequestRecord> &records);
+    void lowerMemoryLimit(const MemoryGuard::Lowering &lowering);
     // Completes `pending` with `code`. Runs without m_mutex: `config` (for the
     // observers' bucket) is the one the caller read under it.
     void fail(std::vector<Pending> &pending, StatusCode code, const std::string &message,
               const BatchingConfig &config);
     void resizeExecutors(); // requires m_mutex
-    std::shared_ptr<const std::vector<std::shared_ptr<EngineObserver>>> observers() const;
 
     const std::shared_ptr<Backend> m_backend;
+    MemoryGuard m_guard; // decorates m_backend; the executors run through it
     const Clock *const m_clock;
     const bool m_manual;
     const Duration m_spin;
     MetricsRecorder m_metrics;
-    ResponseCache m_cache;
-    std::atomic<bool> m_cacheEnabled{false};
-    SloController m_slo;
+    CacheInterceptor m_cache;
+    SloInterceptor m_slo;
+    const std::array<Interceptor *, 2> m_interceptors{&m_cache, &m_slo};
     std::atomic<std::uint64_t> m_nextRequestId{1};
     std::atomic<std::uint64_t> m_submitted{0};
     // Bumped under m_mutex whenever the leader may have something new to
@@ -200,18 +222,18 @@ private:
     std::condition_variable m_leaderCv;   // the leader's timed/untimed wait
     std::condition_variable m_followerCv; // idle executors waiting to lead
     // guarded by m_mutex:
-    Batcher m_batcher;
-    // The config in force, as an immutable value replaced on every change:
-    // code that runs after the lock is released (fail()) keeps a reference
-    // taken under it instead of reading m_batcher's, which reconfigure()
-    // overwrites.
-    std::shared_ptr<const BatchingConfig> m_current;
-    std::uint64_t m_configVersion = 1;
-    ConfigHistory m_history; // snapshot() shares it: O(1) under the lock
+    std::unique_ptr<Scheduler> m_scheduler;
+    // The config in force (an immutable value replaced on every change:
+    // code that runs after the lock is released, like fail(), keeps a
+    // reference taken under it), its version and history.
+    ConfigVersions m_config;
+    // Queued requests a new kind of scheduler refused on a policy switch;
+    // update() fails them after releasing the lock.
+    std::vector<Scheduler::Failure> m_refused;
     bool m_hasLeader = false;
     bool m_leaderSleeping = false; // blocked on m_leaderCv: submit must notify
     bool m_leaderIdle = false;     // ... with no wake-up time (schedulerIdle())
-    int m_inFlight = 0;            // batches being executed
+    int m_inFlight = 0;            // units (batches, steps) being executed
     int m_targetInstances = 1;
     std::vector<std::thread> m_executors;
     std::vector<bool> m_executorRunning;
@@ -220,8 +242,7 @@ private:
     bool m_shutDown = false;
 
     std::mutex m_shutdownMutex;
-    mutable std::mutex m_observerMutex;
-    std::shared_ptr<const std::vector<std::shared_ptr<EngineObserver>>> m_observers; // copy-on-write
+    ObserverList m_observers;
 };
 
 } // namespace bp

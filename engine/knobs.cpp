@@ -24,6 +24,7 @@ constexpr PolicyMask kDynamicLike =
 constexpr PolicyMask kStatic = policyBit(PolicyKind::Static);
 constexpr PolicyMask kBucketed = policyBit(PolicyKind::Bucketed);
 constexpr PolicyMask kHybrid = policyBit(PolicyKind::Hybrid);
+constexpr PolicyMask kContinuous = policyBit(PolicyKind::Continuous);
 
 // Accessors for a scalar member path (c.EXPR), one per value type.
 #define BP_INT(expr)                                                                                         \
@@ -47,8 +48,8 @@ const Knob kKnobs[] = {
      .type = KnobType::Policy,
      .unit = "",
      .lo = 0,
-     .hi = 4,
-     .doc = "`none`, `static`, `dynamic`, `bucketed` or `hybrid` (docs/scheduling.md)",
+     .hi = 5,
+     .doc = "`none`, `static`, `dynamic`, `bucketed`, `hybrid` or `continuous` (docs/scheduling.md)",
      .get = [](const BatchingConfig &c) { return double(int(c.policy)); },
      .set = [](BatchingConfig &c, double v) { c.policy = PolicyKind(int(v)); }},
     {.key = "max_batch_size",
@@ -107,14 +108,15 @@ const Knob kKnobs[] = {
      .unit = "requests",
      .lo = 1,
      .hi = 1'000'000,
+     .step = 256,
      .doc = "admission queue depth, all queues together; beyond it submit fails with `queue_full` (429)",
      BP_INT(queueCapacity)},
     {.key = "instances",
      .type = KnobType::Int,
-     .unit = "executors",
+     .unit = "instances",
      .lo = 1,
      .hi = 16,
-     .doc = "executor threads, each running one batch at a time on the model",
+     .doc = "model instances: each is a thread running one batch at a time on the model",
      BP_INT(instances)},
     {.key = "memory_batch_limit",
      .type = KnobType::Int,
@@ -172,6 +174,7 @@ const Knob kKnobs[] = {
      .lo = 0,
      .hi = 4,
      .loKind = BoundKind::Exclusive,
+     .step = 0.25,
      .policies = kDynamicLike,
      .doc = "the delay is the time the rate needs to fill this many max-size batches",
      BP_DOUBLE(adaptiveDelay.fill)},
@@ -182,7 +185,8 @@ const Knob kKnobs[] = {
      .lo = 0,
      .hi = 1,
      .policies = kDynamicLike,
-     .doc = "AIMD controller: shrink batch and delay when p99 exceeds the target, grow them otherwise",
+     .doc = "AIMD controller (origin `slo-controller` in the config history): shrink batch and delay when "
+            "p99 exceeds the target, grow them otherwise",
      BP_BOOL(slo.enabled)},
     {.key = "slo.p99_target_us",
      .type = KnobType::Duration,
@@ -257,6 +261,7 @@ const Knob kKnobs[] = {
      .hi = 1,
      .loKind = BoundKind::Exclusive,
      .hiKind = BoundKind::Exclusive,
+     .step = 0.05,
      .policies = kDynamicLike,
      .doc = "multiplicative decrease of batch and delay when p99 is over target",
      BP_DOUBLE(slo.decrease)},
@@ -285,6 +290,7 @@ const Knob kKnobs[] = {
      .unit = "req/s",
      .lo = 0,
      .hi = 1e7,
+     .step = 10,
      .policies = kHybrid,
      .doc = "below this arrival rate everything goes to the dynamic layer",
      BP_DOUBLE(hybrid.minStaticRate)},
@@ -309,6 +315,7 @@ const Knob kKnobs[] = {
      .unit = "entries",
      .lo = 1,
      .hi = 10'000'000,
+     .step = 1024,
      .doc = "cache size in entries",
      BP_INT(cache.maxEntries)},
     {.key = "cache.max_bytes",
@@ -316,8 +323,65 @@ const Knob kKnobs[] = {
      .unit = "bytes",
      .lo = 1024,
      .hi = double(16LL << 30),
+     .step = double(1 << 20),
      .doc = "cache size in bytes of stored outputs",
      BP_INT(cache.maxBytes)},
+    {.key = "continuous.max_num_seqs",
+     .type = KnobType::Int,
+     .unit = "sequences",
+     .lo = 1,
+     .hi = kMaxBatch,
+     .policies = kContinuous,
+     .doc = "running sequences: a finished one's slot goes to a waiting request at the next step",
+     BP_INT(continuous.maxNumSeqs)},
+    {.key = "continuous.max_num_batched_tokens",
+     .type = KnobType::Int,
+     .unit = "tokens",
+     .lo = 1,
+     .hi = kMaxLength,
+     .policies = kContinuous,
+     .doc = "token budget per step: one per decoding sequence plus prompt (chunk) tokens",
+     BP_INT(continuous.maxNumBatchedTokens)},
+    {.key = "continuous.chunked_prefill",
+     .type = KnobType::Bool,
+     .unit = "",
+     .lo = 0,
+     .hi = 1,
+     .policies = kContinuous,
+     .doc = "feed long prompts in chunks beside running decodes (else whole, in a step with room)",
+     BP_BOOL(continuous.chunkedPrefill)},
+    {.key = "continuous.prefill_chunk",
+     .type = KnobType::Int,
+     .unit = "tokens",
+     .lo = 1,
+     .hi = kMaxLength,
+     .policies = kContinuous,
+     .doc = "largest prompt chunk per step with chunked prefill",
+     BP_INT(continuous.prefillChunk)},
+    {.key = "continuous.decode_first",
+     .type = KnobType::Bool,
+     .unit = "",
+     .lo = 0,
+     .hi = 1,
+     .policies = kContinuous,
+     .doc = "decodes take the step's budget before prefills (else prefills first: lower TTFT)",
+     BP_BOOL(continuous.decodeFirst)},
+    {.key = "continuous.kv_cache_tokens",
+     .type = KnobType::Int,
+     .unit = "tokens",
+     .lo = 0,
+     .hi = 1e8,
+     .policies = kContinuous,
+     .doc = "KV-cache budget; when full the newest running sequence is preempted (recompute); 0 = unlimited",
+     BP_INT(continuous.kvCacheTokens)},
+    {.key = "continuous.priority_order",
+     .type = KnobType::Bool,
+     .unit = "",
+     .lo = 0,
+     .hi = 1,
+     .policies = kContinuous,
+     .doc = "join order: false = FCFS, true = by priority, then arrival",
+     BP_BOOL(continuous.priorityOrder)},
 };
 
 #undef BP_INT
@@ -441,7 +505,7 @@ std::string formatKnobValue(const Knob &k, const BatchingConfig &c)
 std::string formatKnobRange(const Knob &k)
 {
     switch (k.type) {
-    case KnobType::Policy: return "none, static, dynamic, bucketed, hybrid";
+    case KnobType::Policy: return "none, static, dynamic, bucketed, hybrid, continuous";
     case KnobType::Bool: return "true, false";
     case KnobType::IntList:
         return std::to_string(k.minItems) + " – " + std::to_string(k.maxItems) + " items, each " +
@@ -460,7 +524,7 @@ std::string knobPolicies(const Knob &k)
         return "all";
     std::string s;
     for (auto p : {PolicyKind::None, PolicyKind::Static, PolicyKind::Dynamic, PolicyKind::Bucketed,
-                   PolicyKind::Hybrid})
+                   PolicyKind::Hybrid, PolicyKind::Continuous})
         if (k.appliesTo(p))
             s += (s.empty() ? "" : ", ") + std::string(policyName(p));
     return s;

@@ -5,9 +5,9 @@
 //
 // Readers: validate() (ranges and messages), docs/configuration.md (its table
 // is generated from knobsMarkdown() and checked by test_knobs), the
-// `batchpilot_config_*` Prometheus gauges, and — as the next steps land — the
-// JSON codec, the console's editors and tooltips, a tuner's search space and
-// the config exporters.
+// `batchpilot_config_*` Prometheus gauges, the JSON codec, the console's
+// editors (range, step, unit, default and tooltip: ui/knob_form.h), and — as
+// the next steps land — a tuner's search space and the config exporters.
 //
 // Keys are JSON paths: "max_batch_size", "adaptive_delay.max_delay_us".
 // Durations are exposed in microseconds (their keys end in `_us`); messages
@@ -40,7 +40,7 @@ constexpr PolicyMask policyBit(PolicyKind k)
 {
     return 1u << unsigned(k);
 }
-constexpr PolicyMask kAllPolicies = 0x1fu;
+constexpr PolicyMask kAllPolicies = 0x3fu;
 
 struct Knob {
     std::string_view key; // JSON path
@@ -52,6 +52,10 @@ struct Knob {
     // Cross-field bounds: when set, that knob's current value replaces lo / hi
     // (e.g. adaptive_delay.max_delay_us >= adaptive_delay.min_delay_us).
     std::string_view loKnob = {}, hiKnob = {};
+    // The console editor's arrow step, in the knob's unit (0: 1 for integers,
+    // the 1-2-5 ladder for durations, 0.01 for reals; a real's step also sets
+    // how many decimals its editor shows).
+    double step = 0;
     PolicyMask policies = kAllPolicies;
     std::string_view doc;
 

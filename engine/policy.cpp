@@ -90,6 +90,7 @@ Decision decide(std::span<const QueueView> queues, const BatchingConfig &config,
     case PolicyKind::Dynamic:
     case PolicyKind::Bucketed:
     case PolicyKind::Hybrid: return decideDynamic(queues, config, now, draining);
+    case PolicyKind::Continuous: return {}; // iteration-level: ContinuousScheduler, not decide()
     }
     return {};
 }

@@ -13,8 +13,10 @@
 #include "clock.h"
 #include "status.h"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -35,6 +37,14 @@ enum class DispatchReason {
 };
 std::string_view dispatchReasonName(DispatchReason reason);
 
+// One generated token, reported while the request runs (streaming).
+struct TokenEvent {
+    std::uint64_t requestId = 0;
+    TokenId token = 0;
+    int index = 0;  // 0 = the first generated token
+    TimePoint at{}; // engine clock, when the token was ready
+};
+
 struct Request {
     std::uint64_t id = 0;              // assigned by the engine when 0
     std::vector<TokenId> tokens;       // the input sequence; must not be empty
@@ -42,6 +52,13 @@ struct Request {
     std::optional<TimePoint> deadline; // fail with DeadlineExceeded if not started by then
     TimePoint arrival{};               // set by submit() from the engine clock when default
     int priority = 0;                  // higher first within a queue (see docs/scheduling.md)
+    // Called on an engine thread for every generated token, in order, before
+    // the completion. Must be cheap and must not call into the engine. Optional.
+    std::function<void(const TokenEvent &)> onToken;
+    // Set to true by the client (e.g. an HTTP client disconnected); the
+    // scheduler stops the request at its next step/decision and completes it
+    // with StatusCode::Cancelled, freeing its sequence. Optional.
+    std::shared_ptr<std::atomic<bool>> cancelled;
 };
 
 struct Timing {

@@ -14,6 +14,7 @@ std::string_view statusCodeName(StatusCode code)
     case StatusCode::NotFound: return "not_found";
     case StatusCode::Unavailable: return "unavailable";
     case StatusCode::ResourceExhausted: return "resource_exhausted";
+    case StatusCode::Cancelled: return "cancelled";
     case StatusCode::Internal: return "internal";
     }
     return "unknown";

@@ -20,6 +20,7 @@ enum class StatusCode {
     NotFound,          // unknown model, file, id
     Unavailable,       // resource missing at run time (e.g. CUDA without a GPU)
     ResourceExhausted, // out of memory while running a batch
+    Cancelled,         // the client went away or cancelled the request (REST: 499, never written)
     Internal,          // a bug or an unexpected backend failure
 };
 

@@ -1,4 +1,4 @@
-// What the console needs from the composition root (app/main.cpp): the
+// What the console needs from the composition root (entry/main.cpp): the
 // engine's bridge and, when present, the trace store and the live session,
 // the REST endpoint's URL, and a way to get a model for replays.
 #pragma once

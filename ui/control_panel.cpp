@@ -5,6 +5,7 @@
 #include "bucket_edges_model.h"
 #include "config_change_command.h"
 #include "duration_spin_box.h"
+#include "knob_form.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -20,18 +21,6 @@
 namespace bp::ui {
 
 namespace {
-// The spin boxes accept more than the engine does: its validate() is the
-// one authority on ranges (shared with REST and --config), and its reason
-// is what the operator sees.
-QSpinBox *spinBox(int max, const QString &tooltip, QWidget *parent)
-{
-    auto *box = new QSpinBox(parent);
-    box->setRange(0, max);
-    box->setToolTip(tooltip);
-    box->setKeyboardTracking(true);
-    return box;
-}
-
 QString hintFor(PolicyKind policy)
 {
     switch (policy) {
@@ -48,6 +37,9 @@ QString hintFor(PolicyKind policy)
     case PolicyKind::Hybrid:
         return ControlPanel::tr(
             "Short requests under load go to static batches of a few sizes; the rest to a dynamic layer.");
+    case PolicyKind::Continuous:
+        return ControlPanel::tr("Generation step by step: sequences join and leave between steps under a "
+                                "token budget per step.");
     }
     return {};
 }
@@ -59,11 +51,9 @@ ControlPanel::ControlPanel(app::EngineBridge &bridge, QUndoStack *undoStack, QWi
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
 
+    m_form = new KnobForm(this);
     auto *policyForm = new QFormLayout;
-    m_policy = new QComboBox(this);
-    for (PolicyKind k : {PolicyKind::None, PolicyKind::Static, PolicyKind::Dynamic, PolicyKind::Bucketed,
-                         PolicyKind::Hybrid})
-        m_policy->addItem(QString::fromUtf8(policyName(k).data()), int(k));
+    m_policy = m_form->add<QComboBox>("policy", this);
     policyForm->addRow(tr("&Policy"), m_policy);
     m_policyHint = new QLabel(this);
     m_policyHint->setWordWrap(true);
@@ -73,12 +63,10 @@ ControlPanel::ControlPanel(app::EngineBridge &bridge, QUndoStack *undoStack, QWi
 
     m_dynamicGroup = new QGroupBox(tr("Dynamic and bucketed"), this);
     auto *dyn = new QFormLayout(m_dynamicGroup);
-    m_maxBatch = spinBox(1'000'000, tr("Largest batch, in requests (1–1024)"), this);
+    m_maxBatch = m_form->add<QSpinBox>("max_batch_size", this);
     dyn->addRow(tr("Max &batch size"), m_maxBatch);
     dyn->addRow(addErrorLabel(QStringLiteral("max_batch_size")));
-    m_delay = new DurationSpinBox(this);
-    m_delay->setToolTip(tr("How long the oldest request may wait for company (0–10 s). "
-                           "Type e.g. 250 µs, 5 ms or 1.5 s; the arrows step 1-2-5."));
+    m_delay = m_form->add<DurationSpinBox>("max_queue_delay_us", this);
     dyn->addRow(tr("Max queue &delay"), m_delay);
     dyn->addRow(addErrorLabel(QStringLiteral("max_queue_delay")));
     layout->addWidget(m_dynamicGroup);
@@ -86,35 +74,30 @@ ControlPanel::ControlPanel(app::EngineBridge &bridge, QUndoStack *undoStack, QWi
     m_bucketGroup = new QGroupBox(tr("Length buckets (bucketed)"), this);
     auto *buckets = new QVBoxLayout(m_bucketGroup);
     m_edges = new BucketEdgesEditor(this);
+    m_form->attach("bucket_edges", m_edges); // its own model reads and writes the edges
     buckets->addWidget(m_edges);
     buckets->addWidget(addErrorLabel(QStringLiteral("bucket_edges")));
     layout->addWidget(m_bucketGroup);
 
     m_staticGroup = new QGroupBox(tr("Static"), this);
     auto *stat = new QFormLayout(m_staticGroup);
-    m_staticBatch = spinBox(1'000'000, tr("The batch size N the static policy waits for (1–1024)"), this);
+    m_staticBatch = m_form->add<QSpinBox>("static_batch_size", this);
     stat->addRow(tr("Batch si&ze"), m_staticBatch);
     stat->addRow(addErrorLabel(QStringLiteral("static_batch_size")));
-    m_paddedLength = spinBox(10'000'000,
-                             tr("Every batch is padded to this length; longer requests are rejected "
-                                "(1–65536)"),
-                             this);
+    m_paddedLength = m_form->add<QSpinBox>("static_padded_length", this);
     stat->addRow(tr("Padded &length"), m_paddedLength);
     stat->addRow(addErrorLabel(QStringLiteral("static_padded_length")));
-    m_flush = new QCheckBox(tr("Run a partial batch on shutdown"), this);
-    m_flush->setToolTip(tr("static_flush_on_drain: on shutdown, run a partial batch (on) or fail it (off)"));
+    m_flush = m_form->add<QCheckBox>("static_flush_on_drain", this);
+    m_flush->setText(tr("Run a partial batch on shutdown"));
     stat->addRow(m_flush);
     layout->addWidget(m_staticGroup);
 
     auto *engineGroup = new QGroupBox(tr("Engine"), this);
     auto *eng = new QFormLayout(engineGroup);
-    m_instances =
-        spinBox(1000, tr("Executor threads = model instances running batches concurrently (1–16)"), this);
+    m_instances = m_form->add<QSpinBox>("instances", this);
     eng->addRow(tr("&Instances"), m_instances);
     eng->addRow(addErrorLabel(QStringLiteral("instances")));
-    m_queueCapacity =
-        spinBox(100'000'000, tr("Admission queue depth; beyond it requests are refused (1–1000000)"), this);
-    m_queueCapacity->setSingleStep(256);
+    m_queueCapacity = m_form->add<QSpinBox>("queue_capacity", this);
     eng->addRow(tr("&Queue capacity"), m_queueCapacity);
     eng->addRow(addErrorLabel(QStringLiteral("queue_capacity")));
     layout->addWidget(engineGroup);
@@ -122,9 +105,26 @@ ControlPanel::ControlPanel(app::EngineBridge &bridge, QUndoStack *undoStack, QWi
     auto *adaptiveGroup = new QGroupBox(tr("Adaptive and limits"), this);
     auto *adaptiveLayout = new QVBoxLayout(adaptiveGroup);
     adaptiveLayout->setContentsMargins(4, 4, 4, 4);
-    m_adaptive = new AdaptiveOptions([this](const QString &field) { return addErrorLabel(field); }, this);
+    m_adaptive = new AdaptiveOptions(
+        *m_form, [this](const QString &field) { return addErrorLabel(field); }, this);
     adaptiveLayout->addWidget(m_adaptive);
     layout->addWidget(adaptiveGroup);
+
+    // A knob of the table that no section above places (a newly declared
+    // one) still gets its editor, named by its key.
+    QFormLayout *more = nullptr;
+    for (const Knob &k : knobs()) {
+        if (m_form->editor(k.key))
+            continue;
+        if (!more) {
+            auto *group = new QGroupBox(tr("More knobs"), this);
+            more = new QFormLayout(group);
+            layout->addWidget(group);
+        }
+        const QString key = QString::fromUtf8(k.key.data(), qsizetype(k.key.size()));
+        more->addRow(key, m_form->add(k.key, this));
+        more->addRow(addErrorLabel(QString::fromStdString(k.label())));
+    }
 
     layout->addWidget(addErrorLabel(QString()));
     m_status = new QLabel(this);
@@ -141,12 +141,7 @@ ControlPanel::ControlPanel(app::EngineBridge &bridge, QUndoStack *undoStack, QWi
     connect(&m_debounce, &QTimer::timeout, this, &ControlPanel::applyNow);
     connect(m_revert, &QPushButton::clicked, this, &ControlPanel::revertToEngine);
 
-    connect(m_policy, &QComboBox::currentIndexChanged, this, &ControlPanel::edited);
-    for (QSpinBox *box : {m_maxBatch, m_staticBatch, m_paddedLength, m_instances, m_queueCapacity})
-        connect(box, &QSpinBox::valueChanged, this, &ControlPanel::edited);
-    connect(m_delay, &DurationSpinBox::valueChanged, this, &ControlPanel::edited);
-    connect(m_flush, &QCheckBox::toggled, this, &ControlPanel::edited);
-    connect(m_adaptive, &AdaptiveOptions::edited, this, &ControlPanel::edited);
+    connect(m_form, &KnobForm::edited, this, &ControlPanel::edited);
     connect(m_edges->model(), &BucketEdgesModel::edgesEdited, this, &ControlPanel::edited);
     connect(m_edges->model(), &BucketEdgesModel::editRejected, this, [this](const QString &why) {
         m_errors[QStringLiteral("bucket_edges")]->setText(why);
@@ -187,17 +182,8 @@ QString ControlPanel::errorFor(const QString &field) const
 BatchingConfig ControlPanel::formConfig() const
 {
     BatchingConfig c = m_shown;
-    c.policy = PolicyKind(m_policy->currentData().toInt());
-    c.maxBatchSize = m_maxBatch->value();
-    if (std::chrono::duration_cast<std::chrono::microseconds>(c.maxQueueDelay).count() != m_delay->valueUs())
-        c.maxQueueDelay = std::chrono::microseconds(m_delay->valueUs()); // the box shows whole µs
+    m_form->fill(c);
     c.bucketEdges = m_edges->model()->edges();
-    c.staticBatchSize = m_staticBatch->value();
-    c.staticPaddedLength = m_paddedLength->value();
-    c.staticFlushOnDrain = m_flush->isChecked();
-    c.instances = m_instances->value();
-    c.queueCapacity = m_queueCapacity->value();
-    m_adaptive->fill(c);
     return c;
 }
 
@@ -205,16 +191,8 @@ void ControlPanel::showConfig(const BatchingConfig &c)
 {
     m_showing = true;
     m_shown = c;
-    m_adaptive->setConfig(c);
-    m_policy->setCurrentIndex(m_policy->findData(int(c.policy)));
-    m_maxBatch->setValue(c.maxBatchSize);
-    m_delay->setValueUs(std::chrono::duration_cast<std::chrono::microseconds>(c.maxQueueDelay).count());
+    m_form->setConfig(c);
     m_edges->model()->setEdges(c.bucketEdges);
-    m_staticBatch->setValue(c.staticBatchSize);
-    m_paddedLength->setValue(c.staticPaddedLength);
-    m_flush->setChecked(c.staticFlushOnDrain);
-    m_instances->setValue(c.instances);
-    m_queueCapacity->setValue(c.queueCapacity);
     m_showing = false;
     updatePolicyHints();
     updateStatus();

@@ -1,4 +1,5 @@
-// The batching knobs, applied live. Every edit restarts a 300 ms debounce;
+// The batching knobs, applied live. Every knob of the table (engine/knobs.h)
+// has an editor here, made by KnobForm from its declaration. Every edit restarts a 300 ms debounce;
 // when it fires, the fields the operator edited (the form against what it
 // last showed) go to EngineBridge::applyPatch as one undoable change, which
 // the engine applies to its config in force and checks with validate(). A value
@@ -27,6 +28,7 @@ namespace bp::ui {
 class AdaptiveOptions;
 class BucketEdgesEditor;
 class DurationSpinBox;
+class KnobForm;
 
 class ControlPanel : public QWidget {
     Q_OBJECT
@@ -52,6 +54,8 @@ public:
     QSpinBox *instancesBox() const { return m_instances; }
     QSpinBox *queueCapacityBox() const { return m_queueCapacity; }
     AdaptiveOptions *adaptiveOptions() const { return m_adaptive; }
+    // Every knob's editor, made from the knob table (engine/knobs.h).
+    KnobForm *knobForm() const { return m_form; }
 
 public slots:
     void applyNow();       // skip the rest of the debounce
@@ -77,6 +81,8 @@ private:
     bool m_showing = false; // showConfig() is filling the form: not an edit
     std::uint64_t m_version = 0;
     QString m_lastApplied;
+
+    KnobForm *m_form = nullptr;
 
     QComboBox *m_policy = nullptr;
     QLabel *m_policyHint = nullptr;

@@ -94,7 +94,7 @@ qint64 DurationSpinBox::unitOf(qint64 us) const
 
 void DurationSpinBox::setValueUs(qint64 us)
 {
-    us = std::clamp<qint64>(us, 0, m_maxUs);
+    us = std::clamp<qint64>(us, m_minUs, std::max(m_minUs, m_maxUs));
     const bool changed = us != m_us;
     m_us = us;
     showValue();
@@ -109,6 +109,13 @@ void DurationSpinBox::setMaximumUs(qint64 us)
         setValueUs(m_maxUs);
 }
 
+void DurationSpinBox::setMinimumUs(qint64 us)
+{
+    m_minUs = std::max<qint64>(us, 0);
+    if (m_us < m_minUs)
+        setValueUs(m_minUs);
+}
+
 void DurationSpinBox::showValue()
 {
     lineEdit()->setText(format(m_us));
@@ -117,7 +124,7 @@ void DurationSpinBox::showValue()
 void DurationSpinBox::textEdited(const QString &text)
 {
     const auto us = parse(text, unitOf(m_us));
-    if (!us || *us > m_maxUs || *us == m_us)
+    if (!us || *us > m_maxUs || *us < m_minUs || *us == m_us)
         return;
     m_us = *us; // the text stays as typed until editing finishes
     emit valueChanged(m_us);
@@ -125,14 +132,14 @@ void DurationSpinBox::textEdited(const QString &text)
 
 void DurationSpinBox::stepBy(int steps)
 {
-    setValueUs(ladderStep(m_us, steps));
+    setValueUs(std::clamp(ladderStep(m_us, steps), m_minUs, m_maxUs));
     selectAll();
 }
 
 QAbstractSpinBox::StepEnabled DurationSpinBox::stepEnabled() const
 {
     StepEnabled e = StepNone;
-    if (m_us > 0)
+    if (m_us > m_minUs)
         e |= StepDownEnabled;
     if (m_us < m_maxUs)
         e |= StepUpEnabled;
@@ -142,7 +149,7 @@ QAbstractSpinBox::StepEnabled DurationSpinBox::stepEnabled() const
 QValidator::State DurationSpinBox::validate(QString &input, int &) const
 {
     if (const auto us = parse(input, unitOf(m_us)))
-        return *us <= m_maxUs ? QValidator::Acceptable : QValidator::Intermediate;
+        return *us <= m_maxUs && *us >= m_minUs ? QValidator::Acceptable : QValidator::Intermediate;
     // A number with a unit being typed ("5 m", "2 µ") or nothing yet.
     static const QRegularExpression partial(QStringLiteral("^\\s*(\\d*(\\.\\d*)?)?\\s*(u|µ|μ|m)?\\s*$"),
                                             QRegularExpression::CaseInsensitiveOption);

@@ -1,8 +1,9 @@
 // A spin box for durations from microseconds to seconds, shown and typed in
 // readable units: "250 µs", "5 ms", "1.5 s" (a bare number keeps the unit
 // shown). The arrows step along 1-2-5 (… 500 µs, 1 ms, 2 ms, 5 ms …).
-// The box accepts any non-negative duration up to maximum(); the engine's
-// validate() decides what a config may hold, so its reason can be shown.
+// The box holds a duration in [minimumUs(), maximumUs()]; the console sets
+// both from the knob table (ui/knob_form.h). Cross-field rules (min <= max)
+// stay with the engine's validate(), whose reason the console shows.
 #pragma once
 
 #include <QAbstractSpinBox>
@@ -20,6 +21,8 @@ public:
     void setValueUs(qint64 us); // emits valueChanged when it changes
     qint64 maximumUs() const { return m_maxUs; }
     void setMaximumUs(qint64 us);
+    qint64 minimumUs() const { return m_minUs; }
+    void setMinimumUs(qint64 us);
 
     // "250 µs", "5 ms", "1.5 s"
     static QString format(qint64 us);
@@ -46,6 +49,7 @@ private:
     qint64 unitOf(qint64 us) const;
 
     qint64 m_us = 0;
+    qint64 m_minUs = 0;
     qint64 m_maxUs = 3'600'000'000; // an hour
 };
 

@@ -49,6 +49,9 @@ HttpStatus httpStatusFor(StatusCode code)
     case StatusCode::ShuttingDown:
     case StatusCode::Unavailable:
     case StatusCode::ResourceExhausted: return HttpStatus::ServiceUnavailable;
+    // nginx's "client closed request": the client is gone, so this reply is
+    // normally never written; it only names the outcome in JSON and logs.
+    case StatusCode::Cancelled: return kClientClosedRequest;
     case StatusCode::Internal: return HttpStatus::InternalServerError;
     }
     return HttpStatus::InternalServerError;
@@ -96,6 +99,7 @@ QByteArray statusLine(HttpStatus status)
             out.insert(names.value(i),
                        "HTTP/1.1 " + QByteArray::number(names.value(i)) + ' ' + reason + "\r\n");
         }
+        out.insert(int(kClientClosedRequest), "HTTP/1.1 499 Client Closed Request\r\n");
         return out;
     }();
     const auto it = lines.constFind(int(status));

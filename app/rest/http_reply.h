@@ -17,6 +17,8 @@
 namespace bp::rest {
 
 using HttpStatus = QHttpServerResponder::StatusCode;
+// 499 (nginx): the client closed the connection before the reply. Not in Qt's enum.
+inline constexpr HttpStatus kClientClosedRequest = HttpStatus(499);
 
 struct HttpReply {
     HttpStatus status = HttpStatus::Ok;
@@ -35,7 +37,8 @@ HttpReply jsonReply(const nlohmann::json &body, HttpStatus status = HttpStatus::
 HttpReply errorReply(HttpStatus status, std::string_view message);
 // The engine's Status mapped to HTTP: InvalidArgument/OutOfRange 400,
 // NotFound 404, QueueFull 429 (+ Retry-After), DeadlineExceeded 504,
-// ShuttingDown/Unavailable/ResourceExhausted 503, Internal 500.
+// ShuttingDown/Unavailable/ResourceExhausted 503, Cancelled 499 (the client
+// is gone: only logs and JSON see it), Internal 500.
 HttpReply errorReply(const Status &status);
 HttpStatus httpStatusFor(StatusCode code);
 

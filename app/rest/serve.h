@@ -1,4 +1,4 @@
-// The endpoint as the console and --headless run it (app/main.cpp).
+// The endpoint as the console and --headless run it (entry/main.cpp).
 #pragma once
 
 #include "rest_server.h"

@@ -10,7 +10,9 @@
 //   2  replay lineage and logging health: sessions.source_session_id,
 //      source_trace_id, replay, dropped_rows, logging_error;
 //      requests.source; metric_samples.dropped_rows
-//   3  calibrations (cost models for simulated replay)
+//   3  remote targets: sessions.target_url; target_samples (the target's
+//      scraped /metrics series)
+//   5  calibrations (cost models for simulated replay)
 #pragma once
 
 #include "sqlite_db.h"
@@ -19,7 +21,7 @@
 
 namespace bp::store {
 
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 5;
 // 'BPTS' (BatchPilot trace store)
 constexpr std::int64_t kApplicationId = 0x42505453;
 

@@ -1,5 +1,7 @@
 #include "torch_device.h"
 
+#include "engine/out_of_memory.h"
+
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 #include <torch/cuda.h>
@@ -131,9 +133,8 @@ Status torchFailure(const std::string &context, const std::exception &error)
         what = c10error->what_without_backtrace();
     if (const auto eol = what.find('\n'); eol != std::string::npos)
         what.resize(eol);
-    const bool oom = what.find("out of memory") != std::string::npos ||
-                     what.find("DefaultCPUAllocator: can't allocate") != std::string::npos;
-    return Status(oom ? StatusCode::ResourceExhausted : StatusCode::Internal, context + ": " + what);
+    return Status(looksLikeOutOfMemory(what) ? StatusCode::ResourceExhausted : StatusCode::Internal,
+                  context + ": " + what);
 }
 
 } // namespace bp

@@ -85,7 +85,8 @@ private slots:
     void commandHelp_data()
     {
         QTest::addColumn<QString>("name");
-        QCOMPARE(commands().size(), std::size_t(6)); // import-trace, traces, sessions, replay, calibrate, report
+        // import-trace, export-trace, export-config, traces, sessions, replay, calibrate, report
+        QCOMPARE(commands().size(), std::size_t(8));
         for (const Command &c : commands())
             QTest::newRow(qPrintable(c.name)) << c.name;
     }

@@ -115,7 +115,7 @@ private slots:
         auto engine = manualEngine(clock);
         auto patch = patchFromJson(nlohmann::json::parse(R"({"max_batch_size": 32})")); // the handler's parse
         QVERIFY(patch);
-        QVERIFY(engine->update(ConfigPatch::lowerMemoryBatchLimit(4), "memory-guard")); // meanwhile
+        QVERIFY(engine->update(ConfigPatch::lowerMemoryBatchLimit(4), std::string(kMemoryGuardOrigin))); // meanwhile
         auto updated = engine->update(*patch, "rest");
         QVERIFY(updated);
         QCOMPARE(updated->after.maxBatchSize, 32);
@@ -165,8 +165,8 @@ private slots:
     {
         QTest::addColumn<QString>("origin");
         QTest::newRow("operator") << "gui";
-        QTest::newRow("slo controller") << "slo-controller";
-        QTest::newRow("memory guard") << "memory-guard";
+        QTest::newRow("slo controller") << QString::fromStdString(std::string(kSloControllerOrigin));
+        QTest::newRow("memory guard") << QString::fromStdString(std::string(kMemoryGuardOrigin));
     }
     void everyOriginIsValidated()
     {

@@ -195,7 +195,7 @@ private slots:
         const Snapshot s = e.snapshot();
         QCOMPARE(s.config.maxBatchSize, 4);
         const ConfigChange &last = s.configHistory.back();
-        QCOMPARE(last.origin, std::string("slo-controller"));
+        QCOMPARE(last.origin, std::string(kSloControllerOrigin));
         QVERIFY2(QString::fromStdString(last.summary).contains("max_batch_size 8→4"), last.summary.c_str());
     }
 
@@ -352,7 +352,7 @@ private slots:
         QCOMPARE(backend->sizes, (std::vector<int>{16, 8, 4, 4, 8, 4, 4}));
         Snapshot s = e.snapshot();
         QCOMPARE(s.config.memoryBatchLimit, 4);
-        QCOMPARE(s.configHistory.back().origin, std::string("memory-guard"));
+        QCOMPARE(s.configHistory.back().origin, std::string(kMemoryGuardOrigin));
         QCOMPARE(s.recentBatches.back().oomSplits, 3);
         // the next batches respect the limit
         for (int i = 0; i < 10; ++i)

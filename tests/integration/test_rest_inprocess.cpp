@@ -3,6 +3,7 @@
 // that has shut down answers 503, stop() while a request waits and results
 // that arrive after the server is gone are harmless, option checks, and the
 // pure route table.
+#include "app/rest/http_reply.h"
 #include "app/rest/rest_server.h"
 #include "app/rest/routes.h"
 #include "engine/model_registry.h"
@@ -312,6 +313,18 @@ private slots:
         RestOptions o = anyPort();
         o.bind = bind;
         QVERIFY(checkRestOptions(o).isOk());
+    }
+
+    // Cancelled is the client going away: nginx's 499, with a status line
+    // that still parses (Qt's enum has no 499, so it is named here).
+    void cancelledMapsTo499()
+    {
+        QCOMPARE(int(httpStatusFor(StatusCode::Cancelled)), 499);
+        QCOMPARE(statusLine(httpStatusFor(StatusCode::Cancelled)),
+                 QByteArray("HTTP/1.1 499 Client Closed Request\r\n"));
+        const HttpReply r = errorReply(Status(StatusCode::Cancelled, "client disconnected"));
+        QCOMPARE(int(r.status), 499);
+        QCOMPARE(r.header("Retry-After"), QByteArray());
     }
 
     void endpointUrls()

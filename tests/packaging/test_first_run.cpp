@@ -41,7 +41,7 @@ struct Console {
         c.databasePath = QString::fromStdString(temp.store->path());
         c.replayBackend = [] { return Result<std::shared_ptr<Backend>>(makeEchoBackend(256, 2048)); };
         c.nvmlLibrary.clear();
-        c.sampleTrace = app::sampleTracePath(); // as app/main.cpp does
+        c.sampleTrace = app::sampleTracePath(); // as entry/main.cpp does
         return c;
     }();
     ~Console() { engine->shutdown(ShutdownMode::Drain); }

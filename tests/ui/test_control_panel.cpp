@@ -9,9 +9,11 @@
 #include "ui/bucket_edges_model.h"
 #include "ui/control_panel.h"
 #include "ui/duration_spin_box.h"
+#include "ui/knob_form.h"
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QGroupBox>
 #include <QLineEdit>
 #include <QListView>
@@ -153,18 +155,18 @@ private slots:
         QCOMPARE(model->edges(), (std::vector<int>{64, 128, 256, 512, 1024}));
     }
 
+    // The editors hold the table's ranges (editorsFollowTheKnobTable), so what
+    // reaches the engine's validate() from here is a cross-field rule or a
+    // list: refused with the engine's reason next to the field.
     void invalidValuesAreRefusedWithTheEnginesReason_data()
     {
         QTest::addColumn<QString>("field");
         QTest::addColumn<QString>("reason");
-        QTest::newRow("max_batch_size") << "max_batch_size"
-                                        << "max_batch_size = 5000 is outside [1, 1024]";
-        QTest::newRow("max_queue_delay") << "max_queue_delay"
-                                         << "max_queue_delay = 20s is outside [0, 10s]";
-        QTest::newRow("instances") << "instances"
-                                   << "instances = 0 is outside [1, 16]";
-        QTest::newRow("static_padded_length") << "static_padded_length"
-                                              << "static_padded_length = 100000 is outside [1, 65536]";
+        QTest::newRow("adaptive max_delay under min_delay")
+            << "adaptive_delay"
+            << "adaptive_delay.max_delay = 200µs is outside [500µs, 10s]";
+        QTest::newRow("slo max_batch under min_batch") << "slo"
+                                                       << "slo.max_batch = 4 is outside [8, 1024]";
         QTest::newRow("bucket_edges") << "bucket_edges"
                                       << "bucket_edges";
     }
@@ -174,17 +176,16 @@ private slots:
         QFETCH(QString, reason);
         Fixture f;
         const BatchingConfig before = f.engine->config();
-        if (field == "max_batch_size")
-            f.panel.maxBatchSizeBox()->setValue(5000);
-        else if (field == "max_queue_delay")
-            f.panel.queueDelayBox()->setValueUs(20'000'000);
-        else if (field == "instances")
-            f.panel.instancesBox()->setValue(0);
-        else if (field == "static_padded_length")
-            f.panel.staticPaddedLengthBox()->setValue(100000);
-        else
+        KnobForm *form = f.panel.knobForm();
+        if (field == "adaptive_delay") {
+            form->editor<DurationSpinBox>("adaptive_delay.max_delay_us")->setValueUs(200);
+        } else if (field == "slo") {
+            form->editor<QSpinBox>("slo.min_batch")->setValue(8);
+            form->editor<QSpinBox>("slo.max_batch")->setValue(4);
+        } else {
             f.panel.bucketEdgesEditor()->model()->setData(f.panel.bucketEdgesEditor()->model()->index(4),
                                                           70000);
+        }
         QTRY_VERIFY(!f.panel.errorFor(field).isEmpty());
         QVERIFY2(f.panel.errorFor(field).contains(reason), qPrintable(f.panel.errorFor(field)));
         QVERIFY(f.panel.dirty());
@@ -300,6 +301,96 @@ private slots:
         QVERIFY(f.engine->reconfigure(c, "rest").isOk());
         QTRY_COMPARE(f.panel.maxBatchSizeBox()->value(), 99);
         QVERIFY(!f.panel.dirty());
+    }
+
+    // Issue 13, item 3: the console's editors take range, step, unit, default
+    // and tooltip from engine/knobs.h. Every knob of the table has exactly one
+    // editor, and each editor's range and tooltip are the table's.
+    void editorsFollowTheKnobTable()
+    {
+        Fixture f;
+        std::map<QString, QWidget *> editors;
+        for (QWidget *w : f.panel.findChildren<QWidget *>()) {
+            const QString key = w->property(KnobForm::kKnobProperty).toString();
+            if (key.isEmpty())
+                continue;
+            QVERIFY2(!editors.count(key), qPrintable("two editors for " + key));
+            editors[key] = w;
+        }
+        const BatchingConfig defaults;
+        for (const Knob &k : knobs()) {
+            const QString key = QString::fromUtf8(k.key.data(), qsizetype(k.key.size()));
+            QVERIFY2(editors.count(key), qPrintable("no editor for " + key));
+            QWidget *w = editors[key];
+            const QString tip = w->toolTip();
+            // The tooltip: the table's doc line, range and default.
+            QString doc = QString::fromUtf8(k.doc.data(), qsizetype(k.doc.size())).remove('`');
+            QVERIFY2(tip.contains(doc.mid(1)), qPrintable(key + ": " + tip));
+            QVERIFY2(tip.contains(QString::fromStdString(formatKnobRange(k)).remove('`')),
+                     qPrintable(key + ": " + tip));
+            QVERIFY2(tip.contains("Default: " + QString::fromStdString(formatKnobValue(k, defaults))),
+                     qPrintable(key + ": " + tip));
+            // The range, in the editor's units; an exclusive bound is one step in.
+            const double scale = f.panel.knobForm()->scale(k.key);
+            const double lo = k.lo / scale, hi = k.hi / scale;
+            if (auto *box = qobject_cast<QSpinBox *>(w)) {
+                QCOMPARE(k.type, KnobType::Int);
+                QCOMPARE(box->minimum(), int(std::ceil(lo)) + (k.loKind == BoundKind::Exclusive ? 1 : 0));
+                QCOMPARE(box->maximum(), int(std::floor(hi)) - (k.hiKind == BoundKind::Exclusive ? 1 : 0));
+                QCOMPARE(box->singleStep(), k.step > 0 ? int(k.step / scale) : 1);
+                if (scale == 1 && !k.unit.empty())
+                    QCOMPARE(box->suffix(), " " + QString::fromUtf8(k.unit.data(), qsizetype(k.unit.size())));
+            } else if (auto *box = qobject_cast<QDoubleSpinBox *>(w)) {
+                QCOMPARE(k.type, KnobType::Double);
+                const double ulp = std::pow(10.0, -box->decimals());
+                QCOMPARE(box->minimum(), k.lo + (k.loKind == BoundKind::Exclusive ? ulp : 0));
+                QCOMPARE(box->maximum(), k.hi - (k.hiKind == BoundKind::Exclusive ? ulp : 0));
+                QCOMPARE(box->singleStep(), k.step > 0 ? k.step : 0.01);
+            } else if (auto *box = qobject_cast<DurationSpinBox *>(w)) {
+                QCOMPARE(k.type, KnobType::Duration);
+                QCOMPARE(double(box->minimumUs()), k.lo);
+                QCOMPARE(double(box->maximumUs()), k.hi);
+            } else if (auto *box = qobject_cast<QComboBox *>(w)) {
+                QCOMPARE(k.type, KnobType::Policy);
+                QCOMPARE(box->count(), int(k.hi - k.lo) + 1);
+            } else {
+                QVERIFY2(k.type == KnobType::Bool || k.type == KnobType::IntList, qPrintable(key));
+            }
+        }
+    }
+
+    void editorsHoldTheTablesRange()
+    {
+        Fixture f;
+        f.panel.maxBatchSizeBox()->setValue(5000);
+        QCOMPARE(f.panel.maxBatchSizeBox()->value(), int(findKnob("max_batch_size")->hi));
+        f.panel.instancesBox()->setValue(0);
+        QCOMPARE(f.panel.instancesBox()->value(), int(findKnob("instances")->lo));
+        f.panel.queueDelayBox()->setValueUs(20'000'000);
+        QCOMPARE(double(f.panel.queueDelayBox()->valueUs()), findKnob("max_queue_delay_us")->hi);
+        auto *aging = f.panel.knobForm()->editor<DurationSpinBox>("priority_aging_us");
+        aging->setValueUs(0);
+        QCOMPARE(double(aging->valueUs()), findKnob("priority_aging_us")->lo);
+        QTRY_COMPARE(f.engine->config().maxBatchSize, 1024);
+        QVERIFY(f.panel.errorFor("max_batch_size").isEmpty());
+        QCOMPARE(f.engine->config().priorityAging, Duration(std::chrono::milliseconds(1)));
+    }
+
+    // A value the box cannot show exactly (sub-µs, bytes that are not whole
+    // MiB) survives an apply of another field from the console.
+    void valuesTheEditorsRoundSurviveAnApply()
+    {
+        Fixture f;
+        BatchingConfig c = f.engine->config();
+        c.slo.p99Target = std::chrono::nanoseconds(12'345'678);
+        c.cache.maxBytes = (3 << 20) + 5;
+        QVERIFY(f.engine->reconfigure(c, "rest").isOk());
+        QTRY_COMPARE(f.panel.formConfig(), c);
+        f.panel.maxBatchSizeBox()->setValue(40);
+        f.panel.applyNow();
+        QCOMPARE(f.engine->config().maxBatchSize, 40);
+        QCOMPARE(f.engine->config().slo.p99Target, Duration(std::chrono::nanoseconds(12'345'678)));
+        QCOMPARE(f.engine->config().cache.maxBytes, std::int64_t((3 << 20) + 5));
     }
 
     void nothingChangedAppliesNothing()

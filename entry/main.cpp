@@ -1,12 +1,13 @@
 // batchpilot: the console, --headless serving, and the window-less
-// subcommands (see commands.cpp).
-#include "app_options.h"
-#include "commands.h"
-#include "data_paths.h"
-#include "engine_bridge.h"
-#include "engine_host.h"
-
-#include "rest/serve.h"
+// subcommands (see app/commands.cpp). The composition root: the only code
+// above app/, ui/, app/rest and app/report, and the only one that includes
+// ui/ headers (cmake/check_layering.cmake).
+#include "app/app_options.h"
+#include "app/commands.h"
+#include "app/data_paths.h"
+#include "app/engine_bridge.h"
+#include "app/engine_host.h"
+#include "app/rest/serve.h"
 
 #include "ui/demo_script.h"
 #include "ui/main_window.h"
@@ -50,7 +51,8 @@ int main(int argc, char **argv)
         setIdentity();
         auto parsed = bp::app::parseAppOptions(arguments);
         windowless = !parsed.options || parsed.options->headless || !parsed.options->command.isEmpty();
-        const bp::app::Command *command = parsed.options ? bp::app::findCommand(parsed.options->command) : nullptr;
+        const bp::app::Command *command =
+            parsed.options ? bp::app::findCommand(parsed.options->command) : nullptr;
         // --headless paints too: GET /v1/sessions/{id}/report?format=pdf.
         headless = parsed.options && parsed.options->headless && parsed.options->command.isEmpty();
         guiCommand = (command && command->needsGui) || headless;
@@ -91,8 +93,8 @@ int main(int argc, char **argv)
     if (!host.engine)
         return fail(host.error);
     // Both the console and --headless serve the REST endpoint.
-    auto endpoint =
-        bp::rest::startEndpoint(*host.engine, options, [&host] { return host.droppedRows(); }, host.store);
+    auto endpoint = bp::rest::startEndpoint(
+        *host.engine, options, [&host] { return host.droppedRows(); }, host.store);
     if (options.headless) {
         if (!endpoint)
             return fail(QString::fromStdString(endpoint.status().message()));

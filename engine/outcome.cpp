@@ -1,0 +1,149 @@
+#include "outcome.h"
+
+#include <algorithm>
+
+namespace bp {
+
+RequestRecord requestRecordOf(const Request &r)
+{
+    RequestRecord rec;
+    rec.id = r.id;
+    rec.arrival = r.arrival;
+    rec.inputTokens = int(r.tokens.size());
+    return rec;
+}
+
+BatchRecord batchRecordOf(const Batch &batch, TimePoint start, TimePoint end, const GuardedRun &run,
+                          int executor)
+{
+    const std::size_t n = batch.items.size();
+    std::int64_t realTokens = 0;
+    for (const Pending &p : batch.items)
+        realTokens += std::int64_t(p.request.tokens.size());
+    BatchRecord br;
+    br.id = batch.id;
+    br.dispatchedAt = batch.dispatchedAt;
+    br.intendedAt = batch.intendedAt;
+    br.startedAt = start;
+    br.size = int(n);
+    br.paddedLength = batch.paddedLength;
+    br.realTokens = realTokens;
+    br.paddedTokens = std::int64_t(n) * batch.paddedLength;
+    br.compute = end - start;
+    br.reason = batch.reason;
+    br.policy = batch.policy;
+    br.bucket = batch.bucket;
+    br.executor = executor;
+    br.configVersion = batch.configVersion;
+    br.status = run.status.code();
+    br.oomSplits = run.splits;
+    return br;
+}
+
+void batchOutcomes(const Batch &batch, const BatchRecord &br, const Status &batchStatus,
+                   std::vector<SequenceResult> &results, std::vector<Response> &responses,
+                   std::vector<RequestRecord> &records)
+{
+    const std::size_t n = batch.items.size();
+    const TimePoint start = br.startedAt;
+    const TimePoint end = br.startedAt + br.compute;
+    responses.resize(n);
+    records.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const Request &req = batch.items[i].request;
+        SequenceResult &res = results[i];
+        Response &r = responses[i];
+        r.requestId = req.id;
+        r.status = batchStatus.isOk() ? res.status : batchStatus;
+        r.values = std::move(res.values);
+        r.tokens = std::move(res.tokens);
+        r.timing.queueWait = batch.dispatchedAt - req.arrival;
+        r.timing.compute = br.compute;
+        r.timing.total = end - req.arrival;
+        r.timing.intendedWait = std::max(Duration::zero(), batch.intendedAt - req.arrival);
+        if (!r.tokens.empty() && res.firstTokenAfter > Duration::zero())
+            r.timing.timeToFirstToken = (start - req.arrival) + res.firstTokenAfter;
+        if (r.tokens.size() > 1 && res.lastTokenAfter > res.firstTokenAfter)
+            r.timing.timePerOutputToken =
+                (res.lastTokenAfter - res.firstTokenAfter) / std::int64_t(r.tokens.size() - 1);
+        r.batch = {batch.id, int(n), batch.paddedLength, batch.bucket, batch.reason};
+
+        RequestRecord &rec = records[i];
+        rec = requestRecordOf(req);
+        rec.queueWait = r.timing.queueWait;
+        rec.compute = r.timing.compute;
+        rec.total = r.timing.total;
+        rec.timeToFirstToken = r.timing.timeToFirstToken;
+        rec.outputTokens = int(r.tokens.size());
+        rec.bucket = batch.bucket;
+        rec.batchId = batch.id;
+        rec.status = r.status.code();
+    }
+}
+
+Response failedResponse(const Request &request, const Status &status, TimePoint now)
+{
+    Response r;
+    r.requestId = request.id;
+    r.status = status;
+    r.timing.total = now - request.arrival;
+    r.timing.queueWait = r.timing.total;
+    return r;
+}
+
+RequestRecord failedRecord(const Request &request, StatusCode code, TimePoint now, int bucket)
+{
+    RequestRecord rec = requestRecordOf(request);
+    rec.status = code;
+    rec.total = rec.queueWait = now - request.arrival;
+    rec.bucket = bucket;
+    return rec;
+}
+
+void answeredOutcome(const Request &request, TimePoint now, Response &r, RequestRecord &rec)
+{
+    r.requestId = request.id;
+    r.cacheHit = true;
+    r.timing.total = now - request.arrival;
+    r.batch.reason = DispatchReason::CacheHit;
+    rec = requestRecordOf(request);
+    rec.total = r.timing.total;
+    rec.outputTokens = int(r.tokens.size());
+    rec.cacheHit = true;
+}
+
+BatchRecord stepRecordOf(const StepWork &step, TimePoint start, TimePoint end, const Status &status,
+                         int executor)
+{
+    BatchRecord br;
+    br.id = step.id;
+    br.dispatchedAt = step.dispatchedAt;
+    br.intendedAt = step.dispatchedAt;
+    br.startedAt = start;
+    br.size = int(step.items.size());
+    for (const StepItem &item : step.items)
+        br.paddedLength = std::max(br.paddedLength, int(item.tokens.size()));
+    br.realTokens = br.paddedTokens = std::int64_t(step.prefillTokens) + step.decodeTokens;
+    br.compute = end - start;
+    br.reason = DispatchReason::Single;
+    br.policy = PolicyKind::Continuous;
+    br.executor = executor;
+    br.configVersion = step.configVersion;
+    br.status = status.code();
+    return br;
+}
+
+RequestRecord completedRecord(const Request &request, const Response &r, std::uint64_t batchId)
+{
+    RequestRecord rec = requestRecordOf(request);
+    rec.queueWait = r.timing.queueWait;
+    rec.compute = r.timing.compute;
+    rec.total = r.timing.total;
+    rec.timeToFirstToken = r.timing.timeToFirstToken;
+    rec.outputTokens = int(r.tokens.size());
+    rec.batchId = batchId;
+    rec.status = r.status.code();
+    return rec;
+}
+
+} // namespace bp

@@ -1,0 +1,50 @@
+// Building what the engine reports, as pure functions of what happened: the
+// Response each request's completion receives and the records the metrics
+// and the observers receive. No clock, no lock, no engine state: the
+// executor measures, these assemble (and tests can check them alone).
+#pragma once
+
+#include "backend.h"
+#include "memory_guard.h"
+#include "records.h"
+#include "scheduler.h"
+#include "step_work.h"
+
+#include <string>
+#include <vector>
+
+namespace bp {
+
+// A request's record before anything happened to it (id, arrival, input length).
+RequestRecord requestRecordOf(const Request &request);
+
+// A batch that ran from `start` to `end` on `executor`, with the memory
+// guard's outcome.
+BatchRecord batchRecordOf(const Batch &batch, TimePoint start, TimePoint end, const GuardedRun &run,
+                          int executor);
+
+// Each member's Response and RequestRecord (same order as batch.items). A
+// non-OK `batchStatus` overrides every member's own. Moves the results'
+// values and tokens into the responses.
+void batchOutcomes(const Batch &batch, const BatchRecord &record, const Status &batchStatus,
+                   std::vector<SequenceResult> &results, std::vector<Response> &responses,
+                   std::vector<RequestRecord> &records);
+
+// A request that never ran (expired, shut down), failed at `now` with
+// `code`: its Response, and its record in queue `bucket`.
+Response failedResponse(const Request &request, const Status &status, TimePoint now);
+RequestRecord failedRecord(const Request &request, StatusCode code, TimePoint now, int bucket);
+
+// A request answered before admission (a response-cache hit) at `now`:
+// `answer` completed with the request's id and timing, and its record.
+void answeredOutcome(const Request &request, TimePoint now, Response &answer, RequestRecord &record);
+
+// A generation step (policy `continuous`) as a batch record: its items are
+// the batch, its prompt and decode tokens the real (= padded) tokens.
+BatchRecord stepRecordOf(const StepWork &step, TimePoint start, TimePoint end, const Status &status,
+                         int executor);
+
+// The record of a request that ended with `response` in unit `batchId`.
+RequestRecord completedRecord(const Request &request, const Response &response, std::uint64_t batchId);
+
+} // namespace bp

@@ -1,0 +1,32 @@
+#include "spin_wait.h"
+
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define BP_CPU_RELAX() _mm_pause()
+#else
+#define BP_CPU_RELAX() ((void)0)
+#endif
+
+namespace bp {
+
+void useFineTimerSlack()
+{
+#ifdef __linux__
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+#endif
+}
+
+bool spinUntil(TimePoint until, const std::atomic<std::uint64_t> &pokes, std::uint64_t seen)
+{
+    while (SteadyClock::now() < until) {
+        if (pokes.load(std::memory_order_acquire) != seen)
+            return true;
+        BP_CPU_RELAX();
+    }
+    return false;
+}
+
+} // namespace bp
