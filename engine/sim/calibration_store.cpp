@@ -109,22 +109,25 @@ Result<Calibration> latestCalibration(const TraceStore &store, const std::string
                                       const std::string &preset, const std::string &device,
                                       std::optional<int> threads)
 {
-    auto rows =
-        query(store, "WHERE model = ? AND (? = '' OR preset = ?) AND (? = '' OR device = ?) AND (? < 0 OR threads = ?)",
-              [&](sqlite::Statement &st) {
-                  st.bind(1, model);
-                  st.bind(2, preset);
-                  st.bind(3, preset);
-                  st.bind(4, device);
-                  st.bind(5, std::int64_t(threads.value_or(-1)));
-                  st.bind(6, std::int64_t(threads.value_or(-1)));
-              });
+    auto rows = query(
+        store,
+        "WHERE model = ? AND (? = '' OR preset = ?) AND (? = '' OR device = ?) AND (? < 0 OR threads = ?)",
+        [&](sqlite::Statement &st) {
+            st.bind(1, model);
+            st.bind(2, preset);
+            st.bind(3, preset);
+            st.bind(4, device);
+            st.bind(5, device);
+            st.bind(6, std::int64_t(threads.value_or(-1)));
+            st.bind(7, std::int64_t(threads.value_or(-1)));
+        });
     if (!rows)
         return rows.status();
     if (rows->empty())
         return Status(StatusCode::NotFound, "no calibration for " + model +
-                                                (preset.empty() ? "" : " (" + preset + ")") + " on " +
-                                                device + "; run: batchpilot calibrate --model " + model);
+                                                (preset.empty() ? "" : " (" + preset + ")") +
+                                                (device.empty() ? "" : " on " + device) +
+                                                "; run: batchpilot calibrate --model " + model);
     return rows->front();
 }
 
