@@ -11,6 +11,8 @@
 #include "remote/http_remote_target.h"
 
 #include "engine/config_json.h"
+#include "engine/sim/calibration_store.h"
+#include "engine/sim/simulated_replay.h"
 #include "engine/store/replayer.h"
 #include "engine/store/session_summary.h"
 
@@ -47,9 +49,22 @@ int fail(const QString &message, int code = 1)
 
 constexpr const char *kUsage =
     "usage: batchpilot replay ID [--trace] [--speed X] [--length-scale S] [--limit N] [--config FILE] "
-    "[--virtual] [--no-clamp] [--compare SESSION] [--notes TEXT] [--json]\n"
+    "[--virtual | --simulate [--calibration ID|FILE]] [--no-clamp] [--compare SESSION] [--notes TEXT] [--json]\n"
     "       batchpilot replay ID --target URL --model NAME [--protocol oip|openai] [--token T] "
     "[--max-concurrency N] [--timeout MS] [--scrape-interval MS] [--metrics-url URL] [--max-new-tokens N] ...";
+
+// --calibration ID|FILE, or the newest calibration of --model (and
+// --preset, --device unless auto, --threads unless 0).
+Result<Calibration> calibrationFor(const TraceStore &store, const AppOptions &options, const CommandArgs &args)
+{
+    if (args.has("calibration"))
+        return resolveCalibration(store, args.value("calibration").toStdString());
+    const std::string model = options.model.toStdString();
+    const bool builtin = model.rfind("builtin:", 0) == 0 && model != "builtin:echo";
+    return latestCalibration(store, model, builtin ? options.preset.toStdString() : "",
+                             options.device == QLatin1String("auto") ? "" : options.device.toStdString(),
+                             options.threads > 0 ? std::optional(options.threads) : std::nullopt);
+}
 
 // The remote target from the command line; nullopt (and `error`) when a
 // flag is wrong.
@@ -115,6 +130,11 @@ int runReplay(const AppOptions &options)
     const auto compare = args.number("compare", 0, 1, 9e18);
     if (!speed || !lengthScale || !limit || !compare)
         return fail(args.error(), 2);
+    const bool simulate = args.has("simulate");
+    if (simulate && args.has("virtual"))
+        return fail(QStringLiteral("--virtual and --simulate exclude each other\n") + kUsage, 2);
+    if (args.has("calibration") && !simulate)
+        return fail(QStringLiteral("--calibration needs --simulate\n") + kUsage, 2);
 
     auto store = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
     if (!store)
@@ -140,7 +160,7 @@ int runReplay(const AppOptions &options)
     ro.speed = *speed;
     ro.lengthScale = *lengthScale;
     ro.limit = std::size_t(*limit);
-    ro.clock = args.has("virtual") ? ReplayClock::Virtual : ReplayClock::Real;
+    ro.clock = simulate ? ReplayClock::Simulated : args.has("virtual") ? ReplayClock::Virtual : ReplayClock::Real;
     ro.clampToModel = !args.has("no-clamp");
     ro.notes = args.value("notes").toStdString();
     ro.progressInterval = std::chrono::seconds(1);
@@ -149,9 +169,18 @@ int runReplay(const AppOptions &options)
     for (const char *flag : {"protocol", "max-concurrency", "timeout", "scrape-interval", "metrics-url", "max-new-tokens"})
         if (!isRemote && args.has(flag))
             return fail(QStringLiteral("--%1 applies to a remote replay (--target URL)").arg(flag), 2);
+    if (isRemote && simulate)
+        return fail(QStringLiteral("--simulate simulates the embedded engine; a remote replay runs in real time"), 2);
     std::unique_ptr<remote::HttpRemoteTarget> target;
     std::shared_ptr<Backend> backend;
-    if (isRemote) {
+    // A simulation loads no model: its calibration has the model's facts.
+    std::optional<Calibration> calibration;
+    if (simulate) {
+        auto c = calibrationFor(**store, options, args);
+        if (!c)
+            return fail(q(c.status().message()));
+        calibration = *c;
+    } else if (isRemote) {
         if (args.has("virtual"))
             return fail(QStringLiteral("--virtual simulates the embedded engine; a remote replay runs in real time"), 2);
         if (!options.config.isEmpty())
@@ -179,8 +208,9 @@ int runReplay(const AppOptions &options)
     };
     InterruptGuard guard;
     Replayer replayer(*store, backend);
-    auto outcome = target ? replayer.runRemote(ro, *target, progress, &g_interrupted)
-                          : replayer.run(ro, progress, &g_interrupted);
+    auto outcome = simulate ? SimulatedReplay(*store, *calibration).run(ro, progress, &g_interrupted)
+                   : target ? replayer.runRemote(ro, *target, progress, &g_interrupted)
+                            : replayer.run(ro, progress, &g_interrupted);
     if (!outcome)
         return fail(q(outcome.status().message()));
     const ReplayOutcome &o = *outcome;
@@ -218,6 +248,10 @@ int runReplay(const AppOptions &options)
             j["target"] = target->describe();
             j["client"] = o.client;
         }
+        if (calibration)
+            j["calibration"] = {{"id", calibration->id},
+                                {"describe", calibration->describe()},
+                                {"batch_fit_error", toJson(calibration->batchError)}};
         j["comparison"] = baseline ? comparisonJson(*baseline, *replayed) : nlohmann::json{{"b", toJson(*replayed)}};
         out << q(j.dump(2)) << "\n";
     } else {
@@ -230,6 +264,12 @@ int runReplay(const AppOptions &options)
                    .arg(q(std::string(replayClockName(ro.clock))))
                    .arg(o.submitted)
                    .arg(o.wallSeconds, 0, 'f', 2);
+        if (calibration)
+            out << QStringLiteral("  calibration %1: %2; its fit to whole batches: median error %3%, worst %4%\n")
+                       .arg(calibration->id)
+                       .arg(q(calibration->describe()))
+                       .arg(100 * calibration->batchError.medianRel, 0, 'f', 1)
+                       .arg(100 * calibration->batchError.maxRel, 0, 'f', 1);
         if (o.clamped)
             out << QStringLiteral("  %1 inputs clamped to the model's maximum length\n").arg(o.clamped);
         if (ro.clock == ReplayClock::Real)

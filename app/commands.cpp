@@ -1,5 +1,6 @@
 #include "commands.h"
 
+#include "cmd_calibrate.h"
 #include "cmd_interop.h"
 #include "cmd_store.h"
 #include "report/cmd_report.h"
@@ -56,7 +57,10 @@ const std::vector<Command> &commands()
           {"speed", "X", "divide every gap between arrivals by X (default 1)"},
           {"length-scale", "S", "multiply input and output token counts by S (default 1)"},
           {"limit", "N", "replay only the first N arrivals (default 0 = all)"},
-          {"virtual", "", "virtual clock: simulate the replay instead of running it in real time"},
+          {"virtual", "", "virtual clock: batching and queueing only, the model runs but takes no time"},
+          {"simulate", "", "simulated: no model runs; each batch costs what a calibration predicts"},
+          {"calibration", "ID|FILE",
+           "with --simulate: a stored calibration or a JSON file (default: the newest for --model/--preset)"},
           {"no-clamp", "", "submit lengths the model cannot take as they are (default: clamp them)"},
           {"compare", "SESSION", "compare with this session (default: the source session)"},
           {"notes", "TEXT", "notes stored with the new session"},
@@ -71,6 +75,18 @@ const std::vector<Command> &commands()
           {"metrics-url", "URL", "remote: where the target's Prometheus metrics are (default TARGET/metrics)"},
           {"max-new-tokens", "N", "remote: cap on each request's generated tokens (default: the trace's)"}},
          runReplay},
+        {"calibrate",
+         "fit a cost model for --model (profile, recorded batches) for replay --simulate",
+         "[OPTIONS]",
+         {{"quick", "", "a small profile grid (seconds instead of minutes)"},
+          {"session", "ID", "also fit the batch rows of this recorded session (and its serving overhead)"},
+          {"no-profile", "", "with --session: fit the session's batch rows alone, run no profile"},
+          {"list", "", "list the stored calibrations"},
+          {"export", "ID", "print calibration ID as JSON (or write it to --output FILE)"},
+          {"output", "FILE", "with --export: the file to write"},
+          {"import", "FILE", "store a calibration exported as JSON"},
+          {"json", "", "print the result as JSON"}},
+         runCalibrate},
         {"report",
          "write a session report: report SESSION -o FILE.html|FILE.pdf|FILE.json",
          "SESSION -o FILE.html|FILE.pdf|FILE.json [OPTIONS]",

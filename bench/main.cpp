@@ -1,6 +1,7 @@
 // batchpilot-bench: Qt-free benchmarks of the BatchPilot engine.
 #include "bench_util.h"
 #include "load_bench.h"
+#include "fidelity_bench.h"
 #include "profile_bench.h"
 #include "scheduler_bench.h"
 #include "store_bench.h"
@@ -45,6 +46,8 @@ int main(int argc, char **argv)
             return bp::bench::runLoadBench(args);
         if (stage == "store")
             return bp::bench::runStoreBench(args);
+        if (stage == "fidelity")
+            return bp::bench::runFidelityBench(args);
     } catch (const std::exception &e) {
         std::cerr << "batchpilot-bench " << stage << ": " << e.what() << "\n";
         return 2;

@@ -1,4 +1,5 @@
 #include "bench_util.h"
+#include "fidelity_bench.h"
 #include "load_bench.h"
 #include "profile_bench.h"
 #include "scheduler_bench.h"
@@ -8,7 +9,7 @@ namespace bp::bench {
 
 std::vector<const StageOptions *> benchStages()
 {
-    return {&schedulerStage(), &profileStage(), &loadStage(), &storeStage()};
+    return {&schedulerStage(), &profileStage(), &loadStage(), &storeStage(), &fidelityStage()};
 }
 
 } // namespace bp::bench

@@ -301,7 +301,12 @@ nlohmann::json replayParameters(const ReplayOptions &options, std::size_t count)
 
 std::string_view replayClockName(ReplayClock clock)
 {
-    return clock == ReplayClock::Virtual ? "virtual" : "real";
+    switch (clock) {
+    case ReplayClock::Real: return "real";
+    case ReplayClock::Virtual: return "virtual";
+    case ReplayClock::Simulated: return "simulated";
+    }
+    return "real";
 }
 
 Replayer::Replayer(std::shared_ptr<TraceStore> store, std::shared_ptr<Backend> backend)
@@ -314,6 +319,8 @@ Result<ReplayOutcome> Replayer::run(const ReplayOptions &options, const Progress
 {
     if (!m_store || !m_backend)
         return Status(StatusCode::InvalidArgument, "replay needs a trace store and a backend");
+    if (options.clock == ReplayClock::Simulated)
+        return Status(StatusCode::InvalidArgument, "a simulated replay runs through SimulatedReplay, with a calibration");
     if (Status s = checkOptions(options); !s)
         return s;
     const bool fromSession = options.source.kind == ReplaySource::Kind::Session;
@@ -414,7 +421,7 @@ Result<ReplayOutcome> Replayer::runRemote(const ReplayOptions &options, RemoteTa
         return Status(StatusCode::InvalidArgument, "replay needs a trace store");
     if (Status s = checkOptions(options); !s)
         return s;
-    if (options.clock == ReplayClock::Virtual)
+    if (options.clock != ReplayClock::Real)
         return Status(StatusCode::InvalidArgument,
                       "a remote replay runs on the real clock (--virtual simulates the "
                       "embedded engine; there is no remote server to simulate)");

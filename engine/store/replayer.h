@@ -39,7 +39,10 @@ struct ReplaySource {
     std::int64_t id = 0;
 };
 
-enum class ReplayClock { Real, Virtual };
+// Simulated: no engine and no model; the simulator (engine/sim/) charges
+// each batch a calibrated cost on the virtual clock. Replayer::run refuses
+// it (it needs a calibration: bp::SimulatedReplay).
+enum class ReplayClock { Real, Virtual, Simulated };
 
 struct ReplayOptions {
     ReplaySource source;

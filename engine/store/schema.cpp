@@ -146,7 +146,25 @@ ALTER TABLE traces ADD COLUMN block_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE trace_requests ADD COLUMN hash_ids TEXT;
 )sql";
 
-constexpr const char *kMigrations[] = {kMigration1, kMigration2, kMigration3, kMigration4};
+
+// Version 5: cost-model calibrations (engine/sim/calibration.h) for
+// simulated replays; the whole calibration is one JSON document, the key
+// columns are there to find it.
+constexpr const char *kMigration5 = R"sql(
+CREATE TABLE calibrations (
+  id            INTEGER PRIMARY KEY,
+  created_at_us INTEGER NOT NULL,
+  model         TEXT    NOT NULL,
+  preset        TEXT    NOT NULL DEFAULT '',
+  device        TEXT    NOT NULL,
+  threads       INTEGER NOT NULL,
+  source        TEXT    NOT NULL DEFAULT '',
+  calibration   TEXT    NOT NULL
+);
+CREATE INDEX calibrations_by_key ON calibrations(model, preset, device, threads);
+)sql";
+
+constexpr const char *kMigrations[] = {kMigration1, kMigration2, kMigration3, kMigration4, kMigration5};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 } // namespace

@@ -12,6 +12,7 @@
 //      requests.source; metric_samples.dropped_rows
 //   3  remote targets: sessions.target_url; target_samples (the target's
 //      scraped /metrics series)
+//   5  calibrations (cost models for simulated replay)
 #pragma once
 
 #include "sqlite_db.h"
@@ -20,7 +21,7 @@
 
 namespace bp::store {
 
-constexpr int kSchemaVersion = 4;
+constexpr int kSchemaVersion = 5;
 // 'BPTS' (BatchPilot trace store)
 constexpr std::int64_t kApplicationId = 0x42505453;
 

@@ -85,8 +85,8 @@ private slots:
     void commandHelp_data()
     {
         QTest::addColumn<QString>("name");
-        // import-trace, export-trace, export-config, traces, sessions, replay, report
-        QCOMPARE(commands().size(), std::size_t(7));
+        // import-trace, export-trace, export-config, traces, sessions, replay, calibrate, report
+        QCOMPARE(commands().size(), std::size_t(8));
         for (const Command &c : commands())
             QTest::newRow(qPrintable(c.name)) << c.name;
     }

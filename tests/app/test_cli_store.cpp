@@ -126,6 +126,51 @@ private slots:
         QVERIFY(r.out.contains("trace 1") && r.out.contains("session 1"));
     }
 
+    // calibrate (here: --import of an exported calibration, and a fit to a
+    // recorded session's batch rows), then replay --simulate with it: a
+    // session marked as a simulation, its calibration named.
+    void calibrateAndSimulate()
+    {
+        Cli cli;
+        VERIFY_RUN(cli.run({"import-trace", cli.write("small.csv", kTrace)}), 0);
+        const QString calibration = cli.write("echo.json", R"({"format": "batchpilot-calibration", "model": "builtin:echo",
+            "device": "cpu", "threads": 1, "generative": true, "max_sequence_length": 8192,
+            "max_new_tokens_limit": 8192, "cost_model": {"pass": [0.001, 0, 0, 0], "step": [0, 0, 0]}})");
+        Run r = cli.run({"calibrate", "--import", calibration});
+        VERIFY_RUN(r, 0);
+        QVERIFY2(r.out.contains("imported as calibration 1"), qPrintable(r.out));
+        r = cli.run({"calibrate", "--list"});
+        VERIFY_RUN(r, 0);
+        QVERIFY(r.out.contains("builtin:echo"));
+
+        r = cli.run({"replay", "1", "--trace", "--simulate", "--calibration", "1", "--json"});
+        VERIFY_RUN(r, 0);
+        auto j = json(r);
+        QVERIFY2(!j.is_discarded(), qPrintable(r.out));
+        QCOMPARE(j["calibration"]["id"].get<int>(), 1);
+        QCOMPARE(j["comparison"]["b"]["completed"].get<double>(), 5.0);
+        QCOMPARE(j["comparison"]["b"]["kind"].get<std::string>(), std::string("simulation"));
+        // every request took at least the 1 ms its batch was charged
+        QVERIFY(j["comparison"]["b"]["latency_p50_ms"].get<double>() >= 1.0);
+        // without --calibration: the newest for --model
+        r = cli.run({"replay", "1", "--trace", "--simulate", "--model", "builtin:echo"});
+        VERIFY_RUN(r, 0);
+        QVERIFY2(r.out.contains("simulated clock") && r.out.contains("calibration 1"), qPrintable(r.out));
+        r = cli.run({"replay", "1", "--trace", "--simulate", "--model", "builtin:tiny-encoder"});
+        VERIFY_RUN(r, 1);
+        QVERIFY2(r.err.contains("batchpilot calibrate --model builtin:tiny-encoder"), qPrintable(r.err));
+        VERIFY_RUN(cli.run({"replay", "1", "--trace", "--simulate", "--virtual"}), 2);
+
+        // a fit to the simulated session's batch rows, exported as JSON
+        r = cli.run({"calibrate", "--model", "builtin:echo", "--session", "1", "--no-profile", "--json"});
+        VERIFY_RUN(r, 0);
+        QVERIFY2(json(r)["source"].get<std::string>().rfind("session 1 (", 0) == 0, qPrintable(r.out));
+        r = cli.run({"calibrate", "--export", "2"});
+        VERIFY_RUN(r, 0);
+        QCOMPARE(json(r)["id"].get<int>(), 2);
+        QVERIFY(json(r)["cost_model"]["pass"][0].get<double>() > 0.0009);
+    }
+
     void rejectBadRows()
     {
         Cli cli;

@@ -1,0 +1,211 @@
+#include "cmd_calibrate.h"
+
+#include "command_args.h"
+#include "commands.h"
+#include "engine_host.h"
+
+#include "engine/sim/calibration_store.h"
+#include "engine/store/trace_store.h"
+
+#include <QFile>
+#include <QTextStream>
+
+#include <atomic>
+#include <thread>
+
+namespace bp::app {
+
+namespace {
+
+QString q(const std::string &s)
+{
+    return QString::fromStdString(s);
+}
+
+int fail(const QString &message, int code = 1)
+{
+    QTextStream(stderr) << "batchpilot calibrate: " << message << "\n";
+    return code;
+}
+
+QString percent(double rel)
+{
+    return QString::number(100 * rel, 'f', 1) + QLatin1Char('%');
+}
+
+void printCalibration(QTextStream &out, const Calibration &c)
+{
+    out << QStringLiteral("calibration %1: %2, from %3\n").arg(c.id).arg(q(c.describe()), q(c.source));
+    const auto &k = c.cost.coef;
+    out << QStringLiteral("  pass(b, L)  = %1 + %2*b + %3*b*L + %4*b*L^2  (us)\n")
+               .arg(k[0] * 1e6, 0, 'g', 4)
+               .arg(k[1] * 1e6, 0, 'g', 4)
+               .arg(k[2] * 1e6, 0, 'g', 4)
+               .arg(k[3] * 1e6, 0, 'g', 4);
+    if (c.generative)
+        out << QStringLiteral("  step(b, c)  = %1 + %2*b + %3*b*c  (us; one decode step at context c)\n")
+                   .arg(k[4] * 1e6, 0, 'g', 4)
+                   .arg(k[5] * 1e6, 0, 'g', 4)
+                   .arg(k[6] * 1e6, 0, 'g', 4);
+    out << QStringLiteral("  serving overhead per batch: %1 us\n").arg(c.cost.overheadS * 1e6, 0, 'f', 1);
+    out << QStringLiteral(
+               "  fit error over %1 measurements: median %2, rms %3, worst %4; whole batches: median "
+               "%5, worst %6\n")
+               .arg(c.error.observations)
+               .arg(percent(c.error.medianRel), percent(c.error.rmsRel), percent(c.error.maxRel),
+                    percent(c.batchError.medianRel), percent(c.batchError.maxRel));
+}
+
+int list(TraceStore &store, bool json)
+{
+    auto all = listCalibrations(store);
+    if (!all)
+        return fail(q(all.status().message()));
+    QTextStream out(stdout);
+    if (json) {
+        nlohmann::json j = nlohmann::json::array();
+        for (const Calibration &c : *all)
+            j.push_back(toJson(c));
+        out << q(j.dump(2)) << "\n";
+        return 0;
+    }
+    out << QStringLiteral("%1  %2  %3  %4  %5  %6  %7\n")
+               .arg("ID", -4)
+               .arg("MODEL", -22)
+               .arg("PRESET", -7)
+               .arg("DEVICE", -7)
+               .arg("THREADS", -7)
+               .arg("BATCH_ERR", -9)
+               .arg("SOURCE");
+    for (const Calibration &c : *all)
+        out << QStringLiteral("%1  %2  %3  %4  %5  %6  %7\n")
+                   .arg(c.id, -4)
+                   .arg(q(c.model), -22)
+                   .arg(q(c.preset), -7)
+                   .arg(q(c.device), -7)
+                   .arg(c.threads, -7)
+                   .arg(percent(c.batchError.medianRel), -9)
+                   .arg(q(c.source));
+    return 0;
+}
+
+} // namespace
+
+int runCalibrate(const AppOptions &options)
+{
+    CommandArgs args(options.commandArgs, commandOptions("calibrate"));
+    if (!args.error().isEmpty() || !args.positional().isEmpty())
+        return fail(
+            (args.error().isEmpty() ? QStringLiteral("unexpected argument") : args.error()) +
+                "\nusage: batchpilot calibrate [--quick] [--session ID [--no-profile]] [--json] | --list | "
+                "--export ID [-o FILE] | --import FILE",
+            2);
+    const auto session = args.number("session", 0, 1, 9e18);
+    const auto exportId = args.number("export", 0, 1, 9e18);
+    if (!session || !exportId)
+        return fail(args.error(), 2);
+    if (args.has("no-profile") && *session == 0)
+        return fail(QStringLiteral("--no-profile needs --session ID"), 2);
+    const bool json = args.has("json");
+
+    auto store = TraceStore::open(options.db.toStdString());
+    if (!store)
+        return fail(q(store.status().message()));
+    QTextStream out(stdout);
+    QTextStream err(stderr);
+
+    if (args.has("list"))
+        return list(**store, json);
+    if (*exportId > 0) {
+        auto c = loadCalibration(**store, std::int64_t(*exportId));
+        if (!c)
+            return fail(q(c.status().message()));
+        const QString text = q(toJson(*c).dump(2)) + "\n";
+        const QString path = args.value("output");
+        if (path.isEmpty()) {
+            out << text;
+            return 0;
+        }
+        QFile f(path);
+        if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(text.toUtf8()) < 0)
+            return fail(QStringLiteral("cannot write '%1': %2").arg(path, f.errorString()));
+        err << QStringLiteral("calibration %1 written to %2\n").arg(c->id).arg(path);
+        return 0;
+    }
+    if (args.has("import")) {
+        auto c = loadCalibrationFile(args.value("import").toStdString());
+        if (!c)
+            return fail(q(c.status().message()));
+        auto id = saveCalibration(**store, *c);
+        if (!id)
+            return fail(q(id.status().message()));
+        c->id = *id;
+        out << QStringLiteral("imported as calibration %1: %2\n").arg(*id).arg(q(c->describe()));
+        return 0;
+    }
+
+    // Fit: the model's facts come from the model itself (loading is cheap;
+    // the grid is what takes time).
+    auto backend = backendFor(options);
+    if (!backend)
+        return fail(q(backend.status().message()));
+    const int threads =
+        options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+    Calibration key = Calibration::forModel((*backend)->info(), options.preset.toStdString(), threads);
+    std::vector<CostObservation> observations;
+    QStringList sources;
+    if (!args.has("no-profile")) {
+        const bool quick = args.has("quick");
+        const CalibrationGrid grid = quick ? CalibrationGrid::quick() : CalibrationGrid{};
+        err << QStringLiteral("calibrate: profiling %1 (%2 grid)\n")
+                   .arg(q(key.describe()), quick ? "quick" : "full");
+        err.flush();
+        auto measured = measureBackend(**backend, grid, [&](const CalibrationProgress &p) {
+            err << QStringLiteral("  %1/%2  batch %3 x length %4%5: %6 ms\n")
+                       .arg(p.done)
+                       .arg(p.total)
+                       .arg(p.batch, 3)
+                       .arg(p.length, 4)
+                       .arg(key.generative ? QStringLiteral(" x %1 new").arg(p.newTokens) : QString())
+                       .arg(p.seconds * 1e3, 0, 'f', 2);
+            err.flush();
+        });
+        if (!measured)
+            return fail(q(measured.status().message()));
+        observations = std::move(measured.value());
+        sources << (quick ? QStringLiteral("profile (quick)") : QStringLiteral("profile"));
+    }
+    if (*session > 0) {
+        const auto id = std::int64_t(*session);
+        auto s = (*store)->session(id);
+        if (!s)
+            return fail(q(s.status().message()));
+        if (s->model != key.model)
+            err << QStringLiteral("warning: session %1 ran %2, not %3\n")
+                       .arg(id)
+                       .arg(q(s->model), q(key.model));
+        auto rows = sessionObservations(**store, id, key.generative);
+        if (!rows)
+            return fail(q(rows.status().message()));
+        observations.insert(observations.end(), rows->batches.begin(), rows->batches.end());
+        key.cost.overheadS = rows->overheadS;
+        sources << QStringLiteral("session %1 (%2 batches)").arg(id).arg(rows->batches.size());
+    }
+    key.source = sources.join(QStringLiteral(" + ")).toStdString();
+    auto fitted = calibrate(key, observations);
+    if (!fitted)
+        return fail(q(fitted.status().message()));
+    auto id = saveCalibration(**store, *fitted);
+    if (!id)
+        return fail(q(id.status().message()));
+    fitted->id = *id;
+    if (json) {
+        out << q(toJson(*fitted).dump(2)) << "\n";
+        return 0;
+    }
+    printCalibration(out, *fitted);
+    out << QStringLiteral("simulate with it: batchpilot replay ID --simulate --calibration %1\n").arg(*id);
+    return 0;
+}
+
+} // namespace bp::app

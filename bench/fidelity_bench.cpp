@@ -1,0 +1,374 @@
+#include "fidelity_bench.h"
+
+#include "model_profile.h"
+
+#include "engine/sim/calibration.h"
+#include "engine/sim/simulated_replay.h"
+#include "engine/store/session_summary.h"
+#include "engine/store/trace_store.h"
+#include "engine/trace_csv.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include <unistd.h>
+
+namespace bp::bench {
+
+namespace {
+
+struct NamedConfig {
+    std::string name;
+    BatchingConfig config;
+};
+
+std::vector<NamedConfig> fidelityConfigs(int longest)
+{
+    using namespace std::chrono_literals;
+    std::vector<NamedConfig> out;
+    auto add = [&](std::string name, auto edit) {
+        BatchingConfig c;
+        c.queueCapacity = 100000;
+        edit(c);
+        out.push_back({std::move(name), c});
+    };
+    add("none", [](BatchingConfig &c) { c.policy = PolicyKind::None; });
+    add("dynamic b8 d2ms", [](BatchingConfig &c) {
+        c.maxBatchSize = 8;
+        c.maxQueueDelay = 2ms;
+    });
+    add("dynamic b32 d10ms", [](BatchingConfig &c) {
+        c.maxBatchSize = 32;
+        c.maxQueueDelay = 10ms;
+    });
+    add("bucketed b16 d5ms", [](BatchingConfig &c) {
+        c.policy = PolicyKind::Bucketed;
+        c.maxBatchSize = 16;
+        c.maxQueueDelay = 5ms;
+        c.bucketEdges = {32, 64, 128, 256};
+    });
+    add("static b4", [&](BatchingConfig &c) {
+        c.policy = PolicyKind::Static;
+        c.staticBatchSize = 4;
+        c.staticPaddedLength = longest;
+    });
+    add("hybrid", [](BatchingConfig &c) {
+        c.policy = PolicyKind::Hybrid;
+        c.hybrid.staticSizes = {4, 8};
+        c.hybrid.maxStaticLength = 64;
+        c.hybrid.minStaticRate = 20;
+        c.hybrid.staticMaxWait = 5ms;
+        c.maxBatchSize = 16;
+        c.maxQueueDelay = 5ms;
+    });
+    add("dynamic b16 x2 inst", [](BatchingConfig &c) {
+        c.maxBatchSize = 16;
+        c.maxQueueDelay = 5ms;
+        c.instances = 2;
+    });
+    add("adaptive delay", [](BatchingConfig &c) {
+        c.maxBatchSize = 16;
+        c.adaptiveDelay.enabled = true;
+        c.adaptiveDelay.maxDelay = 10ms;
+    });
+    return out;
+}
+
+double relError(double sim, double real)
+{
+    return real > 0 ? sim / real - 1 : 0;
+}
+
+double median(std::vector<double> v)
+{
+    if (v.empty())
+        return 0;
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Time to first token, p50 and p99 (ms) over completed requests.
+std::pair<double, double> ttftPercentiles(const TraceStore &store, std::int64_t session)
+{
+    std::vector<std::int64_t> v;
+    auto requests = store.requests(session);
+    if (!requests)
+        return {0, 0};
+    for (const StoredRequest &r : *requests)
+        if (r.status == StatusCode::Ok && r.timeToFirstToken > Duration::zero())
+            v.push_back(r.timeToFirstToken.count());
+    std::sort(v.begin(), v.end());
+    if (v.empty())
+        return {0, 0};
+    return {nearestRank(v, 0.5) / 1e6, nearestRank(v, 0.99) / 1e6};
+}
+
+// The rows of a replayable trace: `rows` re-timed so that they span
+// `seconds`, lengths scaled and clamped to the model.
+std::vector<TraceRow> fitTrace(std::vector<TraceRow> rows, double seconds, double lengthScale,
+                               const ModelInfo &m)
+{
+    const double span = rows.empty() ? 0 : rows.back().arrivalS - rows.front().arrivalS;
+    const double t0 = rows.empty() ? 0 : rows.front().arrivalS;
+    for (TraceRow &r : rows) {
+        r.arrivalS = span > 0 ? (r.arrivalS - t0) * seconds / span : 0;
+        r.inputTokens = std::clamp(int(std::lround(r.inputTokens * lengthScale)), 1, m.maxSequenceLength);
+        r.outputTokens = std::max(1, int(std::lround(r.outputTokens * lengthScale)));
+        if (m.maxNewTokensLimit > 0)
+            r.outputTokens = std::min(r.outputTokens, std::max(1, m.maxSequenceLength + 1 - r.inputTokens));
+    }
+    return rows;
+}
+
+// On/off bursts: `rate` on average, three times that for 0.3 s, then a
+// quiet stretch; lengths log-uniform.
+std::vector<TraceRow> burstyRows(std::size_t n, double rate, int maxLength, std::uint64_t seed)
+{
+    std::mt19937_64 rng(seed);
+    std::exponential_distribution<double> busy(3 * rate), quiet(rate / 3);
+    std::uniform_real_distribution<double> logLen(std::log(4.0), std::log(double(maxLength)));
+    std::uniform_int_distribution<int> out(4, 64);
+    std::vector<TraceRow> rows;
+    double t = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const bool on = std::fmod(t, 0.6) < 0.3;
+        t += on ? busy(rng) : quiet(rng);
+        rows.push_back({t, int(std::exp(logLen(rng))), out(rng)});
+    }
+    return rows;
+}
+
+} // namespace
+
+const StageOptions &fidelityStage()
+{
+    static const StageOptions stage = [] {
+        StageOptions s{
+            "fidelity", "[OPTIONS]", "simulated vs real replays of two traces under 8 configs: the error",
+            "Profiles the model (a quick calibration grid), then replays two short traces -- a window\n"
+            "of the Azure conversation trace re-timed to --seconds, and a synthetic on/off bursty\n"
+            "trace -- for real and simulated under 8 configs (every request-level policy, batch\n"
+            "sizes, delays, 2 instances, adaptive delay) and prints the relative error of the\n"
+            "simulation in throughput, latency p50 and p99 (and TTFT for a decoder) per config,\n"
+            "with the median absolute error and the worst case.",
+            modelOptions()};
+        s.options.insert(
+            s.options.end(),
+            {
+                {"azure", "FILE.csv", "the Azure trace (default ../shared/traces/azure_llm_conv_2023.csv)"},
+                {"seconds", "S", "real time of each replay (default 3)"},
+                {"load", "F", "offered load as a fraction of batch-1 capacity (default 0.6)"},
+                {"length-scale", "X", "multiply the Azure token counts (default 0.125)"},
+                {"configs", "N", "run only the first N configs (default all 8)"},
+                {"full-grid", "", "calibrate with the full grid instead of the quick one"},
+                {"db", "FILE", "keep the sessions in this trace database (default: a temporary one)"},
+                {"json", "FILE", "write the table as JSON"},
+            });
+        return s;
+    }();
+    return stage;
+}
+
+int runFidelityBench(const Args &args)
+{
+    if (int rc = handleHelpAndUnknown(args, fidelityStage()); rc >= 0)
+        return rc;
+    const ModelSpec spec = modelSpecFromArgs(args, "builtin:tiny-encoder");
+    const double seconds = args.num("seconds", 3);
+    const double load = args.num("load", 0.6);
+    const double lengthScale = args.num("length-scale", 0.125);
+    const std::string azurePath = args.str("azure", "../shared/traces/azure_llm_conv_2023.csv");
+    if (!(seconds > 0) || !(load > 0) || !(lengthScale > 0)) {
+        std::fprintf(stderr, "fidelity: --seconds, --load and --length-scale must be positive\n");
+        return 2;
+    }
+    auto backend = createBackend(spec);
+    if (!backend) {
+        std::fprintf(stderr, "fidelity: %s\n", backend.status().message().c_str());
+        return 1;
+    }
+    const ModelInfo &info = (*backend)->info();
+
+    const std::string dbPath = args.str("db", (std::filesystem::temp_directory_path() /
+                                               ("bp-fidelity-" + std::to_string(::getpid()) + ".sqlite"))
+                                                  .string());
+    const bool temporary = !args.has("db");
+    auto store = TraceStore::open(dbPath);
+    if (!store) {
+        std::fprintf(stderr, "fidelity: %s\n", store.status().message().c_str());
+        return 1;
+    }
+
+    // 1. calibration: the profile alone (no recorded session), as a new user would start
+    const int threads =
+        spec.threads > 0 ? spec.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+    Calibration key = Calibration::forModel(info, spec.preset, threads);
+    key.source = args.has("full-grid") ? "profile" : "profile (quick)";
+    const TimePoint calStart = SteadyClock::now();
+    auto measured =
+        measureBackend(**backend, args.has("full-grid") ? CalibrationGrid{} : CalibrationGrid::quick());
+    if (!measured) {
+        std::fprintf(stderr, "fidelity: %s\n", measured.status().message().c_str());
+        return 1;
+    }
+    auto cal = calibrate(key, *measured);
+    if (!cal) {
+        std::fprintf(stderr, "fidelity: %s\n", cal.status().message().c_str());
+        return 1;
+    }
+    std::printf("calibration: %s, %zu measurements in %.1f s; fit error median %.1f%%, worst %.1f%%\n",
+                cal->describe().c_str(), cal->observations, toSeconds(SteadyClock::now() - calStart),
+                100 * cal->error.medianRel, 100 * cal->error.maxRel);
+
+    // 2. two traces sized to `load` of batch-1 capacity at their mean length
+    auto azure = parseTraceFile(azurePath);
+    if (!azure) {
+        std::fprintf(stderr, "fidelity: %s\n", azure.status().message().c_str());
+        return 1;
+    }
+    auto capacityAt = [&](const std::vector<TraceRow> &rows) {
+        double meanIn = 0, meanOut = 0;
+        for (const TraceRow &r : rows) {
+            meanIn += r.inputTokens / double(rows.size());
+            meanOut += r.outputTokens / double(rows.size());
+        }
+        const std::vector<int> want{int(std::lround(meanOut))};
+        return 1 / toSeconds(cal->cost.batchCost(1, int(std::lround(meanIn)), want).run);
+    };
+    std::vector<std::pair<std::string, std::vector<TraceRow>>> traces;
+    {
+        // the Azure rows, lengths scaled, and as many as `load` of capacity takes in `seconds`
+        auto sized = fitTrace(azure->rows, 1, lengthScale, info);
+        const double rate = load * capacityAt(sized);
+        // A multiple of the static config's batch size: a real-clock replay
+        // waits for every completion before it drains, so a partial static
+        // batch would keep it waiting forever (docs/benchmarks.md).
+        const std::size_t n = std::clamp<std::size_t>(std::size_t(rate * seconds), 20, azure->rows.size()) / 4 * 4;
+        std::vector<TraceRow> window(azure->rows.begin(), azure->rows.begin() + std::ptrdiff_t(n));
+        traces.push_back({"azure", fitTrace(window, seconds, lengthScale, info)});
+        auto bursty = burstyRows(1000, 1, std::min(256, info.maxSequenceLength), 7);
+        bursty = fitTrace(bursty, 1, 1, info);
+        const double burstyRate = load * capacityAt(bursty);
+        const std::size_t m = std::max<std::size_t>(20, std::size_t(burstyRate * seconds)) / 4 * 4;
+        traces.push_back(
+            {"bursty", fitTrace(burstyRows(m, burstyRate, std::min(256, info.maxSequenceLength), 7), seconds,
+                                1, info)});
+    }
+
+    // 3. real and simulated replays
+    nlohmann::json rows = nlohmann::json::array();
+    std::vector<double> errors, worst;
+    std::string worstWhere;
+    double worstValue = 0;
+    std::printf("\n%-7s %-20s %9s %9s %7s %9s %9s %7s %9s %9s %7s%s\n", "trace", "config", "real rps",
+                "sim rps", "err", "real p50", "sim p50", "err", "real p99", "sim p99", "err",
+                info.generative ? "  ttft p50 real/sim (err)" : "");
+    for (auto &[traceName, traceRows] : traces) {
+        int longest = 1;
+        for (const TraceRow &r : traceRows)
+            longest = std::max(longest, r.inputTokens);
+        auto added = (*store)->addTrace(traceName, "", TraceFormat::Plain, traceRows);
+        if (!added) {
+            std::fprintf(stderr, "fidelity: %s\n", added.status().message().c_str());
+            return 1;
+        }
+        auto configs = fidelityConfigs(longest);
+        if (args.has("configs"))
+            configs.resize(std::min(configs.size(), std::size_t(std::max(1.0, args.num("configs", 8)))));
+        for (const NamedConfig &nc : configs) {
+            ReplayOptions o;
+            o.source = {ReplaySource::Kind::Trace, added->id};
+            o.config = nc.config;
+            o.clock = ReplayClock::Real;
+            o.notes = "fidelity " + traceName + " " + nc.name + " (real)";
+            auto real = Replayer(*store, *backend).run(o);
+            o.notes = "fidelity " + traceName + " " + nc.name + " (simulated)";
+            auto sim = SimulatedReplay(*store, *cal).run(o);
+            if (!real || !sim) {
+                std::fprintf(stderr, "fidelity: %s\n",
+                             (!real ? real.status() : sim.status()).message().c_str());
+                return 1;
+            }
+            const SessionSummary a = (*store)->summary(real->sessionId).value();
+            const SessionSummary b = (*store)->summary(sim->sessionId).value();
+            const double eT = relError(b.throughputRps, a.throughputRps);
+            const double e50 = relError(b.latencyP50Ms, a.latencyP50Ms);
+            const double e99 = relError(b.latencyP99Ms, a.latencyP99Ms);
+            nlohmann::json row{{"trace", traceName},
+                               {"config", nc.name},
+                               {"requests", traceRows.size()},
+                               {"real",
+                                {{"session", real->sessionId},
+                                 {"throughput_rps", a.throughputRps},
+                                 {"p50_ms", a.latencyP50Ms},
+                                 {"p99_ms", a.latencyP99Ms},
+                                 {"mean_batch", a.meanBatchSize}}},
+                               {"simulated",
+                                {{"session", sim->sessionId},
+                                 {"throughput_rps", b.throughputRps},
+                                 {"p50_ms", b.latencyP50Ms},
+                                 {"p99_ms", b.latencyP99Ms},
+                                 {"mean_batch", b.meanBatchSize}}},
+                               {"error", {{"throughput", eT}, {"p50", e50}, {"p99", e99}}}};
+            std::vector<std::pair<std::string, double>> cell{{"throughput", eT}, {"p50", e50}, {"p99", e99}};
+            std::string ttftText;
+            if (info.generative) {
+                const auto [ra50, ra99] = ttftPercentiles(**store, real->sessionId);
+                const auto [sa50, sa99] = ttftPercentiles(**store, sim->sessionId);
+                const double eF = relError(sa50, ra50);
+                row["error"]["ttft_p50"] = eF;
+                row["real"]["ttft_p50_ms"] = ra50;
+                row["simulated"]["ttft_p50_ms"] = sa50;
+                cell.push_back({"ttft p50", eF});
+                char buf[96];
+                std::snprintf(buf, sizeof buf, "  %7.2f/%7.2f (%+5.0f%%)", ra50, sa50, 100 * eF);
+                ttftText = buf;
+            }
+            for (auto &[metric, e] : cell) {
+                errors.push_back(std::abs(e));
+                if (std::abs(e) > worstValue) {
+                    worstValue = std::abs(e);
+                    worstWhere = traceName + " / " + nc.name + " / " + metric;
+                }
+            }
+            rows.push_back(row);
+            std::printf("%-7s %-20s %9.1f %9.1f %+6.0f%% %9.2f %9.2f %+6.0f%% %9.2f %9.2f %+6.0f%%%s\n",
+                        traceName.c_str(), nc.name.c_str(), a.throughputRps, b.throughputRps, 100 * eT,
+                        a.latencyP50Ms, b.latencyP50Ms, 100 * e50, a.latencyP99Ms, b.latencyP99Ms, 100 * e99,
+                        ttftText.c_str());
+            std::fflush(stdout);
+        }
+    }
+    const double med = median(errors);
+    std::printf("\nmedian absolute error %.1f%% over %zu figures; worst %.1f%% (%s)\n", 100 * med,
+                errors.size(), 100 * worstValue, worstWhere.c_str());
+    nlohmann::json j{{"stage", "fidelity"},
+                     {"model", info.name},
+                     {"preset", spec.preset},
+                     {"device", info.device},
+                     {"threads", threads},
+                     {"seconds", seconds},
+                     {"load", load},
+                     {"calibration", toJson(*cal)},
+                     {"rows", rows},
+                     {"median_abs_error", med},
+                     {"worst_abs_error", worstValue},
+                     {"worst", worstWhere}};
+    const int rc = writeJsonOption(args, j);
+    if (temporary) {
+        store->reset();
+        std::error_code ec;
+        for (const char *suffix : {"", "-wal", "-shm"})
+            std::filesystem::remove(dbPath + suffix, ec);
+    }
+    return rc;
+}
+
+} // namespace bp::bench

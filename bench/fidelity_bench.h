@@ -1,0 +1,14 @@
+#pragma once
+
+#include "bench_util.h"
+
+namespace bp::bench {
+
+// `batchpilot-bench fidelity`: replays two short traces for real and
+// simulated (a calibration profiled first on the same model) under several
+// configs and prints the simulator's error of throughput, p50 and p99 per
+// config (issue 15 item 3).
+int runFidelityBench(const Args &args);
+const StageOptions &fidelityStage();
+
+} // namespace bp::bench

@@ -1,0 +1,317 @@
+#include "calibration.h"
+
+#include "engine/store/session_summary.h"
+#include "engine/store/trace_store.h"
+#include "engine/workload.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+
+namespace bp {
+
+namespace {
+
+double median(std::vector<double> v)
+{
+    if (v.empty())
+        return 0;
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+Status cancelledStatus()
+{
+    return {StatusCode::InvalidArgument, "calibration cancelled"};
+}
+
+} // namespace
+
+Calibration Calibration::forModel(const ModelInfo &info, const std::string &preset, int threads)
+{
+    Calibration c;
+    c.model = info.name;
+    c.preset = info.name.rfind("builtin:", 0) == 0 && info.name != "builtin:echo" ? preset : "";
+    c.device = info.device;
+    c.threads = threads;
+    c.vocabSize = info.vocabSize;
+    c.maxSequenceLength = info.maxSequenceLength;
+    c.generative = info.generative;
+    c.maxNewTokensLimit = info.maxNewTokensLimit;
+    // The decoder's positions hold input + generated tokens; echo has none.
+    c.positions = info.generative && info.name != "builtin:echo" && info.maxNewTokensLimit > 0
+                      ? info.maxNewTokensLimit + 1
+                      : 0;
+    c.cost.generative = info.generative;
+    return c;
+}
+
+ModelInfo Calibration::modelInfo() const
+{
+    ModelInfo m;
+    m.name = model;
+    m.device = device;
+    m.vocabSize = vocabSize;
+    m.maxSequenceLength = maxSequenceLength;
+    m.generative = generative;
+    m.maxNewTokensLimit = maxNewTokensLimit;
+    m.description = "simulated from calibration " + std::to_string(id);
+    return m;
+}
+
+std::string Calibration::describe() const
+{
+    std::ostringstream s;
+    s << model << " (";
+    if (!preset.empty())
+        s << preset << ", ";
+    s << device << ", " << threads << (threads == 1 ? " thread)" : " threads)");
+    return s.str();
+}
+
+CalibrationGrid CalibrationGrid::quick()
+{
+    CalibrationGrid g;
+    g.batchSizes = {1, 4, 16};
+    g.lengths = {16, 128, 512};
+    g.newTokens = {2, 8};
+    g.repeats = 2;
+    return g;
+}
+
+Result<std::vector<CostObservation>>
+measureBackend(Backend &backend, const CalibrationGrid &grid,
+               const std::function<void(const CalibrationProgress &)> &progress,
+               const std::atomic<bool> *cancel)
+{
+    const ModelInfo &info = backend.info();
+    std::vector<int> lengths;
+    for (int L : grid.lengths)
+        if (L >= 1 && L <= info.maxSequenceLength)
+            lengths.push_back(L);
+    if (lengths.empty() || grid.batchSizes.empty())
+        return Status(StatusCode::InvalidArgument, "calibration grid has no length the model accepts");
+    std::vector<int> wants = info.generative ? grid.newTokens : std::vector<int>{0};
+    if (info.generative)
+        std::erase_if(wants, [&](int w) {
+            return w < 1 || (info.maxNewTokensLimit > 0 && w > info.maxNewTokensLimit);
+        });
+    if (wants.empty())
+        return Status(StatusCode::InvalidArgument,
+                      "calibration grid has no new-token count the model accepts");
+
+    std::mt19937_64 rng(grid.seed);
+    std::uniform_int_distribution<TokenId> token(0, std::max(0, std::min(info.vocabSize, 256) - 1));
+    std::vector<CostObservation> out;
+    CalibrationProgress p;
+    p.total = lengths.size() * grid.batchSizes.size() * wants.size();
+    for (int L : lengths) {
+        for (int want : wants) {
+            for (int b : grid.batchSizes) {
+                if (cancel && cancel->load())
+                    return cancelledStatus();
+                std::vector<Request> requests(static_cast<std::size_t>(b));
+                for (Request &r : requests) {
+                    r.tokens.resize(std::size_t(L));
+                    for (TokenId &t : r.tokens)
+                        t = token(rng);
+                    r.maxNewTokens = want;
+                }
+                BatchInput input;
+                input.paddedLength = L;
+                for (const Request &r : requests)
+                    input.requests.push_back(&r);
+                std::vector<double> whole, prefill, step;
+                bool doesNotFit = false;
+                for (int run = 0; run < grid.warmup + grid.repeats; ++run) {
+                    std::vector<SequenceResult> results(requests.size());
+                    const TimePoint start = SteadyClock::now();
+                    Status s = backend.run(input, results);
+                    const double took = toSeconds(SteadyClock::now() - start);
+                    for (const SequenceResult &r : results)
+                        if (s.isOk() && !r.status.isOk())
+                            s = r.status;
+                    if (s.code() == StatusCode::OutOfRange) { // input + new tokens past the model's positions
+                        doesNotFit = true;
+                        break;
+                    }
+                    if (!s)
+                        return Status(s.code(), "calibration batch " + std::to_string(b) + " x length " +
+                                                    std::to_string(L) + ": " + s.message());
+                    if (run < grid.warmup)
+                        continue;
+                    whole.push_back(took);
+                    if (info.generative && !results.empty()) {
+                        const SequenceResult &r = results.front();
+                        prefill.push_back(toSeconds(r.firstTokenAfter));
+                        if (r.tokens.size() > 1 && r.lastTokenAfter > r.firstTokenAfter)
+                            step.push_back(toSeconds(r.lastTokenAfter - r.firstTokenAfter) /
+                                           double(r.tokens.size() - 1));
+                    }
+                }
+                ++p.done;
+                if (doesNotFit)
+                    continue;
+                std::vector<int> memberWants(std::size_t(b), want);
+                out.push_back({CostObservation::Kind::Batch,
+                               CostModel::batchTerms(info.generative, b, L, memberWants), median(whole)});
+                if (!prefill.empty())
+                    out.push_back(
+                        {CostObservation::Kind::Prefill, CostModel::passTerms(b, L), median(prefill)});
+                if (!step.empty()) // the mean step runs at the mean context
+                    out.push_back(
+                        {CostObservation::Kind::Step, CostModel::stepTerms(b, L + want / 2), median(step)});
+                p.batch = b;
+                p.length = L;
+                p.newTokens = want;
+                p.seconds = median(whole);
+                if (progress)
+                    progress(p);
+            }
+        }
+    }
+    return out;
+}
+
+Result<SessionObservations> sessionObservations(const TraceStore &store, std::int64_t sessionId,
+                                                bool generative)
+{
+    auto batches = store.batches(sessionId);
+    if (!batches)
+        return batches.status();
+    auto requests = store.requests(sessionId);
+    if (!requests)
+        return requests.status();
+    // Members of each batch: their output tokens (the decoder's wants) and
+    // the hand-off (total − queue wait − compute: dispatch to start).
+    struct Members {
+        std::vector<int> wants;
+        Duration handoff{};
+    };
+    std::map<std::uint64_t, Members> members;
+    for (const StoredRequest &r : *requests) {
+        if (r.batchId == 0)
+            continue;
+        Members &m = members[r.batchId];
+        m.wants.push_back(r.outputTokens);
+        m.handoff = r.total - r.queueWait - r.compute;
+    }
+    SessionObservations out;
+    std::vector<double> handoffs, gaps;
+    std::map<int, const StoredBatch *> lastOnExecutor;
+    for (const StoredBatch &b : *batches) {
+        if (b.status != StatusCode::Ok || b.compute <= Duration::zero())
+            continue;
+        const Members &m = members[b.batchId];
+        out.batches.push_back({CostObservation::Kind::Batch,
+                               CostModel::batchTerms(generative, b.size, b.paddedLength, m.wants),
+                               toSeconds(b.compute)});
+        handoffs.push_back(toSeconds(m.handoff));
+        // A batch that was ready before its executor's previous batch ended
+        // waited only for the executor: the gap between that end and its
+        // dispatch is the serving path's per-batch cost.
+        if (auto it = lastOnExecutor.find(b.executor); it != lastOnExecutor.end()) {
+            const StoredBatch &prev = *it->second;
+            const Duration prevEnd = prev.dispatched + members[prev.batchId].handoff + prev.compute;
+            if (b.intended <= prevEnd && b.dispatched >= prevEnd)
+                gaps.push_back(toSeconds(b.dispatched - prevEnd));
+        }
+        lastOnExecutor[b.executor] = &b;
+    }
+    out.overheadS = std::max(0.0, median(handoffs)) + median(gaps);
+    return out;
+}
+
+Result<Calibration> calibrate(const Calibration &key, std::span<const CostObservation> observations)
+{
+    auto fit = fitCostModel(observations, key.generative);
+    if (!fit)
+        return fit.status();
+    Calibration c = key;
+    const double overhead = c.cost.overheadS;
+    c.cost = fit->model;
+    c.cost.overheadS = overhead;
+    c.error = fit->error;
+    c.batchError = fit->batchError;
+    c.observations = fit->error.observations;
+    return c;
+}
+
+nlohmann::json toJson(const Calibration &c)
+{
+    return {{"format", "batchpilot-calibration"},
+            {"version", 1},
+            {"id", c.id},
+            {"created_at_us", c.createdAtUs},
+            {"model", c.model},
+            {"preset", c.preset},
+            {"device", c.device},
+            {"threads", c.threads},
+            {"vocab_size", c.vocabSize},
+            {"max_sequence_length", c.maxSequenceLength},
+            {"generative", c.generative},
+            {"max_new_tokens_limit", c.maxNewTokensLimit},
+            {"positions", c.positions},
+            {"source", c.source},
+            {"observations", c.observations},
+            {"cost_model", toJson(c.cost)},
+            {"fit_error", toJson(c.error)},
+            {"batch_fit_error", toJson(c.batchError)}};
+}
+
+Result<Calibration> calibrationFromJson(const nlohmann::json &j)
+{
+    try {
+        if (!j.is_object() || j.value("format", std::string()) != "batchpilot-calibration")
+            return Status(StatusCode::InvalidArgument, "not a BatchPilot calibration (no \"format\": "
+                                                       "\"batchpilot-calibration\")");
+        Calibration c;
+        c.id = j.value("id", std::int64_t(0));
+        c.createdAtUs = j.value("created_at_us", std::int64_t(0));
+        c.model = j.at("model").get<std::string>();
+        c.preset = j.value("preset", std::string());
+        c.device = j.value("device", std::string("cpu"));
+        c.threads = j.value("threads", 0);
+        c.vocabSize = j.value("vocab_size", 256);
+        c.maxSequenceLength = j.value("max_sequence_length", 1024);
+        c.generative = j.value("generative", false);
+        c.maxNewTokensLimit = j.value("max_new_tokens_limit", 0);
+        c.positions = j.value("positions", 0);
+        c.source = j.value("source", std::string());
+        c.observations = j.value("observations", std::size_t(0));
+        auto cost = costModelFromJson(j.at("cost_model"));
+        if (!cost)
+            return cost.status();
+        c.cost = *cost;
+        c.cost.generative = c.generative;
+        c.error = fitErrorFromJson(j.value("fit_error", nlohmann::json()));
+        c.batchError = fitErrorFromJson(j.value("batch_fit_error", nlohmann::json()));
+        if (c.model.empty() || c.vocabSize < 1 || c.maxSequenceLength < 1 || c.maxNewTokensLimit < 0 ||
+            c.positions < 0)
+            return Status(StatusCode::InvalidArgument,
+                          "calibration: model, vocab_size, max_sequence_length are "
+                          "required and positive");
+        return c;
+    } catch (const nlohmann::json::exception &e) {
+        return Status(StatusCode::InvalidArgument, std::string("not a calibration: ") + e.what());
+    }
+}
+
+Result<Calibration> loadCalibrationFile(const std::string &path)
+{
+    std::ifstream in(path);
+    if (!in)
+        return Status(StatusCode::NotFound, "cannot read calibration file '" + path + "'");
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded())
+        return Status(StatusCode::InvalidArgument, path + ": not JSON");
+    auto c = calibrationFromJson(j);
+    if (!c)
+        return Status(c.status().code(), path + ": " + c.status().message());
+    return c;
+}
+
+} // namespace bp

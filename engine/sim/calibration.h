@@ -1,0 +1,101 @@
+// Calibration: a cost model (cost_model.h) for one model + device + preset +
+// threads, with the facts a simulation needs about the model (its limits,
+// whether it generates) and the fit's residual error, so that a simulated
+// replay can run without loading the model and say how far to trust it.
+//
+// Sources of measurements:
+//  - measureBackend(): a profile grid (batch × padded length, and for a
+//    generative model the prefill and the mean decode step of each cell),
+//    what `batchpilot calibrate` runs;
+//  - sessionObservations(): the batch rows of a recorded session (compute
+//    time per batch, with its members' output tokens for a generative
+//    model), and the per-batch serving overhead the profile cannot see.
+//
+// Stored in the trace database's `calibrations` table (calibration_store.h)
+// and exported/imported as JSON (toJson / calibrationFromJson).
+#pragma once
+
+#include "cost_model.h"
+
+#include "engine/backend.h"
+#include "engine/result.h"
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace bp {
+
+class TraceStore;
+
+struct Calibration {
+    std::int64_t id = 0; // 0 = not stored
+    std::int64_t createdAtUs = 0;
+    // The key: what the measurements are valid for.
+    std::string model;  // "builtin:tiny-decoder", a .pt path, ...
+    std::string preset; // built-in models; empty otherwise
+    std::string device;
+    int threads = 0;
+    // The model's facts (ModelInfo) a simulation needs.
+    int vocabSize = 256;
+    int maxSequenceLength = 1024;
+    bool generative = false;
+    int maxNewTokensLimit = 0;
+    int positions = 0; // generative: input + new tokens must fit (0 = no limit)
+
+    CostModel cost;
+    FitError error;      // every observation
+    FitError batchError; // whole batches: what a simulation charges
+    std::string source;  // "profile (quick)", "session 7", ...
+    std::size_t observations = 0;
+
+    // The key and the facts of a loaded model (`preset` for built-ins).
+    static Calibration forModel(const ModelInfo &info, const std::string &preset, int threads);
+    ModelInfo modelInfo() const;
+    std::string describe() const; // "builtin:tiny-decoder (small, cpu, 2 threads)"
+};
+
+struct CalibrationGrid {
+    std::vector<int> batchSizes{1, 2, 4, 8, 16, 32};
+    std::vector<int> lengths{16, 64, 128, 256, 512};
+    std::vector<int> newTokens{4, 16}; // generative: two values separate prefill from decode
+    int warmup = 1;
+    int repeats = 3;
+    std::uint64_t seed = 1;
+    // A smaller grid for a first answer in seconds.
+    static CalibrationGrid quick();
+};
+
+struct CalibrationProgress {
+    std::size_t done = 0, total = 0;
+    int batch = 0, length = 0, newTokens = 0;
+    double seconds = 0; // the cell's median
+};
+
+// Runs the grid on `backend` (lengths above the model's maximum are
+// skipped). Cancel stops between cells with InvalidArgument "cancelled".
+Result<std::vector<CostObservation>>
+measureBackend(Backend &backend, const CalibrationGrid &grid,
+               const std::function<void(const CalibrationProgress &)> &progress = {},
+               const std::atomic<bool> *cancel = nullptr);
+
+struct SessionObservations {
+    std::vector<CostObservation> batches; // one per ok batch with a positive compute time
+    // Median per batch of (completion − dispatch − compute) over the
+    // session's batches: the serving path's own cost. 0 when unknown.
+    double overheadS = 0;
+};
+Result<SessionObservations> sessionObservations(const TraceStore &store, std::int64_t sessionId,
+                                                bool generative);
+
+// Fits the cost model to `observations`; everything else (key, facts,
+// source, cost.overheadS) is taken from `key`.
+Result<Calibration> calibrate(const Calibration &key, std::span<const CostObservation> observations);
+
+nlohmann::json toJson(const Calibration &c);
+Result<Calibration> calibrationFromJson(const nlohmann::json &json);
+Result<Calibration> loadCalibrationFile(const std::string &path);
+
+} // namespace bp

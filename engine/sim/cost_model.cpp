@@ -1,0 +1,320 @@
+#include "cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace bp {
+
+namespace {
+
+using Terms = std::array<double, CostModel::kTerms>;
+constexpr int N = CostModel::kTerms;
+
+double clampSeconds(double s)
+{
+    return std::isfinite(s) ? std::max(0.0, s) : 0.0;
+}
+
+// Solves G[P,P] s = h[P] by Gaussian elimination with partial pivoting.
+// False when the system is (numerically) singular.
+bool solveSubset(const std::array<std::array<double, N>, N> &G, const Terms &h, const std::vector<int> &P,
+                 Terms &s)
+{
+    const std::size_t n = P.size();
+    std::vector<std::vector<double>> m(n, std::vector<double>(n + 1));
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t j = 0; j < n; ++j)
+            m[i][j] = G[std::size_t(P[i])][std::size_t(P[j])];
+        m[i][n] = h[std::size_t(P[i])];
+    }
+    for (std::size_t c = 0; c < n; ++c) {
+        std::size_t pivot = c;
+        for (std::size_t r = c + 1; r < n; ++r)
+            if (std::abs(m[r][c]) > std::abs(m[pivot][c]))
+                pivot = r;
+        // The columns are scaled to unit norm: a pivot this small means
+        // the subset's columns are linearly dependent.
+        if (std::abs(m[pivot][c]) < 1e-12)
+            return false;
+        std::swap(m[c], m[pivot]);
+        for (std::size_t r = 0; r < n; ++r) {
+            if (r == c)
+                continue;
+            const double f = m[r][c] / m[c][c];
+            for (std::size_t k = c; k <= n; ++k)
+                m[r][k] -= f * m[c][k];
+        }
+    }
+    s.fill(0);
+    for (std::size_t i = 0; i < n; ++i)
+        s[std::size_t(P[i])] = m[i][n] / m[i][i];
+    return true;
+}
+
+// Lawson–Hanson non-negative least squares on the normal equations
+// (G = AᵀA, h = Aᵀb) over the columns in `usable`.
+bool nnls(const std::array<std::array<double, N>, N> &G, const Terms &h, const std::vector<int> &usable,
+          Terms &x)
+{
+    x.fill(0);
+    std::vector<bool> inP(N, false);
+    auto gradient = [&] {
+        Terms w{};
+        for (int i = 0; i < N; ++i) {
+            w[std::size_t(i)] = h[std::size_t(i)];
+            for (int j = 0; j < N; ++j)
+                w[std::size_t(i)] -= G[std::size_t(i)][std::size_t(j)] * x[std::size_t(j)];
+        }
+        return w;
+    };
+    constexpr double tol = 1e-10;
+    for (int outer = 0; outer < 3 * N; ++outer) {
+        const Terms w = gradient();
+        int t = -1;
+        for (int j : usable)
+            if (!inP[std::size_t(j)] && w[std::size_t(j)] > tol &&
+                (t < 0 || w[std::size_t(j)] > w[std::size_t(t)]))
+                t = j;
+        if (t < 0)
+            return true;
+        inP[std::size_t(t)] = true;
+        for (int inner = 0; inner < 3 * N; ++inner) {
+            std::vector<int> P;
+            for (int j = 0; j < N; ++j)
+                if (inP[std::size_t(j)])
+                    P.push_back(j);
+            Terms s{};
+            if (!solveSubset(G, h, P, s)) {
+                inP[std::size_t(t)] = false; // t adds nothing the others do not
+                break;
+            }
+            bool allPositive = true;
+            for (int j : P)
+                allPositive = allPositive && s[std::size_t(j)] > tol;
+            if (allPositive) {
+                x = s;
+                break;
+            }
+            double alpha = 1;
+            for (int j : P)
+                if (s[std::size_t(j)] <= tol)
+                    alpha = std::min(alpha, x[std::size_t(j)] / (x[std::size_t(j)] - s[std::size_t(j)]));
+            for (int j = 0; j < N; ++j)
+                x[std::size_t(j)] += alpha * (s[std::size_t(j)] - x[std::size_t(j)]);
+            for (int j : P)
+                if (x[std::size_t(j)] <= tol) {
+                    x[std::size_t(j)] = 0;
+                    inP[std::size_t(j)] = false;
+                }
+        }
+    }
+    return true;
+}
+
+FitError errorOf(const CostModel &m, std::span<const CostObservation> obs, bool batchesOnly)
+{
+    std::vector<double> rel;
+    for (const CostObservation &o : obs) {
+        if (o.seconds <= 0 || (batchesOnly && o.kind != CostObservation::Kind::Batch))
+            continue;
+        rel.push_back(std::abs(m.predict(o.terms) - o.seconds) / o.seconds);
+    }
+    FitError e;
+    e.observations = rel.size();
+    if (rel.empty())
+        return e;
+    std::sort(rel.begin(), rel.end());
+    const std::size_t n = rel.size();
+    e.medianRel = n % 2 ? rel[n / 2] : 0.5 * (rel[n / 2 - 1] + rel[n / 2]);
+    e.maxRel = rel.back();
+    e.rmsRel = std::sqrt(std::inner_product(rel.begin(), rel.end(), rel.begin(), 0.0) / double(n));
+    return e;
+}
+
+} // namespace
+
+double CostModel::predict(const Terms &terms) const
+{
+    return clampSeconds(std::inner_product(terms.begin(), terms.end(), coef.begin(), 0.0));
+}
+
+Terms CostModel::passTerms(int batch, int paddedLength)
+{
+    const double b = batch, L = paddedLength;
+    return {1, b, b * L, b * L * L, 0, 0, 0};
+}
+
+Terms CostModel::stepTerms(int batch, int context)
+{
+    const double b = batch;
+    return {0, 0, 0, 0, 1, b, b * double(context)};
+}
+
+Terms CostModel::batchTerms(bool generative, int batch, int paddedLength, std::span<const int> wants)
+{
+    Terms t = passTerms(batch, paddedLength);
+    if (!generative || wants.empty())
+        return t;
+    std::vector<int> sorted(wants.begin(), wants.end());
+    for (int &w : sorted)
+        w = std::max(1, w);
+    std::sort(sorted.begin(), sorted.end());
+    // Decode step k (k = 1 .. max want − 1) runs the rows whose want > k at
+    // context L + k; between two consecutive wants the row count is constant,
+    // so each stretch is summed in closed form.
+    const double L = paddedLength;
+    std::size_t idx = 0;
+    double running = double(sorted.size());
+    long prev = 0; // steps charged so far: k = 1 .. prev
+    while (idx < sorted.size()) {
+        const long w = sorted[idx];
+        const long from = prev + 1, to = w - 1;
+        if (to >= from) {
+            const double n = double(to - from + 1);
+            t[4] += n;
+            t[5] += n * running;
+            t[6] += running * (n * L + double(from + to) * n / 2);
+            prev = to;
+        }
+        while (idx < sorted.size() && sorted[idx] == w) {
+            ++idx;
+            running -= 1;
+        }
+    }
+    return t;
+}
+
+double CostModel::passSeconds(int batch, int paddedLength) const
+{
+    return predict(passTerms(batch, paddedLength));
+}
+
+double CostModel::stepSeconds(int batch, int context) const
+{
+    return predict(stepTerms(batch, context));
+}
+
+CostModel::BatchCost CostModel::batchCost(int batch, int paddedLength, std::span<const int> wants) const
+{
+    BatchCost c;
+    const double pass = passSeconds(batch, paddedLength);
+    c.run = fromSeconds(generative ? predict(batchTerms(true, batch, paddedLength, wants)) : pass);
+    if (generative)
+        c.firstToken = fromSeconds(pass);
+    return c;
+}
+
+FitError fitError(const CostModel &model, std::span<const CostObservation> observations)
+{
+    return errorOf(model, observations, false);
+}
+
+Result<FitResult> fitCostModel(std::span<const CostObservation> observations, bool generative)
+{
+    // Rows scaled by 1/measured: the fit minimises relative error.
+    std::array<std::array<double, N>, N> G{};
+    Terms h{};
+    std::size_t rows = 0;
+    for (const CostObservation &o : observations) {
+        if (!(o.seconds > 0) || !std::isfinite(o.seconds))
+            continue;
+        if (!generative && o.kind == CostObservation::Kind::Step)
+            continue;
+        Terms a = o.terms;
+        if (!generative)
+            std::fill(a.begin() + CostModel::kPassTerms, a.end(), 0.0);
+        for (double &v : a)
+            v /= o.seconds;
+        for (std::size_t i = 0; i < std::size_t(N); ++i) {
+            h[i] += a[i];
+            for (std::size_t j = 0; j < std::size_t(N); ++j)
+                G[i][j] += a[i] * a[j];
+        }
+        ++rows;
+    }
+    if (rows == 0)
+        return Status(StatusCode::InvalidArgument, "no usable measurements to fit a cost model to");
+    // Unit-norm columns for conditioning; a column no row touches is left out.
+    Terms scale{};
+    std::vector<int> usable;
+    for (std::size_t j = 0; j < std::size_t(N); ++j) {
+        scale[j] = G[j][j] > 0 ? 1 / std::sqrt(G[j][j]) : 0;
+        if (scale[j] > 0)
+            usable.push_back(int(j));
+    }
+    for (std::size_t i = 0; i < std::size_t(N); ++i) {
+        h[i] *= scale[i];
+        for (std::size_t j = 0; j < std::size_t(N); ++j)
+            G[i][j] *= scale[i] * scale[j];
+    }
+    Terms x{};
+    if (!nnls(G, h, usable, x))
+        return Status(StatusCode::InvalidArgument, "the measurements do not determine a cost model");
+    FitResult r;
+    r.model.generative = generative;
+    for (std::size_t j = 0; j < std::size_t(N); ++j)
+        r.model.coef[j] = x[j] * scale[j];
+    r.error = errorOf(r.model, observations, false);
+    r.batchError = errorOf(r.model, observations, true);
+    return r;
+}
+
+nlohmann::json toJson(const CostModel &m)
+{
+    return {{"generative", m.generative},
+            {"pass", {m.coef[0], m.coef[1], m.coef[2], m.coef[3]}},
+            {"step", {m.coef[4], m.coef[5], m.coef[6]}},
+            {"overhead_s", m.overheadS},
+            {"form", "pass(b,L) = p0 + p1*b + p2*b*L + p3*b*L^2; step(b,c) = d0 + d1*b + d2*b*c (seconds)"}};
+}
+
+nlohmann::json toJson(const FitError &e)
+{
+    return {{"observations", e.observations},
+            {"median_rel", e.medianRel},
+            {"rms_rel", e.rmsRel},
+            {"max_rel", e.maxRel}};
+}
+
+Result<CostModel> costModelFromJson(const nlohmann::json &j)
+{
+    try {
+        CostModel m;
+        m.generative = j.value("generative", false);
+        const auto &pass = j.at("pass");
+        const auto &step = j.at("step");
+        if (!pass.is_array() || pass.size() != CostModel::kPassTerms || !step.is_array() ||
+            step.size() != CostModel::kStepTerms)
+            return Status(StatusCode::InvalidArgument,
+                          "cost model: 'pass' needs 4 and 'step' 3 coefficients");
+        for (std::size_t i = 0; i < std::size_t(CostModel::kPassTerms); ++i)
+            m.coef[i] = pass[i].get<double>();
+        for (std::size_t i = 0; i < std::size_t(CostModel::kStepTerms); ++i)
+            m.coef[std::size_t(CostModel::kPassTerms) + i] = step[i].get<double>();
+        m.overheadS = j.value("overhead_s", 0.0);
+        for (double c : m.coef)
+            if (!std::isfinite(c) || c < 0)
+                return Status(StatusCode::InvalidArgument,
+                              "cost model: coefficients must be finite and >= 0");
+        if (!std::isfinite(m.overheadS) || m.overheadS < 0)
+            return Status(StatusCode::InvalidArgument, "cost model: overhead_s must be finite and >= 0");
+        return m;
+    } catch (const nlohmann::json::exception &e) {
+        return Status(StatusCode::InvalidArgument, std::string("not a cost model: ") + e.what());
+    }
+}
+
+FitError fitErrorFromJson(const nlohmann::json &j)
+{
+    FitError e;
+    if (!j.is_object())
+        return e;
+    e.observations = j.value("observations", std::size_t(0));
+    e.medianRel = j.value("median_rel", 0.0);
+    e.rmsRel = j.value("rms_rel", 0.0);
+    e.maxRel = j.value("max_rel", 0.0);
+    return e;
+}
+
+} // namespace bp

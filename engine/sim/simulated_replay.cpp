@@ -1,0 +1,127 @@
+#include "simulated_replay.h"
+
+#include "simulator.h"
+
+#include "engine/store/host_facts.h"
+#include "engine/store/metric_sampler.h"
+#include "engine/store/replay_plan.h"
+#include "engine/store/trace_sink.h"
+
+namespace bp {
+
+SimulatedReplay::SimulatedReplay(std::shared_ptr<TraceStore> store, Calibration calibration)
+    : m_store(std::move(store)), m_calibration(std::move(calibration))
+{
+}
+
+Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const Replayer::ProgressFn &progress,
+                                           const std::atomic<bool> *cancel)
+{
+    if (!m_store)
+        return Status(StatusCode::InvalidArgument, "simulated replay needs a trace store");
+    const TimePoint wallStart = SteadyClock::now();
+    ReplayOptions o = options;
+    o.clock = ReplayClock::Simulated;
+    const Calibration &cal = m_calibration;
+    auto plan = planReplay(*m_store, o, cal.modelInfo());
+    if (!plan)
+        return plan.status();
+
+    SessionStart start = replaySessionStart(o, *plan);
+    start.kind = "simulation";
+    start.model = cal.model;
+    start.device = cal.device;
+    start.host = hostFacts();
+    start.replay["calibration"] = {{"id", cal.id},
+                                   {"model", cal.model},
+                                   {"preset", cal.preset},
+                                   {"device", cal.device},
+                                   {"threads", cal.threads},
+                                   {"source", cal.source},
+                                   {"batch_fit_error", toJson(cal.batchError)}};
+    auto sessionId = m_store->startSession(start);
+    if (!sessionId)
+        return sessionId.status();
+
+    SimulatorOptions so;
+    so.config = plan->config;
+    so.limits = cal.modelInfo().limits();
+    so.cost = cal.cost;
+    so.output = cal.model == "builtin:echo" ? OutputKind::Echo
+                : cal.generative            ? OutputKind::Generated
+                                            : OutputKind::None;
+    so.positions = cal.positions;
+    // Every row must reach the database: the sink's queue holds the whole
+    // session (a simulation outruns any writer; nothing waits on it).
+    TraceSinkOptions sinkOptions = o.recorder.sink;
+    sinkOptions.requestSource = "simulation";
+    const std::size_t seconds =
+        plan->requests.empty() ? 0 : std::size_t(toSeconds(plan->requests.back().offset));
+    sinkOptions.queueCapacity =
+        std::max(sinkOptions.queueCapacity, 3 * plan->requests.size() + seconds + 1024);
+    auto sink = TraceSink::create(m_store->path(), *sessionId, so.start, sinkOptions);
+    if (!sink) {
+        SessionEnd end;
+        end.loggingError = sink.status().message();
+        (void)m_store->endSession(*sessionId, end);
+        return sink.status();
+    }
+    (*sink)->start();
+    so.observer = sink->get();
+    so.onSample = [&](const Snapshot &s) {
+        (*sink)->recordSample(sampleOf(s, so.start, (*sink)->droppedRows()));
+    };
+    so.cancel = cancel;
+    ReplayProgress p;
+    p.total = plan->requests.size();
+    so.onProgress = [&](const SimOutcome &soFar) {
+        if (!progress)
+            return;
+        p.submitted = soFar.submitted;
+        p.finished = soFar.rejected + soFar.completed + soFar.failed;
+        p.sourceSeconds = plan->requests[soFar.submitted - 1].sourceS;
+        progress(p);
+    };
+
+    std::vector<SimArrival> arrivals(plan->requests.size());
+    for (std::size_t i = 0; i < arrivals.size(); ++i) {
+        const PlannedRequest &r = plan->requests[i];
+        arrivals[i] = {r.offset, r.inputTokens, r.maxNewTokens, i + 1, 0, std::nullopt};
+    }
+    const SimOutcome sim = Simulator(so).run(arrivals);
+
+    (*sink)->stop();
+    SessionEnd end;
+    end.droppedRows = (*sink)->droppedRows();
+    end.loggingError = (*sink)->warning();
+    if (Status s = m_store->endSession(*sessionId, end); !s)
+        return s;
+
+    ReplayOutcome out;
+    out.sessionId = *sessionId;
+    out.total = plan->requests.size();
+    out.submitted = sim.submitted;
+    out.accepted = sim.accepted;
+    out.rejected = sim.rejected;
+    out.completed = sim.completed;
+    out.failed = sim.failed;
+    out.clamped = plan->clamped;
+    out.cancelled = sim.cancelled;
+    out.config = plan->config;
+    out.warning = (*sink)->warning();
+    out.wallSeconds = toSeconds(SteadyClock::now() - wallStart);
+    if (progress) {
+        p.submitted = out.submitted;
+        p.finished = out.rejected + out.completed + out.failed;
+        p.sourceSeconds = out.submitted ? plan->requests[out.submitted - 1].sourceS : 0.0;
+        progress(p);
+    }
+    if (out.cancelled) {
+        const std::string note = "cancelled after " + std::to_string(out.submitted) + " of " +
+                                 std::to_string(out.total) + " requests";
+        (void)m_store->setSessionNotes(out.sessionId, o.notes.empty() ? note : o.notes + "; " + note);
+    }
+    return out;
+}
+
+} // namespace bp

@@ -1,0 +1,35 @@
+// Simulated replay (`batchpilot replay --simulate`): a recorded session or an
+// imported trace re-driven through the simulator (simulator.h) instead of an
+// engine, with a calibration's cost model charging every batch. No model is
+// loaded and nothing is computed. The result is a session like any other —
+// requests, batches, config history, a metric sample every virtual second —
+// so compare, reports and charts work on it; it is marked `kind =
+// "simulation"`, `sessions.replay.clock = "simulated"`, and names its
+// calibration in `sessions.replay.calibration` (with the fit's error).
+//
+// Threading: run() blocks the calling thread; the progress callback runs on
+// it; `cancel` may be set from any thread.
+#pragma once
+
+#include "calibration.h"
+
+#include "engine/store/replayer.h"
+
+namespace bp {
+
+class SimulatedReplay {
+public:
+    SimulatedReplay(std::shared_ptr<TraceStore> store, Calibration calibration);
+
+    // `options.clock` is ignored (the session says "simulated"); the other
+    // options mean what they mean for Replayer::run. The model's limits
+    // (clamping, max_new_tokens) come from the calibration.
+    Result<ReplayOutcome> run(const ReplayOptions &options, const Replayer::ProgressFn &progress = {},
+                              const std::atomic<bool> *cancel = nullptr);
+
+private:
+    std::shared_ptr<TraceStore> m_store;
+    Calibration m_calibration;
+};
+
+} // namespace bp

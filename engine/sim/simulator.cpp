@@ -1,0 +1,370 @@
+#include "simulator.h"
+
+#include "engine/adaptive.h"
+#include "engine/config_history.h"
+#include "engine/metrics.h"
+
+#include <functional>
+
+#include <algorithm>
+
+namespace bp {
+
+namespace {
+
+RequestRecord recordOf(const Request &r)
+{
+    RequestRecord rec;
+    rec.id = r.id;
+    rec.arrival = r.arrival;
+    rec.inputTokens = int(r.tokens.size());
+    rec.priority = r.priority;
+    return rec;
+}
+
+} // namespace
+
+struct Simulator::Impl {
+    struct Running {
+        TimePoint end{};
+        int executor = 0;
+        BatchRecord batch;
+        std::vector<RequestRecord> records;
+    };
+
+    const SimulatorOptions &o;
+    BatchingConfig current;
+    std::uint64_t version = 1;
+    Batcher batcher;
+    MetricsRecorder metrics;
+    SloController slo;
+    std::vector<bool> busy;
+    std::vector<Running> running;
+    std::optional<TimePoint> wake;
+    TimePoint now;
+    bool draining = false;
+    SimOutcome out;
+
+    explicit Impl(const SimulatorOptions &options)
+        : o(options), current(options.config), batcher(options.config, options.limits),
+          metrics(options.start), busy(std::size_t(std::max(1, options.config.instances)), false),
+          now(options.start)
+    {
+    }
+
+    int freeExecutor() const
+    {
+        for (std::size_t i = 0; i < busy.size(); ++i)
+            if (!busy[i])
+                return int(i);
+        return -1;
+    }
+
+    void fail(Pending &p, StatusCode code)
+    {
+        metrics.recordFailure(code);
+        ++out.failed;
+        if (o.observer) {
+            RequestRecord rec = recordOf(p.request);
+            rec.status = code;
+            rec.total = rec.queueWait = now - p.request.arrival;
+            rec.bucket = current.bucketFor(rec.inputTokens);
+            o.observer->onRequestFailed(rec);
+        }
+    }
+
+    void admit(const SimArrival &a, std::size_t index)
+    {
+        Pending p;
+        p.request.id = a.id ? a.id : index + 1;
+        p.request.tokens.assign(std::size_t(std::max(0, a.inputTokens)), 0);
+        p.request.maxNewTokens = a.maxNewTokens;
+        p.request.arrival = now;
+        p.request.priority = a.priority;
+        if (a.timeout)
+            p.request.deadline = now + *a.timeout;
+        ++out.submitted;
+        if (Status s = batcher.admit(p, now); !s) {
+            ++out.rejected;
+            metrics.recordFailure(s.code());
+            if (o.observer) {
+                RequestRecord rec = recordOf(p.request);
+                rec.status = s.code();
+                o.observer->onRequestFailed(rec);
+            }
+            return;
+        }
+        ++out.accepted;
+    }
+
+    int outputTokens(const Request &r) const
+    {
+        switch (o.output) {
+        case OutputKind::None: return 0;
+        case OutputKind::Echo:
+            return r.maxNewTokens > 0 ? std::min(r.maxNewTokens, int(r.tokens.size())) : int(r.tokens.size());
+        case OutputKind::Generated: return std::max(1, r.maxNewTokens);
+        }
+        return 0;
+    }
+
+    // Engine::execute without the model: the batch runs on `executor` from
+    // now for its predicted cost; its records are built now and delivered
+    // when it ends.
+    void start(Batch &batch, int executor)
+    {
+        const std::size_t n = batch.items.size();
+        std::vector<int> wants;
+        std::vector<bool> runs(n, true);
+        int longest = 0, ran = 0;
+        std::int64_t realTokens = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const Request &r = batch.items[i].request;
+            realTokens += std::int64_t(r.tokens.size());
+            if (o.output == OutputKind::Generated && o.positions > 0 &&
+                int(r.tokens.size()) + std::max(1, r.maxNewTokens) > o.positions) {
+                runs[i] = false; // the decoder refuses it; the rest run
+                continue;
+            }
+            wants.push_back(r.maxNewTokens);
+            longest = std::max(longest, int(r.tokens.size()));
+            ++ran;
+        }
+        const int padded = std::max(batch.paddedLength, longest);
+        const CostModel::BatchCost cost =
+            ran > 0 ? o.cost.batchCost(ran, padded, wants) : CostModel::BatchCost{};
+        // The engine's clock reads: start after the hand-off, end after run().
+        const Duration overhead = fromSeconds(o.cost.overheadS);
+        const TimePoint started = now;
+        const TimePoint ended = started + cost.run;
+
+        Running r;
+        r.end = ended + overhead;
+        r.executor = executor;
+        BatchRecord &br = r.batch;
+        br.id = batch.id;
+        br.dispatchedAt = batch.dispatchedAt;
+        br.intendedAt = batch.intendedAt;
+        br.startedAt = started;
+        br.size = int(n);
+        br.paddedLength = batch.paddedLength;
+        br.realTokens = realTokens;
+        br.paddedTokens = std::int64_t(n) * batch.paddedLength;
+        br.compute = ended - started;
+        br.reason = batch.reason;
+        br.policy = batch.policy;
+        br.bucket = batch.bucket;
+        br.executor = executor;
+        br.configVersion = batch.configVersion;
+        r.records.resize(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            const Request &req = batch.items[i].request;
+            RequestRecord &rec = r.records[i];
+            rec = recordOf(req);
+            rec.queueWait = batch.dispatchedAt - req.arrival;
+            rec.compute = br.compute;
+            rec.total = ended - req.arrival;
+            rec.bucket = batch.bucket;
+            rec.batchId = batch.id;
+            if (runs[i]) {
+                rec.outputTokens = outputTokens(req);
+                if (cost.firstToken > Duration::zero() && rec.outputTokens > 0)
+                    rec.timeToFirstToken = (started - req.arrival) + cost.firstToken;
+                rec.status = StatusCode::Ok;
+            } else {
+                rec.status = StatusCode::OutOfRange;
+            }
+        }
+        busy[std::size_t(executor)] = true;
+        running.push_back(std::move(r));
+        ++out.batches;
+    }
+
+    void finish(Running &r)
+    {
+        metrics.recordBatch(r.batch, r.records, r.end - fromSeconds(o.cost.overheadS));
+        for (const RequestRecord &rec : r.records) {
+            if (rec.status == StatusCode::Ok) {
+                slo.observe(rec.total);
+                ++out.completed;
+            } else {
+                ++out.failed;
+            }
+        }
+        if (o.observer)
+            o.observer->onBatchCompleted(r.batch, r.records);
+        busy[std::size_t(r.executor)] = false;
+        out.end = std::max(out.end, r.end);
+    }
+
+    std::optional<TimePoint> nextCompletion() const
+    {
+        std::optional<TimePoint> t;
+        for (const Running &r : running)
+            if (!t || r.end < *t)
+                t = r.end;
+        return t;
+    }
+
+    void completeDue()
+    {
+        // In end order (ties by executor), as the executors would finish.
+        std::sort(running.begin(), running.end(), [](const Running &a, const Running &b) {
+            return a.end != b.end ? a.end < b.end : a.executor < b.executor;
+        });
+        std::size_t done = 0;
+        while (done < running.size() && running[done].end <= now)
+            finish(running[done++]);
+        running.erase(running.begin(), running.begin() + std::ptrdiff_t(done));
+    }
+
+    void applySlo()
+    {
+        auto adjustment = slo.evaluate(current, now);
+        if (!adjustment || adjustment->config == current)
+            return;
+        if (Status s = validate(adjustment->config); !s)
+            return; // the engine refuses it too (and says so on stderr)
+        const BatchingConfig before = current;
+        current = adjustment->config;
+        ++version;
+        batcher.reconfigure(current, version);
+        if (before.queueCount() != current.queueCount() || before.policy != current.policy ||
+            before.bucketEdges != current.bucketEdges || before.hybrid != current.hybrid)
+            metrics.resetQueues();
+        ++out.configChanges;
+        if (o.observer)
+            o.observer->onConfigChanged({now, version,
+                                         adjustment->reason + ": " + describeChange(before, current),
+                                         "slo-controller", current});
+    }
+
+    // The leader's part of the engine loop: while an executor is free, ask
+    // the policy. This is the one place that decides what runs next (the
+    // extension point for an iteration-level scheduler).
+    void dispatchReady()
+    {
+        for (;;) {
+            const int executor = freeExecutor();
+            if (executor < 0) {
+                wake.reset(); // no leader: the next poll comes with a free executor
+                return;
+            }
+            applySlo();
+            Batcher::Poll poll = batcher.poll(now, draining, true);
+            for (Pending &p : poll.expired)
+                fail(p, StatusCode::DeadlineExceeded);
+            if (poll.batch) {
+                start(*poll.batch, executor);
+                continue;
+            }
+            if (!poll.expired.empty())
+                continue;
+            wake = poll.wakeAt;
+            if (wake && *wake <= now)
+                wake = now + Duration(1); // never the same instant again
+            return;
+        }
+    }
+
+    Snapshot snapshot() const
+    {
+        Snapshot s;
+        s.config = current;
+        s.configVersion = version;
+        s.queueDepth = batcher.size();
+        s.queueDepths = batcher.depths();
+        s.inFlightBatches = int(running.size());
+        s.arrivalRate = batcher.arrivalRate(now);
+        s.effectiveDelay = batcher.effectiveDelay();
+        metrics.fill(s, now);
+        metrics.fillQueues(s, current);
+        s.takenAt = now;
+        s.submitted = out.accepted;
+        return s;
+    }
+
+    void moveTo(TimePoint t, TimePoint &nextSample)
+    {
+        if (o.onSample && o.samplePeriod > Duration::zero())
+            while (nextSample <= t) {
+                now = std::max(now, nextSample);
+                o.onSample(snapshot());
+                nextSample += o.samplePeriod;
+            }
+        now = std::max(now, t);
+    }
+
+    void run(std::span<const SimArrival> arrivals)
+    {
+        if (o.observer)
+            o.observer->onConfigChanged({o.start, 1, "initial", "start", current});
+        TimePoint nextSample = o.start + o.samplePeriod;
+        std::size_t i = 0;
+        for (;;) {
+            if (i < arrivals.size() && o.cancel && o.cancel->load(std::memory_order_relaxed)) {
+                out.cancelled = true;
+                break;
+            }
+            const std::optional<TimePoint> arrival =
+                i < arrivals.size() ? std::optional(o.start + arrivals[i].offset) : std::nullopt;
+            const std::optional<TimePoint> done = nextCompletion();
+            const std::optional<TimePoint> wakeUp = freeExecutor() >= 0 ? wake : std::nullopt;
+            std::optional<TimePoint> next;
+            for (const auto &t : {arrival, done, wakeUp})
+                if (t && (!next || *t < *next))
+                    next = t;
+            if (!next) {
+                if (batcher.size() == 0)
+                    break;
+                if (draining) {
+                    // Draining and the policy still will not dispatch (static
+                    // without flush-on-drain): the rest fails, as in the engine.
+                    std::vector<Pending> rest = batcher.takeAll();
+                    for (Pending &p : rest)
+                        fail(p, StatusCode::ShuttingDown);
+                    break;
+                }
+                // Every arrival is in and the policy plans nothing more: the
+                // engine shuts down (Drain), partial batches may leave.
+                draining = true;
+                dispatchReady();
+                continue;
+            }
+            moveTo(*next, nextSample);
+            if (done && *done <= now) {
+                completeDue();
+            } else if (arrival && *arrival <= now) {
+                admit(arrivals[i], i);
+                ++i;
+                if (o.onProgress && i % o.progressEvery == 0)
+                    o.onProgress(out);
+            }
+            dispatchReady();
+        }
+        if (out.cancelled) {
+            // Engine::shutdown(Fail): queued requests fail, in-flight batches finish.
+            std::vector<Pending> rest = batcher.takeAll();
+            for (Pending &p : rest)
+                fail(p, StatusCode::ShuttingDown);
+            while (!running.empty()) {
+                moveTo(*nextCompletion(), nextSample);
+                completeDue();
+            }
+        }
+        out.last = snapshot();
+        if (o.onSample)
+            o.onSample(out.last);
+    }
+};
+
+Simulator::Simulator(SimulatorOptions options) : m_options(std::move(options)) {}
+
+SimOutcome Simulator::run(std::span<const SimArrival> arrivals)
+{
+    Impl impl(m_options);
+    impl.run(arrivals);
+    return std::move(impl.out);
+}
+
+} // namespace bp

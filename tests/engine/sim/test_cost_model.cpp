@@ -1,0 +1,293 @@
+// The cost model and its calibration: the fit recovers a known synthetic
+// cost surface (exactly without noise, within a stated tolerance with it),
+// the decode-step sum in closed form equals the step-by-step sum, the
+// coefficients stay non-negative, calibrations round-trip through JSON and
+// the trace database (including a file of the previous schema version),
+// and a fit to a session's batch rows recovers the model that produced them.
+#include "engine/sim/calibration.h"
+#include "engine/sim/calibration_store.h"
+#include "engine/sim/simulated_replay.h"
+#include "engine/store/schema.h"
+#include "engine/store/sqlite_db.h"
+#include "engine/store/trace_store.h"
+
+#include <QtTest>
+
+#include <random>
+
+using namespace bp;
+
+namespace {
+
+CostModel knownEncoder()
+{
+    CostModel m;
+    m.coef = {2e-4, 5e-5, 2e-7, 1e-10, 0, 0, 0};
+    return m;
+}
+
+CostModel knownDecoder()
+{
+    CostModel m;
+    m.generative = true;
+    m.coef = {5e-4, 1e-4, 3e-7, 2e-10, 1e-3, 4e-5, 2e-8};
+    return m;
+}
+
+// A profile-like grid of observations of `m`, each measured value
+// multiplied by (1 + noise·u), u uniform in [-1, 1].
+std::vector<CostObservation> grid(const CostModel &m, double noise, std::uint64_t seed = 7)
+{
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::vector<CostObservation> obs;
+    auto add = [&](CostObservation::Kind kind, const std::array<double, CostModel::kTerms> &terms) {
+        obs.push_back({kind, terms, m.predict(terms) * (1 + noise * u(rng))});
+    };
+    for (int L : {16, 64, 128, 256, 512})
+        for (int b : {1, 2, 4, 8, 16, 32}) {
+            if (!m.generative) {
+                add(CostObservation::Kind::Batch, CostModel::passTerms(b, L));
+                continue;
+            }
+            for (int want : {4, 16}) {
+                std::vector<int> wants(static_cast<std::size_t>(b), want);
+                add(CostObservation::Kind::Batch, CostModel::batchTerms(true, b, L, wants));
+                add(CostObservation::Kind::Prefill, CostModel::passTerms(b, L));
+                add(CostObservation::Kind::Step, CostModel::stepTerms(b, L + want / 2));
+            }
+        }
+    return obs;
+}
+
+double maxRelativeGap(const CostModel &a, const CostModel &b)
+{
+    double worst = 0;
+    for (int L : {8, 100, 300, 700})
+        for (int n : {1, 3, 12, 48}) {
+            std::vector<int> wants(static_cast<std::size_t>(n), 10);
+            wants.front() = 30;
+            const double x = toSeconds(a.batchCost(n, L, wants).run);
+            const double y = toSeconds(b.batchCost(n, L, wants).run);
+            worst = std::max(worst, std::abs(x - y) / y);
+        }
+    return worst;
+}
+
+} // namespace
+
+class TestCostModel : public QObject {
+    Q_OBJECT
+private slots:
+    void fitRecoversAnExactSurface_data()
+    {
+        QTest::addColumn<bool>("generative");
+        QTest::newRow("encoder") << false;
+        QTest::newRow("decoder") << true;
+    }
+    void fitRecoversAnExactSurface()
+    {
+        QFETCH(bool, generative);
+        const CostModel truth = generative ? knownDecoder() : knownEncoder();
+        auto fit = fitCostModel(grid(truth, 0), generative);
+        QVERIFY2(fit, fit.status().toString().c_str());
+        for (std::size_t i = 0; i < truth.coef.size(); ++i)
+            QVERIFY2(std::abs(fit->model.coef[i] - truth.coef[i]) <= 1e-6 * std::max(truth.coef[i], 1e-12),
+                     qPrintable(QStringLiteral("coefficient %1: %2 vs %3")
+                                    .arg(i)
+                                    .arg(fit->model.coef[i])
+                                    .arg(truth.coef[i])));
+        QVERIFY(fit->error.maxRel < 1e-6);
+        QCOMPARE(fit->model.generative, generative);
+    }
+
+    // ±5% noise on every measurement: predictions stay within 4% of the
+    // true surface everywhere in the grid and past it (length 700 > 512;
+    // the errors average out).
+    void fitToleratesNoise_data() { fitRecoversAnExactSurface_data(); }
+    void fitToleratesNoise()
+    {
+        QFETCH(bool, generative);
+        const CostModel truth = generative ? knownDecoder() : knownEncoder();
+        auto fit = fitCostModel(grid(truth, 0.05), generative);
+        QVERIFY(fit);
+        QVERIFY2(maxRelativeGap(fit->model, truth) < 0.04,
+                 qPrintable(QString::number(maxRelativeGap(fit->model, truth))));
+        // the stored residual reflects the noise: about 5% / sqrt(3) rms
+        QVERIFY(fit->error.rmsRel > 0.01 && fit->error.rmsRel < 0.05);
+        QVERIFY(fit->error.maxRel <= 0.06);
+    }
+
+    void decodeStepsSumInClosedForm()
+    {
+        std::mt19937_64 rng(3);
+        std::uniform_int_distribution<int> want(0, 40), size(1, 20), len(1, 300);
+        for (int round = 0; round < 200; ++round) {
+            const int b = size(rng), L = len(rng);
+            std::vector<int> wants(static_cast<std::size_t>(b));
+            for (int &w : wants)
+                w = want(rng);
+            // Step by step, as the decoder runs: step k over the rows whose want > k.
+            std::array<double, CostModel::kTerms> brute = CostModel::passTerms(b, L);
+            int maxWant = 1;
+            for (int w : wants)
+                maxWant = std::max(maxWant, std::max(1, w));
+            for (int k = 1; k < maxWant; ++k) {
+                int rows = 0;
+                for (int w : wants)
+                    rows += std::max(1, w) > k;
+                const auto step = CostModel::stepTerms(rows, L + k);
+                for (std::size_t i = 0; i < brute.size(); ++i)
+                    brute[i] += step[i];
+            }
+            const auto closed = CostModel::batchTerms(true, b, L, wants);
+            for (std::size_t i = 0; i < brute.size(); ++i)
+                QVERIFY2(std::abs(closed[i] - brute[i]) <= 1e-9 * std::max(1.0, brute[i]),
+                         qPrintable(QStringLiteral("term %1: %2 vs %3").arg(i).arg(closed[i]).arg(brute[i])));
+        }
+    }
+
+    void coefficientsStayNonNegative()
+    {
+        // Cost that falls with length (a surface no physical model has):
+        // the fit must not answer with negative coefficients.
+        std::vector<CostObservation> obs;
+        for (int L : {16, 64, 256})
+            for (int b : {1, 8})
+                obs.push_back({CostObservation::Kind::Batch, CostModel::passTerms(b, L),
+                               1e-3 * b / std::sqrt(double(L))});
+        auto fit = fitCostModel(obs, false);
+        QVERIFY(fit);
+        for (double c : fit->model.coef)
+            QVERIFY(c >= 0);
+        QVERIFY(fit->model.passSeconds(8, 16) >= fit->model.passSeconds(1, 16));
+    }
+
+    void noObservationsIsAnError()
+    {
+        QVERIFY(!fitCostModel({}, false));
+        std::vector<CostObservation> zero{{CostObservation::Kind::Batch, CostModel::passTerms(1, 1), 0}};
+        auto fit = fitCostModel(zero, false);
+        QVERIFY(!fit);
+        QCOMPARE(fit.status().code(), StatusCode::InvalidArgument);
+    }
+
+    void calibrationJsonRoundTrip()
+    {
+        Calibration c;
+        c.model = "builtin:tiny-decoder";
+        c.preset = "small";
+        c.device = "cpu";
+        c.threads = 2;
+        c.generative = true;
+        c.maxNewTokensLimit = 1023;
+        c.positions = 1024;
+        c.maxSequenceLength = 1023;
+        c.cost = knownDecoder();
+        c.cost.overheadS = 3e-5;
+        c.error = {12, 0.01, 0.02, 0.05};
+        c.batchError = {4, 0.02, 0.03, 0.04};
+        c.source = "profile";
+        auto back = calibrationFromJson(toJson(c));
+        QVERIFY2(back, back.status().toString().c_str());
+        QCOMPARE(toJson(*back), toJson(c));
+        QVERIFY(back->cost == c.cost);
+
+        nlohmann::json bad = toJson(c);
+        bad["cost_model"]["pass"] = {1, 2};
+        QVERIFY(!calibrationFromJson(bad));
+        bad = toJson(c);
+        bad["cost_model"]["step"][0] = -1;
+        QVERIFY(!calibrationFromJson(bad));
+        QVERIFY(!calibrationFromJson(nlohmann::json{{"model", "x"}})); // no format marker
+    }
+
+    void storeKeepsCalibrations()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("c.sqlite").toStdString();
+        {
+            // A file of schema version 2 (before calibrations) is migrated.
+            auto db = sqlite::Connection::open(path, sqlite::Connection::Mode::ReadWriteCreate);
+            QVERIFY(db);
+            QVERIFY(store::migrate(*db, 2));
+            QVERIFY(!db->exec("SELECT * FROM calibrations", "probe"));
+        }
+        auto store = TraceStore::open(path).value();
+        QCOMPARE(store->schemaVersion(), store::kSchemaVersion);
+        Calibration c;
+        c.model = "builtin:tiny-encoder";
+        c.preset = "small";
+        c.device = "cpu";
+        c.threads = 2;
+        c.cost = knownEncoder();
+        auto first = saveCalibration(*store, c);
+        QVERIFY2(first, first.status().toString().c_str());
+        c.threads = 1;
+        auto second = saveCalibration(*store, c);
+        QVERIFY(second);
+        auto list = listCalibrations(*store);
+        QVERIFY(list);
+        QCOMPARE(list->size(), std::size_t(2));
+        QCOMPARE(list->front().id, *second); // newest first
+        auto loaded = loadCalibration(*store, *first);
+        QVERIFY(loaded);
+        QCOMPARE(loaded->threads, 2);
+        QVERIFY(loaded->cost == c.cost);
+        QCOMPARE(latestCalibration(*store, c.model, "small", "cpu", 2)->id, *first);
+        QCOMPARE(latestCalibration(*store, c.model, "", "cpu", std::nullopt)->id, *second);
+        QCOMPARE(latestCalibration(*store, c.model, "", "cuda", std::nullopt).status().code(),
+                 StatusCode::NotFound);
+        QCOMPARE(loadCalibration(*store, 99).status().code(), StatusCode::NotFound);
+        QCOMPARE(resolveCalibration(*store, std::to_string(*first))->threads, 2);
+        QCOMPARE(resolveCalibration(*store, dir.filePath("missing.json").toStdString()).status().code(),
+                 StatusCode::NotFound);
+    }
+
+    // A session simulated with a known cost model stores batch rows whose
+    // compute times follow that model; fitting those rows gives it back.
+    void sessionRowsRecoverTheModel()
+    {
+        QTemporaryDir dir;
+        auto store = TraceStore::open(dir.filePath("s.sqlite").toStdString()).value();
+        std::vector<TraceRow> rows;
+        std::mt19937_64 rng(5);
+        std::exponential_distribution<double> gap(400);
+        std::uniform_int_distribution<int> len(1, 400), out(1, 30);
+        double t = 0;
+        for (int i = 0; i < 3000; ++i) {
+            rows.push_back({t, len(rng), out(rng)});
+            t += gap(rng);
+        }
+        const auto trace = store->addTrace("t", "", TraceFormat::Plain, rows).value().id;
+        Calibration truth;
+        truth.model = "builtin:tiny-decoder";
+        truth.device = "cpu";
+        truth.generative = true;
+        truth.maxNewTokensLimit = 1023;
+        truth.cost = knownDecoder();
+        ReplayOptions o;
+        o.source = {ReplaySource::Kind::Trace, trace};
+        BatchingConfig config;
+        config.policy = PolicyKind::Bucketed;
+        config.maxBatchSize = 32;
+        config.maxQueueDelay = std::chrono::milliseconds(20);
+        o.config = config;
+        auto session = SimulatedReplay(store, truth).run(o);
+        QVERIFY2(session, session.status().toString().c_str());
+        auto observed = sessionObservations(*store, session->sessionId, true);
+        QVERIFY(observed);
+        QVERIFY(observed->batches.size() > 100);
+        Calibration key = truth;
+        key.cost = {};
+        auto fitted = calibrate(key, observed->batches);
+        QVERIFY(fitted);
+        // Stored compute times are whole nanoseconds: recovery to 0.1%.
+        QVERIFY2(maxRelativeGap(fitted->cost, truth.cost) < 1e-3,
+                 qPrintable(QString::number(maxRelativeGap(fitted->cost, truth.cost))));
+        QVERIFY(fitted->batchError.maxRel < 1e-3);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCostModel)
+#include "test_cost_model.moc"
