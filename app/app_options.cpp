@@ -139,7 +139,7 @@ ParseOutcome parseAppOptions(const QStringList &arguments)
                 }
             }
             else if (key == "db") o.db = value;
-            else if (key == "model") o.model = value;
+            else if (key == "model") { o.model = value; o.modelGiven = true; }
             else if (key == "device") o.device = value;
             else if (key == "preset") o.preset = value;
             else if (key == "config") o.config = value;

@@ -18,6 +18,7 @@ struct AppOptions {
     qint64 maxBodyBytes = 1 << 20;  // REST request body limit (413 above it)
     QString db;                     // default: the user's data directory; empty after --no-log
     QString model = QStringLiteral("builtin:tiny-decoder");
+    bool modelGiven = false;        // --model was on the command line (a remote replay needs the server's name)
     QString device = QStringLiteral("auto");
     QString preset = QStringLiteral("small");
     int threads = 0;                // torch threads, 0 = all cores

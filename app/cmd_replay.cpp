@@ -8,6 +8,8 @@
 #include "commands.h"
 #include "engine_host.h"
 
+#include "remote/http_remote_target.h"
+
 #include "engine/config_json.h"
 #include "engine/store/replayer.h"
 #include "engine/store/session_summary.h"
@@ -45,7 +47,54 @@ int fail(const QString &message, int code = 1)
 
 constexpr const char *kUsage =
     "usage: batchpilot replay ID [--trace] [--speed X] [--length-scale S] [--limit N] [--config FILE] "
-    "[--virtual] [--no-clamp] [--compare SESSION] [--notes TEXT] [--json]";
+    "[--virtual] [--no-clamp] [--compare SESSION] [--notes TEXT] [--json]\n"
+    "       batchpilot replay ID --target URL --model NAME [--protocol oip|openai] [--token T] "
+    "[--max-concurrency N] [--timeout MS] [--scrape-interval MS] [--metrics-url URL] [--max-new-tokens N] ...";
+
+// The remote target from the command line; nullopt (and `error`) when a
+// flag is wrong.
+std::unique_ptr<remote::HttpRemoteTarget> remoteTargetFor(const AppOptions &options, CommandArgs &args, QString &error)
+{
+    remote::RemoteOptions ro;
+    ro.target = QUrl(args.value("target"));
+    const QString protocol = args.value("protocol", QStringLiteral("oip"));
+    const auto parsed = remote::parseProtocol(protocol);
+    if (!parsed) {
+        error = QStringLiteral("--protocol must be oip or openai, not '%1'").arg(protocol);
+        return nullptr;
+    }
+    ro.protocol = *parsed;
+    if (!options.modelGiven) {
+        error = QStringLiteral("a remote replay needs --model NAME: the model's name on the server");
+        return nullptr;
+    }
+    ro.model = options.model;
+    ro.token = options.token;
+    const auto concurrency = args.number("max-concurrency", 64, 1, 16384);
+    const auto timeout = args.number("timeout", 60000, 0, 86400000);
+    const auto scrape = args.number("scrape-interval", 1000, 0, 86400000);
+    const auto maxNew = args.number("max-new-tokens", 0, 0, 1e7);
+    if (!concurrency || !timeout || !scrape || !maxNew) {
+        error = args.error();
+        return nullptr;
+    }
+    ro.maxConcurrency = int(*concurrency);
+    ro.timeout = std::chrono::milliseconds(qint64(*timeout));
+    ro.scrapeInterval = std::chrono::milliseconds(qint64(*scrape));
+    if (args.has("metrics-url"))
+        ro.metricsUrl = QUrl(args.value("metrics-url"));
+    ro.maxNewTokens = int(*maxNew);
+    if (options.vocabSize > 0)
+        ro.vocabSize = options.vocabSize;
+    if (options.maxLength > 0)
+        ro.maxInputTokens = options.maxLength;
+    auto target = remote::HttpRemoteTarget::create(ro);
+    if (!target) {
+        error = q(target.status().message());
+        return nullptr;
+    }
+    return std::move(target.value());
+}
 
 } // namespace
 
@@ -96,9 +145,27 @@ int runReplay(const AppOptions &options)
     ro.notes = args.value("notes").toStdString();
     ro.progressInterval = std::chrono::seconds(1);
 
-    auto backend = backendFor(options);
-    if (!backend)
-        return fail(q(backend.status().message()));
+    const bool isRemote = args.has("target");
+    for (const char *flag : {"protocol", "max-concurrency", "timeout", "scrape-interval", "metrics-url", "max-new-tokens"})
+        if (!isRemote && args.has(flag))
+            return fail(QStringLiteral("--%1 applies to a remote replay (--target URL)").arg(flag), 2);
+    std::unique_ptr<remote::HttpRemoteTarget> target;
+    std::shared_ptr<Backend> backend;
+    if (isRemote) {
+        if (args.has("virtual"))
+            return fail(QStringLiteral("--virtual simulates the embedded engine; a remote replay runs in real time"), 2);
+        if (!options.config.isEmpty())
+            return fail(QStringLiteral("--config sets the embedded engine's batching; a remote server keeps its own"), 2);
+        QString error;
+        target = remoteTargetFor(options, args, error);
+        if (!target)
+            return fail(error, 2);
+    } else {
+        auto b = backendFor(options);
+        if (!b)
+            return fail(q(b.status().message()));
+        backend = *b;
+    }
 
     QTextStream err(stderr);
     auto progress = [&](const ReplayProgress &p) {
@@ -111,8 +178,9 @@ int runReplay(const AppOptions &options)
         err.flush();
     };
     InterruptGuard guard;
-    Replayer replayer(*store, *backend);
-    auto outcome = replayer.run(ro, progress, &g_interrupted);
+    Replayer replayer(*store, backend);
+    auto outcome = target ? replayer.runRemote(ro, *target, progress, &g_interrupted)
+                          : replayer.run(ro, progress, &g_interrupted);
     if (!outcome)
         return fail(q(outcome.status().message()));
     const ReplayOutcome &o = *outcome;
@@ -145,10 +213,16 @@ int runReplay(const AppOptions &options)
                          {"wall_s", o.wallSeconds},
                          {"max_lateness_us", toMicros(o.maxLateness)},
                          {"logging_warning", o.warning}};
+        if (target) {
+            j.erase("config");
+            j["target"] = target->describe();
+            j["client"] = o.client;
+        }
         j["comparison"] = baseline ? comparisonJson(*baseline, *replayed) : nlohmann::json{{"b", toJson(*replayed)}};
         out << q(j.dump(2)) << "\n";
     } else {
-        out << QStringLiteral("replay session %1 (%2 of %3 %4, %5 clock): %6 requests in %7 s wall time\n")
+        out << QStringLiteral("%1 session %2 (%3 of %4 %5, %6 clock): %7 requests in %8 s wall time\n")
+                   .arg(target ? "remote" : "replay")
                    .arg(o.sessionId)
                    .arg(o.cancelled ? "cancelled replay" : "replay")
                    .arg(args.has("trace") ? "trace" : "session")
@@ -162,6 +236,16 @@ int runReplay(const AppOptions &options)
             out << QStringLiteral("  submissions were at most %1 ms late\n").arg(toMicros(o.maxLateness) / 1000, 0, 'f', 2);
         if (!o.warning.empty())
             out << "  warning: " << q(o.warning) << "\n";
+        if (target) {
+            out << QStringLiteral("  target %1 (%2), HTTP statuses %3\n")
+                       .arg(q(target->url()), q(o.client.value("protocol", std::string())),
+                            q(o.client.value("http_status", nlohmann::json::object()).dump()));
+            if (const std::string server = o.client.value("server", std::string()); !server.empty())
+                out << QStringLiteral("  scraped %1 /metrics %2 times (%3 failed)\n")
+                           .arg(q(server))
+                           .arg(o.client.value("scrapes", 0))
+                           .arg(o.client.value("scrape_errors", 0));
+        }
         out << "\n" << q(baseline ? formatComparison(*baseline, *replayed) : formatSummary(*replayed));
     }
     return o.cancelled ? 130 : 0;

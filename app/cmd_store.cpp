@@ -57,20 +57,30 @@ int runImportTrace(const AppOptions &options)
         return fail("import-trace", args.error(), 2);
     const bool sample = args.has("sample");
     if (args.positional().size() != (sample ? 0 : 1))
-        return fail(
-            "import-trace",
-            sample ? "--sample imports the bundled sample trace: give no FILE with it"
-                   : "usage: batchpilot import-trace FILE.csv|--sample [--reject-bad-rows] [--name NAME]",
-            2);
+        return fail("import-trace",
+                    sample ? "--sample imports the bundled sample trace: give no FILE with it"
+                           : "usage: batchpilot import-trace FILE|--sample [--format F] [--skip-failed] "
+                             "[--reject-bad-rows] "
+                             "[--name NAME]",
+                    2);
     // --sample: the bundled trace, from the installed or the build tree.
     const QString file = sample ? sampleTracePath() : args.positional().front();
     if (file.isEmpty())
         return fail("import-trace", "the bundled sample trace is not installed (" +
                                         dataSearchDescription(QString::fromLatin1(kSampleTraceFile)) + ")");
+    ImportOptions import;
+    if (args.has("format")) {
+        import.format = parseTraceFormat(args.value("format").toStdString());
+        if (!import.format)
+            return fail("import-trace",
+                        QStringLiteral("unknown format '%1' (one of %2)")
+                            .arg(args.value("format"), q(traceFormatNames())),
+                        2);
+    }
+    import.skipFailed = args.has("skip-failed");
     auto store = TraceStore::open(options.db.toStdString());
     if (!store)
         return fail("import-trace", q(store.status().message()));
-    ImportOptions import;
     import.badRows = args.has("reject-bad-rows") ? BadRowPolicy::RejectFile : BadRowPolicy::SkipBadRows;
     import.name = args.value("name").toStdString();
     auto r = (*store)->importTrace(file.toStdString(), import);
@@ -81,9 +91,16 @@ int runImportTrace(const AppOptions &options)
         nlohmann::json errors = nlohmann::json::array();
         for (const TraceParseError &e : r->errors)
             errors.push_back({{"line", e.line}, {"message", e.message}});
-        const nlohmann::json j{{"trace_id", t.id},          {"name", t.name},
-                               {"format", traceFormatName(t.format)}, {"rows", t.rows},
-                               {"skipped_rows", t.skippedRows}, {"duration_s", t.durationS},
+        const nlohmann::json j{{"trace_id", t.id},
+                               {"name", t.name},
+                               {"format", traceFormatName(t.format)},
+                               {"rows", t.rows},
+                               {"skipped_rows", t.skippedRows},
+                               {"duration_s", t.durationS},
+                               {"failed_rows", r->failedRows},
+                               {"block_tokens", t.blockTokens},
+                               {"prefix_blocks", r->prefix.blocks},
+                               {"reused_prefix_blocks", r->prefix.reusedBlocks},
                                {"errors", errors}};
         QTextStream(stdout) << q(j.dump(2)) << "\n";
         return 0;
@@ -95,6 +112,18 @@ int runImportTrace(const AppOptions &options)
                .arg(t.rows)
                .arg(t.durationS, 0, 'f', 1)
                .arg(t.skippedRows);
+    if (r->failedRows)
+        out << QStringLiteral("%1 failed requests (0 response tokens) %2\n")
+                   .arg(r->failedRows)
+                   .arg(import.skipFailed ? "dropped (--skip-failed)" : "kept as prefill-only arrivals");
+    if (t.blockTokens)
+        out << QStringLiteral(
+                   "prefix blocks: %1 of %2 tokens, %3 reused from earlier requests (%4%: a prefix cache's "
+                   "hit ratio with unbounded capacity)\n")
+                   .arg(r->prefix.blocks)
+                   .arg(t.blockTokens)
+                   .arg(r->prefix.reusedBlocks)
+                   .arg(100.0 * r->prefix.reuseRatio(), 0, 'f', 1);
     if (sample) // one step from here to something on the charts
         out << QStringLiteral(
                    "replay it (how batches form on this traffic, on the virtual clock: about a second):\n"
@@ -128,6 +157,7 @@ int runTraces(const AppOptions &options)
                          {"rows", t.rows},
                          {"skipped_rows", t.skippedRows},
                          {"duration_s", t.durationS},
+                         {"block_tokens", t.blockTokens},
                          {"imported_at_us", t.importedAtUs}});
         QTextStream(stdout) << q(j.dump(2)) << "\n";
         return 0;
@@ -175,6 +205,7 @@ int runSessions(const AppOptions &options)
                          {"source_trace_id", s.sourceTraceId ? nlohmann::json(*s.sourceTraceId) : nullptr},
                          {"dropped_rows", s.droppedRows},
                          {"logging_error", s.loggingError},
+                         {"target_url", s.targetUrl},
                          {"notes", s.notes}});
         QTextStream(stdout) << q(j.dump(2)) << "\n";
         return 0;
@@ -187,6 +218,8 @@ int runSessions(const AppOptions &options)
                                : s.sourceTraceId ? QStringLiteral("trace %1").arg(*s.sourceTraceId)
                                                  : QStringLiteral("-");
         QString notes = q(s.notes);
+        if (!s.targetUrl.empty()) // remote sessions: where the requests went
+            notes = QStringLiteral("target %1").arg(q(s.targetUrl)) + (notes.isEmpty() ? "" : "; ") + notes;
         if (!s.loggingError.empty())
             notes += (notes.isEmpty() ? "" : "; ") + QStringLiteral("logging stopped");
         rows << QStringList{QString::number(s.id), q(s.kind),      wallTime(s.startedAtUs),

@@ -1,5 +1,5 @@
 // The trace-store subcommands of `batchpilot` (no window needed):
-//   import-trace FILE|--sample [--reject-bad-rows] [--name NAME] [--json]
+//   import-trace FILE|--sample [--format F] [--skip-failed] [--reject-bad-rows] [--name NAME] [--json]
 //                (--sample: the bundled Azure trace, app/data_paths.h)
 //   traces [--json]
 //   sessions [--json]

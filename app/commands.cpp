@@ -1,5 +1,6 @@
 #include "commands.h"
 
+#include "cmd_interop.h"
 #include "cmd_store.h"
 #include "report/cmd_report.h"
 
@@ -12,13 +13,32 @@ const std::vector<Command> &commands()
     // read the same list.
     static const std::vector<Command> list = {
         {"import-trace",
-         "import a trace CSV (Azure or plain) into the trace database",
-         "FILE.csv|--sample [OPTIONS]",
+         "import a trace (Azure 2023/2024, plain CSV, BurstGPT, Mooncake, genai-perf) into the trace "
+         "database",
+         "FILE|--sample [OPTIONS]",
          {{"sample", "", "import the bundled sample trace (Azure LLM conversation trace 2023, CC-BY 4.0)"},
           {"name", "NAME", "the trace's name (default: the file name)"},
+          {"format", "F",
+           "azure, plain, burstgpt, mooncake or genai-perf (default: detected from the content)"},
+          {"skip-failed", "",
+           "BurstGPT: drop failed requests (0 response tokens; default: keep them, prefill only)"},
           {"reject-bad-rows", "", "fail on the first malformed row (default: skip and report them)"},
           {"json", "", "print the result as JSON"}},
          runImportTrace},
+        {"export-trace",
+         "write a session's arrivals (or --trace ID's rows) as Mooncake JSON Lines",
+         "ID [OPTIONS]",
+         {{"trace", "", "ID is an imported trace, not a session"},
+          {"format", "F", "mooncake (the default and only one)"},
+          {"output", "FILE", "write to FILE (-o FILE also works; default: stdout)"}},
+         runExportTrace},
+        {"export-config",
+         "write a session's last config (or --config FILE) in a server's syntax",
+         "--format F (--session ID | --config FILE) [OPTIONS]",
+         {{"format", "F", "triton, vllm, tgi, torchserve or ray-serve"},
+          {"session", "ID", "export the config the session ended with"},
+          {"output", "FILE", "write to FILE (-o FILE also works; default: stdout)"}},
+         runExportConfig},
         {"traces",
          "list the imported traces",
          "[OPTIONS]",
@@ -40,7 +60,16 @@ const std::vector<Command> &commands()
           {"no-clamp", "", "submit lengths the model cannot take as they are (default: clamp them)"},
           {"compare", "SESSION", "compare with this session (default: the source session)"},
           {"notes", "TEXT", "notes stored with the new session"},
-          {"json", "", "print the comparison as JSON"}},
+          {"json", "", "print the comparison as JSON"},
+          {"target", "URL", "drive this remote server instead of the embedded engine (docs/remote.md); "
+                            "--model is then the model's name there, --token its bearer token"},
+          {"protocol", "oip|openai", "remote protocol: KServe v2 infer, or OpenAI /v1/completions streaming "
+                                     "(default oip)"},
+          {"max-concurrency", "N", "remote: requests on the wire at most, one connection each (default 64)"},
+          {"timeout", "MS", "remote: per-request timeout in ms, 0 = none (default 60000)"},
+          {"scrape-interval", "MS", "remote: sample the target's /metrics every MS ms, 0 = never (default 1000)"},
+          {"metrics-url", "URL", "remote: where the target's Prometheus metrics are (default TARGET/metrics)"},
+          {"max-new-tokens", "N", "remote: cap on each request's generated tokens (default: the trace's)"}},
          runReplay},
         {"report",
          "write a session report: report SESSION -o FILE.html|FILE.pdf|FILE.json",

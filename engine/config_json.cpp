@@ -210,7 +210,7 @@ json toJson(const BatchRecord &b)
                 {"reason", std::string(dispatchReasonName(b.reason))},
                 {"policy", std::string(policyName(b.policy))},
                 {"bucket", b.bucket},
-                {"executor", b.executor},
+                {"instance", b.executor},
                 {"config_version", b.configVersion},
                 {"status", std::string(statusCodeName(b.status))}};
 }
@@ -254,7 +254,7 @@ json toJson(const Snapshot &s)
           {"mean_batch_size", s.meanBatchSize},
           {"padding_efficiency", s.paddingEfficiency},
           {"busy_fraction", s.busyFraction},
-          {"executor_busy", s.executorBusy}}},
+          {"instance_busy", s.instanceBusy}}},
         {"cumulative",
          {{"latency_total", toJson(s.totalAll)},
           {"latency_queue_wait", toJson(s.queueWaitAll)},

@@ -138,7 +138,7 @@ void MetricsRecorder::recordBatch(const BatchRecord &batch, std::span<const Requ
     m_batchSizes[std::size_t(std::clamp(batch.size, 0, 1024))]++;
     if (batch.executor >= 0 && batch.executor < kMaxExecutors) {
         slot.busyNs[std::size_t(batch.executor)] += batch.compute.count();
-        m_executorsSeen = std::max(m_executorsSeen, batch.executor + 1);
+        m_instancesSeen = std::max(m_instancesSeen, batch.executor + 1);
     }
     if (m_recent.size() < kRecentBatches) {
         m_recent.push_back(batch);
@@ -198,15 +198,15 @@ void MetricsRecorder::fill(Snapshot &out, TimePoint now) const
     out.timeToFirstToken = summarize(ttft);
     out.meanBatchSize = batches ? double(members) / double(batches) : 0.0;
     out.paddingEfficiency = padded ? double(real) / double(padded) : 1.0;
-    const int executors = std::max(1, m_executorsSeen);
-    out.executorBusy.assign(std::size_t(executors), 0.0);
+    const int instances = std::max(1, m_instancesSeen);
+    out.instanceBusy.assign(std::size_t(instances), 0.0);
     double busySum = 0;
-    for (int i = 0; i < executors; ++i) {
+    for (int i = 0; i < instances; ++i) {
         const double f = std::min(1.0, double(busy[std::size_t(i)]) / double(span.count() ? span.count() : 1));
-        out.executorBusy[std::size_t(i)] = f;
+        out.instanceBusy[std::size_t(i)] = f;
         busySum += f;
     }
-    out.busyFraction = busySum / executors;
+    out.busyFraction = busySum / instances;
 
     out.totalAll = summarize(m_total);
     out.queueWaitAll = summarize(m_queueWait);

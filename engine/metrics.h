@@ -63,7 +63,7 @@ private:
     std::vector<std::uint64_t> m_batchSizes;
     std::vector<BatchRecord> m_recent; // ring
     std::size_t m_recentNext = 0;
-    int m_executorsSeen = 0;
+    int m_instancesSeen = 0;
     struct QueueStats {
         std::uint64_t requests = 0, batches = 0, members = 0;
         std::int64_t realTokens = 0, paddedTokens = 0;

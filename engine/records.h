@@ -57,7 +57,7 @@ struct ConfigChange {
     TimePoint at{};
     std::uint64_t version = 0; // 1 = the initial config
     std::string summary;       // describeChange(previous, config), "initial" for version 1
-    std::string origin;        // "gui", "rest", "cli", "controller", ...
+    std::string origin;        // "gui", "rest", "cli", "slo-controller", "memory-guard", ...
     BatchingConfig config;
 };
 

@@ -72,8 +72,8 @@ struct Snapshot {
     LatencySummary total, queueWait, compute, timeToFirstToken;
     double meanBatchSize = 0;
     double paddingEfficiency = 1; // real tokens / padded tokens
-    double busyFraction = 0;      // mean over executors
-    std::vector<double> executorBusy;
+    double busyFraction = 0;      // mean over the model instances
+    std::vector<double> instanceBusy; // busy fraction per model instance (`instances` knob)
 
     // cumulative figures
     LatencySummary totalAll, queueWaitAll, computeAll, timeToFirstTokenAll;

@@ -1,4 +1,5 @@
 #include "trace_csv.h"
+#include "trace_rows.h"
 
 #include <algorithm>
 #include <charconv>
@@ -6,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string_view>
+#include <unordered_set>
 
 namespace bp {
 
@@ -21,17 +23,19 @@ std::string_view trim(std::string_view s)
     return s;
 }
 
-bool splitThree(std::string_view line, std::string_view out[3])
+// Exactly `n` comma-separated fields, each trimmed.
+bool splitFields(std::string_view line, std::size_t n, std::string_view *out)
 {
-    for (int i = 0; i < 3; ++i) {
+    for (std::size_t i = 0; i < n; ++i) {
         const auto comma = line.find(',');
-        if (i < 2 && comma == std::string_view::npos)
+        const bool last = i + 1 == n;
+        if (!last && comma == std::string_view::npos)
             return false;
-        out[i] = trim(i < 2 ? line.substr(0, comma) : line);
-        if (i < 2)
+        out[i] = trim(last ? line : line.substr(0, comma));
+        if (!last)
             line.remove_prefix(comma + 1);
     }
-    return out[2].find(',') == std::string_view::npos;
+    return out[n - 1].find(',') == std::string_view::npos;
 }
 
 bool parseInt(std::string_view s, int &out)
@@ -58,7 +62,9 @@ long long daysFromCivil(int y, unsigned m, unsigned d)
     return era * 146097 + (long long)doe - 719468;
 }
 
-// "2023-11-16 18:15:46.6805900" -> seconds since the epoch
+// Azure timestamps -> seconds since the epoch. 2023: "2023-11-16 18:15:46.6805900";
+// 2024: "2024-05-10 00:00:00.009930+00:00", and "2024-05-12 00:00:00+00:00" on
+// whole seconds. Also "T" between date and time, and a "Z" or ±HH[:]MM offset.
 bool parseTimestamp(std::string_view s, double &out)
 {
     if (s.size() < 19 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') || s[13] != ':' ||
@@ -70,108 +76,313 @@ bool parseTimestamp(std::string_view s, double &out)
         return false;
     if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || h < 0 || mi < 0 || sec < 0)
         return false;
+    std::string_view rest = s.substr(19);
     double frac = 0;
-    if (s.size() > 19) {
-        if (s[19] != '.')
-            return false;
+    if (!rest.empty() && rest.front() == '.') {
+        rest.remove_prefix(1);
         double scale = 0.1;
-        for (char c : s.substr(20)) {
-            if (c < '0' || c > '9')
-                return false;
-            frac += (c - '0') * scale;
+        std::size_t digits = 0;
+        while (!rest.empty() && rest.front() >= '0' && rest.front() <= '9') {
+            frac += (rest.front() - '0') * scale;
             scale /= 10;
+            rest.remove_prefix(1);
+            ++digits;
         }
+        if (digits == 0)
+            return false;
     }
-    out = double(daysFromCivil(y, unsigned(mo), unsigned(d))) * 86400.0 + h * 3600.0 + mi * 60.0 + sec + frac;
+    double offset = 0; // seconds east of UTC
+    if (rest == "Z") {
+        rest = {};
+    } else if (!rest.empty() && (rest.front() == '+' || rest.front() == '-')) {
+        const int sign = rest.front() == '+' ? 1 : -1;
+        rest.remove_prefix(1);
+        int oh = 0, om = 0;
+        const bool colon = rest.size() == 5 && rest[2] == ':';
+        if ((!colon && rest.size() != 4) || !parseInt(rest.substr(0, 2), oh) ||
+            !parseInt(rest.substr(colon ? 3 : 2, 2), om) || oh > 23 || om > 59 || oh < 0 || om < 0)
+            return false;
+        offset = sign * (oh * 3600.0 + om * 60.0);
+        rest = {};
+    }
+    if (!rest.empty())
+        return false;
+    out = double(daysFromCivil(y, unsigned(mo), unsigned(d))) * 86400.0 + h * 3600.0 + mi * 60.0 + sec +
+          frac - offset;
     return true;
 }
 
+struct FormatInfo {
+    TraceFormat format;
+    std::string_view name;
+    std::vector<std::string_view> header; // CSV columns; empty for JSON Lines
+};
+
+const std::vector<FormatInfo> &formats()
+{
+    static const std::vector<FormatInfo> list = {
+        {TraceFormat::Azure, "azure", {"TIMESTAMP", "ContextTokens", "GeneratedTokens"}},
+        {TraceFormat::Plain, "plain", {"arrival_s", "input_tokens", "output_tokens"}},
+        {TraceFormat::BurstGpt,
+         "burstgpt",
+         {"Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens", "Log Type"}},
+        {TraceFormat::Mooncake, "mooncake", {}},
+        {TraceFormat::GenAiPerf, "genai-perf", {}},
+    };
+    return list;
+}
+
+const FormatInfo &info(TraceFormat f)
+{
+    return formats()[std::size_t(f)];
+}
+
+std::string joined(const std::vector<std::string_view> &cols)
+{
+    std::string s;
+    for (std::string_view c : cols)
+        s += (s.empty() ? "" : ",") + std::string(c);
+    return s;
+}
+
+bool isJsonLines(TraceFormat f)
+{
+    return info(f).header.empty();
+}
+
+bool headerMatches(TraceFormat f, std::string_view line)
+{
+    const auto &want = info(f).header;
+    std::vector<std::string_view> cols(want.size());
+    if (!splitFields(line, want.size(), cols.data()))
+        return false;
+    for (std::size_t i = 0; i < want.size(); ++i)
+        if (cols[i] != want[i])
+            return false;
+    return true;
+}
+
+std::string expectedHeaders()
+{
+    std::string s;
+    for (const FormatInfo &f : formats())
+        if (!f.header.empty())
+            s += (s.empty() ? "" : " or ") + joined(f.header);
+    return s;
+}
+
+// One CSV data line. Returns "" or the problem.
+std::string parseCsvRow(TraceFormat format, std::string_view line, trace_rows::ParsedRow &out)
+{
+    const std::size_t n = info(format).header.size();
+    std::string_view cols[6];
+    if (!splitFields(line, n, cols))
+        return "expected " + std::to_string(n) + " comma-separated fields";
+    // BurstGPT: Timestamp, Model, Request tokens, Response tokens, Total tokens, Log Type
+    const std::string_view in = format == TraceFormat::BurstGpt ? cols[2] : cols[1];
+    const std::string_view outTok = format == TraceFormat::BurstGpt ? cols[3] : cols[2];
+    if (format == TraceFormat::Azure ? !parseTimestamp(cols[0], out.time) : !parseDouble(cols[0], out.time))
+        return "bad arrival time '" + std::string(cols[0]) + "'";
+    if (format != TraceFormat::Azure && out.time < 0)
+        return "negative arrival time";
+    if (!parseInt(in, out.row.inputTokens) || out.row.inputTokens < 1)
+        return "bad input token count '" + std::string(in) + "' (a positive integer)";
+    if (!parseInt(outTok, out.row.outputTokens) || out.row.outputTokens < 0)
+        return "bad output token count '" + std::string(outTok) + "' (a non-negative integer)";
+    out.failed = format == TraceFormat::BurstGpt && out.row.outputTokens == 0;
+    return {};
+}
+
+// Feeds lines one at a time (from a string or a stream) and collects rows.
+class TraceReader {
+public:
+    TraceReader(const TraceParseOptions &options, std::size_t totalBytes)
+        : m_options(options), m_total(totalBytes)
+    {
+    }
+
+    // Not OK: stop reading and return it.
+    Status line(std::string_view raw, std::size_t bytesDone)
+    {
+        ++m_lineNo;
+        const std::string_view line = trim(raw);
+        if (line.empty())
+            return Status::ok();
+        if (!m_started) {
+            m_started = true;
+            if (Status s = start(line); !s)
+                return s;
+            if (!isJsonLines(m_trace.format))
+                return Status::ok(); // the CSV header
+        }
+        ++m_trace.linesRead;
+        trace_rows::ParsedRow row;
+        std::string problem = isJsonLines(m_trace.format)
+                                  ? trace_rows::parseJsonRow(m_trace.format, line, row)
+                                  : parseCsvRow(m_trace.format, line, row);
+        const bool bad = !problem.empty();
+        if (bad) {
+            if (m_options.badRows == BadRowPolicy::RejectFile)
+                return Status(StatusCode::InvalidArgument,
+                              "line " + std::to_string(m_lineNo) + ": " + problem);
+            if (m_trace.errors.size() < m_options.maxErrorsKept)
+                m_trace.errors.push_back({m_lineNo, std::move(problem)});
+            ++m_errorCount;
+        }
+        // Per line read, so that a file of bad rows can be cancelled too.
+        if (m_options.progress && (m_trace.linesRead % 4096) == 0 && !m_options.progress(bytesDone, m_total))
+            return Status(StatusCode::InvalidArgument, "import cancelled");
+        if (bad)
+            return Status::ok();
+        if (row.failed) {
+            ++m_trace.failedRows;
+            if (m_options.skipFailed)
+                return Status::ok();
+        }
+        if (!m_haveFirst || row.time < m_first) {
+            m_first = row.time;
+            m_haveFirst = true;
+        }
+        row.row.arrivalS = row.time;
+        m_trace.rows.push_back(row.row);
+        if (isJsonLines(m_trace.format)) {
+            m_anyBlocks = m_anyBlocks || !row.blocks.empty();
+            m_trace.hashIds.push_back(std::move(row.blocks));
+        }
+        return Status::ok();
+    }
+
+    Result<ParsedTrace> finish()
+    {
+        if (!m_started)
+            return Status(StatusCode::InvalidArgument, "the file is empty");
+        if (m_trace.rows.empty())
+            return Status(StatusCode::InvalidArgument,
+                          "no valid rows (" + std::to_string(m_errorCount) + " malformed" +
+                              (m_trace.failedRows
+                                   ? ", " + std::to_string(m_trace.failedRows) + " failed skipped"
+                                   : std::string()) +
+                              ")");
+        if (!m_anyBlocks)
+            m_trace.hashIds.clear();
+        // offsets from the earliest arrival, in arrival order
+        for (TraceRow &r : m_trace.rows)
+            r.arrivalS -= m_first;
+        sortByArrival();
+        m_trace.skippedRows = m_errorCount;
+        if (m_errorCount > m_trace.errors.size())
+            m_trace.errors.push_back(
+                {0, std::to_string(m_errorCount - m_trace.errors.size()) + " more malformed rows"});
+        if (m_options.progress)
+            m_options.progress(m_total, m_total);
+        return std::move(m_trace);
+    }
+
+private:
+    Status start(std::string_view line)
+    {
+        if (m_options.format) {
+            m_trace.format = *m_options.format;
+            if (!isJsonLines(m_trace.format) && !headerMatches(m_trace.format, line))
+                return Status(StatusCode::InvalidArgument,
+                              "line " + std::to_string(m_lineNo) + ": expected the " +
+                                  std::string(info(m_trace.format).name) + " header '" +
+                                  joined(info(m_trace.format).header) + "', got '" + std::string(line) + "'");
+            return Status::ok();
+        }
+        auto detected = detectTraceFormat(line);
+        if (!detected)
+            return Status(StatusCode::InvalidArgument,
+                          "line " + std::to_string(m_lineNo) + ": " + detected.status().message());
+        m_trace.format = *detected;
+        return Status::ok();
+    }
+
+    void sortByArrival()
+    {
+        auto &rows = m_trace.rows;
+        const auto earlier = [](const TraceRow &a, const TraceRow &b) { return a.arrivalS < b.arrivalS; };
+        if (std::is_sorted(rows.begin(), rows.end(), earlier))
+            return;
+        if (m_trace.hashIds.empty()) {
+            std::stable_sort(rows.begin(), rows.end(), earlier);
+            return;
+        }
+        std::vector<std::size_t> order(rows.size());
+        for (std::size_t i = 0; i < order.size(); ++i)
+            order[i] = i;
+        std::stable_sort(order.begin(), order.end(),
+                         [&](std::size_t a, std::size_t b) { return rows[a].arrivalS < rows[b].arrivalS; });
+        std::vector<TraceRow> sortedRows;
+        std::vector<PrefixBlocks> sortedIds;
+        sortedRows.reserve(rows.size());
+        sortedIds.reserve(rows.size());
+        for (std::size_t i : order) {
+            sortedRows.push_back(rows[i]);
+            sortedIds.push_back(std::move(m_trace.hashIds[i]));
+        }
+        rows = std::move(sortedRows);
+        m_trace.hashIds = std::move(sortedIds);
+    }
+
+    const TraceParseOptions &m_options;
+    const std::size_t m_total;
+    ParsedTrace m_trace;
+    std::size_t m_lineNo = 0, m_errorCount = 0;
+    bool m_started = false, m_haveFirst = false, m_anyBlocks = false;
+    double m_first = 0;
+};
+
 } // namespace
+
+std::string_view traceFormatName(TraceFormat format)
+{
+    return info(format).name;
+}
+
+std::optional<TraceFormat> parseTraceFormat(std::string_view name)
+{
+    for (const FormatInfo &f : formats())
+        if (f.name == name)
+            return f.format;
+    return std::nullopt;
+}
+
+std::string traceFormatNames()
+{
+    std::string s;
+    for (const FormatInfo &f : formats())
+        s += (s.empty() ? "" : ", ") + std::string(f.name);
+    return s;
+}
+
+Result<TraceFormat> detectTraceFormat(std::string_view firstLine)
+{
+    const std::string_view line = trim(firstLine);
+    if (!line.empty() && (line.front() == '{' || line.front() == '['))
+        return trace_rows::detectJsonFormat(line);
+    for (const FormatInfo &f : formats())
+        if (!f.header.empty() && headerMatches(f.format, line))
+            return f.format;
+    return Status(StatusCode::InvalidArgument, "unknown header '" + std::string(line.substr(0, 120)) +
+                                                   "' (expected " + expectedHeaders() +
+                                                   ", or a Mooncake / genai-perf JSON Lines file)");
+}
 
 Result<ParsedTrace> parseTraceText(const std::string &text, const TraceParseOptions &options)
 {
-    ParsedTrace trace;
-    std::size_t pos = 0, lineNo = 0;
-    bool haveHeader = false, haveFirst = false;
-    double first = 0;
-    std::size_t errorCount = 0;
+    TraceReader reader(options, text.size());
+    std::size_t pos = 0;
     while (pos < text.size()) {
         auto nl = text.find('\n', pos);
         if (nl == std::string::npos)
             nl = text.size();
-        const std::string_view line = trim(std::string_view(text).substr(pos, nl - pos));
+        const std::string_view line = std::string_view(text).substr(pos, nl - pos);
         pos = nl + 1;
-        ++lineNo;
-        if (line.empty())
-            continue;
-        if (!haveHeader) {
-            std::string_view cols[3];
-            if (!splitThree(line, cols))
-                return Status(StatusCode::InvalidArgument,
-                              "line 1: expected a header 'TIMESTAMP,ContextTokens,GeneratedTokens' or "
-                              "'arrival_s,input_tokens,output_tokens'");
-            if (cols[0] == "TIMESTAMP" && cols[1] == "ContextTokens" && cols[2] == "GeneratedTokens")
-                trace.format = TraceFormat::Azure;
-            else if (cols[0] == "arrival_s" && cols[1] == "input_tokens" && cols[2] == "output_tokens")
-                trace.format = TraceFormat::Plain;
-            else
-                return Status(StatusCode::InvalidArgument,
-                              "line " + std::to_string(lineNo) + ": unknown header '" + std::string(line) +
-                                  "' (expected TIMESTAMP,ContextTokens,GeneratedTokens or "
-                                  "arrival_s,input_tokens,output_tokens)");
-            haveHeader = true;
-            continue;
-        }
-        ++trace.linesRead;
-        std::string_view cols[3];
-        TraceRow row;
-        double t = 0;
-        std::string problem;
-        if (!splitThree(line, cols))
-            problem = "expected 3 comma-separated fields";
-        else if (trace.format == TraceFormat::Azure ? !parseTimestamp(cols[0], t) : !parseDouble(cols[0], t))
-            problem = "bad arrival time '" + std::string(cols[0]) + "'";
-        else if (!parseInt(cols[1], row.inputTokens) || row.inputTokens < 1)
-            problem = "bad input token count '" + std::string(cols[1]) + "' (a positive integer)";
-        else if (!parseInt(cols[2], row.outputTokens) || row.outputTokens < 0)
-            problem = "bad output token count '" + std::string(cols[2]) + "' (a non-negative integer)";
-        else if (trace.format == TraceFormat::Plain && t < 0)
-            problem = "negative arrival time";
-        if (!problem.empty()) {
-            if (options.badRows == BadRowPolicy::RejectFile)
-                return Status(StatusCode::InvalidArgument, "line " + std::to_string(lineNo) + ": " + problem);
-            if (trace.errors.size() < options.maxErrorsKept)
-                trace.errors.push_back({lineNo, problem});
-            ++errorCount;
-        }
-        // Per line read, so that a file of bad rows can be cancelled too.
-        if (options.progress && (trace.linesRead % 4096) == 0 && !options.progress(pos, text.size()))
-            return Status(StatusCode::InvalidArgument, "import cancelled");
-        if (!problem.empty())
-            continue;
-        if (!haveFirst || t < first) {
-            first = t;
-            haveFirst = true;
-        }
-        row.arrivalS = t;
-        trace.rows.push_back(row);
+        if (Status s = reader.line(line, std::min(pos, text.size())); !s)
+            return s;
     }
-    if (!haveHeader)
-        return Status(StatusCode::InvalidArgument, "the file is empty");
-    if (trace.rows.empty())
-        return Status(StatusCode::InvalidArgument,
-                      "no valid rows (" + std::to_string(errorCount) + " malformed)");
-    // offsets from the earliest arrival, in arrival order
-    for (TraceRow &r : trace.rows)
-        r.arrivalS -= first;
-    std::stable_sort(trace.rows.begin(), trace.rows.end(),
-                     [](const TraceRow &a, const TraceRow &b) { return a.arrivalS < b.arrivalS; });
-    trace.skippedRows = errorCount;
-    if (errorCount > trace.errors.size())
-        trace.errors.push_back({0, std::to_string(errorCount - trace.errors.size()) + " more malformed rows"});
-    if (options.progress)
-        options.progress(text.size(), text.size());
-    return trace;
+    return reader.finish();
 }
 
 Result<ParsedTrace> parseTraceFile(const std::string &path, const TraceParseOptions &options)
@@ -179,14 +390,38 @@ Result<ParsedTrace> parseTraceFile(const std::string &path, const TraceParseOpti
     std::ifstream in(path, std::ios::binary);
     if (!in)
         return Status(StatusCode::NotFound, "cannot open trace file '" + path + "'");
-    std::stringstream buffer;
-    buffer << in.rdbuf();
+    in.seekg(0, std::ios::end);
+    const auto size = in.tellg();
+    in.seekg(0, std::ios::beg);
+    TraceReader reader(options, size > 0 ? std::size_t(size) : 0);
+    std::string line;
+    std::size_t done = 0;
+    auto withPath = [&](const Status &s) { return Status(s.code(), path + ": " + s.message()); };
+    while (std::getline(in, line)) {
+        done += line.size() + 1;
+        if (Status s = reader.line(line, done); !s)
+            return withPath(s);
+    }
     if (in.bad())
         return Status(StatusCode::NotFound, "cannot read trace file '" + path + "'");
-    auto result = parseTraceText(buffer.str(), options);
+    auto result = reader.finish();
     if (!result)
-        return Status(result.status().code(), path + ": " + result.status().message());
+        return withPath(result.status());
     return result;
+}
+
+PrefixReuse prefixReuse(const std::vector<PrefixBlocks> &hashIds)
+{
+    PrefixReuse r;
+    std::unordered_set<std::int64_t> seen;
+    for (const PrefixBlocks &blocks : hashIds)
+        for (std::int64_t id : blocks) {
+            ++r.blocks;
+            if (!seen.insert(id).second)
+                ++r.reusedBlocks;
+        }
+    r.uniqueBlocks = seen.size();
+    return r;
 }
 
 } // namespace bp

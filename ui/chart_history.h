@@ -22,7 +22,7 @@ struct ChartSample {
     double totalP50Ms = 0, totalP90Ms = 0, totalP99Ms = 0;
     double queueP50Ms = 0, queueP90Ms = 0, queueP99Ms = 0;
     double requestsPerS = 0, inputTokensPerS = 0, outputTokensPerS = 0;
-    double busyPercent = 0;      // engine executors, mean
+    double busyPercent = 0;      // the model instances, mean
     double cpuPercent = kNone;   // process, of all cores
     double gpuPercent = kNone;   // NVML
     double memBwPercent = kNone; // NVML

@@ -1,5 +1,7 @@
 #include "main_window.h"
 
+#include "export_settings_menu.h"
+
 #include "batch_timeline.h"
 #include "charts_view.h"
 #include "compare_view.h"
@@ -120,6 +122,13 @@ void MainWindow::createActions()
             m_traces->exportSelectedReport();
         })
         ->setEnabled(m_traces->hasStore());
+    auto *exportSettings = new ExportSettingsMenu(*m_context.bridge, this);
+    file->addMenu(exportSettings);
+    connect(exportSettings, &ExportSettingsMenu::exported, this, [this](const QString &path) {
+        statusBar()->showMessage(tr("Settings written to %1").arg(path), 8000);
+    });
+    connect(exportSettings, &ExportSettingsMenu::exportFailed, this,
+            [this](const QString &m) { statusBar()->showMessage(m, 8000); });
     file->addAction(tr("Copy REST &URL"), QKeySequence(tr("Ctrl+Shift+U")), m_status,
                     &StatusInfo::copyRestUrl)
         ->setEnabled(!m_context.restUrl.isEmpty());

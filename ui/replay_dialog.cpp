@@ -26,6 +26,46 @@ ReplayDialog::ReplayDialog(const QString &sourceText, const BatchingConfig &curr
     intro->setWordWrap(true);
     form->addRow(intro);
 
+    m_target = new QComboBox(this);
+    m_target->addItem(tr("embedded engine"));
+    m_target->addItem(tr("remote server"));
+    m_target->setToolTip(
+        tr("Replay into this console's engine, or drive another server (Triton, vLLM, TGI, SGLang, "
+           "another BatchPilot) over HTTP and scrape its /metrics"));
+    form->addRow(tr("&Target"), m_target);
+    m_url = new QLineEdit(settings.value(QStringLiteral("remoteUrl")).toString(), this);
+    m_url->setPlaceholderText(QStringLiteral("http://host:8000"));
+    m_protocol = new QComboBox(this);
+    m_protocol->addItem(tr("OIP / KServe v2 infer"), QStringLiteral("oip"));
+    m_protocol->addItem(tr("OpenAI /v1/completions (streaming)"), QStringLiteral("openai"));
+    m_protocol->setCurrentIndex(settings.value(QStringLiteral("remoteProtocol")).toString() == "openai" ? 1
+                                                                                                        : 0);
+    m_model = new QLineEdit(settings.value(QStringLiteral("remoteModel")).toString(), this);
+    m_model->setPlaceholderText(tr("the model's name on the server"));
+    m_token = new QLineEdit(this);
+    m_token->setEchoMode(QLineEdit::Password);
+    m_token->setPlaceholderText(tr("optional bearer token (not saved)"));
+    m_concurrency = new QSpinBox(this);
+    m_concurrency->setRange(1, 16384);
+    m_concurrency->setValue(settings.value(QStringLiteral("remoteConcurrency"), 64).toInt());
+    m_concurrency->setToolTip(tr("Requests on the wire at most (one keep-alive connection each)"));
+    m_scrapeMs = new QSpinBox(this);
+    m_scrapeMs->setRange(0, 600000);
+    m_scrapeMs->setSuffix(tr(" ms"));
+    m_scrapeMs->setSpecialValueText(tr("never"));
+    m_scrapeMs->setValue(settings.value(QStringLiteral("remoteScrapeMs"), 1000).toInt());
+    m_scrapeMs->setToolTip(tr("How often the server's Prometheus /metrics is sampled"));
+    const std::pair<QString, QWidget *> remoteRows[] = {{tr("&URL"), m_url},
+                                                        {tr("&Protocol"), m_protocol},
+                                                        {tr("Mo&del"), m_model},
+                                                        {tr("To&ken"), m_token},
+                                                        {tr("Max conc&urrency"), m_concurrency},
+                                                        {tr("Scrape &metrics every"), m_scrapeMs}};
+    for (const auto &[label, widget] : remoteRows) {
+        form->addRow(label, widget);
+        m_remoteRows << widget << form->labelForField(widget);
+    }
+
     m_speed = new QDoubleSpinBox(this);
     m_speed->setRange(0.01, 10000);
     m_speed->setDecimals(2);
@@ -52,22 +92,57 @@ ReplayDialog::ReplayDialog(const QString &sourceText, const BatchingConfig &curr
     m_clock->addItem(tr("virtual clock (simulation, no waiting)"), int(ReplayClock::Virtual));
     m_clock->setCurrentIndex(settings.value(QStringLiteral("clock"), 0).toInt() == 1 ? 1 : 0);
     form->addRow(tr("&Clock"), m_clock);
+    m_engineRows << m_clock << form->labelForField(m_clock);
 
     m_config = new QComboBox(this);
     m_config->addItem(tr("the source's own config"));
     m_config->addItem(tr("the console's current config"));
     m_config->setCurrentIndex(settings.value(QStringLiteral("useCurrentConfig"), true).toBool() ? 1 : 0);
     form->addRow(tr("C&onfig"), m_config);
+    m_engineRows << m_config << form->labelForField(m_config);
 
     m_notes = new QLineEdit(this);
     m_notes->setPlaceholderText(tr("optional, stored with the session"));
     form->addRow(tr("&Notes"), m_notes);
+
+    m_error = new QLabel(this);
+    m_error->setWordWrap(true);
+    m_error->setStyleSheet(QStringLiteral("color: #b00020"));
+    m_error->hide();
+    form->addRow(m_error);
 
     auto *buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
     buttons->button(QDialogButtonBox::Ok)->setText(tr("Replay"));
     form->addRow(buttons);
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    connect(m_target, &QComboBox::currentIndexChanged, this, &ReplayDialog::updateTarget);
+    m_target->setCurrentIndex(settings.value(QStringLiteral("remote"), false).toBool() ? 1 : 0);
+    updateTarget();
+}
+
+void ReplayDialog::updateTarget()
+{
+    const bool remote = m_target->currentIndex() == 1;
+    for (QWidget *w : m_remoteRows)
+        w->setVisible(remote);
+    for (QWidget *w : m_engineRows)
+        w->setVisible(!remote);
+    m_error->hide();
+}
+
+std::optional<remote::RemoteOptions> ReplayDialog::remoteOptions() const
+{
+    if (m_target->currentIndex() != 1)
+        return std::nullopt;
+    remote::RemoteOptions o;
+    o.target = QUrl(m_url->text().trimmed());
+    o.protocol = *remote::parseProtocol(m_protocol->currentData().toString());
+    o.model = m_model->text().trimmed();
+    o.token = m_token->text();
+    o.maxConcurrency = m_concurrency->value();
+    o.scrapeInterval = std::chrono::milliseconds(m_scrapeMs->value());
+    return o;
 }
 
 ReplayOptions ReplayDialog::options() const
@@ -76,8 +151,8 @@ ReplayOptions ReplayDialog::options() const
     o.speed = m_speed->value();
     o.lengthScale = m_lengthScale->value();
     o.limit = std::size_t(m_limit->value());
-    o.clock = ReplayClock(m_clock->currentData().toInt());
-    if (m_config->currentIndex() == 1)
+    o.clock = m_target->currentIndex() == 1 ? ReplayClock::Real : ReplayClock(m_clock->currentData().toInt());
+    if (m_config->currentIndex() == 1 && m_target->currentIndex() == 0)
         o.config = m_current;
     o.notes = m_notes->text().toStdString();
     return o;
@@ -85,6 +160,13 @@ ReplayOptions ReplayDialog::options() const
 
 void ReplayDialog::accept()
 {
+    if (auto remote = remoteOptions()) {
+        if (Status s = remote::validate(*remote); !s) {
+            m_error->setText(QString::fromStdString(s.message()));
+            m_error->show();
+            return;
+        }
+    }
     QSettings settings;
     settings.beginGroup(QStringLiteral("replay"));
     settings.setValue(QStringLiteral("speed"), m_speed->value());
@@ -92,6 +174,12 @@ void ReplayDialog::accept()
     settings.setValue(QStringLiteral("limit"), m_limit->value());
     settings.setValue(QStringLiteral("clock"), m_clock->currentIndex());
     settings.setValue(QStringLiteral("useCurrentConfig"), m_config->currentIndex() == 1);
+    settings.setValue(QStringLiteral("remote"), m_target->currentIndex() == 1);
+    settings.setValue(QStringLiteral("remoteUrl"), m_url->text().trimmed());
+    settings.setValue(QStringLiteral("remoteProtocol"), m_protocol->currentData().toString());
+    settings.setValue(QStringLiteral("remoteModel"), m_model->text().trimmed());
+    settings.setValue(QStringLiteral("remoteConcurrency"), m_concurrency->value());
+    settings.setValue(QStringLiteral("remoteScrapeMs"), m_scrapeMs->value());
     QDialog::accept();
 }
 

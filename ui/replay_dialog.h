@@ -1,15 +1,21 @@
 // Asks how to replay a session or trace: speed, length scaling, a request
-// limit, real or virtual clock, and which config to run under. The last
-// choices are kept in QSettings.
+// limit, real or virtual clock, and which config to run under — or, with
+// the target selector on "remote server", which server to drive instead of
+// the embedded engine (URL, protocol, model, concurrency, scrape interval;
+// docs/remote.md). The last choices are kept in QSettings (not the token).
 #pragma once
 
+#include "app/remote/http_remote_target.h"
 #include "engine/store/replayer.h"
+
+#include <optional>
 
 #include <QDialog>
 
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QLabel;
 class QLineEdit;
 class QSpinBox;
 
@@ -26,10 +32,19 @@ public:
     ReplayOptions options() const;
     void accept() override;
 
+    // Set when the target selector says "remote server".
+    std::optional<remote::RemoteOptions> remoteOptions() const;
+
     QDoubleSpinBox *speedBox() const { return m_speed; }
     QComboBox *clockBox() const { return m_clock; }
+    QComboBox *targetBox() const { return m_target; }
+    QLineEdit *urlEdit() const { return m_url; }
+    QLineEdit *modelEdit() const { return m_model; }
+    QComboBox *protocolBox() const { return m_protocol; }
 
 private:
+    void updateTarget();
+
     BatchingConfig m_current;
     QDoubleSpinBox *m_speed = nullptr;
     QDoubleSpinBox *m_lengthScale = nullptr;
@@ -37,6 +52,15 @@ private:
     QComboBox *m_clock = nullptr;
     QComboBox *m_config = nullptr;
     QLineEdit *m_notes = nullptr;
+    QComboBox *m_target = nullptr;
+    QLineEdit *m_url = nullptr;
+    QComboBox *m_protocol = nullptr;
+    QLineEdit *m_model = nullptr;
+    QLineEdit *m_token = nullptr;
+    QSpinBox *m_concurrency = nullptr;
+    QSpinBox *m_scrapeMs = nullptr;
+    QLabel *m_error = nullptr;
+    QList<QWidget *> m_remoteRows, m_engineRows;
 };
 
 } // namespace bp::ui

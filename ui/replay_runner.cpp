@@ -42,23 +42,18 @@ void ReplayRunner::cancel()
         m_cancel->store(true);
 }
 
-void ReplayRunner::start(const ReplayOptions &requested)
+void ReplayRunner::start(const ReplayOptions &requested, const std::optional<remote::RemoteOptions> &remote)
 {
     cancel();
     m_cancel = std::make_shared<std::atomic<bool>>(false);
     m_percent = 0;
-    emit progressChanged(0, tr("Loading the model…"));
+    emit progressChanged(0, remote ? tr("Connecting to %1…").arg(remote->target.toString())
+                                   : tr("Loading the model…"));
     ReplayOptions options = requested;
     options.progressInterval = std::min<Duration>(options.progressInterval, std::chrono::milliseconds(100));
     m_jobs.startJob(
-        [store = m_store, factory = m_backend, options, cancel = m_cancel,
+        [store = m_store, factory = m_backend, options, remote, cancel = m_cancel,
          self = QPointer<ReplayRunner>(this)](const JobTracker::Ticket &ticket) -> Result<ReplayOutcome> {
-            if (!factory)
-                return Status(StatusCode::Unavailable, "this console cannot replay: no model to replay on");
-            auto backend = factory();
-            if (!backend)
-                return backend.status();
-            Replayer replayer(store, *backend);
             auto progress = [ticket, self](const ReplayProgress &p) {
                 const int percent = int(100 * p.fraction());
                 const QString text = tr("%1 of %2 requests done, %3 s into the source")
@@ -72,6 +67,18 @@ void ReplayRunner::start(const ReplayOptions &requested)
                     }
                 });
             };
+            if (remote) {
+                auto target = remote::HttpRemoteTarget::create(*remote);
+                if (!target)
+                    return target.status();
+                return Replayer(store).runRemote(options, **target, progress, cancel.get());
+            }
+            if (!factory)
+                return Status(StatusCode::Unavailable, "this console cannot replay: no model to replay on");
+            auto backend = factory();
+            if (!backend)
+                return backend.status();
+            Replayer replayer(store, *backend);
             return replayer.run(options, progress, cancel.get());
         },
         [this](Result<ReplayOutcome> outcome) {

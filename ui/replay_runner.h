@@ -6,6 +6,7 @@
 
 #include "job_tracker.h"
 
+#include "app/remote/http_remote_target.h"
 #include "engine/store/replayer.h"
 
 #include <QObject>
@@ -30,7 +31,10 @@ public:
     static BackendFactory cached(BackendFactory make);
     ~ReplayRunner() override;
 
-    void start(const ReplayOptions &options);
+    // With `remote`, the replay drives that server instead of the model
+    // (Replayer::runRemote; the backend factory is not used).
+    void start(const ReplayOptions &options,
+               const std::optional<remote::RemoteOptions> &remote = std::nullopt);
     void cancel();
     bool running() const { return m_jobs.isJobRunning(); }
     int percent() const { return m_percent; }

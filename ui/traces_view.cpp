@@ -256,7 +256,7 @@ void TracesView::chooseAndImport()
     QSettings settings;
     const QString dir = settings.value(QStringLiteral("traces/lastImportDir")).toString();
     const QString path = QFileDialog::getOpenFileName(this, tr("Import a request trace"), dir,
-                                                      tr("CSV traces (*.csv);;All files (*)"));
+                                                      tr("Traces (*.csv *.jsonl *.json);;All files (*)"));
     if (path.isEmpty())
         return;
     settings.setValue(QStringLiteral("traces/lastImportDir"), QFileInfo(path).absolutePath());
@@ -298,17 +298,17 @@ void TracesView::askAndReplay(const ReplaySource &source)
         return;
     ReplayOptions options = dialog.options();
     options.source = source;
-    replay(options);
+    replay(options, dialog.remoteOptions());
 }
 
-void TracesView::replay(const ReplayOptions &options)
+void TracesView::replay(const ReplayOptions &options, const std::optional<remote::RemoteOptions> &remote)
 {
     if (!m_store)
         return;
     startJobUi(tr("Replaying %1 %2…")
                    .arg(options.source.kind == ReplaySource::Kind::Trace ? tr("trace") : tr("session"))
                    .arg(options.source.id));
-    m_replay->start(options);
+    m_replay->start(options, remote);
 }
 
 void TracesView::compareSelected()

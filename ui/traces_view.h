@@ -60,7 +60,7 @@ public slots:
     void replaySelectedTrace();
     void replaySelectedSession();
     void askAndReplay(const ReplaySource &source);
-    void replay(const ReplayOptions &options);
+    void replay(const ReplayOptions &options, const std::optional<remote::RemoteOptions> &remote = std::nullopt);
     void compareSelected();
     void cancelJob();
     void deleteSelected();

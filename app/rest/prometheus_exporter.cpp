@@ -187,11 +187,14 @@ std::string renderPrometheus(const ExporterInput &in)
             "Real tokens / padded tokens over the last window (1 = no padding).", s.paddingEfficiency);
     w.gauge("batchpilot_padding_efficiency_lifetime_ratio", "Real tokens / padded tokens since start.",
             s.paddingEfficiencyAll);
-    w.gauge("batchpilot_utilization_ratio", "Busy fraction of the executors over the last window.", s.busyFraction);
-    w.family("batchpilot_executor_utilization_ratio", "gauge", "Busy fraction of each executor over the last window.");
-    for (std::size_t e = 0; e < s.executorBusy.size(); ++e)
-        w.sample("batchpilot_executor_utilization_ratio", "executor=\"" + std::to_string(e) + "\"",
-                 num(s.executorBusy[e]));
+    w.gauge("batchpilot_utilization_ratio", "Busy fraction of the model instances over the last window.",
+            s.busyFraction);
+    // `model_instance`, not `instance`: Prometheus sets `instance` to the scrape target.
+    w.family("batchpilot_instance_utilization_ratio", "gauge",
+             "Busy fraction of each model instance over the last window.");
+    for (std::size_t i = 0; i < s.instanceBusy.size(); ++i)
+        w.sample("batchpilot_instance_utilization_ratio", "model_instance=\"" + std::to_string(i) + "\"",
+                 num(s.instanceBusy[i]));
     w.gauge("batchpilot_window_seconds", "Length of the window the *_ratio gauges cover.", s.windowS);
 
     const BatchingConfig &c = s.config;

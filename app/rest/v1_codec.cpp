@@ -16,12 +16,6 @@ Status invalid(std::string message)
 }
 } // namespace
 
-double toMicros(Duration d)
-{
-    // 0.1 µs resolution keeps the echo model's sub-µs compute visible.
-    return std::round(double(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()) / 100.0) / 10.0;
-}
-
 Status checkMaxNewTokens(long long value, const ModelInfo &model)
 {
     if (value < 0)

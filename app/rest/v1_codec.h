@@ -26,8 +26,8 @@ Result<Request> parseV1Infer(std::string_view body, const ModelInfo &model, Time
 
 nlohmann::json v1ResponseJson(const Response &response, const std::string &modelName);
 
-// Shared by both wire formats.
-double toMicros(Duration d);
+// Timings go out in µs through bp::toMicros (engine/clock.h), the one
+// conversion every writer (REST, replay, config JSON, bench) uses.
 // max_new_tokens against what the model can do.
 Status checkMaxNewTokens(long long value, const ModelInfo &model);
 // A JSON body that must be an object; InvalidArgument otherwise.

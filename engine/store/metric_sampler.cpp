@@ -29,7 +29,14 @@ MetricSample sampleOf(const Snapshot &s, TimePoint epoch, std::uint64_t droppedR
 }
 
 MetricSampler::MetricSampler(const Engine &engine, TraceSink &sink, Duration period)
-    : m_engine(engine), m_sink(sink), m_period(period)
+    : MetricSampler(
+          [&engine, &sink] { return sampleOf(engine.snapshot(), sink.epoch(), sink.droppedRows()); }, sink,
+          period)
+{
+}
+
+MetricSampler::MetricSampler(std::function<MetricSample()> take, TraceSink &sink, Duration period)
+    : m_sink(sink), m_take(std::move(take)), m_period(period)
 {
 }
 
@@ -62,7 +69,7 @@ void MetricSampler::stop()
 
 void MetricSampler::sampleNow()
 {
-    m_sink.recordSample(sampleOf(m_engine.snapshot(), m_sink.epoch(), m_sink.droppedRows()));
+    m_sink.recordSample(m_take());
 }
 
 void MetricSampler::run()

@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -24,7 +25,12 @@ MetricSample sampleOf(const Snapshot &snapshot, TimePoint epoch, std::uint64_t d
 
 class MetricSampler {
 public:
+    // Samples the engine's snapshot.
     MetricSampler(const Engine &engine, TraceSink &sink, Duration period = std::chrono::seconds(1));
+    // Samples whatever `take` returns (a remote replay's client-side
+    // figures); `take` runs on the sampler thread or sampleNow()'s caller.
+    MetricSampler(std::function<MetricSample()> take, TraceSink &sink,
+                  Duration period = std::chrono::seconds(1));
     ~MetricSampler();
     MetricSampler(const MetricSampler &) = delete;
     MetricSampler &operator=(const MetricSampler &) = delete;
@@ -36,8 +42,8 @@ public:
 private:
     void run();
 
-    const Engine &m_engine;
     TraceSink &m_sink;
+    const std::function<MetricSample()> m_take;
     const Duration m_period;
     std::mutex m_mutex;
     std::condition_variable m_cv;

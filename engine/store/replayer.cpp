@@ -1,5 +1,7 @@
 #include "replayer.h"
 
+#include "host_facts.h"
+
 #include "engine/config_json.h"
 
 #include <cmath>
@@ -68,29 +70,43 @@ private:
     long m_old = 0;
 };
 
-bool cancelled(const std::atomic<bool> *cancel) { return cancel && cancel->load(std::memory_order_relaxed); }
+bool cancelled(const std::atomic<bool> *cancel)
+{
+    return cancel && cancel->load(std::memory_order_relaxed);
+}
+
+// Where the Driver's requests go: Engine::submit, or RemoteTarget::submit
+// (replay_target.h). Same contract: non-OK = refused, else one completion.
+using SubmitFn = std::function<Status(Request, Completion)>;
 
 class Driver {
 public:
-    Driver(Engine &engine, SessionRecorder &recorder, const ReplayOptions &options,
+    Driver(SubmitFn submit, int vocabSize, const ReplayOptions &options,
            const std::vector<PlannedRequest> &plan, const Replayer::ProgressFn &progress,
            const std::atomic<bool> *cancel)
-        : m_engine(engine), m_recorder(recorder), m_options(options), m_plan(plan), m_progress(progress),
-          m_cancel(cancel), m_rng(options.seed)
+        : m_submit(std::move(submit)), m_vocabSize(vocabSize), m_options(options), m_plan(plan),
+          m_progress(progress), m_cancel(cancel), m_rng(options.seed)
     {
         m_outcome.total = plan.size();
     }
 
     ReplayOutcome runReal();
-    ReplayOutcome runVirtual(FakeClock &clock);
+    // The embedded engine only: a discrete-event simulation on `clock`.
+    ReplayOutcome runVirtual(Engine &engine, SessionRecorder &recorder, FakeClock &clock);
+    // Completions counted so far (ok, not ok).
+    std::pair<std::size_t, std::size_t> tally()
+    {
+        std::lock_guard lock(m_tally.mutex);
+        return {m_tally.completed, m_tally.failed};
+    }
 
 private:
     void submit(std::size_t index, TimePoint arrival);
     void report(bool force);
     void waitForCompletions();
 
-    Engine &m_engine;
-    SessionRecorder &m_recorder;
+    const SubmitFn m_submit;
+    const int m_vocabSize;
     const ReplayOptions &m_options;
     const std::vector<PlannedRequest> &m_plan;
     const Replayer::ProgressFn &m_progress;
@@ -108,14 +124,14 @@ void Driver::submit(std::size_t i, TimePoint arrival)
     Request r;
     r.id = i + 1; // the position in the source: requests.request_id of the replay
     r.tokens.resize(std::size_t(p.inputTokens));
-    std::uniform_int_distribution<TokenId> token(0, m_engine.model().vocabSize - 1);
+    std::uniform_int_distribution<TokenId> token(0, std::max(1, m_vocabSize) - 1);
     for (TokenId &t : r.tokens)
         t = token(m_rng);
     r.maxNewTokens = p.maxNewTokens;
     r.arrival = arrival;
     ++m_outcome.submitted;
     m_sourceS = p.sourceS;
-    if (m_engine.submit(std::move(r), m_tally.callback()).isOk())
+    if (m_submit(std::move(r), m_tally.callback()).isOk())
         ++m_outcome.accepted;
     else
         ++m_outcome.rejected;
@@ -156,7 +172,8 @@ ReplayOutcome Driver::runReal()
     const TimePoint start = SteadyClock::now();
     for (std::size_t i = 0; i < m_plan.size() && !cancelled(m_cancel); ++i) {
         const TimePoint when = start + m_plan[i].offset;
-        for (TimePoint now = SteadyClock::now(); now < when && !cancelled(m_cancel); now = SteadyClock::now()) {
+        for (TimePoint now = SteadyClock::now(); now < when && !cancelled(m_cancel);
+             now = SteadyClock::now()) {
             report(false);
             std::this_thread::sleep_until(std::min(when, now + kCancelSlice));
         }
@@ -170,7 +187,7 @@ ReplayOutcome Driver::runReal()
     return m_outcome;
 }
 
-ReplayOutcome Driver::runVirtual(FakeClock &clock)
+ReplayOutcome Driver::runVirtual(Engine &engine, SessionRecorder &recorder, FakeClock &clock)
 {
     const TimePoint start = clock.now();
     TimePoint nextSample = start + std::chrono::seconds(1);
@@ -178,13 +195,13 @@ ReplayOutcome Driver::runVirtual(FakeClock &clock)
     auto settle = [&] {
         std::unique_lock lock(m_tally.mutex);
         m_tally.cv.wait(lock, [&] {
-            return m_tally.completed + m_tally.failed + m_engine.queueDepth() >= m_outcome.accepted;
+            return m_tally.completed + m_tally.failed + engine.queueDepth() >= m_outcome.accepted;
         });
     };
     auto moveTo = [&](TimePoint t) {
         while (nextSample <= t) {
             clock.set(nextSample);
-            m_recorder.sampleNow();
+            recorder.sampleNow();
             nextSample += std::chrono::seconds(1);
         }
         if (t > clock.now())
@@ -193,7 +210,7 @@ ReplayOutcome Driver::runVirtual(FakeClock &clock)
     // Runs every scheduling event due up to `until`.
     auto runUntil = [&](std::optional<TimePoint> until) {
         for (;;) {
-            const Engine::Step step = m_engine.runSchedulerOnce();
+            const Engine::Step step = engine.runSchedulerOnce();
             if (step.dispatched || step.expired > 0) {
                 settle();
                 continue;
@@ -228,6 +245,58 @@ Status checkOptions(const ReplayOptions &o)
     return Status::ok();
 }
 
+// The source's arrivals as this replay sends them.
+struct Plan {
+    std::vector<PlannedRequest> requests;
+    std::size_t clamped = 0;
+};
+
+Result<Plan> planFor(const TraceStore &store, const ReplayOptions &options, const ModelInfo &model)
+{
+    const bool fromSession = options.source.kind == ReplaySource::Kind::Session;
+    auto rows = fromSession ? store.sessionArrivals(options.source.id) : store.traceRows(options.source.id);
+    if (!rows)
+        return rows.status();
+    std::size_t count = rows->size();
+    if (options.limit > 0)
+        count = std::min(count, options.limit);
+    if (count == 0)
+        return Status(StatusCode::InvalidArgument, std::string(fromSession ? "session " : "trace ") +
+                                                       std::to_string(options.source.id) +
+                                                       " has no requests to replay");
+    Plan out;
+    out.requests.resize(count);
+    for (std::size_t i = 0; i < count; ++i) {
+        const TraceRow &row = (*rows)[i];
+        PlannedRequest &p = out.requests[i];
+        p.sourceS = row.arrivalS;
+        p.offset = fromSeconds(row.arrivalS / options.speed);
+        p.inputTokens = std::max(1, int(std::lround(row.inputTokens * options.lengthScale)));
+        if (options.clampToModel && p.inputTokens > model.maxSequenceLength) {
+            p.inputTokens = model.maxSequenceLength;
+            ++out.clamped;
+        }
+        if (model.generative) {
+            p.maxNewTokens = std::max(0, int(std::lround(row.outputTokens * options.lengthScale)));
+            if (model.maxNewTokensLimit > 0)
+                p.maxNewTokens = std::min(p.maxNewTokens, model.maxNewTokensLimit);
+        }
+    }
+    return out;
+}
+
+nlohmann::json replayParameters(const ReplayOptions &options, std::size_t count)
+{
+    const bool fromSession = options.source.kind == ReplaySource::Kind::Session;
+    return {{"source", {{"kind", fromSession ? "session" : "trace"}, {"id", options.source.id}}},
+            {"speed", options.speed},
+            {"length_scale", options.lengthScale},
+            {"limit", options.limit},
+            {"clock", replayClockName(options.clock)},
+            {"clamp_to_model", options.clampToModel},
+            {"requests", count}};
+}
+
 } // namespace
 
 std::string_view replayClockName(ReplayClock clock)
@@ -249,10 +318,7 @@ Result<ReplayOutcome> Replayer::run(const ReplayOptions &options, const Progress
         return s;
     const bool fromSession = options.source.kind == ReplaySource::Kind::Session;
 
-    // The source's arrivals and, for a session, its last config.
-    auto rows = fromSession ? m_store->sessionArrivals(options.source.id) : m_store->traceRows(options.source.id);
-    if (!rows)
-        return rows.status();
+    // The source's last config (a session), else the defaults.
     BatchingConfig config;
     if (options.config) {
         config = *options.config;
@@ -265,32 +331,11 @@ Result<ReplayOutcome> Replayer::run(const ReplayOptions &options, const Progress
     }
     if (Status s = validate(config); !s)
         return s;
-    std::size_t count = rows->size();
-    if (options.limit > 0)
-        count = std::min(count, options.limit);
-    if (count == 0)
-        return Status(StatusCode::InvalidArgument, std::string(fromSession ? "session " : "trace ") +
-                                                       std::to_string(options.source.id) + " has no requests to replay");
-
-    const ModelInfo &model = m_backend->info();
-    std::vector<PlannedRequest> plan(count);
-    std::size_t clamped = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-        const TraceRow &row = (*rows)[i];
-        PlannedRequest &p = plan[i];
-        p.sourceS = row.arrivalS;
-        p.offset = fromSeconds(row.arrivalS / options.speed);
-        p.inputTokens = std::max(1, int(std::lround(row.inputTokens * options.lengthScale)));
-        if (options.clampToModel && p.inputTokens > model.maxSequenceLength) {
-            p.inputTokens = model.maxSequenceLength;
-            ++clamped;
-        }
-        if (model.generative) {
-            p.maxNewTokens = std::max(0, int(std::lround(row.outputTokens * options.lengthScale)));
-            if (model.maxNewTokensLimit > 0)
-                p.maxNewTokens = std::min(p.maxNewTokens, model.maxNewTokensLimit);
-        }
-    }
+    auto planned = planFor(*m_store, options, m_backend->info());
+    if (!planned)
+        return planned.status();
+    const std::vector<PlannedRequest> &plan = planned->requests;
+    const std::size_t count = plan.size(), clamped = planned->clamped;
 
     // A fresh engine under the chosen config.
     FakeClock virtualClock;
@@ -310,14 +355,8 @@ Result<ReplayOutcome> Replayer::run(const ReplayOptions &options, const Progress
     start.kind = "replay";
     start.notes = options.notes;
     (fromSession ? start.sourceSessionId : start.sourceTraceId) = options.source.id;
-    start.replay = {{"source", {{"kind", fromSession ? "session" : "trace"}, {"id", options.source.id}}},
-                    {"speed", options.speed},
-                    {"length_scale", options.lengthScale},
-                    {"limit", options.limit},
-                    {"clock", replayClockName(options.clock)},
-                    {"clamp_to_model", options.clampToModel},
-                    {"requests", count},
-                    {"config", toJson(config)}};
+    start.replay = replayParameters(options, count);
+    start.replay["config"] = toJson(config);
     RecorderOptions ro = options.recorder;
     ro.sink.requestSource = "replay";
     if (isVirtual)
@@ -327,8 +366,10 @@ Result<ReplayOutcome> Replayer::run(const ReplayOptions &options, const Progress
         return recorder.status();
 
     const TimePoint wallStart = SteadyClock::now();
-    Driver driver(**engine, **recorder, options, plan, progress, cancel);
-    ReplayOutcome outcome = isVirtual ? driver.runVirtual(virtualClock) : driver.runReal();
+    Engine &e = **engine;
+    Driver driver([&e](Request r, Completion done) { return e.submit(std::move(r), std::move(done)); },
+                  e.model().vocabSize, options, plan, progress, cancel);
+    ReplayOutcome outcome = isVirtual ? driver.runVirtual(e, **recorder, virtualClock) : driver.runReal();
     outcome.cancelled = cancelled(cancel);
     (*engine)->shutdown(outcome.cancelled ? ShutdownMode::Fail : ShutdownMode::Drain);
     (void)(*recorder)->finish();
@@ -356,7 +397,108 @@ Result<ReplayOutcome> Replayer::run(const ReplayOptions &options, const Progress
     if (outcome.cancelled) {
         const std::string note = "cancelled after " + std::to_string(outcome.submitted) + " of " +
                                  std::to_string(outcome.total) + " requests";
-        (void)m_store->setSessionNotes(outcome.sessionId, options.notes.empty() ? note : options.notes + "; " + note);
+        (void)m_store->setSessionNotes(outcome.sessionId,
+                                       options.notes.empty() ? note : options.notes + "; " + note);
+    }
+    return outcome;
+}
+
+} // namespace bp
+
+namespace bp {
+
+Result<ReplayOutcome> Replayer::runRemote(const ReplayOptions &options, RemoteTarget &target,
+                                          const ProgressFn &progress, const std::atomic<bool> *cancel)
+{
+    if (!m_store)
+        return Status(StatusCode::InvalidArgument, "replay needs a trace store");
+    if (Status s = checkOptions(options); !s)
+        return s;
+    if (options.clock == ReplayClock::Virtual)
+        return Status(StatusCode::InvalidArgument,
+                      "a remote replay runs on the real clock (--virtual simulates the "
+                      "embedded engine; there is no remote server to simulate)");
+    auto planned = planFor(*m_store, options, target.model());
+    if (!planned)
+        return planned.status();
+    const std::vector<PlannedRequest> &plan = planned->requests;
+    const bool fromSession = options.source.kind == ReplaySource::Kind::Session;
+
+    SessionStart start;
+    start.kind = "remote";
+    start.notes = options.notes;
+    start.model = target.model().name;
+    start.device = "remote";
+    start.host = hostFacts();
+    start.targetUrl = target.url();
+    (fromSession ? start.sourceSessionId : start.sourceTraceId) = options.source.id;
+    start.replay = replayParameters(options, plan.size());
+    start.replay["target"] = target.describe();
+    auto id = m_store->startSession(start);
+    if (!id)
+        return id.status();
+    const TimePoint epoch = SteadyClock::now();
+    TraceSinkOptions so = options.recorder.sink;
+    so.requestSource = "remote";
+    auto sink = TraceSink::create(m_store->path(), *id, epoch, so);
+    auto endWith = [&](const Status &why) {
+        SessionEnd end;
+        end.loggingError = why.message();
+        (void)m_store->endSession(*id, end);
+        return why;
+    };
+    if (!sink)
+        return endWith(sink.status());
+    std::shared_ptr<TraceSink> trace = std::move(sink.value());
+    trace->start();
+    if (Status s = target.begin(trace, epoch); !s) {
+        trace->stop();
+        return endWith(s);
+    }
+    MetricSampler sampler([&] { return target.sample(epoch, trace->droppedRows()); }, *trace,
+                          options.recorder.samplePeriod > Duration::zero() ? options.recorder.samplePeriod
+                                                                           : std::chrono::seconds(1));
+    sampler.start();
+
+    const TimePoint wallStart = SteadyClock::now();
+    Driver driver(
+        [&target](Request r, Completion done) { return target.submit(std::move(r), std::move(done)); },
+        target.model().vocabSize, options, plan, progress, cancel);
+    ReplayOutcome outcome = driver.runReal();
+    outcome.cancelled = cancelled(cancel);
+    outcome.client = target.finish(outcome.cancelled);
+    // Every completion has run: the tally is final.
+    const auto [completed, failed] = driver.tally();
+    outcome.completed = completed;
+    outcome.failed = failed;
+    sampler.stop();
+    sampler.sampleNow();
+    trace->stop();
+    SessionEnd end;
+    end.droppedRows = trace->droppedRows();
+    end.loggingError = trace->warning();
+    (void)m_store->endSession(*id, end);
+    nlohmann::json replay = start.replay;
+    replay["client"] = outcome.client;
+    (void)m_store->setSessionReplay(*id, replay);
+
+    if (progress) {
+        ReplayProgress last;
+        last.total = outcome.total;
+        last.submitted = outcome.submitted;
+        last.finished = outcome.rejected + outcome.completed + outcome.failed;
+        last.sourceSeconds = outcome.submitted ? plan[outcome.submitted - 1].sourceS : 0.0;
+        progress(last);
+    }
+    outcome.sessionId = *id;
+    outcome.clamped = planned->clamped;
+    outcome.wallSeconds = toSeconds(SteadyClock::now() - wallStart);
+    outcome.warning = trace->warning();
+    if (outcome.cancelled) {
+        const std::string note = "cancelled after " + std::to_string(outcome.submitted) + " of " +
+                                 std::to_string(outcome.total) + " requests";
+        (void)m_store->setSessionNotes(outcome.sessionId,
+                                       options.notes.empty() ? note : options.notes + "; " + note);
     }
     return outcome;
 }

@@ -20,6 +20,7 @@
 // shutting_down, the session is ended and marked as cancelled.
 #pragma once
 
+#include "replay_target.h"
 #include "session_recorder.h"
 #include "trace_store.h"
 
@@ -81,8 +82,9 @@ struct ReplayOutcome {
     bool cancelled = false;
     double wallSeconds = 0;
     Duration maxLateness{}; // real clock only
-    BatchingConfig config;  // what the replay ran under
+    BatchingConfig config;  // what the replay ran under (embedded engine only)
     std::string warning;    // the sink's, when logging stopped
+    nlohmann::json client;  // remote replays: RemoteTarget::finish()'s figures; null otherwise
 };
 
 class Replayer {
@@ -90,13 +92,28 @@ public:
     using ProgressFn = std::function<void(const ReplayProgress &)>;
 
     // The backend is shared with the caller and may be shared with a live
-    // engine (backends are thread-safe).
-    Replayer(std::shared_ptr<TraceStore> store, std::shared_ptr<Backend> backend);
+    // engine (backends are thread-safe). A replayer for runRemote() only
+    // needs no backend.
+    Replayer(std::shared_ptr<TraceStore> store, std::shared_ptr<Backend> backend = nullptr);
 
     // NotFound for an unknown source, InvalidArgument for bad options or an
     // empty source; other failures come from the store or the engine.
     Result<ReplayOutcome> run(const ReplayOptions &options, const ProgressFn &progress = {},
                               const std::atomic<bool> *cancel = nullptr);
+
+    // The same replay sent to a remote server instead of an engine
+    // (replay_target.h): arrivals paced on the real clock at their
+    // scheduled times (open loop; a request waiting for a free connection
+    // keeps its scheduled arrival), inputs generated for target.model(),
+    // recorded as a session of kind "remote" with the target's URL, its
+    // requests (source "remote", batch_id 0: the client cannot see the
+    // server's batches), a client-side metric sample every
+    // options.recorder.samplePeriod and the target's scraped series.
+    // options.config and the virtual clock do not apply (InvalidArgument
+    // for ReplayClock::Virtual: a simulation has no server to ask).
+    Result<ReplayOutcome> runRemote(const ReplayOptions &options, RemoteTarget &target,
+                                    const ProgressFn &progress = {},
+                                    const std::atomic<bool> *cancel = nullptr);
 
 private:
     std::shared_ptr<TraceStore> m_store;

@@ -34,6 +34,9 @@ constexpr const char *kInsertSample =
     "total_p50_us, total_p90_us, total_p99_us, queue_wait_p99_us, queue_depth, in_flight, mean_batch_size, "
     "padding_efficiency, busy_fraction, submitted, completed, failed, config_version, dropped_rows) "
     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+constexpr const char *kInsertTargetSample =
+    "INSERT INTO target_samples (session_id, at_ns, server, batch_size, queue, running, waiting, kv_usage, "
+    "tokens_per_step, error) VALUES (?,?,?,?,?,?,?,?,?,?)";
 } // namespace
 
 Result<RowWriter> RowWriter::open(const std::string &dbPath, std::int64_t sessionId, TimePoint epoch,
@@ -63,7 +66,8 @@ Result<RowWriter> RowWriter::open(const std::string &dbPath, std::int64_t sessio
     const std::string one = insertRequests(1), chunk = insertRequests(kRequestChunk);
     for (auto [stmt, sql] : {std::pair{&w.m_request, one.c_str()}, std::pair{&w.m_requestChunk, chunk.c_str()},
                              std::pair{&w.m_batch, kInsertBatch}, std::pair{&w.m_config, kInsertConfig},
-                             std::pair{&w.m_sample, kInsertSample}}) {
+                             std::pair{&w.m_sample, kInsertSample},
+                             std::pair{&w.m_targetSample, kInsertTargetSample}}) {
         auto prepared = w.m_db.prepare(sql);
         if (!prepared)
             return prepared.status();
@@ -72,7 +76,7 @@ Result<RowWriter> RowWriter::open(const std::string &dbPath, std::int64_t sessio
     w.m_session = sessionId;
     w.m_epoch = epoch;
     w.m_source = std::move(requestSource);
-    for (auto *stmt : {&w.m_batch, &w.m_config, &w.m_sample})
+    for (auto *stmt : {&w.m_batch, &w.m_config, &w.m_sample, &w.m_targetSample})
         stmt->bind(1, sessionId);
     return w;
 }
@@ -149,6 +153,16 @@ Status RowWriter::write(const PendingRows &rows)
         m_sample.bind(18, std::int64_t(m.configVersion));
         m_sample.bind(19, std::int64_t(m.droppedRows));
         if (Status s = run(m_sample, "write a metric sample"); !s)
+            return s;
+    }
+    for (const TargetSample &t : rows.targetSamples) {
+        m_targetSample.bind(2, std::int64_t(t.at.count()));
+        m_targetSample.bind(3, t.server);
+        int column = 4;
+        for (const std::optional<double> &v : {t.batchSize, t.queue, t.running, t.waiting, t.kvUsage, t.tokensPerStep})
+            v ? m_targetSample.bind(column++, *v) : m_targetSample.bindNull(column++);
+        m_targetSample.bind(10, t.error);
+        if (Status s = run(m_targetSample, "write a target sample"); !s)
             return s;
     }
     return tx.commit();

@@ -19,14 +19,19 @@ struct PendingRows {
     std::vector<RequestRecord> requests; // batch members and requests that never ran
     std::vector<ConfigChange> configs;
     std::vector<MetricSample> samples;
+    std::vector<TargetSample> targetSamples; // remote sessions' scrapes
 
-    std::size_t rows() const { return batches.size() + requests.size() + configs.size() + samples.size(); }
+    std::size_t rows() const
+    {
+        return batches.size() + requests.size() + configs.size() + samples.size() + targetSamples.size();
+    }
     void clear()
     {
         batches.clear();
         requests.clear();
         configs.clear();
         samples.clear();
+        targetSamples.clear();
     }
     void swap(PendingRows &other)
     {
@@ -34,6 +39,7 @@ struct PendingRows {
         requests.swap(other.requests);
         configs.swap(other.configs);
         samples.swap(other.samples);
+        targetSamples.swap(other.targetSamples);
     }
 };
 
@@ -59,7 +65,7 @@ private:
     std::string m_source;
     void bindRequest(sqlite::Statement &st, int base, const RequestRecord &r);
 
-    sqlite::Statement m_request, m_batch, m_config, m_sample;
+    sqlite::Statement m_request, m_batch, m_config, m_sample, m_targetSample;
     // kRequestChunk request rows per statement: most of a row's cost is the
     // statement's step/reset, not the row (docs/benchmarks-store.md).
     sqlite::Statement m_requestChunk;

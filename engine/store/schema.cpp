@@ -117,7 +117,36 @@ CREATE INDEX sessions_by_source_session ON sessions(source_session_id);
 CREATE INDEX sessions_by_source_trace ON sessions(source_trace_id);
 )sql";
 
-constexpr const char *kMigrations[] = {kMigration1, kMigration2};
+// Version 3: remote sessions (`batchpilot replay --target URL`) keep the
+// target's URL, and the series scraped from the target's Prometheus
+// /metrics get their own table (one row per scrape; a series the server
+// does not expose is NULL, a failed scrape a row with only `error`).
+constexpr const char *kMigration3 = R"sql(
+ALTER TABLE sessions ADD COLUMN target_url TEXT NOT NULL DEFAULT '';
+CREATE TABLE target_samples (
+  session_id      INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  at_ns           INTEGER NOT NULL,
+  server          TEXT    NOT NULL,
+  batch_size      REAL,
+  queue           REAL,
+  running         REAL,
+  waiting         REAL,
+  kv_usage        REAL,
+  tokens_per_step REAL,
+  error           TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX target_samples_by_session ON target_samples(session_id, at_ns);
+)sql";
+
+// Version 4: traces keep the prefix blocks of formats that carry them
+// (Mooncake, genai-perf payloads): a request's hash ids, comma-separated, in
+// prompt order, each standing for block_tokens tokens. NULL for the others.
+constexpr const char *kMigration4 = R"sql(
+ALTER TABLE traces ADD COLUMN block_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE trace_requests ADD COLUMN hash_ids TEXT;
+)sql";
+
+constexpr const char *kMigrations[] = {kMigration1, kMigration2, kMigration3, kMigration4};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 } // namespace

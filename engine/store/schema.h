@@ -10,6 +10,8 @@
 //   2  replay lineage and logging health: sessions.source_session_id,
 //      source_trace_id, replay, dropped_rows, logging_error;
 //      requests.source; metric_samples.dropped_rows
+//   3  remote targets: sessions.target_url; target_samples (the target's
+//      scraped /metrics series)
 #pragma once
 
 #include "sqlite_db.h"
@@ -18,7 +20,7 @@
 
 namespace bp::store {
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 4;
 // 'BPTS' (BatchPilot trace store)
 constexpr std::int64_t kApplicationId = 0x42505453;
 

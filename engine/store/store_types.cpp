@@ -13,11 +13,6 @@ std::int64_t wallClockMicros()
         .count();
 }
 
-std::string_view traceFormatName(TraceFormat format)
-{
-    return format == TraceFormat::Azure ? "azure" : "plain";
-}
-
 std::optional<StatusCode> parseStatusCode(std::string_view name)
 {
     for (int i = 0; i < kStatusCodeCount; ++i)

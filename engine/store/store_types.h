@@ -32,6 +32,7 @@ struct SessionStart {
     std::optional<std::int64_t> sourceTraceId;   // replays: the imported trace re-driven
     nlohmann::json replay;                       // replays: their parameters; null otherwise
     std::int64_t startedAtUs = 0;                // 0 = now
+    std::string targetUrl; // kind "remote": the server the requests went to; empty otherwise
 };
 
 struct SessionEnd {
@@ -55,6 +56,7 @@ struct SessionInfo {
     nlohmann::json replay;
     std::uint64_t droppedRows = 0;
     std::string loggingError;
+    std::string targetUrl; // remote sessions (schema 3); empty for the others
     std::uint64_t requestCount = 0;
     std::uint64_t batchCount = 0;
 };
@@ -124,6 +126,26 @@ struct MetricSample {
     bool operator==(const MetricSample &) const = default;
 };
 
+// One scrape of a remote target's Prometheus /metrics, mapped from the
+// server's own names (vllm:*, nv_inference_*, tgi_*, sglang:*,
+// batchpilot_*) to one set of series (engine/store/target_metrics.h says
+// which name feeds which series). nullopt: the server does not expose it
+// (or, for a rate, this was the first scrape). A failed scrape is a sample
+// with `error` set and every series empty.
+struct TargetSample {
+    Duration at{};      // offset from the session's start
+    std::string server; // "vllm", "triton", "tgi", "sglang", "batchpilot"; empty when unknown
+    std::optional<double> batchSize;     // sequences per batch / step
+    std::optional<double> queue;         // requests queued in the server
+    std::optional<double> running;       // sequences running
+    std::optional<double> waiting;       // sequences waiting for a slot
+    std::optional<double> kvUsage;       // KV cache in use, 0..1
+    std::optional<double> tokensPerStep; // tokens per engine step
+    std::string error;
+
+    bool operator==(const TargetSample &) const = default;
+};
+
 struct TraceInfo {
     std::int64_t id = 0;
     std::string name;
@@ -133,6 +155,9 @@ struct TraceInfo {
     std::uint64_t rows = 0;
     std::uint64_t skippedRows = 0;
     double durationS = 0; // last arrival offset
+    // Tokens per prefix-block hash id (kPrefixBlockTokens) when the rows carry
+    // hash ids (TraceStore::traceHashIds), else 0.
+    int blockTokens = 0;
 };
 
 struct ImportOptions {
@@ -141,14 +166,20 @@ struct ImportOptions {
     // Called now and then with the fraction done (parse, then insert);
     // return false to cancel. Nothing is stored when cancelled.
     std::function<bool(double fraction)> progress;
+    // The file's format; detected from its content when unset.
+    std::optional<TraceFormat> format;
+    // BurstGPT: drop failed requests (0 response tokens) instead of keeping
+    // them as prefill-only arrivals (TraceParseOptions::skipFailed).
+    bool skipFailed = false;
 };
 
 struct ImportResult {
     TraceInfo trace;
     std::vector<TraceParseError> errors; // skipped rows (at most 100 kept), with line numbers
+    std::uint64_t failedRows = 0;        // BurstGPT: failed requests, kept or (skipFailed) dropped
+    PrefixReuse prefix;                  // of the stored hash ids (all zero without them)
 };
 
-std::string_view traceFormatName(TraceFormat format);
 std::optional<StatusCode> parseStatusCode(std::string_view name);
 std::optional<DispatchReason> parseDispatchReason(std::string_view name);
 

@@ -137,6 +137,18 @@ void TraceSink::onRequestServedFromCache(const RequestRecord &request)
     pushRequest(request);
 }
 
+void TraceSink::recordRequest(const RequestRecord &request)
+{
+    pushRequest(request);
+}
+
+void TraceSink::recordTargetSample(const TargetSample &sample)
+{
+    std::lock_guard lock(m_mutex);
+    if (admit(1))
+        m_pending->targetSamples.push_back(sample);
+}
+
 void TraceSink::pushRequest(const RequestRecord &request)
 {
     if (!m_accepting.load(std::memory_order_relaxed)) {

@@ -116,6 +116,12 @@ public:
     void onConfigChanged(const ConfigChange &change) override;
     // The metric sampler's rows travel through the same queue.
     void recordSample(const MetricSample &sample);
+    // A request that did not come through an engine (a remote replay's
+    // answers): stored as it is, batch_id included (0: no batch known).
+    // Any thread, never blocks, like the observer callbacks.
+    void recordRequest(const RequestRecord &request);
+    // A remote target's scraped /metrics series (target_samples).
+    void recordTargetSample(const TargetSample &sample);
 
     std::int64_t sessionId() const { return m_sessionId; }
     TimePoint epoch() const { return m_epoch; }

@@ -15,7 +15,7 @@ namespace {
 
 constexpr const char *kSessionColumns =
     "s.id, s.kind, s.started_at_us, s.ended_at_us, s.model, s.device, s.host, s.notes, s.source_session_id, "
-    "s.source_trace_id, s.replay, s.dropped_rows, s.logging_error, "
+    "s.source_trace_id, s.replay, s.dropped_rows, s.logging_error, s.target_url, "
     "(SELECT count(*) FROM requests r WHERE r.session_id = s.id), "
     "(SELECT count(*) FROM batches b WHERE b.session_id = s.id)";
 
@@ -46,8 +46,9 @@ SessionInfo readSession(const sqlite::Statement &st)
     s.replay = parseJsonColumn(st.textAt(10));
     s.droppedRows = std::uint64_t(st.int64At(11));
     s.loggingError = st.textAt(12);
-    s.requestCount = std::uint64_t(st.int64At(13));
-    s.batchCount = std::uint64_t(st.int64At(14));
+    s.targetUrl = st.textAt(13);
+    s.requestCount = std::uint64_t(st.int64At(14));
+    s.batchCount = std::uint64_t(st.int64At(15));
     return s;
 }
 
@@ -106,7 +107,7 @@ Result<std::int64_t> TraceStore::startSession(const SessionStart &start)
 {
     std::lock_guard lock(m_mutex);
     auto st = m_db->prepare("INSERT INTO sessions (kind, started_at_us, model, device, host, notes, "
-                            "source_session_id, source_trace_id, replay) VALUES (?,?,?,?,?,?,?,?,?)");
+                            "source_session_id, source_trace_id, replay, target_url) VALUES (?,?,?,?,?,?,?,?,?,?)");
     if (!st)
         return st.status();
     st->bind(1, start.kind);
@@ -118,6 +119,7 @@ Result<std::int64_t> TraceStore::startSession(const SessionStart &start)
     start.sourceSessionId ? st->bind(7, *start.sourceSessionId) : st->bindNull(7);
     start.sourceTraceId ? st->bind(8, *start.sourceTraceId) : st->bindNull(8);
     st->bind(9, start.replay.is_null() ? std::string() : start.replay.dump());
+    st->bind(10, start.targetUrl);
     if (Status s = stepDone(*m_db, *st, "start a session"); !s)
         return s;
     return m_db->lastInsertId();
@@ -149,6 +151,21 @@ Status TraceStore::setSessionNotes(std::int64_t id, const std::string &notes)
     st->bind(1, notes);
     st->bind(2, id);
     if (Status s = stepDone(*m_db, *st, "set the notes of session " + std::to_string(id)); !s)
+        return s;
+    if (sqlite3_changes(m_db->handle()) == 0)
+        return {StatusCode::NotFound, "no session " + std::to_string(id)};
+    return Status::ok();
+}
+
+Status TraceStore::setSessionReplay(std::int64_t id, const nlohmann::json &replay)
+{
+    std::lock_guard lock(m_mutex);
+    auto st = m_db->prepare("UPDATE sessions SET replay = ? WHERE id = ?");
+    if (!st)
+        return st.status();
+    st->bind(1, replay.is_null() ? std::string() : replay.dump());
+    st->bind(2, id);
+    if (Status s = stepDone(*m_db, *st, "set the replay of session " + std::to_string(id)); !s)
         return s;
     if (sqlite3_changes(m_db->handle()) == 0)
         return {StatusCode::NotFound, "no session " + std::to_string(id)};

@@ -70,6 +70,11 @@ public:
     Result<std::vector<StoredConfigChange>> configHistory(std::int64_t sessionId) const;
     // In time order.
     Result<std::vector<MetricSample>> metricSamples(std::int64_t sessionId) const;
+    // A remote session's scrapes of its target's /metrics, in time order.
+    Result<std::vector<TargetSample>> targetSamples(std::int64_t sessionId) const;
+    // Replaces a session's replay parameters (a remote replay adds its
+    // client-side figures when it ends).
+    Status setSessionReplay(std::int64_t id, const nlohmann::json &replay);
     // The session's arrivals as a trace (offsets from its first arrival, input
     // tokens, output tokens), every request included whatever its status:
     // what replay re-drives. NotFound for an unknown session.
@@ -79,17 +84,22 @@ public:
     Result<SessionSummary> summary(std::int64_t sessionId) const;
 
     // --- traces ------------------------------------------------------------
-    // Parses a CSV (engine/trace_csv.h) and stores it as one trace in one
+    // Parses a trace file in any format engine/trace_csv.h reads and stores it as one trace in one
     // transaction. Errors: NotFound (no file), InvalidArgument (bad header,
     // malformed row under RejectFile, no valid rows, cancelled).
     Result<ImportResult> importTrace(const std::string &csvPath, const ImportOptions &options = {});
-    // Stores rows already in memory (offsets must be ascending).
+    // Stores rows already in memory (offsets must be ascending). `hashIds`:
+    // empty, or one list of prefix-block ids per row (kPrefixBlockTokens each).
     Result<TraceInfo> addTrace(const std::string &name, const std::string &sourcePath, TraceFormat format,
-                               const std::vector<TraceRow> &rows, std::uint64_t skippedRows = 0);
+                               const std::vector<TraceRow> &rows, std::uint64_t skippedRows = 0,
+                               const std::vector<PrefixBlocks> &hashIds = {});
     // Newest first.
     Result<std::vector<TraceInfo>> traces() const;
     Result<TraceInfo> trace(std::int64_t id) const;
     Result<std::vector<TraceRow>> traceRows(std::int64_t id) const;
+    // The rows' prefix-block hash ids, in row order: empty when the trace has
+    // none (TraceInfo::blockTokens == 0). NotFound for an unknown id.
+    Result<std::vector<PrefixBlocks>> traceHashIds(std::int64_t id) const;
     Status deleteTrace(std::int64_t id);
 
 private:

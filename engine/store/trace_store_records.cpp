@@ -134,6 +134,37 @@ Result<std::vector<StoredConfigChange>> TraceStore::configHistory(std::int64_t s
     return out;
 }
 
+Result<std::vector<TargetSample>> TraceStore::targetSamples(std::int64_t sessionId) const
+{
+    std::lock_guard lock(m_mutex);
+    std::vector<TargetSample> out;
+    auto opt = [](const sqlite::Statement &st, int c) {
+        return st.isNullAt(c) ? std::optional<double>() : std::optional<double>(st.doubleAt(c));
+    };
+    Status s = forEachRow(*m_db,
+                          "SELECT at_ns, server, batch_size, queue, running, waiting, kv_usage, tokens_per_step, "
+                          "error FROM target_samples WHERE session_id = ? ORDER BY at_ns, rowid",
+                          sessionId, "read target samples", [&](const sqlite::Statement &st) {
+                              TargetSample t;
+                              t.at = ns(st.int64At(0));
+                              t.server = st.textAt(1);
+                              t.batchSize = opt(st, 2);
+                              t.queue = opt(st, 3);
+                              t.running = opt(st, 4);
+                              t.waiting = opt(st, 5);
+                              t.kvUsage = opt(st, 6);
+                              t.tokensPerStep = opt(st, 7);
+                              t.error = st.textAt(8);
+                              out.push_back(std::move(t));
+                          });
+    if (!s)
+        return s;
+    if (out.empty())
+        if (Status e = sessionExists(*m_db, sessionId, m_path); !e)
+            return e;
+    return out;
+}
+
 Result<std::vector<MetricSample>> TraceStore::metricSamples(std::int64_t sessionId) const
 {
     std::lock_guard lock(m_mutex);

@@ -5,6 +5,7 @@
 
 #include <sqlite3.h>
 
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -13,8 +14,8 @@ namespace bp {
 
 namespace {
 
-constexpr const char *kTraceColumns =
-    "id, name, source_path, format, imported_at_us, row_count, skipped_rows, duration_s FROM traces";
+constexpr const char *kTraceColumns = "id, name, source_path, format, imported_at_us, row_count, "
+                                      "skipped_rows, duration_s, block_tokens FROM traces";
 
 TraceInfo readTrace(const sqlite::Statement &st)
 {
@@ -22,30 +23,65 @@ TraceInfo readTrace(const sqlite::Statement &st)
     t.id = st.int64At(0);
     t.name = st.textAt(1);
     t.sourcePath = st.textAt(2);
-    t.format = st.textAt(3) == "azure" ? TraceFormat::Azure : TraceFormat::Plain;
+    t.format = parseTraceFormat(st.textAt(3)).value_or(TraceFormat::Plain);
     t.importedAtUs = st.int64At(4);
     t.rows = std::uint64_t(st.int64At(5));
     t.skippedRows = std::uint64_t(st.int64At(6));
     t.durationS = st.doubleAt(7);
+    t.blockTokens = int(st.int64At(8));
     return t;
 }
 
-Status cancelled() { return {StatusCode::InvalidArgument, "import cancelled"}; }
+Status cancelled()
+{
+    return {StatusCode::InvalidArgument, "import cancelled"};
+}
+
+// "46,47,48" (what the hash_ids column holds)
+std::string joinIds(const PrefixBlocks &ids)
+{
+    std::string s;
+    for (std::int64_t id : ids) {
+        if (!s.empty())
+            s += ',';
+        s += std::to_string(id);
+    }
+    return s;
+}
+
+bool splitIds(std::string_view text, PrefixBlocks &out)
+{
+    while (!text.empty()) {
+        const auto comma = text.find(',');
+        const std::string_view item = text.substr(0, comma);
+        std::int64_t v = 0;
+        const auto r = std::from_chars(item.data(), item.data() + item.size(), v);
+        if (r.ec != std::errc() || r.ptr != item.data() + item.size())
+            return false;
+        out.push_back(v);
+        if (comma == std::string_view::npos)
+            break;
+        text.remove_prefix(comma + 1);
+    }
+    return true;
+}
 
 // Parsing is ~80% of an import's time, inserting the rest.
 constexpr double kParseShare = 0.8;
 
 // Inserts one trace and its rows inside one transaction; the caller holds
 // the store's lock. `progress(rowsDone)` may cancel between chunks.
-Result<std::int64_t> insertTrace(sqlite::Connection &db, const std::string &name, const std::string &sourcePath,
-                                 TraceFormat format, const std::vector<TraceRow> &rows, std::uint64_t skippedRows,
+Result<std::int64_t> insertTrace(sqlite::Connection &db, const std::string &name,
+                                 const std::string &sourcePath, TraceFormat format,
+                                 const std::vector<TraceRow> &rows, std::uint64_t skippedRows,
+                                 const std::vector<PrefixBlocks> &hashIds,
                                  const std::function<bool(std::size_t)> &progress)
 {
     sqlite::Transaction tx(db);
     if (Status s = tx.begin(); !s)
         return s;
     auto head = db.prepare("INSERT INTO traces (name, source_path, format, imported_at_us, row_count, "
-                           "skipped_rows, duration_s) VALUES (?,?,?,?,?,?,?)");
+                           "skipped_rows, duration_s, block_tokens) VALUES (?,?,?,?,?,?,?,?)");
     if (!head)
         return head.status();
     head->bind(1, name);
@@ -55,11 +91,13 @@ Result<std::int64_t> insertTrace(sqlite::Connection &db, const std::string &name
     head->bind(5, std::int64_t(rows.size()));
     head->bind(6, std::int64_t(skippedRows));
     head->bind(7, rows.empty() ? 0.0 : rows.back().arrivalS);
+    head->bind(8, std::int64_t(hashIds.empty() ? 0 : kPrefixBlockTokens));
     if (int rc = head->step(); rc != SQLITE_DONE)
         return db.error(rc, "store trace '" + name + "'");
     const std::int64_t id = db.lastInsertId();
-    auto ins = db.prepare("INSERT INTO trace_requests (trace_id, idx, arrival_ns, input_tokens, output_tokens) "
-                          "VALUES (?,?,?,?,?)");
+    auto ins =
+        db.prepare("INSERT INTO trace_requests (trace_id, idx, arrival_ns, input_tokens, output_tokens, "
+                   "hash_ids) VALUES (?,?,?,?,?,?)");
     if (!ins)
         return ins.status();
     ins->bind(1, id);
@@ -68,6 +106,10 @@ Result<std::int64_t> insertTrace(sqlite::Connection &db, const std::string &name
         ins->bind(3, std::int64_t(std::llround(rows[i].arrivalS * 1e9)));
         ins->bind(4, std::int64_t(rows[i].inputTokens));
         ins->bind(5, std::int64_t(rows[i].outputTokens));
+        if (hashIds.empty())
+            ins->bindNull(6);
+        else
+            ins->bind(6, joinIds(hashIds[i]));
         if (int rc = ins->step(); rc != SQLITE_DONE)
             return db.error(rc, "store row " + std::to_string(i) + " of trace '" + name + "'");
         ins->reset();
@@ -85,6 +127,8 @@ Result<ImportResult> TraceStore::importTrace(const std::string &csvPath, const I
 {
     TraceParseOptions parse;
     parse.badRows = options.badRows;
+    parse.format = options.format;
+    parse.skipFailed = options.skipFailed;
     if (options.progress)
         parse.progress = [&](std::size_t done, std::size_t total) {
             return options.progress(total ? kParseShare * double(done) / double(total) : 0.0);
@@ -110,7 +154,8 @@ Result<ImportResult> TraceStore::importTrace(const std::string &csvPath, const I
     std::int64_t traceId = 0;
     {
         std::lock_guard lock(m_mutex);
-        auto id = insertTrace(*m_db, name, absolute, parsed->format, rows, skipped, rowProgress);
+        auto id =
+            insertTrace(*m_db, name, absolute, parsed->format, rows, skipped, parsed->hashIds, rowProgress);
         if (!id)
             return id.status();
         traceId = *id;
@@ -124,20 +169,28 @@ Result<ImportResult> TraceStore::importTrace(const std::string &csvPath, const I
     ImportResult result;
     result.trace = std::move(stored.value());
     result.errors = std::move(parsed->errors);
+    result.failedRows = parsed->failedRows;
+    result.prefix = prefixReuse(parsed->hashIds);
     return result;
 }
 
-Result<TraceInfo> TraceStore::addTrace(const std::string &name, const std::string &sourcePath, TraceFormat format,
-                                       const std::vector<TraceRow> &rows, std::uint64_t skippedRows)
+Result<TraceInfo> TraceStore::addTrace(const std::string &name, const std::string &sourcePath,
+                                       TraceFormat format, const std::vector<TraceRow> &rows,
+                                       std::uint64_t skippedRows, const std::vector<PrefixBlocks> &hashIds)
 {
+    if (!hashIds.empty() && hashIds.size() != rows.size())
+        return Status(StatusCode::InvalidArgument, "hash ids for " + std::to_string(hashIds.size()) +
+                                                       " rows, " + std::to_string(rows.size()) +
+                                                       " rows given");
     for (std::size_t i = 1; i < rows.size(); ++i)
         if (rows[i].arrivalS < rows[i - 1].arrivalS)
             return Status(StatusCode::InvalidArgument, "trace rows must be in arrival order (row " +
-                                                           std::to_string(i) + " is earlier than its predecessor)");
+                                                           std::to_string(i) +
+                                                           " is earlier than its predecessor)");
     std::int64_t id = 0;
     {
         std::lock_guard lock(m_mutex);
-        auto inserted = insertTrace(*m_db, name, sourcePath, format, rows, skippedRows, {});
+        auto inserted = insertTrace(*m_db, name, sourcePath, format, rows, skippedRows, hashIds, {});
         if (!inserted)
             return inserted.status();
         id = *inserted;
@@ -180,8 +233,9 @@ Result<std::vector<TraceRow>> TraceStore::traceRows(std::int64_t id) const
     if (auto t = trace(id); !t)
         return t.status();
     std::lock_guard lock(m_mutex);
-    auto st = m_db->prepare("SELECT arrival_ns, input_tokens, output_tokens FROM trace_requests WHERE trace_id = ? "
-                            "ORDER BY idx");
+    auto st =
+        m_db->prepare("SELECT arrival_ns, input_tokens, output_tokens FROM trace_requests WHERE trace_id = ? "
+                      "ORDER BY idx");
     if (!st)
         return st.status();
     st->bind(1, id);
@@ -191,6 +245,33 @@ Result<std::vector<TraceRow>> TraceStore::traceRows(std::int64_t id) const
         out.push_back({double(st->int64At(0)) / 1e9, int(st->int64At(1)), int(st->int64At(2))});
     if (rc != SQLITE_DONE)
         return m_db->error(rc, "read trace " + std::to_string(id));
+    return out;
+}
+
+Result<std::vector<PrefixBlocks>> TraceStore::traceHashIds(std::int64_t id) const
+{
+    auto t = trace(id);
+    if (!t)
+        return t.status();
+    if (t->blockTokens == 0)
+        return std::vector<PrefixBlocks>{};
+    std::lock_guard lock(m_mutex);
+    auto st = m_db->prepare("SELECT idx, hash_ids FROM trace_requests WHERE trace_id = ? ORDER BY idx");
+    if (!st)
+        return st.status();
+    st->bind(1, id);
+    std::vector<PrefixBlocks> out;
+    int rc;
+    while ((rc = st->step()) == SQLITE_ROW) {
+        PrefixBlocks ids;
+        if (!splitIds(st->textAt(1), ids))
+            return Status(StatusCode::InvalidArgument, "trace " + std::to_string(id) + " row " +
+                                                           std::to_string(st->int64At(0)) +
+                                                           ": bad hash_ids '" + st->textAt(1) + "'");
+        out.push_back(std::move(ids));
+    }
+    if (rc != SQLITE_DONE)
+        return m_db->error(rc, "read the hash ids of trace " + std::to_string(id));
     return out;
 }
 

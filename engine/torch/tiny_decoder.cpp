@@ -2,10 +2,11 @@
 
 #include "engine/nvtx.h"
 
+#include "torch_backend.h"
 #include "transformer_layers.h"
+#include "trunk_steps.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <c10/core/InferenceMode.h>
 
 namespace bp {
 
@@ -17,20 +18,20 @@ struct Plan {
     std::vector<std::size_t> members;         // request indices that run, in batch order
     std::vector<int> want;                    // tokens each member asks for (>= 1)
     std::vector<const std::vector<TokenId> *> rows;
+    std::vector<const Request *> requests; // every request of the batch (Request::onToken)
     int paddedLength = 0;
     int maxWant = 0;
 };
 
-class TinyDecoder final : public DecoderModel {
+class TinyDecoder final : public TorchBackend<DecoderModel> {
 public:
-    TinyDecoder(const TransformerShape &shape, const TorchDevice &device, int threads, std::uint64_t seed)
-        : m_shape(shape), m_device(toAtDevice(device)), m_threads(threads)
+    TinyDecoder(const TransformerShape &shape, const TorchPlacement &placement, std::uint64_t seed)
+        : TorchBackend(placement), m_shape(shape),
+          m_steps("builtin:tiny-decoder", shape, m_weights, placement.atDevice, placement.threads)
     {
-        c10::InferenceMode guard;
         at::Generator gen = at::detail::createCPUGenerator(seed);
         m_weights = initTrunk(shape, gen, m_device);
         m_info.name = "builtin:tiny-decoder";
-        m_info.device = device.name;
         m_info.vocabSize = shape.vocab;
         m_info.maxSequenceLength = shape.maxPositions - 1; // room for at least one generated token
         m_info.generative = true;
@@ -42,14 +43,7 @@ public:
                              "; greedy generation, seeded random weights";
     }
 
-    const ModelInfo &info() const override { return m_info; }
-
-    std::optional<int> probeMaxBatch(int paddedLength, int upTo) override
-    {
-        if (m_device.is_cpu())
-            return std::nullopt; // host memory is not the limit here
-        return probeLargestBatch(*this, paddedLength, upTo);
-    }
+    StepModel *steps() override { return &m_steps; }
 
     Status run(const BatchInput &input, std::vector<SequenceResult> &out) override
     {
@@ -72,24 +66,24 @@ public:
         const Plan plan = makePlan(input, out);
         if (plan.members.empty())
             return Status::ok();
-        try {
-            useTorchThreads(m_threads);
-            c10::InferenceMode guard;
-            if (options.useKvCache)
-                generateCached(plan, options, out);
-            else
-                generateRecomputing(plan, options, out);
-        } catch (const std::exception &e) {
-            return torchFailure("builtin:tiny-decoder failed on a batch of " + std::to_string(plan.members.size()),
-                                e);
-        }
-        return Status::ok();
+        return guarded(
+            [&] {
+                return "builtin:tiny-decoder failed on a batch of " + std::to_string(plan.members.size());
+            },
+            [&] {
+                if (options.useKvCache)
+                    generateCached(plan, options, out);
+                else
+                    generateRecomputing(plan, options, out);
+                return Status::ok();
+            });
     }
 
 private:
     Plan makePlan(const BatchInput &input, std::vector<Generation> &out) const
     {
         Plan plan;
+        plan.requests = input.requests;
         for (std::size_t i = 0; i < input.requests.size(); ++i) {
             const Request &r = *input.requests[i];
             const int want = std::max(1, r.maxNewTokens);
@@ -119,7 +113,14 @@ private:
 
     at::Tensor lmHead(const at::Tensor &lastHidden) const
     {
-        return at::linear(finalNorm(m_weights, lastHidden), m_weights.tokenEmbedding); // [b, vocab]
+        return tiedLmHead(m_weights, lastHidden);
+    } // [b, vocab]
+
+    // Request::onToken for the token just appended to `tokens` (streaming).
+    static void reportToken(const Request &r, const std::vector<TokenId> &tokens)
+    {
+        if (r.onToken)
+            r.onToken(TokenEvent{r.id, tokens.back(), int(tokens.size()) - 1, SteadyClock::now()});
     }
 
     static void appendLogits(const at::Tensor &logits, const std::vector<std::size_t> &requestOfRow,
@@ -182,6 +183,7 @@ private:
                     continue; // finished earlier; still in the batch only without compaction
                 Generation &g = out[requestOfRow[r]];
                 g.tokens.push_back(TokenId(ids[r]));
+                reportToken(*plan.requests[requestOfRow[r]], g.tokens);
                 if (step == 0)
                     g.firstTokenAfter = now;
                 if (--remaining[r] == 0)
@@ -252,6 +254,7 @@ private:
                 Generation &g = out[plan.members[r]];
                 const auto id = TokenId(next.data_ptr<std::int64_t>()[r]);
                 g.tokens.push_back(id);
+                reportToken(*plan.requests[plan.members[r]], g.tokens);
                 sequences[r].push_back(id);
                 if (options.keepLogits) {
                     const float *p = logitsCpu.data_ptr<float>() + std::int64_t(r) * logitsCpu.size(1);
@@ -266,10 +269,8 @@ private:
     }
 
     TransformerShape m_shape;
-    at::Device m_device;
-    int m_threads;
     TrunkWeights m_weights;
-    ModelInfo m_info;
+    TrunkStepModel m_steps; // reads m_weights
 };
 
 } // namespace
@@ -279,17 +280,12 @@ Result<std::shared_ptr<DecoderModel>> makeTinyDecoder(const ModelSpec &spec)
     auto shape = transformerPreset(spec.preset);
     if (!shape)
         return shape.status();
-    auto device = resolveTorchDevice(spec.device);
-    if (!device)
-        return device.status();
-    const int threads = resolveTorchThreads(spec.threads);
-    useTorchThreads(threads);
-    keepHostMemoryMapped();
-    try {
-        return std::shared_ptr<DecoderModel>(std::make_shared<TinyDecoder>(*shape, *device, threads, spec.seed));
-    } catch (const std::exception &e) {
-        return torchFailure("cannot build builtin:tiny-decoder (" + spec.preset + ") on " + device->name, e);
-    }
+    auto placement = prepareTorch(spec);
+    if (!placement)
+        return placement.status();
+    return buildTorchBackend<DecoderModel, TinyDecoder>("builtin:tiny-decoder (" + spec.preset + ") on " +
+                                                            placement->device.name,
+                                                        *shape, *placement, spec.seed);
 }
 
 } // namespace bp

@@ -17,6 +17,10 @@
 //    from the start of run() to the prefill's token (the engine adds the
 //    queue wait to get time to first token), lastTokenAfter the time to the
 //    member's last token (time per output token = (last - first) / (n - 1)).
+//  - Request::onToken, when set, is called for every token as it is ready
+//    (TokenEvent::at from the steady clock, the engine's clock outside
+//    fake-clock tests).
+//  - steps() gives step-level generation (trunk_steps.h).
 //
 // Threading: run() and generate() may be called concurrently; weights are
 // read-only, all per-call state is local.

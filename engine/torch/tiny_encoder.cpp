@@ -1,20 +1,19 @@
 #include "tiny_encoder.h"
 
+#include "torch_backend.h"
 #include "transformer_layers.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <c10/core/InferenceMode.h>
 
 namespace bp {
 
 namespace {
 
-class TinyEncoder final : public Backend {
+class TinyEncoder final : public TorchBackend<> {
 public:
-    TinyEncoder(const TransformerShape &shape, const TorchDevice &device, int threads, std::uint64_t seed)
-        : m_shape(shape), m_device(toAtDevice(device)), m_threads(threads)
+    TinyEncoder(const TransformerShape &shape, const TorchPlacement &placement, std::uint64_t seed)
+        : TorchBackend(placement), m_shape(shape)
     {
-        c10::InferenceMode guard;
         at::Generator gen = at::detail::createCPUGenerator(seed);
         m_weights = initTrunk(shape, gen, m_device);
         const std::int64_t d = shape.dModel;
@@ -22,7 +21,6 @@ public:
         m_headBias = at::zeros({shape.classes}, at::kFloat).to(m_device);
 
         m_info.name = "builtin:tiny-encoder";
-        m_info.device = device.name;
         m_info.vocabSize = shape.vocab;
         m_info.maxSequenceLength = shape.maxPositions;
         m_info.generative = false;
@@ -33,29 +31,18 @@ public:
                              " class logits; seeded random weights";
     }
 
-    const ModelInfo &info() const override { return m_info; }
-
-    std::optional<int> probeMaxBatch(int paddedLength, int upTo) override
-    {
-        if (m_device.is_cpu())
-            return std::nullopt; // host memory is not the limit here
-        return probeLargestBatch(*this, paddedLength, upTo);
-    }
-
     Status run(const BatchInput &input, std::vector<SequenceResult> &out) override
     {
-        try {
-            return forward(input, out);
-        } catch (const std::exception &e) {
-            return torchFailure("builtin:tiny-encoder failed on a batch of " + std::to_string(input.requests.size()), e);
-        }
+        return guarded(
+            [&] {
+                return "builtin:tiny-encoder failed on a batch of " + std::to_string(input.requests.size());
+            },
+            [&] { return forward(input, out); });
     }
 
 private:
     Status forward(const BatchInput &input, std::vector<SequenceResult> &out)
     {
-        useTorchThreads(m_threads);
-        c10::InferenceMode guard;
         std::vector<const std::vector<TokenId> *> rows;
         rows.reserve(input.requests.size());
         int longest = 0;
@@ -87,11 +74,8 @@ private:
     }
 
     TransformerShape m_shape;
-    at::Device m_device;
-    int m_threads;
     TrunkWeights m_weights;
     at::Tensor m_headWeight, m_headBias;
-    ModelInfo m_info;
 };
 
 } // namespace
@@ -101,18 +85,12 @@ Result<std::shared_ptr<Backend>> makeTinyEncoder(const ModelSpec &spec)
     auto shape = transformerPreset(spec.preset);
     if (!shape)
         return shape.status();
-    auto device = resolveTorchDevice(spec.device);
-    if (!device)
-        return device.status();
-    const int threads = resolveTorchThreads(spec.threads);
-    useTorchThreads(threads);
-    keepHostMemoryMapped();
-    try {
-        return std::shared_ptr<Backend>(std::make_shared<TinyEncoder>(*shape, *device, threads, spec.seed));
-    } catch (const std::exception &e) {
-        return Status(StatusCode::ResourceExhausted,
-                      "cannot build builtin:tiny-encoder (" + spec.preset + ") on " + device->name + ": " + e.what());
-    }
+    auto placement = prepareTorch(spec);
+    if (!placement)
+        return placement.status();
+    return buildTorchBackend<Backend, TinyEncoder>("builtin:tiny-encoder (" + spec.preset + ") on " +
+                                                       placement->device.name,
+                                                   *shape, *placement, spec.seed);
 }
 
 } // namespace bp

@@ -1,8 +1,8 @@
 #include "torchscript_backend.h"
 
-#include "torch_device.h"
+#include "torch_backend.h"
+#include "torchscript_decoder.h"
 
-#include <c10/core/InferenceMode.h>
 #include <torch/script.h>
 
 #include <cctype>
@@ -89,56 +89,24 @@ EmbeddingRows embeddingRows(const torch::jit::Module &module)
     return rows;
 }
 
-class TorchScriptBackend final : public Backend {
+class TorchScriptBackend final : public TorchBackend<> {
 public:
-    TorchScriptBackend(torch::jit::Module module, ModelInfo info, at::Device device, int threads)
-        : m_module(std::move(module)), m_info(std::move(info)), m_device(device), m_threads(threads)
+    TorchScriptBackend(torch::jit::Module module, ModelInfo info, const TorchPlacement &placement)
+        : TorchBackend(placement), m_module(std::move(module))
     {
-    }
-
-    const ModelInfo &info() const override { return m_info; }
-
-    std::optional<int> probeMaxBatch(int paddedLength, int upTo) override
-    {
-        if (m_device.is_cpu())
-            return std::nullopt;
-        return probeLargestBatch(*this, paddedLength, upTo);
+        m_info = std::move(info);
     }
 
     Status run(const BatchInput &input, std::vector<SequenceResult> &out) override
     {
         if (input.requests.empty())
             return Status::ok();
-        try {
-            useTorchThreads(m_threads);
-            c10::InferenceMode guard;
-            const auto B = std::int64_t(input.requests.size());
-            std::int64_t L = input.paddedLength;
-            for (const Request *r : input.requests)
-                L = std::max(L, std::int64_t(r->tokens.size()));
-            at::Tensor ids = at::zeros({B, L}, at::kLong);
-            at::Tensor mask = at::zeros({B, L}, at::kBool);
-            auto *idp = ids.data_ptr<std::int64_t>();
-            auto *mp = mask.data_ptr<bool>();
-            for (std::int64_t i = 0; i < B; ++i) {
-                const auto &tokens = input.requests[std::size_t(i)]->tokens;
-                const std::int64_t n = std::int64_t(tokens.size()), offset = L - n;
-                for (std::int64_t j = 0; j < n; ++j) {
-                    idp[i * L + offset + j] = tokens[std::size_t(j)];
-                    mp[i * L + offset + j] = true;
-                }
-            }
-            const at::Tensor result = m_module.forward({ids.to(m_device), mask.to(m_device)}).toTensor();
-            if (result.dim() < 1 || result.size(0) != B)
-                return Status(StatusCode::Internal, "TorchScript model '" + m_info.name + "' returned shape " +
-                                                        shapeOf(result) + " for a batch of " + std::to_string(B));
-            scatter(result, out);
-        } catch (const std::exception &e) {
-            return torchFailure("TorchScript model '" + m_info.name + "' failed on a batch of " +
-                                    std::to_string(input.requests.size()),
-                                e);
-        }
-        return Status::ok();
+        return guarded(
+            [&] {
+                return "TorchScript model '" + m_info.name + "' failed on a batch of " +
+                       std::to_string(input.requests.size());
+            },
+            [&] { return forward(input, out); });
     }
 
     static std::string shapeOf(const at::Tensor &t)
@@ -149,6 +117,32 @@ public:
     }
 
 private:
+    Status forward(const BatchInput &input, std::vector<SequenceResult> &out)
+    {
+        const auto B = std::int64_t(input.requests.size());
+        std::int64_t L = input.paddedLength;
+        for (const Request *r : input.requests)
+            L = std::max(L, std::int64_t(r->tokens.size()));
+        at::Tensor ids = at::zeros({B, L}, at::kLong);
+        at::Tensor mask = at::zeros({B, L}, at::kBool);
+        auto *idp = ids.data_ptr<std::int64_t>();
+        auto *mp = mask.data_ptr<bool>();
+        for (std::int64_t i = 0; i < B; ++i) {
+            const auto &tokens = input.requests[std::size_t(i)]->tokens;
+            const std::int64_t n = std::int64_t(tokens.size()), offset = L - n;
+            for (std::int64_t j = 0; j < n; ++j) {
+                idp[i * L + offset + j] = tokens[std::size_t(j)];
+                mp[i * L + offset + j] = true;
+            }
+        }
+        const at::Tensor result = m_module.forward({ids.to(m_device), mask.to(m_device)}).toTensor();
+        if (result.dim() < 1 || result.size(0) != B)
+            return Status(StatusCode::Internal, "TorchScript model '" + m_info.name + "' returned shape " +
+                                                    shapeOf(result) + " for a batch of " + std::to_string(B));
+        scatter(result, out);
+        return Status::ok();
+    }
+
     static void scatter(const at::Tensor &result, std::vector<SequenceResult> &out)
     {
         const std::int64_t B = result.size(0);
@@ -168,9 +162,6 @@ private:
     }
 
     torch::jit::Module m_module; // forward() is safe to call from several threads
-    ModelInfo m_info;
-    at::Device m_device;
-    int m_threads;
 };
 
 // Fills info.vocabSize and info.maxSequenceLength (see the header for the order).
@@ -250,14 +241,10 @@ Result<std::shared_ptr<Backend>> loadTorchScriptModel(const ModelSpec &spec)
         if (!probe)
             return Status(StatusCode::NotFound, "model file '" + path + "' cannot be read: " + std::strerror(errno));
     }
-    auto device = resolveTorchDevice(spec.device);
-    if (!device)
-        return device.status();
-    const int threads = resolveTorchThreads(spec.threads);
-    useTorchThreads(threads);
-    keepHostMemoryMapped();
-    const at::Device atDevice = device->cuda ? at::Device(at::kCUDA, at::DeviceIndex(device->index))
-                                             : at::Device(at::kCPU);
+    auto placement = prepareTorch(spec);
+    if (!placement)
+        return placement.status();
+    const at::Device atDevice = placement->atDevice;
 
     torch::jit::Module module;
     try {
@@ -275,22 +262,29 @@ Result<std::shared_ptr<Backend>> loadTorchScriptModel(const ModelSpec &spec)
     if (!method)
         return Status(StatusCode::InvalidArgument, "TorchScript file '" + path + "' has no forward method");
     const c10::FunctionSchema &schema = method->function().getSchema();
+    const bool decoder = isDecoderSchema(schema);
     const auto &args = schema.arguments(); // args[0] is self
-    const bool signatureOk = args.size() == 3 && isTensor(args[1].type()) && isTensor(args[2].type()) &&
-                             schema.returns().size() == 1 && isTensor(schema.returns()[0].type());
+    const bool signatureOk =
+        decoder || (args.size() == 3 && isTensor(args[1].type()) && isTensor(args[2].type()) &&
+                    schema.returns().size() == 1 && isTensor(schema.returns()[0].type()));
     if (!signatureOk)
-        return Status(StatusCode::InvalidArgument,
-                      "TorchScript file '" + path + "' has forward with the wrong signature: expected " +
-                          "forward(input_ids: Tensor, attention_mask: Tensor) -> Tensor, found " +
-                          describeSchema(schema));
+        return Status(
+            StatusCode::InvalidArgument,
+            "TorchScript file '" + path + "' has forward with the wrong signature: expected " +
+                "forward(input_ids: Tensor, attention_mask: Tensor) -> Tensor (a model with one output "
+                "per sequence) or forward(input_ids: Tensor, attention_mask: Tensor, past_key_values: "
+                "Optional[Tensor]) -> Tuple[Tensor, Tensor] (a decoder; docs/models.md), found " +
+                describeSchema(schema));
 
     ModelInfo info;
     info.name = path;
-    info.device = device->name;
+    info.device = placement->device.name;
     if (Status s = readLimits(module, spec, info); !s)
         return s;
     for (const auto &p : module.parameters())
         info.parameters += p.numel();
+    if (decoder)
+        return makeTorchScriptDecoder(std::move(module), std::move(info), *placement);
     // A probe batch: two sequences of lengths 2 and 1 (left-padded).
     try {
         c10::InferenceMode guard;
@@ -313,8 +307,8 @@ Result<std::shared_ptr<Backend>> loadTorchScriptModel(const ModelSpec &spec)
         return Status(StatusCode::InvalidArgument,
                       "TorchScript file '" + path + "': forward failed on a probe batch: " + e.what());
     }
-    auto backend = std::make_shared<TorchScriptBackend>(std::move(module), std::move(info), atDevice, threads);
-    return std::shared_ptr<Backend>(backend);
+    return buildTorchBackend<Backend, TorchScriptBackend>("TorchScript model '" + path + "'",
+                                                          std::move(module), std::move(info), *placement);
 }
 
 } // namespace bp

@@ -151,4 +151,42 @@ at::Tensor finalNorm(const TrunkWeights &w, const at::Tensor &x)
     return at::layer_norm(x, {x.size(-1)}, w.lnFWeight, w.lnFBias, 1e-5);
 }
 
+at::Tensor tiedLmHead(const TrunkWeights &w, const at::Tensor &hidden)
+{
+    return at::linear(finalNorm(w, hidden), w.tokenEmbedding);
+}
+
+at::Tensor blockForwardPacked(const BlockWeights &w, const TransformerShape &shape, const at::Tensor &x,
+                              const std::vector<PackedSegment> &segments)
+{
+    const std::int64_t T = x.size(1), d = shape.dModel, H = shape.heads, hd = shape.headDim();
+    at::Tensor h = at::layer_norm(x, {d}, w.ln1Weight, w.ln1Bias, 1e-5);
+    at::Tensor qkv = at::linear(h, w.qkvWeight, w.qkvBias).view({1, T, 3, H, hd}).permute({2, 0, 3, 1, 4});
+    at::Tensor q = qkv[0].mul(1.0 / std::sqrt(double(hd))); // [1, H, T, hd]
+    at::Tensor k = qkv[1], v = qkv[2];
+    std::vector<at::Tensor> parts;
+    parts.reserve(segments.size());
+    for (const PackedSegment &s : segments) {
+        const std::int64_t S = s.past + s.count;
+        s.cache->keys.narrow(2, s.past, s.count).copy_(k.narrow(2, s.offset, s.count));
+        s.cache->values.narrow(2, s.past, s.count).copy_(v.narrow(2, s.offset, s.count));
+        const at::Tensor keys = s.cache->keys.narrow(2, 0, S), values = s.cache->values.narrow(2, 0, S);
+        at::Tensor scores =
+            at::matmul(q.narrow(2, s.offset, s.count), keys.transpose(-2, -1)); // [1, H, count, S]
+        if (s.count > 1) {
+            // new token i sees the cache and new tokens 0..i: key j allowed while j <= past + i
+            const at::Tensor allowed =
+                at::ones({s.count, S}, x.options().dtype(at::kBool)).tril(s.past).view({1, 1, s.count, S});
+            scores.masked_fill_(allowed.logical_not(), -std::numeric_limits<float>::infinity());
+        }
+        at::Tensor attended = at::matmul(at::softmax(scores, -1), values); // [1, H, count, hd]
+        parts.push_back(attended.transpose(1, 2).reshape({1, s.count, d}));
+    }
+    const at::Tensor attended = parts.size() == 1 ? parts.front() : at::cat(parts, 1);
+    at::Tensor out = x + at::linear(attended, w.projWeight, w.projBias);
+    at::Tensor h2 = at::layer_norm(out, {d}, w.ln2Weight, w.ln2Bias, 1e-5);
+    out.add_(at::linear(at::gelu(at::linear(h2, w.fc1Weight, w.fc1Bias), "tanh"), w.fc2Weight, w.fc2Bias));
+    return out;
+}
+
 } // namespace bp

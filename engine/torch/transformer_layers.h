@@ -82,5 +82,24 @@ at::Tensor blockForward(const BlockWeights &w, const TransformerShape &shape, co
                         const at::Tensor &bias, LayerCache *cache = nullptr, std::int64_t cacheOffset = 0);
 
 at::Tensor finalNorm(const TrunkWeights &w, const at::Tensor &x);
+// A decoder's next-token logits from hidden states [..., d]: the final norm,
+// then the LM head tied to the token embedding: [..., vocab].
+at::Tensor tiedLmHead(const TrunkWeights &w, const at::Tensor &hidden);
+
+// Packed (ragged) steps: several sequences' new tokens side by side in one
+// row, x [1, T, d], each sequence with its own cache. The linear layers run
+// once over all T tokens; attention runs per sequence over its own cache, so
+// no sequence is padded to another's length. A sequence's tokens are columns
+// [offset, offset + count) of x; its cache holds `past` tokens before them and
+// has room for past + count (cache->keys [1, heads, capacity, headDim]).
+struct PackedSegment {
+    std::int64_t offset = 0, count = 0, past = 0;
+    LayerCache *cache = nullptr; // this layer's cache of the sequence
+};
+// One pre-LN block over a packed step; writes each segment's new keys and
+// values into its cache at `past`. For one segment it computes what
+// blockForward() computes for that sequence alone with a cache.
+at::Tensor blockForwardPacked(const BlockWeights &w, const TransformerShape &shape, const at::Tensor &x,
+                              const std::vector<PackedSegment> &segments);
 
 } // namespace bp

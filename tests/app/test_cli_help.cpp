@@ -85,7 +85,8 @@ private slots:
     void commandHelp_data()
     {
         QTest::addColumn<QString>("name");
-        QCOMPARE(commands().size(), std::size_t(5)); // import-trace, traces, sessions, replay, report
+        // import-trace, export-trace, export-config, traces, sessions, replay, report
+        QCOMPARE(commands().size(), std::size_t(7));
         for (const Command &c : commands())
             QTest::newRow(qPrintable(c.name)) << c.name;
     }

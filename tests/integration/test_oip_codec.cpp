@@ -7,6 +7,7 @@
 // single allocation, so a reservation sized from the shape shows up even
 // though the request is refused afterwards.
 #include "app/rest/oip_codec.h"
+#include "app/rest/v1_codec.h"
 
 #include <QtTest>
 
@@ -144,6 +145,25 @@ private slots:
         QVERIFY(!parsed);
         QVERIFY2(QString::fromStdString(parsed.status().message()).contains("does not match the shape"),
                  parsed.status().message().c_str());
+    }
+
+    // Issue 13, item 5: one µs conversion (bp::toMicros, engine/clock.h) for
+    // every writer. The REST codecs had their own, rounded to 0.1 µs, so the
+    // same 1234 ns read 1.2 µs over REST and 1.234 µs in replay and config JSON.
+    void timingsUseTheEnginesMicroseconds()
+    {
+        Response r;
+        r.requestId = 7;
+        r.timing.queueWait = std::chrono::nanoseconds(1234);
+        r.timing.compute = std::chrono::nanoseconds(56);
+        r.timing.total = std::chrono::nanoseconds(1'290);
+        const nlohmann::json v1 = v1ResponseJson(r, "m");
+        QCOMPARE(v1["timing"]["queue_us"].get<double>(), toMicros(r.timing.queueWait));
+        QCOMPARE(v1["timing"]["compute_us"].get<double>(), 0.056);
+        QCOMPARE(v1["timing"]["total_us"].get<double>(), 1.29);
+        const nlohmann::json oip = oipInferResponse("m", OipInferRequest{}, {r});
+        QCOMPARE(oip["parameters"]["queue_us"].get<double>(), 1.234);
+        QCOMPARE(oip["parameters"]["compute_us"].get<double>(), toMicros(r.timing.compute));
     }
 };
 

@@ -6,6 +6,7 @@
 
 #include "ui/compare_view.h"
 #include "ui/comparison_model.h"
+#include "ui/replay_dialog.h"
 #include "ui/replay_runner.h"
 #include "ui/session_list_model.h"
 #include "ui/time_chart_view.h"
@@ -16,10 +17,14 @@
 #include "engine/store/session_recorder.h"
 #include "engine/workload.h"
 
+#include <QComboBox>
+#include <QLabel>
+#include <QLineEdit>
 #include <QLineSeries>
 #include <QProgressBar>
 #include <QSignalSpy>
 #include <QTableView>
+#include <QTcpServer>
 #include <QTemporaryDir>
 
 using namespace bp;
@@ -114,6 +119,70 @@ private slots:
         QVERIFY(!outcome.cancelled);
         QCOMPARE(outcome.submitted, std::size_t(60));
         QTRY_VERIFY(f.view.sessionModel()->rowOf(outcome.sessionId) >= 0); // listed after the refresh
+    }
+
+    void replayDialogTargetSelector()
+    {
+        ReplayDialog dialog(QStringLiteral("trace 1"), BatchingConfig{});
+        dialog.targetBox()->setCurrentIndex(0);
+        QVERIFY(!dialog.remoteOptions());
+        QVERIFY(!dialog.urlEdit()->isVisibleTo(&dialog));
+        QVERIFY(dialog.clockBox()->isVisibleTo(&dialog));
+        dialog.targetBox()->setCurrentIndex(1);
+        QVERIFY(dialog.urlEdit()->isVisibleTo(&dialog));
+        QVERIFY(!dialog.clockBox()->isVisibleTo(&dialog)); // a remote replay runs on the real clock
+        dialog.urlEdit()->setText(QStringLiteral("ftp://nowhere"));
+        dialog.modelEdit()->setText(QStringLiteral("llama"));
+        dialog.protocolBox()->setCurrentIndex(1);
+        dialog.show();
+        dialog.accept(); // refused: the dialog stays open and says why
+        QVERIFY(dialog.isVisible());
+        QVERIFY(dialog.findChildren<QLabel *>().size() > 0);
+        bool shown = false;
+        for (QLabel *l : dialog.findChildren<QLabel *>())
+            shown |= l->isVisible() && l->text().contains("http:// or https://");
+        QVERIFY(shown);
+        dialog.urlEdit()->setText(QStringLiteral("http://10.1.2.3:8000/"));
+        auto remote = dialog.remoteOptions();
+        QVERIFY(remote);
+        QCOMPARE(remote->protocol, remote::Protocol::OpenAi);
+        QCOMPARE(remote->model, QStringLiteral("llama"));
+        QCOMPARE(dialog.options().clock, ReplayClock::Real);
+        QVERIFY(!dialog.options().config);
+        dialog.accept();
+        QVERIFY(!dialog.isVisible());
+    }
+
+    void remoteReplayFromTheConsoleRecordsFailuresAndFinishes()
+    {
+        // Nothing listens at the target: every request is recorded as
+        // unavailable, and the replay still finishes with a session.
+        Fixture f;
+        const std::int64_t trace = f.importTrace(5, 0.001);
+        QVERIFY(trace > 0);
+        quint16 port = 0;
+        {
+            QTcpServer s;
+            QVERIFY(s.listen(QHostAddress::LocalHost));
+            port = s.serverPort();
+        }
+        remote::RemoteOptions ro;
+        ro.target = QUrl(QStringLiteral("http://127.0.0.1:%1").arg(port));
+        ro.model = QStringLiteral("echo");
+        ro.scrapeInterval = Duration::zero();
+        QSignalSpy finished(f.view.replayRunner(), &ReplayRunner::finished);
+        ReplayOptions o;
+        o.source = {ReplaySource::Kind::Trace, trace};
+        f.view.replay(o, ro);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+        const ReplayOutcome outcome = finished.front().front().value<ReplayOutcome>();
+        QCOMPARE(outcome.failed, std::size_t(5));
+        auto session = f.temp.store->session(outcome.sessionId);
+        QCOMPARE(session->kind, std::string("remote"));
+        QCOMPARE(session->targetUrl, ro.target.toString().toStdString());
+        const std::vector<StoredRequest> rows = f.temp.store->requests(outcome.sessionId).value();
+        for (const StoredRequest &r : rows)
+            QCOMPARE(r.status, StatusCode::Unavailable);
     }
 
     void replayOfASessionOnTheVirtualClock()

@@ -68,7 +68,7 @@ private slots:
         f.engine->shutdown(ShutdownMode::Drain);
         const Snapshot s = f.engine->snapshot();
         QCOMPARE(s.inputTokens, 40 * s.completed);
-        QCOMPARE(s.outputTokens, 4 * s.completed); // echo returns max_new_tokens of its input
+        QCOMPARE(s.outputTokens, 4 * s.completed); // echo generates max_new_tokens tokens
     }
 
     void uniformLengthsStayInRange()

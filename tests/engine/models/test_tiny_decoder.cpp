@@ -6,6 +6,7 @@
 #include "engine/torch/model_presets.h"
 #include "engine/torch/tiny_decoder.h"
 #include "model_test_util.h"
+#include "tests/engine/step_driver.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -226,6 +227,92 @@ private slots:
         QVERIFY(out[0].tokens.empty());
         QVERIFY(out[1].status.isOk());
         QCOMPARE(out[1].tokens.size(), std::size_t(4));
+    }
+
+    // Step-level generation (StepModel): sequences join at different steps,
+    // prompts arrive in chunks (1, 4 and whole), and each sequence's tokens
+    // equal its one-at-a-time Backend::run generation (the same near-tie rule
+    // as everywhere here); the cache holds exactly the live tokens after
+    // every step and nothing once all have left.
+    void stepsEqualOneAtATimeGeneration()
+    {
+        auto model = decoder();
+        QVERIFY(model);
+        StepModel *steps = model->steps();
+        QVERIFY(steps);
+        std::mt19937 rng(21);
+        const std::vector<Driven> all = {
+            driven(1, randomTokens(rng, 9), 7, 4, 0),    driven(2, randomTokens(rng, 1), 12, 1, 0),
+            driven(3, randomTokens(rng, 23), 5, 100, 1), driven(4, randomTokens(rng, 6), 9, 1, 3),
+            driven(5, randomTokens(rng, 14), 3, 4, 6),   driven(6, randomTokens(rng, 2), 10, 2, 6)};
+        std::vector<Driven> finished;
+        const QString error = driveSteps(*steps, all, finished);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(finished.size(), all.size());
+        for (const Driven &d : finished) {
+            const auto alone = generate(*model, {makeRequest(d.prompt, d.maxNew)}, withLogits());
+            const QString diff = compareToReference(alone[0], d.generated, nullptr);
+            QVERIFY2(diff.isEmpty(), qPrintable(QStringLiteral("sequence %1: %2").arg(d.id).arg(diff)));
+        }
+    }
+
+    // Backend::run reports every token through Request::onToken as it is
+    // ready: in order, indices 0..n-1, the same tokens as the result, before
+    // run() returns; requests without a callback are unaffected.
+    void runStreamsTokensThroughOnToken()
+    {
+        auto model = decoder();
+        QVERIFY(model);
+        std::mt19937 rng(22);
+        std::vector<Request> reqs{makeRequest(randomTokens(rng, 5), 6), makeRequest(randomTokens(rng, 9), 3),
+                                  makeRequest(randomTokens(rng, 2), 4)};
+        std::vector<std::vector<TokenEvent>> events(reqs.size());
+        for (std::size_t i = 0; i < 2; ++i) {
+            reqs[i].id = 100 + i;
+            reqs[i].onToken = [&events, i](const TokenEvent &e) { events[i].push_back(e); };
+        }
+        const auto out = runBatch(*model, reqs);
+        for (std::size_t i = 0; i < 2; ++i) {
+            QCOMPARE(events[i].size(), out[i].tokens.size());
+            for (std::size_t k = 0; k < events[i].size(); ++k) {
+                QCOMPARE(events[i][k].requestId, reqs[i].id);
+                QCOMPARE(events[i][k].index, int(k));
+                QCOMPARE(events[i][k].token, out[i].tokens[k]);
+                if (k > 0)
+                    QVERIFY(events[i][k].at >= events[i][k - 1].at);
+            }
+        }
+        QCOMPARE(out[2].tokens.size(), std::size_t(4));
+    }
+
+    // A bad item fails alone and starts nothing; release frees the cache.
+    void stepItemsFailAloneAndReleaseFreesTheCache()
+    {
+        auto model = decoder();
+        QVERIFY(model);
+        StepModel *steps = model->steps();
+        const int positions = model->info().maxNewTokensLimit + 1;
+        std::vector<StepOutcome> out;
+        QVERIFY(steps
+                    ->step({{1, {1, 2, 3}, true},
+                            {2, {}, true},
+                            {3, {model->info().vocabSize}, true},
+                            {4, std::vector<TokenId>(std::size_t(positions + 1), 1), true}},
+                           out)
+                    .isOk());
+        QVERIFY(out[0].status.isOk());
+        QCOMPARE(out[1].status.code(), StatusCode::InvalidArgument);
+        QCOMPARE(out[2].status.code(), StatusCode::OutOfRange);
+        QCOMPARE(out[3].status.code(), StatusCode::OutOfRange);
+        QCOMPARE(steps->cachedTokens(), std::int64_t(3));
+        QVERIFY(steps->step({{1, {out[0].next}, true}, {5, {4, 5}, false}}, out).isOk());
+        QCOMPARE(steps->cachedTokens(), std::int64_t(6));
+        QCOMPARE(steps->step({{5, {1}, true}, {5, {2}, true}}, out).code(), StatusCode::InvalidArgument);
+        steps->release(1);
+        QCOMPARE(steps->cachedTokens(), std::int64_t(2));
+        steps->release(1); // twice: ignored
+        steps->release(5);
+        QCOMPARE(steps->cachedTokens(), std::int64_t(0));
     }
 
     void engineEndToEnd()

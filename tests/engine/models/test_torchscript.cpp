@@ -3,10 +3,18 @@
 // and every bad file gives a clear error naming the path and the reason.
 // Limits: read from the model's embeddings when it declares none, or set by
 // --vocab-size / --max-length (ModelSpec), never silently guessed.
+// Decoders (the step contract): tiny_decoder.pt generates what Python
+// computed for it without a cache, batched or alone, through Backend::run and
+// through steps (joins, leaves, chunked prompts); a decoder whose `present`
+// does not grow is refused at load.
 #include "model_test_util.h"
 
 #include "engine/engine.h"
+#include "tests/engine/step_driver.h"
 
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QTemporaryDir>
 
 #include <fstream>
@@ -26,6 +34,36 @@ Status loadError(const std::string &path)
 {
     auto created = createBackend(testSpec(path));
     return created.isOk() ? Status::ok() : created.status();
+}
+
+// The fixture's reference generations (tiny_decoder.expected.json).
+struct Expected {
+    std::vector<std::vector<TokenId>> prompts, tokens;
+    std::vector<int> maxNew;
+};
+
+std::vector<TokenId> tokenList(const QJsonValue &v)
+{
+    std::vector<TokenId> out;
+    for (const QJsonValue &t : v.toArray())
+        out.push_back(TokenId(t.toInt()));
+    return out;
+}
+
+Expected expectedGenerations()
+{
+    QFile f(QString::fromStdString(kFixtures + "/tiny_decoder.expected.json"));
+    Expected e;
+    if (!f.open(QIODevice::ReadOnly))
+        return e;
+    const QJsonObject o = QJsonDocument::fromJson(f.readAll()).object();
+    for (const QJsonValue &p : o.value("prompts").toArray())
+        e.prompts.push_back(tokenList(p));
+    for (const QJsonValue &p : o.value("tokens").toArray())
+        e.tokens.push_back(tokenList(p));
+    for (const QJsonValue &n : o.value("max_new_tokens").toArray())
+        e.maxNew.push_back(n.toInt());
+    return e;
 }
 
 } // namespace
@@ -118,6 +156,80 @@ private slots:
         s = loadError(empty);
         QCOMPARE(s.code(), StatusCode::InvalidArgument);
         QVERIFY(s.message().find(empty) != std::string::npos);
+    }
+
+    void decoderLoads()
+    {
+        auto backend = createOrFail(testSpec(kFixtures + "/tiny_decoder.pt"));
+        QVERIFY(backend);
+        const ModelInfo &info = backend->info();
+        QVERIFY(info.generative);
+        QCOMPARE(info.vocabSize, 64);
+        QCOMPARE(info.maxSequenceLength, 63); // 64 positions, room for one generated token
+        QCOMPARE(info.maxNewTokensLimit, 63);
+        QVERIFY2(info.description.find("decoder") != std::string::npos, info.description.c_str());
+        QVERIFY(backend->steps());
+    }
+
+    // Backend::run, alone and as one left-padded batch, equals Python's
+    // generation by full recomputation.
+    void decoderRunEqualsReference()
+    {
+        auto backend = createOrFail(testSpec(kFixtures + "/tiny_decoder.pt"));
+        QVERIFY(backend);
+        const Expected e = expectedGenerations();
+        QVERIFY(!e.prompts.empty());
+        std::vector<Request> reqs;
+        for (std::size_t i = 0; i < e.prompts.size(); ++i)
+            reqs.push_back(makeRequest(e.prompts[i], e.maxNew[i]));
+        const auto batched = runBatch(*backend, reqs);
+        for (std::size_t i = 0; i < reqs.size(); ++i) {
+            QVERIFY2(batched[i].status.isOk(), batched[i].status.toString().c_str());
+            QCOMPARE(batched[i].tokens, e.tokens[i]);
+            QVERIFY(batched[i].lastTokenAfter >= batched[i].firstTokenAfter);
+            QCOMPARE(runBatch(*backend, {reqs[i]})[0].tokens, e.tokens[i]);
+        }
+        // Past the positions: that request alone fails.
+        std::vector<Request> mixed{makeRequest(std::vector<TokenId>(60, 1), 10), reqs[0]};
+        const auto out = runBatch(*backend, mixed);
+        QCOMPARE(out[0].status.code(), StatusCode::OutOfRange);
+        QCOMPARE(out[1].tokens, e.tokens[0]);
+    }
+
+    // Steps with joins, leaves and chunked prompts equal the reference; the
+    // cache holds exactly the live tokens and is empty at the end.
+    void decoderStepsEqualReference()
+    {
+        auto backend = createOrFail(testSpec(kFixtures + "/tiny_decoder.pt"));
+        QVERIFY(backend);
+        StepModel *steps = backend->steps();
+        QVERIFY(steps);
+        const Expected e = expectedGenerations();
+        QVERIFY(!e.prompts.empty());
+        std::vector<Driven> all;
+        for (std::size_t i = 0; i < e.prompts.size(); ++i)
+            all.push_back(driven(i + 1, e.prompts[i], e.maxNew[i], 1 + int(i % 3) * 2, int(i)));
+        std::vector<Driven> finished;
+        const QString error = driveSteps(*steps, all, finished);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        for (const Driven &d : finished)
+            QCOMPARE(d.generated, e.tokens[d.id - 1]);
+        std::vector<StepOutcome> out;
+        QVERIFY(steps->step({{9, {1, 2}, true}, {10, {64}, true}}, out).isOk());
+        QVERIFY(out[0].status.isOk());
+        QCOMPARE(out[1].status.code(), StatusCode::OutOfRange);
+        QCOMPARE(steps->cachedTokens(), std::int64_t(2));
+        steps->release(9);
+        QCOMPARE(steps->cachedTokens(), std::int64_t(0));
+    }
+
+    void decoderWithAStalePresentIsRefused()
+    {
+        const std::string path = kFixtures + "/decoder_stale_present.pt";
+        const Status s = loadError(path);
+        QCOMPARE(s.code(), StatusCode::InvalidArgument);
+        QVERIFY(s.message().find(path) != std::string::npos);
+        QVERIFY2(s.message().find("present") != std::string::npos, s.message().c_str());
     }
 
     void wrongSignature()

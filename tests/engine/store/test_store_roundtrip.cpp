@@ -262,6 +262,54 @@ private slots:
         QCOMPARE(f.store->configHistory(id)->size(), std::size_t(0));
     }
 
+    void remoteRequestsAndTargetSamplesThroughTheSink()
+    {
+        Fixture f;
+        SessionStart start;
+        start.kind = "remote";
+        start.targetUrl = "http://127.0.0.1:9/";
+        const auto id = *f.store->startSession(start);
+        const TimePoint epoch = SteadyClock::now();
+        TraceSinkOptions options;
+        options.requestSource = "remote";
+        auto sink = TraceSink::create(f.path, id, epoch, options);
+        QVERIFY2(sink, sink.status().toString().c_str());
+        RequestRecord ok = request(1, epoch, 10ms, 0ms, 0);
+        ok.timeToFirstToken = 3ms;
+        ok.outputTokens = 9;
+        RequestRecord timedOut = request(2, epoch, 20ms, 0ms, 0, StatusCode::DeadlineExceeded);
+        TargetSample scraped;
+        scraped.at = 1500ms;
+        scraped.server = "vllm";
+        scraped.running = 12;
+        scraped.waiting = 3;
+        scraped.kvUsage = 0.5;
+        TargetSample failed;
+        failed.at = 2500ms;
+        failed.error = "connection refused";
+        (*sink)->recordRequest(ok);
+        (*sink)->recordRequest(timedOut);
+        (*sink)->recordTargetSample(scraped);
+        (*sink)->recordTargetSample(failed);
+        (*sink)->start();
+        QVERIFY((*sink)->flush());
+        QCOMPARE((*sink)->writtenRows(), std::uint64_t(4));
+
+        auto requests = f.store->requests(id);
+        QVERIFY(requests);
+        QCOMPARE(requests->size(), std::size_t(2));
+        QCOMPARE(requests->at(0).source, std::string("remote"));
+        QCOMPARE(requests->at(0).timeToFirstToken, Duration(3ms));
+        QCOMPARE(requests->at(0).outputTokens, 9);
+        QCOMPARE(requests->at(1).status, StatusCode::DeadlineExceeded);
+        auto samples = f.store->targetSamples(id);
+        QVERIFY2(samples, samples.status().toString().c_str());
+        QCOMPARE(samples->size(), std::size_t(2));
+        QVERIFY(samples->at(0) == scraped); // NULL stays "not exposed", values round-trip
+        QVERIFY(samples->at(1) == failed);
+        QCOMPARE(f.store->session(id)->targetUrl, start.targetUrl);
+    }
+
     void traces()
     {
         Fixture f;

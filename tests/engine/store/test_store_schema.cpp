@@ -62,14 +62,23 @@ private slots:
                             "VALUES (7, 'live', 1000, 2000, 'builtin:echo', 'cpu');"
                             "INSERT INTO requests VALUES (7, 1, 10, 20, 30, 60, 0, 5, 5, 0, 1, 'ok');"
                             "INSERT INTO batches VALUES (7, 1, 30, 30, 1, 5, 5, 5, 30, 'single', 'none', 0, 0, 1, 'ok');"
-                            "INSERT INTO metric_samples VALUES (7, 1000, 1, 5, 5, 60, 60, 60, 20, 0, 0, 1, 1, 0.5, 1, 1, 0, 1);",
+                            "INSERT INTO metric_samples VALUES (7, 1000, 1, 5, 5, 60, 60, 60, 20, 0, 0, 1, 1, 0.5, 1, 1, 0, 1);"
+                            "INSERT INTO traces VALUES (3, 'old', '/tmp/old.csv', 'azure', 1000, 1, 0, 0.0);"
+                            "INSERT INTO trace_requests VALUES (3, 0, 0, 12, 4);",
                             "write version-1 rows"));
             // Version 1 had no replay lineage.
             QVERIFY(!db.exec("SELECT source_session_id FROM sessions", "probe"));
         }
         auto store = TraceStore::open(path);
         QVERIFY2(store, store.status().toString().c_str());
-        QCOMPARE((*store)->schemaVersion(), 2);
+        QCOMPARE((*store)->schemaVersion(), store::kSchemaVersion);
+        // v4: a trace from before prefix blocks has none.
+        auto oldTrace = (*store)->trace(3);
+        QVERIFY2(oldTrace, oldTrace.status().toString().c_str());
+        QCOMPARE(oldTrace->format, TraceFormat::Azure);
+        QCOMPARE(oldTrace->blockTokens, 0);
+        QVERIFY((*store)->traceHashIds(3)->empty());
+        QCOMPARE((*store)->traceRows(3)->front().inputTokens, 12);
         auto s = (*store)->session(7);
         QVERIFY(s);
         QCOMPARE(s->model, std::string("builtin:echo"));
@@ -92,6 +101,39 @@ private slots:
         auto id = (*store)->startSession(replay);
         QVERIFY(id);
         QCOMPARE(*(*store)->session(*id)->sourceSessionId, std::int64_t(7));
+    }
+
+    void migratesVersion2InPlace()
+    {
+        // Version 3 adds remote targets: sessions.target_url and target_samples.
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("v2.sqlite").toStdString();
+        {
+            auto db = rawOpen(path);
+            QVERIFY(store::migrate(db, 2));
+            QVERIFY(db.exec("INSERT INTO sessions (id, kind, started_at_us, model) VALUES (3, 'replay', 1000, 'x');",
+                            "write a version-2 session"));
+            QVERIFY(!db.exec("SELECT target_url FROM sessions", "probe"));
+        }
+        auto store = TraceStore::open(path);
+        QVERIFY2(store, store.status().toString().c_str());
+        QCOMPARE((*store)->schemaVersion(), store::kSchemaVersion);
+        auto old = (*store)->session(3);
+        QVERIFY(old);
+        QCOMPARE(old->targetUrl, std::string()); // the column's default
+        auto none = (*store)->targetSamples(3);
+        QVERIFY(none && none->empty());
+        QCOMPARE((*store)->targetSamples(99).status().code(), StatusCode::NotFound);
+        SessionStart remote;
+        remote.kind = "remote";
+        remote.targetUrl = "http://10.0.0.7:8000/";
+        auto id = (*store)->startSession(remote);
+        QVERIFY(id);
+        QCOMPARE((*store)->session(*id)->targetUrl, std::string("http://10.0.0.7:8000/"));
+        nlohmann::json replay{{"target", {{"protocol", "openai"}}}};
+        QVERIFY((*store)->setSessionReplay(*id, replay));
+        QVERIFY((*store)->session(*id)->replay == replay);
+        QCOMPARE((*store)->setSessionReplay(12345, replay).code(), StatusCode::NotFound);
     }
 
     void refusesNewerSchema()

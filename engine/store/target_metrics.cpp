@@ -1,0 +1,85 @@
+#include "target_metrics.h"
+
+namespace bp {
+
+std::string detectServer(const prom::Exposition &e)
+{
+    if (e.hasPrefix("vllm:"))
+        return "vllm";
+    if (e.hasPrefix("sglang:"))
+        return "sglang";
+    if (e.hasPrefix("tgi_"))
+        return "tgi";
+    if (e.hasPrefix("nv_inference_") || e.hasPrefix("nv_trt_llm_"))
+        return "triton";
+    if (e.hasPrefix("batchpilot_"))
+        return "batchpilot";
+    return {};
+}
+
+std::optional<double> TargetMetricsMapper::deltaRatio(const std::string &key, std::optional<double> numerator,
+                                                      std::optional<double> denominator)
+{
+    if (!numerator || !denominator)
+        return std::nullopt;
+    auto previous = m_previous.find(key);
+    std::optional<double> out;
+    if (previous != m_previous.end()) {
+        const double dn = *numerator - previous->second.first, dd = *denominator - previous->second.second;
+        if (dd > 0 && dn >= 0)
+            out = dn / dd;
+    }
+    m_previous[key] = {*numerator, *denominator};
+    return out;
+}
+
+TargetSample TargetMetricsMapper::map(const prom::Exposition &e, Duration at)
+{
+    TargetSample t;
+    t.at = at;
+    t.server = detectServer(e);
+    if (t.server == "vllm") {
+        t.running = e.sum("vllm:num_requests_running");
+        t.waiting = e.sum("vllm:num_requests_waiting");
+        t.queue = t.waiting;
+        t.batchSize = t.running; // iteration-level batching: the running set is the batch
+        t.kvUsage = e.has("vllm:kv_cache_usage_perc") ? e.mean("vllm:kv_cache_usage_perc")
+                                                      : e.mean("vllm:gpu_cache_usage_perc");
+        t.tokensPerStep = deltaRatio("vllm:iteration_tokens_total", e.sum("vllm:iteration_tokens_total_sum"),
+                                     e.sum("vllm:iteration_tokens_total_count"));
+    } else if (t.server == "sglang") {
+        t.running = e.sum("sglang:num_running_reqs");
+        t.waiting = e.sum("sglang:num_queue_reqs");
+        t.queue = t.waiting;
+        t.batchSize = t.running;
+        t.kvUsage = e.mean("sglang:token_usage");
+    } else if (t.server == "tgi") {
+        t.batchSize = e.sum("tgi_batch_current_size");
+        t.running = t.batchSize;
+        t.queue = e.sum("tgi_queue_size");
+        t.waiting = t.queue;
+    } else if (t.server == "triton") {
+        t.queue = e.sum("nv_inference_pending_request_count");
+        t.batchSize =
+            deltaRatio("nv_inference", e.sum("nv_inference_count"), e.sum("nv_inference_exec_count"));
+        t.running = e.sum("nv_trt_llm_request_metrics", {{"request_type", "scheduled"}});
+        t.waiting = e.sum("nv_trt_llm_request_metrics", {{"request_type", "waiting"}});
+        if (!t.waiting)
+            t.waiting = t.queue;
+        t.kvUsage = e.sum("nv_trt_llm_kv_cache_block_metrics", {{"kv_cache_block_type", "fraction"}});
+        if (!t.kvUsage) {
+            auto used = e.sum("nv_trt_llm_kv_cache_block_metrics", {{"kv_cache_block_type", "used"}});
+            auto max = e.sum("nv_trt_llm_kv_cache_block_metrics", {{"kv_cache_block_type", "max"}});
+            if (used && max && *max > 0)
+                t.kvUsage = *used / *max;
+        }
+    } else if (t.server == "batchpilot") {
+        t.queue = e.sum("batchpilot_queue_depth");
+        t.waiting = t.queue;
+        t.batchSize = deltaRatio("batchpilot_batch_size", e.sum("batchpilot_batch_size_sum"),
+                                 e.sum("batchpilot_batch_size_count"));
+    }
+    return t;
+}
+
+} // namespace bp
