@@ -1,5 +1,6 @@
 // batchpilot-bench load [model flags] [workload flags] [policy flags]
-//   --compare none,static,dynamic,bucketed  [--rates R1,R2,.. --p99-budget-ms B]
+//   --compare none,static,dynamic,bucketed,continuous  [--rates R1,R2,.. --p99-budget-ms B]
+//   [--slo ttft=500ms,tpot=50ms,e2e=2s]  (goodput columns and a goodput-at-SLO search over rates)
 //   [--ceiling PROFILE.json | --no-ceiling] [--json FILE]
 #include "load_bench.h"
 
@@ -151,6 +152,19 @@ BatchingConfig baseConfig(const Args &args)
         base.instances = int(args.num("instances", 1));
     if (args.has("queue"))
         base.queueCapacity = int(args.num("queue", 4096));
+    ContinuousConfig &cc = base.continuous;
+    if (args.has("max-num-seqs"))
+        cc.maxNumSeqs = int(args.num("max-num-seqs", 16));
+    if (args.has("max-num-batched-tokens")) // a list: the first here, each in turn by expandTokenBudgets
+        cc.maxNumBatchedTokens = parseIntList("max-num-batched-tokens", args.list("max-num-batched-tokens", "")).at(0);
+    if (args.has("chunked-prefill"))
+        cc.chunkedPrefill = args.num("chunked-prefill", 1) != 0;
+    if (args.has("prefill-chunk"))
+        cc.prefillChunk = int(args.num("prefill-chunk", 128));
+    if (args.has("decode-first"))
+        cc.decodeFirst = args.num("decode-first", 1) != 0;
+    if (args.has("kv-cache-tokens"))
+        cc.kvCacheTokens = int(args.num("kv-cache-tokens", 0));
     return base;
 }
 
@@ -159,6 +173,7 @@ int batchLimit(const BatchingConfig &c)
     switch (c.policy) {
     case PolicyKind::None: return 1;
     case PolicyKind::Static: return c.staticBatchSize;
+    case PolicyKind::Continuous: return c.continuous.maxNumSeqs;
     default: return c.maxBatchSize;
     }
 }
@@ -176,6 +191,12 @@ std::string knobs(const BatchingConfig &c)
         for (int edge : c.bucketEdges)
             e += (e.empty() ? "" : ",") + std::to_string(edge);
         return "max " + std::to_string(c.maxBatchSize) + ", " + formatDuration(c.maxQueueDelay) + ", " + e;
+    }
+    case PolicyKind::Continuous: {
+        const ContinuousConfig &k = c.continuous;
+        return "seqs " + std::to_string(k.maxNumSeqs) + ", tok " + std::to_string(k.maxNumBatchedTokens) +
+               (k.chunkedPrefill ? ", chunk " + std::to_string(k.prefillChunk) : ", no chunk") +
+               (k.kvCacheTokens > 0 ? ", kv " + std::to_string(k.kvCacheTokens) : "");
     }
     default: // policies added later: name their main knobs
         return "max " + std::to_string(c.maxBatchSize) + ", " + formatDuration(c.maxQueueDelay);
@@ -197,7 +218,12 @@ const StageOptions &loadStage()
                        "from each one's\n"
                        "scheduled arrival. ceil = throughput / the ceiling, the profile's best throughput "
                        "over batch sizes\n"
-                       "at the workload's mean input length (one figure for every policy).",
+                       "at the workload's mean input length (one figure for every policy).\n"
+                       "Decoders: TTFT from the scheduled arrival to the first token, TPOT = (last - first) / "
+                       "(tokens - 1).\n"
+                       "With --slo: goodput = the window's arrivals that completed OK and met every given "
+                       "bound / window\n"
+                       "length (vLLM, DistServe); slo% = those / the window's arrivals.",
                        modelOptions()};
         s.options.insert(
             s.options.end(),
@@ -211,6 +237,7 @@ const StageOptions &loadStage()
                 {"rates-static", "R1,..", "rates for policy static only"},
                 {"rates-dynamic", "R1,..", "rates for policy dynamic only"},
                 {"rates-bucketed", "R1,..", "rates for policy bucketed only"},
+                {"rates-continuous", "R1,..", "rates for policy continuous only"},
                 {"burstiness", "CV2", "gamma arrivals: squared coefficient of variation (default 4)"},
                 {"length", "L", "tokens per request (default 64)"},
                 {"min-length", "N", "uniform lengths from N (default 8) ..."},
@@ -227,7 +254,8 @@ const StageOptions &loadStage()
                 {"drain", "S", "seconds the window's requests may take to finish after it (default 5)"},
                 // policies
                 {"compare", "P1,P2,..",
-                 "policies (none, static, dynamic, bucketed, ...) or FILE.json configs (default dynamic)"},
+                 "policies (none, static, dynamic, bucketed, continuous, ...) or FILE.json configs (default "
+                 "dynamic)"},
                 {"config", "FILE.json", "the base batching config"},
                 {"max-batch", "N", "max batch size"},
                 {"delay-us", "U", "max queue delay in microseconds"},
@@ -236,11 +264,25 @@ const StageOptions &loadStage()
                 {"static-length", "L", "static policy: padded length"},
                 {"instances", "N", "executor instances"},
                 {"queue", "N", "admission queue capacity (default 4096)"},
+                {"max-num-seqs", "N", "continuous: running sequences (default 16)"},
+                {"max-num-batched-tokens", "T1,T2,..",
+                 "continuous: token budget per step (default 512); several: one continuous run each"},
+                {"chunked-prefill", "0|1", "continuous: feed long prompts in chunks (default 1)"},
+                {"prefill-chunk", "N", "continuous: tokens per prefill chunk (default 128)"},
+                {"decode-first", "0|1", "continuous: decodes take the budget first (default 1)"},
+                {"kv-cache-tokens", "N", "continuous: KV budget in tokens, 0 = unlimited (default 0)"},
                 // reporting
                 {"ceiling", "PROFILE.json",
                  "take the ceiling from a saved profile (default: measure it inline)"},
                 {"no-ceiling", "", "skip the ceiling"},
                 {"p99-budget-ms", "B", "summarize each policy's best throughput with p99 <= B ms"},
+                {"slo", "ttft=T,tpot=T,e2e=T",
+                 "goodput: req/s of the window's arrivals that completed OK within every given bound "
+                 "(any subset; units us, ms, s; e.g. ttft=500ms,tpot=50ms); adds goodput columns and, "
+                 "per policy, its best goodput over the rates tested"},
+                {"slo-attainment", "A",
+                 "with --slo: also name each policy's highest rate at which a fraction >= A of the "
+                 "window's arrivals met the SLO (DistServe's rule; default 0.9)"},
                 {"json", "FILE", "write every run as JSON"},
             });
         return s;
@@ -252,6 +294,16 @@ int runLoadBench(const Args &args)
 {
     if (int rc = handleHelpAndUnknown(args, loadStage()); rc >= 0)
         return rc;
+    // A malformed --slo is refused before any model is loaded.
+    Slo slo;
+    if (args.has("slo")) {
+        auto parsed = parseSlo(args.str("slo", ""));
+        if (!parsed) {
+            std::cerr << "batchpilot-bench load: " << parsed.status().message() << "\n";
+            return 2;
+        }
+        slo = *parsed;
+    }
     const ModelSpec spec = modelSpecFromArgs(args);
     auto created = createBackend(spec);
     if (!created) {
@@ -262,13 +314,29 @@ int runLoadBench(const Args &args)
     const ModelInfo &model = backend->info();
     const bool generative = model.generative;
     const Setup setup = workloadFromArgs(args, model);
+    if (args.has("slo")) {
+        if (slo.tokenLevel() && !generative) {
+            std::cerr << "batchpilot-bench load: --slo ttft/tpot need a generative model (" << model.name
+                      << " generates no tokens); use e2e=\n";
+            return 2;
+        }
+    }
+    const double attainmentTarget = args.num("slo-attainment", 0.9);
+    if (!(attainmentTarget > 0 && attainmentTarget <= 1)) {
+        std::cerr << "batchpilot-bench load: --slo-attainment must be in (0, 1]\n";
+        return 2;
+    }
 
     // --compare items: a policy name (the base config with that policy), or
     // a config file NAME.json applied on top of the base and labelled NAME
     // (e.g. bench/strategies/adaptive.json for the optimization strategies).
     std::vector<BatchingConfig> configs;
-    std::vector<std::string> labels;
+    std::vector<std::string> labels, rateKeys; // rateKeys: whose --rates-<name> applies
     const BatchingConfig base = baseConfig(args);
+    const std::vector<int> tokenBudgets =
+        args.has("max-num-batched-tokens")
+            ? parseIntList("max-num-batched-tokens", args.list("max-num-batched-tokens", ""))
+            : std::vector<int>{base.continuous.maxNumBatchedTokens};
     for (const auto &name : args.list("compare", "dynamic")) {
         BatchingConfig c = base;
         std::string label = name;
@@ -287,12 +355,21 @@ int runLoadBench(const Args &args)
             std::cerr << "batchpilot-bench load: unknown policy '" << name << "' in --compare\n";
             return 2;
         }
-        if (Status s = validate(c); !s) {
-            std::cerr << "batchpilot-bench load: " << s.toString() << "\n";
-            return 2;
+        // continuous with several --max-num-batched-tokens: one run each
+        // (the knee of the token budget), labelled continuous@T.
+        const bool sweep = c.policy == PolicyKind::Continuous && tokenBudgets.size() > 1;
+        for (std::size_t ti = 0; ti < (sweep ? tokenBudgets.size() : 1); ++ti) {
+            BatchingConfig v = c;
+            if (sweep)
+                v.continuous.maxNumBatchedTokens = tokenBudgets[ti];
+            if (Status s = validate(v); !s) {
+                std::cerr << "batchpilot-bench load: " << s.toString() << "\n";
+                return 2;
+            }
+            configs.push_back(v);
+            labels.push_back(sweep ? label + "@" + std::to_string(tokenBudgets[ti]) : label);
+            rateKeys.push_back(label);
         }
-        configs.push_back(c);
-        labels.push_back(label);
     }
 
     // The ceiling: a saved profile, or a small grid measured now.
@@ -338,16 +415,21 @@ int runLoadBench(const Args &args)
                 setup.describe.c_str(), setup.warmupS, setup.durationS, setup.drainS);
     std::printf(
         "  counted: the requests that arrived in the window (throughput = those completed OK / window)\n");
+    if (slo.any())
+        std::printf("  SLO: %s; goodput = the window's arrivals that completed OK within it / window\n",
+                    describe(slo).c_str());
     if (ceilingAt)
         std::printf("  ceiling: %.1f %s = the profile's best, at batch %d x length %d (%s); ceil = "
                     "throughput / ceiling\n",
                     ceilingRate, unit, ceilingAt->batch, ceilingAt->length,
                     args.has("ceiling") ? args.str("ceiling", "").c_str() : "measured inline");
-    std::printf("\n%-9s %-30s %8s %8s %6s %9s %10s %9s %9s %9s %6s %6s %7s", "policy", "knobs", "offered", "req/s",
+    std::printf("\n%-14s %-30s %8s %8s %6s %9s %10s %9s %9s %9s %6s %6s %7s", "policy", "knobs", "offered", "req/s",
                 "rej", generative ? "out tok/s" : "in tok/s", "p50 ms", "p90 ms", "p99 ms", "pad eff", "batch",
                 "ceil", "");
     if (generative)
-        std::printf(" %9s %9s %8s", "ttft p50", "ttft p99", "tpot ms");
+        std::printf(" %9s %9s %9s %9s", "ttft p50", "ttft p99", "tpot p50", "tpot p99");
+    if (slo.any())
+        std::printf(" %8s %6s", "goodput", "slo%");
     std::printf("\n");
 
     nlohmann::json runs = nlohmann::json::array();
@@ -357,14 +439,20 @@ int runLoadBench(const Args &args)
     };
     std::map<std::string, Best> best;
     const double budgetMs = args.num("p99-budget-ms", 0);
+    struct BestGoodput {
+        double rate = 0, offered = 0, goodput = 0, attainment = 0; // the rate with the most goodput
+        double attainedRate = 0, attainedOffered = 0;              // highest rate meeting the attainment target
+        bool any = false, attained = false;
+    };
+    std::map<std::string, BestGoodput> bestGoodput;
 
     for (std::size_t ci = 0; ci < configs.size(); ++ci) {
         const BatchingConfig &config = configs[ci];
         const std::string &policy = labels[ci];
         std::vector<double> rates = setup.rates;
-        if (args.has("rates-" + policy) && setup.workload.arrivals != ArrivalKind::Trace) {
+        if (args.has("rates-" + rateKeys[ci]) && setup.workload.arrivals != ArrivalKind::Trace) {
             rates.clear();
-            for (const auto &item : args.list("rates-" + policy, ""))
+            for (const auto &item : args.list("rates-" + rateKeys[ci], ""))
                 rates.push_back(std::stod(item));
         }
         for (double rate : rates) {
@@ -374,6 +462,7 @@ int runLoadBench(const Args &args)
             o.warmupS = setup.warmupS;
             o.durationS = setup.durationS;
             o.drainS = setup.drainS;
+            o.slo = slo;
             if (o.workload.arrivals != ArrivalKind::Trace) {
                 o.workload.rate = rate;
                 // Arrivals stop at the end of the window (runLoad), not after a
@@ -390,7 +479,7 @@ int runLoadBench(const Args &args)
             const double throughput = generative ? r.outputTokensPerS : r.requestsPerS;
             const double fraction = ceilingRate > 0 ? throughput / ceilingRate : 0;
             auto ms = [](const LatencyHistogram &h, double q) { return double(h.quantile(q)) / 1e6; };
-            std::printf("%-9s %-30s %8.1f %8.1f %6llu %9.1f %10.1f %9.1f %9.1f %9.3f %6.1f %6s %7s",
+            std::printf("%-14s %-30s %8.1f %8.1f %6llu %9.1f %10.1f %9.1f %9.1f %9.3f %6.1f %6s %7s",
                         policy.c_str(), knobs(config).c_str(), r.offeredRate, r.requestsPerS,
                         (unsigned long long)r.rejected, generative ? r.outputTokensPerS : r.inputTokensPerS,
                         ms(r.latency, 0.5), ms(r.latency, 0.9), ms(r.latency, 0.99), r.paddingEfficiency,
@@ -398,7 +487,10 @@ int runLoadBench(const Args &args)
                         ceilingAt ? (std::to_string(int(std::lround(fraction * 100))) + "%").c_str() : "-",
                         r.clean() ? "" : "OVERLD");
             if (generative)
-                std::printf(" %9.1f %9.1f %8.2f", ms(r.ttft, 0.5), ms(r.ttft, 0.99), r.meanTpotMs);
+                std::printf(" %9.1f %9.1f %9.2f %9.2f", ms(r.ttft, 0.5), ms(r.ttft, 0.99), ms(r.tpot, 0.5),
+                            ms(r.tpot, 0.99));
+            if (slo.any())
+                std::printf(" %8.2f %5.0f%%", r.goodputPerS, r.attainment * 100);
             std::printf("\n");
             std::fflush(stdout);
 
@@ -412,6 +504,21 @@ int runLoadBench(const Args &args)
                 Best &b = best[policy];
                 if (!b.any || throughput > b.throughput)
                     b = {rate, r.offeredRate, throughput, p99, true};
+            }
+            if (slo.any()) {
+                BestGoodput &g = bestGoodput[policy];
+                if (!g.any || r.goodputPerS > g.goodput) {
+                    g.rate = rate;
+                    g.offered = r.offeredRate;
+                    g.goodput = r.goodputPerS;
+                    g.attainment = r.attainment;
+                    g.any = true;
+                }
+                if (r.attainment >= attainmentTarget && (!g.attained || r.offeredRate > g.attainedOffered)) {
+                    g.attained = true;
+                    g.attainedRate = rate;
+                    g.attainedOffered = r.offeredRate;
+                }
             }
         }
     }
@@ -441,6 +548,46 @@ int runLoadBench(const Args &args)
         }
     }
 
+    nlohmann::json goodputSummary = nlohmann::json::object();
+    if (slo.any()) {
+        std::printf("\nbest goodput at SLO %s over the rates tested (attainment target %.0f%%):\n",
+                    describe(slo).c_str(), attainmentTarget * 100);
+        auto of = [&](const std::string &name) {
+            return bestGoodput.count(name) ? bestGoodput[name] : BestGoodput{};
+        };
+        const BestGoodput none = of("none"), dynamic = of("dynamic");
+        for (std::size_t ci = 0; ci < configs.size(); ++ci) {
+            const std::string &policy = labels[ci];
+            if (goodputSummary.contains(policy))
+                continue; // a label listed twice
+            const BestGoodput g = of(policy);
+            std::string vs;
+            nlohmann::json j{{"rate", g.rate},
+                             {"offered_rate", g.offered},
+                             {"goodput", g.goodput},
+                             {"slo_attainment", g.attainment}};
+            if (none.goodput > 0 && policy != "none") {
+                vs += " = x" + std::to_string(g.goodput / none.goodput).substr(0, 5) + " none";
+                j["vs_none"] = g.goodput / none.goodput;
+            }
+            if (dynamic.goodput > 0 && policy != "dynamic") {
+                vs += (vs.empty() ? " = x" : ", x") + std::to_string(g.goodput / dynamic.goodput).substr(0, 5) +
+                      " dynamic";
+                j["vs_dynamic"] = g.goodput / dynamic.goodput;
+            }
+            std::printf("  %-14s %8.2f req/s at offered %.1f req/s (rate asked %.1f; %.0f%% met it)%s", policy.c_str(),
+                        g.goodput, g.offered, g.rate, g.attainment * 100, vs.c_str());
+            if (g.attained) {
+                std::printf("; >= %.0f%% up to offered %.1f req/s\n", attainmentTarget * 100, g.attainedOffered);
+                j["attained_offered_rate"] = g.attainedOffered;
+            } else {
+                std::printf("; no tested rate reached %.0f%%\n", attainmentTarget * 100);
+                j["attained_offered_rate"] = nullptr;
+            }
+            goodputSummary[policy] = j;
+        }
+    }
+
     if (args.has("json")) {
         nlohmann::json j{{"stage", "load"},
                          {"model", model.name},
@@ -453,6 +600,16 @@ int runLoadBench(const Args &args)
                          {"runs", runs}};
         if (budgetMs > 0)
             j["p99_budget"] = {{"ms", budgetMs}, {"best", summary}};
+        if (slo.any()) {
+            auto bound = [](Duration d) {
+                return d > Duration::zero() ? nlohmann::json(toSeconds(d) * 1e3) : nlohmann::json();
+            };
+            j["slo"] = {{"ttft_ms", bound(slo.ttft)},
+                        {"tpot_ms", bound(slo.tpot)},
+                        {"e2e_ms", bound(slo.e2e)},
+                        {"attainment_target", attainmentTarget},
+                        {"best_goodput", goodputSummary}};
+        }
         if (ceilingAt)
             j["ceiling"] = {
                 {"value", ceilingRate},

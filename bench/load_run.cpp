@@ -2,7 +2,9 @@
 
 #include "engine/config_json.h"
 
+#include <cmath>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 
 namespace bp::bench {
@@ -48,8 +50,88 @@ struct Tally {
 
 } // namespace
 
+Result<Slo> parseSlo(std::string_view spec)
+{
+    auto bad = [&](const std::string &why) {
+        return Status(StatusCode::InvalidArgument,
+                      "--slo '" + std::string(spec) + "': " + why +
+                          " (expected e.g. ttft=500ms,tpot=50ms,e2e=2s; units us, ms, s)");
+    };
+    Slo slo;
+    std::size_t pos = 0;
+    bool seenAny = false;
+    while (pos <= spec.size()) {
+        const std::size_t comma = std::min(spec.find(',', pos), spec.size());
+        const std::string item(spec.substr(pos, comma - pos));
+        pos = comma + 1;
+        if (item.empty())
+            return bad("empty item");
+        const std::size_t eq = item.find('=');
+        if (eq == std::string::npos)
+            return bad("'" + item + "' has no '='");
+        const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+        Duration *target = key == "ttft" ? &slo.ttft : key == "tpot" ? &slo.tpot : key == "e2e" ? &slo.e2e : nullptr;
+        if (!target)
+            return bad("unknown bound '" + key + "' (ttft, tpot or e2e)");
+        if (*target > Duration::zero())
+            return bad("'" + key + "' given twice");
+        const char *begin = value.c_str();
+        char *end = nullptr;
+        const double number = std::strtod(begin, &end);
+        if (end == begin)
+            return bad("'" + item + "' has no number");
+        const std::string unit(end);
+        double scale = 0;
+        if (unit == "us" || unit == "µs")
+            scale = 1e-6;
+        else if (unit == "ms")
+            scale = 1e-3;
+        else if (unit == "s")
+            scale = 1;
+        else
+            return bad("'" + item + "' needs a unit: us, ms or s");
+        if (!(number > 0) || !std::isfinite(number) || number * scale > 86400)
+            return bad("'" + item + "' must be positive (and at most a day)");
+        *target = fromSeconds(number * scale);
+        if (*target <= Duration::zero())
+            return bad("'" + item + "' is below a nanosecond");
+        seenAny = true;
+        if (comma == spec.size())
+            break;
+    }
+    if (!seenAny)
+        return bad("empty");
+    return slo;
+}
+
+std::string describe(const Slo &slo)
+{
+    std::string out;
+    auto add = [&](const char *name, Duration d) {
+        if (d > Duration::zero())
+            out += std::string(out.empty() ? "" : ", ") + name + " <= " + formatDuration(d);
+    };
+    add("ttft", slo.ttft);
+    add("tpot", slo.tpot);
+    add("e2e", slo.e2e);
+    return out;
+}
+
+bool meetsSlo(const LoadSample &s, const Slo &slo)
+{
+    if (s.status != StatusCode::Ok)
+        return false;
+    if (slo.ttft > Duration::zero() && (s.ttft <= Duration::zero() || s.ttft > slo.ttft))
+        return false; // a bound on the first token: no first token, no pass
+    if (slo.tpot > Duration::zero() && s.tpot > slo.tpot)
+        return false; // fewer than two tokens: no TPOT, nothing to miss
+    if (slo.e2e > Duration::zero() && s.latency > slo.e2e)
+        return false;
+    return true;
+}
+
 WindowFigures summarizeWindow(const std::vector<LoadSample> &samples, Duration windowStart,
-                              Duration windowEnd)
+                              Duration windowEnd, const Slo &slo)
 {
     WindowFigures f;
     std::uint64_t inputTokens = 0, outputTokens = 0, tpotCount = 0;
@@ -65,6 +147,8 @@ WindowFigures summarizeWindow(const std::vector<LoadSample> &samples, Duration w
             continue;
         }
         ++f.completed;
+        if (meetsSlo(s, slo))
+            ++f.good;
         inputTokens += s.inputTokens;
         outputTokens += s.outputTokens;
         f.latency.record(s.latency.count());
@@ -73,6 +157,7 @@ WindowFigures summarizeWindow(const std::vector<LoadSample> &samples, Duration w
         if (s.tpot > Duration::zero()) {
             tpotSumMs += toSeconds(s.tpot) * 1e3;
             ++tpotCount;
+            f.tpot.record(s.tpot.count());
         }
     }
     const double windowS = toSeconds(windowEnd - windowStart);
@@ -80,6 +165,7 @@ WindowFigures summarizeWindow(const std::vector<LoadSample> &samples, Duration w
         f.requestsPerS = double(f.completed) / windowS;
         f.inputTokensPerS = double(inputTokens) / windowS;
         f.outputTokensPerS = double(outputTokens) / windowS;
+        f.goodputPerS = double(f.good) / windowS;
     }
     f.meanTpotMs = tpotCount ? tpotSumMs / double(tpotCount) : 0;
     return f;
@@ -129,7 +215,12 @@ Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const Loa
         sample.status = r.status.code();
         sample.inputTokens = std::uint64_t(a.inputTokens);
         sample.outputTokens = r.tokens.size();
-        sample.ttft = r.timing.timeToFirstToken;
+        // The engine times the first token from the request's arrival in
+        // the engine; the bench counts from the scheduled arrival (as the
+        // latency), so a late submit shows up in TTFT too.
+        const Duration submitLag = std::max(Duration::zero(), sample.latency - r.timing.total);
+        if (r.timing.timeToFirstToken > Duration::zero())
+            sample.ttft = r.timing.timeToFirstToken + submitLag;
         sample.tpot = r.timing.timePerOutputToken;
         std::lock_guard lock(tally->mutex);
         tally->samples.push_back(sample);
@@ -170,7 +261,7 @@ Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const Loa
     r.rejected = rejected;
     batches->fill(r);
     std::lock_guard lock(tally->mutex);
-    WindowFigures f = summarizeWindow(tally->samples, windowStartOffset, windowEndOffset);
+    WindowFigures f = summarizeWindow(tally->samples, windowStartOffset, windowEndOffset, o.slo);
     r.arrived = f.arrived;
     r.completed = f.completed;
     r.failed = f.failed;
@@ -180,7 +271,12 @@ Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const Loa
     r.outputTokensPerS = f.outputTokensPerS;
     r.latency = std::move(f.latency);
     r.ttft = std::move(f.ttft);
+    r.tpot = std::move(f.tpot);
     r.meanTpotMs = f.meanTpotMs;
+    r.slo = o.slo;
+    r.good = f.good;
+    r.goodputPerS = f.goodputPerS;
+    r.attainment = f.attainment();
     return r;
 }
 
@@ -209,8 +305,17 @@ nlohmann::json toJson(const LoadRunResult &r)
                      {"batches", r.batches},
                      {"clean", r.clean()}};
     if (r.ttft.count() > 0) {
-        j["ttft_ms"] = {{"p50", ms(r.ttft, 0.5)}, {"p99", ms(r.ttft, 0.99)}};
+        j["ttft_ms"] = {{"p50", ms(r.ttft, 0.5)}, {"p90", ms(r.ttft, 0.9)}, {"p99", ms(r.ttft, 0.99)}};
         j["mean_tpot_ms"] = r.meanTpotMs;
+    }
+    if (r.tpot.count() > 0)
+        j["tpot_ms"] = {{"p50", ms(r.tpot, 0.5)}, {"p90", ms(r.tpot, 0.9)}, {"p99", ms(r.tpot, 0.99)}};
+    if (r.slo.any()) {
+        auto bound = [](Duration d) { return d > Duration::zero() ? nlohmann::json(toSeconds(d) * 1e3) : nlohmann::json(); };
+        j["slo_ms"] = {{"ttft", bound(r.slo.ttft)}, {"tpot", bound(r.slo.tpot)}, {"e2e", bound(r.slo.e2e)}};
+        j["good"] = r.good;
+        j["goodput"] = r.goodputPerS;
+        j["slo_attainment"] = r.attainment;
     }
     return j;
 }

@@ -28,12 +28,33 @@
 
 namespace bp::bench {
 
+// Service-level objectives for goodput (`--slo ttft=500ms,tpot=50ms,e2e=2s`):
+// a request meets them when it completed OK and each GIVEN bound holds for it
+// (vLLM's benchmark_serving and DistServe count goodput this way). Unset
+// bounds (zero) are not checked.
+//  - ttft: scheduled arrival -> first token;
+//  - tpot: (last token - first token) / (tokens - 1); a request with fewer
+//    than two tokens has no TPOT and meets any tpot bound (vLLM's rule);
+//  - e2e: scheduled arrival -> completion.
+struct Slo {
+    Duration ttft{}, tpot{}, e2e{};
+    bool any() const { return ttft > Duration::zero() || tpot > Duration::zero() || e2e > Duration::zero(); }
+    bool tokenLevel() const { return ttft > Duration::zero() || tpot > Duration::zero(); }
+};
+// "ttft=500ms,tpot=50ms,e2e=2s": any subset of the three, each once, a
+// positive number with a unit (us, ms, s). InvalidArgument naming the bad
+// item otherwise.
+Result<Slo> parseSlo(std::string_view spec);
+// "ttft <= 500ms, tpot <= 50ms" (empty when no bound is set).
+std::string describe(const Slo &slo);
+
 struct LoadRunOptions {
     BatchingConfig config;
     WorkloadSpec workload; // limit: the caller sets one past warmup + duration; arrivals stop at the window end
     double warmupS = 2;
     double durationS = 10;
     double drainS = 5;
+    Slo slo; // goodput counts the window's requests that meet it
 };
 
 // One request of a run as its completion saw it. Offsets count from the
@@ -44,7 +65,7 @@ struct LoadSample {
     StatusCode status = StatusCode::Ok;
     std::uint64_t inputTokens = 0;
     std::uint64_t outputTokens = 0;
-    Duration ttft{}; // generative: arrival -> first token (0 = none)
+    Duration ttft{}; // generative: scheduled arrival -> first token (0 = none)
     Duration tpot{}; // generative, 2+ tokens (0 = none)
 };
 
@@ -58,11 +79,15 @@ struct WindowFigures {
     double requestsPerS = 0;      // completed / window length
     double inputTokensPerS = 0;   // of the completed ones
     double outputTokensPerS = 0;
-    LatencyHistogram latency, ttft; // ns, over the completed ones
+    LatencyHistogram latency, ttft, tpot; // ns, over the completed ones (tpot: those with 2+ tokens)
     double meanTpotMs = 0;
+    std::uint64_t good = 0;  // completed ones that met every bound of the SLO
+    double goodputPerS = 0;  // good / window length (= requestsPerS without an SLO)
+    double attainment() const { return arrived ? double(good) / double(arrived) : 0; }
 };
+bool meetsSlo(const LoadSample &sample, const Slo &slo);
 WindowFigures summarizeWindow(const std::vector<LoadSample> &samples, Duration windowStart,
-                              Duration windowEnd);
+                              Duration windowEnd, const Slo &slo = {});
 
 struct LoadRunResult {
     BatchingConfig config;
@@ -77,8 +102,13 @@ struct LoadRunResult {
     double inputTokensPerS = 0;
     double outputTokensPerS = 0;
     LatencyHistogram latency; // ns, scheduled arrival -> completion
-    LatencyHistogram ttft;    // ns, generative only
+    LatencyHistogram ttft;    // ns, generative only, from the scheduled arrival
+    LatencyHistogram tpot;    // ns, generative, requests with 2+ tokens
     double meanTpotMs = 0;    // generative, requests with 2+ tokens
+    Slo slo;
+    std::uint64_t good = 0;   // window arrivals that completed OK within the SLO
+    double goodputPerS = 0;   // good / window
+    double attainment = 0;    // good / arrived
     double paddingEfficiency = 1;
     double meanBatchSize = 0;
     std::uint64_t batches = 0;

@@ -99,6 +99,17 @@ private slots:
         QVERIFY2(r.err.contains("unknown option --no-such-option"), qPrintable(r.err));
         QVERIFY2(r.err.contains("--help"), qPrintable(r.err));
     }
+
+    // A malformed --slo is refused (exit 2) with what is wrong and what a
+    // good one looks like, before any model is loaded.
+    void loadRefusesMalformedSlo()
+    {
+        const Run r = runBench({"load", "--slo", "ttft=500,tpot=50ms"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("--slo 'ttft=500,tpot=50ms': 'ttft=500' needs a unit"), qPrintable(r.err));
+        QVERIFY2(r.err.contains("ttft=500ms,tpot=50ms"), qPrintable(r.err));
+        QVERIFY2(r.out.isEmpty(), qPrintable(r.out));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestBenchHelp)
