@@ -66,7 +66,7 @@ std::string BatchingConfig::queueName(int q) const
 
 Status validate(const BatchingConfig &c)
 {
-    // Every range lives in the knob table (engine/knobs.cpp).
+    // Every range lives in the knob table (engine/knob_table.cpp).
     for (const Knob &k : knobs())
         if (Status s = checkKnob(k, c); !s)
             return s;

@@ -1,4 +1,5 @@
 #include "replayer.h"
+#include "replay_plan.h"
 
 #include "host_facts.h"
 
@@ -19,14 +20,6 @@ namespace bp {
 namespace {
 
 constexpr Duration kCancelSlice = std::chrono::milliseconds(50);
-
-// One arrival as the replay sends it.
-struct PlannedRequest {
-    Duration offset{}; // scaled by speed
-    double sourceS = 0;
-    int inputTokens = 1;
-    int maxNewTokens = 0;
-};
 
 // Counts outcomes from completion callbacks (engine threads).
 struct Tally {
@@ -90,7 +83,13 @@ public:
         m_outcome.total = plan.size();
     }
 
-    ReplayOutcome runReal();
+    // `drain`, when given, runs on a thread of its own once the last
+    // request is submitted, while this thread waits for the completions and
+    // keeps reporting progress: the embedded engine's shutdown(Drain), which
+    // flushes what no policy would dispatch without more arrivals (a partial
+    // `static` batch used to hang the replay here forever). A cancel during
+    // that tail waits for the drain to finish.
+    ReplayOutcome runReal(const std::function<void()> &drain = {});
     // The embedded engine only: a discrete-event simulation on `clock`.
     ReplayOutcome runVirtual(Engine &engine, SessionRecorder &recorder, FakeClock &clock);
     // Completions counted so far (ok, not ok).
@@ -166,7 +165,7 @@ void Driver::waitForCompletions()
     }
 }
 
-ReplayOutcome Driver::runReal()
+ReplayOutcome Driver::runReal(const std::function<void()> &drain)
 {
     TimerSlack slack;
     const TimePoint start = SteadyClock::now();
@@ -183,7 +182,12 @@ ReplayOutcome Driver::runReal()
         submit(i, when);
         report(false);
     }
+    std::thread drainer;
+    if (drain && !cancelled(m_cancel))
+        drainer = std::thread(drain);
     waitForCompletions();
+    if (drainer.joinable())
+        drainer.join();
     return m_outcome;
 }
 
@@ -234,67 +238,14 @@ ReplayOutcome Driver::runVirtual(Engine &engine, SessionRecorder &recorder, Fake
     return m_outcome;
 }
 
-Status checkOptions(const ReplayOptions &o)
+// The session's notes say how far a cancelled replay got.
+void noteCancellation(TraceStore &store, const ReplayOptions &options, const ReplayOutcome &outcome)
 {
-    if (!(o.speed > 0) || !std::isfinite(o.speed) || o.speed > 1e6)
-        return {StatusCode::InvalidArgument, "replay speed must be in (0, 1e6]"};
-    if (!(o.lengthScale > 0) || !std::isfinite(o.lengthScale) || o.lengthScale > 1e3)
-        return {StatusCode::InvalidArgument, "replay length scale must be in (0, 1000]"};
-    if (o.source.id <= 0)
-        return {StatusCode::InvalidArgument, "replay needs a source id"};
-    return Status::ok();
-}
-
-// The source's arrivals as this replay sends them.
-struct Plan {
-    std::vector<PlannedRequest> requests;
-    std::size_t clamped = 0;
-};
-
-Result<Plan> planFor(const TraceStore &store, const ReplayOptions &options, const ModelInfo &model)
-{
-    const bool fromSession = options.source.kind == ReplaySource::Kind::Session;
-    auto rows = fromSession ? store.sessionArrivals(options.source.id) : store.traceRows(options.source.id);
-    if (!rows)
-        return rows.status();
-    std::size_t count = rows->size();
-    if (options.limit > 0)
-        count = std::min(count, options.limit);
-    if (count == 0)
-        return Status(StatusCode::InvalidArgument, std::string(fromSession ? "session " : "trace ") +
-                                                       std::to_string(options.source.id) +
-                                                       " has no requests to replay");
-    Plan out;
-    out.requests.resize(count);
-    for (std::size_t i = 0; i < count; ++i) {
-        const TraceRow &row = (*rows)[i];
-        PlannedRequest &p = out.requests[i];
-        p.sourceS = row.arrivalS;
-        p.offset = fromSeconds(row.arrivalS / options.speed);
-        p.inputTokens = std::max(1, int(std::lround(row.inputTokens * options.lengthScale)));
-        if (options.clampToModel && p.inputTokens > model.maxSequenceLength) {
-            p.inputTokens = model.maxSequenceLength;
-            ++out.clamped;
-        }
-        if (model.generative) {
-            p.maxNewTokens = std::max(0, int(std::lround(row.outputTokens * options.lengthScale)));
-            if (model.maxNewTokensLimit > 0)
-                p.maxNewTokens = std::min(p.maxNewTokens, model.maxNewTokensLimit);
-        }
-    }
-    return out;
-}
-
-nlohmann::json replayParameters(const ReplayOptions &options, std::size_t count)
-{
-    const bool fromSession = options.source.kind == ReplaySource::Kind::Session;
-    return {{"source", {{"kind", fromSession ? "session" : "trace"}, {"id", options.source.id}}},
-            {"speed", options.speed},
-            {"length_scale", options.lengthScale},
-            {"limit", options.limit},
-            {"clock", replayClockName(options.clock)},
-            {"clamp_to_model", options.clampToModel},
-            {"requests", count}};
+    if (!outcome.cancelled)
+        return;
+    const std::string note = "cancelled after " + std::to_string(outcome.submitted) + " of " +
+                             std::to_string(outcome.total) + " requests";
+    (void)store.setSessionNotes(outcome.sessionId, options.notes.empty() ? note : options.notes + "; " + note);
 }
 
 } // namespace
@@ -321,28 +272,12 @@ Result<ReplayOutcome> Replayer::run(const ReplayOptions &options, const Progress
         return Status(StatusCode::InvalidArgument, "replay needs a trace store and a backend");
     if (options.clock == ReplayClock::Simulated)
         return Status(StatusCode::InvalidArgument, "a simulated replay runs through SimulatedReplay, with a calibration");
-    if (Status s = checkOptions(options); !s)
-        return s;
-    const bool fromSession = options.source.kind == ReplaySource::Kind::Session;
-
-    // The source's last config (a session), else the defaults.
-    BatchingConfig config;
-    if (options.config) {
-        config = *options.config;
-    } else if (fromSession) {
-        auto history = m_store->configHistory(options.source.id);
-        if (!history)
-            return history.status();
-        if (!history->empty())
-            config = history->back().config;
-    }
-    if (Status s = validate(config); !s)
-        return s;
-    auto planned = planFor(*m_store, options, m_backend->info());
+    // The arrivals, and the config: the options', else the source session's last, else the defaults.
+    auto planned = planReplay(*m_store, options, m_backend->info());
     if (!planned)
         return planned.status();
     const std::vector<PlannedRequest> &plan = planned->requests;
-    const std::size_t count = plan.size(), clamped = planned->clamped;
+    const BatchingConfig &config = planned->config;
 
     // A fresh engine under the chosen config.
     FakeClock virtualClock;
@@ -358,12 +293,7 @@ Result<ReplayOutcome> Replayer::run(const ReplayOptions &options, const Progress
     if (!engine)
         return engine.status();
 
-    SessionStart start;
-    start.kind = "replay";
-    start.notes = options.notes;
-    (fromSession ? start.sourceSessionId : start.sourceTraceId) = options.source.id;
-    start.replay = replayParameters(options, count);
-    start.replay["config"] = toJson(config);
+    SessionStart start = replaySessionStart(options, *planned);
     RecorderOptions ro = options.recorder;
     ro.sink.requestSource = "replay";
     if (isVirtual)
@@ -376,7 +306,8 @@ Result<ReplayOutcome> Replayer::run(const ReplayOptions &options, const Progress
     Engine &e = **engine;
     Driver driver([&e](Request r, Completion done) { return e.submit(std::move(r), std::move(done)); },
                   e.model().vocabSize, options, plan, progress, cancel);
-    ReplayOutcome outcome = isVirtual ? driver.runVirtual(e, **recorder, virtualClock) : driver.runReal();
+    ReplayOutcome outcome = isVirtual ? driver.runVirtual(e, **recorder, virtualClock)
+                                      : driver.runReal([&e] { e.shutdown(ShutdownMode::Drain); });
     outcome.cancelled = cancelled(cancel);
     (*engine)->shutdown(outcome.cancelled ? ShutdownMode::Fail : ShutdownMode::Drain);
     (void)(*recorder)->finish();
@@ -397,49 +328,36 @@ Result<ReplayOutcome> Replayer::run(const ReplayOptions &options, const Progress
             progress(last);
     }
     outcome.sessionId = (*recorder)->sessionId();
-    outcome.clamped = clamped;
+    outcome.clamped = planned->clamped;
     outcome.config = config;
     outcome.wallSeconds = toSeconds(SteadyClock::now() - wallStart);
     outcome.warning = (*recorder)->warning();
-    if (outcome.cancelled) {
-        const std::string note = "cancelled after " + std::to_string(outcome.submitted) + " of " +
-                                 std::to_string(outcome.total) + " requests";
-        (void)m_store->setSessionNotes(outcome.sessionId,
-                                       options.notes.empty() ? note : options.notes + "; " + note);
-    }
+    noteCancellation(*m_store, options, outcome);
     return outcome;
 }
 
-} // namespace bp
-
-namespace bp {
 
 Result<ReplayOutcome> Replayer::runRemote(const ReplayOptions &options, RemoteTarget &target,
                                           const ProgressFn &progress, const std::atomic<bool> *cancel)
 {
     if (!m_store)
         return Status(StatusCode::InvalidArgument, "replay needs a trace store");
-    if (Status s = checkOptions(options); !s)
-        return s;
     if (options.clock != ReplayClock::Real)
         return Status(StatusCode::InvalidArgument,
                       "a remote replay runs on the real clock (--virtual simulates the "
                       "embedded engine; there is no remote server to simulate)");
-    auto planned = planFor(*m_store, options, target.model());
+    auto planned = planReplay(*m_store, options, target.model());
     if (!planned)
         return planned.status();
     const std::vector<PlannedRequest> &plan = planned->requests;
-    const bool fromSession = options.source.kind == ReplaySource::Kind::Session;
 
-    SessionStart start;
+    SessionStart start = replaySessionStart(options, *planned);
     start.kind = "remote";
-    start.notes = options.notes;
+    start.replay.erase("config"); // the remote server's settings are its own, not this config
     start.model = target.model().name;
     start.device = "remote";
     start.host = hostFacts();
     start.targetUrl = target.url();
-    (fromSession ? start.sourceSessionId : start.sourceTraceId) = options.source.id;
-    start.replay = replayParameters(options, plan.size());
     start.replay["target"] = target.describe();
     auto id = m_store->startSession(start);
     if (!id)
@@ -501,12 +419,7 @@ Result<ReplayOutcome> Replayer::runRemote(const ReplayOptions &options, RemoteTa
     outcome.clamped = planned->clamped;
     outcome.wallSeconds = toSeconds(SteadyClock::now() - wallStart);
     outcome.warning = trace->warning();
-    if (outcome.cancelled) {
-        const std::string note = "cancelled after " + std::to_string(outcome.submitted) + " of " +
-                                 std::to_string(outcome.total) + " requests";
-        (void)m_store->setSessionNotes(outcome.sessionId,
-                                       options.notes.empty() ? note : options.notes + "; " + note);
-    }
+    noteCancellation(*m_store, options, outcome);
     return outcome;
 }
 

@@ -55,7 +55,7 @@ private slots:
             return;
         }
         QVERIFY2(current == table,
-                 ("docs/configuration.md's knob table differs from engine/knobs.cpp; regenerate "
+                 ("docs/configuration.md's knob table differs from engine/knob_table.cpp; regenerate "
                   "it with: BATCHPILOT_UPDATE_DOCS=1 ctest --preset default -R test_knobs\n"
                   "expected:\n" +
                   table)

@@ -241,6 +241,32 @@ private slots:
         QCOMPARE(f.store->session(out->sessionId)->replay["clock"].get<std::string>(), std::string("real"));
     }
 
+    // A real-clock replay under `static` whose request count is not a
+    // multiple of the batch size ends: the partial batch is flushed (or, with
+    // flush-on-drain off, failed) by the drain after the last submission.
+    // It used to wait for its completions forever.
+    void realClockStaticPartialBatchEnds()
+    {
+        for (const bool flush : {true, false}) {
+            Fixture f;
+            const auto traceId = f.addTrace(10, 0.5);
+            ReplayOptions o;
+            o.source = {ReplaySource::Kind::Trace, traceId};
+            o.clock = ReplayClock::Real;
+            o.speed = 10;
+            o.recorder.samplePeriod = Duration::zero();
+            BatchingConfig c;
+            c.policy = PolicyKind::Static;
+            c.staticBatchSize = 4; // 10 = 4 + 4 + 2
+            c.staticFlushOnDrain = flush;
+            o.config = c;
+            auto out = Replayer(f.store, f.backend).run(o);
+            QVERIFY2(out, out.status().toString().c_str());
+            QCOMPARE(out->completed + out->failed, std::size_t(10));
+            QCOMPARE(out->completed, std::size_t(flush ? 10 : 8));
+        }
+    }
+
     void progressAndCancel()
     {
         Fixture f;
