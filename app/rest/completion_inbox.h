@@ -21,10 +21,13 @@
 
 namespace bp::rest {
 
+// A row's completion, or (isToken) one token it generated (Request::onToken).
 struct Delivery {
     quint64 callId = 0;
     int row = 0;
     Response response;
+    bool isToken = false;
+    TokenId token = 0;
 };
 
 class CompletionInbox : public std::enable_shared_from_this<CompletionInbox> {

@@ -35,6 +35,21 @@ void ConnectionQueue::fulfil(quint64 seq, HttpReply reply)
     flush();
 }
 
+void ConnectionQueue::stream(quint64 seq, QByteArray bytes, bool last)
+{
+    for (Slot &slot : m_slots) {
+        if (slot.seq == seq) {
+            Q_ASSERT(!slot.ready);
+            slot.streaming = true;
+            slot.responder.reset(); // written raw; an unwritten 6.4 responder touches nothing
+            slot.raw += bytes;
+            slot.ready = last;
+            break;
+        }
+    }
+    flush();
+}
+
 void ConnectionQueue::pushRaw(QByteArray response)
 {
     Slot slot;
@@ -53,12 +68,26 @@ void ConnectionQueue::closeWhenFlushed()
 
 void ConnectionQueue::flush()
 {
-    while (!m_slots.empty() && m_slots.front().ready) {
-        Slot slot = std::move(m_slots.front());
-        m_slots.pop_front();
+    while (!m_slots.empty()) {
         // A client that hung up may leave the socket alive until Qt's
         // deleteLater runs: write only to a connected socket.
-        if (m_socket->state() != QAbstractSocket::ConnectedState)
+        const bool connected = m_socket->state() == QAbstractSocket::ConnectedState;
+        Slot &front = m_slots.front();
+        if (front.streaming) {
+            // What a stream has so far goes out as soon as it is at the front.
+            if (connected && !front.raw.isEmpty())
+                m_socket->write(front.raw);
+            front.raw.clear();
+            if (!front.ready)
+                break;
+            m_slots.pop_front();
+            continue;
+        }
+        if (!front.ready)
+            break;
+        Slot slot = std::move(front);
+        m_slots.pop_front();
+        if (!connected)
             continue;
         if (slot.responder)
             writeReply(*slot.responder, *slot.reply);
@@ -73,6 +102,12 @@ void ReplyTicket::send(HttpReply reply) const
 {
     if (queue)
         queue->fulfil(seq, std::move(reply));
+}
+
+void ReplyTicket::stream(QByteArray bytes, bool last) const
+{
+    if (queue)
+        queue->stream(seq, std::move(bytes), last);
 }
 
 } // namespace bp::rest

@@ -36,6 +36,10 @@ public:
     quint64 reserve(QHttpServerResponder &&responder);
     // Gives slot `seq` its reply and writes every ready slot at the front.
     void fulfil(quint64 seq, HttpReply reply);
+    // Slot `seq` answers in pieces (a server-sent-event stream): `bytes` go
+    // out as soon as every slot before it is written, the slot ends with
+    // `last`. The caller frames them (head, chunks: http_reply.h).
+    void stream(quint64 seq, QByteArray bytes, bool last);
     // A pre-formatted answer with no responder (the connection guard's
     // 413/431/411), in order after the slots already reserved.
     void pushRaw(QByteArray response);
@@ -51,7 +55,8 @@ private:
         std::optional<QHttpServerResponder> responder;
         std::optional<HttpReply> reply;
         QByteArray raw;
-        bool ready = false;
+        bool ready = false;     // complete: written and removed when at the front
+        bool streaming = false; // stream(): `raw` holds what is not yet written
     };
     void flush();
 
@@ -69,6 +74,10 @@ struct ReplyTicket {
 
     // Writes the reply (in order) unless the client has gone.
     void send(HttpReply reply) const;
+    // A piece of a streamed answer (ConnectionQueue::stream).
+    void stream(QByteArray bytes, bool last) const;
+    // False once the client has gone (its connection was closed).
+    bool connected() const { return !queue.isNull(); }
 };
 
 } // namespace bp::rest

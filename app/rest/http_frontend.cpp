@@ -4,6 +4,7 @@
 
 #include "body_limit_guard.h"
 #include "oip_codec.h"
+#include "openai_codec.h"
 #include "prometheus_exporter.h"
 #include "v1_codec.h"
 
@@ -197,6 +198,7 @@ void HttpFrontend::dispatch(const QHttpServerRequest &request, const ReplyTicket
     switch (*match.route) {
     case Route::V1Infer:
     case Route::OipInfer:
+    case Route::Completions:
     case Route::PutConfig:
         if (draining)
             return send(ticket, errorReply(HttpStatus::ServiceUnavailable, "server is shutting down"));
@@ -208,6 +210,8 @@ void HttpFrontend::dispatch(const QHttpServerRequest &request, const ReplyTicket
         return startV1Infer(body, ticket);
     if (*match.route == Route::OipInfer)
         return startOipInfer(match, body, ticket);
+    if (*match.route == Route::Completions)
+        return startCompletion(body, ticket);
     if (*match.route == Route::SessionReport)
         return startReport(match, request, ticket);
     send(ticket, handleSync(*match.route, match, request));
@@ -239,6 +243,7 @@ HttpReply HttpFrontend::handleSync(Route route, const RouteMatch &, const QHttpS
         return metrics();
     case Route::V1Infer:
     case Route::OipInfer:
+    case Route::Completions:
     case Route::SessionReport:
         break;
     }
@@ -326,6 +331,65 @@ void HttpFrontend::startOipInfer(const RouteMatch &, const QByteArray &body, con
     std::vector<Request> rows = std::move(parsed->rows);
     call.oip = std::move(*parsed);
     admit(std::move(call), std::move(rows));
+}
+
+void HttpFrontend::startCompletion(const QByteArray &body, const ReplyTicket &ticket)
+{
+    if (waitingRoomFull())
+        return send(ticket, waitingRoomFullReply());
+    auto parsed = [&] {
+        const nvtx::Range range(nvtx::Category::Rest, "parse /v1/completions");
+        return parseCompletionRequest(view(body), m_engine.model());
+    }();
+    if (!parsed)
+        return send(ticket, errorReply(parsed.status()));
+    InferCall call;
+    call.kind = InferCall::Kind::Completion;
+    call.ticket = ticket;
+    call.modelName = servedModelName(m_engine.model());
+    call.received = m_requestStart;
+    CompletionCall &c = call.completion;
+    c.id = "cmpl-" + std::to_string(m_nextCompletionId++);
+    c.created = std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+    c.model = call.modelName;
+    c.stream = parsed->stream;
+    c.maxTokens = parsed->request.maxNewTokens;
+    c.promptTokens = parsed->promptTokens;
+    // A client that disconnects (Qt then deletes its socket and the queue
+    // with it) stops its request at the engine's next step or decision.
+    parsed->request.cancelled = c.cancelled;
+    connect(ticket.queue.data(), &QObject::destroyed, this, [cancelled = c.cancelled] { cancelled->store(true); });
+    std::vector<Request> rows;
+    rows.push_back(std::move(parsed->request));
+    admit(std::move(call), std::move(rows));
+}
+
+void HttpFrontend::onToken(InferCall &call, TokenId token)
+{
+    if (!call.completion.stream)
+        return;
+    if (!call.ticket.connected()) {
+        call.completion.cancelled->store(true);
+        return;
+    }
+    if (!call.completion.headSent())
+        ++m_responsesByCode[int(HttpStatus::Ok)];
+    call.ticket.stream(call.completion.tokenPiece(token), false);
+}
+
+void HttpFrontend::finishCompletion(InferCall &call)
+{
+    CompletionCall &c = call.completion;
+    if (!call.ticket.connected())
+        return; // the client has gone (the request was cancelled): nothing to write
+    const Status &status = call.refusedRow == 0 ? call.refusal : call.responses.front().status;
+    if (!c.stream || (!c.headSent() && !status.isOk()))
+        return send(call.ticket, call.reply(InferCall::SteadyTime::clock::now()));
+    if (!c.headSent())
+        ++m_responsesByCode[int(HttpStatus::Ok)];
+    call.ticket.stream(status.isOk() ? c.finishPiece(call.responses.front()) : c.errorPiece(status), true);
 }
 
 bool HttpFrontend::hasRoom(std::size_t rows)
@@ -418,6 +482,17 @@ void HttpFrontend::submitCall(InferCall call, std::vector<Request> rows)
     call.responses.resize(std::size_t(n));
     call.answered.assign(std::size_t(n), false);
     InferCall &c = m_calls.emplace(id, std::move(call)).first->second;
+    if (c.kind == InferCall::Kind::Completion && c.completion.stream && n == 1) {
+        // Each token hops to this thread like a completion does; the
+        // callback runs on an engine thread and only pushes.
+        rows[0].onToken = [inbox = m_inbox, id](const TokenEvent &e) {
+            Delivery d;
+            d.callId = id;
+            d.isToken = true;
+            d.token = e.token;
+            inbox->push(std::move(d));
+        };
+    }
     for (int i = 0; i < n; ++i) {
         // The completion runs on an engine thread: it only hands the
         // response over and returns (no Qt object, no pointer into this).
@@ -433,7 +508,10 @@ void HttpFrontend::submitCall(InferCall call, std::vector<Request> rows)
         ++c.outstanding;
     }
     if (c.outstanding == 0) {
-        send(c.ticket, c.reply(InferCall::SteadyTime::clock::now()));
+        if (c.kind == InferCall::Kind::Completion)
+            finishCompletion(c);
+        else
+            send(c.ticket, c.reply(InferCall::SteadyTime::clock::now()));
         m_calls.erase(id);
     }
 }
@@ -444,8 +522,15 @@ void HttpFrontend::onDeliveries(std::vector<Delivery> &deliveries)
         auto it = m_calls.find(d.callId);
         if (it == m_calls.end())
             continue;
+        if (d.isToken) {
+            onToken(it->second, d.token);
+            continue;
+        }
         if (it->second.deliver(d.row, std::move(d.response))) {
-            send(it->second.ticket, it->second.reply(InferCall::SteadyTime::clock::now()));
+            if (it->second.kind == InferCall::Kind::Completion)
+                finishCompletion(it->second);
+            else
+                send(it->second.ticket, it->second.reply(InferCall::SteadyTime::clock::now()));
             m_calls.erase(it);
         }
     }

@@ -67,6 +67,12 @@ private:
     HttpReply metrics();
     void startV1Infer(const QByteArray &body, const ReplyTicket &ticket);
     void startOipInfer(const RouteMatch &match, const QByteArray &body, const ReplyTicket &ticket);
+    // POST /v1/completions (openai_codec.h, completion_call.h).
+    void startCompletion(const QByteArray &body, const ReplyTicket &ticket);
+    // A token of a streamed completion: its chunk goes out now.
+    void onToken(InferCall &call, TokenId token);
+    // A finished completion: the end of its stream, or its whole answer.
+    void finishCompletion(InferCall &call);
     // Submits the call now if the admission queue has room for its rows,
     // else parks it in the waiting room (RestOptions::admissionWait).
     void admit(InferCall call, std::vector<Request> rows);
@@ -97,6 +103,7 @@ private:
     std::shared_ptr<CompletionInbox> m_inbox;
     std::unordered_map<quint64, InferCall> m_calls;
     quint64 m_nextCallId = 1;
+    quint64 m_nextCompletionId = 1;
     // When handleRequest() was entered for the request being dispatched.
     InferCall::SteadyTime m_requestStart{};
     // Calls waiting for room in the admission queue, oldest first (all wait

@@ -83,6 +83,29 @@ void writeReply(QHttpServerResponder &responder, const HttpReply &r)
     responder.socket()->write(out);
 }
 
+QByteArray streamHead(HttpStatus status, const QByteArray &contentType,
+                      const std::vector<std::pair<QByteArray, QByteArray>> &headers)
+{
+    QByteArray out = statusLine(status);
+    out += "Content-Type: " + contentType + "\r\n";
+    for (const auto &[name, value] : headers)
+        out += name + ": " + value + "\r\n";
+    out += "Transfer-Encoding: chunked\r\n\r\n";
+    return out;
+}
+
+QByteArray chunk(const QByteArray &bytes)
+{
+    if (bytes.isEmpty())
+        return {}; // an empty chunk would end the body
+    return QByteArray::number(bytes.size(), 16) + "\r\n" + bytes + "\r\n";
+}
+
+QByteArray lastChunk()
+{
+    return "0\r\n\r\n";
+}
+
 QByteArray statusLine(HttpStatus status)
 {
     // Built once: every status the enum names, "HTTP/1.1 413 Payload Too Large\r\n".

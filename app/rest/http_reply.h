@@ -46,6 +46,15 @@ HttpStatus httpStatusFor(StatusCode code);
 // extra headers, the body).
 void writeReply(QHttpServerResponder &responder, const HttpReply &reply);
 
+// A streamed answer (server-sent events), HTTP/1.1 chunked: the head
+// (status line, Content-Type, the extra headers, Transfer-Encoding:
+// chunked), each piece framed by chunk(), then lastChunk(). The connection
+// stays open for the next request.
+QByteArray streamHead(HttpStatus status, const QByteArray &contentType,
+                      const std::vector<std::pair<QByteArray, QByteArray>> &headers = {});
+QByteArray chunk(const QByteArray &bytes);
+QByteArray lastChunk();
+
 // "HTTP/1.1 429 Too Many Requests\r\n"
 QByteArray statusLine(HttpStatus status);
 

@@ -50,6 +50,8 @@ HttpReply InferCall::formatted() const
     }
     if (kind == Kind::V1)
         return jsonReply(v1ResponseJson(responses.front(), modelName));
+    if (kind == Kind::Completion)
+        return jsonReply(completion.object(responses.front()));
     return jsonReply(oipInferResponse(modelName, oip, responses));
 }
 

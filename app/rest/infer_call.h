@@ -5,6 +5,7 @@
 // an engine thread holds can dangle.
 #pragma once
 
+#include "completion_call.h"
 #include "connection_queue.h"
 #include "oip_codec.h"
 
@@ -14,13 +15,14 @@
 namespace bp::rest {
 
 struct InferCall {
-    enum class Kind { V1, Oip };
+    enum class Kind { V1, Oip, Completion };
     using SteadyTime = std::chrono::steady_clock::time_point;
 
     Kind kind = Kind::V1;
     ReplyTicket ticket;
     std::string modelName;
     OipInferRequest oip;           // Oip: id and wanted outputs (rows moved out on submit)
+    CompletionCall completion;     // Completion: identity and stream state
     int rows = 0;                  // requests the call asked for
     int outstanding = 0;           // accepted by the engine, not yet answered
     std::vector<Response> responses;

@@ -37,6 +37,8 @@ RouteMatch matchRoute(const QString &rawPath, Method method)
         return byMethod(method, {{Method::Get, Route::ServerMetadata}});
     if (path == QLatin1String("/v1/infer"))
         return byMethod(method, {{Method::Post, Route::V1Infer}});
+    if (path == QLatin1String("/v1/completions"))
+        return byMethod(method, {{Method::Post, Route::Completions}});
     if (path == QLatin1String("/v1/config"))
         return byMethod(method, {{Method::Get, Route::GetConfig}, {Method::Put, Route::PutConfig}});
     if (path == QLatin1String("/v1/stats"))

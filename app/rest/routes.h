@@ -6,6 +6,7 @@
 //   GET  /v2/health/ready                      GET  /v1/stats
 //   GET  /v2                                   GET  /metrics
 //   GET  /v2/models/{name}[/versions/{v}]      POST /v1/infer
+//                                              POST /v1/completions (OpenAI)
 //   GET  /v2/models/{name}[/versions/{v}]/ready
 //   POST /v2/models/{name}[/versions/{v}]/infer
 //   GET  /v1/sessions/{id}/report?format=html|pdf|json
@@ -27,6 +28,7 @@ enum class Route {
     ModelReady,
     OipInfer,
     V1Infer,
+    Completions,
     GetConfig,
     PutConfig,
     Stats,
