@@ -1,5 +1,7 @@
 #include "app_options.h"
 
+#include <algorithm>
+
 #include "commands.h"
 
 #include <QCoreApplication>
@@ -53,9 +55,14 @@ bool isAppOption(const QString &key)
 
 QString helpText()
 {
+    // Names padded to the longest + 2, so that help2man and the bash
+    // completion read every row as "name  summary".
+    qsizetype width = 0;
+    for (const Command &c : commands())
+        width = std::max(width, c.name.size() + 2);
     QString commandList;
     for (const Command &c : commands())
-        commandList += QStringLiteral("  %1%2\n").arg(c.name.leftJustified(14), c.summary);
+        commandList += QStringLiteral("  %1%2\n").arg(c.name.leftJustified(width), c.summary);
     return QStringLiteral("Usage: batchpilot [OPTIONS]\n"
                           "  or:  batchpilot --headless [OPTIONS]\n"
                           "  or:  batchpilot COMMAND [ARGS] [OPTIONS]\n"

@@ -82,6 +82,7 @@ ReplayDialog::ReplayDialog(const QString &sourceText, const BatchingConfig &curr
     form->addRow(tr("&Length scale"), m_lengthScale);
 
     m_limit = new QSpinBox(this);
+    m_limit->setObjectName(QStringLiteral("limit"));
     m_limit->setRange(0, std::numeric_limits<int>::max());
     m_limit->setSpecialValueText(tr("all requests"));
     m_limit->setValue(settings.value(QStringLiteral("limit"), 0).toInt());

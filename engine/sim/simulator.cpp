@@ -102,7 +102,8 @@ struct Simulator::Impl {
         switch (o.output) {
         case OutputKind::None: return 0;
         case OutputKind::Echo:
-            return r.maxNewTokens > 0 ? std::min(r.maxNewTokens, int(r.tokens.size())) : int(r.tokens.size());
+            // builtin:echo: max_new_tokens n > 0 generates n tokens, 0 returns the input
+            return r.maxNewTokens > 0 ? r.maxNewTokens : int(r.tokens.size());
         case OutputKind::Generated: return std::max(1, r.maxNewTokens);
         }
         return 0;

@@ -67,7 +67,7 @@ struct SimArrival {
 // How a request's output is counted, as the model would produce it.
 enum class OutputKind {
     None,      // an encoder: values, no tokens
-    Echo,      // builtin:echo: the input, or its first max_new_tokens
+    Echo,      // builtin:echo: max_new_tokens generated tokens, or the input when 0
     Generated, // a decoder: max(1, max_new_tokens) tokens
 };
 

@@ -89,7 +89,7 @@ private slots:
         QVERIFY2(r.err.contains("--sample"), qPrintable(r.err));
         const Run none = run(BATCHPILOT_EXE, {"import-trace", "--db", dir.filePath("t.sqlite")});
         VERIFY_RUN(none, 2);
-        QVERIFY2(none.err.contains("FILE.csv|--sample"), qPrintable(none.err));
+        QVERIFY2(none.err.contains("FILE|--sample"), qPrintable(none.err));
     }
 };
 

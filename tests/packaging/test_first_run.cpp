@@ -134,7 +134,7 @@ private slots:
             if (!dialog)
                 return;
             poll.stop();
-            auto *limit = dialog->findChild<QSpinBox *>();
+            auto *limit = dialog->findChild<QSpinBox *>(QStringLiteral("limit"));
             seededLimit = limit->value();
             seededScale = dialog->options().lengthScale;
             limit->setValue(300);

@@ -249,11 +249,13 @@ private slots:
     {
         for (const bool flush : {true, false}) {
             Fixture f;
-            const auto traceId = f.addTrace(10, 0.5);
+            std::vector<TraceRow> rows;
+            for (int i = 0; i < 10; ++i)
+                rows.push_back({0.01 * i, 8, 0}); // within the static padded length
+            const auto traceId = f.store->addTrace("ten", "", TraceFormat::Plain, rows)->id;
             ReplayOptions o;
             o.source = {ReplaySource::Kind::Trace, traceId};
             o.clock = ReplayClock::Real;
-            o.speed = 10;
             o.recorder.samplePeriod = Duration::zero();
             BatchingConfig c;
             c.policy = PolicyKind::Static;
@@ -262,6 +264,7 @@ private slots:
             o.config = c;
             auto out = Replayer(f.store, f.backend).run(o);
             QVERIFY2(out, out.status().toString().c_str());
+            QCOMPARE(out->rejected, std::size_t(0));
             QCOMPARE(out->completed + out->failed, std::size_t(10));
             QCOMPARE(out->completed, std::size_t(flush ? 10 : 8));
         }
