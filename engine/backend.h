@@ -73,6 +73,10 @@ public:
     virtual std::int64_t cachedTokens() const = 0;
 };
 
+// step()'s precondition, for implementations to check first: InvalidArgument
+// naming the first sequence that appears twice in `items`.
+Status checkDistinctSequences(const std::vector<StepItem> &items);
+
 class Backend {
 public:
     virtual ~Backend() = default;

@@ -2,7 +2,6 @@
 
 #include <mutex>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace bp {
 
@@ -82,11 +81,8 @@ public:
     Status step(const std::vector<StepItem> &items, std::vector<StepOutcome> &out) override
     {
         out.assign(items.size(), StepOutcome{});
-        std::unordered_set<std::uint64_t> seen;
-        for (const StepItem &item : items)
-            if (!seen.insert(item.sequence).second)
-                return Status(StatusCode::InvalidArgument,
-                              "sequence " + std::to_string(item.sequence) + " appears twice in one step");
+        if (Status s = checkDistinctSequences(items); !s)
+            return s;
         const std::int64_t limit = std::int64_t(m_info.maxSequenceLength) + m_info.maxNewTokensLimit;
         std::lock_guard lock(m_mutex);
         for (std::size_t i = 0; i < items.size(); ++i) {

@@ -22,7 +22,7 @@ template <typename Call> Status guarded(Call &&call)
                       "backend failed: " + what);
     } catch (...) {
         // Not a std::exception (a library throwing an int, a foreign type):
-        // the work fails, the engine keeps serving.
+        // the batch or step fails, the engine keeps serving.
         return Status(StatusCode::Internal, "backend failed: it threw a non-standard exception");
     }
 }
@@ -36,23 +36,13 @@ Status MemoryGuard::runStep(StepModel &model, const std::vector<StepItem> &items
 
 Status MemoryGuard::runOnce(const BatchInput &input, std::vector<SequenceResult> &out)
 {
-    try {
+    return guarded([&] {
         const nvtx::Range range(nvtx::Category::Backend, [&] {
             return "run n=" + std::to_string(input.requests.size()) +
                    " L=" + std::to_string(input.paddedLength);
         });
         return m_backend->run(input, out);
-    } catch (const std::bad_alloc &) {
-        return Status(StatusCode::ResourceExhausted, "out of memory (std::bad_alloc)");
-    } catch (const std::exception &e) {
-        const std::string what = e.what();
-        return Status(looksLikeOutOfMemory(what) ? StatusCode::ResourceExhausted : StatusCode::Internal,
-                      "backend failed: " + what);
-    } catch (...) {
-        // Not a std::exception (a library throwing an int, a foreign type):
-        // the batch fails, the engine keeps serving.
-        return Status(StatusCode::Internal, "backend failed: it threw a non-standard exception");
-    }
+    });
 }
 
 void MemoryGuard::runSplitting(const BatchInput &input, std::vector<SequenceResult> &out, GuardedRun &outcome)

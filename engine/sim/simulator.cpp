@@ -3,6 +3,7 @@
 #include "engine/adaptive.h"
 #include "engine/config_history.h"
 #include "engine/metrics.h"
+#include "engine/outcome.h"
 
 #include <functional>
 
@@ -118,10 +119,8 @@ struct Simulator::Impl {
         std::vector<int> wants;
         std::vector<bool> runs(n, true);
         int longest = 0, ran = 0;
-        std::int64_t realTokens = 0;
         for (std::size_t i = 0; i < n; ++i) {
             const Request &r = batch.items[i].request;
-            realTokens += std::int64_t(r.tokens.size());
             if (o.output == OutputKind::Generated && o.positions > 0 &&
                 int(r.tokens.size()) + std::max(1, r.maxNewTokens) > o.positions) {
                 runs[i] = false; // the decoder refuses it; the rest run
@@ -142,21 +141,8 @@ struct Simulator::Impl {
         Running r;
         r.end = ended + overhead;
         r.executor = executor;
-        BatchRecord &br = r.batch;
-        br.id = batch.id;
-        br.dispatchedAt = batch.dispatchedAt;
-        br.intendedAt = batch.intendedAt;
-        br.startedAt = started;
-        br.size = int(n);
-        br.paddedLength = batch.paddedLength;
-        br.realTokens = realTokens;
-        br.paddedTokens = std::int64_t(n) * batch.paddedLength;
-        br.compute = ended - started;
-        br.reason = batch.reason;
-        br.policy = batch.policy;
-        br.bucket = batch.bucket;
-        br.executor = executor;
-        br.configVersion = batch.configVersion;
+        r.batch = batchRecordOf(batch, started, ended, GuardedRun{}, executor);
+        const BatchRecord &br = r.batch;
         r.records.resize(n);
         for (std::size_t i = 0; i < n; ++i) {
             const Request &req = batch.items[i].request;

@@ -8,7 +8,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace bp {
 
@@ -207,11 +206,8 @@ public:
     Status step(const std::vector<StepItem> &items, std::vector<StepOutcome> &out) override
     {
         out.assign(items.size(), StepOutcome{});
-        std::unordered_set<std::uint64_t> seen;
-        for (const StepItem &item : items)
-            if (!seen.insert(item.sequence).second)
-                return Status(StatusCode::InvalidArgument,
-                              "sequence " + std::to_string(item.sequence) + " appears twice in one step");
+        if (Status s = checkDistinctSequences(items); !s)
+            return s;
         std::vector<std::size_t> running;
         std::vector<Sequence *> sequences;
         std::vector<bool> started;

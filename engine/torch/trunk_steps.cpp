@@ -4,7 +4,6 @@
 #include "torch_backend.h"
 
 #include <algorithm>
-#include <unordered_set>
 
 namespace bp {
 
@@ -58,13 +57,8 @@ void TrunkStepModel::reserve(Sequence &s, std::int64_t needed) const
 Status TrunkStepModel::step(const std::vector<StepItem> &items, std::vector<StepOutcome> &out)
 {
     out.assign(items.size(), StepOutcome{});
-    {
-        std::unordered_set<std::uint64_t> seen;
-        for (const StepItem &item : items)
-            if (!seen.insert(item.sequence).second)
-                return Status(StatusCode::InvalidArgument,
-                              "sequence " + std::to_string(item.sequence) + " appears twice in one step");
-    }
+    if (Status s = checkDistinctSequences(items); !s)
+        return s;
     // The items that run, with their sequences (found or started).
     struct Running {
         std::size_t item;
