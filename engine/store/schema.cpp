@@ -164,7 +164,25 @@ CREATE TABLE calibrations (
 CREATE INDEX calibrations_by_key ON calibrations(model, preset, device, threads);
 )sql";
 
-constexpr const char *kMigrations[] = {kMigration1, kMigration2, kMigration3, kMigration4, kMigration5};
+// Version 6: token-level timing (issue 14). A request's time per output
+// token and a summary of its inter-token gaps (the gaps themselves stay in
+// memory: n - 1 per request); a step's tokens, joins, state after it and
+// preemptions (policy continuous; zero for request batches and old rows).
+constexpr const char *kMigration6 = R"sql(
+ALTER TABLE requests ADD COLUMN tpot_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE requests ADD COLUMN itl_p50_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE requests ADD COLUMN itl_max_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN prefill_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN decode_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN joined INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN running INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN waiting INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN kv_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN preempted INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+constexpr const char *kMigrations[] = {kMigration1, kMigration2, kMigration3,
+                                       kMigration4, kMigration5, kMigration6};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 } // namespace
