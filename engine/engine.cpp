@@ -7,9 +7,32 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <utility>
 
 namespace bp {
+
+namespace {
+
+// The memory guard retries the halves of a batch that ran out of memory
+// from the start (MemoryGuard::runSplitting): a generating backend streams
+// the tokens of the failed attempt again. The client already has them, so
+// each index passes once, in order. (Greedy decoding regenerates the same
+// tokens; the response carries the retry's.) The counter is shared by the
+// copies of the callback; a request runs on one executor at a time.
+std::function<void(const TokenEvent &)> onceEachToken(std::function<void(const TokenEvent &)> inner)
+{
+    auto next = std::make_shared<int>(0);
+    return [inner = std::move(inner), next](const TokenEvent &e) {
+        if (e.index < *next)
+            return;
+        *next = e.index + 1;
+        inner(e);
+    };
+}
+
+} // namespace
 
 Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options)
 {
@@ -75,6 +98,8 @@ Status Engine::submit(Request request, Completion done)
         complete(done, std::move(*answer));
         return Status::ok();
     }
+    if (request.onToken)
+        request.onToken = onceEachToken(std::move(request.onToken));
     Pending pending{std::move(request), std::move(done)};
     Status status;
     bool wake = false;
