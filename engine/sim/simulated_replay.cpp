@@ -26,6 +26,10 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
     auto plan = planReplay(*m_store, o, cal.modelInfo());
     if (!plan)
         return plan.status();
+    if (plan->config.policy == PolicyKind::Continuous && !cal.generative)
+        return Status(StatusCode::InvalidArgument,
+                      "policy continuous needs a model with step-level generation; " + cal.model +
+                          " has none");
 
     SessionStart start = replaySessionStart(o, *plan);
     start.kind = "simulation";
@@ -38,7 +42,8 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
                                    {"device", cal.device},
                                    {"threads", cal.threads},
                                    {"source", cal.source},
-                                   {"batch_fit_error", toJson(cal.batchError)}};
+                                   {"batch_fit_error", toJson(cal.batchError)},
+                                   {"iteration_fit_error", toJson(cal.iterationError)}};
     auto sessionId = m_store->startSession(start);
     if (!sessionId)
         return sessionId.status();
