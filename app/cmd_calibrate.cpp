@@ -47,6 +47,14 @@ void printCalibration(QTextStream &out, const Calibration &c)
                    .arg(k[4] * 1e6, 0, 'g', 4)
                    .arg(k[5] * 1e6, 0, 'g', 4)
                    .arg(k[6] * 1e6, 0, 'g', 4);
+    if (c.generative && c.cost.hasIterationTerms())
+        out << QStringLiteral(
+                   "  iteration(n, T, A) = %1 + %2*n + %3*T + %4*A  (us; one step of policy continuous: n "
+                   "sequences, T tokens fed, A = sum of tokens x context)\n")
+                   .arg(k[7] * 1e6, 0, 'g', 4)
+                   .arg(k[8] * 1e6, 0, 'g', 4)
+                   .arg(k[9] * 1e6, 0, 'g', 4)
+                   .arg(k[10] * 1e6, 0, 'g', 4);
     out << QStringLiteral("  serving overhead per batch: %1 us\n").arg(c.cost.overheadS * 1e6, 0, 'f', 1);
     out << QStringLiteral(
                "  fit error over %1 measurements: median %2, rms %3, worst %4; whole batches: median "
@@ -54,6 +62,10 @@ void printCalibration(QTextStream &out, const Calibration &c)
                .arg(c.error.observations)
                .arg(percent(c.error.medianRel), percent(c.error.rmsRel), percent(c.error.maxRel),
                     percent(c.batchError.medianRel), percent(c.batchError.maxRel));
+    if (c.iterationError.observations > 0)
+        out << QStringLiteral("  generation steps (%1): median %2, worst %3\n")
+                   .arg(c.iterationError.observations)
+                   .arg(percent(c.iterationError.medianRel), percent(c.iterationError.maxRel));
 }
 
 int list(TraceStore &store, bool json)

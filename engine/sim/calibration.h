@@ -5,11 +5,15 @@
 //
 // Sources of measurements:
 //  - measureBackend(): a profile grid (batch × padded length, and for a
-//    generative model the prefill and the mean decode step of each cell),
-//    what `batchpilot calibrate` runs;
+//    generative model the prefill and the mean decode step of each cell;
+//    for a model with step-level generation, iterations of StepModel::step:
+//    decodes over running sequences at each context, with and without a
+//    prompt chunk joining), what `batchpilot calibrate` runs;
 //  - sessionObservations(): the batch rows of a recorded session (compute
 //    time per batch, with its members' output tokens for a generative
-//    model), and the per-batch serving overhead the profile cannot see.
+//    model; for a `continuous` session its step rows, each an iteration of
+//    its items and tokens), and the per-batch serving overhead the profile
+//    cannot see.
 //
 // Stored in the trace database's `calibrations` table (calibration_store.h)
 // and exported/imported as JSON (toJson / calibrationFromJson).
@@ -46,9 +50,10 @@ struct Calibration {
     int positions = 0; // generative: input + new tokens must fit (0 = no limit)
 
     CostModel cost;
-    FitError error;      // every observation
-    FitError batchError; // whole batches: what a simulation charges
-    std::string source;  // "profile (quick)", "session 7", ...
+    FitError error;          // every observation
+    FitError batchError;     // whole batches: what a simulation charges
+    FitError iterationError; // generation steps (policy continuous)
+    std::string source;      // "profile (quick)", "session 7", ...
     std::size_t observations = 0;
 
     // The key and the facts of a loaded model (`preset` for built-ins).
@@ -61,6 +66,12 @@ struct CalibrationGrid {
     std::vector<int> batchSizes{1, 2, 4, 8, 16, 32};
     std::vector<int> lengths{16, 64, 128, 256, 512};
     std::vector<int> newTokens{4, 16}; // generative: two values separate prefill from decode
+    // A model with step-level generation (Backend::steps()): iterations of
+    // `stepSequences` running sequences at each of `lengths` (a decode step,
+    // and one with a prompt chunk of `stepChunk` tokens joining), timed
+    // like the batches.
+    std::vector<int> stepSequences{1, 4, 16, 32};
+    int stepChunk = 64;
     int warmup = 1;
     int repeats = 3;
     std::uint64_t seed = 1;
