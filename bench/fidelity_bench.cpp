@@ -263,14 +263,21 @@ int runFidelityBench(const Args &args)
         std::fprintf(stderr, "fidelity: %s\n", measured.status().message().c_str());
         return 1;
     }
+    auto slowdown = measureConcurrency(**backend);
+    if (!slowdown) {
+        std::fprintf(stderr, "fidelity: %s\n", slowdown.status().message().c_str());
+        return 1;
+    }
+    key.cost.concurrency = *slowdown;
     auto cal = calibrate(key, *measured);
     if (!cal) {
         std::fprintf(stderr, "fidelity: %s\n", cal.status().message().c_str());
         return 1;
     }
-    std::printf("calibration: %s, %zu measurements in %.1f s; fit error median %.1f%%, worst %.1f%%\n",
+    std::printf("calibration: %s, %zu measurements in %.1f s; fit error median %.1f%%, worst %.1f%%; "
+                "2 executors at once: x%.2f\n",
                 cal->describe().c_str(), cal->observations, toSeconds(SteadyClock::now() - calStart),
-                100 * cal->error.medianRel, 100 * cal->error.maxRel);
+                100 * cal->error.medianRel, 100 * cal->error.maxRel, cal->cost.slowdownAt(2));
 
     // 2. two traces sized to `load` of batch-1 capacity at their mean length
     auto azure = parseTraceFile(azurePath);
