@@ -237,4 +237,17 @@ int runCalibrate(const AppOptions &options)
     return 0;
 }
 
+// --calibration ID|FILE, or the newest calibration of --model (and
+// --preset, --device unless auto, --threads unless 0).
+Result<Calibration> calibrationFor(const TraceStore &store, const AppOptions &options, const CommandArgs &args)
+{
+    if (args.has("calibration"))
+        return resolveCalibration(store, args.value("calibration").toStdString());
+    const std::string model = options.model.toStdString();
+    const bool builtin = model.rfind("builtin:", 0) == 0 && model != "builtin:echo";
+    return latestCalibration(store, model, builtin ? options.preset.toStdString() : "",
+                             options.device == QLatin1String("auto") ? "" : options.device.toStdString(),
+                             options.threads > 0 ? std::optional(options.threads) : std::nullopt);
+}
+
 } // namespace bp::app
