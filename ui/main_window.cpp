@@ -6,6 +6,7 @@
 #include "charts_view.h"
 #include "compare_view.h"
 #include "control_panel.h"
+#include "remote_target_view.h"
 #include "status_info.h"
 #include "trace_list_model.h"
 #include "traces_view.h"
@@ -64,6 +65,14 @@ MainWindow::MainWindow(const ConsoleContext &context, QWidget *parent)
     QDockWidget *tracesDock =
         addDock(tr("Traces"), QStringLiteral("traces"), m_traces, Qt::BottomDockWidgetArea);
     tabifyDockWidget(m_docks[2], tracesDock);
+    auto *remoteView = new RemoteTargetView(context.store, this);
+    QDockWidget *remoteDock =
+        addDock(tr("Remote target"), QStringLiteral("remote"), remoteView, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(m_docks[2], remoteDock);
+    connect(m_traffic, &TrafficPanel::remoteSessionStarted, remoteDock, [remoteView, remoteDock](qint64 id) {
+        remoteView->follow(id);
+        remoteDock->raise();
+    });
     m_docks[2]->raise();
     resizeDocks({m_docks[0]}, {320}, Qt::Horizontal);
     resizeDocks({m_docks[0], m_docks[1]}, {560, 330}, Qt::Vertical);
