@@ -75,9 +75,35 @@ TargetSample TargetMetricsMapper::map(const prom::Exposition &e, Duration at)
         }
     } else if (t.server == "batchpilot") {
         t.queue = e.sum("batchpilot_queue_depth");
-        t.waiting = t.queue;
         t.batchSize = deltaRatio("batchpilot_batch_size", e.sum("batchpilot_batch_size_sum"),
                                  e.sum("batchpilot_batch_size_count"));
+        // The iteration-level gauges mean something under policy continuous
+        // only (a request-level policy exports them as zeros): taken when the
+        // server says that policy is active, or does not say which is.
+        const bool continuous =
+            e.has("batchpilot_config_policy")
+                ? e.sum("batchpilot_config_policy", {{"policy", "continuous"}}).value_or(0) > 0
+                : e.has("batchpilot_running_sequences");
+        if (continuous) {
+            t.running = e.sum("batchpilot_running_sequences");
+            t.waiting = e.sum("batchpilot_waiting_sequences");
+            // The ratio is 0 both when the cache is empty and when it has no
+            // capacity (kv_cache_tokens unlimited): tokens held with a zero
+            // ratio can only be the latter, which has no usage to report.
+            const auto ratio = e.sum("batchpilot_kv_cache_usage_ratio");
+            const auto tokens = e.sum("batchpilot_kv_cache_tokens");
+            if (ratio && !(*ratio == 0 && tokens && *tokens > 0))
+                t.kvUsage = ratio;
+            // Tokens per step over the scrape interval from the counters;
+            // the window-mean gauge only where the counters are not exported.
+            if (e.has("batchpilot_step_tokens_total") && e.has("batchpilot_steps_total"))
+                t.tokensPerStep = deltaRatio("batchpilot_steps", e.sum("batchpilot_step_tokens_total"),
+                                             e.sum("batchpilot_steps_total"));
+            else
+                t.tokensPerStep = e.sum("batchpilot_tokens_per_step");
+        }
+        if (!t.waiting)
+            t.waiting = t.queue;
     }
     return t;
 }

@@ -111,6 +111,72 @@ sglang:token_usage{model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.28
 sglang:cache_hit_rate{model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.007507552643049313
 )";
 
+// BatchPilot's own /metrics under policy continuous (the generation
+// gauges and step counters of the shared contract, issue 14 item 3), two
+// scrapes; then the same names under a request-level policy.
+const char *kBatchpilot1 = R"(# TYPE batchpilot_queue_depth gauge
+batchpilot_queue_depth 5
+# TYPE batchpilot_batch_size histogram
+batchpilot_batch_size_bucket{le="1"} 2
+batchpilot_batch_size_bucket{le="+Inf"} 10
+batchpilot_batch_size_sum 60
+batchpilot_batch_size_count 10
+# TYPE batchpilot_config_policy gauge
+batchpilot_config_policy{policy="dynamic"} 0
+batchpilot_config_policy{policy="continuous"} 1
+# TYPE batchpilot_running_sequences gauge
+batchpilot_running_sequences 12
+# TYPE batchpilot_waiting_sequences gauge
+batchpilot_waiting_sequences 5
+# TYPE batchpilot_kv_cache_usage_ratio gauge
+batchpilot_kv_cache_usage_ratio 0.75
+# TYPE batchpilot_kv_cache_tokens gauge
+batchpilot_kv_cache_tokens 3072
+# TYPE batchpilot_tokens_per_step gauge
+batchpilot_tokens_per_step 40
+# TYPE batchpilot_steps_total counter
+batchpilot_steps_total 100
+# TYPE batchpilot_step_tokens_total counter
+batchpilot_step_tokens_total 2000
+)";
+const char *kBatchpilot2 = R"(# TYPE batchpilot_queue_depth gauge
+batchpilot_queue_depth 0
+# TYPE batchpilot_batch_size histogram
+batchpilot_batch_size_sum 100
+batchpilot_batch_size_count 15
+# TYPE batchpilot_config_policy gauge
+batchpilot_config_policy{policy="dynamic"} 0
+batchpilot_config_policy{policy="continuous"} 1
+# TYPE batchpilot_running_sequences gauge
+batchpilot_running_sequences 3
+# TYPE batchpilot_waiting_sequences gauge
+batchpilot_waiting_sequences 0
+# TYPE batchpilot_kv_cache_usage_ratio gauge
+batchpilot_kv_cache_usage_ratio 0
+# TYPE batchpilot_kv_cache_tokens gauge
+batchpilot_kv_cache_tokens 900
+# TYPE batchpilot_tokens_per_step gauge
+batchpilot_tokens_per_step 35
+# TYPE batchpilot_steps_total counter
+batchpilot_steps_total 140
+# TYPE batchpilot_step_tokens_total counter
+batchpilot_step_tokens_total 3200
+)";
+const char *kBatchpilotDynamic = R"(# TYPE batchpilot_queue_depth gauge
+batchpilot_queue_depth 7
+# TYPE batchpilot_config_policy gauge
+batchpilot_config_policy{policy="dynamic"} 1
+batchpilot_config_policy{policy="continuous"} 0
+# TYPE batchpilot_running_sequences gauge
+batchpilot_running_sequences 0
+# TYPE batchpilot_waiting_sequences gauge
+batchpilot_waiting_sequences 0
+# TYPE batchpilot_kv_cache_usage_ratio gauge
+batchpilot_kv_cache_usage_ratio 0
+# TYPE batchpilot_tokens_per_step gauge
+batchpilot_tokens_per_step 0
+)";
+
 prom::Exposition parsed(const char *text)
 {
     auto e = prom::parse(text);
@@ -253,6 +319,47 @@ private slots:
         QCOMPARE(*s.batchSize, 8.0);
         QCOMPARE(*s.queue, 4.0);
         QCOMPARE(*s.kvUsage, 0.28);
+    }
+
+    void mapsBatchPilotsGenerationSeries()
+    {
+        TargetMetricsMapper m;
+        const TargetSample a = m.map(parsed(kBatchpilot1), std::chrono::seconds(1));
+        QCOMPARE(a.server, std::string("batchpilot"));
+        QCOMPARE(*a.queue, 5.0);
+        QCOMPARE(*a.running, 12.0);
+        QCOMPARE(*a.waiting, 5.0);
+        QCOMPARE(*a.kvUsage, 0.75);
+        QVERIFY(!a.batchSize);     // Δ series: a second scrape is needed
+        QVERIFY(!a.tokensPerStep); // the counters are there: not the window gauge
+        const TargetSample b = m.map(parsed(kBatchpilot2), std::chrono::seconds(2));
+        QCOMPARE(*b.batchSize, 8.0);      // (100 - 60) / (15 - 10)
+        QCOMPARE(*b.tokensPerStep, 30.0); // (3200 - 2000) / (140 - 100)
+        QCOMPARE(*b.running, 3.0);
+        QCOMPARE(*b.waiting, 0.0);
+        QVERIFY(!b.kvUsage); // ratio 0 with tokens held: no capacity set, no ratio
+        // No step in between: no tokens per step (not a zero).
+        QVERIFY(!m.map(parsed(kBatchpilot2), {}).tokensPerStep);
+
+        // The window gauge stands in where the counters are not exported.
+        TargetMetricsMapper gaugeOnly;
+        const TargetSample g = gaugeOnly.map(parsed("batchpilot_config_policy{policy=\"continuous\"} 1\n"
+                                                    "batchpilot_running_sequences 2\n"
+                                                    "batchpilot_kv_cache_usage_ratio 0\n"
+                                                    "batchpilot_kv_cache_tokens 0\n"
+                                                    "batchpilot_tokens_per_step 17.5\n"),
+                                             {});
+        QCOMPARE(*g.tokensPerStep, 17.5);
+        QCOMPARE(*g.kvUsage, 0.0); // an empty cache under a capacity
+        QCOMPARE(*g.running, 2.0);
+
+        // A request-level policy exports the generation gauges as zeros:
+        // they are not running sequences, and waiting is the queue.
+        TargetMetricsMapper d;
+        const TargetSample r = d.map(parsed(kBatchpilotDynamic), {});
+        QVERIFY(!r.running && !r.kvUsage && !r.tokensPerStep);
+        QCOMPARE(*r.queue, 7.0);
+        QCOMPARE(*r.waiting, 7.0);
     }
 
     void unknownServerMapsToNothing()
