@@ -44,6 +44,7 @@ MainWindow::MainWindow(const ConsoleContext &context, QWidget *parent)
 
     m_undo = new QUndoStack(this);
     m_charts = new ChartsView(this);
+    m_charts->setGenerative(model.generative); // TTFT/TPOT and sequence charts
     m_compare = new CompareView(context.store, this);
     m_tabs = new QTabWidget(this);
     m_tabs->setDocumentMode(true);
