@@ -13,6 +13,7 @@
 //   3  remote targets: sessions.target_url; target_samples (the target's
 //      scraped /metrics series)
 //   5  calibrations (cost models for simulated replay)
+//   6  tunings (batchpilot tune's results and their verification sessions)
 #pragma once
 
 #include "sqlite_db.h"
@@ -21,7 +22,7 @@
 
 namespace bp::store {
 
-constexpr int kSchemaVersion = 5;
+constexpr int kSchemaVersion = 6;
 // 'BPTS' (BatchPilot trace store)
 constexpr std::int64_t kApplicationId = 0x42505453;
 
