@@ -44,6 +44,7 @@ Engine::Engine(EngineOptions options)
       m_scheduler(makeScheduler(options.batching, m_backend->info().limits(), m_backend->steps())),
       m_config(options.batching, m_clock->now()), m_targetInstances(options.batching.instances)
 {
+    m_metrics.setGoodputSlo(options.batching.goodput);
 }
 
 Engine::~Engine()
@@ -140,6 +141,8 @@ Status Engine::applyLocked(const ConfigPatch &patch, std::string origin, const s
     if (before->queueCount() != config.queueCount() || before->policy != config.policy ||
         before->bucketEdges != config.bucketEdges || before->hybrid != config.hybrid)
         m_metrics.resetQueues();
+    if (before->goodput != config.goodput)
+        m_metrics.setGoodputSlo(config.goodput);
     for (Interceptor *interceptor : m_interceptors)
         interceptor->configured(*before, config);
     if (config.instances != m_targetInstances) {
@@ -257,6 +260,14 @@ Snapshot Engine::snapshot() const
         s.inFlightBatches = m_inFlight;
         s.arrivalRate = m_scheduler->arrivalRate(now);
         s.effectiveDelay = m_scheduler->effectiveDelay();
+        if (const std::optional<IterationGauges> g = m_scheduler->iterationGauges()) {
+            s.runningSequences = g->running;
+            s.waitingSequences = g->waiting;
+            s.kvTokens = g->kvTokens;
+            s.kvCapacityTokens = g->kvCapacityTokens;
+            s.kvUsageRatio =
+                g->kvCapacityTokens > 0 ? double(g->kvTokens) / double(g->kvCapacityTokens) : 0.0;
+        }
         s.configHistory = m_config.history();
     }
     m_metrics.fill(s, now);

@@ -1,7 +1,7 @@
 #include "charts_view.h"
 
-#include "time_chart_view.h"
 #include "gui_profiler.h"
+#include "time_chart_view.h"
 
 #include <QAreaSeries>
 #include <QChart>
@@ -17,7 +17,7 @@
 namespace bp::ui {
 
 namespace {
-enum LatencySeries { TotalP50, TotalP90, TotalP99, QueueP50, QueueP99 };
+enum LatencySeries { TotalP50, TotalP90, TotalP99, QueueP50, QueueP99, TtftP99, PredictedP99, PredictedTtft };
 enum ThroughputSeries { Requests, InputTokens, OutputTokens };
 enum UtilSeries { Busy, Cpu, Gpu, MemBw, MemUsed };
 enum PaddingSeries { Padding, MeanBatch };
@@ -45,16 +45,24 @@ ChartsView::ChartsView(QWidget *parent) : QWidget(parent), m_history(std::size_t
     m_latency->addSeries(tr("p90"), QColor(40, 110, 200));
     m_latency->addSeries(tr("p99"), QColor(10, 40, 130), TimeChartView::Axis::Left, Qt::SolidLine, 2.2);
     m_latency->addSeries(tr("queue p50"), QColor(240, 170, 60), TimeChartView::Axis::Left, Qt::DashLine);
-    m_latency->addSeries(tr("queue p99"), QColor(210, 100, 0), TimeChartView::Axis::Left, Qt::DashLine,
-                         2);
+    m_latency->addSeries(tr("queue p99"), QColor(210, 100, 0), TimeChartView::Axis::Left, Qt::DashLine, 2);
+    // The Advisor's prediction and the measured TTFT it is held against
+    // (setPrediction): hidden until a candidate is applied live.
+    m_latency->addSeries(tr("TTFT p99"), QColor(200, 60, 140), TimeChartView::Axis::Left, Qt::SolidLine, 2);
+    m_latency->addSeries(tr("predicted p99"), QColor(10, 40, 130), TimeChartView::Axis::Left, Qt::DotLine,
+                         2.4);
+    m_latency->addSeries(tr("predicted TTFT p99"), QColor(200, 60, 140), TimeChartView::Axis::Left,
+                         Qt::DotLine, 2.4);
+    for (int series : {TtftP99, PredictedP99, PredictedTtft})
+        m_latency->setSeriesVisible(series, false);
 
     m_throughput = new TimeChartView(tr("Throughput"), tr("requests/s"), this);
     m_throughput->addSeries(tr("requests/s"), QColor(30, 130, 60), TimeChartView::Axis::Left, Qt::SolidLine,
                             2.2);
     m_throughput->addSeries(tr("in tokens/s"), QColor(150, 90, 200), TimeChartView::Axis::Right,
                             Qt::DashLine);
-    m_throughput->addSeries(tr("out tokens/s"), QColor(200, 60, 140), TimeChartView::Axis::Right,
-                            Qt::DotLine, 2);
+    m_throughput->addSeries(tr("out tokens/s"), QColor(200, 60, 140), TimeChartView::Axis::Right, Qt::DotLine,
+                            2);
     m_throughput->setRightAxisTitle(tr("tokens/s"));
 
     m_utilization = new TimeChartView(tr("Utilization"), tr("%"), this);
@@ -241,6 +249,9 @@ void ChartsView::redraw()
     m_latency->setPoints(TotalP99, points(&ChartSample::totalP99Ms));
     m_latency->setPoints(QueueP50, points(&ChartSample::queueP50Ms));
     m_latency->setPoints(QueueP99, points(&ChartSample::queueP99Ms));
+    drawPrediction(now);
+    if (m_prediction && m_prediction->ttftP99Ms > 0)
+        m_latency->setPoints(TtftP99, points(&ChartSample::ttftP99Ms));
     m_throughput->setPoints(Requests, points(&ChartSample::requestsPerS));
     m_throughput->setPoints(InputTokens, points(&ChartSample::inputTokensPerS));
     m_throughput->setPoints(OutputTokens, points(&ChartSample::outputTokensPerS));
@@ -272,6 +283,44 @@ void ChartsView::redraw()
     }
     redrawBatchSizes();
     emit redrawn();
+}
+
+void ChartsView::setPrediction(std::uint64_t configVersion, const QString &label, double p99Ms,
+                               double ttftP99Ms)
+{
+    m_prediction =
+        Prediction{configVersion, m_history.empty() ? 0 : m_history.latest().t, label, p99Ms, ttftP99Ms};
+    const bool ttft = ttftP99Ms > 0;
+    m_latency->setSeriesName(PredictedP99, tr("predicted p99 (%1)").arg(label));
+    m_latency->setSeriesVisible(PredictedP99, std::isfinite(p99Ms) && p99Ms > 0);
+    m_latency->setSeriesVisible(TtftP99, ttft);
+    m_latency->setSeriesVisible(PredictedTtft, ttft && std::isfinite(ttftP99Ms));
+    scheduleRedraw();
+}
+
+void ChartsView::clearPrediction()
+{
+    m_prediction.reset();
+    for (int series : {TtftP99, PredictedP99, PredictedTtft}) {
+        m_latency->setPoints(series, {});
+        m_latency->setSeriesVisible(series, false);
+    }
+    scheduleRedraw();
+}
+
+void ChartsView::drawPrediction(double now)
+{
+    if (!m_prediction)
+        return;
+    for (const ConfigMarker &m : m_history.markers())
+        if (m.version == m_prediction->version)
+            m_prediction->fromT = m.t;
+    const double from = std::max(m_prediction->fromT, now - m_windowS) - now;
+    auto line = [&](double v) {
+        return std::isfinite(v) && v > 0 ? QList<QPointF>{QPointF(from, v), QPointF(0, v)} : QList<QPointF>{};
+    };
+    m_latency->setPoints(PredictedP99, line(m_prediction->p99Ms));
+    m_latency->setPoints(PredictedTtft, line(m_prediction->ttftP99Ms));
 }
 
 void ChartsView::redrawBatchSizes()

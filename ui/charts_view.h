@@ -42,6 +42,15 @@ public:
     // True once NVML samples arrived: the utilization chart shows the GPU.
     bool showsGpu() const { return m_gpuMode; }
 
+    // A prediction to hold the live latency against (the Advisor dock's
+    // applied candidate): dashed reference lines at the predicted p99 (and
+    // TTFT p99 when > 0, with the measured TTFT p99 next to it) from the
+    // config change `configVersion` on (from now when no such marker).
+    void setPrediction(std::uint64_t configVersion, const QString &label, double p99Ms, double ttftP99Ms);
+    void clearPrediction();
+    bool hasPrediction() const { return m_prediction.has_value(); }
+    TimeChartView *latencyChart() const { return m_latency; }
+
     static constexpr double kHistoryS = 300;
     static constexpr int kRedrawDelayMs = 40;
     static constexpr double kBatchSizeWindowS = 10;
@@ -58,7 +67,16 @@ private:
     void redrawBatchSizes();
     void setUtilizationMode(bool gpu, const QString &gpuName, int cores);
 
+    struct Prediction {
+        std::uint64_t version = 0;
+        double fromT = 0; // engine uptime; the marker's time when it arrives
+        QString label;
+        double p99Ms = 0, ttftP99Ms = 0;
+    };
+    void drawPrediction(double now);
+
     ChartHistory m_history;
+    std::optional<Prediction> m_prediction;
     std::optional<app::HostSample> m_host;
     double m_windowS = 120;
     bool m_paused = false;

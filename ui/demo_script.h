@@ -13,6 +13,10 @@
 //   replay=trace:latest:4[:virtual] | replay=session:ID:1   (waits until done)
 //   compare=A,B | compare=last-replay   (waits until loaded)
 //   select=session:ID | select=trace:latest   select a row in the traces view
+//   advise=source:trace:latest|session:ID, advise=speed:X|length_scale:S|limit:N|budget:N,
+//   advise=slo:SPEC (as tune --slo), advise=objective:goodput|throughput,
+//   advise=run (waits for the search), advise=select:ROW, advise=apply
+//                            the Advisor dock (shown by any of them)
 //   screenshot=FILE.png      grab the window
 //   quit
 // Errors are printed to stderr as "demo: ..." and end the script.
@@ -41,6 +45,7 @@ signals:
 private:
     void next();
     bool run(const QString &command, const QString &argument); // false: wait for an event to continue
+    bool advise(const QString &argument);
     void fail(const QString &message);
     void continueAfter(QMetaObject::Connection &a, QMetaObject::Connection &b);
     // Goes on once the Traces dock has reloaded its lists.

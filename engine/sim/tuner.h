@@ -74,6 +74,11 @@
 
 namespace bp {
 
+// The origin of a config change that applies a recommendation live (the
+// console's Advisor dock, ui/advisor_dock.h), next to the engine's own
+// kSloControllerOrigin and kMemoryGuardOrigin.
+inline constexpr std::string_view kAdvisorOrigin = "advisor";
+
 // Bounds on p99s; zero = not bounded.
 struct TuneSlo {
     Duration e2eP99{}, ttftP99{}, tpotP99{};

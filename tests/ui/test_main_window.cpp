@@ -9,6 +9,7 @@
 #include "ui/control_panel.h"
 #include "ui/demo_script.h"
 #include "ui/main_window.h"
+#include "ui/remote_target_view.h"
 #include "ui/status_info.h"
 #include "ui/traffic_panel.h"
 
@@ -79,7 +80,8 @@ private slots:
         Console c;
         MainWindow w(c.context);
         w.show();
-        QCOMPARE(w.findChildren<QDockWidget *>().size(), 4);
+        QCOMPARE(w.findChildren<QDockWidget *>().size(), 5);
+        QVERIFY(w.findChild<RemoteTargetView *>()); // the "Remote target" dock (issue 16)
         const QStringList status = statusTexts(w);
         QVERIFY2(status.contains("Model: builtin:echo"), qPrintable(status.join(" | ")));
         QVERIFY(status.contains("Device: cpu"));
