@@ -11,6 +11,7 @@
 #include "engine/store/replay_plan.h"
 #include "engine/store/replayer.h"
 #include "engine/store/trace_store.h"
+#include "engine/store/tuning_store.h"
 
 #include <QFile>
 #include <QTextStream>
@@ -80,6 +81,7 @@ nlohmann::json figuresJson(const TuneFigures &f)
             {"ttft_p99_ms", num(f.ttftP99S * 1e3)},
             {"tpot_p50_ms", num(f.tpotP50S * 1e3)},
             {"tpot_p99_ms", num(f.tpotP99S * 1e3)},
+            {"unservable", f.unservable},
             {"mean_batch", f.meanBatch},
             {"slo_ratio", num(f.sloRatio)},
             {"slo_met", f.sloMet}};
@@ -95,8 +97,8 @@ Result<TuneFigures> measuredFigures(const TraceStore &store, std::int64_t sessio
     std::vector<TuneSample> samples;
     samples.reserve(rows->size());
     for (const StoredRequest &r : *rows)
-        samples.push_back(
-            {r.arrival, r.total, r.timeToFirstToken, r.outputTokens, r.status == StatusCode::Ok});
+        samples.push_back({r.arrival, r.total, r.timeToFirstToken, r.outputTokens, r.status == StatusCode::Ok,
+                           r.status == StatusCode::OutOfRange});
     TuneFigures f = figuresOf(samples, requests, slo);
     auto batches = store.batches(sessionId);
     if (!batches)
@@ -145,9 +147,8 @@ QString errorText(double predicted, double measured)
 {
     if (!std::isfinite(predicted) || !std::isfinite(measured) || measured == 0)
         return QStringLiteral("-");
-    return QStringLiteral("%1%2%")
-        .arg(predicted >= measured ? "+" : "")
-        .arg(100 * (predicted / measured - 1), 0, 'f', 0);
+    const double percent = std::round(100 * (predicted / measured - 1));
+    return QStringLiteral("%1%2%").arg(percent >= 0 ? "+" : "").arg(percent == 0 ? 0.0 : percent, 0, 'f', 0);
 }
 
 } // namespace
@@ -274,6 +275,49 @@ int runTune(const AppOptions &options)
             return fail(QStringLiteral("cannot write %1: %2").arg(f.fileName(), f.errorString()));
     }
 
+    // The result as stored (without the candidates) and printed by --json.
+    nlohmann::json front = nlohmann::json::array();
+    for (std::size_t i : r.pareto)
+        front.push_back(
+            {{"label", r.candidates[i].label}, {"predicted", figuresJson(r.candidates[i].figures)}});
+    nlohmann::json j{
+        {"source", {{"kind", args.has("trace") ? "trace" : "session"}, {"id", ro.source.id}}},
+        {"requests", plan->requests.size()},
+        {"offered_rps", offered},
+        {"speed", ro.speed},
+        {"length_scale", ro.lengthScale},
+        {"limit", ro.limit},
+        {"slo", describe(*slo)},
+        {"objective", std::string(tuneObjectiveName(*objective))},
+        {"calibration",
+         {{"id", cal.id}, {"describe", cal.describe()}, {"batch_fit_error", toJson(cal.batchError)}}},
+        {"evaluated", r.candidates.size()},
+        {"grid", r.coarse},
+        {"capacity_probes", r.probes},
+        {"wall_s", r.wallSeconds},
+        {"jobs", to.threads},
+        {"cancelled", r.cancelled},
+        {"any_met", r.anyMet},
+        {"pareto_front", front},
+        {"recommended",
+         {{"index", *r.recommended},
+          {"label", rec.label},
+          {"config", toJson(rec.config)},
+          {"predicted", figuresJson(rec.figures)},
+          {"capacity_speed", r.capacity},
+          {"capacity_rps", r.capacity * offered}}}};
+    StoredTuning stored;
+    (ro.source.kind == ReplaySource::Kind::Trace ? stored.sourceTraceId : stored.sourceSessionId) =
+        ro.source.id;
+    stored.calibrationId = cal.id;
+    stored.slo = describe(*slo);
+    stored.objective = std::string(tuneObjectiveName(*objective));
+    stored.result = j;
+    auto tuningId = saveTuning(**store, stored);
+    if (!tuningId)
+        return fail(QStringLiteral("cannot store the result: ") + q(tuningId.status().message()));
+    j["tuning_id"] = *tuningId;
+
     // Verification: the same arrivals, for real, under the recommendation.
     std::optional<ReplayOutcome> verified;
     std::optional<TuneFigures> measured;
@@ -316,6 +360,13 @@ int runTune(const AppOptions &options)
         if (!m)
             return fail(q(m.status().message()));
         measured = *m;
+        j["verification"] = {{"session_id", verified->sessionId},
+                             {"wall_s", verified->wallSeconds},
+                             {"max_lateness_us", toMicros(verified->maxLateness)},
+                             {"cancelled", verified->cancelled},
+                             {"measured", figuresJson(*measured)}};
+        if (Status s = setTuningVerification(**store, *tuningId, verified->sessionId, j["verification"]); !s)
+            return fail(QStringLiteral("cannot store the verification: ") + q(s.message()));
     }
 
     const bool tokenLevel = slo->tokenLevel() || cal.generative;
@@ -327,37 +378,8 @@ int runTune(const AppOptions &options)
                                   {"config", toJson(c.config)},
                                   {"predicted", figuresJson(c.figures)},
                                   {"pareto", c.pareto}});
-        nlohmann::json j{
-            {"source", {{"kind", args.has("trace") ? "trace" : "session"}, {"id", ro.source.id}}},
-            {"requests", plan->requests.size()},
-            {"offered_rps", offered},
-            {"speed", ro.speed},
-            {"slo", describe(*slo)},
-            {"objective", std::string(tuneObjectiveName(*objective))},
-            {"calibration",
-             {{"id", cal.id}, {"describe", cal.describe()}, {"batch_fit_error", toJson(cal.batchError)}}},
-            {"evaluated", r.candidates.size()},
-            {"grid", r.coarse},
-            {"capacity_probes", r.probes},
-            {"wall_s", r.wallSeconds},
-            {"jobs", to.threads},
-            {"cancelled", r.cancelled},
-            {"any_met", r.anyMet},
-            {"candidates", candidates},
-            {"pareto", r.pareto},
-            {"recommended",
-             {{"index", *r.recommended},
-              {"label", rec.label},
-              {"config", toJson(rec.config)},
-              {"predicted", figuresJson(rec.figures)},
-              {"capacity_speed", r.capacity},
-              {"capacity_rps", r.capacity * offered}}}};
-        if (verified)
-            j["verification"] = {{"session_id", verified->sessionId},
-                                 {"wall_s", verified->wallSeconds},
-                                 {"max_lateness_us", toMicros(verified->maxLateness)},
-                                 {"measured", figuresJson(*measured)},
-                                 {"predicted", figuresJson(rec.figures)}};
+        j["candidates"] = candidates;
+        j["pareto"] = r.pareto;
         out << q(j.dump(2)) << "\n";
         return r.cancelled || (verified && verified->cancelled) ? 130 : 0;
     }
@@ -415,6 +437,11 @@ int runTune(const AppOptions &options)
         out << QStringLiteral(", TTFT p99 %1 ms, TPOT p99 %2 ms")
                    .arg(ms(rec.figures.ttftP99S), ms(rec.figures.tpotP99S));
     out << QStringLiteral(", mean batch %1\n").arg(rec.figures.meanBatch, 0, 'f', 1);
+    if (rec.figures.unservable)
+        out << QStringLiteral(
+                   "  %1 requests are beyond the model's positions under any config (out_of_range); the "
+                   "figures leave them out\n")
+                   .arg(rec.figures.unservable);
     if (r.capacity > 0)
         out << QStringLiteral("  capacity: meets the SLO up to %1x this load (%2 req/s; speed %3)%4\n")
                    .arg(r.capacity, 0, 'f', 2)
@@ -425,7 +452,7 @@ int runTune(const AppOptions &options)
         out << QStringLiteral("  capacity: misses the SLO even at 1/64 of this load\n");
     if (args.has("output"))
         out << QStringLiteral(
-                   "  written to %1 (apply: batchpilot --headless --config %1, or PATCH /v1/config)\n")
+                   "  written to %1 (apply: batchpilot --headless --config %1, or PUT /v1/config)\n")
                    .arg(args.value("output"));
 
     if (verified) {
@@ -468,6 +495,10 @@ int runTune(const AppOptions &options)
     } else if (!args.has("no-verify")) {
         out << QStringLiteral("\nNot verified (the search was cancelled).\n");
     }
+    out << QStringLiteral("\nStored as tuning %1").arg(*tuningId);
+    if (verified)
+        out << QStringLiteral("; its report: batchpilot report %1 -o tuned.html").arg(verified->sessionId);
+    out << "\n";
     return r.cancelled || (verified && verified->cancelled) ? 130 : 0;
 }
 

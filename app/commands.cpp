@@ -105,7 +105,7 @@ const std::vector<Command> &commands()
           {"jobs", "N", "simulations run in parallel (default: the number of cores)"},
           {"calibration", "ID|FILE", "the cost model: a stored calibration or a JSON file (default: the newest "
                                      "for --model/--preset)"},
-          {"output", "FILE", "write the recommended config as JSON (for --config or PATCH /v1/config)"},
+          {"output", "FILE", "write the recommended config as JSON (for --config or PUT /v1/config)"},
           {"no-verify", "", "skip the real-clock replay that checks the recommendation"},
           {"json", "", "print every candidate, the front, the recommendation and the check as JSON"}},
          runTune},

@@ -181,8 +181,27 @@ ALTER TABLE batches ADD COLUMN kv_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE batches ADD COLUMN preempted INTEGER NOT NULL DEFAULT 0;
 )sql";
 
-constexpr const char *kMigrations[] = {kMigration1, kMigration2, kMigration3,
-                                       kMigration4, kMigration5, kMigration6};
+// Version 7: tuning results (`batchpilot tune`, engine/store/tuning_store.h):
+// the search's source, SLO, objective and calibration, its result as one
+// JSON document, and the real-clock replay that verified it.
+constexpr const char *kMigration7 = R"sql(
+CREATE TABLE tunings (
+  id                INTEGER PRIMARY KEY,
+  created_at_us     INTEGER NOT NULL,
+  source_session_id INTEGER REFERENCES sessions(id) ON DELETE SET NULL,
+  source_trace_id   INTEGER REFERENCES traces(id) ON DELETE SET NULL,
+  verify_session_id INTEGER REFERENCES sessions(id) ON DELETE SET NULL,
+  calibration_id    INTEGER NOT NULL DEFAULT 0,
+  slo               TEXT    NOT NULL,
+  objective         TEXT    NOT NULL,
+  result            TEXT    NOT NULL
+);
+CREATE INDEX tunings_by_verify_session ON tunings(verify_session_id);
+CREATE INDEX tunings_by_source_session ON tunings(source_session_id);
+)sql";
+
+constexpr const char *kMigrations[] = {kMigration1, kMigration2, kMigration3, kMigration4, kMigration5, kMigration6,
+                                       kMigration7};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 } // namespace

@@ -91,6 +91,29 @@ private slots:
         r = cli.run({"sessions"});
         VERIFY_RUN(r, 0);
         QVERIFY2(r.out.contains("tune: verifies"), qPrintable(r.out));
+        // Stored: the verification session's report has a Recommendation section.
+        QVERIFY(j["tuning_id"].get<int>() > 0);
+        const QString report = cli.path("r.json");
+        VERIFY_RUN(cli.run({"report", QString::number(session), "-o", report}), 0);
+        QFile rf(report);
+        QVERIFY(rf.open(QIODevice::ReadOnly));
+        const auto rj = nlohmann::json::parse(rf.readAll().toStdString(), nullptr, false);
+        QVERIFY2(rj["recommendation"].is_array() && rj["recommendation"].size() == 1,
+                 qPrintable(rf.fileName()));
+        const auto &t = rj["recommendation"][0];
+        QCOMPARE(t["role"].get<std::string>(), std::string("verification"));
+        QCOMPARE(t["tuning_id"].get<int>(), j["tuning_id"].get<int>());
+        QCOMPARE(t["slo"].get<std::string>(), std::string("p99 <= 50ms"));
+        QCOMPARE(t["result"]["recommended"]["label"], rec["label"]);
+        QCOMPARE(t["result"]["verification"]["measured"]["completed"].get<int>(), 300);
+        const QString html = cli.path("r.html");
+        VERIFY_RUN(cli.run({"report", QString::number(session), "-o", html}), 0);
+        QFile hf(html);
+        QVERIFY(hf.open(QIODevice::ReadOnly));
+        const QString page = QString::fromUtf8(hf.readAll());
+        QVERIFY(page.contains("<h2>Recommendation</h2>"));
+        QVERIFY(page.contains(QString::fromStdString(rec["label"].get<std::string>()).toHtmlEscaped()));
+        QVERIFY(page.contains("<th>measured</th>"));
 
         // Text form, without the check, the recommendation written as a config.
         const QString output = cli.path("rec.json");
