@@ -57,8 +57,6 @@ void ChartHistory::add(const Snapshot &s, const app::HostSample *host)
     c.queueP50Ms = ms(s.queueWait.p50Us);
     c.queueP90Ms = ms(s.queueWait.p90Us);
     c.queueP99Ms = ms(s.queueWait.p99Us);
-    if (s.timeToFirstToken.count > 0)
-        c.ttftP99Ms = ms(s.timeToFirstToken.p99Us);
     c.requestsPerS = s.requestsPerS;
     c.inputTokensPerS = s.inputTokensPerS;
     c.outputTokensPerS = s.outputTokensPerS;

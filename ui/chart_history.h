@@ -21,7 +21,6 @@ struct ChartSample {
     double t = 0; // engine uptime, seconds
     double totalP50Ms = 0, totalP90Ms = 0, totalP99Ms = 0;
     double queueP50Ms = 0, queueP90Ms = 0, queueP99Ms = 0;
-    double ttftP99Ms = kNone; // time to first token (generation only)
     double requestsPerS = 0, inputTokensPerS = 0, outputTokensPerS = 0;
     double busyPercent = 0;      // the model instances, mean
     double cpuPercent = kNone;   // process, of all cores
