@@ -1,5 +1,6 @@
 #include "demo_script.h"
 
+#include "advisor_dock.h"
 #include "batch_timeline.h"
 #include "bucket_edges_editor.h"
 #include "bucket_edges_model.h"
@@ -7,6 +8,7 @@
 #include "compare_view.h"
 #include "control_panel.h"
 #include "duration_spin_box.h"
+#include "knob_form.h"
 #include "main_window.h"
 #include "session_list_model.h"
 #include "trace_importer.h"
@@ -18,7 +20,10 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QGroupBox>
+#include <QLabel>
 #include <QPixmap>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QTableView>
 #include <QTextStream>
@@ -76,6 +81,28 @@ void DemoScript::continueAfterRefresh(TracesView *traces)
     m_done = connect(traces, &TracesView::refreshed, this, [this] { continueAfter(m_done, m_failed); });
 }
 
+bool DemoScript::setKnob(const QString &key, const QString &value)
+{
+    QWidget *editor = m_window.controlPanel()->knobForm()->editor(key.toStdString());
+    if (auto *d = qobject_cast<DurationSpinBox *>(editor)) {
+        const auto us = DurationSpinBox::parse(value, 1000);
+        if (us)
+            d->setValueUs(*us);
+        return us.has_value();
+    }
+    if (auto *i = qobject_cast<QSpinBox *>(editor))
+        i->setValue(value.toInt());
+    else if (auto *x = qobject_cast<QDoubleSpinBox *>(editor))
+        x->setValue(value.toDouble());
+    else if (auto *c = qobject_cast<QCheckBox *>(editor))
+        c->setChecked(value == QLatin1String("1") || value == QLatin1String("true"));
+    else if (auto *g = qobject_cast<QGroupBox *>(editor))
+        g->setChecked(value == QLatin1String("1") || value == QLatin1String("true"));
+    else
+        return false;
+    return true;
+}
+
 bool DemoScript::run(const QString &command, const QString &argument)
 {
     ControlPanel *panel = m_window.controlPanel();
@@ -117,11 +144,26 @@ bool DemoScript::run(const QString &command, const QString &argument)
             for (const QString &e : value.split(QLatin1Char(',')))
                 edges.push_back(e.toInt());
             panel->bucketEdgesEditor()->model()->setEdges(edges);
-        } else {
-            fail(QStringLiteral("unknown knob '%1'").arg(field));
+        } else if (!setKnob(field, value)) {
+            fail(QStringLiteral("unknown knob '%1' or bad value '%2'").arg(field, value));
             return false;
         }
         panel->applyNow();
+        return true;
+    }
+    if (command == QLatin1String("lengths") || command == QLatin1String("new_tokens")) {
+        TrafficPanel *traffic = m_window.trafficPanel();
+        if (command == QLatin1String("new_tokens")) {
+            traffic->maxNewTokensBox()->setValue(argument.toInt());
+        } else if (argument.contains(QLatin1Char('-'))) {
+            traffic->lengthsBox()->setCurrentIndex(
+                traffic->lengthsBox()->findText(QStringLiteral("uniform")));
+            traffic->minLengthBox()->setValue(argument.section(QLatin1Char('-'), 0, 0).toInt());
+            traffic->maxLengthBox()->setValue(argument.section(QLatin1Char('-'), 1).toInt());
+        } else {
+            traffic->lengthsBox()->setCurrentIndex(traffic->lengthsBox()->findText(QStringLiteral("fixed")));
+            traffic->fixedLengthBox()->setValue(argument.toInt());
+        }
         return true;
     }
     if (command == QLatin1String("window")) {
@@ -167,11 +209,11 @@ bool DemoScript::run(const QString &command, const QString &argument)
         options.speed = parts.size() > 2 ? parts[2].toDouble() : 1.0;
         options.clock = parts.value(3) == QLatin1String("virtual") ? ReplayClock::Virtual : ReplayClock::Real;
         options.config = panel->formConfig();
-        m_done =
-            connect(traces->replayRunner(), &ReplayRunner::finished, this, [this, traces](const ReplayOutcome &o) {
-                m_lastReplay = o.sessionId;
-                continueAfterRefresh(traces);
-            });
+        m_done = connect(traces->replayRunner(), &ReplayRunner::finished, this,
+                         [this, traces](const ReplayOutcome &o) {
+                             m_lastReplay = o.sessionId;
+                             continueAfterRefresh(traces);
+                         });
         m_failed = connect(traces->replayRunner(), &ReplayRunner::failed, this,
                            [this](const QString &why) { fail(why); });
         traces->replay(options);
@@ -216,6 +258,8 @@ bool DemoScript::run(const QString &command, const QString &argument)
         traces->refresh();
         return false;
     }
+    if (command == QLatin1String("advise"))
+        return advise(argument);
     if (command == QLatin1String("screenshot")) {
         if (!m_window.grab().save(argument)) {
             fail(QStringLiteral("cannot write %1").arg(argument));
@@ -230,6 +274,73 @@ bool DemoScript::run(const QString &command, const QString &argument)
     }
     fail(QStringLiteral("unknown step '%1'").arg(command));
     return false;
+}
+
+bool DemoScript::advise(const QString &argument)
+{
+    AdvisorDock *advisor = m_window.advisor();
+    m_window.showAdvisor();
+    const QString key = argument.section(QLatin1Char(':'), 0, 0);
+    const QString value = argument.section(QLatin1Char(':'), 1);
+    if (key == QLatin1String("source")) { // trace:latest, session:ID, ...
+        const int kind = value.section(QLatin1Char(':'), 0, 0) == QLatin1String("trace") ? 0 : 1;
+        const QString which = value.section(QLatin1Char(':'), 1);
+        QComboBox *box = advisor->sourceBox();
+        for (int i = 0; i < box->count(); ++i) {
+            if (box->itemData(i, Qt::UserRole + 1).toInt() != kind)
+                continue;
+            if (which == QLatin1String("latest") || box->itemData(i).toLongLong() == which.toLongLong()) {
+                box->setCurrentIndex(i);
+                return true;
+            }
+        }
+        fail(QStringLiteral("no such source in the advisor"));
+        return false;
+    }
+    if (key == QLatin1String("speed"))
+        advisor->speedBox()->setValue(value.toDouble());
+    else if (key == QLatin1String("length_scale"))
+        advisor->lengthScaleBox()->setValue(value.toDouble());
+    else if (key == QLatin1String("limit"))
+        advisor->limitBox()->setValue(value.toInt());
+    else if (key == QLatin1String("budget"))
+        advisor->budgetBox()->setValue(value.toInt());
+    else if (key == QLatin1String("objective"))
+        advisor->objectiveBox()->setCurrentIndex(value == QLatin1String("throughput") ? 1 : 0);
+    else if (key == QLatin1String("slo")) { // as batchpilot tune --slo
+        const auto slo = parseTuneSlo(value.toStdString());
+        if (!slo) {
+            fail(QString::fromStdString(slo.status().message()));
+            return false;
+        }
+        advisor->sloKindBox()->setCurrentIndex(slo->tokenLevel() ? 1 : 0);
+        auto us = [](Duration d) {
+            return qint64(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+        };
+        if (slo->e2eP99 > Duration::zero())
+            advisor->p99Box()->setValueUs(us(slo->e2eP99));
+        if (slo->ttftP99 > Duration::zero())
+            advisor->ttftBox()->setValueUs(us(slo->ttftP99));
+        if (slo->tpotP99 > Duration::zero())
+            advisor->tpotBox()->setValueUs(us(slo->tpotP99));
+    } else if (key == QLatin1String("run")) {
+        if (!advisor->runButton()->isEnabled()) {
+            fail(QStringLiteral("the advisor cannot run: %1").arg(advisor->calibrationNote()->text()));
+            return false;
+        }
+        m_done =
+            connect(advisor, &AdvisorDock::searchFinished, this, [this] { continueAfter(m_done, m_failed); });
+        advisor->run();
+        return false;
+    } else if (key == QLatin1String("select")) {
+        advisor->table()->selectRow(value.toInt());
+    } else if (key == QLatin1String("apply")) {
+        advisor->applyLive();
+    } else {
+        fail(QStringLiteral("unknown advisor step '%1'").arg(key));
+        return false;
+    }
+    return true;
 }
 
 } // namespace bp::ui

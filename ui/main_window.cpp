@@ -2,11 +2,13 @@
 
 #include "export_settings_menu.h"
 
+#include "advisor_dock.h"
 #include "batch_timeline.h"
 #include "charts_view.h"
 #include "compare_view.h"
 #include "control_panel.h"
 #include "remote_target_view.h"
+#include "session_list_model.h"
 #include "status_info.h"
 #include "trace_list_model.h"
 #include "traces_view.h"
@@ -42,6 +44,7 @@ MainWindow::MainWindow(const ConsoleContext &context, QWidget *parent)
 
     m_undo = new QUndoStack(this);
     m_charts = new ChartsView(this);
+    m_charts->setGenerative(model.generative); // TTFT/TPOT and sequence charts
     m_compare = new CompareView(context.store, this);
     m_tabs = new QTabWidget(this);
     m_tabs->setDocumentMode(true);
@@ -74,6 +77,10 @@ MainWindow::MainWindow(const ConsoleContext &context, QWidget *parent)
         remoteDock->raise();
     });
     m_docks[2]->raise();
+    m_advisor = new AdvisorDock(bridge, context.store, m_traces->traceModel(), m_traces->sessionModel(),
+                                m_undo, this);
+    m_advisorDock = addDock(tr("Advisor"), QStringLiteral("advisor"), m_advisor, Qt::RightDockWidgetArea);
+    m_advisorDock->hide(); // View ▸ Advisor (Alt+5) or the toolbar
     resizeDocks({m_docks[0]}, {320}, Qt::Horizontal);
     resizeDocks({m_docks[0], m_docks[1]}, {560, 330}, Qt::Vertical);
     resizeDocks({m_docks[2]}, {190}, Qt::Vertical);
@@ -97,9 +104,19 @@ MainWindow::MainWindow(const ConsoleContext &context, QWidget *parent)
     connect(m_controls, &ControlPanel::configApplied, this, [this](const QString &summary) {
         statusBar()->showMessage(tr("Applied: %1").arg(summary), 4000);
     });
+    connect(m_advisor, &AdvisorDock::predictionApplied, this, [this](const AdvisorPrediction &p) {
+        m_charts->setPrediction(p.configVersion, p.label, p.p99Ms, p.ttftP99Ms);
+        showPage(Page::Live);
+    });
+    connect(m_advisor, &AdvisorDock::configApplied, this, [this](const QString &summary) {
+        statusBar()->showMessage(tr("Advisor applied: %1").arg(summary), 8000);
+    });
+    connect(m_advisor, &AdvisorDock::message, this,
+            [this](const QString &m) { statusBar()->showMessage(m, 8000); });
     bridge.startHostSampling(context.nvmlLibrary, app::NvmlSampler::deviceIndexFor(model.device));
 
-    const QRect screen = QGuiApplication::primaryScreen() ? QGuiApplication::primaryScreen()->availableGeometry() : QRect();
+    const QRect screen =
+        QGuiApplication::primaryScreen() ? QGuiApplication::primaryScreen()->availableGeometry() : QRect();
     resize(screen.isValid() ? screen.size().boundedTo(QSize(1600, 1000)) : QSize(1500, 950));
     m_defaultState = saveState();
     restoreSettings();
@@ -126,10 +143,11 @@ void MainWindow::createActions()
         m_traces->chooseAndImport();
     });
     import->setEnabled(m_traces->hasStore());
-    file->addAction(tr("&Export session report…"), QKeySequence(tr("Ctrl+E")), this, [this] {
-            showTraces();
-            m_traces->exportSelectedReport();
-        })
+    file->addAction(tr("&Export session report…"), QKeySequence(tr("Ctrl+E")), this,
+                    [this] {
+                        showTraces();
+                        m_traces->exportSelectedReport();
+                    })
         ->setEnabled(m_traces->hasStore());
     auto *exportSettings = new ExportSettingsMenu(*m_context.bridge, this);
     file->addMenu(exportSettings);
@@ -237,6 +255,9 @@ void MainWindow::createActions()
     bar->addActions(m_windowGroup->actions());
     bar->addSeparator();
     bar->addAction(import);
+    QAction *advisor = m_advisorDock->toggleViewAction();
+    advisor->setToolTip(tr("Show or hide the Advisor: tune the knobs for a recorded load (Alt+5)"));
+    bar->addAction(advisor);
 }
 
 void MainWindow::showPage(Page page)
@@ -249,6 +270,12 @@ void MainWindow::showTraces()
     QDockWidget *dock = m_docks[3];
     dock->show();
     dock->raise();
+}
+
+void MainWindow::showAdvisor()
+{
+    m_advisorDock->show();
+    m_advisorDock->raise();
 }
 
 void MainWindow::compareSessions(std::int64_t a, std::int64_t b)
@@ -275,8 +302,8 @@ void MainWindow::showShortcuts()
            "<tr><td><b>Ctrl+T</b></td><td>start / stop synthetic traffic</td></tr>"
            "<tr><td><b>Ctrl+P</b></td><td>pause the charts and the timeline</td></tr>"
            "<tr><td><b>Ctrl+1</b> / <b>Ctrl+2</b></td><td>live charts / comparison</td></tr>"
-           "<tr><td><b>Alt+1…4</b></td><td>show or hide the Batching, Traffic, Timeline, Traces "
-           "docks</td></tr>"
+           "<tr><td><b>Alt+1…5</b></td><td>show or hide the Batching, Traffic, Timeline, Traces, "
+           "Advisor docks</td></tr>"
            "<tr><td><b>Ctrl+I</b></td><td>import a CSV trace</td></tr>"
            "<tr><td><b>Ctrl+R</b></td><td>replay the selected session</td></tr>"
            "<tr><td><b>Ctrl+Shift+C</b></td><td>compare the selected sessions</td></tr>"

@@ -1,7 +1,8 @@
 // The operations console: live charts (central, with the session comparison
 // as a second tab), docks for the batching controls, synthetic traffic, the
 // batch timeline and the trace store, plus menus, a toolbar, shortcuts and a
-// status bar. Layout, chart window and traffic settings persist in QSettings.
+// status bar. The Advisor dock (hidden at first) tunes
+// the knobs for a recorded load in simulation and applies the answer live. Layout, chart window and traffic settings persist in QSettings.
 // The window only ever receives engine state as snapshot values.
 #pragma once
 
@@ -16,6 +17,7 @@ class QUndoStack;
 
 namespace bp::ui {
 
+class AdvisorDock;
 class BatchTimeline;
 class ChartsView;
 class CompareView;
@@ -38,11 +40,14 @@ public:
     CompareView *compareView() const { return m_compare; }
     QUndoStack *undoStack() const { return m_undo; }
     StatusInfo *statusInfo() const { return m_status; }
+    AdvisorDock *advisor() const { return m_advisor; }
 
     enum class Page { Live, Compare };
     void showPage(Page page);
     // Raises the traces dock (and shows it if it was closed).
     void showTraces();
+    // Shows and raises the Advisor dock.
+    void showAdvisor();
     void compareSessions(std::int64_t a, std::int64_t b);
 
 protected:
@@ -66,6 +71,8 @@ private:
     BatchTimeline *m_timeline = nullptr;
     TracesView *m_traces = nullptr;
     StatusInfo *m_status = nullptr;
+    AdvisorDock *m_advisor = nullptr;
+    QDockWidget *m_advisorDock = nullptr;
     QList<QDockWidget *> m_docks;
     QActionGroup *m_windowGroup = nullptr;
     QByteArray m_defaultState;

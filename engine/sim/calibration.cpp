@@ -5,10 +5,12 @@
 #include "engine/workload.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <random>
 #include <sstream>
+#include <thread>
 
 namespace bp {
 
@@ -78,9 +80,111 @@ CalibrationGrid CalibrationGrid::quick()
     g.batchSizes = {1, 4, 16};
     g.lengths = {16, 128, 512};
     g.newTokens = {2, 8};
+    g.stepSequences = {1, 8, 32};
     g.repeats = 2;
     return g;
 }
+
+namespace {
+
+// Iterations of StepModel::step (policy continuous) at each context length
+// in `lengths` over each number of running sequences: the prompt's prefill
+// (one sequence), decode steps over all of them, and decode steps with a
+// prompt chunk joining. Each observation is the median of its timed runs.
+// False when a length does not fit the model (skipped).
+Status measureSteps(StepModel &model, const std::vector<int> &lengths, const CalibrationGrid &grid,
+                    const std::atomic<bool> *cancel, std::vector<CostObservation> &out)
+{
+    std::uint64_t nextId = 1ull << 40; // far from any live sequence of a running engine
+    auto timed = [&](const std::vector<StepItem> &items, bool &fits) -> double {
+        std::vector<StepOutcome> outcomes;
+        const TimePoint start = SteadyClock::now();
+        Status s = model.step(items, outcomes);
+        const double took = toSeconds(SteadyClock::now() - start);
+        for (const StepOutcome &o : outcomes)
+            if (s.isOk() && !o.status.isOk())
+                s = o.status;
+        if (!s)
+            fits = false;
+        return took;
+    };
+    auto observe = [&](const StepShape &shape, std::vector<double> times) {
+        if (times.empty())
+            return;
+        out.push_back(
+            {CostObservation::Kind::Iteration, CostModel::iterationTerms(shape), median(std::move(times))});
+    };
+    { // warm-up: the first step of a process pays for allocations
+        bool fits = true;
+        const std::uint64_t id = nextId++;
+        timed({{id, std::vector<TokenId>(8, 1), true}}, fits);
+        for (int i = 0; i < grid.warmup; ++i)
+            timed({{id, {1}, true}}, fits);
+        model.release(id);
+    }
+    for (int L : lengths) {
+        for (int b : grid.stepSequences) {
+            if (cancel && cancel->load())
+                return cancelledStatus();
+            if (b < 1)
+                continue;
+            bool fits = true;
+            std::vector<std::uint64_t> ids;
+            std::vector<double> prefill;
+            for (int i = 0; i < b && fits; ++i) {
+                ids.push_back(nextId++);
+                std::vector<StepItem> items(1);
+                items[0].sequence = ids.back();
+                items[0].tokens.assign(std::size_t(L), 1);
+                prefill.push_back(timed(items, fits));
+            }
+            std::int64_t cached = L;
+            std::vector<double> decode, mixed;
+            StepShape decodeShape, mixedShape;
+            const int chunk = std::max(1, std::min(grid.stepChunk, L));
+            for (int run = 0; fits && run < grid.warmup + grid.repeats; ++run) {
+                std::vector<StepItem> items(ids.size());
+                for (std::size_t i = 0; i < ids.size(); ++i)
+                    items[i] = {ids[i], {1}, true};
+                StepShape shape;
+                for (std::size_t i = 0; i < ids.size(); ++i)
+                    shape.add(cached, 1);
+                const double took = timed(items, fits);
+                ++cached;
+                if (run >= grid.warmup) {
+                    decode.push_back(took);
+                    decodeShape = shape;
+                }
+                // the same decodes (one token further) with a prompt chunk joining
+                StepItem joining{nextId++, std::vector<TokenId>(std::size_t(chunk), 1), true};
+                items.push_back(joining);
+                shape = {};
+                for (std::size_t i = 0; i < ids.size(); ++i)
+                    shape.add(cached, 1);
+                shape.add(0, chunk);
+                const double tookMixed = timed(items, fits);
+                model.release(joining.sequence);
+                ++cached;
+                if (run >= grid.warmup) {
+                    mixed.push_back(tookMixed);
+                    mixedShape = shape;
+                }
+            }
+            for (std::uint64_t id : ids)
+                model.release(id);
+            if (!fits)
+                continue; // past the model's positions
+            StepShape prefillShape;
+            prefillShape.add(0, L);
+            observe(prefillShape, prefill);
+            observe(decodeShape, decode);
+            observe(mixedShape, mixed);
+        }
+    }
+    return Status::ok();
+}
+
+} // namespace
 
 Result<std::vector<CostObservation>>
 measureBackend(Backend &backend, const CalibrationGrid &grid,
@@ -173,6 +277,67 @@ measureBackend(Backend &backend, const CalibrationGrid &grid,
             }
         }
     }
+    if (StepModel *steps = backend.steps(); steps && info.generative)
+        if (Status s = measureSteps(*steps, lengths, grid, cancel, out); !s)
+            return s;
+    return out;
+}
+
+Result<std::vector<double>> measureConcurrency(Backend &backend, int maxUnits, int repeats)
+{
+    const ModelInfo &info = backend.info();
+    const int length = std::max(1, std::min(128, info.maxSequenceLength - (info.generative ? 8 : 0)));
+    const int want = info.generative ? std::min(8, std::max(1, info.maxNewTokensLimit)) : 0;
+    std::vector<Request> requests(4);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        requests[i].tokens.assign(std::size_t(length), TokenId(1 + i));
+        requests[i].maxNewTokens = want;
+    }
+    BatchInput input;
+    input.paddedLength = length;
+    for (const Request &r : requests)
+        input.requests.push_back(&r);
+    // `units` threads each run the batch `repeats` times (after one
+    // warm-up); the median of every timed run.
+    auto timedAt = [&](int units) -> Result<double> {
+        std::vector<std::vector<double>> times(static_cast<std::size_t>(units));
+        std::vector<Status> failures(static_cast<std::size_t>(units));
+        std::vector<std::thread> threads;
+        for (int u = 0; u < units; ++u)
+            threads.emplace_back([&, u] {
+                for (int run = 0; run <= repeats; ++run) {
+                    std::vector<SequenceResult> results(requests.size());
+                    const TimePoint start = SteadyClock::now();
+                    Status s = backend.run(input, results);
+                    const double took = toSeconds(SteadyClock::now() - start);
+                    if (!s) {
+                        failures[std::size_t(u)] = s;
+                        return;
+                    }
+                    if (run > 0)
+                        times[std::size_t(u)].push_back(took);
+                }
+            });
+        for (std::thread &t : threads)
+            t.join();
+        for (const Status &s : failures)
+            if (!s)
+                return Status(s.code(), "concurrency probe: " + s.message());
+        std::vector<double> all;
+        for (const auto &t : times)
+            all.insert(all.end(), t.begin(), t.end());
+        return median(all);
+    };
+    auto alone = timedAt(1);
+    if (!alone)
+        return alone.status();
+    std::vector<double> out;
+    for (int k = 2; k <= maxUnits; ++k) {
+        auto t = timedAt(k);
+        if (!t)
+            return t.status();
+        out.push_back(*alone > 0 ? std::max(1.0, *t / *alone) : 1.0);
+    }
     return out;
 }
 
@@ -199,16 +364,66 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
         m.wants.push_back(r.outputTokens);
         m.handoff = r.total - r.queueWait - r.compute;
     }
+    // Step rows (policy continuous) record their items and tokens, not the
+    // context each attends to: the decodes are charged the session's mean
+    // decode context (over the completed requests' generated tokens), and a
+    // step that fed more than one token to an item is taken as one prompt
+    // chunk (its tokens beyond the decodes) beside n − 1 decodes.
+    double contextSum = 0, decodeTokens = 0;
+    for (const StoredRequest &r : *requests)
+        if (r.status == StatusCode::Ok && r.outputTokens > 0) {
+            contextSum += r.outputTokens * (r.inputTokens + (r.outputTokens + 1) / 2.0);
+            decodeTokens += r.outputTokens;
+        }
+    const double meanContext = decodeTokens > 0 ? contextSum / decodeTokens : 0;
+    auto stepShapeOf = [&](const StoredBatch &b) {
+        StepShape shape;
+        shape.decodes = b.paddedLength > 1 ? b.size - 1 : b.size;
+        shape.decodeContext = std::int64_t(std::llround(shape.decodes * meanContext));
+        if (b.paddedLength > 1) {
+            shape.prefills = 1;
+            shape.prefillTokens = std::max<std::int64_t>(1, b.realTokens - shape.decodes);
+            shape.prefillAttention = shape.prefillTokens * shape.prefillTokens;
+        }
+        return shape;
+    };
+    // Which batches overlapped another one (several executors): sorted by
+    // start, a batch overlaps when an earlier one ends after its start or
+    // the next one starts before its end.
+    std::vector<std::pair<Duration, Duration>> spans; // start, end
+    std::vector<std::size_t> order;
+    for (const StoredBatch &b : *batches) {
+        const Duration start = b.dispatched + members[b.batchId].handoff;
+        spans.push_back({start, start + b.compute});
+        order.push_back(order.size());
+    }
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return spans[a] < spans[b]; });
+    std::vector<bool> overlapped(spans.size(), false);
+    Duration reach = Duration::min();
+    for (std::size_t k = 0; k < order.size(); ++k) {
+        const auto &[start, end] = spans[order[k]];
+        if (reach > start || (k + 1 < order.size() && spans[order[k + 1]].first < end))
+            overlapped[order[k]] = true;
+        reach = std::max(reach, end);
+    }
+
     SessionObservations out;
     std::vector<double> handoffs, gaps;
     std::map<int, const StoredBatch *> lastOnExecutor;
-    for (const StoredBatch &b : *batches) {
+    for (std::size_t index = 0; index < batches->size(); ++index) {
+        const StoredBatch &b = (*batches)[index];
         if (b.status != StatusCode::Ok || b.compute <= Duration::zero())
             continue;
         const Members &m = members[b.batchId];
-        out.batches.push_back({CostObservation::Kind::Batch,
-                               CostModel::batchTerms(generative, b.size, b.paddedLength, m.wants),
-                               toSeconds(b.compute)});
+        if (overlapped[index])
+            ++out.overlapped;
+        else if (b.policy == PolicyKind::Continuous)
+            out.batches.push_back({CostObservation::Kind::Iteration,
+                                   CostModel::iterationTerms(stepShapeOf(b)), toSeconds(b.compute)});
+        else
+            out.batches.push_back({CostObservation::Kind::Batch,
+                                   CostModel::batchTerms(generative, b.size, b.paddedLength, m.wants),
+                                   toSeconds(b.compute)});
         handoffs.push_back(toSeconds(m.handoff));
         // A batch that was ready before its executor's previous batch ended
         // waited only for the executor: the gap between that end and its
@@ -232,10 +447,13 @@ Result<Calibration> calibrate(const Calibration &key, std::span<const CostObserv
         return fit.status();
     Calibration c = key;
     const double overhead = c.cost.overheadS;
+    const std::vector<double> concurrency = c.cost.concurrency;
     c.cost = fit->model;
     c.cost.overheadS = overhead;
+    c.cost.concurrency = concurrency;
     c.error = fit->error;
     c.batchError = fit->batchError;
+    c.iterationError = fit->iterationError;
     c.observations = fit->error.observations;
     return c;
 }
@@ -259,7 +477,8 @@ nlohmann::json toJson(const Calibration &c)
             {"observations", c.observations},
             {"cost_model", toJson(c.cost)},
             {"fit_error", toJson(c.error)},
-            {"batch_fit_error", toJson(c.batchError)}};
+            {"batch_fit_error", toJson(c.batchError)},
+            {"iteration_fit_error", toJson(c.iterationError)}};
 }
 
 Result<Calibration> calibrationFromJson(const nlohmann::json &j)
@@ -289,6 +508,7 @@ Result<Calibration> calibrationFromJson(const nlohmann::json &j)
         c.cost.generative = c.generative;
         c.error = fitErrorFromJson(j.value("fit_error", nlohmann::json()));
         c.batchError = fitErrorFromJson(j.value("batch_fit_error", nlohmann::json()));
+        c.iterationError = fitErrorFromJson(j.value("iteration_fit_error", nlohmann::json()));
         if (c.model.empty() || c.vocabSize < 1 || c.maxSequenceLength < 1 || c.maxNewTokensLimit < 0 ||
             c.positions < 0)
             return Status(StatusCode::InvalidArgument,

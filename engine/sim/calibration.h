@@ -5,11 +5,15 @@
 //
 // Sources of measurements:
 //  - measureBackend(): a profile grid (batch × padded length, and for a
-//    generative model the prefill and the mean decode step of each cell),
-//    what `batchpilot calibrate` runs;
+//    generative model the prefill and the mean decode step of each cell;
+//    for a model with step-level generation, iterations of StepModel::step:
+//    decodes over running sequences at each context, with and without a
+//    prompt chunk joining), what `batchpilot calibrate` runs;
 //  - sessionObservations(): the batch rows of a recorded session (compute
 //    time per batch, with its members' output tokens for a generative
-//    model), and the per-batch serving overhead the profile cannot see.
+//    model; for a `continuous` session its step rows, each an iteration of
+//    its items and tokens), and the per-batch serving overhead the profile
+//    cannot see.
 //
 // Stored in the trace database's `calibrations` table (calibration_store.h)
 // and exported/imported as JSON (toJson / calibrationFromJson).
@@ -46,9 +50,10 @@ struct Calibration {
     int positions = 0; // generative: input + new tokens must fit (0 = no limit)
 
     CostModel cost;
-    FitError error;      // every observation
-    FitError batchError; // whole batches: what a simulation charges
-    std::string source;  // "profile (quick)", "session 7", ...
+    FitError error;          // every observation
+    FitError batchError;     // whole batches: what a simulation charges
+    FitError iterationError; // generation steps (policy continuous)
+    std::string source;      // "profile (quick)", "session 7", ...
     std::size_t observations = 0;
 
     // The key and the facts of a loaded model (`preset` for built-ins).
@@ -61,6 +66,12 @@ struct CalibrationGrid {
     std::vector<int> batchSizes{1, 2, 4, 8, 16, 32};
     std::vector<int> lengths{16, 64, 128, 256, 512};
     std::vector<int> newTokens{4, 16}; // generative: two values separate prefill from decode
+    // A model with step-level generation (Backend::steps()): iterations of
+    // `stepSequences` running sequences at each of `lengths` (a decode step,
+    // and one with a prompt chunk of `stepChunk` tokens joining), timed
+    // like the batches.
+    std::vector<int> stepSequences{1, 4, 16, 32};
+    int stepChunk = 64;
     int warmup = 1;
     int repeats = 3;
     std::uint64_t seed = 1;
@@ -81,8 +92,18 @@ measureBackend(Backend &backend, const CalibrationGrid &grid,
                const std::function<void(const CalibrationProgress &)> &progress = {},
                const std::atomic<bool> *cancel = nullptr);
 
+// Contention between executors: a mid-size batch (4 × length 128, 8 new
+// tokens for a decoder) run alone, then on k threads at once for k = 2 ..
+// maxUnits; the median time of each relative to alone (>= 1), for
+// CostModel::concurrency.
+Result<std::vector<double>> measureConcurrency(Backend &backend, int maxUnits = 4, int repeats = 6);
+
 struct SessionObservations {
-    std::vector<CostObservation> batches; // one per ok batch with a positive compute time
+    // One per ok batch with a positive compute time that ran alone: a batch
+    // that overlapped another executor's is left out (its time includes
+    // the contention that CostModel::concurrency charges apart).
+    std::vector<CostObservation> batches;
+    std::size_t overlapped = 0;
     // Median per batch of (completion − dispatch − compute) over the
     // session's batches: the serving path's own cost. 0 when unknown.
     double overheadS = 0;
@@ -91,7 +112,7 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
                                                 bool generative);
 
 // Fits the cost model to `observations`; everything else (key, facts,
-// source, cost.overheadS) is taken from `key`.
+// source, cost.overheadS, cost.concurrency) is taken from `key`.
 Result<Calibration> calibrate(const Calibration &key, std::span<const CostObservation> observations);
 
 nlohmann::json toJson(const Calibration &c);

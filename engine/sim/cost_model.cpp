@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 namespace bp {
 
@@ -112,11 +113,13 @@ bool nnls(const std::array<std::array<double, N>, N> &G, const Terms &h, const s
     return true;
 }
 
-FitError errorOf(const CostModel &m, std::span<const CostObservation> obs, bool batchesOnly)
+// Over every observation, or over those of one kind.
+FitError errorOf(const CostModel &m, std::span<const CostObservation> obs,
+                 std::optional<CostObservation::Kind> only = std::nullopt)
 {
     std::vector<double> rel;
     for (const CostObservation &o : obs) {
-        if (o.seconds <= 0 || (batchesOnly && o.kind != CostObservation::Kind::Batch))
+        if (o.seconds <= 0 || (only && o.kind != *only))
             continue;
         rel.push_back(std::abs(m.predict(o.terms) - o.seconds) / o.seconds);
     }
@@ -132,7 +135,34 @@ FitError errorOf(const CostModel &m, std::span<const CostObservation> obs, bool 
     return e;
 }
 
+// At most CostModel::kResidualSamples evenly spaced quantiles of `ratios`.
+std::vector<double> quantiles(std::vector<double> ratios)
+{
+    std::sort(ratios.begin(), ratios.end());
+    const std::size_t k = CostModel::kResidualSamples;
+    if (ratios.size() <= k)
+        return ratios;
+    std::vector<double> out(k);
+    for (std::size_t i = 0; i < k; ++i)
+        out[i] = ratios[i * (ratios.size() - 1) / (k - 1)];
+    return out;
+}
+
 } // namespace
+
+void StepShape::add(std::int64_t cached, std::int64_t fed)
+{
+    if (fed <= 0)
+        return;
+    if (fed == 1 && cached > 0) {
+        ++decodes;
+        decodeContext += cached + 1;
+    } else {
+        ++prefills;
+        prefillTokens += fed;
+        prefillAttention += fed * (cached + fed);
+    }
+}
 
 double CostModel::predict(const Terms &terms) const
 {
@@ -149,6 +179,63 @@ Terms CostModel::stepTerms(int batch, int context)
 {
     const double b = batch;
     return {0, 0, 0, 0, 1, b, b * double(context)};
+}
+
+Terms CostModel::iterationTerms(const StepShape &shape)
+{
+    Terms t{};
+    const std::size_t i = std::size_t(kIterationStart);
+    t[i] = 1;
+    t[i + 1] = shape.items();
+    t[i + 2] = double(shape.tokens());
+    t[i + 3] = double(shape.attention());
+    return t;
+}
+
+bool CostModel::hasIterationTerms() const
+{
+    return std::any_of(coef.begin() + kIterationStart, coef.end(), [](double c) { return c > 0; });
+}
+
+double CostModel::iterationSeconds(const StepShape &shape) const
+{
+    if (shape.items() == 0)
+        return 0;
+    if (hasIterationTerms())
+        return predict(iterationTerms(shape));
+    // From the request-level terms: the decodes as one decode step, the
+    // prompt chunks as one pass (their attention is what b·L² counts).
+    double s = 0;
+    if (shape.decodes > 0)
+        s += coef[4] + coef[5] * shape.decodes + coef[6] * double(shape.decodeContext);
+    if (shape.prefills > 0)
+        s += coef[0] + coef[1] * shape.prefills + coef[2] * double(shape.prefillTokens) +
+             coef[3] * double(shape.prefillAttention);
+    return clampSeconds(s);
+}
+
+double CostModel::residualAt(double u, bool iteration) const
+{
+    const std::vector<double> &r = iteration ? iterationResiduals : residuals;
+    if (r.empty())
+        return 1;
+    const double x = std::clamp(u, 0.0, 1.0) * double(r.size() - 1);
+    const std::size_t i = std::min(std::size_t(x), r.size() - 1);
+    const double f = x - double(i);
+    return i + 1 < r.size() ? r[i] + f * (r[i + 1] - r[i]) : r[i];
+}
+
+double CostModel::slowdownAt(int units) const
+{
+    if (units < 2 || concurrency.empty())
+        return 1;
+    return concurrency[std::min(std::size_t(units - 2), concurrency.size() - 1)];
+}
+
+double CostModel::meanResidual(bool iteration) const
+{
+    const std::vector<double> &r = iteration ? iterationResiduals : residuals;
+    return r.empty() ? 1 : std::accumulate(r.begin(), r.end(), 0.0) / double(r.size());
 }
 
 Terms CostModel::batchTerms(bool generative, int batch, int paddedLength, std::span<const int> wants)
@@ -207,7 +294,7 @@ CostModel::BatchCost CostModel::batchCost(int batch, int paddedLength, std::span
 
 FitError fitError(const CostModel &model, std::span<const CostObservation> observations)
 {
-    return errorOf(model, observations, false);
+    return errorOf(model, observations);
 }
 
 Result<FitResult> fitCostModel(std::span<const CostObservation> observations, bool generative)
@@ -219,7 +306,8 @@ Result<FitResult> fitCostModel(std::span<const CostObservation> observations, bo
     for (const CostObservation &o : observations) {
         if (!(o.seconds > 0) || !std::isfinite(o.seconds))
             continue;
-        if (!generative && o.kind == CostObservation::Kind::Step)
+        if (!generative &&
+            (o.kind == CostObservation::Kind::Step || o.kind == CostObservation::Kind::Iteration))
             continue;
         Terms a = o.terms;
         if (!generative)
@@ -255,8 +343,21 @@ Result<FitResult> fitCostModel(std::span<const CostObservation> observations, bo
     r.model.generative = generative;
     for (std::size_t j = 0; j < std::size_t(N); ++j)
         r.model.coef[j] = x[j] * scale[j];
-    r.error = errorOf(r.model, observations, false);
-    r.batchError = errorOf(r.model, observations, true);
+    r.error = errorOf(r.model, observations);
+    r.batchError = errorOf(r.model, observations, CostObservation::Kind::Batch);
+    r.iterationError = errorOf(r.model, observations, CostObservation::Kind::Iteration);
+    std::vector<double> batches, iterations;
+    for (const CostObservation &o : observations) {
+        const double predicted = r.model.predict(o.terms);
+        if (!(o.seconds > 0) || !std::isfinite(o.seconds) || !(predicted > 0))
+            continue;
+        if (o.kind == CostObservation::Kind::Batch)
+            batches.push_back(o.seconds / predicted);
+        else if (o.kind == CostObservation::Kind::Iteration)
+            iterations.push_back(o.seconds / predicted);
+    }
+    r.model.residuals = quantiles(std::move(batches));
+    r.model.iterationResiduals = quantiles(std::move(iterations));
     return r;
 }
 
@@ -265,8 +366,13 @@ nlohmann::json toJson(const CostModel &m)
     return {{"generative", m.generative},
             {"pass", {m.coef[0], m.coef[1], m.coef[2], m.coef[3]}},
             {"step", {m.coef[4], m.coef[5], m.coef[6]}},
+            {"iteration", {m.coef[7], m.coef[8], m.coef[9], m.coef[10]}},
             {"overhead_s", m.overheadS},
-            {"form", "pass(b,L) = p0 + p1*b + p2*b*L + p3*b*L^2; step(b,c) = d0 + d1*b + d2*b*c (seconds)"}};
+            {"residuals", m.residuals},
+            {"iteration_residuals", m.iterationResiduals},
+            {"concurrency_slowdown", m.concurrency},
+            {"form", "pass(b,L) = p0 + p1*b + p2*b*L + p3*b*L^2; step(b,c) = d0 + d1*b + d2*b*c; "
+                     "iteration(n,T,A) = s0 + s1*n + s2*T + s3*A (seconds); residuals = measured/predicted"}};
 }
 
 nlohmann::json toJson(const FitError &e)
@@ -292,7 +398,26 @@ Result<CostModel> costModelFromJson(const nlohmann::json &j)
             m.coef[i] = pass[i].get<double>();
         for (std::size_t i = 0; i < std::size_t(CostModel::kStepTerms); ++i)
             m.coef[std::size_t(CostModel::kPassTerms) + i] = step[i].get<double>();
+        if (j.contains("iteration")) { // absent before continuous was simulated
+            const auto &iteration = j.at("iteration");
+            if (!iteration.is_array() || iteration.size() != CostModel::kIterationTerms)
+                return Status(StatusCode::InvalidArgument, "cost model: 'iteration' needs 4 coefficients");
+            for (std::size_t i = 0; i < std::size_t(CostModel::kIterationTerms); ++i)
+                m.coef[std::size_t(CostModel::kIterationStart) + i] = iteration[i].get<double>();
+        }
         m.overheadS = j.value("overhead_s", 0.0);
+        m.residuals = j.value("residuals", std::vector<double>{});
+        m.iterationResiduals = j.value("iteration_residuals", std::vector<double>{});
+        m.concurrency = j.value("concurrency_slowdown", std::vector<double>{});
+        for (double v : m.concurrency)
+            if (!std::isfinite(v) || v < 1)
+                return Status(StatusCode::InvalidArgument,
+                              "cost model: concurrency_slowdown values must be >= 1");
+        for (const auto *r : {&m.residuals, &m.iterationResiduals})
+            if (!std::is_sorted(r->begin(), r->end()) ||
+                std::any_of(r->begin(), r->end(), [](double v) { return !std::isfinite(v) || v <= 0; }))
+                return Status(StatusCode::InvalidArgument,
+                              "cost model: residuals must be positive, finite and sorted");
         for (double c : m.coef)
             if (!std::isfinite(c) || c < 0)
                 return Status(StatusCode::InvalidArgument,

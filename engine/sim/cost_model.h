@@ -15,6 +15,14 @@
 //   that still want a token (finished rows are compacted away) at context
 //   L + k:
 //       run = pass(b, L) + Σ_k step(b_k, L + k)
+//   one iteration of step-level generation (policy `continuous`,
+//   StepModel::step over a packed set of sequences: n items, T tokens fed —
+//   prompt chunks and one per decode — and A = Σ_i t_i·(k_i + t_i), each
+//   fed token attending to the context before it, k_i tokens cached):
+//       iter(n, T, A) = s0 + s1·n + s2·T + s3·A
+//   A calibration without iteration measurements (made before they
+//   existed) predicts an iteration from pass() and step() instead
+//   (iterationSeconds()).
 //
 // Every term is linear in the coefficients, so one weighted least-squares
 // fit takes any mix of observations — profile cells (whole batch, prefill
@@ -34,25 +42,69 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace bp {
 
+// What one StepModel::step is given (policy `continuous`): its decodes and
+// prompt chunks, with the context they attend to.
+struct StepShape {
+    int decodes = 0;                   // sequences fed their last token
+    std::int64_t decodeContext = 0;    // Σ context of the decodes (cached + 1)
+    int prefills = 0;                  // sequences fed a prompt chunk
+    std::int64_t prefillTokens = 0;    // Σ chunk tokens
+    std::int64_t prefillAttention = 0; // Σ chunk·(cached + chunk)
+    int items() const { return decodes + prefills; }
+    std::int64_t tokens() const { return decodes + prefillTokens; }
+    std::int64_t attention() const { return decodeContext + prefillAttention; }
+    // Adds one item: `fed` tokens on top of `cached` ones.
+    void add(std::int64_t cached, std::int64_t fed);
+};
+
 struct CostModel {
     static constexpr int kPassTerms = 4;
     static constexpr int kStepTerms = 3;
-    static constexpr int kTerms = kPassTerms + kStepTerms;
-    // [p0, p1, p2, p3, d0, d1, d2], seconds per unit of each term.
+    static constexpr int kIterationTerms = 4;
+    static constexpr int kIterationStart = kPassTerms + kStepTerms;
+    static constexpr int kTerms = kPassTerms + kStepTerms + kIterationTerms;
+    // [p0, p1, p2, p3, d0, d1, d2, s0, s1, s2, s3], seconds per unit of each term.
     std::array<double, kTerms> coef{};
     double overheadS = 0;    // per batch, outside Backend::run
     bool generative = false; // decode steps are charged
+    // Measured / predicted over the fit's whole batches and iterations
+    // (what a simulation charges), sorted; at most kResidualSamples evenly
+    // spaced quantiles. A simulation may charge each unit its prediction
+    // times a ratio drawn from these (SimulatorOptions::costNoise), so the
+    // spread of real costs, not only their typical value, reaches the queue.
+    static constexpr std::size_t kResidualSamples = 101;
+    std::vector<double> residuals;          // whole batches
+    std::vector<double> iterationResiduals; // iterations
+    // Contention between executors: concurrency[k − 2] is how much slower a
+    // unit runs while k units run at once (k = 2, 3, ...), measured by the
+    // profile (measureConcurrency). Empty: no slowdown.
+    std::vector<double> concurrency;
+    // The slowdown with `units` running at once (1 for one; past the
+    // measured ones, the last).
+    double slowdownAt(int units) const;
 
     // One forward pass (request level, or a generative model's prefill).
     double passSeconds(int batch, int paddedLength) const;
     // One decode step over `batch` rows at `context` tokens.
     double stepSeconds(int batch, int context) const;
+    // One iteration of step-level generation. Without iteration
+    // coefficients (an older calibration): d0 + d1·decodes + d2·context for
+    // the decodes, p0 + p1·prefills + p2·tokens + p3·attention for the
+    // prompt chunks.
+    double iterationSeconds(const StepShape &shape) const;
+    bool hasIterationTerms() const;
+    // The residual (of iterations, or of whole batches) at quantile u in
+    // [0, 1], interpolated; 1 when there are none.
+    double residualAt(double u, bool iteration) const;
+    // Their mean (1 when there are none).
+    double meanResidual(bool iteration) const;
 
     struct BatchCost {
         Duration run{};        // Backend::run: prefill + every decode step
@@ -68,6 +120,7 @@ struct CostModel {
                                                  std::span<const int> wants);
     static std::array<double, kTerms> passTerms(int batch, int paddedLength);
     static std::array<double, kTerms> stepTerms(int batch, int context);
+    static std::array<double, kTerms> iterationTerms(const StepShape &shape);
     double predict(const std::array<double, kTerms> &terms) const;
 
     bool operator==(const CostModel &) const = default;
@@ -75,7 +128,9 @@ struct CostModel {
 
 // One measurement for the fit.
 struct CostObservation {
-    enum class Kind { Batch, Prefill, Step };
+    // Batch: a whole Backend::run; Prefill, Step: parts of one; Iteration:
+    // one StepModel::step (policy continuous).
+    enum class Kind { Batch, Prefill, Step, Iteration };
     Kind kind = Kind::Batch;
     std::array<double, CostModel::kTerms> terms{};
     double seconds = 0; // measured
@@ -91,8 +146,9 @@ struct FitError {
 
 struct FitResult {
     CostModel model;
-    FitError error;      // over every observation
-    FitError batchError; // over Kind::Batch only (what a simulation charges)
+    FitError error;          // over every observation
+    FitError batchError;     // over Kind::Batch only (what a simulation charges)
+    FitError iterationError; // over Kind::Iteration only
 };
 
 // InvalidArgument when there are no usable observations (measured time <= 0

@@ -14,6 +14,12 @@ SimulatedReplay::SimulatedReplay(std::shared_ptr<TraceStore> store, Calibration 
 {
 }
 
+void SimulatedReplay::setCostNoise(CostNoise noise, std::uint64_t seed)
+{
+    m_noise = noise;
+    m_seed = seed;
+}
+
 Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const Replayer::ProgressFn &progress,
                                            const std::atomic<bool> *cancel)
 {
@@ -26,6 +32,10 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
     auto plan = planReplay(*m_store, o, cal.modelInfo());
     if (!plan)
         return plan.status();
+    if (plan->config.policy == PolicyKind::Continuous && !cal.generative)
+        return Status(StatusCode::InvalidArgument,
+                      "policy continuous needs a model with step-level generation; " + cal.model +
+                          " has none");
 
     SessionStart start = replaySessionStart(o, *plan);
     start.kind = "simulation";
@@ -38,7 +48,12 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
                                    {"device", cal.device},
                                    {"threads", cal.threads},
                                    {"source", cal.source},
-                                   {"batch_fit_error", toJson(cal.batchError)}};
+                                   {"batch_fit_error", toJson(cal.batchError)},
+                                   {"iteration_fit_error", toJson(cal.iterationError)}};
+    start.replay["cost_noise"] = m_noise == CostNoise::None ? "none"
+                                 : m_noise == CostNoise::Mean
+                                     ? "mean residual"
+                                     : "drawn residual, seed " + std::to_string(m_seed);
     auto sessionId = m_store->startSession(start);
     if (!sessionId)
         return sessionId.status();
@@ -51,14 +66,22 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
                 : cal.generative            ? OutputKind::Generated
                                             : OutputKind::None;
     so.positions = cal.positions;
+    so.costNoise = m_noise;
+    so.noiseSeed = m_seed;
     // Every row must reach the database: the sink's queue holds the whole
     // session (a simulation outruns any writer; nothing waits on it).
     TraceSinkOptions sinkOptions = o.recorder.sink;
     sinkOptions.requestSource = "simulation";
     const std::size_t seconds =
         plan->requests.empty() ? 0 : std::size_t(toSeconds(plan->requests.back().offset));
-    sinkOptions.queueCapacity =
-        std::max(sinkOptions.queueCapacity, 3 * plan->requests.size() + seconds + 1024);
+    std::size_t rows = 3 * plan->requests.size() + seconds + 1024;
+    if (plan->config.policy == PolicyKind::Continuous) {
+        // a row per step: at most one per generated token and prompt chunk
+        const std::size_t chunk = std::size_t(std::max(1, plan->config.continuous.prefillChunk));
+        for (const PlannedRequest &r : plan->requests)
+            rows += std::size_t(std::max(0, r.maxNewTokens)) + std::size_t(r.inputTokens) / chunk + 1;
+    }
+    sinkOptions.queueCapacity = std::max(sinkOptions.queueCapacity, rows);
     auto sink = TraceSink::create(m_store->path(), *sessionId, so.start, sinkOptions);
     if (!sink) {
         SessionEnd end;

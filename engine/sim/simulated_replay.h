@@ -12,6 +12,7 @@
 #pragma once
 
 #include "calibration.h"
+#include "simulator.h"
 
 #include "engine/store/replayer.h"
 
@@ -20,6 +21,10 @@ namespace bp {
 class SimulatedReplay {
 public:
     SimulatedReplay(std::shared_ptr<TraceStore> store, Calibration calibration);
+
+    // How each batch or step is charged (SimulatorOptions::costNoise; by
+    // default its prediction). Stated in the session's replay facts.
+    void setCostNoise(CostNoise noise, std::uint64_t seed = 1);
 
     // `options.clock` is ignored (the session says "simulated"); the other
     // options mean what they mean for Replayer::run. The model's limits
@@ -30,6 +35,8 @@ public:
 private:
     std::shared_ptr<TraceStore> m_store;
     Calibration m_calibration;
+    CostNoise m_noise = CostNoise::None;
+    std::uint64_t m_seed = 1;
 };
 
 } // namespace bp

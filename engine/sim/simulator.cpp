@@ -2,12 +2,14 @@
 
 #include "engine/adaptive.h"
 #include "engine/config_history.h"
+#include "engine/continuous_scheduler.h"
 #include "engine/metrics.h"
 #include "engine/outcome.h"
 
-#include <functional>
-
 #include <algorithm>
+#include <functional>
+#include <random>
+#include <unordered_map>
 
 namespace bp {
 
@@ -23,20 +25,81 @@ RequestRecord recordOf(const Request &r)
     return rec;
 }
 
+// The model behind a simulated `continuous` run: computes nothing. It keeps
+// each live sequence's cached length, as the real one keeps its KV cache,
+// so that it can say what each step fed and attended to (lastShape(), which
+// the cost model prices), refuses what the real decoder refuses (input +
+// generated past its positions), and answers every sampled token with 0.
+class CostedStepModel final : public StepModel {
+public:
+    explicit CostedStepModel(int positions) : m_positions(positions) {}
+
+    Status step(const std::vector<StepItem> &items, std::vector<StepOutcome> &out) override
+    {
+        out.assign(items.size(), StepOutcome{});
+        if (Status s = checkDistinctSequences(items); !s)
+            return s;
+        m_last = {};
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            const auto fed = std::int64_t(items[i].tokens.size());
+            const auto it = m_lengths.find(items[i].sequence);
+            const std::int64_t cached = it != m_lengths.end() ? it->second : 0;
+            if (m_positions > 0 && cached + fed > m_positions) {
+                out[i].status = {StatusCode::OutOfRange, "the sequence would pass the model's " +
+                                                             std::to_string(m_positions) + " positions"};
+                continue;
+            }
+            m_last.add(cached, fed);
+            m_lengths[items[i].sequence] = cached + fed;
+            m_cached += fed;
+        }
+        return Status::ok();
+    }
+    void release(std::uint64_t sequence) override
+    {
+        if (const auto it = m_lengths.find(sequence); it != m_lengths.end()) {
+            m_cached -= it->second;
+            m_lengths.erase(it);
+        }
+    }
+    std::int64_t cachedTokens() const override { return m_cached; }
+    // What the last step() ran.
+    const StepShape &lastShape() const { return m_last; }
+
+private:
+    int m_positions = 0;
+    std::unordered_map<std::uint64_t, std::int64_t> m_lengths;
+    std::int64_t m_cached = 0;
+    StepShape m_last;
+};
+
 } // namespace
 
 struct Simulator::Impl {
     struct Running {
-        TimePoint end{};
+        TimePoint end{}; // the executor is free again (after the serving overhead)
         int executor = 0;
         BatchRecord batch;
         std::vector<RequestRecord> records;
+        // A generation step (policy continuous): it is handed back to the
+        // scheduler when the model returns (`computed`), as the engine does,
+        // and its executor is free at `end`.
+        std::shared_ptr<StepWork> step;
+        std::vector<StepOutcome> outcomes;
+        Status stepStatus;
+        TimePoint started{}, computed{};
+        bool handedBack = false;
+        TimePoint nextEvent() const { return step && !handedBack ? computed : end; }
     };
 
     const SimulatorOptions &o;
     BatchingConfig current;
     std::uint64_t version = 1;
-    Batcher batcher;
+    CostedStepModel stepModel;
+    std::unique_ptr<Scheduler> scheduler;
+    Scheduler &batcher; // *scheduler: a Batcher, or the ContinuousScheduler for `continuous`
+    std::mt19937_64 noise;
+    std::uniform_real_distribution<double> unit{0.0, 1.0};
     MetricsRecorder metrics;
     SloController slo;
     std::vector<bool> busy;
@@ -47,10 +110,23 @@ struct Simulator::Impl {
     SimOutcome out;
 
     explicit Impl(const SimulatorOptions &options)
-        : o(options), current(options.config), batcher(options.config, options.limits),
-          metrics(options.start), busy(std::size_t(std::max(1, options.config.instances)), false),
-          now(options.start)
+        : o(options), current(options.config), stepModel(options.positions),
+          scheduler(makeScheduler(options.config, options.limits, &stepModel)), batcher(*scheduler),
+          noise(options.noiseSeed), metrics(options.start),
+          busy(std::size_t(std::max(1, options.config.instances)), false), now(options.start)
     {
+    }
+
+    // The cost of a unit the model predicts `seconds` for, as charged
+    // (SimulatorOptions::costNoise).
+    Duration charge(double seconds, bool iteration)
+    {
+        switch (o.costNoise) {
+        case CostNoise::None: break;
+        case CostNoise::Mean: seconds *= o.cost.meanResidual(iteration); break;
+        case CostNoise::Drawn: seconds *= o.cost.residualAt(unit(noise), iteration); break;
+        }
+        return fromSeconds(std::max(0.0, seconds));
     }
 
     int freeExecutor() const
@@ -136,7 +212,11 @@ struct Simulator::Impl {
         // The engine's clock reads: start after the hand-off, end after run().
         const Duration overhead = fromSeconds(o.cost.overheadS);
         const TimePoint started = now;
-        const TimePoint ended = started + cost.run;
+        // contention: the executors already busy and this one
+        const int units = 1 + int(std::count(busy.begin(), busy.end(), true));
+        const Duration charged =
+            ran > 0 ? charge(toSeconds(cost.run) * o.cost.slowdownAt(units), false) : Duration::zero();
+        const TimePoint ended = started + charged;
 
         Running r;
         r.end = ended + overhead;
@@ -155,8 +235,15 @@ struct Simulator::Impl {
             rec.batchId = batch.id;
             if (runs[i]) {
                 rec.outputTokens = outputTokens(req);
-                if (cost.firstToken > Duration::zero() && rec.outputTokens > 0)
-                    rec.timeToFirstToken = (started - req.arrival) + cost.firstToken;
+                if (cost.firstToken > Duration::zero() && rec.outputTokens > 0) {
+                    // the prefill's share of the charged run
+                    const Duration first =
+                        cost.run > Duration::zero()
+                            ? Duration(std::int64_t(double(cost.firstToken.count()) *
+                                                    (double(charged.count()) / double(cost.run.count()))))
+                            : cost.firstToken;
+                    rec.timeToFirstToken = (started - req.arrival) + first;
+                }
                 rec.status = StatusCode::Ok;
             } else {
                 rec.status = StatusCode::OutOfRange;
@@ -184,25 +271,77 @@ struct Simulator::Impl {
         out.end = std::max(out.end, r.end);
     }
 
+    // Engine::executeStep without the model: StepModel::step runs now (it
+    // computes nothing; it tells the shape the cost model prices) and its
+    // outcome is handed back when the predicted time has passed.
+    void startStep(std::shared_ptr<StepWork> step, int executor)
+    {
+        Running r;
+        r.executor = executor;
+        r.stepStatus = stepModel.step(step->items, r.outcomes);
+        r.started = now;
+        r.computed = now + charge(o.cost.iterationSeconds(stepModel.lastShape()), true);
+        r.end = r.computed + fromSeconds(o.cost.overheadS);
+        r.step = std::move(step);
+        busy[std::size_t(executor)] = true;
+        running.push_back(std::move(r));
+        ++out.batches;
+    }
+
+    // The step's end, under the engine lock: the scheduler advances its
+    // sequences; the records go out as the engine sends them.
+    void handBack(Running &r)
+    {
+        r.handedBack = true;
+        StepDone done;
+        batcher.finished(*r.step, r.stepStatus, r.outcomes, r.computed, done);
+        r.batch = stepRecordOf(*r.step, r.started, r.computed, r.stepStatus, r.executor);
+        r.records.clear();
+        for (std::size_t i = 0; i < done.done.size(); ++i) {
+            RequestRecord rec = completedRecord(done.done[i].request, done.responses[i], r.step->id);
+            rec.priority = done.done[i].request.priority;
+            if (rec.status == StatusCode::Ok) {
+                slo.observe(rec.total);
+                ++out.completed;
+            } else {
+                ++out.failed;
+            }
+            r.records.push_back(rec);
+        }
+        metrics.recordBatch(r.batch, r.records, r.computed);
+        if (o.observer)
+            o.observer->onBatchCompleted(r.batch, r.records);
+        out.end = std::max(out.end, r.computed);
+    }
+
     std::optional<TimePoint> nextCompletion() const
     {
         std::optional<TimePoint> t;
         for (const Running &r : running)
-            if (!t || r.end < *t)
-                t = r.end;
+            if (!t || r.nextEvent() < *t)
+                t = r.nextEvent();
         return t;
     }
 
     void completeDue()
     {
-        // In end order (ties by executor), as the executors would finish.
+        // In event order (ties by executor), as the executors would finish.
         std::sort(running.begin(), running.end(), [](const Running &a, const Running &b) {
-            return a.end != b.end ? a.end < b.end : a.executor < b.executor;
+            return a.nextEvent() != b.nextEvent() ? a.nextEvent() < b.nextEvent() : a.executor < b.executor;
         });
-        std::size_t done = 0;
-        while (done < running.size() && running[done].end <= now)
-            finish(running[done++]);
-        running.erase(running.begin(), running.begin() + std::ptrdiff_t(done));
+        for (Running &r : running) {
+            if (r.nextEvent() > now)
+                break;
+            if (r.step && !r.handedBack)
+                handBack(r);
+            if (r.end <= now) {
+                if (r.step)
+                    busy[std::size_t(r.executor)] = false;
+                else
+                    finish(r);
+            }
+        }
+        std::erase_if(running, [&](const Running &r) { return r.end <= now && (!r.step || r.handedBack); });
     }
 
     void applySlo()
@@ -212,6 +351,8 @@ struct Simulator::Impl {
             return;
         if (Status s = validate(adjustment->config); !s)
             return; // the engine refuses it too (and says so on stderr)
+        if (!sameSchedulerKind(current, adjustment->config))
+            return; // the controller changes delays, never the kind of scheduler
         const BatchingConfig before = current;
         current = adjustment->config;
         ++version;
@@ -238,14 +379,20 @@ struct Simulator::Impl {
                 return;
             }
             applySlo();
-            Batcher::Poll poll = batcher.poll(now, draining, true);
+            Scheduler::Poll poll = batcher.poll(now, draining, true);
             for (Pending &p : poll.expired)
                 fail(p, StatusCode::DeadlineExceeded);
+            for (Scheduler::Failure &f : poll.failed)
+                fail(f.pending, f.status.code());
             if (poll.batch) {
                 start(*poll.batch, executor);
                 continue;
             }
-            if (!poll.expired.empty())
+            if (poll.step) {
+                startStep(std::move(poll.step), executor);
+                continue;
+            }
+            if (!poll.expired.empty() || !poll.failed.empty())
                 continue;
             wake = poll.wakeAt;
             if (wake && *wake <= now)
@@ -338,7 +485,13 @@ struct Simulator::Impl {
                 moveTo(*nextCompletion(), nextSample);
                 completeDue();
             }
+            // continuous: sequences that were running when the last step ended
+            std::vector<Pending> left = batcher.takeAll();
+            for (Pending &p : left)
+                fail(p, StatusCode::ShuttingDown);
         }
+        if (const auto *c = dynamic_cast<const ContinuousScheduler *>(scheduler.get()))
+            out.preemptions = c->preemptions();
         out.last = snapshot();
         if (o.onSample)
             o.onSample(out.last);

@@ -22,18 +22,34 @@
 //  - Drain at the end: partial batches leave (static without flush-on-drain
 //    fails them with ShuttingDown), as Engine::shutdown(Drain) does.
 //
-// What it does not model: the response cache (every request runs), the
-// out-of-memory split (the memory guard), CPU contention between
-// executors beyond what the calibration measured, and the serving path's
-// cost other than the calibration's per-batch overhead.
+// Contention between executors: a unit that starts while k − 1 others run
+// is charged CostModel::slowdownAt(k) times its cost (measured by the
+// profile: the same batch alone and on k threads at once).
 //
-// Extension point (iteration-level scheduling, policy `continuous`): the
-// event loop below asks one function, dispatchReady(), for work whenever an
-// executor is free, and charges what it starts with one completion event.
-// An iteration-level scheduler plugs in there: each "batch" becomes one
-// model step (its cost: CostModel::stepSeconds / passSeconds for the
-// prefill chunks it admits), and its completion event re-enters the
-// scheduler instead of completing the members.
+// What it does not model: the response cache (every request runs), the
+// out-of-memory split (the memory guard), CPU contention beyond what the
+// calibration measured (other processes; a unit is not re-timed when
+// another starts or ends while it runs), the serving path's
+// cost other than the calibration's per-batch overhead, and (continuous)
+// client cancellation and live changes of the kind of scheduler.
+//
+// Policy `continuous` (iteration-level): the REAL ContinuousScheduler runs
+// behind the same seam, over a StepModel that computes nothing: it keeps
+// each sequence's cached length (as the real one keeps its KV cache) so
+// that every step is priced by CostModel::iterationSeconds — its decodes
+// with their context, its prompt chunks with what they attend to. As in the
+// engine, one step is in flight at a time; its outcome is handed back to
+// the scheduler when the model returns (finished sequences leave, waiting
+// ones join at the next step, the KV budget preempts by recompute), and the
+// executor is free after the serving overhead (with two or more instances
+// an idle one leads the next step meanwhile). TTFT and TPOT per request
+// come out of the scheduler as in the engine.
+//
+// Cost noise (SimulatorOptions::costNoise): the prediction is the fit's
+// typical cost. Under contention real costs spread, and a queue near
+// saturation feels the spread; `Drawn` charges each unit its prediction
+// times a ratio drawn (seeded) from the calibration's residuals, `Mean`
+// times their mean.
 //
 // Records: every batch and request produces the same BatchRecord /
 // RequestRecord the engine would, sent to `observer` (a TraceSink), and a
@@ -45,6 +61,7 @@
 
 #include "engine/batcher.h"
 #include "engine/records.h"
+#include "engine/scheduler.h"
 #include "engine/snapshot.h"
 
 #include <atomic>
@@ -79,10 +96,16 @@ struct SimOutcome {
     std::size_t failed = 0;    // accepted, then not ok (expired, shut down, out of range)
     std::size_t batches = 0;
     std::size_t configChanges = 0; // by the SLO controller
+    std::uint64_t preemptions = 0; // continuous: sequences preempted by the KV budget
     TimePoint end{};               // the last completion (virtual)
     bool cancelled = false;
     Snapshot last; // the final snapshot
 };
+
+// How a unit's cost is charged: its prediction (None), times the mean
+// residual of the calibration's fit (Mean), or times a residual drawn at
+// random, seeded (Drawn).
+enum class CostNoise { None, Mean, Drawn };
 
 struct SimulatorOptions {
     BatchingConfig config; // validated by the caller
@@ -90,6 +113,8 @@ struct SimulatorOptions {
     CostModel cost;
     OutputKind output = OutputKind::None;
     int positions = 0; // Generated: input + new tokens must fit (0 = no limit)
+    CostNoise costNoise = CostNoise::None;
+    std::uint64_t noiseSeed = 1;
     TimePoint start{std::chrono::seconds(1000)};
     // Receives the records (the session's TraceSink). Not owned; may be null.
     EngineObserver *observer = nullptr;

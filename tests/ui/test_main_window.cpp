@@ -5,6 +5,7 @@
 // drives the real widgets.
 #include "gui_test_support.h"
 
+#include "ui/advisor_dock.h"
 #include "ui/charts_view.h"
 #include "ui/control_panel.h"
 #include "ui/demo_script.h"
@@ -80,7 +81,10 @@ private slots:
         Console c;
         MainWindow w(c.context);
         w.show();
-        QCOMPARE(w.findChildren<QDockWidget *>().size(), 5);
+        QCOMPARE(w.findChildren<QDockWidget *>().size(), 6); // + the Remote target and the Advisor (hidden at first)
+        QVERIFY(w.advisor() && !w.advisor()->isVisible());
+        w.showAdvisor();
+        QVERIFY(w.advisor()->isVisible());
         QVERIFY(w.findChild<RemoteTargetView *>()); // the "Remote target" dock (issue 16)
         const QStringList status = statusTexts(w);
         QVERIFY2(status.contains("Model: builtin:echo"), qPrintable(status.join(" | ")));

@@ -202,6 +202,73 @@ private slots:
         QVERIFY(!calibrationFromJson(nlohmann::json{{"model", "x"}})); // no format marker
     }
 
+    // Iterations of step-level generation (policy continuous): the fit
+    // recovers s0 + s1·n + s2·T + s3·A exactly from decode, prefill and
+    // mixed steps; the residuals are kept (sorted) and survive JSON; a cost
+    // model without iteration terms prices a step from pass() and step().
+    void iterationTermsFitAndRoundTrip()
+    {
+        CostModel truth = knownDecoder();
+        truth.coef[7] = 3e-4;
+        truth.coef[8] = 2e-5;
+        truth.coef[9] = 4e-6;
+        truth.coef[10] = 1e-9;
+        std::vector<CostObservation> obs = grid(truth, 0);
+        std::mt19937_64 rng(3);
+        std::uniform_real_distribution<double> u(0.9, 1.3);
+        for (int ctx : {16, 128, 512})
+            for (int n : {1, 8, 32})
+                for (int chunk : {0, 64}) {
+                    StepShape shape;
+                    for (int i = 0; i < n; ++i)
+                        shape.add(ctx, 1);
+                    if (chunk)
+                        shape.add(0, chunk);
+                    const auto terms = CostModel::iterationTerms(shape);
+                    obs.push_back({CostObservation::Kind::Iteration, terms, truth.predict(terms)});
+                }
+        auto fit = fitCostModel(obs, true);
+        QVERIFY(fit);
+        for (std::size_t i = 7; i < truth.coef.size(); ++i)
+            QVERIFY2(std::abs(fit->model.coef[i] - truth.coef[i]) <= 1e-6 * truth.coef[i],
+                     qPrintable(QString::number(i)));
+        QCOMPARE(fit->iterationError.observations, std::size_t(18));
+        QCOMPARE(fit->model.iterationResiduals.size(), std::size_t(18));
+        QVERIFY(std::abs(fit->model.residualAt(0.5, true) - 1) < 1e-6);
+        StepShape mixed;
+        mixed.add(100, 1);
+        mixed.add(100, 1);
+        mixed.add(0, 64);
+        QCOMPARE(mixed.items(), 3);
+        QCOMPARE(mixed.tokens(), std::int64_t(66));
+        QCOMPARE(mixed.attention(), std::int64_t(2 * 101 + 64 * 64));
+        QVERIFY(std::abs(fit->model.iterationSeconds(mixed) -
+                         (3e-4 + 3 * 2e-5 + 66 * 4e-6 + (2 * 101 + 64 * 64) * 1e-9)) < 1e-12);
+
+        CostModel noisy = fit->model;
+        noisy.iterationResiduals = {0.8, 1.0, 1.6};
+        QCOMPARE(noisy.residualAt(0.25, true), 0.9);
+        QCOMPARE(noisy.residualAt(1.0, true), 1.6);
+        QVERIFY(std::abs(noisy.meanResidual(true) - 3.4 / 3) < 1e-12);
+        QCOMPARE(noisy.meanResidual(false), 1.0); // no batch residuals
+        auto back = costModelFromJson(toJson(noisy));
+        QVERIFY(back);
+        QVERIFY(*back == noisy);
+        nlohmann::json unsorted = toJson(noisy);
+        unsorted["iteration_residuals"] = {1.2, 0.8};
+        QVERIFY(!costModelFromJson(unsorted));
+
+        // an older calibration: no iteration terms
+        nlohmann::json old = toJson(truth);
+        old.erase("iteration");
+        auto older = costModelFromJson(old);
+        QVERIFY(older && !older->hasIterationTerms());
+        const double expected =
+            (truth.coef[4] + 2 * truth.coef[5] + 202 * truth.coef[6]) +
+            (truth.coef[0] + truth.coef[1] + 64 * truth.coef[2] + 64 * 64 * truth.coef[3]);
+        QVERIFY(std::abs(older->iterationSeconds(mixed) - expected) < 1e-12);
+    }
+
     void storeKeepsCalibrations()
     {
         QTemporaryDir dir;
@@ -286,6 +353,26 @@ private slots:
         QVERIFY2(maxRelativeGap(fitted->cost, truth.cost) < 1e-3,
                  qPrintable(QString::number(maxRelativeGap(fitted->cost, truth.cost))));
         QVERIFY(fitted->batchError.maxRel < 1e-3);
+
+        // Two instances whose batches run 1.5x slower beside each other:
+        // the rows that overlapped another executor's are left out, so the
+        // fit still recovers the model (it would not with them in).
+        config.instances = 2;
+        o.config = config;
+        o.speed = 0.1; // a tenth of the rate: many batches run alone
+        truth.cost.concurrency = {1.5};
+        auto twoInstances = SimulatedReplay(store, truth).run(o);
+        QVERIFY(twoInstances);
+        auto observed2 = sessionObservations(*store, twoInstances->sessionId, true);
+        QVERIFY(observed2);
+        QVERIFY2(observed2->overlapped > 20 && observed2->batches.size() > 50,
+                 qPrintable(QStringLiteral("%1 overlapped, %2 kept")
+                                .arg(observed2->overlapped)
+                                .arg(observed2->batches.size())));
+        auto fitted2 = calibrate(key, observed2->batches);
+        QVERIFY(fitted2);
+        QVERIFY2(maxRelativeGap(fitted2->cost, truth.cost) < 1e-3,
+                 qPrintable(QString::number(maxRelativeGap(fitted2->cost, truth.cost))));
     }
 };
 

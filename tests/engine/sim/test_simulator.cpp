@@ -3,6 +3,7 @@
 // deadlines and the drain; and a simulated replay of builtin:echo (zero
 // cost) agrees batch for batch and request for request with the virtual
 // replay it replaces, under every request-level policy.
+#include "engine/continuous_scheduler.h"
 #include "engine/sim/simulated_replay.h"
 #include "engine/sim/simulator.h"
 #include "engine/store/replayer.h"
@@ -56,6 +57,65 @@ std::vector<SimArrival> together(int n, std::optional<Duration> timeout = std::n
     for (auto &x : a)
         x.timeout = timeout;
     return a;
+}
+
+// Policy continuous with an iteration cost of s0 + s2·tokens.
+SimulatorOptions continuousOptions(double s0, double perToken, int maxNumSeqs = 16, int kv = 0)
+{
+    SimulatorOptions o;
+    o.config.policy = PolicyKind::Continuous;
+    o.config.queueCapacity = 100000;
+    o.config.continuous.maxNumSeqs = maxNumSeqs;
+    o.config.continuous.maxNumBatchedTokens = 64;
+    o.config.continuous.prefillChunk = 8;
+    o.config.continuous.kvCacheTokens = kv;
+    o.limits.maxSequenceLength = 2048;
+    o.cost.generative = true;
+    o.cost.coef[CostModel::kIterationStart] = s0;
+    o.cost.coef[CostModel::kIterationStart + 2] = perToken;
+    o.output = OutputKind::Generated;
+    return o;
+}
+
+std::vector<SimArrival> sequences(int n, int input, int want)
+{
+    std::vector<SimArrival> a(static_cast<std::size_t>(n));
+    for (auto &x : a) {
+        x.inputTokens = input;
+        x.maxNewTokens = want;
+    }
+    return a;
+}
+
+// The engine's loop over a ContinuousScheduler and echo's StepModel
+// (poll when no step is in flight, step, finished), at zero cost, with
+// `arrivals` submitted at once (the first step leaves with the first):
+// its preemptions.
+std::uint64_t enginePreemptions(const BatchingConfig &config, const std::vector<SimArrival> &arrivals)
+{
+    auto echo = makeEchoBackend(256, 2048);
+    ContinuousScheduler scheduler(config, echo->info().limits(), *echo->steps());
+    const TimePoint now{};
+    std::shared_ptr<StepWork> inFlight;
+    for (std::size_t i = 0; i < arrivals.size(); ++i) {
+        Pending p;
+        p.request.id = i + 1;
+        p.request.tokens.assign(std::size_t(arrivals[i].inputTokens), TokenId(i % 200));
+        p.request.maxNewTokens = arrivals[i].maxNewTokens;
+        p.request.arrival = now;
+        if (!scheduler.admit(p, now))
+            return 0;
+        if (!inFlight)
+            inFlight = scheduler.poll(now, false, true).step;
+    }
+    while (inFlight) {
+        std::vector<StepOutcome> outcomes;
+        (void)echo->steps()->step(inFlight->items, outcomes);
+        StepDone done;
+        scheduler.finished(*inFlight, Status::ok(), outcomes, now, done);
+        inFlight = scheduler.poll(now, true, true).step;
+    }
+    return scheduler.size() == 0 ? scheduler.preemptions() : 0;
 }
 
 } // namespace
@@ -134,6 +194,22 @@ private slots:
         for (auto [at, delta] : events)
             most = std::max(most, inFlight += delta);
         QCOMPARE(most, instances);
+    }
+
+    // Contention between executors (CostModel::concurrency): a unit that
+    // starts while another runs is charged the measured slowdown.
+    void concurrentUnitsAreSlowedDown()
+    {
+        Collector records;
+        SimulatorOptions o = optionsFor(PolicyKind::None, 10ms, 2);
+        o.cost.concurrency = {1.5};
+        o.observer = &records;
+        Simulator(o).run(together(2));
+        QCOMPARE(records.batches.size(), std::size_t(2));
+        std::sort(records.batches.begin(), records.batches.end(),
+                  [](const BatchRecord &a, const BatchRecord &b) { return a.executor < b.executor; });
+        QCOMPARE(records.batches[0].compute, Duration(10ms)); // alone when it started
+        QCOMPARE(records.batches[1].compute, Duration(15ms)); // beside the first
     }
 
     // Under dynamic batching a busy executor lets requests pile up into
@@ -252,6 +328,96 @@ private slots:
         QVERIFY(records.changes.back().config.maxQueueDelay < 40ms);
     }
 
+    // Policy continuous, one sequence of n tokens: the prefill is one step,
+    // then one decode step per further token, so TTFT = arrival wait +
+    // prefill cost and TPOT = step cost (+ the serving overhead with one
+    // instance; with two an idle executor leads the next step meanwhile).
+    void continuousOneSequenceIsAnalytic_data()
+    {
+        QTest::addColumn<int>("instances");
+        QTest::addColumn<double>("overheadS");
+        QTest::addColumn<double>("tpotS");
+        QTest::newRow("no overhead") << 1 << 0.0 << 2.1e-3;
+        QTest::newRow("overhead, 1 instance") << 1 << 0.5e-3 << 2.6e-3;
+        QTest::newRow("overhead, 2 instances") << 2 << 0.5e-3 << 2.1e-3;
+    }
+    void continuousOneSequenceIsAnalytic()
+    {
+        QFETCH(int, instances);
+        QFETCH(double, overheadS);
+        QFETCH(double, tpotS);
+        Collector records;
+        SimulatorOptions o = continuousOptions(2e-3, 1e-4); // a step: 2 ms + 0.1 ms per token fed
+        o.config.instances = instances;
+        o.cost.overheadS = overheadS;
+        o.observer = &records;
+        std::vector<SimArrival> one = sequences(1, 8, 5); // prompt 8 (one chunk), 5 tokens
+        one[0].offset = 3ms;
+        const SimOutcome out = Simulator(o).run(one);
+        QCOMPARE(out.completed, std::size_t(1));
+        QCOMPARE(out.batches, std::size_t(5)); // the prefill and 4 decodes
+        QCOMPARE(records.batches.front().compute, fromSeconds(2e-3 + 8e-4));
+        QCOMPARE(records.batches.back().compute, fromSeconds(2e-3 + 1e-4));
+        QCOMPARE(records.batches.back().policy, PolicyKind::Continuous);
+        QCOMPARE(records.requests.size(), std::size_t(1));
+        const RequestRecord &r = records.requests.front();
+        QCOMPARE(r.outputTokens, 5);
+        QCOMPARE(r.queueWait, Duration::zero());
+        QCOMPARE(r.timeToFirstToken, fromSeconds(2.8e-3));
+        const double tpot = toSeconds(r.total - r.timeToFirstToken) / 4;
+        QVERIFY2(std::abs(tpot - tpotS) < 1e-9, qPrintable(QString::number(tpot * 1e3)));
+        QCOMPARE(out.end - o.start, 3ms + fromSeconds(2.8e-3 + 4 * tpotS));
+    }
+
+    // max_num_seqs 2, three sequences at once: the first leaves alone in
+    // step 1 (the others arrive while it runs), the second joins at step 2,
+    // the third waits until the first has its last token (end of step 2)
+    // and takes its slot at step 3.
+    void continuousFinishedSlotGoesToWaiting()
+    {
+        Collector records;
+        SimulatorOptions o = continuousOptions(1e-3, 0, /*maxNumSeqs=*/2); // 1 ms a step
+        o.observer = &records;
+        std::vector<SimArrival> a = sequences(3, 4, 10);
+        a[0].maxNewTokens = 2;
+        a[2].maxNewTokens = 3;
+        const SimOutcome out = Simulator(o).run(a);
+        QCOMPARE(out.completed, std::size_t(3));
+        std::map<std::uint64_t, RequestRecord> byId;
+        for (const RequestRecord &r : records.requests)
+            byId[r.id] = r;
+        QCOMPARE(byId[1].total, Duration(2ms));     // prefill (token 1) and one decode
+        QCOMPARE(byId[3].queueWait, Duration(2ms)); // joined at the step after 1 left
+        QCOMPARE(byId[3].timeToFirstToken, Duration(3ms));
+        QCOMPARE(byId[3].total, Duration(5ms));
+        QCOMPARE(byId[2].queueWait, Duration(1ms));
+        QCOMPARE(byId[2].total, Duration(11ms)); // tokens at the ends of steps 2..11
+        for (const BatchRecord &b : records.batches)
+            QVERIFY(b.size <= 2);
+    }
+
+    // A KV budget too small for every running sequence: sequences are
+    // preempted by recompute as the engine's scheduler does with the same
+    // budget (same count), and each still gets all its tokens.
+    void continuousPreemptsUnderTheKvBudget()
+    {
+        const std::vector<SimArrival> a = sequences(4, 8, 16);
+        for (int kv : {40, 0}) {
+            Collector records;
+            SimulatorOptions o = continuousOptions(1e-3, 1e-5, 4, kv);
+            o.observer = &records;
+            const SimOutcome out = Simulator(o).run(a);
+            QCOMPARE(out.completed, std::size_t(4));
+            for (const RequestRecord &r : records.requests)
+                QCOMPARE(r.outputTokens, 16);
+            QCOMPARE(out.preemptions, enginePreemptions(o.config, a));
+            if (kv > 0)
+                QVERIFY(out.preemptions > 0);
+            else
+                QCOMPARE(out.preemptions, std::uint64_t(0));
+        }
+    }
+
     // The replacement: with zero cost the simulated replay of builtin:echo
     // forms exactly the batches of the virtual replay, and every request
     // waits exactly as long.
@@ -264,6 +430,7 @@ private slots:
         QTest::newRow("bucketed") << "bucketed";
         QTest::newRow("hybrid") << "hybrid";
         QTest::newRow("adaptive") << "adaptive";
+        QTest::newRow("continuous") << "continuous"; // a KV budget that preempts
     }
     void simulatedEchoAgreesWithVirtualReplay()
     {
@@ -289,6 +456,12 @@ private slots:
         if (policy == "adaptive") {
             config.policy = PolicyKind::Dynamic;
             config.adaptiveDelay.enabled = true;
+        } else if (policy == "continuous") {
+            config.policy = PolicyKind::Continuous;
+            config.continuous.maxNumSeqs = 8;
+            config.continuous.maxNumBatchedTokens = 256;
+            config.continuous.prefillChunk = 64;
+            config.continuous.kvCacheTokens = 1200;
         } else {
             config.policy = *parsePolicy(policy.toStdString());
         }
@@ -306,6 +479,7 @@ private slots:
         QVERIFY2(simulated, simulated.status().toString().c_str());
         QCOMPARE(simulated->completed, virtualRun->completed);
         QCOMPARE(simulated->rejected, virtualRun->rejected);
+        QVERIFY(simulated->completed > 1000);
 
         auto vb = store->batches(virtualRun->sessionId).value();
         auto sb = store->batches(simulated->sessionId).value();
@@ -327,6 +501,7 @@ private slots:
             QCOMPARE(sr[i].total, vr[i].total);
             QCOMPARE(sr[i].batchId, vr[i].batchId);
             QCOMPARE(sr[i].outputTokens, vr[i].outputTokens);
+            QCOMPARE(sr[i].timeToFirstToken, vr[i].timeToFirstToken);
             QCOMPARE(sr[i].status, vr[i].status);
         }
         const SessionSummary a = store->summary(virtualRun->sessionId).value();

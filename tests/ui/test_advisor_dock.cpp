@@ -1,0 +1,243 @@
+// The Advisor dock against a real engine (builtin:echo) and a real trace
+// store: a search on a small imported trace with a stored calibration fills
+// the table and the Pareto chart; Cancel stops a search that would run for
+// a long time; "Apply live" sets the candidate's searched knobs on the
+// engine as one change with origin "advisor" (undoable), leaves the other
+// knobs alone and hands the charts the prediction; without a calibration
+// the dock says to calibrate first and does not run.
+#include "gui_test_support.h"
+
+#include "ui/advisor_candidates_model.h"
+#include "ui/advisor_chart.h"
+#include "ui/advisor_dock.h"
+#include "ui/charts_view.h"
+#include "ui/duration_spin_box.h"
+#include "ui/time_chart_view.h"
+#include "ui/trace_list_model.h"
+
+#include "engine/sim/calibration_store.h"
+
+#include <QAbstractItemModelTester>
+#include <QComboBox>
+#include <QLabel>
+#include <QLineSeries>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScatterSeries>
+#include <QSpinBox>
+#include <QTableView>
+#include <QUndoStack>
+
+using namespace bp;
+using namespace bp::ui;
+
+class TestAdvisorDock : public QObject {
+    Q_OBJECT
+
+    struct Fixture {
+        test::TempStore temp;
+        std::unique_ptr<Engine> engine = test::makeEchoEngine();
+        app::EngineBridge bridge{*engine};
+        QUndoStack undo;
+        TraceListModel traces;
+        std::unique_ptr<AdvisorDock> dock;
+
+        // `rows` requests `gapS` apart; with a calibration of echo whose
+        // cost is known: 0.4 ms + 0.2 ms per request + 2 µs per token.
+        explicit Fixture(int rows, double gapS, bool calibrated = true)
+        {
+            auto imported = temp.store->importTrace(temp.writeCsv(rows, gapS).toStdString());
+            if (!imported)
+                qFatal("import: %s", imported.status().message().c_str());
+            traces.setTraces(temp.store->traces().value());
+            if (calibrated) {
+                Calibration c = Calibration::forModel(engine->model(), "", 1);
+                c.cost.coef[0] = 0.4e-3;
+                c.cost.coef[1] = 0.2e-3;
+                c.cost.coef[2] = 2e-6;
+                c.source = "test";
+                if (!saveCalibration(*temp.store, c))
+                    qFatal("cannot store the calibration");
+            }
+            dock = std::make_unique<AdvisorDock>(bridge, temp.store, &traces, nullptr, &undo);
+        }
+
+        void waitForCalibrations()
+        {
+            QSignalSpy listed(dock.get(), &AdvisorDock::calibrationsListed);
+            QTRY_VERIFY(listed.count() > 0 || dock->calibrationBox()->count() > 0);
+        }
+
+        // Runs the search to its end (QTRY: no sleeps).
+        void search(int budget)
+        {
+            waitForCalibrations();
+            dock->budgetBox()->setValue(budget);
+            QSignalSpy done(dock.get(), &AdvisorDock::searchFinished);
+            QVERIFY(dock->runButton()->isEnabled());
+            dock->runButton()->click();
+            QVERIFY(dock->cancelButton()->isEnabled());
+            QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 60000);
+        }
+    };
+
+private slots:
+    void initTestCase() { test::isolateSettings(); }
+
+    void searchFillsTheTableAndTheChart()
+    {
+        Fixture f(300, 0.004);
+        QAbstractItemModelTester tester(f.dock->candidates(),
+                                        QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QCOMPARE(f.dock->sourceBox()->count(), 1);
+        f.dock->p99Box()->setValueUs(20'000);
+        f.search(40);
+        QVERIFY2(f.dock->result().has_value(), qPrintable(f.dock->statusText()->text()));
+        const TuneResult &r = f.dock->result()->tune;
+        QVERIFY(!r.cancelled);
+        QVERIFY(r.recommended.has_value());
+        QVERIFY(r.candidates.size() >= 10);
+        QCOMPARE(f.dock->result()->requests, std::size_t(300));
+
+        // The table: the best candidates, the recommendation first, each a
+        // config with its predicted figures.
+        AdvisorCandidatesModel *m = f.dock->candidates();
+        QCOMPARE(m->rowCount(),
+                 std::min<int>(int(r.candidates.size()), AdvisorCandidatesModel::kDefaultRows));
+        QCOMPARE(m->candidateAt(0), int(*r.recommended));
+        const TuneCandidate &rec = r.candidates[*r.recommended];
+        QVERIFY(m->index(0, AdvisorCandidatesModel::Config)
+                    .data()
+                    .toString()
+                    .startsWith(QString::fromStdString(rec.label)));
+        QCOMPARE(m->index(0, AdvisorCandidatesModel::Throughput).data().toString(),
+                 QString::number(rec.figures.throughputPerS, 'f', 1));
+        QCOMPARE(m->index(0, AdvisorCandidatesModel::SloMet).data().toString(),
+                 rec.figures.sloMet ? QStringLiteral("yes") : QStringLiteral("no"));
+        QVERIFY(rec.figures.sloMet); // echo at this cost meets 20 ms easily
+        // Ranked: no row is better than the one above it (after the first).
+        for (int row = 2; row < m->rowCount(); ++row)
+            QVERIFY(!better(m->candidate(row)->figures, m->candidate(row)->config,
+                            m->candidate(row - 1)->figures, m->candidate(row - 1)->config,
+                            TuneObjective::Goodput));
+
+        // The chart: every candidate with a finite p99, the front, the star
+        // on the recommendation, the bound at 20 ms.
+        AdvisorChart *chart = f.dock->chart();
+        QVERIFY(chart->candidateSeries()->count() > 0);
+        QVERIFY(chart->frontSeries()->count() >= 1);
+        QCOMPARE(chart->recommendedSeries()->count(), 1);
+        QCOMPARE(chart->recommendedSeries()->at(0).x(), rec.figures.p99S * 1e3);
+        QCOMPARE(chart->boundSeries()->at(0).x(), 20.0);
+        QVERIFY(f.dock->summaryText()->text().contains(QString::fromStdString(rec.label).toHtmlEscaped()));
+        QVERIFY(f.dock->applyButton()->isEnabled());
+        QVERIFY(!f.dock->cancelButton()->isEnabled());
+        QCOMPARE(f.dock->progressBar()->value(), 100);
+    }
+
+    void cancelStopsTheSearch()
+    {
+        // A search that would simulate thousands of configs over 4000
+        // arrivals; cancelled as soon as it reports progress.
+        Fixture f(4000, 0.001);
+        f.waitForCalibrations();
+        f.dock->budgetBox()->setValue(5000);
+        QSignalSpy done(f.dock.get(), &AdvisorDock::searchFinished);
+        connect(f.dock->search(), &AdvisorSearch::progressChanged, f.dock.get(), [&f](int done) {
+            if (done > 0)
+                f.dock->cancelButton()->click();
+        });
+        f.dock->runButton()->click();
+        QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 60000);
+        QVERIFY(f.dock->result().has_value());
+        const TuneResult &r = f.dock->result()->tune;
+        QVERIFY(r.cancelled);
+        QVERIFY2(r.candidates.size() < 500, qPrintable(QString::number(r.candidates.size())));
+        QVERIFY(f.dock->statusText()->text().startsWith(QStringLiteral("Cancelled")));
+        QVERIFY(!f.dock->search()->running());
+        QVERIFY(f.dock->runButton()->isEnabled());
+    }
+
+    void applyLiveIsAnAdvisorChange()
+    {
+        Fixture f(300, 0.004);
+        // A knob the search does not move, set by the operator: it stays.
+        ConfigPatch capacity = ConfigPatch::diff(f.engine->config(), [&] {
+            BatchingConfig c = f.engine->config();
+            c.queueCapacity = 777;
+            return c;
+        }());
+        QVERIFY(f.bridge.applyPatch(capacity, QStringLiteral("gui")));
+        f.search(40);
+        QVERIFY(f.dock->result().has_value());
+
+        // The candidate in row 1 (not the recommendation) is selected.
+        QVERIFY(f.dock->candidates()->rowCount() >= 2);
+        f.dock->table()->selectRow(1);
+        const TuneCandidate chosen = *f.dock->candidates()->candidate(1);
+        QSignalSpy applied(&f.bridge, &app::EngineBridge::configApplied);
+        QSignalSpy predicted(f.dock.get(), &AdvisorDock::predictionApplied);
+        f.dock->applyButton()->click();
+        QCOMPARE(applied.count(), 1);
+        QCOMPARE(predicted.count(), 1);
+
+        const Snapshot s = f.engine->snapshot();
+        QCOMPARE(s.configHistory.back().origin, std::string(kAdvisorOrigin));
+        QCOMPARE(s.configHistory.back().origin, std::string("advisor"));
+        const BatchingConfig &now = f.engine->config();
+        QCOMPARE(now.policy, chosen.config.policy);
+        QCOMPARE(now.instances, chosen.config.instances);
+        QCOMPARE(now.maxBatchSize, chosen.config.maxBatchSize);
+        QCOMPARE(now.maxQueueDelay, chosen.config.maxQueueDelay);
+        QCOMPARE(now.queueCapacity, 777);
+        QCOMPARE(f.undo.count(), 1);
+
+        const auto p = predicted.front().front().value<AdvisorPrediction>();
+        QCOMPARE(p.configVersion, s.configVersion);
+        QCOMPARE(p.label, QString::fromStdString(chosen.label));
+        QCOMPARE(p.p99Ms, chosen.figures.p99S * 1e3);
+
+        // The live charts: a marker for the change (origin advisor) and the
+        // predicted p99 as a reference line from it.
+        ChartsView charts;
+        charts.addSnapshot(std::make_shared<const Snapshot>(s));
+        charts.setPrediction(p.configVersion, p.label, p.p99Ms, p.ttftP99Ms);
+        QSignalSpy redrawn(&charts, &ChartsView::redrawn);
+        charts.show();
+        QTRY_VERIFY(redrawn.count() > 0);
+        QCOMPARE(charts.history().markers().back().origin, QStringLiteral("advisor"));
+        QLineSeries *reference = nullptr;
+        for (QAbstractSeries *series : charts.latencyChart()->chart()->series())
+            if (series->name().startsWith(QStringLiteral("predicted p99")))
+                reference = static_cast<QLineSeries *>(series);
+        QVERIFY(reference);
+        QVERIFY(reference->isVisible());
+        QCOMPARE(reference->count(), 2);
+        QCOMPARE(reference->at(0).y(), p.p99Ms);
+
+        // Undo restores the searched knobs that changed, origin gui (undo).
+        f.undo.undo();
+        QCOMPARE(f.engine->snapshot().configHistory.back().origin, std::string("gui (undo)"));
+        QCOMPARE(f.engine->config().queueCapacity, 777);
+    }
+
+    void withoutACalibrationItSaysCalibrateFirst()
+    {
+        Fixture f(50, 0.01, false);
+        f.waitForCalibrations();
+        QTRY_VERIFY(f.dock->calibrationNote()->isVisibleTo(f.dock.get()));
+        QVERIFY(f.dock->calibrationNote()->text().contains(QStringLiteral("calibrate first")));
+        QVERIFY(f.dock->calibrationNote()->text().contains(
+            QStringLiteral("batchpilot calibrate --model builtin:echo")));
+        QVERIFY(!f.dock->runButton()->isEnabled());
+        auto r = f.dock->request();
+        QVERIFY(!r);
+        QVERIFY(QString::fromStdString(r.status().message()).contains(QStringLiteral("calibrate first")));
+        f.dock->run(); // refused with the reason, nothing starts
+        QVERIFY(!f.dock->search()->running());
+        QVERIFY(f.dock->statusText()->text().contains(QStringLiteral("calibrate first")));
+    }
+};
+
+QTEST_MAIN(TestAdvisorDock)
+#include "test_advisor_dock.moc"

@@ -1,0 +1,142 @@
+// The Advisor dock (issue 15 item 5): asks the tuner which settings serve a
+// recorded trace or session best under an SLO, and applies the answer live.
+// The operator picks the source (the Traces dock's lists), the SLO (p99, or
+// TTFT p99 + TPOT p99), the objective (goodput | throughput) and a
+// calibration (the cost model the simulation charges; without one the dock
+// says how to make it). Run searches off the GUI thread (AdvisorSearch) with
+// a progress bar and Cancel; the result is a Pareto chart and a table of the
+// best candidates. "Apply live" sets the searched knobs of the selected
+// candidate (the recommendation when none is selected) on the running
+// engine as one config change with origin "advisor" — undoable, and marked
+// on the charts like any other change — and emits predictionApplied() so
+// the live latency chart can draw the predicted p99 next to the measured.
+#pragma once
+
+#include "advisor_search.h"
+
+#include "app/engine_bridge.h"
+
+#include <QWidget>
+
+#include <optional>
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTableView;
+class QUndoStack;
+
+namespace bp::ui {
+
+class AdvisorCandidatesModel;
+class AdvisorChart;
+class DurationSpinBox;
+class SessionListModel;
+class TraceListModel;
+
+// What a live apply predicts, for the charts' reference lines.
+struct AdvisorPrediction {
+    std::uint64_t configVersion = 0; // the applied change's version
+    QString label;                   // the candidate's
+    double p99Ms = 0;
+    double ttftP99Ms = 0; // 0: not a generative prediction
+    double tpotP99Ms = 0;
+};
+
+class AdvisorDock : public QWidget {
+    Q_OBJECT
+public:
+    // `traces` and `sessions` are the Traces dock's lists (the sources
+    // offered); `undo` receives the applied changes. All may outlive the dock.
+    AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> store, TraceListModel *traces,
+                SessionListModel *sessions, QUndoStack *undo, QWidget *parent = nullptr);
+    ~AdvisorDock() override;
+
+    QComboBox *sourceBox() const { return m_source; }
+    QComboBox *sloKindBox() const { return m_sloKind; }
+    DurationSpinBox *p99Box() const { return m_p99; }
+    DurationSpinBox *ttftBox() const { return m_ttft; }
+    DurationSpinBox *tpotBox() const { return m_tpot; }
+    QComboBox *objectiveBox() const { return m_objective; }
+    QComboBox *calibrationBox() const { return m_calibration; }
+    QLabel *calibrationNote() const { return m_calibrationNote; }
+    QDoubleSpinBox *speedBox() const { return m_speed; }
+    QDoubleSpinBox *lengthScaleBox() const { return m_lengthScale; }
+    QSpinBox *limitBox() const { return m_limit; }
+    QSpinBox *budgetBox() const { return m_budget; }
+    QPushButton *runButton() const { return m_run; }
+    QPushButton *cancelButton() const { return m_cancel; }
+    QPushButton *applyButton() const { return m_apply; }
+    QProgressBar *progressBar() const { return m_progress; }
+    QLabel *statusText() const { return m_status; }
+    QLabel *summaryText() const { return m_summary; }
+    QTableView *table() const { return m_table; }
+    AdvisorCandidatesModel *candidates() const { return m_model; }
+    AdvisorChart *chart() const { return m_chart; }
+    AdvisorSearch *search() const { return m_search; }
+    const std::optional<AdvisorResult> &result() const { return m_result; }
+
+    // The request the form describes; InvalidArgument (the reason shown)
+    // when it is incomplete.
+    Result<AdvisorRequest> request() const;
+
+public slots:
+    void run();
+    void cancel();
+    // Lists the store's calibrations again (off the GUI thread).
+    void refreshCalibrations();
+    // Applies the selected candidate (the recommendation when none is).
+    void applyLive();
+
+signals:
+    void searchFinished();
+    void calibrationsListed();
+    // A candidate was applied live; the charts show its prediction.
+    void predictionApplied(const bp::ui::AdvisorPrediction &prediction);
+    void configApplied(const QString &summary);
+    void message(const QString &text);
+
+private:
+    void rebuildSources();
+    void updateSloRows();
+    void updateButtons();
+    void showResult(const AdvisorResult &result);
+    void showProblem(const QString &text);
+
+    app::EngineBridge &m_bridge;
+    std::shared_ptr<TraceStore> m_store;
+    TraceListModel *m_traces;
+    SessionListModel *m_sessions;
+    QUndoStack *m_undo;
+    QThreadPool m_pool;
+    JobTracker m_calibrationJobs{this, &m_pool};
+    AdvisorSearch *m_search = nullptr;
+    std::optional<AdvisorResult> m_result;
+
+    QComboBox *m_source = nullptr;
+    QDoubleSpinBox *m_speed = nullptr;
+    QDoubleSpinBox *m_lengthScale = nullptr;
+    QSpinBox *m_limit = nullptr;
+    QComboBox *m_sloKind = nullptr;
+    DurationSpinBox *m_p99 = nullptr, *m_ttft = nullptr, *m_tpot = nullptr;
+    QList<QWidget *> m_e2eRows, m_tokenRows;
+    QComboBox *m_objective = nullptr;
+    QComboBox *m_calibration = nullptr;
+    QLabel *m_calibrationNote = nullptr;
+    QSpinBox *m_budget = nullptr;
+    QSpinBox *m_instances = nullptr;
+    QPushButton *m_run = nullptr, *m_cancel = nullptr, *m_apply = nullptr;
+    QProgressBar *m_progress = nullptr;
+    QLabel *m_status = nullptr;
+    QLabel *m_summary = nullptr;
+    AdvisorChart *m_chart = nullptr;
+    QTableView *m_table = nullptr;
+    AdvisorCandidatesModel *m_model = nullptr;
+};
+
+} // namespace bp::ui
+
+Q_DECLARE_METATYPE(bp::ui::AdvisorPrediction)
