@@ -56,6 +56,12 @@ void printCalibration(QTextStream &out, const Calibration &c)
                    .arg(k[9] * 1e6, 0, 'g', 4)
                    .arg(k[10] * 1e6, 0, 'g', 4);
     out << QStringLiteral("  serving overhead per batch: %1 us\n").arg(c.cost.overheadS * 1e6, 0, 'f', 1);
+    if (!c.cost.concurrency.empty()) {
+        QStringList k;
+        for (std::size_t i = 0; i < c.cost.concurrency.size(); ++i)
+            k << QStringLiteral("%1 at once x%2").arg(i + 2).arg(c.cost.concurrency[i], 0, 'f', 2);
+        out << QStringLiteral("  contention between executors: %1\n").arg(k.join(", "));
+    }
     out << QStringLiteral(
                "  fit error over %1 measurements: median %2, rms %3, worst %4; whole batches: median "
                "%5, worst %6\n")
@@ -186,6 +192,11 @@ int runCalibrate(const AppOptions &options)
             return fail(q(measured.status().message()));
         observations = std::move(measured.value());
         sources << (quick ? QStringLiteral("profile (quick)") : QStringLiteral("profile"));
+        // contention between executors: a batch alone vs on 2..4 threads at once
+        auto slowdown = measureConcurrency(**backend);
+        if (!slowdown)
+            return fail(q(slowdown.status().message()));
+        key.cost.concurrency = *slowdown;
     }
     if (*session > 0) {
         const auto id = std::int64_t(*session);
@@ -201,7 +212,13 @@ int runCalibrate(const AppOptions &options)
             return fail(q(rows.status().message()));
         observations.insert(observations.end(), rows->batches.begin(), rows->batches.end());
         key.cost.overheadS = rows->overheadS;
-        sources << QStringLiteral("session %1 (%2 batches)").arg(id).arg(rows->batches.size());
+        sources << QStringLiteral("session %1 (%2 batches%3)")
+                       .arg(id)
+                       .arg(rows->batches.size())
+                       .arg(rows->overlapped
+                                ? QStringLiteral(", %1 that overlapped another executor's left out")
+                                      .arg(rows->overlapped)
+                                : QString());
     }
     key.source = sources.join(QStringLiteral(" + ")).toStdString();
     auto fitted = calibrate(key, observations);
@@ -218,6 +235,19 @@ int runCalibrate(const AppOptions &options)
     printCalibration(out, *fitted);
     out << QStringLiteral("simulate with it: batchpilot replay ID --simulate --calibration %1\n").arg(*id);
     return 0;
+}
+
+// --calibration ID|FILE, or the newest calibration of --model (and
+// --preset, --device unless auto, --threads unless 0).
+Result<Calibration> calibrationFor(const TraceStore &store, const AppOptions &options, const CommandArgs &args)
+{
+    if (args.has("calibration"))
+        return resolveCalibration(store, args.value("calibration").toStdString());
+    const std::string model = options.model.toStdString();
+    const bool builtin = model.rfind("builtin:", 0) == 0 && model != "builtin:echo";
+    return latestCalibration(store, model, builtin ? options.preset.toStdString() : "",
+                             options.device == QLatin1String("auto") ? "" : options.device.toStdString(),
+                             options.threads > 0 ? std::optional(options.threads) : std::nullopt);
 }
 
 } // namespace bp::app

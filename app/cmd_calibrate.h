@@ -7,8 +7,17 @@
 
 #include "app_options.h"
 
+#include "engine/sim/calibration.h"
+
 namespace bp::app {
 
 int runCalibrate(const AppOptions &options);
+
+class CommandArgs;
+// The calibration a simulation uses (replay --simulate, tune): --calibration
+// ID|FILE, or the newest calibration of --model (and --preset for built-ins,
+// --device unless auto, --threads unless 0). NotFound says which
+// `batchpilot calibrate` to run.
+Result<Calibration> calibrationFor(const TraceStore &store, const AppOptions &options, const CommandArgs &args);
 
 } // namespace bp::app

@@ -4,6 +4,8 @@
 // last config), records it as a new session, and prints the comparison.
 #include "cmd_store.h"
 
+#include "cmd_calibrate.h"
+
 #include "command_args.h"
 #include "commands.h"
 #include "engine_host.h"
@@ -52,19 +54,6 @@ constexpr const char *kUsage =
     "[--virtual | --simulate [--calibration ID|FILE]] [--no-clamp] [--compare SESSION] [--notes TEXT] [--json]\n"
     "       batchpilot replay ID --target URL --model NAME [--protocol oip|openai] [--token T] "
     "[--max-concurrency N] [--timeout MS] [--scrape-interval MS] [--metrics-url URL] [--max-new-tokens N] ...";
-
-// --calibration ID|FILE, or the newest calibration of --model (and
-// --preset, --device unless auto, --threads unless 0).
-Result<Calibration> calibrationFor(const TraceStore &store, const AppOptions &options, const CommandArgs &args)
-{
-    if (args.has("calibration"))
-        return resolveCalibration(store, args.value("calibration").toStdString());
-    const std::string model = options.model.toStdString();
-    const bool builtin = model.rfind("builtin:", 0) == 0 && model != "builtin:echo";
-    return latestCalibration(store, model, builtin ? options.preset.toStdString() : "",
-                             options.device == QLatin1String("auto") ? "" : options.device.toStdString(),
-                             options.threads > 0 ? std::optional(options.threads) : std::nullopt);
-}
 
 // The remote target from the command line; nullopt (and `error`) when a
 // flag is wrong.

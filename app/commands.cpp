@@ -3,6 +3,7 @@
 #include "cmd_calibrate.h"
 #include "cmd_interop.h"
 #include "cmd_store.h"
+#include "cmd_tune.h"
 #include "report/cmd_report.h"
 
 namespace bp::app {
@@ -87,6 +88,27 @@ const std::vector<Command> &commands()
           {"import", "FILE", "store a calibration exported as JSON"},
           {"json", "", "print the result as JSON"}},
          runCalibrate},
+        {"tune",
+         "search the batching knobs in simulation for an SLO, recommend a config and verify it for real",
+         "(--trace ID | --session ID) --slo SPEC [OPTIONS]",
+         {{"trace", "ID", "tune for this imported trace's arrivals"},
+          {"session", "ID", "tune for this recorded session's arrivals"},
+          {"slo", "SPEC", "'p99<=200ms' (end to end) or 'ttft_p99<=500ms,tpot_p99<=50ms'; units us, ms, s"},
+          {"objective", "goodput|throughput",
+           "goodput: most requests/s within the SLO; throughput: most requests/s among configs that meet it "
+           "(default goodput)"},
+          {"speed", "X", "divide every gap between arrivals by X (default 1)"},
+          {"length-scale", "S", "multiply input and output token counts by S (default 1)"},
+          {"limit", "N", "use only the first N arrivals (default 0 = all)"},
+          {"budget", "N", "configs to simulate at most, capacity probes aside (default 240)"},
+          {"instances", "N", "search 1..N model instances (default 2)"},
+          {"jobs", "N", "simulations run in parallel (default: the number of cores)"},
+          {"calibration", "ID|FILE", "the cost model: a stored calibration or a JSON file (default: the newest "
+                                     "for --model/--preset)"},
+          {"output", "FILE", "write the recommended config as JSON (for --config or PUT /v1/config)"},
+          {"no-verify", "", "skip the real-clock replay that checks the recommendation"},
+          {"json", "", "print every candidate, the front, the recommendation and the check as JSON"}},
+         runTune},
         {"report",
          "write a session report: report SESSION -o FILE.html|FILE.pdf|FILE.json",
          "SESSION -o FILE.html|FILE.pdf|FILE.json [OPTIONS]",

@@ -200,13 +200,16 @@ const StageOptions &fidelityStage()
             {
                 {"azure", "FILE.csv", "the Azure trace (default ../shared/traces/azure_llm_conv_2023.csv)"},
                 {"seconds", "S", "real time of each replay (default 3)"},
-                {"load", "F", "offered load as a fraction of batch-1 capacity (default 0.6)"},
+                {"load", "F", "offered load as a fraction of batch-1 capacity (default 0.3: carried, not saturated)"},
                 {"length-scale", "X", "multiply the Azure token counts (default 0.125)"},
                 {"configs", "N",
                  "run only the first N configs (default all: 8, 10 for a decoder with steps)"},
                 {"calibrate", "profile|sessions",
                  "the table's calibration: the profile alone, or the profile plus the batch rows of the "
                  "other configs' real runs of the same trace (leave-one-out; default)"},
+                {"repeat-real", "",
+                 "replay every config for real twice and print the error of the second run against the first "
+                 "(the noise floor of the machine)"},
                 {"noise", "none|mean|drawn",
                  "the table's cost noise: the prediction, x the mean residual, or x a residual drawn "
                  "(seeded; default)"},
@@ -225,7 +228,7 @@ int runFidelityBench(const Args &args)
         return rc;
     const ModelSpec spec = modelSpecFromArgs(args, "builtin:tiny-encoder");
     const double seconds = args.num("seconds", 3);
-    const double load = args.num("load", 0.6);
+    const double load = args.num("load", 0.3);
     const double lengthScale = args.num("length-scale", 0.125);
     const std::string azurePath = args.str("azure", "../shared/traces/azure_llm_conv_2023.csv");
     const std::string calibrationMode = args.str("calibrate", "sessions");
@@ -263,14 +266,21 @@ int runFidelityBench(const Args &args)
         std::fprintf(stderr, "fidelity: %s\n", measured.status().message().c_str());
         return 1;
     }
+    auto slowdown = measureConcurrency(**backend);
+    if (!slowdown) {
+        std::fprintf(stderr, "fidelity: %s\n", slowdown.status().message().c_str());
+        return 1;
+    }
+    key.cost.concurrency = *slowdown;
     auto cal = calibrate(key, *measured);
     if (!cal) {
         std::fprintf(stderr, "fidelity: %s\n", cal.status().message().c_str());
         return 1;
     }
-    std::printf("calibration: %s, %zu measurements in %.1f s; fit error median %.1f%%, worst %.1f%%\n",
+    std::printf("calibration: %s, %zu measurements in %.1f s; fit error median %.1f%%, worst %.1f%%; "
+                "2 executors at once: x%.2f\n",
                 cal->describe().c_str(), cal->observations, toSeconds(SteadyClock::now() - calStart),
-                100 * cal->error.medianRel, 100 * cal->error.maxRel);
+                100 * cal->error.medianRel, 100 * cal->error.maxRel, cal->cost.slowdownAt(2));
 
     // 2. two traces sized to `load` of batch-1 capacity at their mean length
     auto azure = parseTraceFile(azurePath);
@@ -341,6 +351,8 @@ int runFidelityBench(const Args &args)
     std::string worstWhere;
     double worstValue = 0;
     std::vector<double> loads;
+    std::vector<double> floorErrors; // --repeat-real: second real run vs first
+    const bool repeatReal = args.has("repeat-real");
     const bool steps = (*backend)->steps() != nullptr && info.generative;
     for (auto &[traceName, traceRows] : traces) {
         int longest = 1;
@@ -371,6 +383,28 @@ int runFidelityBench(const Args &args)
             std::fprintf(stderr, "fidelity: %s / %s replayed (load average %.1f)\n", traceName.c_str(),
                          nc.name.c_str(), loadAverage());
             realSessions.push_back(real->sessionId);
+            if (repeatReal) {
+                // the noise floor: the same config replayed for real again
+                o.notes = "fidelity " + traceName + " " + nc.name + " (real, again)";
+                auto again = Replayer(*store, *backend).run(o);
+                if (!again) {
+                    std::fprintf(stderr, "fidelity: %s\n", again.status().message().c_str());
+                    return 1;
+                }
+                const SessionSummary x = (*store)->summary(real->sessionId).value();
+                const SessionSummary y = (*store)->summary(again->sessionId).value();
+                const TokenFigures tx = tokenPercentiles(**store, real->sessionId);
+                const TokenFigures ty = tokenPercentiles(**store, again->sessionId);
+                for (double e :
+                     {relError(y.throughputRps, x.throughputRps), relError(y.latencyP50Ms, x.latencyP50Ms),
+                      relError(y.latencyP99Ms, x.latencyP99Ms)})
+                    floorErrors.push_back(std::abs(e));
+                if (info.generative) {
+                    floorErrors.push_back(std::abs(relError(ty.ttftP50, tx.ttftP50)));
+                    if (tx.tpotP50 > 0)
+                        floorErrors.push_back(std::abs(relError(ty.tpotP50, tx.tpotP50)));
+                }
+            }
             auto observed = sessionObservations(**store, real->sessionId, info.generative);
             if (!observed) {
                 std::fprintf(stderr, "fidelity: %s\n", observed.status().message().c_str());
@@ -487,6 +521,12 @@ int runFidelityBench(const Args &args)
     std::printf("load average during the real replays: median %.1f, highest %.1f (%u cores)\n", median(loads),
                 loads.empty() ? 0.0 : *std::max_element(loads.begin(), loads.end()),
                 std::thread::hardware_concurrency());
+    if (!floorErrors.empty())
+        std::printf(
+            "noise floor: each config replayed for real twice, the second vs the first: median |error| "
+            "%.1f%% over %zu figures, worst %.1f%%\n",
+            100 * median(floorErrors), floorErrors.size(),
+            100 * *std::max_element(floorErrors.begin(), floorErrors.end()));
     std::printf("\nthe same real runs under every calibration / cost noise (median |error|, worst):\n");
     nlohmann::json modeJson = nlohmann::json::object();
     for (const Mode &m : modes) {
@@ -506,6 +546,8 @@ int runFidelityBench(const Args &args)
                      {"noise", noiseName},
                      {"modes", modeJson},
                      {"load_average_median", median(loads)},
+                     {"noise_floor_median_abs_error",
+                      floorErrors.empty() ? nlohmann::json() : nlohmann::json(median(floorErrors))},
                      {"calibration", toJson(*cal)},
                      {"rows", rows},
                      {"median_abs_error", med},

@@ -64,6 +64,15 @@ std::string BatchingConfig::queueName(int q) const
            std::to_string(bucketEdges[std::size_t(q)]);
 }
 
+bool GoodputConfig::met(Duration firstToken, Duration perToken, Duration endToEnd) const
+{
+    if (ttft > Duration::zero() && (firstToken <= Duration::zero() || firstToken > ttft))
+        return false;
+    if (tpot > Duration::zero() && perToken > tpot)
+        return false;
+    return e2e <= Duration::zero() || endToEnd <= e2e;
+}
+
 Status validate(const BatchingConfig &c)
 {
     // Every range lives in the knob table (engine/knob_table.cpp).

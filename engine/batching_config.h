@@ -90,6 +90,24 @@ struct ContinuousConfig {
     bool priorityOrder = false;     // false: FCFS; true: by priority, then arrival
     bool operator==(const ContinuousConfig &) const = default;
 };
+// Service-level objectives for goodput (vLLM's benchmark_serving and
+// DistServe define it this way): a request is "good" when it completed OK
+// and meets every bound that is set. Zero = not set. Policy-independent:
+// the engine measures goodput under every policy (snapshot, /metrics, the
+// trace store's session summary).
+struct GoodputConfig {
+    Duration ttft{}; // time to first token, [0, 10 min]
+    Duration tpot{}; // time per output token, (last - first) / (n - 1), [0, 10 min]
+    Duration e2e{};  // end-to-end latency (arrival -> completion), [0, 10 min]
+    bool any() const { return ttft > Duration::zero() || tpot > Duration::zero() || e2e > Duration::zero(); }
+    // Whether a request that completed OK with these figures is good.
+    // `ttft` zero means no token was generated: a set TTFT bound is then not
+    // met (as in the load bench); `tpot` zero (fewer than two tokens) meets
+    // any TPOT bound (vLLM counts a one-token answer's TPOT as 0).
+    bool met(Duration ttft, Duration tpot, Duration e2e) const;
+    bool operator==(const GoodputConfig &) const = default;
+};
+
 std::string_view policyName(PolicyKind kind);
 std::optional<PolicyKind> parsePolicy(std::string_view name);
 
@@ -134,6 +152,7 @@ struct BatchingConfig {
     HybridConfig hybrid;
     CacheConfig cache;
     ContinuousConfig continuous;
+    GoodputConfig goodput;
 
     bool operator==(const BatchingConfig &) const = default;
 

@@ -212,7 +212,15 @@ json toJson(const BatchRecord &b)
                 {"bucket", b.bucket},
                 {"instance", b.executor},
                 {"config_version", b.configVersion},
-                {"status", std::string(statusCodeName(b.status))}};
+                {"status", std::string(statusCodeName(b.status))},
+                // policy continuous: one record per step (zeros otherwise)
+                {"prefill_tokens", b.prefillTokens},
+                {"decode_tokens", b.decodeTokens},
+                {"joined", b.joined},
+                {"running", b.running},
+                {"waiting", b.waiting},
+                {"kv_tokens", b.kvTokens},
+                {"preempted", b.preempted}};
 }
 
 json toJson(const Snapshot &s)
@@ -242,6 +250,12 @@ json toJson(const Snapshot &s)
         {"queue_depth", s.queueDepth},
         {"queue_depths", s.queueDepths},
         {"in_flight_batches", s.inFlightBatches},
+        // policy continuous (zeros under the request-level policies)
+        {"running_sequences", s.runningSequences},
+        {"waiting_sequences", s.waitingSequences},
+        {"kv_tokens", s.kvTokens},
+        {"kv_capacity_tokens", s.kvCapacityTokens},
+        {"kv_usage_ratio", s.kvUsageRatio},
         {"window",
          {{"seconds", s.windowS},
           {"requests_per_s", s.requestsPerS},
@@ -251,6 +265,10 @@ json toJson(const Snapshot &s)
           {"latency_queue_wait", toJson(s.queueWait)},
           {"latency_compute", toJson(s.compute)},
           {"time_to_first_token", toJson(s.timeToFirstToken)},
+          {"time_per_output_token", toJson(s.timePerOutputToken)},
+          {"inter_token_latency", toJson(s.interTokenLatency)},
+          {"goodput_per_s", s.goodputPerS},
+          {"tokens_per_step", s.tokensPerStep},
           {"mean_batch_size", s.meanBatchSize},
           {"padding_efficiency", s.paddingEfficiency},
           {"busy_fraction", s.busyFraction},
@@ -260,6 +278,12 @@ json toJson(const Snapshot &s)
           {"latency_queue_wait", toJson(s.queueWaitAll)},
           {"latency_compute", toJson(s.computeAll)},
           {"time_to_first_token", toJson(s.timeToFirstTokenAll)},
+          {"time_per_output_token", toJson(s.timePerOutputTokenAll)},
+          {"inter_token_latency", toJson(s.interTokenLatencyAll)},
+          {"good_completed", s.goodCompleted},
+          {"steps", s.steps},
+          {"step_tokens", s.stepTokens},
+          {"preemptions", s.preemptions},
           {"mean_batch_size", s.meanBatchSizeAll},
           {"padding_efficiency", s.paddingEfficiencyAll}}},
         {"config_history", history},

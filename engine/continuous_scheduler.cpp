@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <utility>
 
 namespace bp {
 
@@ -13,6 +14,7 @@ struct ContinuousScheduler::Sequence {
     std::int64_t cached = 0; // tokens of the context in the model's KV cache
     bool joined = false;     // has run at least once
     TimePoint firstJoin{}, firstToken{}, lastToken{};
+    std::vector<Duration> gaps; // before each generated token after the first
 
     std::size_t contextSize() const { return pending.request.tokens.size() + generated.size(); }
     TokenId contextAt(std::size_t i) const
@@ -124,6 +126,7 @@ void ContinuousScheduler::preempt(std::size_t i)
     m_running.erase(m_running.begin() + std::ptrdiff_t(i));
     release(*s); // recompute: prompt + generated are prefilled again on rejoin
     ++m_preemptions;
+    ++m_preemptedUnreported;
     m_waiting.push_front(std::move(s));
 }
 
@@ -141,8 +144,10 @@ void ContinuousScheduler::complete(SequencePtr s, Status status, TimePoint now, 
     const std::size_t n = r.status.isOk() ? r.tokens.size() : s->generated.size();
     if (n > 0)
         r.timing.timeToFirstToken = s->firstToken - req.arrival;
-    if (n > 1)
+    if (n > 1) {
         r.timing.timePerOutputToken = (s->lastToken - s->firstToken) / std::int64_t(n - 1);
+        r.timing.interTokenLatencies = std::move(s->gaps);
+    }
     r.batch.reason = DispatchReason::Single;
     done.done.push_back(std::move(s->pending));
     done.responses.push_back(std::move(r));
@@ -290,6 +295,7 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
         return result;
     }
     step->id = m_nextStepId++;
+    step->preempted = std::exchange(m_preemptedUnreported, 0);
     step->dispatchedAt = now;
     step->configVersion = m_configVersion;
     m_stepInFlight = true;
@@ -324,6 +330,8 @@ bool ContinuousScheduler::finished(StepWork &step, const Status &status, std::ve
         s.generated.push_back(token);
         if (s.generated.size() == 1)
             s.firstToken = now;
+        else
+            s.gaps.push_back(now - s.lastToken); // a preempted sequence's stall included
         s.lastToken = now;
         if (s.pending.request.onToken) {
             const TokenEvent event{s.pending.request.id, token, int(s.generated.size()) - 1, now};
@@ -340,7 +348,21 @@ bool ContinuousScheduler::finished(StepWork &step, const Status &status, std::ve
             complete(std::move(ended), Status::ok(), now, done);
         }
     }
+    step.runningAfter = int(m_running.size());
+    step.waitingAfter = int(m_waiting.size());
+    step.kvTokensAfter = m_kvTokens;
     return true;
+}
+
+std::optional<IterationGauges> ContinuousScheduler::iterationGauges() const
+{
+    IterationGauges g;
+    g.running = m_running.size();
+    g.waiting = m_waiting.size();
+    g.kvTokens = m_kvTokens;
+    g.kvCapacityTokens = m_config.continuous.kvCacheTokens;
+    g.preemptions = m_preemptions;
+    return g;
 }
 
 void ContinuousScheduler::reconfigure(const BatchingConfig &config, std::uint64_t version)

@@ -61,6 +61,7 @@ public:
     std::vector<std::size_t> depths() const override { return {m_waiting.size()}; }
     double arrivalRate(TimePoint now) const override { return m_rate.rate(now); }
     Duration effectiveDelay() const override { return Duration::zero(); }
+    std::optional<IterationGauges> iterationGauges() const override;
 
     std::size_t waiting() const { return m_waiting.size(); }
     std::size_t running() const { return m_running.size(); }
@@ -91,6 +92,7 @@ private:
     std::uint64_t m_nextSeq = 1;
     std::uint64_t m_nextStepId = 1;
     std::uint64_t m_preemptions = 0;
+    int m_preemptedUnreported = 0; // preempted since the last step handed out
     bool m_stepInFlight = false;
     bool m_lastAdmitNeedsWake = false;
     RateEstimator m_rate;

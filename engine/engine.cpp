@@ -7,9 +7,32 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <utility>
 
 namespace bp {
+
+namespace {
+
+// The memory guard retries the halves of a batch that ran out of memory
+// from the start (MemoryGuard::runSplitting): a generating backend streams
+// the tokens of the failed attempt again. The client already has them, so
+// each index passes once, in order. (Greedy decoding regenerates the same
+// tokens; the response carries the retry's.) The counter is shared by the
+// copies of the callback; a request runs on one executor at a time.
+std::function<void(const TokenEvent &)> onceEachToken(std::function<void(const TokenEvent &)> inner)
+{
+    auto next = std::make_shared<int>(0);
+    return [inner = std::move(inner), next](const TokenEvent &e) {
+        if (e.index < *next)
+            return;
+        *next = e.index + 1;
+        inner(e);
+    };
+}
+
+} // namespace
 
 Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options)
 {
@@ -44,6 +67,7 @@ Engine::Engine(EngineOptions options)
       m_scheduler(makeScheduler(options.batching, m_backend->info().limits(), m_backend->steps())),
       m_config(options.batching, m_clock->now()), m_targetInstances(options.batching.instances)
 {
+    m_metrics.setGoodputSlo(options.batching.goodput);
 }
 
 Engine::~Engine()
@@ -74,6 +98,8 @@ Status Engine::submit(Request request, Completion done)
         complete(done, std::move(*answer));
         return Status::ok();
     }
+    if (request.onToken)
+        request.onToken = onceEachToken(std::move(request.onToken));
     Pending pending{std::move(request), std::move(done)};
     Status status;
     bool wake = false;
@@ -140,6 +166,8 @@ Status Engine::applyLocked(const ConfigPatch &patch, std::string origin, const s
     if (before->queueCount() != config.queueCount() || before->policy != config.policy ||
         before->bucketEdges != config.bucketEdges || before->hybrid != config.hybrid)
         m_metrics.resetQueues();
+    if (before->goodput != config.goodput)
+        m_metrics.setGoodputSlo(config.goodput);
     for (Interceptor *interceptor : m_interceptors)
         interceptor->configured(*before, config);
     if (config.instances != m_targetInstances) {
@@ -257,6 +285,14 @@ Snapshot Engine::snapshot() const
         s.inFlightBatches = m_inFlight;
         s.arrivalRate = m_scheduler->arrivalRate(now);
         s.effectiveDelay = m_scheduler->effectiveDelay();
+        if (const std::optional<IterationGauges> g = m_scheduler->iterationGauges()) {
+            s.runningSequences = g->running;
+            s.waitingSequences = g->waiting;
+            s.kvTokens = g->kvTokens;
+            s.kvCapacityTokens = g->kvCapacityTokens;
+            s.kvUsageRatio =
+                g->kvCapacityTokens > 0 ? double(g->kvTokens) / double(g->kvCapacityTokens) : 0.0;
+        }
         s.configHistory = m_config.history();
     }
     m_metrics.fill(s, now);

@@ -20,7 +20,7 @@ Duration fromUs(double v)
 {
     return Duration(std::llround(v * 1e3));
 }
-constexpr double kMaxBatch = 1024, kMaxLength = 65536, kMaxDelayUs = 10e6;
+constexpr double kMaxBatch = 1024, kMaxLength = 65536, kMaxDelayUs = 10e6, kMaxSloUs = 600e6;
 
 constexpr PolicyMask kDynamicLike =
     policyBit(PolicyKind::Dynamic) | policyBit(PolicyKind::Bucketed) | policyBit(PolicyKind::Hybrid);
@@ -385,6 +385,31 @@ const Knob kKnobs[] = {
      .policies = kContinuous,
      .doc = "join order: false = FCFS, true = by priority, then arrival",
      BP_BOOL(continuous.priorityOrder)},
+
+    // Not batching knobs but the yardstick goodput is measured against
+    // (snapshot, /metrics, session summaries); every policy reads them.
+    {.key = "goodput.ttft_us",
+     .type = KnobType::Duration,
+     .unit = "µs",
+     .lo = 0,
+     .hi = kMaxSloUs,
+     .doc = "goodput SLO: time to first token at most this; 0 = not set",
+     BP_DURATION(goodput.ttft)},
+    {.key = "goodput.tpot_us",
+     .type = KnobType::Duration,
+     .unit = "µs",
+     .lo = 0,
+     .hi = kMaxSloUs,
+     .doc = "goodput SLO: time per output token, (last - first) / (n - 1), at most this; 0 = not set",
+     BP_DURATION(goodput.tpot)},
+    {.key = "goodput.e2e_us",
+     .type = KnobType::Duration,
+     .unit = "µs",
+     .lo = 0,
+     .hi = kMaxSloUs,
+     .doc = "goodput SLO: end-to-end latency at most this; 0 = not set. Good = completed OK within every set "
+            "SLO",
+     BP_DURATION(goodput.e2e)},
 };
 
 #undef BP_INT

@@ -34,6 +34,37 @@ MetricsRecorder::Slot &MetricsRecorder::slotFor(TimePoint t)
     return slot;
 }
 
+void MetricsRecorder::setGoodputSlo(const GoodputConfig &slo)
+{
+    std::lock_guard lock(m_mutex);
+    m_goodputSlo = slo;
+}
+
+void MetricsRecorder::recordGeneration(const RequestRecord &r, Slot &slot)
+{
+    if (r.outputTokens > 0 && r.timeToFirstToken > Duration::zero()) {
+        m_ttft.record(r.timeToFirstToken.count());
+        slot.ttft.record(r.timeToFirstToken.count());
+    }
+    if (r.outputTokens > 1 && r.timePerOutputToken > Duration::zero()) {
+        m_tpot.record(r.timePerOutputToken.count());
+        slot.tpot.record(r.timePerOutputToken.count());
+    }
+    // Request-level records repeat one value n - 1 times: count them at once.
+    for (std::size_t i = 0; i < r.interTokenLatencies.size();) {
+        std::size_t j = i + 1;
+        while (j < r.interTokenLatencies.size() && r.interTokenLatencies[j] == r.interTokenLatencies[i])
+            ++j;
+        m_itl.record(r.interTokenLatencies[i].count(), j - i);
+        slot.itl.record(r.interTokenLatencies[i].count(), j - i);
+        i = j;
+    }
+    if (m_goodputSlo.met(r.timeToFirstToken, r.timePerOutputToken, r.total)) {
+        ++m_good;
+        ++slot.good;
+    }
+}
+
 void MetricsRecorder::recordAccepted()
 {
     std::lock_guard lock(m_mutex);
@@ -60,6 +91,13 @@ void MetricsRecorder::recordCacheHit(const RequestRecord &r, TimePoint now)
     ++m_cacheHits;
     m_total.record(r.total.count());
     slot.total.record(r.total.count());
+    // The whole answer arrives at once: a cache hit's first token comes at
+    // its end-to-end time (for goodput; it adds nothing to TTFT figures).
+    const Duration firstToken = r.outputTokens > 0 ? r.total : Duration::zero();
+    if (m_goodputSlo.met(firstToken, Duration::zero(), r.total)) {
+        ++m_good;
+        ++slot.good;
+    }
     ++slot.requests;
     slot.inputTokens += std::uint64_t(r.inputTokens);
     slot.outputTokens += std::uint64_t(r.outputTokens);
@@ -117,15 +155,20 @@ void MetricsRecorder::recordBatch(const BatchRecord &batch, std::span<const Requ
         slot.total.record(r.total.count());
         slot.queueWait.record(r.queueWait.count());
         slot.compute.record(r.compute.count());
-        if (r.outputTokens > 0 && r.timeToFirstToken > Duration::zero()) {
-            m_ttft.record(r.timeToFirstToken.count());
-            slot.ttft.record(r.timeToFirstToken.count());
-        }
+        recordGeneration(r, slot);
         ++slot.requests;
         slot.inputTokens += std::uint64_t(r.inputTokens);
         slot.outputTokens += std::uint64_t(r.outputTokens);
         m_inputTokens += std::uint64_t(r.inputTokens);
         m_outputTokens += std::uint64_t(r.outputTokens);
+    }
+    if (batch.policy == PolicyKind::Continuous) { // a generation step
+        const auto tokens = std::uint64_t(std::max(0, batch.prefillTokens + batch.decodeTokens));
+        ++m_steps;
+        ++slot.steps;
+        m_stepTokens += tokens;
+        slot.stepTokens += tokens;
+        m_preemptions += std::uint64_t(std::max(0, batch.preempted));
     }
     ++m_batches;
     m_batchMembers += std::uint64_t(batch.size);
@@ -162,8 +205,9 @@ void MetricsRecorder::fill(Snapshot &out, TimePoint now) const
 
     // window: every slot whose epoch lies in (current - kSlots, current]
     const std::int64_t current = epochOf(now);
-    LatencyHistogram total, queueWait, compute, ttft;
+    LatencyHistogram total, queueWait, compute, ttft, tpot, itl;
     std::uint64_t requests = 0, inTok = 0, outTok = 0, batches = 0, members = 0;
+    std::uint64_t good = 0, steps = 0, stepTokens = 0;
     std::int64_t real = 0, padded = 0;
     std::array<std::int64_t, kMaxExecutors> busy{};
     for (const Slot &s : *m_slots) {
@@ -173,6 +217,11 @@ void MetricsRecorder::fill(Snapshot &out, TimePoint now) const
         queueWait.merge(s.queueWait);
         compute.merge(s.compute);
         ttft.merge(s.ttft);
+        tpot.merge(s.tpot);
+        itl.merge(s.itl);
+        good += s.good;
+        steps += s.steps;
+        stepTokens += s.stepTokens;
         requests += s.requests;
         inTok += s.inputTokens;
         outTok += s.outputTokens;
@@ -196,6 +245,10 @@ void MetricsRecorder::fill(Snapshot &out, TimePoint now) const
     out.queueWait = summarize(queueWait);
     out.compute = summarize(compute);
     out.timeToFirstToken = summarize(ttft);
+    out.timePerOutputToken = summarize(tpot);
+    out.interTokenLatency = summarize(itl);
+    out.goodputPerS = double(good) / spanS;
+    out.tokensPerStep = steps ? double(stepTokens) / double(steps) : 0.0;
     out.meanBatchSize = batches ? double(members) / double(batches) : 0.0;
     out.paddingEfficiency = padded ? double(real) / double(padded) : 1.0;
     const int instances = std::max(1, m_instancesSeen);
@@ -212,6 +265,15 @@ void MetricsRecorder::fill(Snapshot &out, TimePoint now) const
     out.queueWaitAll = summarize(m_queueWait);
     out.computeAll = summarize(m_compute);
     out.timeToFirstTokenAll = summarize(m_ttft);
+    out.timePerOutputTokenAll = summarize(m_tpot);
+    out.interTokenLatencyAll = summarize(m_itl);
+    out.ttftHist = m_ttft;
+    out.tpotHist = m_tpot;
+    out.itlHist = m_itl;
+    out.goodCompleted = m_good;
+    out.steps = m_steps;
+    out.stepTokens = m_stepTokens;
+    out.preemptions = m_preemptions;
     out.totalHist = m_total;
     out.queueWaitHist = m_queueWait;
     out.computeHist = m_compute;

@@ -31,6 +31,9 @@ public:
     // A request answered from the response cache: counts as completed, with
     // its (tiny) latency, but no batch.
     void recordCacheHit(const RequestRecord &request, TimePoint now);
+    // The goodput SLO requests are judged against from now on (the engine
+    // sets it at start and on every config change).
+    void setGoodputSlo(const GoodputConfig &slo);
     // The queue layout changed (policy, bucket edges, hybrid sizes): per-queue
     // figures start over.
     void resetQueues();
@@ -43,8 +46,9 @@ public:
 private:
     struct Slot {
         std::int64_t epoch = -1;
-        LatencyHistogram total, queueWait, compute, ttft;
+        LatencyHistogram total, queueWait, compute, ttft, tpot, itl;
         std::uint64_t requests = 0, inputTokens = 0, outputTokens = 0, batches = 0, batchMembers = 0;
+        std::uint64_t good = 0, steps = 0, stepTokens = 0;
         std::int64_t realTokens = 0, paddedTokens = 0;
         std::array<std::int64_t, kMaxExecutors> busyNs{};
     };
@@ -55,7 +59,12 @@ private:
     mutable std::mutex m_mutex;
     // all below guarded by m_mutex
     std::unique_ptr<std::array<Slot, kSlots>> m_slots;
-    LatencyHistogram m_total, m_queueWait, m_compute, m_ttft;
+    // Records one completed-OK request's generation figures and goodput.
+    void recordGeneration(const RequestRecord &r, Slot &slot); // requires m_mutex
+
+    LatencyHistogram m_total, m_queueWait, m_compute, m_ttft, m_tpot, m_itl;
+    GoodputConfig m_goodputSlo;
+    std::uint64_t m_good = 0, m_steps = 0, m_stepTokens = 0, m_preemptions = 0;
     std::array<std::uint64_t, kStatusCodeCount> m_byStatus{};
     std::uint64_t m_submitted = 0, m_batches = 0, m_batchMembers = 0;
     std::uint64_t m_inputTokens = 0, m_outputTokens = 0;

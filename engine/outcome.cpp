@@ -4,6 +4,18 @@
 
 namespace bp {
 
+std::vector<Duration> interTokenGaps(const Timing &timing, std::size_t tokens)
+{
+    if (tokens < 2)
+        return {};
+    if (timing.interTokenLatencies.size() == tokens - 1)
+        return timing.interTokenLatencies;
+    // Only the first and last token times are known: every gap is the mean.
+    if (timing.timePerOutputToken <= Duration::zero())
+        return {};
+    return std::vector<Duration>(tokens - 1, timing.timePerOutputToken);
+}
+
 RequestRecord requestRecordOf(const Request &r)
 {
     RequestRecord rec;
@@ -74,6 +86,8 @@ void batchOutcomes(const Batch &batch, const BatchRecord &br, const Status &batc
         rec.compute = r.timing.compute;
         rec.total = r.timing.total;
         rec.timeToFirstToken = r.timing.timeToFirstToken;
+        rec.timePerOutputToken = r.timing.timePerOutputToken;
+        rec.interTokenLatencies = interTokenGaps(r.timing, r.tokens.size());
         rec.outputTokens = int(r.tokens.size());
         rec.bucket = batch.bucket;
         rec.batchId = batch.id;
@@ -130,6 +144,13 @@ BatchRecord stepRecordOf(const StepWork &step, TimePoint start, TimePoint end, c
     br.executor = executor;
     br.configVersion = step.configVersion;
     br.status = status.code();
+    br.prefillTokens = step.prefillTokens;
+    br.decodeTokens = step.decodeTokens;
+    br.joined = step.joined;
+    br.running = step.runningAfter;
+    br.waiting = step.waitingAfter;
+    br.kvTokens = step.kvTokensAfter;
+    br.preempted = step.preempted;
     return br;
 }
 
@@ -140,6 +161,8 @@ RequestRecord completedRecord(const Request &request, const Response &r, std::ui
     rec.compute = r.timing.compute;
     rec.total = r.timing.total;
     rec.timeToFirstToken = r.timing.timeToFirstToken;
+    rec.timePerOutputToken = r.timing.timePerOutputToken;
+    rec.interTokenLatencies = interTokenGaps(r.timing, r.tokens.size());
     rec.outputTokens = int(r.tokens.size());
     rec.batchId = batchId;
     rec.status = r.status.code();

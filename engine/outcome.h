@@ -15,6 +15,13 @@
 
 namespace bp {
 
+// The inter-token gaps of a request that generated `tokens` tokens: the
+// measured ones (timing.interTokenLatencies, policy `continuous`), else, for
+// request-level generation where only the first and last token times are
+// known, tokens - 1 copies of timing.timePerOutputToken. Empty below two
+// tokens (or without a TPOT).
+std::vector<Duration> interTokenGaps(const Timing &timing, std::size_t tokens);
+
 // A request's record before anything happened to it (id, arrival, input length).
 RequestRecord requestRecordOf(const Request &request);
 

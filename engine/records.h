@@ -20,6 +20,16 @@ struct RequestRecord {
     Duration compute{};
     Duration total{};
     Duration timeToFirstToken{}; // zero when nothing was generated
+    // (last token - first token) / (outputTokens - 1); zero below two tokens
+    Duration timePerOutputToken{};
+    // Inter-token latency: the gap before each generated token after the
+    // first, outputTokens - 1 of them, in order. Under `continuous` these are
+    // the gaps the scheduler measured, one per step that produced a token
+    // (stalls from prefills or preemption included). Request-level
+    // generation (Backend::run) only knows the first and last token times:
+    // every gap is then recorded as timePerOutputToken, so the ITL
+    // distribution degenerates to TPOT for those policies.
+    std::vector<Duration> interTokenLatencies;
     int inputTokens = 0;
     int outputTokens = 0;
     int bucket = 0;
@@ -51,6 +61,13 @@ struct BatchRecord {
     // Out-of-memory retries: how many times the batch was split in halves
     // before every part ran (0 = it ran whole).
     int oomSplits = 0;
+
+    // Policy `continuous`: one record per step (zero for request batches).
+    int prefillTokens = 0, decodeTokens = 0; // tokens in the step
+    int joined = 0;                          // sequences that joined the running set for it
+    int running = 0, waiting = 0;            // sequences after the step
+    std::int64_t kvTokens = 0;               // tokens in KV caches after the step
+    int preempted = 0;                       // sequences preempted deciding this step
 };
 
 struct ConfigChange {

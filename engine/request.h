@@ -68,6 +68,11 @@ struct Timing {
     Duration timeToFirstToken{}; // generative models: arrival -> first token ready
     // generative models with 2+ tokens: (last token - first token) / (tokens - 1)
     Duration timePerOutputToken{};
+    // generative models with 2+ tokens under policy `continuous`: the gap
+    // before each token after the first (n - 1 of them, in order), as the
+    // scheduler saw them. Empty for request-level generation, where only the
+    // first and last token times are known (outcome.h's interTokenGaps()).
+    std::vector<Duration> interTokenLatencies;
     // The part of queueWait the policy meant to spend (waiting for company
     // until the batch filled or the delay expired). queueWait minus this is
     // the scheduler's own lateness.

@@ -65,6 +65,14 @@ struct Batch {
     std::uint64_t configVersion = 0;
 };
 
+// Iteration-level state (policy `continuous`) for the snapshot's gauges.
+struct IterationGauges {
+    std::size_t running = 0, waiting = 0; // sequences
+    std::int64_t kvTokens = 0;            // tokens held in KV caches
+    std::int64_t kvCapacityTokens = 0;    // the KV budget; 0 = unlimited
+    std::uint64_t preemptions = 0;        // since this scheduler was built
+};
+
 class Scheduler {
 public:
     virtual ~Scheduler() = default;
@@ -132,6 +140,9 @@ public:
     virtual double arrivalRate(TimePoint now) const = 0;
     // The queue delay in force (the adaptive one when enabled).
     virtual Duration effectiveDelay() const = 0;
+    // Running / waiting sequences and the KV cache, for an iteration-level
+    // scheduler; nullopt for a request-level one (the Batcher has none).
+    virtual std::optional<IterationGauges> iterationGauges() const { return std::nullopt; }
 };
 
 // Whether `config.policy` can run on a model with (`steps` non-null) or

@@ -83,6 +83,28 @@ struct Snapshot {
     // cumulative histograms, for Prometheus buckets and reports
     LatencyHistogram totalHist, queueWaitHist, computeHist;
 
+    // Generation (requests that produced tokens), window. TTFT is above
+    // (timeToFirstToken). TPOT = (last - first) / (n - 1) per request with
+    // 2+ tokens; ITL = every gap between consecutive tokens (see
+    // RequestRecord::interTokenLatencies for request-level policies).
+    LatencySummary timePerOutputToken, interTokenLatency;
+    // Completed OK within every set goodput SLO (config.goodput), per s over
+    // the window. Equals requestsPerS when no SLO is set.
+    double goodputPerS = 0;
+    // Generation, cumulative.
+    LatencySummary timePerOutputTokenAll, interTokenLatencyAll;
+    LatencyHistogram ttftHist, tpotHist, itlHist; // for /metrics buckets and reports
+    std::uint64_t goodCompleted = 0;              // completed OK within every set goodput SLO
+
+    // Iteration-level gauges (policy `continuous`; all zero under the
+    // request-level policies), as of takenAt.
+    std::size_t runningSequences = 0, waitingSequences = 0;
+    std::int64_t kvTokens = 0, kvCapacityTokens = 0; // capacity 0 = unlimited
+    double kvUsageRatio = 0;                         // kvTokens / capacity; 0 when unlimited
+    double tokensPerStep = 0;                        // window mean over steps (prefill + decode tokens)
+    // Cumulative over the engine's life (policy switches included).
+    std::uint64_t steps = 0, stepTokens = 0, preemptions = 0;
+
     std::vector<BatchRecord> recentBatches;  // newest last, at most 256
     ConfigHistory configHistory; // oldest first, at most 1000 (shared, cheap to copy)
 };

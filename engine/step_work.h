@@ -17,6 +17,10 @@ struct StepWork {
     int prefillTokens = 0;       // tokens of prompt chunks in items
     int decodeTokens = 0;        // tokens of decodes in items
     int joined = 0;              // sequences that joined the running set for this step
+    int preempted = 0;           // sequences preempted while deciding this step
+    // Set by the scheduler's finished(): its state once the step's outcome is applied.
+    int runningAfter = 0, waitingAfter = 0;
+    std::int64_t kvTokensAfter = 0;
     TimePoint dispatchedAt{};
     std::uint64_t configVersion = 0;
 };

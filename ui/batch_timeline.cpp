@@ -35,6 +35,11 @@ QString tickLabel(double t, double step)
 }
 } // namespace
 
+const QColor BatchTimeline::kDecodeColor(50, 110, 210);
+const QColor BatchTimeline::kPrefillColor(240, 150, 30);
+const QColor BatchTimeline::kJoinColor(20, 150, 60);
+const QColor BatchTimeline::kPreemptColor(210, 30, 30);
+
 BatchTimeline::BatchTimeline(QWidget *parent) : QWidget(parent)
 {
     setMouseTracking(true);
@@ -63,6 +68,8 @@ void BatchTimeline::addSnapshot(const app::SnapshotPtr &s)
     m_batchLimit = c.policy == PolicyKind::Static ? c.staticBatchSize
                    : c.policy == PolicyKind::None ? 1
                                                   : c.maxBatchSize;
+    m_stepMode = c.policy == PolicyKind::Continuous;
+    m_tokenBudget = c.continuous.maxNumBatchedTokens;
     // recentBatches is in completion order; with several instances ids can
     // arrive out of order, so "seen" is a set, not the highest id.
     for (const BatchRecord &b : s->recentBatches) {
@@ -75,7 +82,8 @@ void BatchTimeline::addSnapshot(const app::SnapshotPtr &s)
         }
         m_batches.push_back(b);
         m_lanes = std::max(m_lanes, b.executor + 1);
-        m_batchLimit = std::max(m_batchLimit, b.size); // formed under an earlier, larger limit
+        if (!isStep(b))
+            m_batchLimit = std::max(m_batchLimit, b.size); // formed under an earlier, larger limit
     }
     m_lanes = std::max(m_lanes, c.instances);
     while (m_batches.size() > kMaxBatches ||
@@ -139,15 +147,8 @@ void BatchTimeline::paintEvent(QPaintEvent *)
     const Geometry g = geometry();
     const QFontMetrics fm(font());
 
-    // Legend: one swatch per dispatch reason.
-    double x = 6;
-    for (DispatchReason r : kReasons) {
-        const QString name = QString::fromUtf8(dispatchReasonName(r).data());
-        p.fillRect(QRectF(x, 6, 10, 10), colorFor(r));
-        p.setPen(palette().text().color());
-        p.drawText(QPointF(x + 14, 6 + fm.ascent() - 1), name);
-        x += 14 + fm.horizontalAdvance(name) + 14;
-    }
+    m_stepScale = largestStepInView(g.map, now());
+    paintLegend(p);
     const QString help = tr("%1 window · wheel to zoom").arg(formatMs(m_spanS));
     p.drawText(QPointF(width() - fm.horizontalAdvance(help) - 6, 6 + fm.ascent() - 1), help);
 
@@ -185,6 +186,10 @@ void BatchTimeline::paintEvent(QPaintEvent *)
         if (!span.visible)
             continue;
         const double laneTop = g.lanes.top() + std::clamp(b.executor, 0, m_lanes - 1) * g.laneHeight;
+        if (isStep(b)) {
+            paintStep(p, b, QRectF(span.x0, laneTop + 2, span.x1 - span.x0, g.laneHeight - 4));
+            continue;
+        }
         const double h = std::max(3.0, (g.laneHeight - 4) * std::min(1.0, double(b.size) / m_batchLimit));
         const QRectF bar(span.x0, laneTop + g.laneHeight - 2 - h, span.x1 - span.x0, h);
         const QColor c = colorFor(b.reason);
@@ -203,6 +208,104 @@ void BatchTimeline::paintEvent(QPaintEvent *)
             p.drawText(bar.adjusted(2, 1, -2, -1), Qt::AlignLeft | Qt::AlignTop, text);
         }
     }
+}
+
+int BatchTimeline::largestStepInView(const TimelineMapping &map, TimePoint t0) const
+{
+    int largest = 1;
+    for (auto it = m_batches.rbegin(); it != m_batches.rend(); ++it) {
+        const double start = toSeconds(startOf(*it) - t0);
+        if (start + toSeconds(it->compute) < map.startS - kOrderSlackS)
+            break;
+        if (isStep(*it) && start <= map.endS)
+            largest = std::max(largest, it->prefillTokens + it->decodeTokens);
+    }
+    return largest;
+}
+
+void BatchTimeline::paintLegend(QPainter &p) const
+{
+    const QFontMetrics fm(font());
+    double x = 6;
+    auto swatch = [&](const QColor &color, const QString &name) {
+        p.fillRect(QRectF(x, 6, 10, 10), color);
+        p.setPen(palette().text().color());
+        p.drawText(QPointF(x + 14, 6 + fm.ascent() - 1), name);
+        x += 14 + fm.horizontalAdvance(name) + 14;
+    };
+    if (m_stepMode) {
+        swatch(kDecodeColor, tr("decode tokens"));
+        swatch(kPrefillColor, tr("prefill tokens"));
+        swatch(kJoinColor, tr("sequences joined"));
+        swatch(kPreemptColor, tr("preempted"));
+        p.drawText(QPointF(x, 6 + fm.ascent() - 1),
+                   tr("bar = one step; height = its tokens, full = %1 (the largest in view; budget %2)")
+                       .arg(m_stepScale)
+                       .arg(m_tokenBudget));
+        return;
+    }
+    for (DispatchReason r : kReasons)
+        swatch(colorFor(r), QString::fromUtf8(dispatchReasonName(r).data()));
+}
+
+BatchTimeline::StepBar BatchTimeline::stepBar(const BatchRecord &step, const QRectF &slot, int fullTokens)
+{
+    const double tokens = std::max(0, step.prefillTokens) + std::max(0, step.decodeTokens);
+    const double share = fullTokens > 0 ? std::min(1.0, tokens / fullTokens) : 1.0;
+    const double h = std::max(3.0, slot.height() * share);
+    const double decodeH = tokens > 0 ? h * std::max(0, step.decodeTokens) / tokens : 0;
+    StepBar bar;
+    bar.decode = QRectF(slot.left(), slot.bottom() - decodeH, slot.width(), decodeH);
+    bar.prefill = QRectF(slot.left(), slot.bottom() - h, slot.width(), h - decodeH);
+    return bar;
+}
+
+void BatchTimeline::paintStep(QPainter &p, const BatchRecord &b, const QRectF &slot) const
+{
+    const StepBar bar = stepBar(b, slot, m_stepScale);
+    if (bar.decode.height() > 0)
+        p.fillRect(bar.decode, kDecodeColor);
+    if (bar.prefill.height() > 0)
+        p.fillRect(bar.prefill, kPrefillColor);
+    const QRectF whole = bar.whole();
+    if (whole.width() >= 4) {
+        p.setPen(kDecodeColor.darker(160));
+        p.drawRect(whole.adjusted(0, 0, -1, -1));
+    }
+    // Joins and preemptions: a 4 px cap above the bar, at least 3 px wide.
+    const double capW = std::max(3.0, whole.width());
+    const QRectF cap(whole.left(), std::max(slot.top(), whole.top() - 5), capW, 4);
+    // The label at the bottom, clear of the caps.
+    const QFontMetrics fm(font());
+    const QString label = tr("%1 seq · %2+%3 tok").arg(b.size).arg(b.prefillTokens).arg(b.decodeTokens);
+    if (whole.width() > fm.horizontalAdvance(label) + 4 && whole.height() > fm.height() + 8) {
+        p.setPen(Qt::white);
+        p.drawText(whole.adjusted(2, 1, -2, -1), Qt::AlignLeft | Qt::AlignBottom, label);
+    }
+    if (b.joined > 0)
+        p.fillRect(cap, kJoinColor);
+    if (b.preempted > 0) // above the join cap where there is room
+        p.fillRect(cap.translated(0, b.joined > 0 && cap.top() - 5 >= slot.top() ? -5 : 0), kPreemptColor);
+}
+
+QString BatchTimeline::describeStep(const BatchRecord &b) const
+{
+    return tr("<b>step %1</b> on instance %2<br>%3 sequences: %4 prefill + %5 decode tokens (budget %6)<br>"
+              "joined %7, preempted %8<br>after it: %9 running, %10 waiting, %11 KV tokens<br>"
+              "compute %12<br>config v%13")
+        .arg(b.id)
+        .arg(b.executor)
+        .arg(b.size)
+        .arg(b.prefillTokens)
+        .arg(b.decodeTokens)
+        .arg(m_tokenBudget)
+        .arg(b.joined)
+        .arg(b.preempted)
+        .arg(b.running)
+        .arg(b.waiting)
+        .arg(b.kvTokens)
+        .arg(formatMs(toSeconds(b.compute)))
+        .arg(b.configVersion);
 }
 
 const BatchRecord *BatchTimeline::batchAt(const QPoint &pos) const
@@ -250,7 +353,7 @@ bool BatchTimeline::event(QEvent *event)
     if (event->type() == QEvent::ToolTip) {
         auto *help = static_cast<QHelpEvent *>(event);
         if (const BatchRecord *b = batchAt(help->pos()))
-            QToolTip::showText(help->globalPos(), describe(*b), this);
+            QToolTip::showText(help->globalPos(), isStep(*b) ? describeStep(*b) : describe(*b), this);
         else
             QToolTip::hideText();
         return true;

@@ -11,7 +11,18 @@ double ms(double us)
 {
     return us / 1000.0;
 }
+// A window percentile, or "no data" when the window holds no value.
+double msOrNone(const LatencySummary &s, double LatencySummary::*field)
+{
+    return s.count ? ms(s.*field) : ChartSample::kNone;
+}
 } // namespace
+
+GoodputSlos GoodputSlos::of(const BatchingConfig &c)
+{
+    return {1000 * toSeconds(c.goodput.ttft), 1000 * toSeconds(c.goodput.tpot),
+            1000 * toSeconds(c.goodput.e2e)};
+}
 
 ChartHistory::ChartHistory(std::size_t capacity) : m_ring(std::max<std::size_t>(capacity, 2)) {}
 
@@ -46,8 +57,6 @@ void ChartHistory::add(const Snapshot &s, const app::HostSample *host)
     c.queueP50Ms = ms(s.queueWait.p50Us);
     c.queueP90Ms = ms(s.queueWait.p90Us);
     c.queueP99Ms = ms(s.queueWait.p99Us);
-    if (s.timeToFirstToken.count > 0)
-        c.ttftP99Ms = ms(s.timeToFirstToken.p99Us);
     c.requestsPerS = s.requestsPerS;
     c.inputTokensPerS = s.inputTokensPerS;
     c.outputTokensPerS = s.outputTokensPerS;
@@ -55,6 +64,18 @@ void ChartHistory::add(const Snapshot &s, const app::HostSample *host)
     c.queueDepth = double(s.queueDepth);
     c.paddingPercent = 100 * s.paddingEfficiency;
     c.meanBatchSize = s.meanBatchSize;
+    c.ttftP50Ms = msOrNone(s.timeToFirstToken, &LatencySummary::p50Us);
+    c.ttftP99Ms = msOrNone(s.timeToFirstToken, &LatencySummary::p99Us);
+    c.tpotP50Ms = msOrNone(s.timePerOutputToken, &LatencySummary::p50Us);
+    c.tpotP99Ms = msOrNone(s.timePerOutputToken, &LatencySummary::p99Us);
+    c.goodputPerS = s.goodputPerS;
+    c.runningSequences = double(s.runningSequences);
+    c.waitingSequences = double(s.waitingSequences);
+    c.kvPercent = s.kvCapacityTokens > 0 ? 100 * s.kvUsageRatio : ChartSample::kNone;
+    c.kvTokens = double(s.kvTokens);
+    c.tokensPerStep = s.tokensPerStep;
+    m_slos = GoodputSlos::of(s.config);
+    m_generated = m_generated || s.timeToFirstTokenAll.count > 0 || s.config.policy == PolicyKind::Continuous;
     if (host) {
         c.cpuPercent = host->processCpuPercent;
         if (host->gpu) {

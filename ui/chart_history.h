@@ -21,7 +21,6 @@ struct ChartSample {
     double t = 0; // engine uptime, seconds
     double totalP50Ms = 0, totalP90Ms = 0, totalP99Ms = 0;
     double queueP50Ms = 0, queueP90Ms = 0, queueP99Ms = 0;
-    double ttftP99Ms = kNone; // time to first token (generation only)
     double requestsPerS = 0, inputTokensPerS = 0, outputTokensPerS = 0;
     double busyPercent = 0;      // the model instances, mean
     double cpuPercent = kNone;   // process, of all cores
@@ -31,6 +30,23 @@ struct ChartSample {
     double queueDepth = 0;
     double paddingPercent = 100;
     double meanBatchSize = 0;
+    // Generation (kNone while the window holds no generated request).
+    double ttftP50Ms = kNone, ttftP99Ms = kNone;
+    double tpotP50Ms = kNone, tpotP99Ms = kNone;
+    double goodputPerS = 0; // completed OK within every set goodput SLO
+    // Iteration-level (policy continuous; zero for request-level policies).
+    double runningSequences = 0, waitingSequences = 0;
+    double kvPercent = kNone; // of the KV budget; kNone when it is unlimited
+    double kvTokens = 0;
+    double tokensPerStep = 0;
+};
+
+// The goodput SLOs in force (milliseconds; 0 = not set), from the config.
+struct GoodputSlos {
+    double ttftMs = 0, tpotMs = 0, e2eMs = 0;
+    bool any() const { return ttftMs > 0 || tpotMs > 0 || e2eMs > 0; }
+    bool operator==(const GoodputSlos &) const = default;
+    static GoodputSlos of(const BatchingConfig &config);
 };
 
 struct ConfigMarker {
@@ -63,6 +79,11 @@ public:
     // than the oldest sample are dropped.
     const std::deque<ConfigMarker> &markers() const { return m_markers; }
     std::uint64_t lastMarkerVersion() const { return m_lastVersion; }
+    // The goodput SLOs of the newest snapshot.
+    const GoodputSlos &slos() const { return m_slos; }
+    // True once a snapshot showed a generated request (TTFT measured) or
+    // policy continuous: the generation charts have something to show.
+    bool generated() const { return m_generated; }
 
     // Share of batches (percent) per batch size over the last `windowS`
     // seconds; index = batch size. Empty when no batch ran in that time.
@@ -75,6 +96,8 @@ private:
     std::vector<ChartSample> m_ring;
     std::size_t m_head = 0, m_count = 0;
     std::deque<ConfigMarker> m_markers;
+    GoodputSlos m_slos;
+    bool m_generated = false;
     std::uint64_t m_lastVersion = 1; // version 1 is the initial config: no marker
     struct Counts {
         double t;

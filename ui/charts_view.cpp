@@ -9,6 +9,7 @@
 #include <QGridLayout>
 #include <QLegend>
 #include <QLineSeries>
+#include <QStringList>
 #include <QValueAxis>
 
 #include <algorithm>
@@ -17,8 +18,13 @@
 namespace bp::ui {
 
 namespace {
-enum LatencySeries { TotalP50, TotalP90, TotalP99, QueueP50, QueueP99, TtftP99, PredictedP99, PredictedTtft };
-enum ThroughputSeries { Requests, InputTokens, OutputTokens };
+// LatencyTtftP99 / PredictedP99 / PredictedTtft: the Advisor's prediction
+// and the measured TTFT it is held against, hidden until a candidate is
+// applied live (the TTFT chart has the TTFT series of its own).
+enum LatencySeries { TotalP50, TotalP90, TotalP99, QueueP50, QueueP99, LatencyTtftP99, PredictedP99, PredictedTtft };
+enum ThroughputSeries { Requests, InputTokens, OutputTokens, Goodput };
+enum TokenSeries { TtftP50, TtftP99, TpotP50, TpotP99, TtftSlo, TpotSlo };
+enum SequenceSeries { Running, Waiting, Kv };
 enum UtilSeries { Busy, Cpu, Gpu, MemBw, MemUsed };
 enum PaddingSeries { Padding, MeanBatch };
 
@@ -53,7 +59,7 @@ ChartsView::ChartsView(QWidget *parent) : QWidget(parent), m_history(std::size_t
                          2.4);
     m_latency->addSeries(tr("predicted TTFT p99"), QColor(200, 60, 140), TimeChartView::Axis::Left,
                          Qt::DotLine, 2.4);
-    for (int series : {TtftP99, PredictedP99, PredictedTtft})
+    for (int series : {LatencyTtftP99, PredictedP99, PredictedTtft})
         m_latency->setSeriesVisible(series, false);
 
     m_throughput = new TimeChartView(tr("Throughput"), tr("requests/s"), this);
@@ -64,6 +70,10 @@ ChartsView::ChartsView(QWidget *parent) : QWidget(parent), m_history(std::size_t
     m_throughput->addSeries(tr("out tokens/s"), QColor(200, 60, 140), TimeChartView::Axis::Right, Qt::DotLine,
                             2);
     m_throughput->setRightAxisTitle(tr("tokens/s"));
+    // Same unit as requests/s: the gap between the two is the SLO misses.
+    m_throughput->addSeries(tr("goodput/s"), QColor(0, 150, 150), TimeChartView::Axis::Left, Qt::SolidLine,
+                            2.2);
+    m_throughput->setSeriesVisible(Goodput, false);
 
     m_utilization = new TimeChartView(tr("Utilization"), tr("%"), this);
     m_utilization->addSeries(tr("engine busy"), QColor(30, 130, 60), TimeChartView::Axis::Left, Qt::SolidLine,
@@ -88,6 +98,27 @@ ChartsView::ChartsView(QWidget *parent) : QWidget(parent), m_history(std::size_t
                          Qt::DashLine);
     m_padding->setFixedMax(TimeChartView::Axis::Left, 100);
     m_padding->setRightAxisTitle(tr("requests/batch"));
+
+    // Generation: TTFT on the left, TPOT on the right (their scales differ
+    // by ~10-100x), each SLO a dotted line in its series' colour.
+    m_tokens = new TimeChartView(tr("TTFT and TPOT (2 s window)"), tr("TTFT ms"), this);
+    m_tokens->addSeries(tr("TTFT p50"), QColor(120, 170, 230));
+    m_tokens->addSeries(tr("p99"), QColor(10, 40, 130), TimeChartView::Axis::Left, Qt::SolidLine, 2.2);
+    m_tokens->addSeries(tr("TPOT p50"), QColor(240, 170, 60), TimeChartView::Axis::Right, Qt::DashLine);
+    m_tokens->addSeries(tr("p99"), QColor(210, 100, 0), TimeChartView::Axis::Right, Qt::DashLine, 2.2);
+    m_tokens->addSeries(tr("TTFT SLO"), QColor(10, 40, 130), TimeChartView::Axis::Left, Qt::DotLine, 1.6);
+    m_tokens->addSeries(tr("TPOT SLO"), QColor(210, 100, 0), TimeChartView::Axis::Right, Qt::DotLine, 1.6);
+    m_tokens->setRightAxisTitle(tr("TPOT ms"));
+    m_tokens->setSeriesVisible(TtftSlo, false);
+    m_tokens->setSeriesVisible(TpotSlo, false);
+    m_tokens->setInLegend(TtftSlo, false); // the title names them: four charts a row leave no room
+    m_tokens->setInLegend(TpotSlo, false);
+
+    m_sequences = new TimeChartView(tr("Sequences and KV cache"), tr("sequences"), this);
+    m_sequences->addSeries(tr("running"), QColor(30, 130, 60), TimeChartView::Axis::Left, Qt::SolidLine, 2);
+    m_sequences->addSeries(tr("waiting"), QColor(210, 100, 0), TimeChartView::Axis::Left, Qt::SolidLine, 1.6);
+    m_sequences->addSeries(tr("KV cache"), QColor(150, 90, 200), TimeChartView::Axis::Right, Qt::DashLine,
+                           1.6);
 
     // Batch-size distribution: bars drawn as one area under a step line, so
     // the whole histogram is still one bulk replace.
@@ -134,12 +165,18 @@ ChartsView::ChartsView(QWidget *parent) : QWidget(parent), m_history(std::size_t
     auto *grid = new QGridLayout(this);
     grid->setContentsMargins(0, 0, 0, 0);
     grid->setSpacing(2);
+    // Generation adds a column (hidden, it takes no room): each chart keeps
+    // the height two rows give, which the docks below leave little of.
     grid->addWidget(m_latency, 0, 0);
-    grid->addWidget(m_throughput, 0, 1);
-    grid->addWidget(m_utilization, 0, 2);
+    grid->addWidget(m_tokens, 0, 1);
+    grid->addWidget(m_throughput, 0, 2);
+    grid->addWidget(m_utilization, 0, 3);
     grid->addWidget(m_queue, 1, 0);
-    grid->addWidget(m_batchSizes, 1, 1);
-    grid->addWidget(m_padding, 1, 2);
+    grid->addWidget(m_sequences, 1, 1);
+    grid->addWidget(m_batchSizes, 1, 2);
+    grid->addWidget(m_padding, 1, 3);
+    m_tokens->hide();
+    m_sequences->hide();
 
     for (TimeChartView *c : timeCharts()) {
         c->setTimeAxisTitle(tr("seconds (0 = now)"));
@@ -152,7 +189,62 @@ ChartsView::ChartsView(QWidget *parent) : QWidget(parent), m_history(std::size_t
 
 QList<TimeChartView *> ChartsView::timeCharts() const
 {
-    return {m_latency, m_throughput, m_utilization, m_queue, m_padding};
+    return {m_latency, m_throughput, m_utilization, m_queue, m_padding, m_tokens, m_sequences};
+}
+
+void ChartsView::setGenerative(bool generative)
+{
+    if (generative == m_generative)
+        return;
+    m_generative = generative;
+    m_tokens->setVisible(generative);
+    m_sequences->setVisible(generative);
+    // Four charts a row: Qt Charts elides what does not fit on one legend
+    // line, so titles and names get shorter and the time axes' title
+    // ("seconds (0 = now)") goes (the tick labels say it).
+    for (TimeChartView *c : timeCharts())
+        c->setTimeAxisTitle(generative ? QString() : tr("seconds (0 = now)"));
+    m_latency->setTitle(generative ? tr("Latency (2 s window)")
+                                   : tr("Latency: total and queue wait (2 s window)"));
+    m_latency->setSeriesName(QueueP50, generative ? tr("wait p50") : tr("queue p50"));
+    m_latency->setSeriesName(QueueP99, generative ? tr("wait p99") : tr("queue p99"));
+    m_throughput->setSeriesName(Requests, generative ? tr("req/s") : tr("requests/s"));
+    m_throughput->setSeriesName(InputTokens, generative ? tr("in tok/s") : tr("in tokens/s"));
+    m_throughput->setSeriesName(OutputTokens, generative ? tr("out tok/s") : tr("out tokens/s"));
+    m_padding->setTitle(generative ? tr("Padding and batch size (2 s)")
+                                   : tr("Padding efficiency and batch size (2 s window)"));
+    m_padding->setSeriesName(Padding, generative ? tr("padding eff.") : tr("padding efficiency"));
+    m_padding->setSeriesName(MeanBatch, generative ? tr("mean batch") : tr("mean batch size"));
+    if (!generative)
+        m_throughput->setSeriesVisible(Goodput, false);
+    m_shownSlos = {-1, -1, -1};
+    scheduleRedraw();
+}
+
+void ChartsView::showSlos(const GoodputSlos &slos, bool kvBounded)
+{
+    if (slos != m_shownSlos) {
+        m_shownSlos = slos;
+        m_tokens->setSeriesVisible(TtftSlo, slos.ttftMs > 0);
+        m_tokens->setSeriesVisible(TpotSlo, slos.tpotMs > 0);
+        m_tokens->setSeriesName(TtftSlo, tr("SLO %1 ms").arg(slos.ttftMs));
+        m_tokens->setSeriesName(TpotSlo, tr("SLO %1 ms").arg(slos.tpotMs));
+        m_throughput->setSeriesVisible(Goodput, slos.any());
+        // The SLOs goodput counts against: TTFT's and TPOT's on their axes
+        // (the dotted levels), e2e's in the throughput title.
+        m_throughput->setTitle(!slos.any()      ? tr("Throughput")
+                               : slos.e2eMs > 0 ? tr("Throughput and goodput (e2e ≤ %1 ms)").arg(slos.e2eMs)
+                                                : tr("Throughput and goodput"));
+        m_tokens->setLeftAxisTitle(slos.ttftMs > 0 ? tr("TTFT ms (SLO %1)").arg(slos.ttftMs) : tr("TTFT ms"));
+        m_tokens->setRightAxisTitle(slos.tpotMs > 0 ? tr("TPOT ms (SLO %1)").arg(slos.tpotMs)
+                                                    : tr("TPOT ms"));
+    }
+    if (int(kvBounded) != m_kvMode) {
+        m_kvMode = int(kvBounded);
+        m_sequences->setSeriesName(Kv, kvBounded ? tr("KV cache used") : tr("KV tokens (no budget)"));
+        m_sequences->setRightAxisTitle(kvBounded ? tr("% of KV budget") : tr("KV tokens"));
+        m_sequences->setFixedMax(TimeChartView::Axis::Right, kvBounded ? 100 : 0);
+    }
 }
 
 void ChartsView::addHostSample(const app::HostSample &sample)
@@ -187,6 +279,8 @@ void ChartsView::addSnapshot(const app::SnapshotPtr &snapshot)
     GuiProfiler::Scope scope(GuiProfiler::Update);
     GuiProfiler::instance().countSnapshot(snapshot->requestsPerS);
     m_history.add(*snapshot, m_host ? &*m_host : nullptr);
+    if (m_history.generated() && !m_generative)
+        setGenerative(true);
     const BatchingConfig &c = snapshot->config;
     m_largestBatch = c.policy == PolicyKind::Static ? c.staticBatchSize
                      : c.policy == PolicyKind::None ? 1
@@ -251,7 +345,7 @@ void ChartsView::redraw()
     m_latency->setPoints(QueueP99, points(&ChartSample::queueP99Ms));
     drawPrediction(now);
     if (m_prediction && m_prediction->ttftP99Ms > 0)
-        m_latency->setPoints(TtftP99, points(&ChartSample::ttftP99Ms));
+        m_latency->setPoints(LatencyTtftP99, points(&ChartSample::ttftP99Ms));
     m_throughput->setPoints(Requests, points(&ChartSample::requestsPerS));
     m_throughput->setPoints(InputTokens, points(&ChartSample::inputTokensPerS));
     m_throughput->setPoints(OutputTokens, points(&ChartSample::outputTokensPerS));
@@ -266,6 +360,27 @@ void ChartsView::redraw()
     m_queue->setPoints(0, points(&ChartSample::queueDepth));
     m_padding->setPoints(Padding, points(&ChartSample::paddingPercent));
     m_padding->setPoints(MeanBatch, points(&ChartSample::meanBatchSize));
+    if (m_generative) {
+        const ChartSample &last = m_history.latest();
+        showSlos(m_history.slos(), !std::isnan(last.kvPercent));
+        m_tokens->setPoints(TtftP50, points(&ChartSample::ttftP50Ms));
+        m_tokens->setPoints(TtftP99, points(&ChartSample::ttftP99Ms));
+        m_tokens->setPoints(TpotP50, points(&ChartSample::tpotP50Ms));
+        m_tokens->setPoints(TpotP99, points(&ChartSample::tpotP99Ms));
+        // A SLO is a level across the window (it may have changed in it, but
+        // the chart shows the one in force, as the control panel does).
+        auto level = [&](double v) {
+            return v > 0 ? QList<QPointF>{QPointF(-m_windowS, v), QPointF(0, v)} : QList<QPointF>{};
+        };
+        m_tokens->setPoints(TtftSlo, level(m_history.slos().ttftMs));
+        m_tokens->setPoints(TpotSlo, level(m_history.slos().tpotMs));
+        m_throughput->setPoints(Goodput, m_history.slos().any() ? points(&ChartSample::goodputPerS)
+                                                                : QList<QPointF>{});
+        m_sequences->setPoints(Running, points(&ChartSample::runningSequences));
+        m_sequences->setPoints(Waiting, points(&ChartSample::waitingSequences));
+        m_sequences->setPoints(
+            Kv, points(std::isnan(last.kvPercent) ? &ChartSample::kvTokens : &ChartSample::kvPercent));
+    }
 
     std::vector<TimeChartView::Marker> markers;
     for (const ConfigMarker &m : m_history.markers()) {
@@ -293,7 +408,7 @@ void ChartsView::setPrediction(std::uint64_t configVersion, const QString &label
     const bool ttft = ttftP99Ms > 0;
     m_latency->setSeriesName(PredictedP99, tr("predicted p99 (%1)").arg(label));
     m_latency->setSeriesVisible(PredictedP99, std::isfinite(p99Ms) && p99Ms > 0);
-    m_latency->setSeriesVisible(TtftP99, ttft);
+    m_latency->setSeriesVisible(LatencyTtftP99, ttft);
     m_latency->setSeriesVisible(PredictedTtft, ttft && std::isfinite(ttftP99Ms));
     scheduleRedraw();
 }
@@ -301,7 +416,7 @@ void ChartsView::setPrediction(std::uint64_t configVersion, const QString &label
 void ChartsView::clearPrediction()
 {
     m_prediction.reset();
-    for (int series : {TtftP99, PredictedP99, PredictedTtft}) {
+    for (int series : {LatencyTtftP99, PredictedP99, PredictedTtft}) {
         m_latency->setPoints(series, {});
         m_latency->setSeriesVisible(series, false);
     }

@@ -1,6 +1,10 @@
 // The live charts: latency, throughput, utilization, queue depth, batch-size
 // distribution and padding efficiency over the last few minutes, with a
-// marker at every config change. Snapshots go into a ChartHistory as they
+// marker at every config change. For a model that generates, a third row
+// adds time to first token / time per output token (with the goodput SLOs
+// as lines) and the running/waiting sequences with the KV cache's use, and
+// the throughput chart gains goodput/s once an SLO is set; an encoder's
+// view stays as it was. Snapshots go into a ChartHistory as they
 // arrive; redraws are coalesced by a single-shot 40 ms timer and replace
 // each series in bulk, and nothing is drawn while the view is hidden.
 #pragma once
@@ -41,6 +45,13 @@ public:
     QList<TimeChartView *> timeCharts() const;
     // True once NVML samples arrived: the utilization chart shows the GPU.
     bool showsGpu() const { return m_gpuMode; }
+    // Shows the generation charts (the model generates). They also appear by
+    // themselves once a snapshot shows a generated request.
+    void setGenerative(bool generative);
+    bool showsGeneration() const { return m_generative; }
+    TimeChartView *tokenChart() const { return m_tokens; }
+    TimeChartView *sequenceChart() const { return m_sequences; }
+    TimeChartView *throughputChart() const { return m_throughput; }
 
     // A prediction to hold the live latency against (the Advisor dock's
     // applied candidate): dashed reference lines at the predicted p99 (and
@@ -66,6 +77,7 @@ private:
     void redraw();
     void redrawBatchSizes();
     void setUtilizationMode(bool gpu, const QString &gpuName, int cores);
+    void showSlos(const GoodputSlos &slos, bool kvBounded);
 
     struct Prediction {
         std::uint64_t version = 0;
@@ -82,6 +94,9 @@ private:
     bool m_paused = false;
     bool m_gpuMode = false;
     bool m_modeSet = false;
+    bool m_generative = false;
+    GoodputSlos m_shownSlos{-1, -1, -1};
+    int m_kvMode = -1; // 1: KV chart in % of the budget, 0: in tokens (unlimited)
     std::size_t m_redraws = 0;
     int m_largestBatch = 16; // the config's batch limit: the distribution's x range
     QTimer m_redrawTimer;
@@ -91,6 +106,8 @@ private:
     TimeChartView *m_utilization = nullptr;
     TimeChartView *m_queue = nullptr;
     TimeChartView *m_padding = nullptr;
+    TimeChartView *m_tokens = nullptr;    // TTFT / TPOT
+    TimeChartView *m_sequences = nullptr; // running / waiting, KV
     QChartView *m_batchSizes = nullptr;
     QLineSeries *m_batchSizeLine = nullptr;
     QValueAxis *m_batchSizeX = nullptr;

@@ -14,6 +14,7 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QUndoStack>
 #include <QVBoxLayout>
@@ -59,6 +60,11 @@ ControlPanel::ControlPanel(app::EngineBridge &bridge, QUndoStack *undoStack, QWi
     m_policyHint->setWordWrap(true);
     m_policyHint->setStyleSheet(QStringLiteral("color: palette(mid);"));
     policyForm->addRow(m_policyHint);
+    // Picking a policy brings its group into view (the panel scrolls in its dock).
+    connect(m_policy, &QComboBox::currentIndexChanged, this, [this] {
+        if (!m_showing)
+            revealPolicyGroup();
+    });
     layout->addLayout(policyForm);
 
     m_dynamicGroup = new QGroupBox(tr("Dynamic and bucketed"), this);
@@ -91,6 +97,45 @@ ControlPanel::ControlPanel(app::EngineBridge &bridge, QUndoStack *undoStack, QWi
     m_flush->setText(tr("Run a partial batch on shutdown"));
     stat->addRow(m_flush);
     layout->addWidget(m_staticGroup);
+
+    m_continuousGroup = new QGroupBox(tr("Continuous (generation)"), this);
+    auto *cont = new QFormLayout(m_continuousGroup);
+    const std::pair<const char *, QString> continuousRows[] = {
+        {"continuous.max_num_seqs", tr("Running sequences")},
+        {"continuous.max_num_batched_tokens", tr("Tokens per step")},
+        {"continuous.prefill_chunk", tr("Prefill chunk")},
+        {"continuous.kv_cache_tokens", tr("KV budget (tokens)")},
+    };
+    for (const auto &[key, label] : continuousRows) {
+        cont->addRow(label, m_form->add(key, this));
+        cont->addRow(addErrorLabel(QString::fromStdString(findKnob(key)->label())));
+    }
+    const std::pair<const char *, QString> continuousChecks[] = {
+        {"continuous.chunked_prefill", tr("Chunked prefill")},
+        {"continuous.decode_first", tr("Decodes first (else prefills first)")},
+        {"continuous.priority_order", tr("By priority (else first come, first served)")},
+    };
+    for (const auto &[key, label] : continuousChecks) {
+        auto *box = m_form->add<QCheckBox>(key, this);
+        box->setText(label);
+        cont->addRow(box);
+    }
+    layout->addWidget(m_continuousGroup);
+
+    // The yardstick, not a batching knob: goodput counts the requests that
+    // meet every SLO set here (0 = not set), under any policy.
+    auto *sloGroup = new QGroupBox(tr("Goodput SLOs"), this);
+    auto *slo = new QFormLayout(sloGroup);
+    const std::pair<const char *, QString> sloRows[] = {
+        {"goodput.ttft_us", tr("Time to first token ≤")},
+        {"goodput.tpot_us", tr("Time per output token ≤")},
+        {"goodput.e2e_us", tr("End-to-end ≤")},
+    };
+    for (const auto &[key, label] : sloRows) {
+        slo->addRow(label, m_form->add(key, this));
+        slo->addRow(addErrorLabel(QString::fromStdString(findKnob(key)->label()))); // "goodput.ttft"
+    }
+    layout->addWidget(sloGroup);
 
     auto *engineGroup = new QGroupBox(tr("Engine"), this);
     auto *eng = new QFormLayout(engineGroup);
@@ -189,6 +234,8 @@ BatchingConfig ControlPanel::formConfig() const
 
 void ControlPanel::showConfig(const BatchingConfig &c)
 {
+    if (c.policy != m_shown.policy) // e.g. the engine started on --config: show its group
+        QTimer::singleShot(0, this, &ControlPanel::revealPolicyGroup);
     m_showing = true;
     m_shown = c;
     m_form->setConfig(c);
@@ -290,6 +337,22 @@ void ControlPanel::updatePolicyHints()
          policy == PolicyKind::Dynamic || policy == PolicyKind::Bucketed);
     mark(m_bucketGroup, tr("Length buckets (bucketed)"), policy == PolicyKind::Bucketed);
     mark(m_staticGroup, tr("Static"), policy == PolicyKind::Static);
+    mark(m_continuousGroup, tr("Continuous (generation)"), policy == PolicyKind::Continuous);
+}
+
+void ControlPanel::revealPolicyGroup()
+{
+    const auto policy = PolicyKind(m_policy->currentData().toInt());
+    QGroupBox *group = policy == PolicyKind::Continuous ? m_continuousGroup
+                       : policy == PolicyKind::Static   ? m_staticGroup
+                       : policy == PolicyKind::Bucketed ? m_bucketGroup
+                                                        : m_dynamicGroup;
+    for (QWidget *w = parentWidget(); w; w = w->parentWidget()) {
+        if (auto *scroll = qobject_cast<QScrollArea *>(w)) {
+            scroll->ensureWidgetVisible(group, 0, 0);
+            return;
+        }
+    }
 }
 
 void ControlPanel::updateStatus()

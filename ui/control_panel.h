@@ -98,6 +98,8 @@ private:
     BatchingConfig
         m_shown; // what the form was last filled with (fields it has no control for come from here)
     QGroupBox *m_dynamicGroup = nullptr, *m_bucketGroup = nullptr, *m_staticGroup = nullptr;
+    QGroupBox *m_continuousGroup = nullptr;
+    void revealPolicyGroup();
     QLabel *m_status = nullptr;
     QPushButton *m_revert = nullptr;
     std::map<QString, QLabel *> m_errors; // field -> its reason label ("" = general)

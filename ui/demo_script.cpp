@@ -8,6 +8,7 @@
 #include "compare_view.h"
 #include "control_panel.h"
 #include "duration_spin_box.h"
+#include "knob_form.h"
 #include "main_window.h"
 #include "session_list_model.h"
 #include "trace_importer.h"
@@ -19,6 +20,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QGroupBox>
 #include <QLabel>
 #include <QPixmap>
 #include <QPushButton>
@@ -79,6 +81,28 @@ void DemoScript::continueAfterRefresh(TracesView *traces)
     m_done = connect(traces, &TracesView::refreshed, this, [this] { continueAfter(m_done, m_failed); });
 }
 
+bool DemoScript::setKnob(const QString &key, const QString &value)
+{
+    QWidget *editor = m_window.controlPanel()->knobForm()->editor(key.toStdString());
+    if (auto *d = qobject_cast<DurationSpinBox *>(editor)) {
+        const auto us = DurationSpinBox::parse(value, 1000);
+        if (us)
+            d->setValueUs(*us);
+        return us.has_value();
+    }
+    if (auto *i = qobject_cast<QSpinBox *>(editor))
+        i->setValue(value.toInt());
+    else if (auto *x = qobject_cast<QDoubleSpinBox *>(editor))
+        x->setValue(value.toDouble());
+    else if (auto *c = qobject_cast<QCheckBox *>(editor))
+        c->setChecked(value == QLatin1String("1") || value == QLatin1String("true"));
+    else if (auto *g = qobject_cast<QGroupBox *>(editor))
+        g->setChecked(value == QLatin1String("1") || value == QLatin1String("true"));
+    else
+        return false;
+    return true;
+}
+
 bool DemoScript::run(const QString &command, const QString &argument)
 {
     ControlPanel *panel = m_window.controlPanel();
@@ -120,11 +144,26 @@ bool DemoScript::run(const QString &command, const QString &argument)
             for (const QString &e : value.split(QLatin1Char(',')))
                 edges.push_back(e.toInt());
             panel->bucketEdgesEditor()->model()->setEdges(edges);
-        } else {
-            fail(QStringLiteral("unknown knob '%1'").arg(field));
+        } else if (!setKnob(field, value)) {
+            fail(QStringLiteral("unknown knob '%1' or bad value '%2'").arg(field, value));
             return false;
         }
         panel->applyNow();
+        return true;
+    }
+    if (command == QLatin1String("lengths") || command == QLatin1String("new_tokens")) {
+        TrafficPanel *traffic = m_window.trafficPanel();
+        if (command == QLatin1String("new_tokens")) {
+            traffic->maxNewTokensBox()->setValue(argument.toInt());
+        } else if (argument.contains(QLatin1Char('-'))) {
+            traffic->lengthsBox()->setCurrentIndex(
+                traffic->lengthsBox()->findText(QStringLiteral("uniform")));
+            traffic->minLengthBox()->setValue(argument.section(QLatin1Char('-'), 0, 0).toInt());
+            traffic->maxLengthBox()->setValue(argument.section(QLatin1Char('-'), 1).toInt());
+        } else {
+            traffic->lengthsBox()->setCurrentIndex(traffic->lengthsBox()->findText(QStringLiteral("fixed")));
+            traffic->fixedLengthBox()->setValue(argument.toInt());
+        }
         return true;
     }
     if (command == QLatin1String("window")) {

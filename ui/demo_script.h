@@ -6,7 +6,11 @@
 //   set=max_batch_size:32    set a knob in the control panel and apply it
 //                            (policy, max_batch_size, max_queue_delay (e.g. 2ms),
 //                            static_batch_size, static_padded_length, instances,
-//                            queue_capacity, bucket_edges (e.g. 64,256,1024))
+//                            queue_capacity, bucket_edges (e.g. 64,256,1024), or any
+//                            knob of the table by its key: set=goodput.ttft_us:500ms,
+//                            set=continuous.max_num_seqs:32)
+//   lengths=16-64 | lengths=64   traffic: uniform or fixed prompt lengths
+//   new_tokens=32            traffic: max_new_tokens
 //   window=60                chart window in seconds
 //   show=live|compare|traces|timeline
 //   import=FILE.csv          import a trace (waits until done)
@@ -46,6 +50,7 @@ private:
     void next();
     bool run(const QString &command, const QString &argument); // false: wait for an event to continue
     bool advise(const QString &argument);
+    bool setKnob(const QString &key, const QString &value);    // any knob of the table; false: unknown
     void fail(const QString &message);
     void continueAfter(QMetaObject::Connection &a, QMetaObject::Connection &b);
     // Goes on once the Traces dock has reloaded its lists.

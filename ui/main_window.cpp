@@ -7,6 +7,7 @@
 #include "charts_view.h"
 #include "compare_view.h"
 #include "control_panel.h"
+#include "remote_target_view.h"
 #include "session_list_model.h"
 #include "status_info.h"
 #include "trace_list_model.h"
@@ -45,6 +46,7 @@ MainWindow::MainWindow(const ConsoleContext &context, QWidget *parent)
 
     m_undo = new QUndoStack(this);
     m_charts = new ChartsView(this);
+    m_charts->setGenerative(model.generative); // TTFT/TPOT and sequence charts
     m_compare = new CompareView(context.store, this);
     m_tabs = new QTabWidget(this);
     m_tabs->setDocumentMode(true);
@@ -68,6 +70,14 @@ MainWindow::MainWindow(const ConsoleContext &context, QWidget *parent)
     QDockWidget *tracesDock =
         addDock(tr("Traces"), QStringLiteral("traces"), m_traces, Qt::BottomDockWidgetArea);
     tabifyDockWidget(m_docks[2], tracesDock);
+    auto *remoteView = new RemoteTargetView(context.store, this);
+    QDockWidget *remoteDock =
+        addDock(tr("Remote target"), QStringLiteral("remote"), remoteView, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(m_docks[2], remoteDock);
+    connect(m_traffic, &TrafficPanel::remoteSessionStarted, remoteDock, [remoteView, remoteDock](qint64 id) {
+        remoteView->follow(id);
+        remoteDock->raise();
+    });
     m_docks[2]->raise();
     m_advisor = new AdvisorDock(bridge, context.store, m_traces->traceModel(), m_traces->sessionModel(),
                                 m_undo, this);

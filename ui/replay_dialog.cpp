@@ -1,5 +1,7 @@
 #include "replay_dialog.h"
 
+#include "remote_target_form.h"
+
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>
@@ -33,38 +35,9 @@ ReplayDialog::ReplayDialog(const QString &sourceText, const BatchingConfig &curr
         tr("Replay into this console's engine, or drive another server (Triton, vLLM, TGI, SGLang, "
            "another BatchPilot) over HTTP and scrape its /metrics"));
     form->addRow(tr("&Target"), m_target);
-    m_url = new QLineEdit(settings.value(QStringLiteral("remoteUrl")).toString(), this);
-    m_url->setPlaceholderText(QStringLiteral("http://host:8000"));
-    m_protocol = new QComboBox(this);
-    m_protocol->addItem(tr("OIP / KServe v2 infer"), QStringLiteral("oip"));
-    m_protocol->addItem(tr("OpenAI /v1/completions (streaming)"), QStringLiteral("openai"));
-    m_protocol->setCurrentIndex(settings.value(QStringLiteral("remoteProtocol")).toString() == "openai" ? 1
-                                                                                                        : 0);
-    m_model = new QLineEdit(settings.value(QStringLiteral("remoteModel")).toString(), this);
-    m_model->setPlaceholderText(tr("the model's name on the server"));
-    m_token = new QLineEdit(this);
-    m_token->setEchoMode(QLineEdit::Password);
-    m_token->setPlaceholderText(tr("optional bearer token (not saved)"));
-    m_concurrency = new QSpinBox(this);
-    m_concurrency->setRange(1, 16384);
-    m_concurrency->setValue(settings.value(QStringLiteral("remoteConcurrency"), 64).toInt());
-    m_concurrency->setToolTip(tr("Requests on the wire at most (one keep-alive connection each)"));
-    m_scrapeMs = new QSpinBox(this);
-    m_scrapeMs->setRange(0, 600000);
-    m_scrapeMs->setSuffix(tr(" ms"));
-    m_scrapeMs->setSpecialValueText(tr("never"));
-    m_scrapeMs->setValue(settings.value(QStringLiteral("remoteScrapeMs"), 1000).toInt());
-    m_scrapeMs->setToolTip(tr("How often the server's Prometheus /metrics is sampled"));
-    const std::pair<QString, QWidget *> remoteRows[] = {{tr("&URL"), m_url},
-                                                        {tr("&Protocol"), m_protocol},
-                                                        {tr("Mo&del"), m_model},
-                                                        {tr("To&ken"), m_token},
-                                                        {tr("Max conc&urrency"), m_concurrency},
-                                                        {tr("Scrape &metrics every"), m_scrapeMs}};
-    for (const auto &[label, widget] : remoteRows) {
-        form->addRow(label, widget);
-        m_remoteRows << widget << form->labelForField(widget);
-    }
+    m_remote = new RemoteTargetForm(this);
+    m_remote->restore(settings);
+    form->addRow(m_remote);
 
     m_speed = new QDoubleSpinBox(this);
     m_speed->setRange(0.01, 10000);
@@ -122,11 +95,25 @@ ReplayDialog::ReplayDialog(const QString &sourceText, const BatchingConfig &curr
     updateTarget();
 }
 
+QLineEdit *ReplayDialog::urlEdit() const
+{
+    return m_remote->urlEdit();
+}
+
+QLineEdit *ReplayDialog::modelEdit() const
+{
+    return m_remote->modelEdit();
+}
+
+QComboBox *ReplayDialog::protocolBox() const
+{
+    return m_remote->protocolBox();
+}
+
 void ReplayDialog::updateTarget()
 {
     const bool remote = m_target->currentIndex() == 1;
-    for (QWidget *w : m_remoteRows)
-        w->setVisible(remote);
+    m_remote->setVisible(remote);
     for (QWidget *w : m_engineRows)
         w->setVisible(!remote);
     m_error->hide();
@@ -136,14 +123,7 @@ std::optional<remote::RemoteOptions> ReplayDialog::remoteOptions() const
 {
     if (m_target->currentIndex() != 1)
         return std::nullopt;
-    remote::RemoteOptions o;
-    o.target = QUrl(m_url->text().trimmed());
-    o.protocol = *remote::parseProtocol(m_protocol->currentData().toString());
-    o.model = m_model->text().trimmed();
-    o.token = m_token->text();
-    o.maxConcurrency = m_concurrency->value();
-    o.scrapeInterval = std::chrono::milliseconds(m_scrapeMs->value());
-    return o;
+    return m_remote->options();
 }
 
 ReplayOptions ReplayDialog::options() const
@@ -176,11 +156,7 @@ void ReplayDialog::accept()
     settings.setValue(QStringLiteral("clock"), m_clock->currentIndex());
     settings.setValue(QStringLiteral("useCurrentConfig"), m_config->currentIndex() == 1);
     settings.setValue(QStringLiteral("remote"), m_target->currentIndex() == 1);
-    settings.setValue(QStringLiteral("remoteUrl"), m_url->text().trimmed());
-    settings.setValue(QStringLiteral("remoteProtocol"), m_protocol->currentData().toString());
-    settings.setValue(QStringLiteral("remoteModel"), m_model->text().trimmed());
-    settings.setValue(QStringLiteral("remoteConcurrency"), m_concurrency->value());
-    settings.setValue(QStringLiteral("remoteScrapeMs"), m_scrapeMs->value());
+    m_remote->save(settings);
     QDialog::accept();
 }
 

@@ -21,6 +21,8 @@ class QSpinBox;
 
 namespace bp::ui {
 
+class RemoteTargetForm;
+
 class ReplayDialog : public QDialog {
     Q_OBJECT
 public:
@@ -38,9 +40,10 @@ public:
     QDoubleSpinBox *speedBox() const { return m_speed; }
     QComboBox *clockBox() const { return m_clock; }
     QComboBox *targetBox() const { return m_target; }
-    QLineEdit *urlEdit() const { return m_url; }
-    QLineEdit *modelEdit() const { return m_model; }
-    QComboBox *protocolBox() const { return m_protocol; }
+    RemoteTargetForm *remoteForm() const { return m_remote; }
+    QLineEdit *urlEdit() const;
+    QLineEdit *modelEdit() const;
+    QComboBox *protocolBox() const;
 
 private:
     void updateTarget();
@@ -53,14 +56,9 @@ private:
     QComboBox *m_config = nullptr;
     QLineEdit *m_notes = nullptr;
     QComboBox *m_target = nullptr;
-    QLineEdit *m_url = nullptr;
-    QComboBox *m_protocol = nullptr;
-    QLineEdit *m_model = nullptr;
-    QLineEdit *m_token = nullptr;
-    QSpinBox *m_concurrency = nullptr;
-    QSpinBox *m_scrapeMs = nullptr;
+    RemoteTargetForm *m_remote = nullptr;
     QLabel *m_error = nullptr;
-    QList<QWidget *> m_remoteRows, m_engineRows;
+    QList<QWidget *> m_engineRows;
 };
 
 } // namespace bp::ui

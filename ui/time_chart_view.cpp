@@ -122,8 +122,15 @@ void TimeChartView::setSeriesVisible(int index, bool visible)
     QLineSeries *line = m_series[index].line;
     if (line->isVisible() != visible) {
         line->setVisible(visible);
-        chart()->legend()->markers(line).value(0)->setVisible(visible);
+        chart()->legend()->markers(line).value(0)->setVisible(visible && m_series[index].inLegend);
     }
+}
+
+void TimeChartView::setInLegend(int index, bool inLegend)
+{
+    Series &s = m_series[index];
+    s.inLegend = inLegend;
+    chart()->legend()->markers(s.line).value(0)->setVisible(inLegend && s.line->isVisible());
 }
 
 void TimeChartView::setSeriesName(int index, const QString &name)
@@ -138,10 +145,25 @@ void TimeChartView::setTimeRange(double from, double to)
         m_timeAxis->setRange(from, to);
 }
 
+void TimeChartView::resizeEvent(QResizeEvent *event)
+{
+    QChartView::resizeEvent(event);
+    // Fewer value ticks on a short chart: six labels in ~60 px of plot would
+    // overlap and Qt elides them all to "...". ~90 px go to the title, the
+    // time axis and the legend.
+    const int ticks = std::clamp((height() - 90) / 24 + 1, 3, 6);
+    for (QValueAxis *a : {m_left, m_right})
+        if (a && a->tickCount() != ticks)
+            a->setTickCount(ticks);
+}
+
 void TimeChartView::setFixedMax(Axis axis, double max)
 {
-    m_fixedMax[axis == Axis::Left ? 0 : 1] = max;
-    axisFor(axis)->setRange(0, max);
+    const int i = axis == Axis::Left ? 0 : 1;
+    m_fixedMax[i] = max;
+    m_shownMax[i] = -1; // 0 = follow the data again, from the next rescale()
+    if (max > 0)
+        axisFor(axis)->setRange(0, max);
 }
 
 void TimeChartView::rescale()

@@ -41,8 +41,11 @@ public:
     void setPoints(int series, const QList<QPointF> &points);
     void setSeriesVisible(int series, bool visible);
     void setSeriesName(int series, const QString &name);
+    // Keeps a series out of the legend (a reference level the title names).
+    void setInLegend(int series, bool inLegend);
     void setTimeRange(double from, double to);
-    // Fixes an axis to [0, max] instead of following the data (percentages).
+    // Fixes an axis to [0, max] instead of following the data (percentages);
+    // max 0 lets it follow the data again.
     void setFixedMax(Axis axis, double max);
     // Call after setPoints(): rescales the value axes to their series' maxima.
     void rescale();
@@ -59,6 +62,7 @@ public:
 protected:
     void drawForeground(QPainter *painter, const QRectF &rect) override;
     void paintEvent(QPaintEvent *event) override;
+    void resizeEvent(QResizeEvent *event) override;
     bool viewportEvent(QEvent *event) override;
 
 private:
@@ -68,6 +72,7 @@ private:
         QLineSeries *line = nullptr;
         Axis axis = Axis::Left;
         double max = 0;
+        bool inLegend = true;
     };
     std::vector<Series> m_series;
     QValueAxis *m_timeAxis = nullptr;

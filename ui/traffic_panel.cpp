@@ -1,5 +1,6 @@
 #include "traffic_panel.h"
 
+#include "remote_target_form.h"
 #include "trace_list_model.h"
 
 #include "engine/store/trace_store.h"
@@ -26,6 +27,16 @@ TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore
     layout->setContentsMargins(6, 6, 6, 6);
     m_form = new QFormLayout;
     layout->addLayout(m_form);
+
+    m_targetBox = new QComboBox(this);
+    m_targetBox->addItem(tr("embedded engine"));
+    m_targetBox->addItem(tr("remote server"));
+    m_targetBox->setToolTip(tr("Send the traffic to this console's engine, or to another server (Triton, "
+                               "vLLM, TGI, SGLang, another BatchPilot) over HTTP, recorded as a remote "
+                               "session with its /metrics scraped"));
+    m_form->addRow(tr("Tar&get"), m_targetBox);
+    m_remoteForm = new RemoteTargetForm(this);
+    m_form->addRow(m_remoteForm);
 
     m_rate = new QDoubleSpinBox(this);
     m_rate->setRange(0.1, 1'000'000);
@@ -112,9 +123,22 @@ TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore
     m_restart.setSingleShot(true);
     m_restart.setInterval(300);
     connect(&m_restart, &QTimer::timeout, this, [this] {
+        if (m_remoteLoad) {
+            // The same remote session, the arrivals restarted with the new shape.
+            WorkloadSpec spec = targetSpec(m_rows);
+            ++m_seed;
+            if (Status s = m_remoteLoad->restart(std::move(spec)); !s) {
+                m_error->setText(QString::fromStdString(s.message()));
+                m_error->show();
+                return;
+            }
+            emit restarted();
+            return;
+        }
         if (running()) {
             stop();
             start();
+            emit restarted();
         }
     });
     m_refresh.setInterval(250);
@@ -122,6 +146,10 @@ TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore
 
     connect(m_start, &QPushButton::clicked, this, [this](bool on) { on ? start() : stop(); });
     connect(m_arrivals, &QComboBox::currentIndexChanged, this, &TrafficPanel::edited);
+    connect(m_targetBox, &QComboBox::currentIndexChanged, this, [this] {
+        updateVisibility();
+        updateLoad();
+    });
     connect(m_lengths, &QComboBox::currentIndexChanged, this, &TrafficPanel::edited);
     connect(m_trace, &QComboBox::currentIndexChanged, this, &TrafficPanel::edited);
     for (QDoubleSpinBox *box : {m_rate, m_lengthScale})
@@ -140,7 +168,34 @@ TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore
     measureCapacity();
 }
 
-TrafficPanel::~TrafficPanel() = default; // the generator's destructor stops and joins its thread
+// The generator's destructor stops and joins its thread; a remote load's
+// fails what is still on the wire and ends its session.
+TrafficPanel::~TrafficPanel() = default;
+
+bool TrafficPanel::remoteTarget() const
+{
+    return m_targetBox->currentIndex() == 1;
+}
+
+qint64 TrafficPanel::remoteSessionId() const
+{
+    return m_remoteLoad ? m_remoteLoad->sessionId() : 0;
+}
+
+WorkloadSpec TrafficPanel::targetSpec(std::shared_ptr<const std::vector<TraceRow>> rows) const
+{
+    WorkloadSpec spec = formSpec();
+    spec.trace = std::move(rows);
+    if (remoteTarget()) {
+        // The remote model's facts, as the remote target takes them.
+        const remote::RemoteOptions o = m_remoteForm->options();
+        spec.vocabSize = o.vocabSize;
+        spec.lengthCap = o.maxInputTokens;
+        spec.outputFromTrace = o.generative;
+        spec.outputCap = 0;
+    }
+    return spec;
+}
 
 WorkloadSpec TrafficPanel::formSpec() const
 {
@@ -166,14 +221,17 @@ WorkloadSpec TrafficPanel::formSpec() const
 LoadGenerator::Counters TrafficPanel::counters() const
 {
     LoadGenerator::Counters c = m_before;
-    if (m_generator) {
-        const LoadGenerator::Counters now = m_generator->counters();
+    auto add = [&c](const auto &now) {
         c.sent += now.sent;
         c.accepted += now.accepted;
         c.rejected += now.rejected;
         c.completed += now.completed;
         c.failed += now.failed;
-    }
+    };
+    if (m_generator)
+        add(m_generator->counters());
+    if (m_remoteLoad)
+        add(m_remoteLoad->counters());
     return c;
 }
 
@@ -231,8 +289,8 @@ void TrafficPanel::start()
 
 void TrafficPanel::launch(std::shared_ptr<const std::vector<TraceRow>> rows)
 {
-    WorkloadSpec spec = formSpec();
-    spec.trace = std::move(rows);
+    m_rows = rows;
+    WorkloadSpec spec = targetSpec(std::move(rows));
     if (Status s = spec.validate(); !s) {
         m_error->setText(QString::fromStdString(s.message()));
         m_error->show();
@@ -241,20 +299,77 @@ void TrafficPanel::launch(std::shared_ptr<const std::vector<TraceRow>> rows)
         return;
     }
     ++m_seed; // a fresh sequence each start
+    if (remoteTarget()) {
+        launchRemote(std::move(spec));
+        return;
+    }
     m_generator = std::make_unique<LoadGenerator>(m_bridge.engine(), spec);
     m_generator->start();
     m_start->setChecked(true);
     m_refresh.start();
     m_queue.reset();
+    updateVisibility();
     updateCounters();
     updateLoad();
     emit runningChanged(true);
+}
+
+void TrafficPanel::launchRemote(WorkloadSpec spec)
+{
+    auto fail = [this](const std::string &message) {
+        m_error->setText(QString::fromStdString(message));
+        m_error->show();
+        m_start->setChecked(false);
+        updateCounters();
+    };
+    const remote::RemoteOptions options = m_remoteForm->options();
+    if (Status s = remote::validate(options); !s)
+        return fail(s.message());
+    if (!m_store)
+        return fail(tr("Remote traffic is recorded as a session: it needs the trace store.").toStdString());
+    auto target = remote::HttpRemoteTarget::create(options);
+    if (!target)
+        return fail(target.status().message());
+    auto load = remote::RemoteLoad::start(m_store, std::move(target.value()), std::move(spec));
+    if (!load)
+        return fail(load.status().message());
+    m_remoteLoad = std::move(load.value());
+    m_start->setChecked(true);
+    m_refresh.start();
+    m_queue.reset();
+    updateVisibility();
+    updateCounters();
+    updateLoad();
+    emit runningChanged(true);
+    emit remoteSessionStarted(m_remoteLoad->sessionId(), options.target.toString());
 }
 
 void TrafficPanel::stop()
 {
     ++m_loadGeneration;
     m_restart.stop();
+    if (m_remoteLoad) {
+        m_remoteLoad->stop();
+        m_before = counters(); // answers still on the wire after this are not counted here
+        // Waiting for those answers (up to the request timeout) happens off
+        // the GUI thread; the session ends when they are in.
+        std::shared_ptr<remote::RemoteLoad> finishing(std::move(m_remoteLoad));
+        QPointer<TrafficPanel> self(this);
+        QThreadPool::globalInstance()->start([self, finishing] {
+            finishing->finish();
+            const qint64 id = finishing->sessionId();
+            QMetaObject::invokeMethod(
+                QCoreApplication::instance(),
+                [self, id] {
+                    if (self)
+                        emit self->remoteSessionFinished(id);
+                },
+                Qt::QueuedConnection);
+        });
+        m_refresh.stop();
+        updateVisibility();
+        emit runningChanged(false);
+    }
     if (m_generator) {
         m_generator->stop();
         // Completions still queued in the engine after this are not counted.
@@ -265,6 +380,7 @@ void TrafficPanel::stop()
     }
     m_start->setChecked(false);
     m_queue.reset();
+    updateVisibility();
     updateCounters();
     updateLoad();
 }
@@ -286,6 +402,10 @@ void TrafficPanel::updateVisibility()
     m_form->setRowVisible(m_max, lengths == LengthKind::Uniform);
     m_form->setRowVisible(m_trace, lengths == LengthKind::Trace);
     m_form->setRowVisible(m_lengthScale, lengths == LengthKind::Trace);
+    m_form->setRowVisible(m_remoteForm, remoteTarget());
+    // The target is chosen before starting; a running remote session keeps its server.
+    m_targetBox->setEnabled(!running());
+    m_remoteForm->setEnabled(!running());
 }
 
 void TrafficPanel::saveSettings(QSettings &s) const
@@ -300,6 +420,8 @@ void TrafficPanel::saveSettings(QSettings &s) const
     s.setValue(QStringLiteral("maxLength"), m_max->value());
     s.setValue(QStringLiteral("lengthScale"), m_lengthScale->value());
     s.setValue(QStringLiteral("maxNewTokens"), m_maxNew->value());
+    s.setValue(QStringLiteral("remote"), remoteTarget());
+    m_remoteForm->save(s);
     s.endGroup();
 }
 
@@ -325,6 +447,8 @@ void TrafficPanel::restoreSettings(QSettings &s)
         if (i >= 0 && i < box->count())
             box->setCurrentIndex(i);
     }
+    m_remoteForm->restore(s);
+    m_targetBox->setCurrentIndex(s.value(QStringLiteral("remote"), false).toBool() ? 1 : 0);
     s.endGroup();
 }
 
@@ -401,7 +525,7 @@ void TrafficPanel::observe(const app::SnapshotPtr &snapshot)
 {
     if (!snapshot)
         return;
-    if (!running()) {
+    if (!running() || m_remoteLoad) { // the embedded engine's queue says nothing of a remote server
         m_queue.reset();
     } else {
         m_queue.add(snapshot->queueDepth);
@@ -412,6 +536,24 @@ void TrafficPanel::observe(const app::SnapshotPtr &snapshot)
 void TrafficPanel::updateLoad()
 {
     const double offered = m_rate->value();
+    if (remoteTarget()) {
+        // The capacity measured is the embedded model's, not the server's.
+        m_load->setText(m_remoteLoad ? tr("offered %L1 req/s to %2 (session %3)")
+                                           .arg(offered, 0, 'g', 4)
+                                           .arg(m_remoteForm->options().target.toString())
+                                           .arg(m_remoteLoad->sessionId())
+                                     : tr("offered %L1 req/s to a remote server (its capacity is not "
+                                          "measured here)")
+                                           .arg(offered, 0, 'g', 4));
+        m_load->setToolTip(QString());
+        if (!m_load->styleSheet().isEmpty())
+            m_load->setStyleSheet(QString());
+        if (m_warning) {
+            m_warning = false;
+            emit warningChanged(false);
+        }
+        return;
+    }
     const double capacity = m_capacity.requestsPerS;
     const int batchLimit = std::max(1, m_bridge.engine().config().maxBatchSize);
     const bool queueGrowing = running() && m_queue.growing(std::size_t(2 * batchLimit));

@@ -5,6 +5,14 @@
 // Lengths "from a trace" load the trace's rows from the store off the GUI
 // thread first.
 //
+// Target: the embedded engine, or a remote server (Triton, vLLM, TGI,
+// SGLang, another BatchPilot; docs/remote.md) chosen in the target
+// selector. Remote traffic is recorded as a session of kind "remote" with
+// the server's URL (remote/remote_load.h): every request stored, the
+// server's /metrics scraped. Form edits while it runs restart the arrivals
+// in the same session; Stop ends the session once the answers still on
+// the wire are in (off the GUI thread; remoteSessionFinished follows).
+//
 // Capacity: at start-up the panel measures what the model sustains for its
 // requests (capacity_probe.h, off the GUI thread), defaults the rate to 70%
 // of it unless the operator chose a rate, and shows the offered load against
@@ -14,6 +22,8 @@
 
 #include "app/engine_bridge.h"
 #include "capacity_probe.h"
+
+#include "app/remote/remote_load.h"
 
 #include "engine/workload.h"
 
@@ -38,6 +48,7 @@ class TraceStore;
 
 namespace bp::ui {
 
+class RemoteTargetForm;
 class TraceListModel;
 
 class TrafficPanel : public QWidget {
@@ -48,7 +59,7 @@ public:
                  QWidget *parent = nullptr);
     ~TrafficPanel() override;
 
-    bool running() const { return m_generator != nullptr; }
+    bool running() const { return m_generator != nullptr || m_remoteLoad != nullptr; }
     // What the form asks for (trace rows not included).
     WorkloadSpec formSpec() const;
     LoadGenerator::Counters counters() const;
@@ -64,6 +75,12 @@ public:
     QSpinBox *maxNewTokensBox() const { return m_maxNew; }
     QPushButton *startButton() const { return m_start; }
     QLabel *loadLabel() const { return m_load; }
+    QComboBox *targetBox() const { return m_targetBox; }
+    RemoteTargetForm *remoteForm() const { return m_remoteForm; }
+    // The target selector says "remote server".
+    bool remoteTarget() const;
+    // The running remote session's id; 0 when none runs.
+    qint64 remoteSessionId() const;
 
     const CapacityEstimate &capacity() const { return m_capacity; }
     LoadLevel loadLevel() const;
@@ -92,18 +109,29 @@ signals:
     void capacityMeasured(double requestsPerS);
     void capacityFailed(const QString &message);
     void warningChanged(bool on);
+    // A remote session started recording / ended (every answer in, its
+    // row closed).
+    void remoteSessionStarted(qint64 sessionId, const QString &url);
+    void remoteSessionFinished(qint64 sessionId);
+    // An edit restarted the running load with the form's new shape.
+    void restarted();
 
 private:
     void edited();
     void updateVisibility();
     void updateCounters();
     void launch(std::shared_ptr<const std::vector<TraceRow>> rows);
+    void launchRemote(WorkloadSpec spec);
+    // What the form asks for, for the chosen target (its vocabulary and limits).
+    WorkloadSpec targetSpec(std::shared_ptr<const std::vector<TraceRow>> rows) const;
     void updateLoad();
     int meanLength() const;
 
     app::EngineBridge &m_bridge;
     std::shared_ptr<TraceStore> m_store;
     std::unique_ptr<LoadGenerator> m_generator;
+    std::unique_ptr<remote::RemoteLoad> m_remoteLoad;
+    std::shared_ptr<const std::vector<TraceRow>> m_rows; // the running load's trace rows
     std::map<qint64, std::shared_ptr<const std::vector<TraceRow>>> m_traceRows; // loaded traces by id
     std::uint64_t m_seed = 1;
     std::uint64_t m_loadGeneration = 0; // a newer start or a stop drops a pending trace load
@@ -124,6 +152,8 @@ private:
     QLabel *m_error = nullptr;
     QLabel *m_load = nullptr;
     QFormLayout *m_form = nullptr;
+    QComboBox *m_targetBox = nullptr;
+    RemoteTargetForm *m_remoteForm = nullptr;
 
     CapacityEstimate m_capacity;
     QString m_capacityProblem;

@@ -112,6 +112,8 @@ Result<ReportData> loadReportData(const TraceStore &store, std::int64_t sessionI
         if (auto trace = store.trace(*d.session.sourceTraceId))
             d.sourceTrace = std::move(*trace);
     }
+    if (auto tunings = tuningsForSession(store, sessionId))
+        d.tunings = std::move(*tunings);
     d.generatedAtUs = wallClockMicros();
     return d;
 }

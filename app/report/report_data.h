@@ -20,6 +20,7 @@
 #include "engine/result.h"
 #include "engine/store/session_summary.h"
 #include "engine/store/store_types.h"
+#include "engine/store/tuning_store.h"
 
 #include <cstdint>
 #include <memory>
@@ -63,6 +64,9 @@ struct ReportData {
     std::optional<SessionSummary> sourceSummary;
     // A replay of an imported trace that still exists.
     std::optional<TraceInfo> sourceTrace;
+    // `batchpilot tune` results this session verified or was the source of
+    // (report_recommendation.h), newest first.
+    std::vector<StoredTuning> tunings;
 
     std::int64_t generatedAtUs = 0; // wall clock when the report was built
 };

@@ -1,6 +1,7 @@
 #include "report_json.h"
 
 #include "report_figures.h"
+#include "report_recommendation.h"
 
 #include "engine/config_json.h"
 
@@ -179,6 +180,7 @@ json reportToJson(const ReportData &d)
     } else {
         j["comparison"] = nullptr;
     }
+    j["recommendation"] = recommendationJson(d);
     return j;
 }
 

@@ -147,6 +147,37 @@ std::string renderPrometheus(const ExporterInput &in)
     w.latencyHistogram("batchpilot_compute_seconds", "Execution time of the batch each request ran in.",
                        s.computeHist);
 
+    // Generation (issue 14): token-level latency, the continuous scheduler's
+    // gauges and counters, goodput against the goodput.* SLO knobs.
+    w.latencyHistogram("batchpilot_time_to_first_token_seconds",
+                       "Time from arrival to the first generated token (completed generative requests).",
+                       s.ttftHist);
+    w.latencyHistogram("batchpilot_time_per_output_token_seconds",
+                       "Per request with 2+ tokens: (last token - first token) / (tokens - 1).", s.tpotHist);
+    w.latencyHistogram("batchpilot_inter_token_latency_seconds",
+                       "Every gap between consecutive generated tokens (request-level policies: each gap is "
+                       "the request's time per output token).",
+                       s.itlHist);
+    w.gauge("batchpilot_running_sequences", "Sequences in the running set (policy continuous).",
+            double(s.runningSequences));
+    w.gauge("batchpilot_waiting_sequences", "Sequences waiting to join the running set (policy continuous).",
+            double(s.waitingSequences));
+    w.gauge("batchpilot_kv_cache_tokens", "Tokens held in KV caches (policy continuous).",
+            double(s.kvTokens));
+    w.gauge("batchpilot_kv_cache_usage_ratio",
+            "KV-cache tokens / continuous.kv_cache_tokens (0 when the budget is unlimited).", s.kvUsageRatio);
+    w.gauge("batchpilot_tokens_per_step",
+            "Mean prompt + decode tokens per generation step over the last window.", s.tokensPerStep);
+    w.counter("batchpilot_steps_total", "Generation steps executed (policy continuous).", s.steps);
+    w.counter("batchpilot_step_tokens_total", "Prompt and decode tokens fed in generation steps.",
+              s.stepTokens);
+    w.counter("batchpilot_preemptions_total",
+              "Sequences preempted (recompute) because the KV-cache budget ran out.", s.preemptions);
+    w.counter(
+        "batchpilot_goodput_requests_total",
+        "Requests completed OK within every set goodput SLO (goodput.ttft/tpot/e2e; all when none is set).",
+        s.goodCompleted);
+
     w.family("batchpilot_batch_size", "histogram", "Requests per executed batch.");
     {
         std::uint64_t cumulative = 0, total = 0, sum = 0;

@@ -10,6 +10,7 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <thread>
 
 namespace bp {
 
@@ -282,6 +283,64 @@ measureBackend(Backend &backend, const CalibrationGrid &grid,
     return out;
 }
 
+Result<std::vector<double>> measureConcurrency(Backend &backend, int maxUnits, int repeats)
+{
+    const ModelInfo &info = backend.info();
+    const int length = std::max(1, std::min(128, info.maxSequenceLength - (info.generative ? 8 : 0)));
+    const int want = info.generative ? std::min(8, std::max(1, info.maxNewTokensLimit)) : 0;
+    std::vector<Request> requests(4);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        requests[i].tokens.assign(std::size_t(length), TokenId(1 + i));
+        requests[i].maxNewTokens = want;
+    }
+    BatchInput input;
+    input.paddedLength = length;
+    for (const Request &r : requests)
+        input.requests.push_back(&r);
+    // `units` threads each run the batch `repeats` times (after one
+    // warm-up); the median of every timed run.
+    auto timedAt = [&](int units) -> Result<double> {
+        std::vector<std::vector<double>> times(static_cast<std::size_t>(units));
+        std::vector<Status> failures(static_cast<std::size_t>(units));
+        std::vector<std::thread> threads;
+        for (int u = 0; u < units; ++u)
+            threads.emplace_back([&, u] {
+                for (int run = 0; run <= repeats; ++run) {
+                    std::vector<SequenceResult> results(requests.size());
+                    const TimePoint start = SteadyClock::now();
+                    Status s = backend.run(input, results);
+                    const double took = toSeconds(SteadyClock::now() - start);
+                    if (!s) {
+                        failures[std::size_t(u)] = s;
+                        return;
+                    }
+                    if (run > 0)
+                        times[std::size_t(u)].push_back(took);
+                }
+            });
+        for (std::thread &t : threads)
+            t.join();
+        for (const Status &s : failures)
+            if (!s)
+                return Status(s.code(), "concurrency probe: " + s.message());
+        std::vector<double> all;
+        for (const auto &t : times)
+            all.insert(all.end(), t.begin(), t.end());
+        return median(all);
+    };
+    auto alone = timedAt(1);
+    if (!alone)
+        return alone.status();
+    std::vector<double> out;
+    for (int k = 2; k <= maxUnits; ++k) {
+        auto t = timedAt(k);
+        if (!t)
+            return t.status();
+        out.push_back(*alone > 0 ? std::max(1.0, *t / *alone) : 1.0);
+    }
+    return out;
+}
+
 Result<SessionObservations> sessionObservations(const TraceStore &store, std::int64_t sessionId,
                                                 bool generative)
 {
@@ -328,14 +387,37 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
         }
         return shape;
     };
+    // Which batches overlapped another one (several executors): sorted by
+    // start, a batch overlaps when an earlier one ends after its start or
+    // the next one starts before its end.
+    std::vector<std::pair<Duration, Duration>> spans; // start, end
+    std::vector<std::size_t> order;
+    for (const StoredBatch &b : *batches) {
+        const Duration start = b.dispatched + members[b.batchId].handoff;
+        spans.push_back({start, start + b.compute});
+        order.push_back(order.size());
+    }
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return spans[a] < spans[b]; });
+    std::vector<bool> overlapped(spans.size(), false);
+    Duration reach = Duration::min();
+    for (std::size_t k = 0; k < order.size(); ++k) {
+        const auto &[start, end] = spans[order[k]];
+        if (reach > start || (k + 1 < order.size() && spans[order[k + 1]].first < end))
+            overlapped[order[k]] = true;
+        reach = std::max(reach, end);
+    }
+
     SessionObservations out;
     std::vector<double> handoffs, gaps;
     std::map<int, const StoredBatch *> lastOnExecutor;
-    for (const StoredBatch &b : *batches) {
+    for (std::size_t index = 0; index < batches->size(); ++index) {
+        const StoredBatch &b = (*batches)[index];
         if (b.status != StatusCode::Ok || b.compute <= Duration::zero())
             continue;
         const Members &m = members[b.batchId];
-        if (b.policy == PolicyKind::Continuous)
+        if (overlapped[index])
+            ++out.overlapped;
+        else if (b.policy == PolicyKind::Continuous)
             out.batches.push_back({CostObservation::Kind::Iteration,
                                    CostModel::iterationTerms(stepShapeOf(b)), toSeconds(b.compute)});
         else
@@ -365,8 +447,10 @@ Result<Calibration> calibrate(const Calibration &key, std::span<const CostObserv
         return fit.status();
     Calibration c = key;
     const double overhead = c.cost.overheadS;
+    const std::vector<double> concurrency = c.cost.concurrency;
     c.cost = fit->model;
     c.cost.overheadS = overhead;
+    c.cost.concurrency = concurrency;
     c.error = fit->error;
     c.batchError = fit->batchError;
     c.iterationError = fit->iterationError;

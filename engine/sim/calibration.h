@@ -92,8 +92,18 @@ measureBackend(Backend &backend, const CalibrationGrid &grid,
                const std::function<void(const CalibrationProgress &)> &progress = {},
                const std::atomic<bool> *cancel = nullptr);
 
+// Contention between executors: a mid-size batch (4 × length 128, 8 new
+// tokens for a decoder) run alone, then on k threads at once for k = 2 ..
+// maxUnits; the median time of each relative to alone (>= 1), for
+// CostModel::concurrency.
+Result<std::vector<double>> measureConcurrency(Backend &backend, int maxUnits = 4, int repeats = 6);
+
 struct SessionObservations {
-    std::vector<CostObservation> batches; // one per ok batch with a positive compute time
+    // One per ok batch with a positive compute time that ran alone: a batch
+    // that overlapped another executor's is left out (its time includes
+    // the contention that CostModel::concurrency charges apart).
+    std::vector<CostObservation> batches;
+    std::size_t overlapped = 0;
     // Median per batch of (completion − dispatch − compute) over the
     // session's batches: the serving path's own cost. 0 when unknown.
     double overheadS = 0;
@@ -102,7 +112,7 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
                                                 bool generative);
 
 // Fits the cost model to `observations`; everything else (key, facts,
-// source, cost.overheadS) is taken from `key`.
+// source, cost.overheadS, cost.concurrency) is taken from `key`.
 Result<Calibration> calibrate(const Calibration &key, std::span<const CostObservation> observations);
 
 nlohmann::json toJson(const Calibration &c);

@@ -225,6 +225,13 @@ double CostModel::residualAt(double u, bool iteration) const
     return i + 1 < r.size() ? r[i] + f * (r[i + 1] - r[i]) : r[i];
 }
 
+double CostModel::slowdownAt(int units) const
+{
+    if (units < 2 || concurrency.empty())
+        return 1;
+    return concurrency[std::min(std::size_t(units - 2), concurrency.size() - 1)];
+}
+
 double CostModel::meanResidual(bool iteration) const
 {
     const std::vector<double> &r = iteration ? iterationResiduals : residuals;
@@ -363,6 +370,7 @@ nlohmann::json toJson(const CostModel &m)
             {"overhead_s", m.overheadS},
             {"residuals", m.residuals},
             {"iteration_residuals", m.iterationResiduals},
+            {"concurrency_slowdown", m.concurrency},
             {"form", "pass(b,L) = p0 + p1*b + p2*b*L + p3*b*L^2; step(b,c) = d0 + d1*b + d2*b*c; "
                      "iteration(n,T,A) = s0 + s1*n + s2*T + s3*A (seconds); residuals = measured/predicted"}};
 }
@@ -400,6 +408,11 @@ Result<CostModel> costModelFromJson(const nlohmann::json &j)
         m.overheadS = j.value("overhead_s", 0.0);
         m.residuals = j.value("residuals", std::vector<double>{});
         m.iterationResiduals = j.value("iteration_residuals", std::vector<double>{});
+        m.concurrency = j.value("concurrency_slowdown", std::vector<double>{});
+        for (double v : m.concurrency)
+            if (!std::isfinite(v) || v < 1)
+                return Status(StatusCode::InvalidArgument,
+                              "cost model: concurrency_slowdown values must be >= 1");
         for (const auto *r : {&m.residuals, &m.iterationResiduals})
             if (!std::is_sorted(r->begin(), r->end()) ||
                 std::any_of(r->begin(), r->end(), [](double v) { return !std::isfinite(v) || v <= 0; }))

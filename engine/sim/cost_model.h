@@ -82,6 +82,13 @@ struct CostModel {
     static constexpr std::size_t kResidualSamples = 101;
     std::vector<double> residuals;          // whole batches
     std::vector<double> iterationResiduals; // iterations
+    // Contention between executors: concurrency[k − 2] is how much slower a
+    // unit runs while k units run at once (k = 2, 3, ...), measured by the
+    // profile (measureConcurrency). Empty: no slowdown.
+    std::vector<double> concurrency;
+    // The slowdown with `units` running at once (1 for one; past the
+    // measured ones, the last).
+    double slowdownAt(int units) const;
 
     // One forward pass (request level, or a generative model's prefill).
     double passSeconds(int batch, int paddedLength) const;

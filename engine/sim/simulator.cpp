@@ -212,7 +212,10 @@ struct Simulator::Impl {
         // The engine's clock reads: start after the hand-off, end after run().
         const Duration overhead = fromSeconds(o.cost.overheadS);
         const TimePoint started = now;
-        const Duration charged = ran > 0 ? charge(toSeconds(cost.run), false) : Duration::zero();
+        // contention: the executors already busy and this one
+        const int units = 1 + int(std::count(busy.begin(), busy.end(), true));
+        const Duration charged =
+            ran > 0 ? charge(toSeconds(cost.run) * o.cost.slowdownAt(units), false) : Duration::zero();
         const TimePoint ended = started + charged;
 
         Running r;

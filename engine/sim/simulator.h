@@ -22,9 +22,14 @@
 //  - Drain at the end: partial batches leave (static without flush-on-drain
 //    fails them with ShuttingDown), as Engine::shutdown(Drain) does.
 //
+// Contention between executors: a unit that starts while k − 1 others run
+// is charged CostModel::slowdownAt(k) times its cost (measured by the
+// profile: the same batch alone and on k threads at once).
+//
 // What it does not model: the response cache (every request runs), the
-// out-of-memory split (the memory guard), CPU contention between
-// executors beyond what the calibration measured, the serving path's
+// out-of-memory split (the memory guard), CPU contention beyond what the
+// calibration measured (other processes; a unit is not re-timed when
+// another starts or ends while it runs), the serving path's
 // cost other than the calibration's per-batch overhead, and (continuous)
 // client cancellation and live changes of the kind of scheduler.
 //

@@ -16,10 +16,9 @@ namespace bp {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-// The simulator runs the request-level policies; `continuous` joins the
-// search when it simulates iteration-level scheduling too (helper simfid's
-// work on simulator.*): flip this then.
-constexpr bool kSimulatesContinuous = false;
+// The simulator runs `continuous` too (the real ContinuousScheduler over a
+// cost-model StepModel); it joins the search for generative models.
+constexpr bool kSimulatesContinuous = true;
 constexpr double kTie = 0.01;           // objective values within 1% tie
 constexpr double kCapacityTie = 0.02;   // capacities within 2% tie
 constexpr std::size_t kTournament = 32; // tied candidates in the capacity tournament
@@ -275,6 +274,7 @@ struct SampleCollector final : EngineObserver {
         s.total = r.total;
         s.ttft = r.timeToFirstToken;
         s.outputTokens = r.outputTokens;
+        s.unservable = r.status == StatusCode::OutOfRange;
         samples.push_back(s);
     }
     void onBatchCompleted(const BatchRecord &b, std::span<const RequestRecord> rs) override
@@ -396,12 +396,16 @@ std::vector<int> proposeBucketEdges(std::span<const int> lengths, int buckets)
 TuneFigures figuresOf(std::span<const TuneSample> samples, std::size_t requests, const TuneSlo &slo)
 {
     TuneFigures f;
-    f.requests = std::max(requests, samples.size());
+    for (const TuneSample &s : samples)
+        f.unservable += s.unservable ? 1 : 0;
+    f.requests = std::max(requests, samples.size()) - f.unservable;
     std::vector<double> e2e, ttft, tpot;
-    std::size_t failed = f.requests - samples.size(); // never seen: failed
+    std::size_t failed = f.requests - (samples.size() - f.unservable); // never seen: failed
     std::size_t tpotFailed = failed;
     double first = kInf, last = -kInf;
     for (const TuneSample &s : samples) {
+        if (s.unservable)
+            continue;
         const double arrival = toSeconds(s.arrival);
         first = std::min(first, arrival);
         last = std::max(last, arrival);

@@ -17,15 +17,22 @@
 //
 // Search (tune()): a coarse grid over the knob table's space — policy none,
 // dynamic, dynamic with the adaptive delay, bucketed (edges from the bucket
-// advisor, proposeBucketEdges()), hybrid, static (and continuous, when the
-// simulator supports it), × max batch 1..64 (powers of two) × queue delay
-// 0.5..20 ms × instances 1..maxInstances — then a pattern search around the
-// best few: each integer knob (max batch / static size, instances, bucket
-// count) moves by ± a step and the delay by ×(1 ± a relative step); a move
-// that improves is taken, else the steps halve (batch down to ±1, delay down
-// to ±6.25%), until no step improves or the budget is spent. Candidates
-// (config + figures) are deduplicated; every config is checked by validate()
-// (the knob table's ranges) before it runs.
+// advisor, proposeBucketEdges(), 2 and 4 buckets), hybrid (static sizes
+// b/4, b/2, b; the median length routes), static (padded to the longest
+// input), each × max batch 2..64 (powers of two) × queue delay 0.5..20 ms
+// where it applies, and for a generative model continuous × max_num_seqs
+// 8..64 × max_num_batched_tokens 256 / 1024 — all × instances
+// 1..maxInstances (88 points per instance count, 96 with continuous),
+// thinned evenly when the grid alone exceeds 3/4 of the budget. Then a
+// pattern search from the best of each policy family, best family first:
+// the integer knob (max batch / static size / max_num_seqs) moves by ± a
+// step (starting at half its value), the delay (continuous: the token
+// budget) by ×(1 ± a relative step, starting at 50%), instances and the
+// bucket count by ± 1; the family's best so far is the next centre; when no
+// neighbour improves the steps halve (down to ±1 and ±6.25%) and the family
+// is done when the smallest steps find nothing. Candidates are
+// deduplicated; every config passes validate() (the knob table's ranges)
+// before it runs.
 //
 // Ranking (better()): the objective's value, where values within 1% of each
 // other tie; then the lower SLO ratio (the worst p99 / bound); then fewer
@@ -103,6 +110,10 @@ struct TuneSample {
     Duration ttft{};    // arrival -> first token (0 = none)
     int outputTokens = 0;
     bool ok = false;
+    // Refused because the model cannot take it under any config (input +
+    // new tokens beyond its positions: out_of_range): left out of every
+    // figure and counted in TuneFigures::unservable.
+    bool unservable = false;
 };
 
 // What one config does with the trace (predicted by the simulator, or
@@ -110,16 +121,17 @@ struct TuneSample {
 // more than that share of the requests failed.
 struct TuneFigures {
     std::size_t requests = 0, completed = 0, good = 0;
-    double throughputPerS = 0; // completed / (first arrival -> last of: arrival, completion)
-    double goodputPerS = 0;    // good (completed within every per-request bound) / the same span
-    double p50S = 0, p99S = 0; // end to end, every request
+    std::size_t unservable = 0; // out of the model's range whatever the config; not in `requests`
+    double throughputPerS = 0;  // completed / (first arrival -> last of: arrival, completion)
+    double goodputPerS = 0;     // good (completed within every per-request bound) / the same span
+    double p50S = 0, p99S = 0;  // end to end, every request
     double ttftP50S = 0, ttftP99S = 0, tpotP50S = 0, tpotP99S = 0; // generative
     double meanBatch = 0;
     double sloRatio = 0; // max over the bounded metrics of p99 / bound (<= 1: met)
     bool sloMet = false;
 };
 // The figures of `samples` (`requests` of them were sent; the missing ones
-// count as failed) under `slo`. TPOT of a request with 2+ tokens:
+// count as failed; the unservable ones are left out) under `slo`. TPOT of a request with 2+ tokens:
 // (total - ttft) / (tokens - 1).
 TuneFigures figuresOf(std::span<const TuneSample> samples, std::size_t requests, const TuneSlo &slo);
 
@@ -163,7 +175,7 @@ struct TuneOptions {
     BatchingConfig base;
     std::vector<int> inputLengths; // the trace's, for the bucket advisor and static's padded length
     int maxLength = 0;             // the model's maximum input length (0 = none)
-    bool generative = false;       // the continuous policy applies (when simulated)
+    bool generative = false;       // the continuous policy applies
     bool capacity = true;          // run the capacity search for the finalists
     int threads = 1;               // parallel evaluations, [1, 16]
     // Called after every evaluation (candidates and capacity probes) with

@@ -1,7 +1,7 @@
 #include "replayer.h"
 #include "replay_plan.h"
 
-#include "host_facts.h"
+#include "remote_session.h"
 
 #include "engine/config_json.h"
 
@@ -336,7 +336,6 @@ Result<ReplayOutcome> Replayer::run(const ReplayOptions &options, const Progress
     return outcome;
 }
 
-
 Result<ReplayOutcome> Replayer::runRemote(const ReplayOptions &options, RemoteTarget &target,
                                           const ProgressFn &progress, const std::atomic<bool> *cancel)
 {
@@ -352,38 +351,11 @@ Result<ReplayOutcome> Replayer::runRemote(const ReplayOptions &options, RemoteTa
     const std::vector<PlannedRequest> &plan = planned->requests;
 
     SessionStart start = replaySessionStart(options, *planned);
-    start.kind = "remote";
     start.replay.erase("config"); // the remote server's settings are its own, not this config
-    start.model = target.model().name;
-    start.device = "remote";
-    start.host = hostFacts();
-    start.targetUrl = target.url();
-    start.replay["target"] = target.describe();
-    auto id = m_store->startSession(start);
-    if (!id)
-        return id.status();
-    const TimePoint epoch = SteadyClock::now();
-    TraceSinkOptions so = options.recorder.sink;
-    so.requestSource = "remote";
-    auto sink = TraceSink::create(m_store->path(), *id, epoch, so);
-    auto endWith = [&](const Status &why) {
-        SessionEnd end;
-        end.loggingError = why.message();
-        (void)m_store->endSession(*id, end);
-        return why;
-    };
-    if (!sink)
-        return endWith(sink.status());
-    std::shared_ptr<TraceSink> trace = std::move(sink.value());
-    trace->start();
-    if (Status s = target.begin(trace, epoch); !s) {
-        trace->stop();
-        return endWith(s);
-    }
-    MetricSampler sampler([&] { return target.sample(epoch, trace->droppedRows()); }, *trace,
-                          options.recorder.samplePeriod > Duration::zero() ? options.recorder.samplePeriod
-                                                                           : std::chrono::seconds(1));
-    sampler.start();
+    start.model.clear();          // the target's model
+    auto session = RemoteSession::start(m_store, target, start, options.recorder);
+    if (!session)
+        return session.status();
 
     const TimePoint wallStart = SteadyClock::now();
     Driver driver(
@@ -396,16 +368,7 @@ Result<ReplayOutcome> Replayer::runRemote(const ReplayOptions &options, RemoteTa
     const auto [completed, failed] = driver.tally();
     outcome.completed = completed;
     outcome.failed = failed;
-    sampler.stop();
-    sampler.sampleNow();
-    trace->stop();
-    SessionEnd end;
-    end.droppedRows = trace->droppedRows();
-    end.loggingError = trace->warning();
-    (void)m_store->endSession(*id, end);
-    nlohmann::json replay = start.replay;
-    replay["client"] = outcome.client;
-    (void)m_store->setSessionReplay(*id, replay);
+    (*session)->end(outcome.client);
 
     if (progress) {
         ReplayProgress last;
@@ -415,10 +378,10 @@ Result<ReplayOutcome> Replayer::runRemote(const ReplayOptions &options, RemoteTa
         last.sourceSeconds = outcome.submitted ? plan[outcome.submitted - 1].sourceS : 0.0;
         progress(last);
     }
-    outcome.sessionId = *id;
+    outcome.sessionId = (*session)->sessionId();
     outcome.clamped = planned->clamped;
     outcome.wallSeconds = toSeconds(SteadyClock::now() - wallStart);
-    outcome.warning = trace->warning();
+    outcome.warning = (*session)->warning();
     noteCancellation(*m_store, options, outcome);
     return outcome;
 }

@@ -6,26 +6,49 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+
 namespace bp::store {
 
 namespace {
-constexpr int kRequestColumns = 13;
+constexpr int kRequestColumns = 16;
 constexpr int kRequestChunk = 32;
 constexpr const char *kInsertRequestHead =
     "INSERT INTO requests (session_id, request_id, arrival_ns, queue_wait_ns, compute_ns, total_ns, ttft_ns, "
-    "input_tokens, output_tokens, bucket, batch_id, status, source) VALUES ";
+    "input_tokens, output_tokens, bucket, batch_id, status, source, tpot_ns, itl_p50_ns, itl_max_ns) VALUES ";
 
 std::string insertRequests(int rows)
 {
+    std::string one = "(?";
+    for (int c = 1; c < kRequestColumns; ++c)
+        one += ",?";
+    one += ")";
     std::string sql = kInsertRequestHead;
     for (int r = 0; r < rows; ++r)
-        sql += r ? ",(?,?,?,?,?,?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?,?,?,?,?,?,?)";
+        sql += (r ? "," : "") + one;
     return sql;
 }
 constexpr const char *kInsertBatch =
     "INSERT INTO batches (session_id, batch_id, dispatched_ns, intended_ns, size, padded_length, real_tokens, "
-    "padded_tokens, compute_ns, reason, policy, bucket, executor, config_version, status) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    "padded_tokens, compute_ns, reason, policy, bucket, executor, config_version, status, prefill_tokens, "
+    "decode_tokens, joined, running, waiting, kv_tokens, preempted) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+
+// The median and the largest of a request's inter-token gaps (0 without
+// gaps). Nearest-rank median, as the session summary's percentiles.
+std::pair<std::int64_t, std::int64_t> gapSummary(const std::vector<Duration> &gaps)
+{
+    if (gaps.empty())
+        return {0, 0};
+    std::vector<std::int64_t> ns;
+    ns.reserve(gaps.size());
+    for (Duration g : gaps)
+        ns.push_back(g.count());
+    const std::int64_t largest = *std::max_element(ns.begin(), ns.end());
+    const auto mid = ns.begin() + std::ptrdiff_t((ns.size() + 1) / 2 - 1);
+    std::nth_element(ns.begin(), mid, ns.end());
+    return {*mid, largest};
+}
 constexpr const char *kInsertConfig =
     "INSERT OR REPLACE INTO config_changes (session_id, version, at_ns, origin, summary, config) "
     "VALUES (?,?,?,?,?,?)";
@@ -117,6 +140,13 @@ Status RowWriter::write(const PendingRows &rows)
         m_batch.bind(13, std::int64_t(b.executor));
         m_batch.bind(14, std::int64_t(b.configVersion));
         m_batch.bindStatic(15, statusCodeName(b.status));
+        m_batch.bind(16, std::int64_t(b.prefillTokens));
+        m_batch.bind(17, std::int64_t(b.decodeTokens));
+        m_batch.bind(18, std::int64_t(b.joined));
+        m_batch.bind(19, std::int64_t(b.running));
+        m_batch.bind(20, std::int64_t(b.waiting));
+        m_batch.bind(21, b.kvTokens);
+        m_batch.bind(22, std::int64_t(b.preempted));
         if (Status s = run(m_batch, "write a batch"); !s)
             return s;
     }
@@ -183,6 +213,10 @@ void RowWriter::bindRequest(sqlite::Statement &st, int base, const RequestRecord
     st.bind(base + 11, std::int64_t(r.batchId));
     st.bindStatic(base + 12, statusCodeName(r.status));
     st.bindStatic(base + 13, m_source); // bound per write: m_source's buffer moves with the writer
+    st.bind(base + 14, std::int64_t(r.timePerOutputToken.count()));
+    const auto [itlP50, itlMax] = gapSummary(r.interTokenLatencies);
+    st.bind(base + 15, itlP50);
+    st.bind(base + 16, itlMax);
 }
 
 } // namespace bp::store

@@ -164,7 +164,44 @@ CREATE TABLE calibrations (
 CREATE INDEX calibrations_by_key ON calibrations(model, preset, device, threads);
 )sql";
 
-constexpr const char *kMigrations[] = {kMigration1, kMigration2, kMigration3, kMigration4, kMigration5};
+// Version 6: token-level timing (issue 14). A request's time per output
+// token and a summary of its inter-token gaps (the gaps themselves stay in
+// memory: n - 1 per request); a step's tokens, joins, state after it and
+// preemptions (policy continuous; zero for request batches and old rows).
+constexpr const char *kMigration6 = R"sql(
+ALTER TABLE requests ADD COLUMN tpot_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE requests ADD COLUMN itl_p50_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE requests ADD COLUMN itl_max_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN prefill_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN decode_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN joined INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN running INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN waiting INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN kv_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN preempted INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+// Version 7: tuning results (`batchpilot tune`, engine/store/tuning_store.h):
+// the search's source, SLO, objective and calibration, its result as one
+// JSON document, and the real-clock replay that verified it.
+constexpr const char *kMigration7 = R"sql(
+CREATE TABLE tunings (
+  id                INTEGER PRIMARY KEY,
+  created_at_us     INTEGER NOT NULL,
+  source_session_id INTEGER REFERENCES sessions(id) ON DELETE SET NULL,
+  source_trace_id   INTEGER REFERENCES traces(id) ON DELETE SET NULL,
+  verify_session_id INTEGER REFERENCES sessions(id) ON DELETE SET NULL,
+  calibration_id    INTEGER NOT NULL DEFAULT 0,
+  slo               TEXT    NOT NULL,
+  objective         TEXT    NOT NULL,
+  result            TEXT    NOT NULL
+);
+CREATE INDEX tunings_by_verify_session ON tunings(verify_session_id);
+CREATE INDEX tunings_by_source_session ON tunings(source_session_id);
+)sql";
+
+constexpr const char *kMigrations[] = {kMigration1, kMigration2, kMigration3, kMigration4, kMigration5, kMigration6,
+                                       kMigration7};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 } // namespace

@@ -13,6 +13,10 @@
 //   3  remote targets: sessions.target_url; target_samples (the target's
 //      scraped /metrics series)
 //   5  calibrations (cost models for simulated replay)
+//   6  token-level timing: requests.tpot_ns, itl_p50_ns, itl_max_ns;
+//      batches.prefill_tokens, decode_tokens, joined, running, waiting,
+//      kv_tokens, preempted (one row per step under policy continuous)
+//   7  tunings (batchpilot tune's results and their verification sessions)
 #pragma once
 
 #include "sqlite_db.h"
@@ -21,7 +25,7 @@
 
 namespace bp::store {
 
-constexpr int kSchemaVersion = 5;
+constexpr int kSchemaVersion = 7;
 // 'BPTS' (BatchPilot trace store)
 constexpr std::int64_t kApplicationId = 0x42505453;
 

@@ -26,6 +26,22 @@ std::string describeKind(const SessionSummary &s)
     return s.kind;
 }
 
+std::string describeSlo(const SessionSummary &s)
+{
+    std::string out;
+    auto bound = [&](const char *name, double ms) {
+        if (ms <= 0)
+            return;
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%s%s<=%gms", out.empty() ? "" : " ", name, ms);
+        out += buf;
+    };
+    bound("ttft", s.sloTtftMs);
+    bound("tpot", s.sloTpotMs);
+    bound("e2e", s.sloE2eMs);
+    return out.empty() ? "none (every completed request)" : out;
+}
+
 const std::vector<Metric> &metrics()
 {
     static const std::vector<Metric> list = {
@@ -45,6 +61,15 @@ const std::vector<Metric> &metrics()
         {"latency p99 (ms)", "latency_p99_ms", 3, [](const SessionSummary &s) { return s.latencyP99Ms; }},
         {"queue wait p50 (ms)", "queue_wait_p50_ms", 3, [](const SessionSummary &s) { return s.queueWaitP50Ms; }},
         {"queue wait p99 (ms)", "queue_wait_p99_ms", 3, [](const SessionSummary &s) { return s.queueWaitP99Ms; }},
+        {"TTFT p50 (ms)", "ttft_p50_ms", 3, [](const SessionSummary &s) { return s.ttftP50Ms; }},
+        {"TTFT p90 (ms)", "ttft_p90_ms", 3, [](const SessionSummary &s) { return s.ttftP90Ms; }},
+        {"TTFT p99 (ms)", "ttft_p99_ms", 3, [](const SessionSummary &s) { return s.ttftP99Ms; }},
+        {"TPOT p50 (ms)", "tpot_p50_ms", 3, [](const SessionSummary &s) { return s.tpotP50Ms; }},
+        {"TPOT p90 (ms)", "tpot_p90_ms", 3, [](const SessionSummary &s) { return s.tpotP90Ms; }},
+        {"TPOT p99 (ms)", "tpot_p99_ms", 3, [](const SessionSummary &s) { return s.tpotP99Ms; }},
+        {"goodput SLO", "goodput_slo", -1, nullptr, describeSlo},
+        {"goodput (req/s)", "goodput_rps", 2, [](const SessionSummary &s) { return s.goodputRps; }},
+        {"good requests", "good_completed", 0, [](const SessionSummary &s) { return double(s.goodCompleted); }},
         {"batches", "batches", 0, [](const SessionSummary &s) { return double(s.batches); }},
         {"mean batch size", "mean_batch_size", 2, [](const SessionSummary &s) { return s.meanBatchSize; }},
         {"padding efficiency", "padding_efficiency", 3, [](const SessionSummary &s) { return s.paddingEfficiency; }},
@@ -136,6 +161,9 @@ nlohmann::json toJson(const SessionSummary &s)
                      {"by_status", s.byStatus}};
     j["source_session_id"] = s.sourceSessionId ? nlohmann::json(s.sourceSessionId) : nlohmann::json(nullptr);
     j["source_trace_id"] = s.sourceTraceId ? nlohmann::json(s.sourceTraceId) : nlohmann::json(nullptr);
+    // the SLO goodput was judged against, in ms (null = bound not set)
+    auto bound = [](double ms) { return ms > 0 ? nlohmann::json(ms) : nlohmann::json(nullptr); };
+    j["goodput_slo_ms"] = {{"ttft", bound(s.sloTtftMs)}, {"tpot", bound(s.sloTpotMs)}, {"e2e", bound(s.sloE2eMs)}};
     for (const Metric &m : metrics())
         if (m.decimals >= 0)
             j[m.key] = m.value(s);

@@ -10,7 +10,12 @@
 //  - rejected: requests that never ran (turned away at submit, expired in
 //    the queue, failed on shutdown); failed: ran, but not ok;
 //  - padding efficiency: sum of real tokens / sum of padded tokens over all
-//    batches; mean batch size: requests per batch.
+//    batches; mean batch size: requests per batch;
+//  - TTFT / TPOT percentiles: completed requests that generated (TTFT) or
+//    generated 2+ tokens (TPOT = (last - first) / (n - 1)), nearest-rank;
+//  - goodput: completed requests within every set bound of the goodput SLO
+//    (the goodput.* knobs of the session's last config; vLLM / DistServe),
+//    per second of duration. With no bound set every completed request is good.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -43,6 +48,13 @@ struct SessionSummary {
     double outputTokensPerS = 0;
     double latencyMeanMs = 0, latencyP50Ms = 0, latencyP90Ms = 0, latencyP99Ms = 0;
     double queueWaitP50Ms = 0, queueWaitP99Ms = 0;
+    double ttftP50Ms = 0, ttftP90Ms = 0, ttftP99Ms = 0;
+    double tpotP50Ms = 0, tpotP90Ms = 0, tpotP99Ms = 0;
+
+    // The goodput SLO used (0 = bound not set) and what met it.
+    double sloTtftMs = 0, sloTpotMs = 0, sloE2eMs = 0;
+    std::uint64_t goodCompleted = 0;
+    double goodputRps = 0;
 
     std::uint64_t batches = 0;
     double meanBatchSize = 0;

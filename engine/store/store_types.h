@@ -69,6 +69,9 @@ struct StoredRequest {
     Duration compute{};
     Duration total{};
     Duration timeToFirstToken{};
+    Duration timePerOutputToken{}; // schema 6; zero below two tokens and in older rows
+    Duration interTokenP50{};      // median inter-token gap (schema 6)
+    Duration interTokenMax{};      // largest inter-token gap (schema 6)
     int inputTokens = 0;
     int outputTokens = 0;
     int bucket = 0;
@@ -94,6 +97,11 @@ struct StoredBatch {
     int executor = 0;
     std::uint64_t configVersion = 0;
     StatusCode status = StatusCode::Ok;
+    // Policy continuous, one row per step (schema 6; zero otherwise).
+    int prefillTokens = 0, decodeTokens = 0, joined = 0;
+    int running = 0, waiting = 0; // after the step
+    std::int64_t kvTokens = 0;    // after the step
+    int preempted = 0;
 };
 
 struct StoredConfigChange {

@@ -49,7 +49,8 @@ Result<std::vector<StoredRequest>> TraceStore::requests(std::int64_t sessionId) 
     std::vector<StoredRequest> out;
     Status s = forEachRow(*m_db,
                           "SELECT request_id, arrival_ns, queue_wait_ns, compute_ns, total_ns, ttft_ns, input_tokens, "
-                          "output_tokens, bucket, batch_id, status, source FROM requests WHERE session_id = ? "
+                          "output_tokens, bucket, batch_id, status, source, tpot_ns, itl_p50_ns, itl_max_ns "
+                          "FROM requests WHERE session_id = ? "
                           "ORDER BY arrival_ns, request_id",
                           sessionId, "read requests", [&](const sqlite::Statement &st) {
                               StoredRequest r;
@@ -65,6 +66,9 @@ Result<std::vector<StoredRequest>> TraceStore::requests(std::int64_t sessionId) 
                               r.batchId = std::uint64_t(st.int64At(9));
                               r.status = parseStatusCode(st.textAt(10)).value_or(StatusCode::Internal);
                               r.source = st.textAt(11);
+                              r.timePerOutputToken = ns(st.int64At(12));
+                              r.interTokenP50 = ns(st.int64At(13));
+                              r.interTokenMax = ns(st.int64At(14));
                               out.push_back(std::move(r));
                           });
     if (!s)
@@ -78,7 +82,8 @@ Result<std::vector<StoredBatch>> TraceStore::batches(std::int64_t sessionId) con
     std::vector<StoredBatch> out;
     Status s = forEachRow(*m_db,
                           "SELECT batch_id, dispatched_ns, intended_ns, size, padded_length, real_tokens, "
-                          "padded_tokens, compute_ns, reason, policy, bucket, executor, config_version, status "
+                          "padded_tokens, compute_ns, reason, policy, bucket, executor, config_version, status, "
+                          "prefill_tokens, decode_tokens, joined, running, waiting, kv_tokens, preempted "
                           "FROM batches WHERE session_id = ? ORDER BY batch_id",
                           sessionId, "read batches", [&](const sqlite::Statement &st) {
                               StoredBatch b;
@@ -96,6 +101,13 @@ Result<std::vector<StoredBatch>> TraceStore::batches(std::int64_t sessionId) con
                               b.executor = int(st.int64At(11));
                               b.configVersion = std::uint64_t(st.int64At(12));
                               b.status = parseStatusCode(st.textAt(13)).value_or(StatusCode::Internal);
+                              b.prefillTokens = int(st.int64At(14));
+                              b.decodeTokens = int(st.int64At(15));
+                              b.joined = int(st.int64At(16));
+                              b.running = int(st.int64At(17));
+                              b.waiting = int(st.int64At(18));
+                              b.kvTokens = st.int64At(19);
+                              b.preempted = int(st.int64At(20));
                               out.push_back(b);
                           });
     if (!s)

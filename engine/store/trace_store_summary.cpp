@@ -55,10 +55,16 @@ Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
     s.sourceSessionId = info->sourceSessionId.value_or(0);
     s.sourceTraceId = info->sourceTraceId.value_or(0);
     s.droppedRows = info->droppedRows;
+    GoodputConfig slo; // the last config's: one yardstick for the whole session
     if (!history->empty()) {
         s.config = describeConfig(history->back().config);
         s.configChanges = history->size() - 1;
+        slo = history->back().config.goodput;
     }
+    const auto ms = [](Duration d) { return double(d.count()) / 1e6; };
+    s.sloTtftMs = ms(slo.ttft);
+    s.sloTpotMs = ms(slo.tpot);
+    s.sloE2eMs = ms(slo.e2e);
 
     std::lock_guard lock(m_mutex);
     const sqlite::Connection &db = *m_db;
@@ -100,11 +106,12 @@ Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
         return fail(rc, "summarize statuses");
 
     // Exact percentiles of completed requests.
-    auto latencies = db.prepare("SELECT total_ns, queue_wait_ns FROM requests WHERE session_id = ? AND status = 'ok'");
+    auto latencies = db.prepare("SELECT total_ns, queue_wait_ns, ttft_ns, tpot_ns, output_tokens, batch_id FROM requests "
+                                "WHERE session_id = ? AND status = 'ok'");
     if (!latencies)
         return latencies.status();
     latencies->bind(1, sessionId);
-    std::vector<std::int64_t> total, wait;
+    std::vector<std::int64_t> total, wait, ttft, tpot;
     total.reserve(s.completed);
     wait.reserve(s.completed);
     double sum = 0;
@@ -112,11 +119,23 @@ Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
         total.push_back(latencies->int64At(0));
         wait.push_back(latencies->int64At(1));
         sum += double(total.back());
+        const std::int64_t firstToken = latencies->int64At(2), perToken = latencies->int64At(3);
+        const std::int64_t outputs = latencies->int64At(4);
+        if (outputs > 0 && firstToken > 0)
+            ttft.push_back(firstToken);
+        if (outputs > 1 && perToken > 0)
+            tpot.push_back(perToken);
+        // A cache hit (batch 0) stores no TTFT: its whole answer, first
+        // token included, came at its end-to-end time (as the engine judges it).
+        const bool cacheHit = latencies->int64At(5) == 0;
+        const std::int64_t judgedTtft = outputs > 0 ? (cacheHit ? total.back() : firstToken) : 0;
+        if (slo.met(Duration(judgedTtft), Duration(perToken), Duration(total.back())))
+            ++s.goodCompleted;
     }
     if (rc != SQLITE_DONE)
         return fail(rc, "read latencies");
-    std::sort(total.begin(), total.end());
-    std::sort(wait.begin(), wait.end());
+    for (auto *v : {&total, &wait, &ttft, &tpot})
+        std::sort(v->begin(), v->end());
     constexpr double kMs = 1e6;
     s.latencyMeanMs = total.empty() ? 0 : sum / double(total.size()) / kMs;
     s.latencyP50Ms = nearestRank(total, 0.50) / kMs;
@@ -124,8 +143,15 @@ Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
     s.latencyP99Ms = nearestRank(total, 0.99) / kMs;
     s.queueWaitP50Ms = nearestRank(wait, 0.50) / kMs;
     s.queueWaitP99Ms = nearestRank(wait, 0.99) / kMs;
+    s.ttftP50Ms = nearestRank(ttft, 0.50) / kMs;
+    s.ttftP90Ms = nearestRank(ttft, 0.90) / kMs;
+    s.ttftP99Ms = nearestRank(ttft, 0.99) / kMs;
+    s.tpotP50Ms = nearestRank(tpot, 0.50) / kMs;
+    s.tpotP90Ms = nearestRank(tpot, 0.90) / kMs;
+    s.tpotP99Ms = nearestRank(tpot, 0.99) / kMs;
     if (s.durationS > 0) {
         s.throughputRps = double(s.completed) / s.durationS;
+        s.goodputRps = double(s.goodCompleted) / s.durationS;
         s.outputTokensPerS = double(outputTokens) / s.durationS;
     }
 

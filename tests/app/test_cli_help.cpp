@@ -85,8 +85,8 @@ private slots:
     void commandHelp_data()
     {
         QTest::addColumn<QString>("name");
-        // import-trace, export-trace, export-config, traces, sessions, replay, calibrate, report
-        QCOMPARE(commands().size(), std::size_t(8));
+        // import-trace, export-trace, export-config, traces, sessions, replay, calibrate, tune, report
+        QCOMPARE(commands().size(), std::size_t(9));
         for (const Command &c : commands())
             QTest::newRow(qPrintable(c.name)) << c.name;
     }

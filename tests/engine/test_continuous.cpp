@@ -3,6 +3,7 @@
 #include "engine/backend.h"
 #include "engine/continuous_scheduler.h"
 #include "engine/engine.h"
+#include "engine/outcome.h"
 
 #include <QtTest>
 
@@ -23,6 +24,8 @@ public:
     Status step(const std::vector<StepItem> &items, std::vector<StepOutcome> &out) override
     {
         out.assign(items.size(), {});
+        if (stepClock)
+            stepClock->advance(1ms);
         for (std::size_t i = 0; i < items.size(); ++i) {
             std::vector<TokenId> &ctx = m_live[items[i].sequence];
             ctx.insert(ctx.end(), items[i].tokens.begin(), items[i].tokens.end());
@@ -59,6 +62,11 @@ private:
         return TokenId(h % kVocab);
     }
     std::map<std::uint64_t, std::vector<TokenId>> m_live;
+
+public:
+    // When set, every step takes 1 ms of this clock (engine tests, where
+    // nothing else advances time).
+    FakeClock *stepClock = nullptr;
 };
 
 // The same model as a Backend: run() generates one request at a time
@@ -150,12 +158,12 @@ struct Driver {
         }
         if (!poll.step)
             return false;
-        steps.push_back(*poll.step);
         std::vector<StepOutcome> out;
         const Status status = model.step(poll.step->items, out);
         clock.advance(1ms);
         StepDone done;
         scheduler->finished(*poll.step, status, out, clock.now(), done);
+        steps.push_back(*poll.step); // with the state after it (runningAfter, ...)
         for (std::size_t i = 0; i < done.done.size(); ++i)
             done.done[i].done(std::move(done.responses[i]));
         // the scheduler's KV books match the model's
@@ -292,6 +300,93 @@ private slots:
             QVERIFY(Driver::tokensOf(s) <= 64);
     }
 
+    void interTokenGapsAreTheStepGaps()
+    {
+        // 1 decodes at one token per 1 ms step; 2's long prompt joins and is
+        // prefilled in chunks beside 1's decodes (decode first), so 1's gaps
+        // stay 1 ms. Each gap is the time between two of its token events.
+        Driver d(continuousConfig(4, 64, true, 8, 0));
+        QVERIFY(d.submit(1, prompt(4, 1), 10).isOk());
+        QVERIFY(d.stepOnce());
+        QVERIFY(d.stepOnce());
+        QVERIFY(d.submit(2, prompt(24, 2), 3).isOk());
+        d.runAll();
+        for (std::uint64_t id : {1, 2}) {
+            const Response &r = d.responses[id];
+            QVERIFY(r.status.isOk());
+            const std::vector<TokenEvent> &ev = d.events[id];
+            QCOMPARE(r.timing.interTokenLatencies.size(), r.tokens.size() - 1);
+            Duration sum{};
+            for (std::size_t k = 1; k < ev.size(); ++k) {
+                QCOMPARE(r.timing.interTokenLatencies[k - 1], ev[k].at - ev[k - 1].at);
+                sum += r.timing.interTokenLatencies[k - 1];
+            }
+            QCOMPARE(r.timing.timePerOutputToken, sum / std::int64_t(r.tokens.size() - 1));
+            // completed with its last token: arrival = last event - total
+            const TimePoint arrival = ev.back().at - r.timing.total;
+            QCOMPARE(r.timing.timeToFirstToken, ev.front().at - arrival);
+        }
+        QCOMPARE(d.responses[1].timing.interTokenLatencies, std::vector<Duration>(9, 1ms));
+        // the record carries the measured gaps, not copies of the mean
+        const RequestRecord rec = completedRecord(Request{}, d.responses[2], 1);
+        QCOMPARE(rec.interTokenLatencies, d.responses[2].timing.interTokenLatencies);
+        QCOMPARE(rec.timePerOutputToken, d.responses[2].timing.timePerOutputToken);
+    }
+
+    void preemptedSequenceShowsItsStallInTheGaps()
+    {
+        Driver d(continuousConfig(4, 64, true, 8, /*kv=*/40));
+        for (std::uint64_t id = 1; id <= 4; ++id)
+            QVERIFY(d.submit(id, prompt(8, int(id)), 16).isOk());
+        d.runAll();
+        int preempted = 0;
+        for (const StepWork &s : d.steps)
+            preempted += s.preempted;
+        QCOMPARE(std::uint64_t(preempted), d.scheduler->preemptions()); // every one reported by a step
+        QVERIFY(preempted > 0);
+        Duration longest{};
+        for (std::uint64_t id = 1; id <= 4; ++id) {
+            const Response &r = d.responses[id];
+            QCOMPARE(r.timing.interTokenLatencies.size(), std::size_t(15));
+            Duration sum{};
+            for (Duration g : r.timing.interTokenLatencies) {
+                sum += g;
+                longest = std::max(longest, g);
+            }
+            QCOMPARE(sum, d.events[id].back().at - d.events[id].front().at);
+        }
+        QVERIFY(longest > 1ms); // a preempted sequence waited out steps between two tokens
+    }
+
+    void stepStateAfterEachStep()
+    {
+        Driver d(continuousConfig(2, 64, true, 8, 0));
+        for (std::uint64_t id = 1; id <= 3; ++id)
+            QVERIFY(d.submit(id, prompt(4, int(id)), 3).isOk());
+        while (d.scheduler->size() > 0) {
+            QVERIFY(d.stepOnce());
+            const StepWork &s = d.steps.back();
+            QCOMPARE(std::size_t(s.runningAfter), d.scheduler->running());
+            QCOMPARE(std::size_t(s.waitingAfter), d.scheduler->waiting());
+            QCOMPARE(s.kvTokensAfter, d.scheduler->kvTokens());
+            const BatchRecord br = stepRecordOf(s, d.clock.now(), d.clock.now(), Status::ok(), 0);
+            QCOMPARE(br.prefillTokens, s.prefillTokens);
+            QCOMPARE(br.decodeTokens, s.decodeTokens);
+            QCOMPARE(br.joined, s.joined);
+            QCOMPARE(br.running, s.runningAfter);
+            QCOMPARE(br.waiting, s.waitingAfter);
+            QCOMPARE(br.kvTokens, s.kvTokensAfter);
+            QCOMPARE(br.preempted, s.preempted);
+        }
+        QCOMPARE(d.steps.front().runningAfter, 2);
+        QCOMPARE(d.steps.front().waitingAfter, 1);
+        QCOMPARE(d.steps.front().kvTokensAfter, std::int64_t(8));
+        QCOMPARE(d.steps.back().runningAfter, 0);
+        const IterationGauges g = *d.scheduler->iterationGauges();
+        QCOMPARE(g.running, std::size_t(0));
+        QCOMPARE(g.kvTokens, std::int64_t(0));
+    }
+
     void liveChangesLoseNothing()
     {
         Driver d(continuousConfig(4, 32));
@@ -409,6 +504,85 @@ private slots:
         QCOMPARE(backend->model.cachedTokens(), std::int64_t(0));
         const Snapshot s = e.snapshot();
         QCOMPARE(s.completed, std::uint64_t(4));
+    }
+
+    // The snapshot's iteration-level gauges and token figures through the
+    // Engine: running/waiting/KV mid-run, step and preemption counters under
+    // a small KV budget, TPOT/ITL and goodput against the goodput SLO.
+    void engineSnapshotHasGaugesAndTokenFigures()
+    {
+        FakeClock clock;
+        auto backend = std::make_shared<HashBackend>(true);
+        backend->model.stepClock = &clock; // each step takes 1 ms
+        EngineOptions o;
+        o.backend = backend;
+        o.clock = &clock;
+        o.manualScheduling = true;
+        o.probeMemory = false;
+        o.batching = continuousConfig(3, 64, true, 8, /*kv=*/40);
+        o.batching.goodput.tpot = 1ms; // met only without a stall: every gap 1 ms
+        auto engine = Engine::create(o);
+        QVERIFY(engine.isOk());
+        Engine &e = **engine;
+        std::map<std::uint64_t, Response> got;
+        for (std::uint64_t id = 1; id <= 5; ++id) {
+            Request r;
+            r.id = id;
+            r.tokens = prompt(8, int(id));
+            r.maxNewTokens = 12;
+            QVERIFY(
+                e.submit(std::move(r), [&got, id](Response &&resp) { got[id] = std::move(resp); }).isOk());
+        }
+        QVERIFY(e.runSchedulerOnce().dispatched);
+        QVERIFY(e.runSchedulerOnce().dispatched);
+        Snapshot s = e.snapshot();
+        QCOMPARE(s.runningSequences, std::size_t(3)); // max_num_seqs
+        QCOMPARE(s.waitingSequences, std::size_t(2));
+        QCOMPARE(s.kvTokens, backend->model.cachedTokens());
+        QVERIFY(s.kvTokens > 0);
+        QCOMPARE(s.kvCapacityTokens, std::int64_t(40));
+        QCOMPARE(s.kvUsageRatio, double(s.kvTokens) / 40.0);
+        QCOMPARE(s.steps, std::uint64_t(2));
+        QCOMPARE(s.stepTokens, std::uint64_t(24 + 3)); // 3 prompts, then 3 decodes
+        QCOMPARE(s.tokensPerStep, 13.5);
+
+        for (int i = 0; i < 500 && got.size() < 5; ++i)
+            QVERIFY(e.runSchedulerOnce().dispatched);
+        QCOMPARE(got.size(), std::size_t(5));
+        s = e.snapshot();
+        QCOMPARE(s.runningSequences, std::size_t(0));
+        QCOMPARE(s.kvTokens, std::int64_t(0));
+        QVERIFY(s.preemptions > 0); // 3 × (8 + 12) tokens do not fit 40
+        std::uint64_t preempted = 0, stepTokens = 0;
+        for (const BatchRecord &b : s.recentBatches) {
+            preempted += std::uint64_t(b.preempted);
+            stepTokens += std::uint64_t(b.prefillTokens + b.decodeTokens);
+            QVERIFY(b.kvTokens <= 40);
+            QVERIFY(b.running <= 3);
+        }
+        QCOMPARE(s.recentBatches.size(), std::size_t(s.steps));
+        QCOMPARE(preempted, s.preemptions);
+        QCOMPARE(stepTokens, s.stepTokens);
+        QCOMPARE(s.timePerOutputTokenAll.count, std::uint64_t(5));
+        QCOMPARE(s.interTokenLatencyAll.count, std::uint64_t(5 * 11));
+        QCOMPARE(s.ttftHist.count(), std::uint64_t(5));
+        // good = TPOT within 1 ms, i.e. no stall at all
+        std::uint64_t good = 0;
+        for (const auto &[id, r] : got) {
+            QVERIFY(r.status.isOk());
+            const bool noStall = r.timing.interTokenLatencies == std::vector<Duration>(11, 1ms);
+            QCOMPARE(r.timing.timePerOutputToken <= 1ms, noStall);
+            good += noStall ? 1 : 0;
+        }
+        QCOMPARE(s.goodCompleted, good);
+        QVERIFY(good < 5); // the preempted ones missed it
+
+        // Under a request-level policy the gauges are zero.
+        QVERIFY(e.update(ConfigPatch::fields(BatchingConfig{}, {"policy"}).value(), "test"));
+        s = e.snapshot();
+        QCOMPARE(s.runningSequences, std::size_t(0));
+        QCOMPARE(s.kvCapacityTokens, std::int64_t(0));
+        QCOMPARE(s.kvUsageRatio, 0.0);
     }
 
     void continuousNeedsAStepModel()

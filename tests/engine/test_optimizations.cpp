@@ -9,6 +9,7 @@
 
 #include <QtTest>
 
+#include <map>
 #include <mutex>
 
 using namespace bp;
@@ -72,6 +73,46 @@ private:
     ModelInfo m_info;
     int m_limit;
     std::mutex m_mutex;
+};
+
+// A generative backend that streams (Request::onToken per token, as the
+// tiny decoder does) and runs out of memory after `failAfter` tokens when a
+// batch is larger than `limit`: the tokens streamed before the failure were
+// already delivered when the memory guard retries the halves.
+class StreamingSmallMemoryBackend : public Backend {
+public:
+    StreamingSmallMemoryBackend(int limit, int failAfter) : m_limit(limit), m_failAfter(failAfter)
+    {
+        m_info.name = "test:streaming-small-memory";
+        m_info.generative = true;
+        m_info.maxNewTokensLimit = 64;
+    }
+    const ModelInfo &info() const override { return m_info; }
+    Status run(const BatchInput &in, std::vector<SequenceResult> &out) override
+    {
+        const bool oom = int(in.requests.size()) > m_limit;
+        int longest = 0;
+        for (const Request *r : in.requests)
+            longest = std::max(longest, r->maxNewTokens);
+        for (int t = 0; t < longest; ++t) {
+            if (oom && t == m_failAfter)
+                return {StatusCode::ResourceExhausted, "out of memory in decode step " + std::to_string(t)};
+            for (std::size_t i = 0; i < in.requests.size(); ++i) {
+                const Request &r = *in.requests[i];
+                if (t >= r.maxNewTokens)
+                    continue;
+                const TokenId token = TokenId((r.tokens.front() * 31 + t) % 97); // deterministic
+                out[i].tokens.push_back(token);
+                if (r.onToken)
+                    r.onToken(TokenEvent{r.id, token, t, {}});
+            }
+        }
+        return Status::ok();
+    }
+
+private:
+    ModelInfo m_info;
+    int m_limit, m_failAfter;
 };
 
 struct Collected {
@@ -361,6 +402,46 @@ private slots:
         while (e.runSchedulerOnce().dispatched) {
         }
         QCOMPARE(backend->sizes, (std::vector<int>{4, 4}));
+    }
+
+    // The memory guard retries the halves of a batch that ran out of memory
+    // mid-generation; a streaming client must still see every token once,
+    // in order (the retry regenerates the tokens it already has).
+    void outOfMemoryRetryDoesNotRepeatStreamedTokens()
+    {
+        std::map<std::uint64_t, std::vector<TokenEvent>> events;
+        Collected got;
+        FakeClock clock;
+        EngineOptions o;
+        o.backend = std::make_shared<StreamingSmallMemoryBackend>(2, 3);
+        o.clock = &clock;
+        o.manualScheduling = true;
+        o.probeMemory = false;
+        o.batching.maxBatchSize = 8;
+        o.batching.maxQueueDelay = 1ms;
+        auto engine = Engine::create(o);
+        QVERIFY(engine.isOk());
+        Engine &e = **engine;
+        for (std::uint64_t id = 1; id <= 8; ++id) {
+            Request r = make(4, {}).request;
+            r.id = id;
+            r.tokens.front() = TokenId(id);
+            r.maxNewTokens = 6;
+            r.onToken = [&events](const TokenEvent &ev) { events[ev.requestId].push_back(ev); };
+            QVERIFY(e.submit(std::move(r), got.callback()).isOk());
+        }
+        QVERIFY(e.runSchedulerOnce().dispatched);
+        QCOMPARE(got.responses.size(), std::size_t(8));
+        QVERIFY(e.snapshot().recentBatches.back().oomSplits > 0);
+        for (const Response &r : got.responses) {
+            QVERIFY2(r.status.isOk(), r.status.toString().c_str());
+            const std::vector<TokenEvent> &ev = events[r.requestId];
+            QCOMPARE(ev.size(), r.tokens.size()); // each token reported once
+            for (std::size_t k = 0; k < ev.size(); ++k) {
+                QCOMPARE(ev[k].index, int(k));
+                QCOMPARE(ev[k].token, r.tokens[k]);
+            }
+        }
     }
 
     void startupProbeSetsTheMemoryLimit()

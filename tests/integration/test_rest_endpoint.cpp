@@ -451,6 +451,55 @@ private slots:
         QCOMPARE(httpRequest(m_port, "POST", "/v1/sessions/1/report").status, 405);
     }
 
+    // Issue 14 item 3: generation under policy `continuous` shows in
+    // /v1/stats (TPOT, ITL, goodput, steps) and /metrics (the histograms,
+    // gauges and counters of docs/rest.md), judged against the goodput SLO.
+    void tokenMetricsInStatsAndMetrics()
+    {
+        QCOMPARE(
+            putConfig(m_port, {{"policy", "continuous"}, {"goodput", QJsonObject{{"e2e_us", 60'000'000}}}})
+                .status,
+            200);
+        for (int i = 0; i < 4; ++i) {
+            const HttpResponse r =
+                httpRequest(m_port, "POST", "/v1/infer", inferBody({1, 2, 3 + i}, {{"max_new_tokens", 5}}));
+            QCOMPARE(r.status, 200);
+        }
+        HttpResponse r = httpRequest(m_port, "GET", "/v1/stats");
+        QCOMPARE(r.status, 200);
+        const QJsonObject all = r.json().value("cumulative").toObject();
+        QVERIFY(all.value("time_per_output_token").toObject().value("count").toInt() >= 4);
+        QVERIFY(all.value("inter_token_latency").toObject().value("count").toInt() >= 16);
+        QVERIFY(all.value("steps").toInt() >= 5);
+        QVERIFY(all.value("step_tokens").toInt() >= 4 * 3 + 4 * 4);
+        QVERIFY(all.value("good_completed").toInt() >= 4); // within a minute end to end
+        QCOMPARE(all.value("preemptions").toInt(), 0);
+        const QJsonObject window = r.json().value("window").toObject();
+        for (const char *key :
+             {"time_per_output_token", "inter_token_latency", "goodput_per_s", "tokens_per_step"})
+            QVERIFY2(window.contains(key), key);
+        for (const char *key :
+             {"running_sequences", "waiting_sequences", "kv_tokens", "kv_capacity_tokens", "kv_usage_ratio"})
+            QVERIFY2(r.json().contains(key), key);
+        QCOMPARE(r.json().value("running_sequences").toInt(), 0); // every request answered
+
+        r = httpRequest(m_port, "GET", "/metrics");
+        QCOMPARE(r.status, 200);
+        QVERIFY(metricValue(r.body, "batchpilot_time_per_output_token_seconds_count") >= 4);
+        QVERIFY(metricValue(r.body, "batchpilot_inter_token_latency_seconds_bucket{le=\"+Inf\"}") >= 16);
+        QVERIFY(metricValue(r.body, "batchpilot_time_to_first_token_seconds_count") >= 4);
+        QVERIFY(metricValue(r.body, "batchpilot_steps_total") >= 5);
+        QVERIFY(metricValue(r.body, "batchpilot_step_tokens_total") >= 28);
+        QVERIFY(metricValue(r.body, "batchpilot_goodput_requests_total") >= 4);
+        QCOMPARE(metricValue(r.body, "batchpilot_preemptions_total"), 0.0);
+        QCOMPARE(metricValue(r.body, "batchpilot_running_sequences"), 0.0);
+        QCOMPARE(metricValue(r.body, "batchpilot_config_goodput_e2e_seconds"), 60.0);
+        for (const char *family : {"batchpilot_waiting_sequences", "batchpilot_kv_cache_tokens",
+                                   "batchpilot_kv_cache_usage_ratio", "batchpilot_tokens_per_step"})
+            QVERIFY2(metricValue(r.body, family) >= 0, family);
+        QCOMPARE(putConfig(m_port, {{"goodput", QJsonObject{{"e2e_us", 0}}}}).status, 200);
+    }
+
     void metricsText()
     {
         const HttpResponse r = httpRequest(m_port, "GET", "/metrics");

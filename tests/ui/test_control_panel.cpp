@@ -402,6 +402,39 @@ private slots:
         QCOMPARE(f.engine->snapshot().configVersion, f.startVersion);
         QCOMPARE(f.undo.count(), 0);
     }
+
+    // Issue 14 item 3: the goodput SLOs (knob table) have their own group,
+    // and reach the engine.
+    void goodputSlosChangeTheEngine()
+    {
+        Fixture f;
+        auto *ttft = f.panel.knobForm()->editor<DurationSpinBox>("goodput.ttft_us");
+        auto *tpot = f.panel.knobForm()->editor<DurationSpinBox>("goodput.tpot_us");
+        QVERIFY(ttft && tpot && f.panel.knobForm()->editor<DurationSpinBox>("goodput.e2e_us"));
+        auto *group = qobject_cast<QGroupBox *>(ttft->parentWidget());
+        QVERIFY(group);
+        QCOMPARE(group->title(), QStringLiteral("Goodput SLOs"));
+        ttft->setValueUs(500'000);
+        tpot->setValueUs(50'000);
+        QTRY_COMPARE(f.engine->config().goodput.ttft, Duration(500ms));
+        QCOMPARE(f.engine->config().goodput.tpot, Duration(50ms));
+        QCOMPARE(f.engine->config().goodput.e2e, Duration::zero());
+    }
+
+    void continuousKnobsHaveTheirGroup()
+    {
+        Fixture f;
+        auto *seqs = f.panel.knobForm()->editor<QSpinBox>("continuous.max_num_seqs");
+        QVERIFY(seqs);
+        auto *group = qobject_cast<QGroupBox *>(seqs->parentWidget());
+        QVERIFY(group);
+        QCOMPARE(group->title(), QStringLiteral("Continuous (generation)"));
+        f.panel.policyBox()->setCurrentIndex(f.panel.policyBox()->findText(QStringLiteral("continuous")));
+        QCOMPARE(group->title(), QStringLiteral("Continuous (generation) — in use"));
+        seqs->setValue(7);
+        QTRY_COMPARE(f.engine->config().continuous.maxNumSeqs, 7);
+        QCOMPARE(f.engine->config().policy, PolicyKind::Continuous);
+    }
 };
 
 QTEST_MAIN(TestControlPanel)

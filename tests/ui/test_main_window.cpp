@@ -10,6 +10,7 @@
 #include "ui/control_panel.h"
 #include "ui/demo_script.h"
 #include "ui/main_window.h"
+#include "ui/remote_target_view.h"
 #include "ui/status_info.h"
 #include "ui/traffic_panel.h"
 
@@ -80,10 +81,11 @@ private slots:
         Console c;
         MainWindow w(c.context);
         w.show();
-        QCOMPARE(w.findChildren<QDockWidget *>().size(), 5); // + the Advisor, hidden at first
+        QCOMPARE(w.findChildren<QDockWidget *>().size(), 6); // + the Remote target and the Advisor (hidden at first)
         QVERIFY(w.advisor() && !w.advisor()->isVisible());
         w.showAdvisor();
         QVERIFY(w.advisor()->isVisible());
+        QVERIFY(w.findChild<RemoteTargetView *>()); // the "Remote target" dock (issue 16)
         const QStringList status = statusTexts(w);
         QVERIFY2(status.contains("Model: builtin:echo"), qPrintable(status.join(" | ")));
         QVERIFY(status.contains("Device: cpu"));

@@ -353,6 +353,26 @@ private slots:
         QVERIFY2(maxRelativeGap(fitted->cost, truth.cost) < 1e-3,
                  qPrintable(QString::number(maxRelativeGap(fitted->cost, truth.cost))));
         QVERIFY(fitted->batchError.maxRel < 1e-3);
+
+        // Two instances whose batches run 1.5x slower beside each other:
+        // the rows that overlapped another executor's are left out, so the
+        // fit still recovers the model (it would not with them in).
+        config.instances = 2;
+        o.config = config;
+        o.speed = 0.1; // a tenth of the rate: many batches run alone
+        truth.cost.concurrency = {1.5};
+        auto twoInstances = SimulatedReplay(store, truth).run(o);
+        QVERIFY(twoInstances);
+        auto observed2 = sessionObservations(*store, twoInstances->sessionId, true);
+        QVERIFY(observed2);
+        QVERIFY2(observed2->overlapped > 20 && observed2->batches.size() > 50,
+                 qPrintable(QStringLiteral("%1 overlapped, %2 kept")
+                                .arg(observed2->overlapped)
+                                .arg(observed2->batches.size())));
+        auto fitted2 = calibrate(key, observed2->batches);
+        QVERIFY(fitted2);
+        QVERIFY2(maxRelativeGap(fitted2->cost, truth.cost) < 1e-3,
+                 qPrintable(QString::number(maxRelativeGap(fitted2->cost, truth.cost))));
     }
 };
 

@@ -196,6 +196,22 @@ private slots:
         QCOMPARE(most, instances);
     }
 
+    // Contention between executors (CostModel::concurrency): a unit that
+    // starts while another runs is charged the measured slowdown.
+    void concurrentUnitsAreSlowedDown()
+    {
+        Collector records;
+        SimulatorOptions o = optionsFor(PolicyKind::None, 10ms, 2);
+        o.cost.concurrency = {1.5};
+        o.observer = &records;
+        Simulator(o).run(together(2));
+        QCOMPARE(records.batches.size(), std::size_t(2));
+        std::sort(records.batches.begin(), records.batches.end(),
+                  [](const BatchRecord &a, const BatchRecord &b) { return a.executor < b.executor; });
+        QCOMPARE(records.batches[0].compute, Duration(10ms)); // alone when it started
+        QCOMPARE(records.batches[1].compute, Duration(15ms)); // beside the first
+    }
+
     // Under dynamic batching a busy executor lets requests pile up into
     // larger batches: with one instance the backlog leaves at max_batch_size.
     void busyExecutorsGrowBatches()

@@ -127,6 +127,15 @@ private slots:
         QVERIFY(std::isinf(two.p99S));
         QVERIFY(!two.sloMet);
 
+        // A request the model cannot take under any config is left out.
+        std::vector<TuneSample> withRefused = samples;
+        withRefused.push_back({995ms, {}, {}, 0, false, true});
+        const TuneFigures refused = figuresOf(withRefused, 101, slo);
+        QCOMPARE(refused.unservable, std::size_t(1));
+        QCOMPARE(refused.requests, std::size_t(100));
+        QCOMPARE(refused.p99S, 0.060);
+        QVERIFY(refused.sloMet);
+
         // Token level: TPOT = (total - ttft) / (tokens - 1).
         TuneSlo token;
         token.tpotP99 = 10ms;

@@ -421,6 +421,93 @@ private slots:
         QCOMPARE(f.store->summary(id + 1).status().code(), StatusCode::NotFound);
     }
 
+    // Schema 6: a request's TPOT and inter-token summary, a step's tokens
+    // and state; the summary's TTFT/TPOT percentiles and goodput against the
+    // session's goodput SLO.
+    void tokenTimingAndGoodput()
+    {
+        Fixture f;
+        const auto id = *f.store->startSession({});
+        const TimePoint epoch = SteadyClock::now();
+        auto sink = TraceSink::create(f.path, id, epoch);
+        QVERIFY(sink);
+        BatchingConfig config;
+        config.policy = PolicyKind::Continuous;
+        config.goodput.ttft = 30ms;
+        config.goodput.tpot = 5ms;
+        (*sink)->onConfigChanged({epoch, 1, "initial", "start", BatchingConfig{}});
+        (*sink)->onConfigChanged({epoch + 1ms, 2, "goodput", "rest", config}); // the last config's SLO counts
+        // 10 requests, one step each for simplicity: TTFT i*10 ms (i = 1..10),
+        // TPOT i ms over 4 tokens (gaps: i-1, i, i, i+1 ms).
+        for (int i = 1; i <= 10; ++i) {
+            BatchRecord step;
+            step.id = std::uint64_t(i);
+            step.policy = PolicyKind::Continuous;
+            step.size = 1;
+            step.prefillTokens = 8;
+            step.decodeTokens = i;
+            step.joined = 1;
+            step.running = 3;
+            step.waiting = i % 4;
+            step.kvTokens = 100 + i;
+            step.preempted = i == 7 ? 2 : 0;
+            RequestRecord r = request(std::uint64_t(i), epoch, std::chrono::milliseconds(i), 200ms, step.id);
+            r.outputTokens = 5;
+            r.timeToFirstToken = std::chrono::milliseconds(10 * i);
+            r.timePerOutputToken = std::chrono::milliseconds(i);
+            const Duration ms{std::chrono::milliseconds(1)};
+            r.interTokenLatencies = {ms * (i - 1), ms * i, ms * i, ms * (i + 1)};
+            (*sink)->onBatchCompleted(step, std::vector<RequestRecord>{r});
+        }
+        RequestRecord oneToken = request(11, epoch, 20ms, 20ms, 0); // a cache hit: TTFT = its 20 ms total
+        oneToken.outputTokens = 1;
+        oneToken.timeToFirstToken = {};
+        (*sink)->onRequestServedFromCache(oneToken);
+        (*sink)->start();
+        QVERIFY((*sink)->flush());
+
+        auto requests = f.store->requests(id);
+        QVERIFY2(requests, requests.status().toString().c_str());
+        QCOMPARE(requests->size(), std::size_t(11));
+        QCOMPARE(requests->at(2).timePerOutputToken, Duration(3ms));
+        QCOMPARE(requests->at(2).interTokenP50, Duration(3ms)); // median of 2, 3, 3, 4 (nearest rank)
+        QCOMPARE(requests->at(2).interTokenMax, Duration(4ms));
+        auto batches = f.store->batches(id);
+        QVERIFY(batches);
+        QCOMPARE(batches->size(), std::size_t(10));
+        const StoredBatch &b7 = batches->at(6);
+        QCOMPARE(b7.prefillTokens, 8);
+        QCOMPARE(b7.decodeTokens, 7);
+        QCOMPARE(b7.joined, 1);
+        QCOMPARE(b7.running, 3);
+        QCOMPARE(b7.waiting, 3);
+        QCOMPARE(b7.kvTokens, std::int64_t(107));
+        QCOMPARE(b7.preempted, 2);
+
+        auto s = f.store->summary(id);
+        QVERIFY2(s, s.status().toString().c_str());
+        QCOMPARE(s->completed, std::uint64_t(11));
+        QCOMPARE(s->ttftP50Ms, 50.0); // the ten generated TTFTs (the cache hit stores none)
+        QCOMPARE(s->ttftP90Ms, 90.0);
+        QCOMPARE(s->ttftP99Ms, 100.0);
+        QCOMPARE(s->tpotP50Ms, 5.0);
+        QCOMPARE(s->tpotP99Ms, 10.0);
+        QCOMPARE(s->sloTtftMs, 30.0);
+        QCOMPARE(s->sloTpotMs, 5.0);
+        QCOMPARE(s->sloE2eMs, 0.0);
+        // good: TTFT <= 30 ms and TPOT <= 5 ms -> i = 1, 2, 3, plus the cache hit
+        QCOMPARE(s->goodCompleted, std::uint64_t(4));
+        QCOMPARE(s->goodputRps, 4 / s->durationS);
+        const std::string table = formatSummary(*s);
+        QVERIFY2(table.find("ttft<=30ms tpot<=5ms") != std::string::npos, table.c_str());
+        QVERIFY(table.find("TPOT p99 (ms)") != std::string::npos);
+        const auto j = toJson(*s);
+        QCOMPARE(j["goodput_slo_ms"]["ttft"].get<double>(), 30.0);
+        QVERIFY(j["goodput_slo_ms"]["e2e"].is_null());
+        QCOMPARE(j["good_completed"].get<double>(), 4.0);
+        QCOMPARE(j["tpot_p90_ms"].get<double>(), 9.0);
+    }
+
     void nearestRankPercentiles()
     {
         QCOMPARE(nearestRank({}, 0.5), 0.0);

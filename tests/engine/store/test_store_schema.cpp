@@ -3,6 +3,7 @@
 // rows kept; foreign SQLite files, non-SQLite files and newer schemas are
 // refused with a clear message and left untouched.
 #include "engine/store/schema.h"
+#include "engine/store/session_summary.h"
 #include "engine/store/sqlite_db.h"
 #include "engine/store/trace_store.h"
 
@@ -134,6 +135,45 @@ private slots:
         QVERIFY((*store)->setSessionReplay(*id, replay));
         QVERIFY((*store)->session(*id)->replay == replay);
         QCOMPARE((*store)->setSessionReplay(12345, replay).code(), StatusCode::NotFound);
+    }
+
+    void migratesVersion5InPlace()
+    {
+        // Version 6 adds token-level timing: requests.tpot_ns and the ITL
+        // summary, batches' step columns; old rows read back as zeros.
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("v5.sqlite").toStdString();
+        {
+            auto db = rawOpen(path);
+            QVERIFY(store::migrate(db, 5));
+            QCOMPARE(*db.queryInt("PRAGMA user_version"), std::int64_t(5));
+            QVERIFY(db.exec("INSERT INTO sessions (id, kind, started_at_us, model) VALUES (4, 'live', 1000, 'x');"
+                            "INSERT INTO requests VALUES (4, 1, 10, 20, 30, 60, 25, 5, 3, 0, 1, 'ok', 'live');"
+                            "INSERT INTO batches VALUES (4, 1, 30, 30, 1, 5, 5, 5, 30, 'single', 'dynamic', 0, 0, "
+                            "1, 'ok');",
+                            "write version-5 rows"));
+            QVERIFY(!db.exec("SELECT tpot_ns FROM requests", "probe"));
+            QVERIFY(!db.exec("SELECT kv_tokens FROM batches", "probe"));
+        }
+        auto store = TraceStore::open(path);
+        QVERIFY2(store, store.status().toString().c_str());
+        QCOMPARE((*store)->schemaVersion(), store::kSchemaVersion);
+        auto requests = (*store)->requests(4);
+        QVERIFY2(requests, requests.status().toString().c_str());
+        QCOMPARE(requests->size(), std::size_t(1));
+        QCOMPARE(requests->at(0).timeToFirstToken, Duration(25));
+        QCOMPARE(requests->at(0).timePerOutputToken, Duration(0));
+        QCOMPARE(requests->at(0).interTokenMax, Duration(0));
+        auto batches = (*store)->batches(4);
+        QVERIFY(batches);
+        QCOMPARE(batches->at(0).size, 1);
+        QCOMPARE(batches->at(0).decodeTokens, 0);
+        QCOMPARE(batches->at(0).kvTokens, std::int64_t(0));
+        auto summary = (*store)->summary(4);
+        QVERIFY2(summary, summary.status().toString().c_str());
+        QCOMPARE(summary->ttftP50Ms, 25e-6);
+        QCOMPARE(summary->tpotP50Ms, 0.0); // no TPOT stored before version 6
+        QCOMPARE(summary->goodCompleted, std::uint64_t(1)); // no config, no SLO: every completed one
     }
 
     void refusesNewerSchema()

@@ -1,0 +1,141 @@
+#include "remote_load.h"
+
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+namespace bp::remote {
+
+namespace {
+
+nlohmann::json workloadJson(const WorkloadSpec &s)
+{
+    static const char *arrivals[] = {"poisson", "gamma", "constant", "bursts", "trace"};
+    static const char *lengths[] = {"fixed", "uniform", "trace"};
+    nlohmann::json j = {{"arrivals", arrivals[int(s.arrivals)]},
+                        {"rate", s.rate},
+                        {"lengths", lengths[int(s.lengths)]},
+                        {"max_new_tokens", s.maxNewTokens},
+                        {"seed", s.seed}};
+    if (s.arrivals == ArrivalKind::Bursts)
+        j["burst_size"] = s.burstSize;
+    if (s.lengths == LengthKind::Fixed)
+        j["input_tokens"] = s.fixedLength;
+    if (s.lengths == LengthKind::Uniform)
+        j["input_tokens"] = {s.minLength, s.maxLength};
+    if (s.lengths == LengthKind::Trace)
+        j["length_scale"] = s.lengthScale;
+    return j;
+}
+
+} // namespace
+
+Result<std::unique_ptr<RemoteLoad>> RemoteLoad::start(std::shared_ptr<TraceStore> store,
+                                                      std::unique_ptr<RemoteTarget> target, WorkloadSpec spec,
+                                                      std::string notes, RecorderOptions recorder)
+{
+    if (!target)
+        return Status(StatusCode::InvalidArgument, "no remote target");
+    if (Status s = spec.validate(); !s)
+        return s;
+    std::unique_ptr<RemoteLoad> load(new RemoteLoad);
+    load->m_target = std::move(target);
+    SessionStart start;
+    start.notes = std::move(notes);
+    start.replay = {{"traffic", workloadJson(spec)}};
+    auto session = RemoteSession::start(std::move(store), *load->m_target, start, recorder);
+    if (!session) {
+        (void)load->m_target->finish(true); // the scraper may have started
+        load->m_finished = true;
+        return session.status();
+    }
+    load->m_session = std::move(session.value());
+    load->m_thread = std::thread(
+        [self = load.get(), spec = std::move(spec), now = SteadyClock::now()] { self->run(spec, now); });
+    return load;
+}
+
+RemoteLoad::~RemoteLoad()
+{
+    stop();
+    finish(true);
+}
+
+Status RemoteLoad::restart(WorkloadSpec spec)
+{
+    if (Status s = spec.validate(); !s)
+        return s;
+    if (m_finished)
+        return Status(StatusCode::Unavailable, "the remote session has ended");
+    stop();
+    {
+        std::lock_guard lock(m_mutex);
+        m_stop = false;
+    }
+    m_thread = std::thread([this, spec = std::move(spec), now = SteadyClock::now()] { run(spec, now); });
+    return Status::ok();
+}
+
+void RemoteLoad::stop()
+{
+    {
+        std::lock_guard lock(m_mutex);
+        m_stop = true;
+    }
+    m_cv.notify_all();
+    if (m_thread.joinable())
+        m_thread.join();
+}
+
+nlohmann::json RemoteLoad::finish(bool cancel)
+{
+    if (m_finished)
+        return m_client;
+    stop();
+    m_finished = true;
+    m_client = m_target->finish(cancel); // every completion has run after this
+    m_session->end(m_client);
+    return m_client;
+}
+
+RemoteLoad::Counters RemoteLoad::counters() const
+{
+    Counters c;
+    c.sent = m_tally->sent.load();
+    c.accepted = m_tally->accepted.load();
+    c.rejected = m_tally->rejected.load();
+    c.completed = m_tally->completed.load();
+    c.failed = m_tally->failed.load();
+    return c;
+}
+
+void RemoteLoad::run(WorkloadSpec spec, TimePoint start)
+{
+#ifdef __linux__
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+#endif
+    WorkloadSchedule schedule(std::move(spec));
+    std::unique_lock lock(m_mutex);
+    while (!m_stop) {
+        auto a = schedule.next();
+        if (!a)
+            break;
+        const TimePoint when = start + a->offset;
+        if (m_cv.wait_until(lock, when, [this] { return m_stop; }))
+            break;
+        lock.unlock();
+        Request r;
+        r.id = m_nextId++;
+        r.tokens = schedule.tokens(a->inputTokens);
+        r.maxNewTokens = a->outputTokens;
+        r.arrival = when; // the scheduled time: our own lateness shows as latency
+        ++m_tally->sent;
+        const Status s = m_target->submit(std::move(r), [tally = m_tally](Response &&resp) {
+            ++(resp.status.isOk() ? tally->completed : tally->failed);
+        });
+        ++(s.isOk() ? m_tally->accepted : m_tally->rejected);
+        lock.lock();
+    }
+}
+
+} // namespace bp::remote
