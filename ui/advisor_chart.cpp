@@ -180,10 +180,7 @@ void AdvisorChart::setResult(const TuneResult &result, const TuneSlo &slo)
     chart()->setTitle(tr("Pareto front: %1 configs, %2 on the front%3")
                           .arg(result.candidates.size())
                           .arg(front.size())
-                          .arg(unplaced ? tr(" (%1 with no finite %2 not shown)")
-                                              .arg(unplaced)
-                                              .arg(bounds(slo) == 1 ? tr("p99") : tr("ratio"))
-                                        : QString()));
+                          .arg(unplaced ? tr("; %1 at ∞ not drawn").arg(unplaced) : QString()));
 }
 
 void AdvisorChart::setHighlighted(int candidate)

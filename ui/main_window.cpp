@@ -31,6 +31,8 @@
 #include <QToolBar>
 #include <QUndoStack>
 
+#include <algorithm>
+
 namespace bp::ui {
 
 MainWindow::MainWindow(const ConsoleContext &context, QWidget *parent)
@@ -81,6 +83,9 @@ MainWindow::MainWindow(const ConsoleContext &context, QWidget *parent)
                                 m_undo, this);
     m_advisorDock = addDock(tr("Advisor"), QStringLiteral("advisor"), m_advisor, Qt::RightDockWidgetArea);
     m_advisorDock->hide(); // View ▸ Advisor (Alt+5) or the toolbar
+    // The right column runs the full height, so the Advisor's chart and
+    // table are not squeezed above the Traces dock.
+    setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
     resizeDocks({m_docks[0]}, {320}, Qt::Horizontal);
     resizeDocks({m_docks[0], m_docks[1]}, {560, 330}, Qt::Vertical);
     resizeDocks({m_docks[2]}, {190}, Qt::Vertical);
@@ -274,7 +279,10 @@ void MainWindow::showTraces()
 
 void MainWindow::showAdvisor()
 {
-    m_advisorDock->show();
+    if (m_advisorDock->isHidden() && !m_advisorDock->isFloating()) {
+        m_advisorDock->show();
+        resizeDocks({m_advisorDock}, {std::max(560, width() * 2 / 5)}, Qt::Horizontal);
+    }
     m_advisorDock->raise();
 }
 

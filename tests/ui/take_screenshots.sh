@@ -76,8 +76,8 @@ run compare "set=max_batch_size:2;set=max_queue_delay:1ms;traffic=30;wait=30;tra
 #    mean rate, the predicted TTFT p99 next to the measured one.
 azure=${AZURE_TRACE:-../shared/traces/azure_llm_conv_2023.csv}
 if [[ " ${STEPS:-console traces compare advisor} " == *" advisor "* ]]; then
-  "$app" calibrate --model builtin:tiny-decoder --preset test --quick --db "$work/advisor.sqlite" >/dev/null
+  "$app" calibrate --model builtin:tiny-decoder --preset small --quick --db "$work/advisor.sqlite" >/dev/null
 fi
-run advisor "import=$azure;advise=source:trace:latest;advise=length_scale:0.125;advise=limit:3000;advise=slo:ttft_p99<=1s,tpot_p99<=100ms;advise=budget:200;advise=run;advise=apply;window=60;traffic=5;wait=25;screenshot=$out/advisor.png" \
-  --model builtin:tiny-decoder --preset test
+run advisor "import=$azure;advise=source:trace:latest;advise=length_scale:0.125;advise=limit:3000;advise=slo:ttft_p99<=1s,tpot_p99<=100ms;advise=budget:200;advise=run;advise=apply;window=60;traffic=6;wait=25;screenshot=$out/advisor.png" \
+  --model builtin:tiny-decoder --preset small
 ls -l $out
