@@ -224,6 +224,13 @@ struct Simulator::Impl {
         r.batch = batchRecordOf(batch, started, ended, GuardedRun{}, executor);
         const BatchRecord &br = r.batch;
         r.records.resize(n);
+        // Request-level generation decodes the whole batch in lockstep: the
+        // steps after the prefill share the rest of the charged run, so a
+        // member's tokens come one step apart (the engine's TPOT for it).
+        int longestOutput = 0;
+        for (std::size_t i = 0; i < n; ++i)
+            if (runs[i])
+                longestOutput = std::max(longestOutput, outputTokens(batch.items[i].request));
         for (std::size_t i = 0; i < n; ++i) {
             const Request &req = batch.items[i].request;
             RequestRecord &rec = r.records[i];
@@ -243,6 +250,10 @@ struct Simulator::Impl {
                                                     (double(charged.count()) / double(cost.run.count()))))
                             : cost.firstToken;
                     rec.timeToFirstToken = (started - req.arrival) + first;
+                    if (rec.outputTokens > 1 && longestOutput > 1 && charged > first) {
+                        rec.timePerOutputToken = (charged - first) / std::int64_t(longestOutput - 1);
+                        rec.interTokenLatencies.assign(std::size_t(rec.outputTokens - 1), rec.timePerOutputToken);
+                    }
                 }
                 rec.status = StatusCode::Ok;
             } else {

@@ -303,6 +303,10 @@ private slots:
         QCOMPARE(byId[2].outputTokens, 11);
         QCOMPARE(byId[1].timeToFirstToken,
                  Duration(1ms) + fromSeconds(1e-3)); // waited 1 ms, then the prefill
+        // lockstep decode: every member's tokens come one 0.2 ms step apart
+        QCOMPARE(byId[1].timePerOutputToken, fromSeconds(2e-4));
+        QCOMPARE(byId[2].timePerOutputToken, fromSeconds(2e-4));
+        QCOMPARE(byId[1].interTokenLatencies.size(), std::size_t(4));
         QCOMPARE(byId[3].status, StatusCode::OutOfRange);
     }
 
