@@ -115,12 +115,15 @@ private slots:
             if (r.outputTokens >= 2)
                 tpot.push_back(r.timePerOutputToken.count());
             // vLLM / DistServe: OK and within every set bound; no token = TTFT not met
-            if (r.outputTokens > 0 && r.timeToFirstToken <= Duration(2ms) &&
+            if (r.outputTokens > 0 && r.timeToFirstToken <= Duration(5ms) &&
                 r.timePerOutputToken <= Duration(1ms))
                 ++good;
         }
         QVERIFY(!tpot.empty());
-        QVERIFY(good > 0 && good < completed); // the SLO separates the requests
+        QVERIFY2(
+            good > 0 && good < completed,
+            qPrintable(
+                QStringLiteral("good %1 of %2").arg(good).arg(completed))); // the SLO separates the requests
         QCOMPARE(h["tpot_p50_ms"].get<double>(), rankMs(tpot, 0.50));
         QCOMPARE(h["tpot_p90_ms"].get<double>(), rankMs(tpot, 0.90));
         QCOMPARE(h["tpot_p99_ms"].get<double>(), rankMs(tpot, 0.99));
@@ -128,7 +131,7 @@ private slots:
         QCOMPARE(h["tpot_requests"].get<std::size_t>(), tpot.size());
         QCOMPARE(h["good_completed"].get<std::uint64_t>(), good);
         QCOMPARE(h["goodput_rps"].get<double>(), double(good) / h["duration_s"].get<double>());
-        QCOMPARE(h["goodput_slo_ms"]["ttft"].get<double>(), 2.0);
+        QCOMPARE(h["goodput_slo_ms"]["ttft"].get<double>(), 5.0);
         QCOMPARE(h["goodput_slo_ms"]["tpot"].get<double>(), 1.0);
         QVERIFY(h["goodput_slo_ms"]["e2e"].is_null());
     }
