@@ -54,6 +54,8 @@ ExtraFigures extraFigures(const std::vector<StoredRequest> &requests)
         f.generatedTokens += std::uint64_t(std::max(0, r.outputTokens));
         if (r.outputTokens > 0 && r.timeToFirstToken.count() > 0)
             ttft.push_back(r.timeToFirstToken.count());
+        if (r.outputTokens >= 2)
+            ++f.tpotRequests;
     }
     f.queueWaitP90Ms = percentiles(wait).p90Ms;
     f.compute = percentiles(std::move(compute));

@@ -7,6 +7,8 @@
 //    p50/p99, padding efficiency, mean batch size, rejects, dropped rows) is
 //    TraceStore::summary() unchanged: the report says what `batchpilot
 //    replay` and the console's compare view say;
+//  - generation (when the session generated tokens): TPOT percentiles and
+//    goodput with the SLO it was judged against are summary()'s;
 //  - the figures summary() does not have (queue wait p90, compute and time
 //    to first token percentiles, timeouts) are computed here from
 //    TraceStore::requests() with the store's own definitions: completed
@@ -46,6 +48,7 @@ struct ExtraFigures {
     std::optional<Percentiles> ttft; // time to first token; only when something was generated
     std::uint64_t timeouts = 0;     // deadline_exceeded (expired in the queue or past the deadline)
     std::uint64_t generatedTokens = 0; // output tokens of completed requests
+    std::uint64_t tpotRequests = 0;    // completed requests with 2+ tokens: those TPOT is over
 };
 
 struct ReportData {

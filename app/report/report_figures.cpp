@@ -146,6 +146,46 @@ std::vector<FigureRow> sessionFacts(const ReportData &d)
     return rows;
 }
 
+namespace {
+bool generated(const ReportData &d)
+{
+    return d.extra.generatedTokens > 0;
+}
+
+bool sloSet(const SessionSummary &s)
+{
+    return s.sloTtftMs > 0 || s.sloTpotMs > 0 || s.sloE2eMs > 0;
+}
+
+QString describeSlo(const SessionSummary &s)
+{
+    QStringList bounds;
+    if (s.sloTtftMs > 0)
+        bounds << QStringLiteral("TTFT ≤ %1 ms").arg(s.sloTtftMs);
+    if (s.sloTpotMs > 0)
+        bounds << QStringLiteral("TPOT ≤ %1 ms").arg(s.sloTpotMs);
+    if (s.sloE2eMs > 0)
+        bounds << QStringLiteral("end-to-end ≤ %1 ms").arg(s.sloE2eMs);
+    return bounds.join(QStringLiteral(", "));
+}
+
+// Goodput with the SLO it was judged against (the session's last config).
+FigureRow goodputRow(const ReportData &d)
+{
+    const SessionSummary &s = d.summary;
+    if (!sloSet(s))
+        return {QStringLiteral("Goodput"), QStringLiteral("%1 req/s").arg(formatNumber(s.goodputRps, 2)),
+                QStringLiteral("no goodput SLO set (goodput.* knobs): every completed request counts")};
+    const double share = s.completed ? 100.0 * double(s.goodCompleted) / double(s.completed) : 0.0;
+    return {QStringLiteral("Goodput"), QStringLiteral("%1 req/s").arg(formatNumber(s.goodputRps, 2)),
+            QStringLiteral("completed OK within %1: %2 of %3 completed (%4 %)")
+                .arg(describeSlo(s))
+                .arg(s.goodCompleted)
+                .arg(s.completed)
+                .arg(formatNumber(share, 1))};
+}
+} // namespace
+
 std::vector<FigureRow> headlineFigures(const ReportData &d)
 {
     const SessionSummary &s = d.summary;
@@ -169,6 +209,8 @@ std::vector<FigureRow> headlineFigures(const ReportData &d)
          s.droppedRows ? QStringLiteral("the logger could not keep up: figures miss these rows")
                        : QStringLiteral("every record was logged")},
     };
+    if (generated(d) || sloSet(s)) // an encoder's report stays as it was, unless it set an e2e SLO
+        rows.insert(rows.begin() + 7, goodputRow(d));
     return rows;
 }
 
@@ -188,6 +230,16 @@ std::vector<LatencyRow> latencyRows(const ReportData &d)
                         QStringLiteral("%1 generating requests").arg(x.ttft->count)});
     else
         rows.push_back({QStringLiteral("Time to first token"), {}, {}, {}, QStringLiteral("nothing was generated")});
+    if (x.tpotRequests > 0)
+        rows.push_back({QStringLiteral("Time per output token"), s.tpotP50Ms, s.tpotP90Ms, s.tpotP99Ms,
+                        QStringLiteral("(last − first token) / (n − 1); %1 requests with 2+ tokens")
+                            .arg(x.tpotRequests)});
+    else if (generated(d))
+        rows.push_back({QStringLiteral("Time per output token"),
+                        {},
+                        {},
+                        {},
+                        QStringLiteral("no request generated 2+ tokens")});
     return rows;
 }
 

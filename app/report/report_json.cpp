@@ -64,6 +64,7 @@ json headlineJson(const ReportData &d)
     percentiles(std::optional<Percentiles>(x.compute), "compute", j);
     percentiles(x.ttft, "ttft", j);
     j["ttft_requests"] = x.ttft ? x.ttft->count : 0;
+    j["tpot_requests"] = x.tpotRequests; // TPOT, goodput and its SLO are the summary's (above)
     j["timeouts"] = x.timeouts;
     j["generated_tokens"] = x.generatedTokens;
     return j;

@@ -68,6 +68,10 @@ std::unique_ptr<ReportFixture> buildReportFixture()
     options.batching.policy = PolicyKind::Dynamic;
     options.batching.maxBatchSize = 8;
     options.batching.maxQueueDelay = 2ms;
+    // Goodput: TTFT within 5 ms (queue wait + 150 µs: some make it, some
+    // do not) and TPOT within 1 ms (the paced 50 µs always does).
+    options.batching.goodput.ttft = 5ms;
+    options.batching.goodput.tpot = 1ms;
     options.backend = std::make_shared<PacedEchoBackend>(clock);
     options.clock = &clock;
     options.manualScheduling = true;

@@ -7,7 +7,8 @@
 //           third of them generating 1..3 tokens; every 97th has a 1 ms
 //           deadline (some expire: timeouts), every 250th is too long for
 //           the model (rejected at submit); a sample every second; the
-//           config changes at 3 s (max_batch_size 8 -> 16, delay 2 -> 8 ms).
+//           config changes at 3 s (max_batch_size 8 -> 16, delay 2 -> 8 ms);
+//           goodput SLO: TTFT <= 5 ms, TPOT <= 1 ms.
 //   replay: that session replayed on the virtual clock with max_batch_size 4.
 #pragma once
 

@@ -94,6 +94,14 @@ private slots:
                                   "Timeouts", "Rejected", "Dropped trace rows", "Config timeline", "builtin:echo"})
             QVERIFY2(html.contains(QLatin1String(label)), label);
         QVERIFY(html.contains("max_batch_size 8→16")); // the timeline's change
+        // generation: TPOT and goodput with the SLO it was judged against
+        QVERIFY(html.contains("Time per output token"));
+        QVERIFY(
+            html.contains(QStringLiteral("<td class=\"num\">%1 req/s</td>").arg(s.goodputRps, 0, 'f', 2)));
+        QVERIFY(
+            html.contains(QStringLiteral("completed OK within TTFT ≤ 5 ms, TPOT ≤ 1 ms: %1 of %2 completed")
+                              .arg(s.goodCompleted)
+                              .arg(s.completed)));
         // user text is escaped, never markup
         QVERIFY(html.contains("report fixture &lt;b&gt;not bold&lt;/b&gt;"));
         QVERIFY(!html.contains("<b>not bold</b>"));

@@ -1,6 +1,7 @@
 // The JSON report's figures equal the trace store's: the headline is
 // TraceStore::summary() key for key, the extra percentiles match the stored
-// request records (recomputed here by hand), the series are the metric
+// request records (recomputed here by hand), TPOT and goodput with the SLO
+// used match the records too, the series are the metric
 // samples, the timeline is the config history, and a replay carries the
 // comparison with its source. Sessions come from a real engine + TraceSink
 // (report_fixture.h).
@@ -17,6 +18,7 @@
 
 using namespace bp;
 using nlohmann::json;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -97,6 +99,41 @@ private slots:
         QCOMPARE(h["ttft_requests"].get<std::size_t>(), ttft.size());
         QCOMPARE(h["ttft_p50_ms"].get<double>(), rankMs(ttft, 0.50));
         QCOMPARE(h["ttft_p99_ms"].get<double>(), rankMs(ttft, 0.99));
+    }
+
+    // Issue 14 item 3: TPOT percentiles and goodput, with the SLO used,
+    // recomputed from the stored records.
+    void generationFiguresAndGoodput()
+    {
+        const json h = reportOf(*f->store, f->live)["headline"];
+        std::vector<std::int64_t> tpot;
+        std::uint64_t good = 0, completed = 0;
+        for (const StoredRequest &r : f->store->requests(f->live).value()) {
+            if (r.status != StatusCode::Ok)
+                continue;
+            ++completed;
+            if (r.outputTokens >= 2)
+                tpot.push_back(r.timePerOutputToken.count());
+            // vLLM / DistServe: OK and within every set bound; no token = TTFT not met
+            if (r.outputTokens > 0 && r.timeToFirstToken <= Duration(5ms) &&
+                r.timePerOutputToken <= Duration(1ms))
+                ++good;
+        }
+        QVERIFY(!tpot.empty());
+        QVERIFY2(
+            good > 0 && good < completed,
+            qPrintable(
+                QStringLiteral("good %1 of %2").arg(good).arg(completed))); // the SLO separates the requests
+        QCOMPARE(h["tpot_p50_ms"].get<double>(), rankMs(tpot, 0.50));
+        QCOMPARE(h["tpot_p90_ms"].get<double>(), rankMs(tpot, 0.90));
+        QCOMPARE(h["tpot_p99_ms"].get<double>(), rankMs(tpot, 0.99));
+        QCOMPARE(h["tpot_p50_ms"].get<double>(), 0.05); // the paced backend's 50 µs
+        QCOMPARE(h["tpot_requests"].get<std::size_t>(), tpot.size());
+        QCOMPARE(h["good_completed"].get<std::uint64_t>(), good);
+        QCOMPARE(h["goodput_rps"].get<double>(), double(good) / h["duration_s"].get<double>());
+        QCOMPARE(h["goodput_slo_ms"]["ttft"].get<double>(), 5.0);
+        QCOMPARE(h["goodput_slo_ms"]["tpot"].get<double>(), 1.0);
+        QVERIFY(h["goodput_slo_ms"]["e2e"].is_null());
     }
 
     void seriesAreTheMetricSamples()
