@@ -43,7 +43,8 @@ struct AdvisorResult {
     TuneResult tune;
     QString calibration; // "builtin:tiny-decoder (small, cpu, 2 threads), batch fit error 4.1%"
     std::size_t requests = 0;
-    double offeredPerS = 0; // the planned arrivals' rate
+    double offeredPerS = 0;    // the planned arrivals' rate
+    std::int64_t tuningId = 0; // stored in `tunings` (a finished search; 0: cancelled)
 };
 
 class AdvisorSearch : public QObject {

@@ -18,12 +18,11 @@
 namespace bp::ui {
 
 namespace {
-// LatencyTtftP99 / PredictedP99 / PredictedTtft: the Advisor's prediction
-// and the measured TTFT it is held against, hidden until a candidate is
-// applied live (the TTFT chart has the TTFT series of its own).
-enum LatencySeries { TotalP50, TotalP90, TotalP99, QueueP50, QueueP99, LatencyTtftP99, PredictedP99, PredictedTtft };
+// PredictedP99 / PredictedTtft / PredictedTpot: the Advisor's prediction,
+// next to the measured p99s, hidden until a candidate is applied live.
+enum LatencySeries { TotalP50, TotalP90, TotalP99, QueueP50, QueueP99, PredictedP99 };
 enum ThroughputSeries { Requests, InputTokens, OutputTokens, Goodput };
-enum TokenSeries { TtftP50, TtftP99, TpotP50, TpotP99, TtftSlo, TpotSlo };
+enum TokenSeries { TtftP50, TtftP99, TpotP50, TpotP99, TtftSlo, TpotSlo, PredictedTtft, PredictedTpot };
 enum SequenceSeries { Running, Waiting, Kv };
 enum UtilSeries { Busy, Cpu, Gpu, MemBw, MemUsed };
 enum PaddingSeries { Padding, MeanBatch };
@@ -52,15 +51,10 @@ ChartsView::ChartsView(QWidget *parent) : QWidget(parent), m_history(std::size_t
     m_latency->addSeries(tr("p99"), QColor(10, 40, 130), TimeChartView::Axis::Left, Qt::SolidLine, 2.2);
     m_latency->addSeries(tr("queue p50"), QColor(240, 170, 60), TimeChartView::Axis::Left, Qt::DashLine);
     m_latency->addSeries(tr("queue p99"), QColor(210, 100, 0), TimeChartView::Axis::Left, Qt::DashLine, 2);
-    // The Advisor's prediction and the measured TTFT it is held against
-    // (setPrediction): hidden until a candidate is applied live.
-    m_latency->addSeries(tr("TTFT p99"), QColor(200, 60, 140), TimeChartView::Axis::Left, Qt::SolidLine, 2);
-    m_latency->addSeries(tr("predicted p99"), QColor(10, 40, 130), TimeChartView::Axis::Left, Qt::DotLine,
+    // The Advisor's prediction (setPrediction): hidden until applied live.
+    m_latency->addSeries(tr("predicted p99"), QColor(10, 40, 130), TimeChartView::Axis::Left, Qt::DashDotLine,
                          2.4);
-    m_latency->addSeries(tr("predicted TTFT p99"), QColor(200, 60, 140), TimeChartView::Axis::Left,
-                         Qt::DotLine, 2.4);
-    for (int series : {LatencyTtftP99, PredictedP99, PredictedTtft})
-        m_latency->setSeriesVisible(series, false);
+    m_latency->setSeriesVisible(PredictedP99, false);
 
     m_throughput = new TimeChartView(tr("Throughput"), tr("requests/s"), this);
     m_throughput->addSeries(tr("requests/s"), QColor(30, 130, 60), TimeChartView::Axis::Left, Qt::SolidLine,
@@ -108,6 +102,12 @@ ChartsView::ChartsView(QWidget *parent) : QWidget(parent), m_history(std::size_t
     m_tokens->addSeries(tr("p99"), QColor(210, 100, 0), TimeChartView::Axis::Right, Qt::DashLine, 2.2);
     m_tokens->addSeries(tr("TTFT SLO"), QColor(10, 40, 130), TimeChartView::Axis::Left, Qt::DotLine, 1.6);
     m_tokens->addSeries(tr("TPOT SLO"), QColor(210, 100, 0), TimeChartView::Axis::Right, Qt::DotLine, 1.6);
+    m_tokens->addSeries(tr("predicted"), QColor(10, 40, 130), TimeChartView::Axis::Left, Qt::DashDotLine,
+                        2.4);
+    m_tokens->addSeries(tr("predicted"), QColor(210, 100, 0), TimeChartView::Axis::Right, Qt::DashDotLine,
+                        2.4);
+    m_tokens->setSeriesVisible(PredictedTtft, false);
+    m_tokens->setSeriesVisible(PredictedTpot, false);
     m_tokens->setRightAxisTitle(tr("TPOT ms"));
     m_tokens->setSeriesVisible(TtftSlo, false);
     m_tokens->setSeriesVisible(TpotSlo, false);
@@ -344,8 +344,6 @@ void ChartsView::redraw()
     m_latency->setPoints(QueueP50, points(&ChartSample::queueP50Ms));
     m_latency->setPoints(QueueP99, points(&ChartSample::queueP99Ms));
     drawPrediction(now);
-    if (m_prediction && m_prediction->ttftP99Ms > 0)
-        m_latency->setPoints(LatencyTtftP99, points(&ChartSample::ttftP99Ms));
     m_throughput->setPoints(Requests, points(&ChartSample::requestsPerS));
     m_throughput->setPoints(InputTokens, points(&ChartSample::inputTokensPerS));
     m_throughput->setPoints(OutputTokens, points(&ChartSample::outputTokensPerS));
@@ -401,24 +399,26 @@ void ChartsView::redraw()
 }
 
 void ChartsView::setPrediction(std::uint64_t configVersion, const QString &label, double p99Ms,
-                               double ttftP99Ms)
+                               double ttftP99Ms, double tpotP99Ms)
 {
-    m_prediction =
-        Prediction{configVersion, m_history.empty() ? 0 : m_history.latest().t, label, p99Ms, ttftP99Ms};
-    const bool ttft = ttftP99Ms > 0;
+    m_prediction = Prediction{
+        configVersion, m_history.empty() ? 0 : m_history.latest().t, label, p99Ms, ttftP99Ms, tpotP99Ms};
+    auto drawn = [](double v) { return std::isfinite(v) && v > 0; };
     m_latency->setSeriesName(PredictedP99, tr("predicted p99 (%1)").arg(label));
-    m_latency->setSeriesVisible(PredictedP99, std::isfinite(p99Ms) && p99Ms > 0);
-    m_latency->setSeriesVisible(LatencyTtftP99, ttft);
-    m_latency->setSeriesVisible(PredictedTtft, ttft && std::isfinite(ttftP99Ms));
+    m_latency->setSeriesVisible(PredictedP99, drawn(p99Ms));
+    m_tokens->setSeriesVisible(PredictedTtft, drawn(ttftP99Ms));
+    m_tokens->setSeriesVisible(PredictedTpot, drawn(tpotP99Ms));
     scheduleRedraw();
 }
 
 void ChartsView::clearPrediction()
 {
     m_prediction.reset();
-    for (int series : {LatencyTtftP99, PredictedP99, PredictedTtft}) {
-        m_latency->setPoints(series, {});
-        m_latency->setSeriesVisible(series, false);
+    m_latency->setPoints(PredictedP99, {});
+    m_latency->setSeriesVisible(PredictedP99, false);
+    for (int series : {PredictedTtft, PredictedTpot}) {
+        m_tokens->setPoints(series, {});
+        m_tokens->setSeriesVisible(series, false);
     }
     scheduleRedraw();
 }
@@ -435,7 +435,8 @@ void ChartsView::drawPrediction(double now)
         return std::isfinite(v) && v > 0 ? QList<QPointF>{QPointF(from, v), QPointF(0, v)} : QList<QPointF>{};
     };
     m_latency->setPoints(PredictedP99, line(m_prediction->p99Ms));
-    m_latency->setPoints(PredictedTtft, line(m_prediction->ttftP99Ms));
+    m_tokens->setPoints(PredictedTtft, line(m_prediction->ttftP99Ms));
+    m_tokens->setPoints(PredictedTpot, line(m_prediction->tpotP99Ms));
 }
 
 void ChartsView::redrawBatchSizes()

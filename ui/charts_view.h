@@ -54,10 +54,12 @@ public:
     TimeChartView *throughputChart() const { return m_throughput; }
 
     // A prediction to hold the live latency against (the Advisor dock's
-    // applied candidate): dashed reference lines at the predicted p99 (and
-    // TTFT p99 when > 0, with the measured TTFT p99 next to it) from the
+    // applied candidate): dash-dotted reference lines at the predicted p99
+    // on the latency chart and, when > 0, the predicted TTFT p99 and TPOT
+    // p99 on the TTFT/TPOT chart, next to the measured p99s, from the
     // config change `configVersion` on (from now when no such marker).
-    void setPrediction(std::uint64_t configVersion, const QString &label, double p99Ms, double ttftP99Ms);
+    void setPrediction(std::uint64_t configVersion, const QString &label, double p99Ms, double ttftP99Ms = 0,
+                       double tpotP99Ms = 0);
     void clearPrediction();
     bool hasPrediction() const { return m_prediction.has_value(); }
     TimeChartView *latencyChart() const { return m_latency; }
@@ -83,7 +85,7 @@ private:
         std::uint64_t version = 0;
         double fromT = 0; // engine uptime; the marker's time when it arrives
         QString label;
-        double p99Ms = 0, ttftP99Ms = 0;
+        double p99Ms = 0, ttftP99Ms = 0, tpotP99Ms = 0;
     };
     void drawPrediction(double now);
 

@@ -110,7 +110,7 @@ MainWindow::MainWindow(const ConsoleContext &context, QWidget *parent)
         statusBar()->showMessage(tr("Applied: %1").arg(summary), 4000);
     });
     connect(m_advisor, &AdvisorDock::predictionApplied, this, [this](const AdvisorPrediction &p) {
-        m_charts->setPrediction(p.configVersion, p.label, p.p99Ms, p.ttftP99Ms);
+        m_charts->setPrediction(p.configVersion, p.label, p.p99Ms, p.ttftP99Ms, p.tpotP99Ms);
         showPage(Page::Live);
     });
     connect(m_advisor, &AdvisorDock::configApplied, this, [this](const QString &summary) {

@@ -98,6 +98,7 @@ private slots:
         QVERIFY(r.recommended.has_value());
         QVERIFY(r.candidates.size() >= 10);
         QCOMPARE(f.dock->result()->requests, std::size_t(300));
+        QVERIFY(f.dock->result()->tuningId > 0); // stored as `batchpilot tune` stores one
 
         // The table: the best candidates, the recommendation first, each a
         // config with its predicted figures.
@@ -201,7 +202,7 @@ private slots:
         // predicted p99 as a reference line from it.
         ChartsView charts;
         charts.addSnapshot(std::make_shared<const Snapshot>(s));
-        charts.setPrediction(p.configVersion, p.label, p.p99Ms, p.ttftP99Ms);
+        charts.setPrediction(p.configVersion, p.label, p.p99Ms, p.ttftP99Ms, p.tpotP99Ms);
         QSignalSpy redrawn(&charts, &ChartsView::redrawn);
         charts.show();
         QTRY_VERIFY(redrawn.count() > 0);
