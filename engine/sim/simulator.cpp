@@ -252,7 +252,8 @@ struct Simulator::Impl {
                     rec.timeToFirstToken = (started - req.arrival) + first;
                     if (rec.outputTokens > 1 && longestOutput > 1 && charged > first) {
                         rec.timePerOutputToken = (charged - first) / std::int64_t(longestOutput - 1);
-                        rec.interTokenLatencies.assign(std::size_t(rec.outputTokens - 1), rec.timePerOutputToken);
+                        rec.interTokenLatencies.assign(std::size_t(rec.outputTokens - 1),
+                                                       rec.timePerOutputToken);
                     }
                 }
                 rec.status = StatusCode::Ok;
