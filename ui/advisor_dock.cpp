@@ -53,6 +53,13 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
     m_source->setToolTip(tr("The arrivals to tune for: an imported trace or a recorded session"));
     form->addRow(tr("&Source"), m_source);
 
+    // A row whose field is a layout gets no buddy from QFormLayout (its
+    // mnemonic would show as a literal '&'): label it with one.
+    auto buddyLabel = [this](const QString &text, QWidget *buddy) {
+        auto *label = new QLabel(text, this);
+        label->setBuddy(buddy);
+        return label;
+    };
     auto *load = new QHBoxLayout;
     m_speed = new QDoubleSpinBox(this);
     m_speed->setRange(0.01, 10000);
@@ -74,7 +81,7 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
     load->addWidget(m_lengthScale);
     load->addWidget(new QLabel(tr("limit"), this));
     load->addWidget(m_limit, 1);
-    form->addRow(tr("Spee&d"), load);
+    form->addRow(buddyLabel(tr("Spee&d"), m_speed), load);
 
     m_sloKind = new QComboBox(this);
     m_sloKind->addItem(tr("p99 latency (end to end)"));
@@ -110,7 +117,7 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
     refresh->setFixedWidth(refresh->fontMetrics().horizontalAdvance(QStringLiteral("↻")) + 20);
     calRow->addWidget(m_calibration, 1);
     calRow->addWidget(refresh);
-    form->addRow(tr("&Calibration"), calRow);
+    form->addRow(buddyLabel(tr("&Calibration"), m_calibration), calRow);
     m_calibrationNote = new QLabel(this);
     m_calibrationNote->setWordWrap(true);
     m_calibrationNote->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -131,7 +138,7 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
     effort->addWidget(m_budget, 1);
     effort->addWidget(new QLabel(tr("instances ≤"), this));
     effort->addWidget(m_instances);
-    form->addRow(tr("&Budget"), effort);
+    form->addRow(buddyLabel(tr("&Budget"), m_budget), effort);
 
     auto *runRow = new QHBoxLayout;
     m_run = new QPushButton(tr("&Run search"), this);

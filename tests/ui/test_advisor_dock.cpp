@@ -222,6 +222,21 @@ private slots:
         QCOMPARE(f.engine->config().queueCapacity, 777);
     }
 
+    // A mnemonic label without a buddy shows its '&' literally ("Spee&d").
+    void everyMnemonicLabelHasABuddy()
+    {
+        Fixture f(10, 0.01, false);
+        int mnemonics = 0;
+        for (const QLabel *label : f.dock->findChildren<QLabel *>()) {
+            const QString text = label->text();
+            if (!text.contains(QLatin1Char('&')) || label->textFormat() == Qt::RichText)
+                continue;
+            ++mnemonics;
+            QVERIFY2(label->buddy(), qPrintable(text));
+        }
+        QVERIFY(mnemonics >= 5);
+    }
+
     void withoutACalibrationItSaysCalibrateFirst()
     {
         Fixture f(50, 0.01, false);
