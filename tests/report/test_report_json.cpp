@@ -108,7 +108,8 @@ private slots:
         const json h = reportOf(*f->store, f->live)["headline"];
         std::vector<std::int64_t> tpot;
         std::uint64_t good = 0, completed = 0;
-        for (const StoredRequest &r : f->store->requests(f->live).value()) {
+        const std::vector<StoredRequest> requests = f->store->requests(f->live).value();
+        for (const StoredRequest &r : requests) {
             if (r.status != StatusCode::Ok)
                 continue;
             ++completed;
