@@ -8,6 +8,7 @@
 #include "engine/config_json.h"
 #include "engine/sim/calibration_store.h"
 #include "engine/sim/tuner.h"
+#include "engine/sim/tuning_document.h"
 #include "engine/store/replay_plan.h"
 #include "engine/store/replayer.h"
 #include "engine/store/trace_store.h"
@@ -65,26 +66,6 @@ QString ms(double seconds)
     if (std::isinf(seconds))
         return QStringLiteral("inf");
     return QString::number(seconds * 1e3, 'f', seconds < 0.01 ? 2 : 1);
-}
-
-nlohmann::json figuresJson(const TuneFigures &f)
-{
-    auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
-    return {{"requests", f.requests},
-            {"completed", f.completed},
-            {"good", f.good},
-            {"throughput_rps", num(f.throughputPerS)},
-            {"goodput_rps", num(f.goodputPerS)},
-            {"p50_ms", num(f.p50S * 1e3)},
-            {"p99_ms", num(f.p99S * 1e3)},
-            {"ttft_p50_ms", num(f.ttftP50S * 1e3)},
-            {"ttft_p99_ms", num(f.ttftP99S * 1e3)},
-            {"tpot_p50_ms", num(f.tpotP50S * 1e3)},
-            {"tpot_p99_ms", num(f.tpotP99S * 1e3)},
-            {"unservable", f.unservable},
-            {"mean_batch", f.meanBatch},
-            {"slo_ratio", num(f.sloRatio)},
-            {"slo_met", f.sloMet}};
 }
 
 // The measured figures of a recorded session (the verification replay).
@@ -276,43 +257,18 @@ int runTune(const AppOptions &options)
     }
 
     // The result as stored (without the candidates) and printed by --json.
-    nlohmann::json front = nlohmann::json::array();
-    for (std::size_t i : r.pareto)
-        front.push_back(
-            {{"label", r.candidates[i].label}, {"predicted", figuresJson(r.candidates[i].figures)}});
-    nlohmann::json j{
-        {"source", {{"kind", args.has("trace") ? "trace" : "session"}, {"id", ro.source.id}}},
-        {"requests", plan->requests.size()},
-        {"offered_rps", offered},
-        {"speed", ro.speed},
-        {"length_scale", ro.lengthScale},
-        {"limit", ro.limit},
-        {"slo", describe(*slo)},
-        {"objective", std::string(tuneObjectiveName(*objective))},
-        {"calibration",
-         {{"id", cal.id}, {"describe", cal.describe()}, {"batch_fit_error", toJson(cal.batchError)}}},
-        {"evaluated", r.candidates.size()},
-        {"grid", r.coarse},
-        {"capacity_probes", r.probes},
-        {"wall_s", r.wallSeconds},
-        {"jobs", to.threads},
-        {"cancelled", r.cancelled},
-        {"any_met", r.anyMet},
-        {"pareto_front", front},
-        {"recommended",
-         {{"index", *r.recommended},
-          {"label", rec.label},
-          {"config", toJson(rec.config)},
-          {"predicted", figuresJson(rec.figures)},
-          {"capacity_speed", r.capacity},
-          {"capacity_rps", r.capacity * offered}}}};
-    StoredTuning stored;
-    (ro.source.kind == ReplaySource::Kind::Trace ? stored.sourceTraceId : stored.sourceSessionId) =
-        ro.source.id;
-    stored.calibrationId = cal.id;
-    stored.slo = describe(*slo);
-    stored.objective = std::string(tuneObjectiveName(*objective));
-    stored.result = j;
+    TuningContext context;
+    context.source = ro.source;
+    context.requests = plan->requests.size();
+    context.offeredPerS = offered;
+    context.speed = ro.speed;
+    context.lengthScale = ro.lengthScale;
+    context.limit = ro.limit;
+    context.slo = *slo;
+    context.objective = *objective;
+    context.jobs = to.threads;
+    nlohmann::json j = tuningDocument(r, context, cal);
+    const StoredTuning stored = storedTuning(j, context, cal);
     auto tuningId = saveTuning(**store, stored);
     if (!tuningId)
         return fail(QStringLiteral("cannot store the result: ") + q(tuningId.status().message()));
@@ -364,7 +320,7 @@ int runTune(const AppOptions &options)
                              {"wall_s", verified->wallSeconds},
                              {"max_lateness_us", toMicros(verified->maxLateness)},
                              {"cancelled", verified->cancelled},
-                             {"measured", figuresJson(*measured)}};
+                             {"measured", tuneFiguresJson(*measured)}};
         if (Status s = setTuningVerification(**store, *tuningId, verified->sessionId, j["verification"]); !s)
             return fail(QStringLiteral("cannot store the verification: ") + q(s.message()));
     }
@@ -376,7 +332,7 @@ int runTune(const AppOptions &options)
         for (const TuneCandidate &c : r.candidates)
             candidates.push_back({{"label", c.label},
                                   {"config", toJson(c.config)},
-                                  {"predicted", figuresJson(c.figures)},
+                                  {"predicted", tuneFiguresJson(c.figures)},
                                   {"pareto", c.pareto}});
         j["candidates"] = candidates;
         j["pareto"] = r.pareto;

@@ -2,6 +2,7 @@
 
 #include "engine/config_json.h"
 #include "engine/sim/calibration_store.h"
+#include "engine/sim/tuning_document.h"
 #include "engine/store/replay_plan.h"
 #include "engine/store/tuning_store.h"
 
@@ -11,72 +12,23 @@ namespace bp::ui {
 
 namespace {
 
-// The figures as `batchpilot tune --json` writes them (app/cmd_tune.cpp), so
-// that the report's Recommendation section reads a tuning from the dock
-// like one from the command line.
-nlohmann::json figuresJson(const TuneFigures &f)
-{
-    auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
-    return {{"requests", f.requests},
-            {"completed", f.completed},
-            {"good", f.good},
-            {"unservable", f.unservable},
-            {"throughput_rps", num(f.throughputPerS)},
-            {"goodput_rps", num(f.goodputPerS)},
-            {"p50_ms", num(f.p50S * 1e3)},
-            {"p99_ms", num(f.p99S * 1e3)},
-            {"ttft_p50_ms", num(f.ttftP50S * 1e3)},
-            {"ttft_p99_ms", num(f.ttftP99S * 1e3)},
-            {"tpot_p50_ms", num(f.tpotP50S * 1e3)},
-            {"tpot_p99_ms", num(f.tpotP99S * 1e3)},
-            {"mean_batch", f.meanBatch},
-            {"slo_ratio", num(f.sloRatio)},
-            {"slo_met", f.sloMet}};
-}
-
 // Stores a finished search in the `tunings` table (as `batchpilot tune`
 // does, without a verification replay): reports of a tuned session show it.
 Result<std::int64_t> storeTuning(const TraceStore &store, const AdvisorResult &a, const Calibration &cal)
 {
-    const TuneResult &r = a.tune;
-    const TuneCandidate &rec = r.candidates[*r.recommended];
-    nlohmann::json front = nlohmann::json::array();
-    for (std::size_t i : r.pareto)
-        front.push_back(
-            {{"label", r.candidates[i].label}, {"predicted", figuresJson(r.candidates[i].figures)}});
     const AdvisorRequest &q = a.request;
-    const bool trace = q.source.kind == ReplaySource::Kind::Trace;
-    StoredTuning t;
-    (trace ? t.sourceTraceId : t.sourceSessionId) = q.source.id;
-    t.calibrationId = cal.id;
-    t.slo = describe(q.slo);
-    t.objective = std::string(tuneObjectiveName(q.objective));
-    t.result = {{"source", {{"kind", trace ? "trace" : "session"}, {"id", q.source.id}}},
-                {"origin", "console advisor"},
-                {"requests", a.requests},
-                {"offered_rps", a.offeredPerS},
-                {"speed", q.speed},
-                {"length_scale", q.lengthScale},
-                {"limit", q.limit},
-                {"slo", t.slo},
-                {"objective", t.objective},
-                {"calibration",
-                 {{"id", cal.id}, {"describe", cal.describe()}, {"batch_fit_error", toJson(cal.batchError)}}},
-                {"evaluated", r.candidates.size()},
-                {"grid", r.coarse},
-                {"capacity_probes", r.probes},
-                {"wall_s", r.wallSeconds},
-                {"jobs", q.threads},
-                {"cancelled", r.cancelled},
-                {"any_met", r.anyMet},
-                {"pareto_front", front},
-                {"recommended",
-                 {{"index", *r.recommended},
-                  {"label", rec.label},
-                  {"config", toJson(rec.config)},
-                  {"predicted", figuresJson(rec.figures)},
-                  {"capacity_speed", r.capacity},
-                  {"capacity_rps", r.capacity * a.offeredPerS}}}};
+    TuningContext context;
+    context.source = q.source;
+    context.requests = a.requests;
+    context.offeredPerS = a.offeredPerS;
+    context.speed = q.speed;
+    context.lengthScale = q.lengthScale;
+    context.limit = q.limit;
+    context.slo = q.slo;
+    context.objective = q.objective;
+    context.jobs = q.threads;
+    context.origin = "console advisor";
+    const StoredTuning t = storedTuning(tuningDocument(a.tune, context, cal), context, cal);
     return saveTuning(store, t);
 }
 

@@ -73,7 +73,7 @@ QString recommendationHtml(const ReportData &d, const QString &tableOpen, const 
                 ? QStringLiteral("Verified by the real-clock replay in session %1.").arg(*t.verifySessionId)
                 : QStringLiteral("Not verified by a real replay.");
         h += QStringLiteral(
-                 "<p><code>batchpilot tune</code> (tuning %1) searched %2 configs in simulation for the SLO "
+                 "<p>%10 (tuning %1) searched %2 configs in simulation for the SLO "
                  "%3, objective %4, with calibration %5, and recommends <code>%6</code>; it predicts that "
                  "config meets the SLO up to %7× the tuned load (%8 req/s). %9</p>\n")
                  .arg(t.id)
@@ -83,7 +83,10 @@ QString recommendationHtml(const ReportData &d, const QString &tableOpen, const 
                  .arg(e(rec.value("label", std::string("?"))))
                  .arg(QString::number(rec.value("capacity_speed", 0.0), 'f', 2))
                  .arg(QString::number(rec.value("capacity_rps", 0.0), 'f', 1))
-                 .arg(role);
+                 .arg(role)
+                 .arg(r.value("origin", std::string()) == "console advisor"
+                          ? QStringLiteral("The console's Advisor")
+                          : QStringLiteral("<code>batchpilot tune</code>"));
         h += tableOpen +
              QStringLiteral("<tr><th></th><th>predicted</th>%1</tr>\n")
                  .arg(measured.is_object() ? QStringLiteral("<th>measured</th><th>error</th>") : QString());
