@@ -56,6 +56,9 @@ void printCalibration(QTextStream &out, const Calibration &c)
                    .arg(k[9] * 1e6, 0, 'g', 4)
                    .arg(k[10] * 1e6, 0, 'g', 4);
     out << QStringLiteral("  serving overhead per batch: %1 us\n").arg(c.cost.overheadS * 1e6, 0, 'f', 1);
+    if (c.cost.stepOverheadS > 0)
+        out << QStringLiteral("  serving overhead per continuous step: %1 us\n")
+                   .arg(c.cost.stepOverheadS * 1e6, 0, 'f', 1);
     if (!c.cost.concurrency.empty()) {
         QStringList k;
         for (std::size_t i = 0; i < c.cost.concurrency.size(); ++i)
@@ -211,7 +214,10 @@ int runCalibrate(const AppOptions &options)
         if (!rows)
             return fail(q(rows.status().message()));
         observations.insert(observations.end(), rows->batches.begin(), rows->batches.end());
-        key.cost.overheadS = rows->overheadS;
+        if (rows->overheadSamples > 0)
+            key.cost.overheadS = rows->overheadS;
+        if (rows->stepOverheadSamples > 0)
+            key.cost.stepOverheadS = rows->stepOverheadS;
         sources << QStringLiteral("session %1 (%2 batches%3)")
                        .arg(id)
                        .arg(rows->batches.size())

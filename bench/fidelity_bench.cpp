@@ -416,16 +416,20 @@ int runFidelityBench(const Args &args)
         // real runs of this trace (leave-one-out: never the run it predicts)
         auto calibrationFor = [&](std::size_t i) -> Result<Calibration> {
             std::vector<CostObservation> obs = *measured;
-            std::vector<double> overheads;
+            std::vector<double> overheads, stepOverheads;
             for (std::size_t j = 0; j < realRows.size(); ++j) {
                 if (j == i)
                     continue;
                 obs.insert(obs.end(), realRows[j].batches.begin(), realRows[j].batches.end());
-                overheads.push_back(realRows[j].overheadS);
+                if (realRows[j].overheadSamples > 0)
+                    overheads.push_back(realRows[j].overheadS);
+                if (realRows[j].stepOverheadSamples > 0)
+                    stepOverheads.push_back(realRows[j].stepOverheadS);
             }
             Calibration k = key;
             k.source = "profile + sessions (leave-one-out)";
             k.cost.overheadS = median(overheads);
+            k.cost.stepOverheadS = median(stepOverheads);
             return calibrate(k, obs);
         };
 

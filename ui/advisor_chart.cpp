@@ -169,9 +169,11 @@ void AdvisorChart::setResult(const TuneResult &result, const TuneSlo &slo)
             m_recommended->append(p);
     }
     m_selected->clear();
-    // Whole decades around the points and the bound.
-    const double xMin = std::pow(10, std::floor(std::log10(lo))),
-                 xMax = std::pow(10, std::ceil(std::log10(hi)));
+    // Whole decades around the points and the bound, with room on both
+    // sides: a bound or a point on a whole decade (a 10 ms SLO) would
+    // otherwise sit on the chart's edge, where its line cannot be seen.
+    const double xMin = std::pow(10, std::floor(std::log10(lo * 0.9))),
+                 xMax = std::pow(10, std::ceil(std::log10(hi * 1.1)));
     m_x->setRange(xMin, xMax > xMin ? xMax : xMin * 10);
     const double yMax = TimeChartView::niceCeiling(top * 1.08);
     m_y->setRange(0, yMax);

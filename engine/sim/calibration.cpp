@@ -364,11 +364,14 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
         m.wants.push_back(r.outputTokens);
         m.handoff = r.total - r.queueWait - r.compute;
     }
-    // Step rows (policy continuous) record their items and tokens, not the
-    // context each attends to: the decodes are charged the session's mean
-    // decode context (over the completed requests' generated tokens), and a
-    // step that fed more than one token to an item is taken as one prompt
-    // chunk (its tokens beyond the decodes) beside n − 1 decodes.
+    // Step rows (policy continuous) record their items and the tokens fed
+    // (prompt chunks and decodes apart, schema 6), not the context each
+    // attends to: the decodes are charged the session's mean decode context
+    // (over the completed requests' generated tokens), and the prompt chunks
+    // of a step are taken as equal and attending only to themselves. A row
+    // without the split (older sessions) is taken as one prompt chunk (its
+    // tokens beyond the decodes) beside n − 1 decodes when it fed more than
+    // one token to an item.
     double contextSum = 0, decodeTokens = 0;
     for (const StoredRequest &r : *requests)
         if (r.status == StatusCode::Ok && r.outputTokens > 0) {
@@ -378,13 +381,21 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
     const double meanContext = decodeTokens > 0 ? contextSum / decodeTokens : 0;
     auto stepShapeOf = [&](const StoredBatch &b) {
         StepShape shape;
-        shape.decodes = b.paddedLength > 1 ? b.size - 1 : b.size;
-        shape.decodeContext = std::int64_t(std::llround(shape.decodes * meanContext));
-        if (b.paddedLength > 1) {
-            shape.prefills = 1;
-            shape.prefillTokens = std::max<std::int64_t>(1, b.realTokens - shape.decodes);
-            shape.prefillAttention = shape.prefillTokens * shape.prefillTokens;
+        if (b.decodeTokens + b.prefillTokens > 0) {
+            shape.decodes = b.decodeTokens;
+            shape.prefills = std::max(0, b.size - b.decodeTokens);
+            shape.prefillTokens = b.prefillTokens;
+            if (shape.prefills > 0)
+                shape.prefillAttention = shape.prefillTokens * shape.prefillTokens / shape.prefills;
+        } else {
+            shape.decodes = b.paddedLength > 1 ? b.size - 1 : b.size;
+            if (b.paddedLength > 1) {
+                shape.prefills = 1;
+                shape.prefillTokens = std::max<std::int64_t>(1, b.realTokens - shape.decodes);
+                shape.prefillAttention = shape.prefillTokens * shape.prefillTokens;
+            }
         }
+        shape.decodeContext = std::int64_t(std::llround(shape.decodes * meanContext));
         return shape;
     };
     // Which batches overlapped another one (several executors): sorted by
@@ -408,35 +419,49 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
     }
 
     SessionObservations out;
-    std::vector<double> handoffs, gaps;
+    std::vector<double> handoffs, gaps, stepGaps;
     std::map<int, const StoredBatch *> lastOnExecutor;
     for (std::size_t index = 0; index < batches->size(); ++index) {
         const StoredBatch &b = (*batches)[index];
         if (b.status != StatusCode::Ok || b.compute <= Duration::zero())
             continue;
         const Members &m = members[b.batchId];
+        const bool step = b.policy == PolicyKind::Continuous;
         if (overlapped[index])
             ++out.overlapped;
-        else if (b.policy == PolicyKind::Continuous)
+        else if (step)
             out.batches.push_back({CostObservation::Kind::Iteration,
                                    CostModel::iterationTerms(stepShapeOf(b)), toSeconds(b.compute)});
         else
             out.batches.push_back({CostObservation::Kind::Batch,
                                    CostModel::batchTerms(generative, b.size, b.paddedLength, m.wants),
                                    toSeconds(b.compute)});
-        handoffs.push_back(toSeconds(m.handoff));
-        // A batch that was ready before its executor's previous batch ended
-        // waited only for the executor: the gap between that end and its
-        // dispatch is the serving path's per-batch cost.
+        if (!step)
+            handoffs.push_back(toSeconds(m.handoff));
         if (auto it = lastOnExecutor.find(b.executor); it != lastOnExecutor.end()) {
             const StoredBatch &prev = *it->second;
             const Duration prevEnd = prev.dispatched + members[prev.batchId].handoff + prev.compute;
-            if (b.intended <= prevEnd && b.dispatched >= prevEnd)
+            if (step && prev.policy == PolicyKind::Continuous) {
+                // A step with decodes follows one whose sequences were still
+                // running when it ended: the gap is the serving path's.
+                if (b.decodeTokens > 0 && b.dispatched >= prevEnd)
+                    stepGaps.push_back(toSeconds(b.dispatched - prevEnd));
+            } else if (!step && b.intended <= prevEnd && b.dispatched >= prevEnd) {
+                // A batch that was ready before its executor's previous
+                // batch ended waited only for the executor: the gap between
+                // that end and its dispatch is the serving path's per-batch
+                // cost.
                 gaps.push_back(toSeconds(b.dispatched - prevEnd));
+            }
         }
         lastOnExecutor[b.executor] = &b;
     }
-    out.overheadS = std::max(0.0, median(handoffs)) + median(gaps);
+    if (!handoffs.empty()) {
+        out.overheadS = std::max(0.0, median(handoffs)) + median(gaps);
+        out.overheadSamples = handoffs.size();
+    }
+    out.stepOverheadS = median(stepGaps);
+    out.stepOverheadSamples = stepGaps.size();
     return out;
 }
 
@@ -447,9 +472,11 @@ Result<Calibration> calibrate(const Calibration &key, std::span<const CostObserv
         return fit.status();
     Calibration c = key;
     const double overhead = c.cost.overheadS;
+    const double stepOverhead = c.cost.stepOverheadS;
     const std::vector<double> concurrency = c.cost.concurrency;
     c.cost = fit->model;
     c.cost.overheadS = overhead;
+    c.cost.stepOverheadS = stepOverhead;
     c.cost.concurrency = concurrency;
     c.error = fit->error;
     c.batchError = fit->batchError;

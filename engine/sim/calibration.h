@@ -104,15 +104,26 @@ struct SessionObservations {
     // the contention that CostModel::concurrency charges apart).
     std::vector<CostObservation> batches;
     std::size_t overlapped = 0;
-    // Median per batch of (completion − dispatch − compute) over the
-    // session's batches: the serving path's own cost. 0 when unknown.
+    // The serving path's own cost per request-level batch: the median
+    // hand-off (dispatch to start) plus the median gap between a batch's
+    // end and the dispatch of the next one on its executor when that one
+    // was ready before (it waited only for the executor). 0 when unknown
+    // (overheadSamples 0: no such pair of batches).
     double overheadS = 0;
+    std::size_t overheadSamples = 0;
+    // The same per step of policy `continuous`: the median gap between a
+    // step's end and the dispatch of the next step on its executor when
+    // that step has decodes (its sequences were running at the end of the
+    // one before, so nothing but the serving path kept it waiting).
+    double stepOverheadS = 0;
+    std::size_t stepOverheadSamples = 0;
 };
 Result<SessionObservations> sessionObservations(const TraceStore &store, std::int64_t sessionId,
                                                 bool generative);
 
 // Fits the cost model to `observations`; everything else (key, facts,
-// source, cost.overheadS, cost.concurrency) is taken from `key`.
+// source, cost.overheadS, cost.stepOverheadS, cost.concurrency) is taken
+// from `key`.
 Result<Calibration> calibrate(const Calibration &key, std::span<const CostObservation> observations);
 
 nlohmann::json toJson(const Calibration &c);

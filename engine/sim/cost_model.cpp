@@ -368,6 +368,7 @@ nlohmann::json toJson(const CostModel &m)
             {"step", {m.coef[4], m.coef[5], m.coef[6]}},
             {"iteration", {m.coef[7], m.coef[8], m.coef[9], m.coef[10]}},
             {"overhead_s", m.overheadS},
+            {"step_overhead_s", m.stepOverheadS},
             {"residuals", m.residuals},
             {"iteration_residuals", m.iterationResiduals},
             {"concurrency_slowdown", m.concurrency},
@@ -406,6 +407,7 @@ Result<CostModel> costModelFromJson(const nlohmann::json &j)
                 m.coef[std::size_t(CostModel::kIterationStart) + i] = iteration[i].get<double>();
         }
         m.overheadS = j.value("overhead_s", 0.0);
+        m.stepOverheadS = j.value("step_overhead_s", 0.0); // absent before it was measured
         m.residuals = j.value("residuals", std::vector<double>{});
         m.iterationResiduals = j.value("iteration_residuals", std::vector<double>{});
         m.concurrency = j.value("concurrency_slowdown", std::vector<double>{});
@@ -424,6 +426,9 @@ Result<CostModel> costModelFromJson(const nlohmann::json &j)
                               "cost model: coefficients must be finite and >= 0");
         if (!std::isfinite(m.overheadS) || m.overheadS < 0)
             return Status(StatusCode::InvalidArgument, "cost model: overhead_s must be finite and >= 0");
+        if (!std::isfinite(m.stepOverheadS) || m.stepOverheadS < 0)
+            return Status(StatusCode::InvalidArgument,
+                          "cost model: step_overhead_s must be finite and >= 0");
         return m;
     } catch (const nlohmann::json::exception &e) {
         return Status(StatusCode::InvalidArgument, std::string("not a cost model: ") + e.what());

@@ -33,7 +33,11 @@
 //
 // `overhead` is what the serving path adds per batch outside Backend::run
 // (hand-off, records, completions), measured from recorded sessions; the
-// profile cannot see it.
+// profile cannot see it. `stepOverhead` is the same for one step of policy
+// `continuous` (the gap between a step's end and the dispatch of the next
+// while sequences run), measured from a session's step rows; a step's
+// serving path (token callbacks, the scheduler's next decision) is not a
+// batch's.
 #pragma once
 
 #include "engine/clock.h"
@@ -72,7 +76,10 @@ struct CostModel {
     static constexpr int kTerms = kPassTerms + kStepTerms + kIterationTerms;
     // [p0, p1, p2, p3, d0, d1, d2, s0, s1, s2, s3], seconds per unit of each term.
     std::array<double, kTerms> coef{};
-    double overheadS = 0;    // per batch, outside Backend::run
+    double overheadS = 0;     // per batch, outside Backend::run
+    double stepOverheadS = 0; // per continuous step; 0: unmeasured, overheadS is charged
+    // What a continuous step is charged beside its iteration.
+    double stepOverhead() const { return stepOverheadS > 0 ? stepOverheadS : overheadS; }
     bool generative = false; // decode steps are charged
     // Measured / predicted over the fit's whole batches and iterations
     // (what a simulation charges), sorted; at most kResidualSamples evenly

@@ -293,7 +293,7 @@ struct Simulator::Impl {
         r.stepStatus = stepModel.step(step->items, r.outcomes);
         r.started = now;
         r.computed = now + charge(o.cost.iterationSeconds(stepModel.lastShape()), true);
-        r.end = r.computed + fromSeconds(o.cost.overheadS);
+        r.end = r.computed + fromSeconds(o.cost.stepOverhead());
         r.step = std::move(step);
         busy[std::size_t(executor)] = true;
         running.push_back(std::move(r));

@@ -21,6 +21,7 @@
 #include <QComboBox>
 #include <QLabel>
 #include <QLineSeries>
+#include <QLogValueAxis>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScatterSeries>
@@ -235,6 +236,32 @@ private slots:
             QVERIFY2(label->buddy(), qPrintable(text));
         }
         QVERIFY(mnemonics >= 5);
+    }
+
+    // A bound on a whole decade (p99 <= 10 ms) with every candidate above
+    // it: the x axis still starts below the bound and ends above the last
+    // point, so neither sits on the chart's edge.
+    void boundOnADecadeIsInsideTheAxis()
+    {
+        AdvisorChart chart;
+        TuneResult result;
+        for (double p99 : {0.010, 0.025, 0.100}) {
+            TuneCandidate c;
+            c.figures.p99S = p99;
+            c.figures.throughputPerS = 100 / (p99 * 1e3);
+            result.candidates.push_back(c);
+        }
+        result.pareto = paretoFront(result.candidates);
+        TuneSlo slo;
+        slo.e2eP99 = std::chrono::milliseconds(10);
+        chart.setResult(result, slo);
+        const auto axes = chart.chart()->axes(Qt::Horizontal);
+        QCOMPARE(axes.size(), 1);
+        const auto *x = qobject_cast<const QLogValueAxis *>(axes.front());
+        QVERIFY(x);
+        QVERIFY2(x->min() < 10 && x->max() > 100,
+                 qPrintable(QStringLiteral("%1 .. %2").arg(x->min()).arg(x->max())));
+        QCOMPARE(chart.boundSeries()->at(0).x(), 10.0);
     }
 
     void withoutACalibrationItSaysCalibrateFirst()

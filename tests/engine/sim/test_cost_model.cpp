@@ -374,6 +374,79 @@ private slots:
         QVERIFY2(maxRelativeGap(fitted2->cost, truth.cost) < 1e-3,
                  qPrintable(QString::number(maxRelativeGap(fitted2->cost, truth.cost))));
     }
+
+    // A continuous session simulated with a known per-step serving overhead
+    // (different from the per-batch one): its step rows give that overhead
+    // back, the session reports no per-batch overhead (it has no batches to
+    // measure one from), every step is an iteration observation, and a
+    // simulation charges steps the step overhead once it is known.
+    void continuousSessionGivesItsStepOverhead()
+    {
+        QTemporaryDir dir;
+        auto store = TraceStore::open(dir.filePath("s.sqlite").toStdString()).value();
+        std::vector<TraceRow> rows;
+        std::mt19937_64 rng(9);
+        std::exponential_distribution<double> gap(60);
+        std::uniform_int_distribution<int> len(4, 200), out(2, 24);
+        double t = 0;
+        for (int i = 0; i < 400; ++i) {
+            rows.push_back({t, len(rng), out(rng)});
+            t += gap(rng);
+        }
+        const auto trace = store->addTrace("t", "", TraceFormat::Plain, rows).value().id;
+        Calibration truth;
+        truth.model = "builtin:tiny-decoder";
+        truth.device = "cpu";
+        truth.generative = true;
+        truth.maxNewTokensLimit = 1023;
+        truth.cost = knownDecoder();
+        truth.cost.coef[7] = 3e-4; // iteration: s0 .. s3
+        truth.cost.coef[8] = 2e-5;
+        truth.cost.coef[9] = 1e-6;
+        truth.cost.coef[10] = 1e-9;
+        truth.cost.overheadS = 4e-5;
+        truth.cost.stepOverheadS = 1.5e-4;
+        ReplayOptions o;
+        o.source = {ReplaySource::Kind::Trace, trace};
+        BatchingConfig config;
+        config.policy = PolicyKind::Continuous;
+        config.continuous.maxNumSeqs = 8;
+        config.continuous.maxNumBatchedTokens = 128;
+        config.continuous.prefillChunk = 32;
+        o.config = config;
+        auto session = SimulatedReplay(store, truth).run(o);
+        QVERIFY2(session, session.status().toString().c_str());
+        auto observed = sessionObservations(*store, session->sessionId, true);
+        QVERIFY2(observed, observed.status().toString().c_str());
+        QCOMPARE(observed->overlapped, std::size_t(0));
+        QCOMPARE(observed->overheadSamples, std::size_t(0));
+        QVERIFY(observed->stepOverheadSamples > 100);
+        // stored times are whole nanoseconds
+        QVERIFY2(std::abs(observed->stepOverheadS - 1.5e-4) < 1e-8,
+                 qPrintable(QString::number(observed->stepOverheadS * 1e6)));
+        QCOMPARE(std::size_t(store->batches(session->sessionId)->size()), observed->batches.size());
+        for (const CostObservation &c : observed->batches)
+            QCOMPARE(c.kind, CostObservation::Kind::Iteration);
+
+        // Charged: with the step overhead unmeasured, a simulation charges
+        // steps the per-batch overhead, and its rows show that one.
+        Calibration unmeasured = truth;
+        unmeasured.cost.stepOverheadS = 0;
+        auto fallback = SimulatedReplay(store, unmeasured).run(o);
+        QVERIFY(fallback);
+        auto observedFallback = sessionObservations(*store, fallback->sessionId, true);
+        QVERIFY(observedFallback);
+        QVERIFY2(std::abs(observedFallback->stepOverheadS - 4e-5) < 1e-8,
+                 qPrintable(QString::number(observedFallback->stepOverheadS * 1e6)));
+
+        // and it survives the JSON document
+        auto back = costModelFromJson(toJson(truth.cost));
+        QVERIFY(back);
+        QCOMPARE(back->stepOverheadS, 1.5e-4);
+        auto bad = toJson(truth.cost);
+        bad["step_overhead_s"] = -1;
+        QCOMPARE(costModelFromJson(bad).status().code(), StatusCode::InvalidArgument);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCostModel)
