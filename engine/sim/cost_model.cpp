@@ -427,8 +427,7 @@ Result<CostModel> costModelFromJson(const nlohmann::json &j)
         if (!std::isfinite(m.overheadS) || m.overheadS < 0)
             return Status(StatusCode::InvalidArgument, "cost model: overhead_s must be finite and >= 0");
         if (!std::isfinite(m.stepOverheadS) || m.stepOverheadS < 0)
-            return Status(StatusCode::InvalidArgument,
-                          "cost model: step_overhead_s must be finite and >= 0");
+            return Status(StatusCode::InvalidArgument, "cost model: step_overhead_s must be finite and >= 0");
         return m;
     } catch (const nlohmann::json::exception &e) {
         return Status(StatusCode::InvalidArgument, std::string("not a cost model: ") + e.what());
