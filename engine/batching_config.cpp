@@ -99,6 +99,61 @@ std::string formatDuration(Duration d)
     return buf;
 }
 
+std::string describeConfig(const BatchingConfig &c)
+{
+    std::string s(policyName(c.policy));
+    auto add = [&s](std::string_view key, const std::string &value) {
+        s += ' ';
+        s += key;
+        s += '=';
+        s += value;
+    };
+    // if-chains rather than a switch: a policy added later gets the
+    // dynamic-style description instead of a build warning.
+    if (c.policy == PolicyKind::None) {
+    } else if (c.policy == PolicyKind::Static) {
+        add("static_batch_size", std::to_string(c.staticBatchSize));
+        add("static_padded_length", std::to_string(c.staticPaddedLength));
+    } else if (c.policy == PolicyKind::Continuous) {
+        const ContinuousConfig &k = c.continuous;
+        add("max_num_seqs", std::to_string(k.maxNumSeqs));
+        add("max_num_batched_tokens", std::to_string(k.maxNumBatchedTokens));
+        if (k.chunkedPrefill)
+            add("prefill_chunk", std::to_string(k.prefillChunk));
+        else
+            s += " no_chunked_prefill";
+        if (k.kvCacheTokens > 0)
+            add("kv_cache_tokens", std::to_string(k.kvCacheTokens));
+        if (!k.decodeFirst)
+            s += " prefill_first";
+        if (k.priorityOrder)
+            s += " priority_order";
+    } else {
+        add("max_batch_size", std::to_string(c.maxBatchSize));
+        add("max_queue_delay", formatDuration(c.maxQueueDelay));
+    }
+    if (c.policy == PolicyKind::Bucketed) {
+        std::string edges;
+        for (std::size_t i = 0; i < c.bucketEdges.size(); ++i)
+            edges += (i ? "," : "") + std::to_string(c.bucketEdges[i]);
+        add("bucket_edges", edges);
+    }
+    if (c.instances > 1)
+        add("instances", std::to_string(c.instances));
+    if (c.memoryBatchLimit > 0)
+        add("memory_batch_limit", std::to_string(c.memoryBatchLimit));
+    if (c.policy != PolicyKind::Continuous && c.policy != PolicyKind::None &&
+        c.policy != PolicyKind::Static) {
+        if (c.adaptiveDelay.enabled)
+            s += " adaptive_delay";
+        if (c.slo.enabled)
+            add("slo_p99", formatDuration(c.slo.p99Target));
+    }
+    if (c.cache.enabled)
+        s += " cache";
+    return s;
+}
+
 std::string describeChange(const BatchingConfig &a, const BatchingConfig &b)
 {
     std::string out;

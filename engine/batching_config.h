@@ -177,4 +177,12 @@ std::string describeChange(const BatchingConfig &before, const BatchingConfig &a
 // "250µs", "5ms", "1.5s"
 std::string formatDuration(Duration d);
 
+// One line naming the policy and the knobs that shape it, as session
+// summaries and reports show a config: "dynamic max_batch_size=16
+// max_queue_delay=5ms", "continuous max_num_seqs=16
+// max_num_batched_tokens=256 prefill_chunk=64 kv_cache_tokens=4096"; the
+// knobs every policy has (instances, memory_batch_limit, cache, ...) only
+// when they are not their defaults.
+std::string describeConfig(const BatchingConfig &config);
+
 } // namespace bp

@@ -85,32 +85,6 @@ QString formatMs(double ms)
     return QString::number(ms, 'f', a >= 1000 ? 0 : a >= 100 ? 1 : a >= 10 ? 2 : 3);
 }
 
-QString describeConfig(const BatchingConfig &c)
-{
-    QString s = q(std::string(policyName(c.policy)));
-    if (c.policy == PolicyKind::Static)
-        s += QStringLiteral(" static_batch_size=%1 static_padded_length=%2").arg(c.staticBatchSize).arg(c.staticPaddedLength);
-    else if (c.policy != PolicyKind::None)
-        s += QStringLiteral(" max_batch_size=%1 max_queue_delay=%2").arg(c.maxBatchSize).arg(q(formatDuration(c.maxQueueDelay)));
-    if (c.policy == PolicyKind::Bucketed) {
-        QStringList edges;
-        for (int e : c.bucketEdges)
-            edges << QString::number(e);
-        s += QStringLiteral(" bucket_edges=") + edges.join(',');
-    }
-    if (c.instances > 1)
-        s += QStringLiteral(" instances=%1").arg(c.instances);
-    if (c.memoryBatchLimit > 0)
-        s += QStringLiteral(" memory_batch_limit=%1").arg(c.memoryBatchLimit);
-    if (c.adaptiveDelay.enabled)
-        s += QStringLiteral(" adaptive_delay");
-    if (c.slo.enabled)
-        s += QStringLiteral(" slo_p99=%1").arg(q(formatDuration(c.slo.p99Target)));
-    if (c.cache.enabled)
-        s += QStringLiteral(" cache");
-    return s;
-}
-
 QString reportTitle(const ReportData &d)
 {
     return QStringLiteral("Session %1 — %2, %3 on %4")
@@ -252,7 +226,7 @@ std::vector<TimelineRow> configTimeline(const ReportData &d)
         const bool initial = c.version == 1 && c.at <= Duration::zero();
         rows.push_back({QStringLiteral("v%1").arg(c.version),
                         initial ? QStringLiteral("start") : QStringLiteral("%1 s").arg(formatNumber(toSeconds(c.at), 2)),
-                        q(c.origin), q(c.summary), describeConfig(c.config)});
+                        q(c.origin), q(c.summary), q(bp::describeConfig(c.config))});
     }
     return rows;
 }

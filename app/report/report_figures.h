@@ -46,8 +46,6 @@ std::vector<FigureRow> sessionFacts(const ReportData &d);
 std::vector<FigureRow> headlineFigures(const ReportData &d);
 std::vector<LatencyRow> latencyRows(const ReportData &d);
 std::vector<TimelineRow> configTimeline(const ReportData &d);
-// A one-line description of a config: "dynamic max_batch_size=16 max_queue_delay=5ms".
-QString describeConfig(const BatchingConfig &config);
 
 // Latency percentiles, throughput, utilization and batch sizes over time,
 // each with the config markers.

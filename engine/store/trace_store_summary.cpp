@@ -12,32 +12,6 @@
 
 namespace bp {
 
-namespace {
-
-std::string describeConfig(const BatchingConfig &c)
-{
-    std::string s(policyName(c.policy));
-    // if-chains rather than a switch: policies added later get the
-    // dynamic-style description instead of a build warning.
-    if (c.policy == PolicyKind::None)
-        ;
-    else if (c.policy == PolicyKind::Static)
-        s += " static_batch_size=" + std::to_string(c.staticBatchSize) +
-             " static_padded_length=" + std::to_string(c.staticPaddedLength);
-    else
-        s += " max_batch_size=" + std::to_string(c.maxBatchSize) + " max_queue_delay=" + formatDuration(c.maxQueueDelay);
-    if (c.policy == PolicyKind::Bucketed) {
-        s += " bucket_edges=";
-        for (std::size_t i = 0; i < c.bucketEdges.size(); ++i)
-            s += (i ? "," : "") + std::to_string(c.bucketEdges[i]);
-    }
-    if (c.instances > 1)
-        s += " instances=" + std::to_string(c.instances);
-    return s;
-}
-
-} // namespace
-
 Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
 {
     auto info = session(sessionId);

@@ -162,6 +162,40 @@ private slots:
                 "slo off→on"));
         QVERIFY(describeChange(a, a).empty());
     }
+
+    // The one-line description names the knobs of the config's own policy:
+    // a continuous config its scheduler's, not a dynamic batcher's.
+    void describeConfigNamesThePolicysKnobs()
+    {
+        BatchingConfig c;
+        QCOMPARE(QString::fromStdString(describeConfig(c)),
+                 QString("dynamic max_batch_size=16 max_queue_delay=5ms"));
+        c.policy = PolicyKind::Continuous;
+        c.continuous.maxNumSeqs = 8;
+        c.continuous.maxNumBatchedTokens = 256;
+        c.continuous.prefillChunk = 64;
+        c.continuous.kvCacheTokens = 4096;
+        c.continuous.decodeFirst = false;
+        c.instances = 2;
+        c.adaptiveDelay.enabled = true; // not the continuous scheduler's
+        QCOMPARE(QString::fromStdString(describeConfig(c)),
+                 QString("continuous max_num_seqs=8 max_num_batched_tokens=256 prefill_chunk=64 "
+                         "kv_cache_tokens=4096 prefill_first instances=2"));
+        c.continuous.chunkedPrefill = false;
+        c.continuous.kvCacheTokens = 0;
+        c.continuous.decodeFirst = true;
+        c.continuous.priorityOrder = true;
+        c.instances = 1;
+        QCOMPARE(QString::fromStdString(describeConfig(c)),
+                 QString("continuous max_num_seqs=8 max_num_batched_tokens=256 no_chunked_prefill "
+                         "priority_order"));
+        c.policy = PolicyKind::Bucketed;
+        c.bucketEdges = {64, 256};
+        c.cache.enabled = true;
+        QCOMPARE(QString::fromStdString(describeConfig(c)),
+                 QString("bucketed max_batch_size=16 max_queue_delay=5ms bucket_edges=64,256 "
+                         "adaptive_delay cache"));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestKnobs)
