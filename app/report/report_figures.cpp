@@ -224,9 +224,10 @@ std::vector<TimelineRow> configTimeline(const ReportData &d)
         // The initial config is stamped when the engine starts, a moment
         // before the recording's epoch: shown as the start, kept exact in JSON.
         const bool initial = c.version == 1 && c.at <= Duration::zero();
-        rows.push_back({QStringLiteral("v%1").arg(c.version),
-                        initial ? QStringLiteral("start") : QStringLiteral("%1 s").arg(formatNumber(toSeconds(c.at), 2)),
-                        q(c.origin), q(c.summary), q(bp::describeConfig(c.config))});
+        rows.push_back(
+            {QStringLiteral("v%1").arg(c.version),
+             initial ? QStringLiteral("start") : QStringLiteral("%1 s").arg(formatNumber(toSeconds(c.at), 2)),
+             q(c.origin), q(c.summary), q(bp::describeConfig(c.config))});
     }
     return rows;
 }
