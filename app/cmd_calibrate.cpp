@@ -59,6 +59,10 @@ void printCalibration(QTextStream &out, const Calibration &c)
     if (c.cost.stepOverheadS > 0)
         out << QStringLiteral("  serving overhead per continuous step: %1 us\n")
                    .arg(c.cost.stepOverheadS * 1e6, 0, 'f', 1);
+    if (!c.cost.dispatchLateness.empty())
+        out << QStringLiteral("  scheduler lateness of an idle executor: median %1 us, p99 %2 us\n")
+                   .arg(c.cost.latenessAt(0.5) * 1e6, 0, 'f', 1)
+                   .arg(c.cost.latenessAt(0.99) * 1e6, 0, 'f', 1);
     if (!c.cost.concurrency.empty()) {
         QStringList k;
         for (std::size_t i = 0; i < c.cost.concurrency.size(); ++i)
@@ -218,6 +222,8 @@ int runCalibrate(const AppOptions &options)
             key.cost.overheadS = rows->overheadS;
         if (rows->stepOverheadSamples > 0)
             key.cost.stepOverheadS = rows->stepOverheadS;
+        if (!rows->lateness.empty())
+            key.cost.dispatchLateness = sampleQuantiles(rows->lateness);
         sources << QStringLiteral("session %1 (%2 batches%3)")
                        .arg(id)
                        .arg(rows->batches.size())

@@ -51,9 +51,11 @@ int fail(const QString &message, int code = 1)
 
 constexpr const char *kUsage =
     "usage: batchpilot replay ID [--trace] [--speed X] [--length-scale S] [--limit N] [--config FILE] "
-    "[--virtual | --simulate [--calibration ID|FILE]] [--no-clamp] [--compare SESSION] [--notes TEXT] [--json]\n"
+    "[--virtual | --simulate [--calibration ID|FILE] [--noise none|mean|drawn]] [--no-clamp] [--compare "
+    "SESSION] [--notes TEXT] [--json]\n"
     "       batchpilot replay ID --target URL --model NAME [--protocol oip|openai] [--token T] "
-    "[--max-concurrency N] [--timeout MS] [--scrape-interval MS] [--metrics-url URL] [--max-new-tokens N] ...";
+    "[--max-concurrency N] [--timeout MS] [--scrape-interval MS] [--metrics-url URL] [--max-new-tokens N] "
+    "...";
 
 // The remote target from the command line; nullopt (and `error`) when a
 // flag is wrong.
@@ -124,6 +126,12 @@ int runReplay(const AppOptions &options)
         return fail(QStringLiteral("--virtual and --simulate exclude each other\n") + kUsage, 2);
     if (args.has("calibration") && !simulate)
         return fail(QStringLiteral("--calibration needs --simulate\n") + kUsage, 2);
+    if (args.has("noise") && !simulate)
+        return fail(QStringLiteral("--noise needs --simulate\n") + kUsage, 2);
+    const QString noiseName = args.value("noise", QStringLiteral("drawn"));
+    const auto noise = parseCostNoise(noiseName.toStdString());
+    if (!noise)
+        return fail(QStringLiteral("--noise must be none, mean or drawn, not '%1'").arg(noiseName), 2);
 
     auto store = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
     if (!store)
@@ -197,7 +205,12 @@ int runReplay(const AppOptions &options)
     };
     InterruptGuard guard;
     Replayer replayer(*store, backend);
-    auto outcome = simulate ? SimulatedReplay(*store, *calibration).run(ro, progress, &g_interrupted)
+    std::optional<SimulatedReplay> simulated;
+    if (simulate) {
+        simulated.emplace(*store, *calibration);
+        simulated->setCostNoise(*noise);
+    }
+    auto outcome = simulate ? simulated->run(ro, progress, &g_interrupted)
                    : target ? replayer.runRemote(ro, *target, progress, &g_interrupted)
                             : replayer.run(ro, progress, &g_interrupted);
     if (!outcome)

@@ -53,7 +53,9 @@ constexpr const char *kUsage =
     "'ttft_p99<=500ms,tpot_p99<=50ms' "
     "[--objective goodput|throughput] [--speed X] [--length-scale S] [--limit N] [--budget N] [--instances "
     "N] "
-    "[--jobs N] [--calibration ID|FILE] [--config FILE] [--output FILE] [--no-verify] [--json]";
+    "[--jobs N] [--calibration ID|FILE] [--noise none|mean|drawn] [--config FILE] [--output FILE] "
+    "[--no-verify] "
+    "[--json]";
 
 int fail(const QString &message, int code = 1)
 {
@@ -159,6 +161,10 @@ int runTune(const AppOptions &options)
     const auto limit = args.number("limit", 0, 0, 1e12);
     const auto budget = args.number("budget", 240, 1, 100000);
     const auto instances = args.number("instances", 2, 1, 16);
+    const QString noiseName = args.value("noise", QStringLiteral("drawn"));
+    const auto noise = parseCostNoise(noiseName.toStdString());
+    if (!noise)
+        return fail(QStringLiteral("--noise must be none, mean or drawn, not '%1'").arg(noiseName), 2);
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
     const auto jobs = args.number("jobs", std::min(cores, 16), 1, 16);
     if (!sourceId || !speed || !lengthScale || !limit || !budget || !instances || !jobs)
@@ -210,6 +216,7 @@ int runTune(const AppOptions &options)
                       : cal.generative            ? OutputKind::Generated
                                                   : OutputKind::None;
     workload.positions = cal.positions;
+    workload.noise = *noise;
     TuneOptions to;
     to.slo = *slo;
     to.objective = *objective;
@@ -346,11 +353,13 @@ int runTune(const AppOptions &options)
                .arg(offered, 0, 'f', 1)
                .arg(ro.speed)
                .arg(q(describe(*slo)), objectiveName);
-    out << QStringLiteral("  calibration %1: %2; its fit to whole batches: median error %3%, worst %4%\n")
+    out << QStringLiteral("  calibration %1: %2; its fit to whole batches: median error %3%, worst %4%; "
+                          "cost noise %5\n")
                .arg(cal.id)
                .arg(q(cal.describe()))
                .arg(100 * cal.batchError.medianRel, 0, 'f', 1)
-               .arg(100 * cal.batchError.maxRel, 0, 'f', 1);
+               .arg(100 * cal.batchError.maxRel, 0, 'f', 1)
+               .arg(noiseName);
     out << QStringLiteral(
                "  simulated %1 configs (%2 on the grid, %3 refined) and %4 capacity probes in %5 s, %6 "
                "at a time%7\n")

@@ -62,18 +62,26 @@ const std::vector<Command> &commands()
           {"simulate", "", "simulated: no model runs; each batch costs what a calibration predicts"},
           {"calibration", "ID|FILE",
            "with --simulate: a stored calibration or a JSON file (default: the newest for --model/--preset)"},
+          {"noise", "none|mean|drawn",
+           "with --simulate: charge each batch its prediction, x the fit's mean residual, or x a residual "
+           "drawn "
+           "from the fit, with the calibration's scheduler lateness likewise (default drawn, seeded)"},
           {"no-clamp", "", "submit lengths the model cannot take as they are (default: clamp them)"},
           {"compare", "SESSION", "compare with this session (default: the source session)"},
           {"notes", "TEXT", "notes stored with the new session"},
           {"json", "", "print the comparison as JSON"},
-          {"target", "URL", "drive this remote server instead of the embedded engine (docs/remote.md); "
-                            "--model is then the model's name there, --token its bearer token"},
-          {"protocol", "oip|openai", "remote protocol: KServe v2 infer, or OpenAI /v1/completions streaming "
-                                     "(default oip)"},
+          {"target", "URL",
+           "drive this remote server instead of the embedded engine (docs/remote.md); "
+           "--model is then the model's name there, --token its bearer token"},
+          {"protocol", "oip|openai",
+           "remote protocol: KServe v2 infer, or OpenAI /v1/completions streaming "
+           "(default oip)"},
           {"max-concurrency", "N", "remote: requests on the wire at most, one connection each (default 64)"},
           {"timeout", "MS", "remote: per-request timeout in ms, 0 = none (default 60000)"},
-          {"scrape-interval", "MS", "remote: sample the target's /metrics every MS ms, 0 = never (default 1000)"},
-          {"metrics-url", "URL", "remote: where the target's Prometheus metrics are (default TARGET/metrics)"},
+          {"scrape-interval", "MS",
+           "remote: sample the target's /metrics every MS ms, 0 = never (default 1000)"},
+          {"metrics-url", "URL",
+           "remote: where the target's Prometheus metrics are (default TARGET/metrics)"},
           {"max-new-tokens", "N", "remote: cap on each request's generated tokens (default: the trace's)"}},
          runReplay},
         {"calibrate",
@@ -103,8 +111,13 @@ const std::vector<Command> &commands()
           {"budget", "N", "configs to simulate at most, capacity probes aside (default 240)"},
           {"instances", "N", "search 1..N model instances (default 2)"},
           {"jobs", "N", "simulations run in parallel (default: the number of cores)"},
-          {"calibration", "ID|FILE", "the cost model: a stored calibration or a JSON file (default: the newest "
-                                     "for --model/--preset)"},
+          {"calibration", "ID|FILE",
+           "the cost model: a stored calibration or a JSON file (default: the newest "
+           "for --model/--preset)"},
+          {"noise", "none|mean|drawn",
+           "charge each simulated batch its prediction, x the fit's mean residual, or x a residual drawn "
+           "from "
+           "the fit, with the calibration's scheduler lateness likewise (default drawn, seeded)"},
           {"output", "FILE", "write the recommended config as JSON (for --config or PUT /v1/config)"},
           {"no-verify", "", "skip the real-clock replay that checks the recommendation"},
           {"json", "", "print every candidate, the front, the recommendation and the check as JSON"}},

@@ -416,7 +416,7 @@ int runFidelityBench(const Args &args)
         // real runs of this trace (leave-one-out: never the run it predicts)
         auto calibrationFor = [&](std::size_t i) -> Result<Calibration> {
             std::vector<CostObservation> obs = *measured;
-            std::vector<double> overheads, stepOverheads;
+            std::vector<double> overheads, stepOverheads, lateness;
             for (std::size_t j = 0; j < realRows.size(); ++j) {
                 if (j == i)
                     continue;
@@ -425,11 +425,13 @@ int runFidelityBench(const Args &args)
                     overheads.push_back(realRows[j].overheadS);
                 if (realRows[j].stepOverheadSamples > 0)
                     stepOverheads.push_back(realRows[j].stepOverheadS);
+                lateness.insert(lateness.end(), realRows[j].lateness.begin(), realRows[j].lateness.end());
             }
             Calibration k = key;
             k.source = "profile + sessions (leave-one-out)";
             k.cost.overheadS = median(overheads);
             k.cost.stepOverheadS = median(stepOverheads);
+            k.cost.dispatchLateness = sampleQuantiles(std::move(lateness));
             return calibrate(k, obs);
         };
 

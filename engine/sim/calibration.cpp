@@ -438,7 +438,15 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
                                    toSeconds(b.compute)});
         if (!step)
             handoffs.push_back(toSeconds(m.handoff));
-        if (auto it = lastOnExecutor.find(b.executor); it != lastOnExecutor.end()) {
+        const auto it = lastOnExecutor.find(b.executor);
+        // Lateness: a batch due while its executor was idle (nothing ran on
+        // it, or its previous batch had ended) waited only for a wake-up.
+        if (!step && b.dispatched >= b.intended &&
+            (it == lastOnExecutor.end() ||
+             it->second->dispatched + members[it->second->batchId].handoff + it->second->compute <
+                 b.intended))
+            out.lateness.push_back(toSeconds(b.dispatched - b.intended));
+        if (it != lastOnExecutor.end()) {
             const StoredBatch &prev = *it->second;
             const Duration prevEnd = prev.dispatched + members[prev.batchId].handoff + prev.compute;
             if (step && prev.policy == PolicyKind::Continuous) {
@@ -473,10 +481,12 @@ Result<Calibration> calibrate(const Calibration &key, std::span<const CostObserv
     Calibration c = key;
     const double overhead = c.cost.overheadS;
     const double stepOverhead = c.cost.stepOverheadS;
+    std::vector<double> lateness = c.cost.dispatchLateness;
     const std::vector<double> concurrency = c.cost.concurrency;
     c.cost = fit->model;
     c.cost.overheadS = overhead;
     c.cost.stepOverheadS = stepOverhead;
+    c.cost.dispatchLateness = std::move(lateness);
     c.cost.concurrency = concurrency;
     c.error = fit->error;
     c.batchError = fit->batchError;

@@ -117,13 +117,17 @@ struct SessionObservations {
     // one before, so nothing but the serving path kept it waiting).
     double stepOverheadS = 0;
     std::size_t stepOverheadSamples = 0;
+    // Scheduler lateness (dispatched − intended, seconds) of every
+    // request-level batch that fell due while its executor was idle: the
+    // samples of CostModel::dispatchLateness (sampleQuantiles).
+    std::vector<double> lateness;
 };
 Result<SessionObservations> sessionObservations(const TraceStore &store, std::int64_t sessionId,
                                                 bool generative);
 
 // Fits the cost model to `observations`; everything else (key, facts,
-// source, cost.overheadS, cost.stepOverheadS, cost.concurrency) is taken
-// from `key`.
+// source, cost.overheadS, cost.stepOverheadS, cost.dispatchLateness,
+// cost.concurrency) is taken from `key`.
 Result<Calibration> calibrate(const Calibration &key, std::span<const CostObservation> observations);
 
 nlohmann::json toJson(const Calibration &c);

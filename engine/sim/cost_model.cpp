@@ -136,19 +136,28 @@ FitError errorOf(const CostModel &m, std::span<const CostObservation> obs,
 }
 
 // At most CostModel::kResidualSamples evenly spaced quantiles of `ratios`.
-std::vector<double> quantiles(std::vector<double> ratios)
+// The sorted samples' value at quantile u, interpolated.
+double sortedAt(const std::vector<double> &r, double u)
 {
-    std::sort(ratios.begin(), ratios.end());
-    const std::size_t k = CostModel::kResidualSamples;
-    if (ratios.size() <= k)
-        return ratios;
-    std::vector<double> out(k);
-    for (std::size_t i = 0; i < k; ++i)
-        out[i] = ratios[i * (ratios.size() - 1) / (k - 1)];
-    return out;
+    const double x = std::clamp(u, 0.0, 1.0) * double(r.size() - 1);
+    const std::size_t i = std::min(std::size_t(x), r.size() - 1);
+    const double f = x - double(i);
+    return i + 1 < r.size() ? r[i] + f * (r[i + 1] - r[i]) : r[i];
 }
 
 } // namespace
+
+std::vector<double> sampleQuantiles(std::vector<double> values)
+{
+    std::sort(values.begin(), values.end());
+    const std::size_t k = CostModel::kResidualSamples;
+    if (values.size() <= k)
+        return values;
+    std::vector<double> out(k);
+    for (std::size_t i = 0; i < k; ++i)
+        out[i] = values[i * (values.size() - 1) / (k - 1)];
+    return out;
+}
 
 void StepShape::add(std::int64_t cached, std::int64_t fed)
 {
@@ -217,12 +226,19 @@ double CostModel::iterationSeconds(const StepShape &shape) const
 double CostModel::residualAt(double u, bool iteration) const
 {
     const std::vector<double> &r = iteration ? iterationResiduals : residuals;
-    if (r.empty())
-        return 1;
-    const double x = std::clamp(u, 0.0, 1.0) * double(r.size() - 1);
-    const std::size_t i = std::min(std::size_t(x), r.size() - 1);
-    const double f = x - double(i);
-    return i + 1 < r.size() ? r[i] + f * (r[i + 1] - r[i]) : r[i];
+    return r.empty() ? 1 : sortedAt(r, u);
+}
+
+double CostModel::latenessAt(double u) const
+{
+    return dispatchLateness.empty() ? 0 : sortedAt(dispatchLateness, u);
+}
+
+double CostModel::meanLateness() const
+{
+    return dispatchLateness.empty() ? 0
+                                    : std::accumulate(dispatchLateness.begin(), dispatchLateness.end(), 0.0) /
+                                          double(dispatchLateness.size());
 }
 
 double CostModel::slowdownAt(int units) const
@@ -356,8 +372,8 @@ Result<FitResult> fitCostModel(std::span<const CostObservation> observations, bo
         else if (o.kind == CostObservation::Kind::Iteration)
             iterations.push_back(o.seconds / predicted);
     }
-    r.model.residuals = quantiles(std::move(batches));
-    r.model.iterationResiduals = quantiles(std::move(iterations));
+    r.model.residuals = sampleQuantiles(std::move(batches));
+    r.model.iterationResiduals = sampleQuantiles(std::move(iterations));
     return r;
 }
 
@@ -372,6 +388,7 @@ nlohmann::json toJson(const CostModel &m)
             {"residuals", m.residuals},
             {"iteration_residuals", m.iterationResiduals},
             {"concurrency_slowdown", m.concurrency},
+            {"dispatch_lateness_s", m.dispatchLateness},
             {"form", "pass(b,L) = p0 + p1*b + p2*b*L + p3*b*L^2; step(b,c) = d0 + d1*b + d2*b*c; "
                      "iteration(n,T,A) = s0 + s1*n + s2*T + s3*A (seconds); residuals = measured/predicted"}};
 }
@@ -411,6 +428,13 @@ Result<CostModel> costModelFromJson(const nlohmann::json &j)
         m.residuals = j.value("residuals", std::vector<double>{});
         m.iterationResiduals = j.value("iteration_residuals", std::vector<double>{});
         m.concurrency = j.value("concurrency_slowdown", std::vector<double>{});
+        m.dispatchLateness = j.value("dispatch_lateness_s", std::vector<double>{});
+        if (m.dispatchLateness.size() > CostModel::kResidualSamples ||
+            !std::is_sorted(m.dispatchLateness.begin(), m.dispatchLateness.end()) ||
+            std::any_of(m.dispatchLateness.begin(), m.dispatchLateness.end(),
+                        [](double v) { return !std::isfinite(v) || v < 0; }))
+            return Status(StatusCode::InvalidArgument,
+                          "cost model: dispatch_lateness_s must be at most 101 sorted, finite values >= 0");
         for (double v : m.concurrency)
             if (!std::isfinite(v) || v < 1)
                 return Status(StatusCode::InvalidArgument,

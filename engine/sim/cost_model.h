@@ -89,6 +89,16 @@ struct CostModel {
     static constexpr std::size_t kResidualSamples = 101;
     std::vector<double> residuals;          // whole batches
     std::vector<double> iterationResiduals; // iterations
+    // Scheduler lateness: how long after its due time (dispatched −
+    // intended) a batch or step was dispatched by an executor that was idle
+    // (asleep) when it fell due — the wake-up of a thread on this machine,
+    // measured from recorded sessions; sorted seconds, at most
+    // kResidualSamples quantiles. Empty: none charged. A simulation charges
+    // it to every unit an idle executor starts: the median (CostNoise None),
+    // the mean (Mean) or a drawn quantile (Drawn).
+    std::vector<double> dispatchLateness;
+    double latenessAt(double u) const; // quantile u in [0, 1], interpolated; 0 when none
+    double meanLateness() const;
     // Contention between executors: concurrency[k − 2] is how much slower a
     // unit runs while k units run at once (k = 2, 3, ...), measured by the
     // profile (measureConcurrency). Empty: no slowdown.
@@ -132,6 +142,10 @@ struct CostModel {
 
     bool operator==(const CostModel &) const = default;
 };
+
+// At most CostModel::kResidualSamples evenly spaced quantiles of `values`,
+// sorted (all of them when there are no more).
+std::vector<double> sampleQuantiles(std::vector<double> values);
 
 // One measurement for the fit.
 struct CostObservation {

@@ -23,7 +23,9 @@ public:
     SimulatedReplay(std::shared_ptr<TraceStore> store, Calibration calibration);
 
     // How each batch or step is charged (SimulatorOptions::costNoise; by
-    // default its prediction). Stated in the session's replay facts.
+    // default times a residual drawn from the calibration's fit, with its
+    // scheduler lateness drawn too, seeded). Stated in the session's replay
+    // facts.
     void setCostNoise(CostNoise noise, std::uint64_t seed = 1);
 
     // `options.clock` is ignored (the session says "simulated"); the other
@@ -35,7 +37,7 @@ public:
 private:
     std::shared_ptr<TraceStore> m_store;
     Calibration m_calibration;
-    CostNoise m_noise = CostNoise::None;
+    CostNoise m_noise = CostNoise::Drawn;
     std::uint64_t m_seed = 1;
 };
 

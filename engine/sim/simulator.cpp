@@ -103,6 +103,7 @@ struct Simulator::Impl {
     MetricsRecorder metrics;
     SloController slo;
     std::vector<bool> busy;
+    std::vector<TimePoint> idleSince; // per executor: when it last became free
     std::vector<Running> running;
     std::optional<TimePoint> wake;
     TimePoint now;
@@ -113,7 +114,8 @@ struct Simulator::Impl {
         : o(options), current(options.config), stepModel(options.positions),
           scheduler(makeScheduler(options.config, options.limits, &stepModel)), batcher(*scheduler),
           noise(options.noiseSeed), metrics(options.start),
-          busy(std::size_t(std::max(1, options.config.instances)), false), now(options.start)
+          busy(std::size_t(std::max(1, options.config.instances)), false),
+          idleSince(busy.size(), TimePoint::min()), now(options.start)
     {
     }
 
@@ -127,6 +129,21 @@ struct Simulator::Impl {
         case CostNoise::Drawn: seconds *= o.cost.residualAt(unit(noise), iteration); break;
         }
         return fromSeconds(std::max(0.0, seconds));
+    }
+
+    // The scheduler lateness charged to a unit `executor` starts now: none
+    // when it only just became free (the engine's leader goes straight on to
+    // the next batch), else its wake-up (CostModel::dispatchLateness).
+    Duration lateness(int executor)
+    {
+        if (o.cost.dispatchLateness.empty() || idleSince[std::size_t(executor)] >= now)
+            return Duration::zero();
+        switch (o.costNoise) {
+        case CostNoise::None: return fromSeconds(o.cost.latenessAt(0.5));
+        case CostNoise::Mean: return fromSeconds(o.cost.meanLateness());
+        case CostNoise::Drawn: return fromSeconds(o.cost.latenessAt(unit(noise)));
+        }
+        return Duration::zero();
     }
 
     int freeExecutor() const
@@ -191,6 +208,7 @@ struct Simulator::Impl {
     // when it ends.
     void start(Batch &batch, int executor)
     {
+        batch.dispatchedAt += lateness(executor); // the engine's clock reads the late dispatch
         const std::size_t n = batch.items.size();
         std::vector<int> wants;
         std::vector<bool> runs(n, true);
@@ -211,7 +229,7 @@ struct Simulator::Impl {
             ran > 0 ? o.cost.batchCost(ran, padded, wants) : CostModel::BatchCost{};
         // The engine's clock reads: start after the hand-off, end after run().
         const Duration overhead = fromSeconds(o.cost.overheadS);
-        const TimePoint started = now;
+        const TimePoint started = batch.dispatchedAt;
         // contention: the executors already busy and this one
         const int units = 1 + int(std::count(busy.begin(), busy.end(), true));
         const Duration charged =
@@ -280,6 +298,7 @@ struct Simulator::Impl {
         if (o.observer)
             o.observer->onBatchCompleted(r.batch, r.records);
         busy[std::size_t(r.executor)] = false;
+        idleSince[std::size_t(r.executor)] = r.end;
         out.end = std::max(out.end, r.end);
     }
 
@@ -291,7 +310,8 @@ struct Simulator::Impl {
         Running r;
         r.executor = executor;
         r.stepStatus = stepModel.step(step->items, r.outcomes);
-        r.started = now;
+        step->dispatchedAt += lateness(executor);
+        r.started = step->dispatchedAt;
         r.computed = now + charge(o.cost.iterationSeconds(stepModel.lastShape()), true);
         r.end = r.computed + fromSeconds(o.cost.stepOverhead());
         r.step = std::move(step);
@@ -347,9 +367,10 @@ struct Simulator::Impl {
             if (r.step && !r.handedBack)
                 handBack(r);
             if (r.end <= now) {
-                if (r.step)
+                if (r.step) {
                     busy[std::size_t(r.executor)] = false;
-                else
+                    idleSince[std::size_t(r.executor)] = r.end;
+                } else
                     finish(r);
             }
         }
@@ -509,6 +530,24 @@ struct Simulator::Impl {
             o.onSample(out.last);
     }
 };
+
+std::optional<CostNoise> parseCostNoise(std::string_view name)
+{
+    for (CostNoise n : {CostNoise::None, CostNoise::Mean, CostNoise::Drawn})
+        if (costNoiseName(n) == name)
+            return n;
+    return std::nullopt;
+}
+
+std::string_view costNoiseName(CostNoise noise)
+{
+    switch (noise) {
+    case CostNoise::None: return "none";
+    case CostNoise::Mean: return "mean";
+    case CostNoise::Drawn: return "drawn";
+    }
+    return "none";
+}
 
 Simulator::Simulator(SimulatorOptions options) : m_options(std::move(options)) {}
 

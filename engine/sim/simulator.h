@@ -69,6 +69,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace bp {
 
@@ -106,6 +107,9 @@ struct SimOutcome {
 // residual of the calibration's fit (Mean), or times a residual drawn at
 // random, seeded (Drawn).
 enum class CostNoise { None, Mean, Drawn };
+// "none", "mean", "drawn"; nullopt for anything else.
+std::optional<CostNoise> parseCostNoise(std::string_view name);
+std::string_view costNoiseName(CostNoise noise);
 
 struct SimulatorOptions {
     BatchingConfig config; // validated by the caller

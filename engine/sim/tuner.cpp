@@ -584,6 +584,8 @@ TuneEvaluator simulationEvaluator(const TuneWorkload &workload, const TuneSlo &s
         so.cost = w->cost;
         so.output = w->output;
         so.positions = w->positions;
+        so.costNoise = w->noise;
+        so.noiseSeed = w->noiseSeed;
         so.samplePeriod = Duration::zero();
         SampleCollector collector(so.start);
         collector.samples.reserve(w->arrivals.size());

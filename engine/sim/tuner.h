@@ -160,6 +160,11 @@ struct TuneWorkload {
     CostModel cost;
     OutputKind output = OutputKind::None;
     int positions = 0;
+    // How each batch and step is charged (SimulatorOptions::costNoise): the
+    // drawn residuals and scheduler lateness of the calibration by default,
+    // seeded, so every candidate meets the same draws.
+    CostNoise noise = CostNoise::Drawn;
+    std::uint64_t noiseSeed = 1;
     bool generative() const { return output == OutputKind::Generated; }
 };
 // Runs the Simulator for each call (nothing is recorded). Thread-safe.

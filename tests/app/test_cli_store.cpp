@@ -160,6 +160,10 @@ private slots:
         VERIFY_RUN(r, 1);
         QVERIFY2(r.err.contains("batchpilot calibrate --model builtin:tiny-encoder"), qPrintable(r.err));
         VERIFY_RUN(cli.run({"replay", "1", "--trace", "--simulate", "--virtual"}), 2);
+        VERIFY_RUN(cli.run({"replay", "1", "--trace", "--noise", "none"}), 2); // needs --simulate
+        r = cli.run({"replay", "1", "--trace", "--simulate", "--calibration", "1", "--noise", "loud"});
+        VERIFY_RUN(r, 2);
+        QVERIFY2(r.err.contains("--noise must be none, mean or drawn"), qPrintable(r.err));
 
         // a fit to the simulated session's batch rows, exported as JSON
         r = cli.run({"calibrate", "--model", "builtin:echo", "--session", "1", "--no-profile", "--json"});
@@ -169,6 +173,27 @@ private slots:
         VERIFY_RUN(r, 0);
         QCOMPARE(json(r)["id"].get<int>(), 2);
         QVERIFY(json(r)["cost_model"]["pass"][0].get<double>() > 0.0009);
+
+        // A calibration with a scheduler lateness of 3 ms: every request
+        // finds the engine idle, so each waits for that wake-up, under
+        // every --noise (one measured value: its median, mean and draws).
+        const QString late =
+            cli.write("late.json", R"({"format": "batchpilot-calibration", "model": "builtin:echo",
+            "device": "cpu", "threads": 1, "generative": true, "max_sequence_length": 8192,
+            "max_new_tokens_limit": 8192, "cost_model": {"pass": [0.001, 0, 0, 0], "step": [0, 0, 0],
+            "dispatch_lateness_s": [0.003]}})");
+        r = cli.run({"calibrate", "--import", late});
+        VERIFY_RUN(r, 0);
+        QVERIFY2(r.out.contains("imported as calibration 3"), qPrintable(r.out));
+        for (const char *noise : {"none", "mean", "drawn"}) {
+            r = cli.run(
+                {"replay", "1", "--trace", "--simulate", "--calibration", "3", "--noise", noise, "--json"});
+            VERIFY_RUN(r, 0);
+            QVERIFY2(json(r)["comparison"]["b"]["latency_p50_ms"].get<double>() >= 3.99, qPrintable(r.out));
+        }
+        r = cli.run({"calibrate", "--export", "3"});
+        VERIFY_RUN(r, 0);
+        QCOMPARE(json(r)["cost_model"]["dispatch_lateness_s"][0].get<double>(), 0.003);
     }
 
     void rejectBadRows()

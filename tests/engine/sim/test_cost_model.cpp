@@ -375,6 +375,65 @@ private slots:
                  qPrintable(QString::number(maxRelativeGap(fitted2->cost, truth.cost))));
     }
 
+    // Scheduler lateness: a session simulated with a known wake-up of idle
+    // executors (0.2 ms: every batch at a tenth of the rate finds its
+    // executor idle) stores batches dispatched that late; their rows give it
+    // back, and a simulation charges it (each request's latency is the
+    // lateness plus its batch's cost).
+    void schedulerLatenessRoundTrips()
+    {
+        QTemporaryDir dir;
+        auto store = TraceStore::open(dir.filePath("s.sqlite").toStdString()).value();
+        std::vector<TraceRow> rows;
+        for (int i = 0; i < 200; ++i)
+            rows.push_back({0.05 * i, 64, 1}); // one every 50 ms: the executor is idle each time
+        const auto trace = store->addTrace("t", "", TraceFormat::Plain, rows).value().id;
+        Calibration truth;
+        truth.model = "builtin:tiny-encoder";
+        truth.device = "cpu";
+        truth.cost = knownEncoder();
+        truth.cost.dispatchLateness = {2e-4};
+        ReplayOptions o;
+        o.source = {ReplaySource::Kind::Trace, trace};
+        BatchingConfig config;
+        config.policy = PolicyKind::None;
+        o.config = config;
+        auto session = SimulatedReplay(store, truth).run(o);
+        QVERIFY2(session, session.status().toString().c_str());
+        auto observed = sessionObservations(*store, session->sessionId, false);
+        QVERIFY(observed);
+        QCOMPARE(observed->lateness.size(), std::size_t(200));
+        for (double l : observed->lateness)
+            QVERIFY2(std::abs(l - 2e-4) < 1e-8, qPrintable(QString::number(l * 1e6)));
+        const double cost = truth.cost.passSeconds(1, 64);
+        const std::vector<StoredRequest> requests = store->requests(session->sessionId).value();
+        QCOMPARE(requests.size(), std::size_t(200));
+        for (const StoredRequest &r : requests)
+            QVERIFY2(std::abs(toSeconds(r.total) - (2e-4 + cost)) < 1e-8,
+                     qPrintable(QString::number(toSeconds(r.total) * 1e6)));
+
+        // Without it the same session is that much faster, and its rows
+        // show none.
+        truth.cost.dispatchLateness.clear();
+        auto prompt = SimulatedReplay(store, truth).run(o);
+        QVERIFY(prompt);
+        auto observedPrompt = sessionObservations(*store, prompt->sessionId, false);
+        QVERIFY(observedPrompt);
+        QCOMPARE(observedPrompt->lateness.size(), std::size_t(200));
+        QCOMPARE(*std::max_element(observedPrompt->lateness.begin(), observedPrompt->lateness.end()), 0.0);
+
+        // the JSON document keeps it, and refuses a bad one
+        truth.cost.dispatchLateness = sampleQuantiles({3e-4, 1e-4, 2e-4});
+        QCOMPARE(truth.cost.dispatchLateness, (std::vector<double>{1e-4, 2e-4, 3e-4}));
+        QCOMPARE(truth.cost.latenessAt(0.5), 2e-4);
+        auto back = costModelFromJson(toJson(truth.cost));
+        QVERIFY(back);
+        QCOMPARE(back->dispatchLateness, truth.cost.dispatchLateness);
+        auto bad = toJson(truth.cost);
+        bad["dispatch_lateness_s"] = {3e-4, 1e-4};
+        QCOMPARE(costModelFromJson(bad).status().code(), StatusCode::InvalidArgument);
+    }
+
     // A continuous session simulated with a known per-step serving overhead
     // (different from the per-batch one): its step rows give that overhead
     // back, the session reports no per-batch overhead (it has no batches to
