@@ -135,11 +135,14 @@ FitError errorOf(const CostModel &m, std::span<const CostObservation> obs,
     return e;
 }
 
-// At most CostModel::kResidualSamples evenly spaced quantiles of `ratios`.
-// The sorted samples' value at quantile u, interpolated.
+// The value at quantile u of a distribution given by n sorted samples, each
+// standing for 1/n of it at the middle of its share (sample i at quantile
+// (i + 0.5) / n, Hazen's rule), interpolated between them and flat beyond
+// the first and the last: a uniform u then draws the samples' distribution
+// without stretching the last share out to the single worst measurement.
 double sortedAt(const std::vector<double> &r, double u)
 {
-    const double x = std::clamp(u, 0.0, 1.0) * double(r.size() - 1);
+    const double x = std::clamp(std::clamp(u, 0.0, 1.0) * double(r.size()) - 0.5, 0.0, double(r.size() - 1));
     const std::size_t i = std::min(std::size_t(x), r.size() - 1);
     const double f = x - double(i);
     return i + 1 < r.size() ? r[i] + f * (r[i + 1] - r[i]) : r[i];
@@ -153,9 +156,10 @@ std::vector<double> sampleQuantiles(std::vector<double> values)
     const std::size_t k = CostModel::kResidualSamples;
     if (values.size() <= k)
         return values;
+    // the middle of each of k equal shares (Hazen), as sortedAt reads them
     std::vector<double> out(k);
     for (std::size_t i = 0; i < k; ++i)
-        out[i] = values[i * (values.size() - 1) / (k - 1)];
+        out[i] = values[std::size_t((double(i) + 0.5) / double(k) * double(values.size()))];
     return out;
 }
 

@@ -82,8 +82,9 @@ struct CostModel {
     double stepOverhead() const { return stepOverheadS > 0 ? stepOverheadS : overheadS; }
     bool generative = false; // decode steps are charged
     // Measured / predicted over the fit's whole batches and iterations
-    // (what a simulation charges), sorted; at most kResidualSamples evenly
-    // spaced quantiles. A simulation may charge each unit its prediction
+    // (what a simulation charges), sorted; at most kResidualSamples
+    // quantiles, each the middle of an equal share (sampleQuantiles). A
+    // simulation may charge each unit its prediction
     // times a ratio drawn from these (SimulatorOptions::costNoise), so the
     // spread of real costs, not only their typical value, reaches the queue.
     static constexpr std::size_t kResidualSamples = 101;
@@ -143,8 +144,10 @@ struct CostModel {
     bool operator==(const CostModel &) const = default;
 };
 
-// At most CostModel::kResidualSamples evenly spaced quantiles of `values`,
-// sorted (all of them when there are no more).
+// At most CostModel::kResidualSamples quantiles of `values`, sorted: with
+// k of them, the one at (i + 0.5) / k for i = 0 .. k − 1, so each stands for
+// an equal share and the extremes (a single stall) are not kept (all of
+// them when there are no more).
 std::vector<double> sampleQuantiles(std::vector<double> values);
 
 // One measurement for the fit.

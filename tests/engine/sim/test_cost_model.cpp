@@ -247,8 +247,24 @@ private slots:
 
         CostModel noisy = fit->model;
         noisy.iterationResiduals = {0.8, 1.0, 1.6};
-        QCOMPARE(noisy.residualAt(0.25, true), 0.9);
+        // each of the 3 stands for a third, at its middle (Hazen): 0.8 at
+        // 1/6, 1.0 at 1/2, 1.6 at 5/6, flat beyond
+        QCOMPARE(noisy.residualAt(0.0, true), 0.8);
+        QCOMPARE(noisy.residualAt(1.0 / 6, true), 0.8);
+        QVERIFY(std::abs(noisy.residualAt(0.25, true) - 0.85) < 1e-12);
+        QCOMPARE(noisy.residualAt(0.5, true), 1.0);
         QCOMPARE(noisy.residualAt(1.0, true), 1.6);
+        // Of 10,000 measurements with one stall 1000x the rest, the stored
+        // quantiles keep the shares' middles, not the stall: a draw cannot
+        // charge it to 1% of the units.
+        std::vector<double> many(10000);
+        for (std::size_t i = 0; i < many.size(); ++i)
+            many[i] = 1 + double(i) / 10000;
+        many.back() = 2000;
+        const std::vector<double> q = sampleQuantiles(many);
+        QCOMPARE(q.size(), CostModel::kResidualSamples);
+        QVERIFY2(q.back() < 2, qPrintable(QString::number(q.back())));
+        QVERIFY(std::abs(q[50] - 1.5) < 1e-3);
         QVERIFY(std::abs(noisy.meanResidual(true) - 3.4 / 3) < 1e-12);
         QCOMPARE(noisy.meanResidual(false), 1.0); // no batch residuals
         auto back = costModelFromJson(toJson(noisy));
