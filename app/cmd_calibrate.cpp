@@ -251,6 +251,15 @@ int runCalibrate(const AppOptions &options)
 
 // --calibration ID|FILE, or the newest calibration of --model (and
 // --preset, --device unless auto, --threads unless 0).
+Result<CostNoise> costNoiseFor(const CommandArgs &args)
+{
+    const QString name = args.value("noise", QStringLiteral("drawn"));
+    if (auto noise = parseCostNoise(name.toStdString()))
+        return *noise;
+    return Status(StatusCode::InvalidArgument,
+                  QStringLiteral("--noise must be none, mean or drawn, not '%1'").arg(name).toStdString());
+}
+
 Result<Calibration> calibrationFor(const TraceStore &store, const AppOptions &options, const CommandArgs &args)
 {
     if (args.has("calibration"))

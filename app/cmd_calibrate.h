@@ -8,6 +8,7 @@
 #include "app_options.h"
 
 #include "engine/sim/calibration.h"
+#include "engine/sim/simulator.h"
 
 namespace bp::app {
 
@@ -19,5 +20,8 @@ class CommandArgs;
 // --device unless auto, --threads unless 0). NotFound says which
 // `batchpilot calibrate` to run.
 Result<Calibration> calibrationFor(const TraceStore &store, const AppOptions &options, const CommandArgs &args);
+// How a simulation charges each unit: --noise none|mean|drawn (default
+// drawn); InvalidArgument naming the bad value.
+Result<CostNoise> costNoiseFor(const CommandArgs &args);
 
 } // namespace bp::app

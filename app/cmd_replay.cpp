@@ -128,10 +128,9 @@ int runReplay(const AppOptions &options)
         return fail(QStringLiteral("--calibration needs --simulate\n") + kUsage, 2);
     if (args.has("noise") && !simulate)
         return fail(QStringLiteral("--noise needs --simulate\n") + kUsage, 2);
-    const QString noiseName = args.value("noise", QStringLiteral("drawn"));
-    const auto noise = parseCostNoise(noiseName.toStdString());
+    auto noise = costNoiseFor(args);
     if (!noise)
-        return fail(QStringLiteral("--noise must be none, mean or drawn, not '%1'").arg(noiseName), 2);
+        return fail(q(noise.status().message()), 2);
 
     auto store = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
     if (!store)

@@ -161,10 +161,9 @@ int runTune(const AppOptions &options)
     const auto limit = args.number("limit", 0, 0, 1e12);
     const auto budget = args.number("budget", 240, 1, 100000);
     const auto instances = args.number("instances", 2, 1, 16);
-    const QString noiseName = args.value("noise", QStringLiteral("drawn"));
-    const auto noise = parseCostNoise(noiseName.toStdString());
+    auto noise = costNoiseFor(args);
     if (!noise)
-        return fail(QStringLiteral("--noise must be none, mean or drawn, not '%1'").arg(noiseName), 2);
+        return fail(q(noise.status().message()), 2);
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
     const auto jobs = args.number("jobs", std::min(cores, 16), 1, 16);
     if (!sourceId || !speed || !lengthScale || !limit || !budget || !instances || !jobs)
@@ -359,7 +358,7 @@ int runTune(const AppOptions &options)
                .arg(q(cal.describe()))
                .arg(100 * cal.batchError.medianRel, 0, 'f', 1)
                .arg(100 * cal.batchError.maxRel, 0, 'f', 1)
-               .arg(noiseName);
+               .arg(q(std::string(costNoiseName(*noise))));
     out << QStringLiteral(
                "  simulated %1 configs (%2 on the grid, %3 refined) and %4 capacity probes in %5 s, %6 "
                "at a time%7\n")

@@ -14,16 +14,6 @@ namespace bp {
 
 namespace {
 
-Result<sqlite::Connection> connect(const TraceStore &store)
-{
-    auto db = sqlite::Connection::open(store.path(), sqlite::Connection::Mode::ReadWrite);
-    if (!db)
-        return db.status();
-    if (Status s = store::configureConnection(*db); !s)
-        return s;
-    return std::move(db.value());
-}
-
 Result<Calibration> readRow(const sqlite::Statement &st)
 {
     auto j = nlohmann::json::parse(st.textAt(1), nullptr, false);
@@ -40,7 +30,7 @@ Result<Calibration> readRow(const sqlite::Statement &st)
 Result<std::vector<Calibration>> query(const TraceStore &store, const std::string &where,
                                        const std::function<void(sqlite::Statement &)> &bind)
 {
-    auto db = connect(store);
+    auto db = store::openConnection(store.path());
     if (!db)
         return db.status();
     auto st = db->prepare("SELECT id, calibration FROM calibrations " + where + " ORDER BY id DESC");
@@ -67,7 +57,7 @@ Result<std::vector<Calibration>> query(const TraceStore &store, const std::strin
 
 Result<std::int64_t> saveCalibration(const TraceStore &store, const Calibration &calibration)
 {
-    auto db = connect(store);
+    auto db = store::openConnection(store.path());
     if (!db)
         return db.status();
     Calibration c = calibration;

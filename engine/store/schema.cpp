@@ -250,6 +250,16 @@ Status migrate(sqlite::Connection &db, int target)
     return Status::ok();
 }
 
+Result<sqlite::Connection> openConnection(const std::string &path)
+{
+    auto db = sqlite::Connection::open(path, sqlite::Connection::Mode::ReadWrite);
+    if (!db)
+        return db.status();
+    if (Status s = configureConnection(*db); !s)
+        return s;
+    return std::move(db.value());
+}
+
 Status configureConnection(sqlite::Connection &db)
 {
     auto mode = db.queryText("PRAGMA journal_mode = WAL");

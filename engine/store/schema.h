@@ -50,4 +50,9 @@ Status migrate(sqlite::Connection &db, int target = kSchemaVersion);
 // or power loss may lose the last ones), foreign keys on.
 Status configureConnection(sqlite::Connection &db);
 
+// A read-write connection to an existing trace database, configured as
+// above: what the stores kept beside TraceStore (calibrations, tunings)
+// open for each call.
+Result<sqlite::Connection> openConnection(const std::string &path);
+
 } // namespace bp::store

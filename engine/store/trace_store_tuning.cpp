@@ -11,16 +11,6 @@ namespace bp {
 
 namespace {
 
-Result<sqlite::Connection> connect(const TraceStore &store)
-{
-    auto db = sqlite::Connection::open(store.path(), sqlite::Connection::Mode::ReadWrite);
-    if (!db)
-        return db.status();
-    if (Status s = store::configureConnection(*db); !s)
-        return s;
-    return std::move(db.value());
-}
-
 void bindOptional(sqlite::Statement &st, int index, const std::optional<std::int64_t> &value)
 {
     if (value)
@@ -38,7 +28,7 @@ std::optional<std::int64_t> optionalAt(const sqlite::Statement &st, int column)
 
 Result<std::int64_t> saveTuning(const TraceStore &store, const StoredTuning &t)
 {
-    auto db = connect(store);
+    auto db = store::openConnection(store.path());
     if (!db)
         return db.status();
     auto st = db->prepare(
@@ -62,7 +52,7 @@ Result<std::int64_t> saveTuning(const TraceStore &store, const StoredTuning &t)
 Status setTuningVerification(const TraceStore &store, std::int64_t id, std::int64_t sessionId,
                              const nlohmann::json &verification)
 {
-    auto db = connect(store);
+    auto db = store::openConnection(store.path());
     if (!db)
         return db.status();
     auto read = db->prepare("SELECT result FROM tunings WHERE id = ?");
@@ -89,7 +79,7 @@ Status setTuningVerification(const TraceStore &store, std::int64_t id, std::int6
 
 Result<std::vector<StoredTuning>> tuningsForSession(const TraceStore &store, std::int64_t sessionId)
 {
-    auto db = connect(store);
+    auto db = store::openConnection(store.path());
     if (!db)
         return db.status();
     auto st = db->prepare("SELECT id, created_at_us, source_session_id, source_trace_id, verify_session_id, "

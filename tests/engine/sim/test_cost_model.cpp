@@ -34,6 +34,35 @@ CostModel knownDecoder()
     return m;
 }
 
+// `n` Poisson arrivals at `rate` per second, uniform input and output
+// lengths in [lo, hi] and [outLo, outHi], seeded.
+std::vector<TraceRow> poissonRows(std::uint64_t seed, int n, double rate, int lo, int hi, int outLo,
+                                  int outHi)
+{
+    std::vector<TraceRow> rows;
+    std::mt19937_64 rng(seed);
+    std::exponential_distribution<double> gap(rate);
+    std::uniform_int_distribution<int> len(lo, hi), out(outLo, outHi);
+    double t = 0;
+    for (int i = 0; i < n; ++i) {
+        rows.push_back({t, len(rng), out(rng)});
+        t += gap(rng);
+    }
+    return rows;
+}
+
+// A builtin:tiny-decoder calibration whose cost is `cost`.
+Calibration decoderCalibration(const CostModel &cost)
+{
+    Calibration c;
+    c.model = "builtin:tiny-decoder";
+    c.device = "cpu";
+    c.generative = true;
+    c.maxNewTokensLimit = 1023;
+    c.cost = cost;
+    return c;
+}
+
 // A profile-like grid of observations of `m`, each measured value
 // multiplied by (1 + noise·u), u uniform in [-1, 1].
 std::vector<CostObservation> grid(const CostModel &m, double noise, std::uint64_t seed = 7)
@@ -333,22 +362,9 @@ private slots:
     {
         QTemporaryDir dir;
         auto store = TraceStore::open(dir.filePath("s.sqlite").toStdString()).value();
-        std::vector<TraceRow> rows;
-        std::mt19937_64 rng(5);
-        std::exponential_distribution<double> gap(400);
-        std::uniform_int_distribution<int> len(1, 400), out(1, 30);
-        double t = 0;
-        for (int i = 0; i < 3000; ++i) {
-            rows.push_back({t, len(rng), out(rng)});
-            t += gap(rng);
-        }
-        const auto trace = store->addTrace("t", "", TraceFormat::Plain, rows).value().id;
-        Calibration truth;
-        truth.model = "builtin:tiny-decoder";
-        truth.device = "cpu";
-        truth.generative = true;
-        truth.maxNewTokensLimit = 1023;
-        truth.cost = knownDecoder();
+        const auto trace =
+            store->addTrace("t", "", TraceFormat::Plain, poissonRows(5, 3000, 400, 1, 400, 1, 30)).value().id;
+        Calibration truth = decoderCalibration(knownDecoder());
         ReplayOptions o;
         o.source = {ReplaySource::Kind::Trace, trace};
         BatchingConfig config;
@@ -459,22 +475,9 @@ private slots:
     {
         QTemporaryDir dir;
         auto store = TraceStore::open(dir.filePath("s.sqlite").toStdString()).value();
-        std::vector<TraceRow> rows;
-        std::mt19937_64 rng(9);
-        std::exponential_distribution<double> gap(60);
-        std::uniform_int_distribution<int> len(4, 200), out(2, 24);
-        double t = 0;
-        for (int i = 0; i < 400; ++i) {
-            rows.push_back({t, len(rng), out(rng)});
-            t += gap(rng);
-        }
-        const auto trace = store->addTrace("t", "", TraceFormat::Plain, rows).value().id;
-        Calibration truth;
-        truth.model = "builtin:tiny-decoder";
-        truth.device = "cpu";
-        truth.generative = true;
-        truth.maxNewTokensLimit = 1023;
-        truth.cost = knownDecoder();
+        const auto trace =
+            store->addTrace("t", "", TraceFormat::Plain, poissonRows(9, 400, 60, 4, 200, 2, 24)).value().id;
+        Calibration truth = decoderCalibration(knownDecoder());
         truth.cost.coef[7] = 3e-4; // iteration: s0 .. s3
         truth.cost.coef[8] = 2e-5;
         truth.cost.coef[9] = 1e-6;
