@@ -198,7 +198,7 @@ const StageOptions &fidelityStage()
         s.options.insert(
             s.options.end(),
             {
-                {"azure", "FILE.csv", "the Azure trace (default ../shared/traces/azure_llm_conv_2023.csv)"},
+                {"azure", "FILE.csv", "the Azure trace (default resources/traces/azure_llm_conv_2023.csv)"},
                 {"seconds", "S", "real time of each replay (default 3)"},
                 {"load", "F", "offered load as a fraction of batch-1 capacity (default 0.3: carried, not saturated)"},
                 {"length-scale", "X", "multiply the Azure token counts (default 0.125)"},
@@ -230,7 +230,7 @@ int runFidelityBench(const Args &args)
     const double seconds = args.num("seconds", 3);
     const double load = args.num("load", 0.3);
     const double lengthScale = args.num("length-scale", 0.125);
-    const std::string azurePath = args.str("azure", "../shared/traces/azure_llm_conv_2023.csv");
+    const std::string azurePath = args.str("azure", "resources/traces/azure_llm_conv_2023.csv");
     const std::string calibrationMode = args.str("calibrate", "sessions");
     const std::string noiseName = args.str("noise", "drawn");
     if (!(seconds > 0) || !(load > 0) || !(lengthScale > 0)) {

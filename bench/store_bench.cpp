@@ -321,8 +321,8 @@ int runStoreBench(const Args &args)
     if (part == "all" || part == "import") {
         std::string trace = args.str("trace", "");
         if (trace.empty()) {
-            const char *shared = std::getenv("BATCHPILOT_SHARED_DIR");
-            trace = std::string(shared ? shared : "../shared") + "/traces/azure_llm_conv_2023.csv";
+            const char *source = std::getenv("BATCHPILOT_SOURCE_DIR");
+            trace = std::string(source ? source : ".") + "/resources/traces/azure_llm_conv_2023.csv";
         }
         const int repeat = std::max(1, int(args.num("repeat", 5)));
         std::vector<double> times;

@@ -8,7 +8,7 @@
 include(GNUInstallDirs)
 
 set(BATCHPILOT_PACKAGING_DIR ${PROJECT_SOURCE_DIR}/packaging)
-set(BATCHPILOT_SAMPLE_TRACE ${PROJECT_SOURCE_DIR}/../shared/traces/azure_llm_conv_2023.csv
+set(BATCHPILOT_SAMPLE_TRACE ${PROJECT_SOURCE_DIR}/resources/traces/azure_llm_conv_2023.csv
     CACHE FILEPATH "The Azure LLM conversation trace, installed to share/batchpilot/traces (empty: none)")
 
 # --- Bundled data ------------------------------------------------------------

@@ -76,7 +76,7 @@ run compare "set=max_batch_size:2;set=max_queue_delay:1ms;traffic=30;wait=30;tra
 #    Azure trace (lengths / 8, its first 3000 arrivals) for a TTFT + TPOT
 #    SLO; the recommendation applied live, synthetic traffic at the trace's
 #    mean rate, the predicted TTFT p99 next to the measured one.
-azure=${AZURE_TRACE:-../shared/traces/azure_llm_conv_2023.csv}
+azure=${AZURE_TRACE:-resources/traces/azure_llm_conv_2023.csv}
 if [[ " ${STEPS:-console traces compare advisor} " == *" advisor "* ]]; then
   "$app" calibrate --model builtin:tiny-decoder --preset test --quick --db "$work/advisor.sqlite" >/dev/null
 fi
