@@ -288,6 +288,9 @@ Snapshot Engine::snapshot() const
         if (const std::optional<IterationGauges> g = m_scheduler->iterationGauges()) {
             s.runningSequences = g->running;
             s.waitingSequences = g->waiting;
+            // The queue is what waits: running sequences are being served
+            // (Scheduler::size() counts both, for admission and draining).
+            s.queueDepth = g->waiting;
             s.kvTokens = g->kvTokens;
             s.kvCapacityTokens = g->kvCapacityTokens;
             s.kvUsageRatio =
