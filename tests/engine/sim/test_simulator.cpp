@@ -96,7 +96,7 @@ std::uint64_t enginePreemptions(const BatchingConfig &config, const std::vector<
     auto echo = makeEchoBackend(256, 2048);
     ContinuousScheduler scheduler(config, echo->info().limits(), *echo->steps());
     const TimePoint now{};
-    std::shared_ptr<StepWork> inFlight;
+    std::optional<WorkUnit> inFlight;
     for (std::size_t i = 0; i < arrivals.size(); ++i) {
         Pending p;
         p.request.id = i + 1;
@@ -106,14 +106,14 @@ std::uint64_t enginePreemptions(const BatchingConfig &config, const std::vector<
         if (!scheduler.admit(p, now))
             return 0;
         if (!inFlight)
-            inFlight = scheduler.poll(now, false, true).step;
+            inFlight = std::move(scheduler.poll(now, false, true).unit);
     }
     while (inFlight) {
-        std::vector<StepOutcome> outcomes;
-        (void)echo->steps()->step(inFlight->items, outcomes);
-        StepDone done;
-        scheduler.finished(*inFlight, Status::ok(), outcomes, now, done);
-        inFlight = scheduler.poll(now, true, true).step;
+        UnitRun run;
+        (void)echo->steps()->step(inFlight->step()->items, run.outcomes);
+        UnitDone done;
+        scheduler.finished(*inFlight, run, now, done);
+        inFlight = std::move(scheduler.poll(now, true, true).unit);
     }
     return scheduler.size() == 0 ? scheduler.preemptions() : 0;
 }
