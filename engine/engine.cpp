@@ -95,7 +95,7 @@ Engine::Step Engine::runSchedulerOnce()
     std::optional<WorkUnit> unit;
     {
         MutexLock lock(m_core.mutex());
-        EngineCore::Decision d = m_core.decide(lock);
+        EngineCore::Decision d = m_core.decide();
         step.expired = d.expired;
         step.wakeAt = d.wakeAt;
         step.dispatched = d.unit.has_value();
@@ -113,14 +113,14 @@ bool Engine::mustExit(int index) const
     return index >= m_targetInstances || m_core.stoppedLocked();
 }
 
-std::optional<WorkUnit> Engine::lead(MutexLock &lock, int index)
+std::optional<WorkUnit> Engine::lead(int index)
 {
     useFineTimerSlack();   // the default 50 µs would stretch every queue delay
     bool spunIdle = false; // the last spin ended with nothing new: sleep next
     for (;;) {
         if (mustExit(index))
             return std::nullopt;
-        EngineCore::Decision d = m_core.decide(lock);
+        EngineCore::Decision d = m_core.decide();
         if (d.unit)
             return std::move(d.unit);
         if (mustExit(index))
@@ -131,19 +131,19 @@ std::optional<WorkUnit> Engine::lead(MutexLock &lock, int index)
             // Busy-wait for the dispatch time or for news, whichever is first.
             const TimePoint until = wakeAt ? *wakeAt : now + m_spin;
             const std::uint64_t pokes = m_pokes.load(std::memory_order_acquire);
-            lock.unlock();
+            m_core.mutex().unlock();
             const bool news = spinUntil(until, m_pokes, pokes);
-            lock.lock();
+            m_core.mutex().lock();
             spunIdle = !news && !wakeAt;
             continue;
         }
         spunIdle = false;
         m_leaderSleeping = true;
         if (wakeAt) {
-            m_leaderCv.wait_until(lock, *wakeAt - m_spin); // with spin > 0: spin the rest
+            m_leaderCv.wait_until(m_core.mutex(), *wakeAt - m_spin); // with spin > 0: spin the rest
         } else {
             m_leaderIdle = true;
-            m_leaderCv.wait(lock);
+            m_leaderCv.wait(m_core.mutex());
             m_leaderIdle = false;
         }
         m_leaderSleeping = false;
@@ -162,7 +162,7 @@ void Engine::executorLoop(int index)
             continue;
         }
         m_hasLeader = true;
-        std::optional<WorkUnit> unit = lead(lock, index);
+        std::optional<WorkUnit> unit = lead(index);
         m_hasLeader = false;
         m_followerCv.notify_one(); // the next idle executor takes over scheduling
         if (!unit)

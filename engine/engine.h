@@ -162,8 +162,8 @@ private:
     void executorLoop(int index);
     // The leader's part of executorLoop: decides, and sleeps or spins until
     // the next decision. Returns the unit to run, or nullopt when this
-    // thread must stop. Requires `lock` held; returns with it held.
-    std::optional<WorkUnit> lead(MutexLock &lock, int index) REQUIRES(m_core.mutex());
+    // thread must stop. Requires the core's mutex; returns with it held.
+    std::optional<WorkUnit> lead(int index) REQUIRES(m_core.mutex());
     bool mustExit(int index) const REQUIRES(m_core.mutex());
     void resizeExecutors() REQUIRES(m_core.mutex());
 

@@ -102,11 +102,11 @@ public:
         std::size_t expired = 0;         // requests this decision failed (deadline passed)
     };
     // Decides at the clock's now until it has a unit to hand out or nothing
-    // to do before wakeAt. Requires `lock` held on mutex(); returns with it
-    // held, having released it meanwhile to complete failed requests and to
-    // tell observers of a controller's config change. A unit handed out is
-    // in flight until finish().
-    Decision decide(MutexLock &lock) REQUIRES(m_mutex);
+    // to do before wakeAt. Requires mutex() held; returns with it held,
+    // having released it meanwhile to complete failed requests and to tell
+    // observers of a controller's config change. A unit handed out is in
+    // flight until finish().
+    Decision decide() REQUIRES(m_mutex);
     // Runs `unit` on the backend (a batch through the memory guard, a step
     // on the model's StepModel), timed by the clock. Without the lock.
     UnitRun run(WorkUnit &unit, int executor) EXCLUDES(m_mutex);

@@ -11,23 +11,22 @@
 
 namespace bp {
 
-EngineCore::Decision EngineCore::decide(MutexLock &lock)
+EngineCore::Decision EngineCore::decide()
 {
     Decision d;
     for (;;) {
         const TimePoint now = m_clock.now();
         ConfigChange change;
         if (applyProposalsLocked(now, change)) {
-            lock.unlock();
+            m_mutex.unlock();
             if (change.version)
                 notifyConfigChanged(change);
-            lock.lock();
+            m_mutex.lock();
             continue;
         }
-        Scheduler::Poll poll = [&] {
-            const nvtx::Range range(nvtx::Category::Engine, "schedule");
-            return m_scheduler->poll(now, m_draining, true);
-        }();
+        std::optional<nvtx::Range> range(std::in_place, nvtx::Category::Engine, "schedule");
+        Scheduler::Poll poll = m_scheduler->poll(now, m_draining, true);
+        range.reset();
         const bool failed = !poll.expired.empty() || !poll.failed.empty();
         if (failed) {
             // A poll can both expire requests and dispatch a unit. The
@@ -35,10 +34,10 @@ EngineCore::Decision EngineCore::decide(MutexLock &lock)
             // as soon as the lock is released.
             const std::shared_ptr<const BatchingConfig> config = m_config.current();
             d.expired += poll.expired.size();
-            lock.unlock();
+            m_mutex.unlock();
             failWith(poll.expired, StatusCode::DeadlineExceeded, "deadline passed while queued", *config);
             failEach(poll.failed, *config);
-            lock.lock();
+            m_mutex.lock();
         }
         if (poll.unit) {
             ++m_inFlight;
@@ -52,10 +51,10 @@ EngineCore::Decision EngineCore::decide(MutexLock &lock)
             // flush-on-drain): fail the rest.
             std::vector<Pending> rest = m_scheduler->takeAll();
             const std::shared_ptr<const BatchingConfig> config = m_config.current();
-            lock.unlock();
+            m_mutex.unlock();
             failWith(rest, StatusCode::ShuttingDown, "engine shut down before a full static batch formed",
                      *config);
-            lock.lock();
+            m_mutex.lock();
             continue;
         }
         d.wakeAt = poll.wakeAt;

@@ -179,7 +179,7 @@ struct Simulator::Impl final : ExecutorDriver {
             EngineCore::Decision d;
             {
                 MutexLock lock(core.mutex());
-                d = core.decide(lock);
+                d = core.decide();
             }
             if (d.unit) {
                 start(std::move(*d.unit), executor);
