@@ -156,14 +156,16 @@ struct Driver {
             r.status = f.status;
             f.pending.done(std::move(r));
         }
-        if (!poll.step)
+        if (!poll.step())
             return false;
-        std::vector<StepOutcome> out;
-        const Status status = model.step(poll.step->items, out);
+        UnitRun run;
+        run.start = clock.now();
+        run.guard.status = model.step(poll.step()->items, run.outcomes);
         clock.advance(1ms);
-        StepDone done;
-        scheduler->finished(*poll.step, status, out, clock.now(), done);
-        steps.push_back(*poll.step); // with the state after it (runningAfter, ...)
+        run.end = clock.now();
+        UnitDone done;
+        scheduler->finished(*poll.unit, run, clock.now(), done);
+        steps.push_back(*poll.step()); // with the state after it (runningAfter, ...)
         for (std::size_t i = 0; i < done.done.size(); ++i)
             done.done[i].done(std::move(done.responses[i]));
         // the scheduler's KV books match the model's
@@ -369,7 +371,7 @@ private slots:
             QCOMPARE(std::size_t(s.runningAfter), d.scheduler->running());
             QCOMPARE(std::size_t(s.waitingAfter), d.scheduler->waiting());
             QCOMPARE(s.kvTokensAfter, d.scheduler->kvTokens());
-            const BatchRecord br = stepRecordOf(s, d.clock.now(), d.clock.now(), Status::ok(), 0);
+            const BatchRecord br = stepRecordOf(s, UnitRun{});
             QCOMPARE(br.prefillTokens, s.prefillTokens);
             QCOMPARE(br.decodeTokens, s.decodeTokens);
             QCOMPARE(br.joined, s.joined);
@@ -382,7 +384,7 @@ private slots:
         QCOMPARE(d.steps.front().waitingAfter, 1);
         QCOMPARE(d.steps.front().kvTokensAfter, std::int64_t(8));
         QCOMPARE(d.steps.back().runningAfter, 0);
-        const IterationGauges g = *d.scheduler->iterationGauges();
+        const IterationGauges g = d.scheduler->iterationGauges();
         QCOMPARE(g.running, std::size_t(0));
         QCOMPARE(g.kvTokens, std::int64_t(0));
     }
@@ -484,10 +486,10 @@ private slots:
             QVERIFY(submit(id, 10 + int(id), 6).isOk());
         // queued under dynamic, switched to continuous: the queue moves over
         BatchingConfig c = continuousConfig(2, 16);
-        QVERIFY(e.update(ConfigPatch::fields(c, {"policy", "continuous.max_num_seqs",
-                                                 "continuous.max_num_batched_tokens"})
-                             .value(),
-                         "test"));
+        QVERIFY(e.update(
+            ConfigPatch::fields(c, {"policy", "continuous.max_num_seqs", "continuous.max_num_batched_tokens"})
+                .value(),
+            "test"));
         QCOMPARE(e.queueDepth(), std::size_t(4));
         for (int i = 0; i < 3; ++i)
             QVERIFY(e.runSchedulerOnce().dispatched);
@@ -597,7 +599,8 @@ private slots:
         o.batching.policy = PolicyKind::Dynamic;
         auto engine = Engine::create(o);
         QVERIFY(engine.isOk());
-        auto update = (*engine)->update(ConfigPatch::fields(continuousConfig(4, 16), {"policy"}).value(), "test");
+        auto update =
+            (*engine)->update(ConfigPatch::fields(continuousConfig(4, 16), {"policy"}).value(), "test");
         QVERIFY(!update.isOk());
         QCOMPARE((*engine)->config().policy, PolicyKind::Dynamic);
     }
