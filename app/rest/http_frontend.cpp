@@ -59,7 +59,8 @@ bool HttpFrontend::handleRequest(const QHttpServerRequest &request, QTcpSocket *
     m_context.requestStart = InferCall::SteadyTime::clock::now();
     ConnectionQueue *queue = ConnectionQueue::of(socket);
     const bool overPipelined = queue->pendingCount() >= std::size_t(m_context.options.maxPipelinedRequests);
-    const ErrorStyle style = isOpenAiPath(request.url().path()) ? ErrorStyle::OpenAi : ErrorStyle::Plain;
+    const QString path = request.url().path();
+    const ErrorStyle style = isOpenAiPath(path) ? ErrorStyle::OpenAi : ErrorStyle::Plain;
     const ReplyTicket ticket{queue, queue->reserve(makeResponder(request, socket)), style};
     if (overPipelined) {
         refusePipelined(socket, ticket);
@@ -69,7 +70,7 @@ bool HttpFrontend::handleRequest(const QHttpServerRequest &request, QTcpSocket *
         queue->closeWhenFlushed();
     // Everything the request carries is read before this returns: Qt 6.4
     // reuses the request object for the next request on the same connection.
-    RequestGate::Decision decision = m_gate.check(request, m_context.isDraining());
+    RequestGate::Decision decision = m_gate.check(request, path, m_context.isDraining());
     if (decision.refusal) {
         m_context.send(ticket, std::move(*decision.refusal));
         return true;

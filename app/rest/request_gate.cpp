@@ -56,7 +56,8 @@ bool RequestGate::authorized(const QHttpServerRequest &request) const
     return constantTimeEquals(given, m_expectedAuthorization);
 }
 
-RequestGate::Decision RequestGate::check(const QHttpServerRequest &request, bool draining) const
+RequestGate::Decision RequestGate::check(const QHttpServerRequest &request, const QString &path,
+                                         bool draining) const
 {
     Decision d;
     auto refuse = [&d](HttpReply reply) {
@@ -68,7 +69,7 @@ RequestGate::Decision RequestGate::check(const QHttpServerRequest &request, bool
         return refuse(errorReply(HttpStatus::PayloadTooLarge, "request body is larger than the limit"));
     if (m_expectedAuthorization.isEmpty() && !isLocalHostHeader(request.value("Host"), m_boundAddress))
         return refuse(errorReply(HttpStatus::Forbidden, hostRefusal(request.value("Host"))));
-    d.match = matchRoute(request.url().path(), request.method());
+    d.match = matchRoute(path, request.method());
     const RouteMatch &match = d.match;
     const bool health = match.route && isHealthRoute(*match.route);
     // Unknown routes answer 401 before 404, so they do not reveal which paths exist.
@@ -80,8 +81,8 @@ RequestGate::Decision RequestGate::check(const QHttpServerRequest &request, bool
             return refuse(errorReply(HttpStatus::MethodNotAllowed,
                                      "method not allowed here; allowed: " + match.allow.toStdString())
                               .withHeader("Allow", match.allow));
-        return refuse(errorReply(HttpStatus::NotFound,
-                                 "no route " + request.url().path().toStdString() + " (see docs/rest.md)"));
+        return refuse(
+            errorReply(HttpStatus::NotFound, "no route " + path.toStdString() + " (see docs/rest.md)"));
     }
     if (!match.model.isEmpty()) {
         const std::string name = match.model.toStdString();

@@ -33,7 +33,8 @@ public:
         RouteMatch match;                 // match.route is set when the request may go on
         std::optional<HttpReply> refusal; // set when it may not
     };
-    Decision check(const QHttpServerRequest &request, bool draining) const;
+    // `path` is request.url().path() (the caller has it already).
+    Decision check(const QHttpServerRequest &request, const QString &path, bool draining) const;
 
     // The bearer token matches (or none is configured); constant time.
     bool authorized(const QHttpServerRequest &request) const;
