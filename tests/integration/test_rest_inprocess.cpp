@@ -160,6 +160,16 @@ private slots:
                 .status,
             503);
         QCOMPARE(httpRequest(port, "PUT", "/v1/config", R"({"max_batch_size":4})").status, 503);
+        // The OpenAI routes answer with OpenAI's error object.
+        for (const QByteArray &path : {QByteArray("/v1/completions"), QByteArray("/v1/chat/completions")}) {
+            r = httpRequest(port, "POST", path, R"({"prompt": "a", "messages": []})");
+            QCOMPARE(r.status, 503);
+            const QJsonObject e = r.json().value("error").toObject();
+            QCOMPARE(e.value("type").toString(), QStringLiteral("server_error"));
+            QCOMPARE(e.value("code").toString(), QStringLiteral("shutting_down"));
+            QVERIFY(e.contains("param") && e.value("param").isNull());
+        }
+        QCOMPARE(httpRequest(port, "GET", "/v1/models").status, 200); // listing still works
         QCOMPARE(httpRequest(port, "GET", "/v2/health/ready").status, 503);
         QCOMPARE(httpRequest(port, "GET", "/v2/models/echo/ready").status, 503);
         // Watching a drain still works.
@@ -170,6 +180,37 @@ private slots:
         server.setDraining(false);
         QCOMPARE(httpRequest(port, "GET", "/v2/health/ready").status, 200);
         QCOMPARE(httpRequest(port, "POST", "/v1/infer", inferBody({1})).status, 200);
+    }
+
+    // With a token, a request without it is refused 401 before anything
+    // else: an OpenAI error object on the OpenAI routes, the plain shape
+    // elsewhere.
+    void unauthorizedOnOpenAiRoutes()
+    {
+        auto engine = echoEngine();
+        RestOptions o = anyPort();
+        o.token = "secret";
+        RestServer server(*engine, o, "test");
+        QVERIFY(server.start());
+        for (const QByteArray &path : {QByteArray("/v1/models"), QByteArray("/v1/models/echo")}) {
+            const HttpResponse r = httpRequest(server.port(), "GET", path);
+            QCOMPARE(r.status, 401);
+            QCOMPARE(r.header("www-authenticate"), QByteArray("Bearer"));
+            const QJsonObject e = r.json().value("error").toObject();
+            QCOMPARE(e.value("type").toString(), QStringLiteral("authentication_error"));
+            QCOMPARE(e.value("code").toString(), QStringLiteral("invalid_api_key"));
+        }
+        const HttpResponse chat = httpRequest(server.port(), "POST", "/v1/chat/completions", "{}");
+        QCOMPARE(chat.status, 401);
+        QVERIFY(chat.json().value("error").isObject());
+        const HttpResponse infer = httpRequest(server.port(), "POST", "/v1/infer", inferBody({1}));
+        QCOMPARE(infer.status, 401);
+        QVERIFY(infer.json().value("error").isString());
+        const HttpResponse ok =
+            httpRequest(server.port(), "GET", "/v1/models", {}, {{"Authorization", "Bearer secret"}});
+        QCOMPARE(ok.status, 200);
+        QCOMPARE(ok.json().value("data").toArray().at(0).toObject().value("id").toString(),
+                 QStringLiteral("builtin:echo"));
     }
 
     void engineShutDownAnswers503()
@@ -551,6 +592,12 @@ private slots:
         QTest::newRow("infer get") << "/v2/models/m/infer" << int(M::Get) << -1 << true << "m";
         QTest::newRow("config put") << "/v1/config" << int(M::Put) << int(Route::PutConfig) << true << "";
         QTest::newRow("config post") << "/v1/config" << int(M::Post) << -1 << true << "";
+        QTest::newRow("models") << "/v1/models/" << int(M::Get) << int(Route::ListModels) << true << "";
+        QTest::newRow("model with a slash") << "/v1/models/meta-llama/Llama-3.1-8B" << int(M::Get)
+                                            << int(Route::GetModel) << true << "meta-llama/Llama-3.1-8B";
+        QTest::newRow("chat") << "/v1/chat/completions" << int(M::Post) << int(Route::ChatCompletions) << true
+                              << "";
+        QTest::newRow("chat get") << "/v1/chat/completions" << int(M::Get) << -1 << true << "";
         QTest::newRow("unknown") << "/v3" << int(M::Get) << -1 << false << "";
         QTest::newRow("models root") << "/v2/models" << int(M::Get) << -1 << false << "";
         QTest::newRow("too deep") << "/v2/models/m/infer/x" << int(M::Post) << -1 << false << "";
@@ -570,6 +617,8 @@ private slots:
             QCOMPARE(m.model, model);
         if (pathKnown && !m.route)
             QVERIFY(!m.allow.isEmpty());
+        // Errors on the OpenAI routes are OpenAI error objects; elsewhere plain.
+        QCOMPARE(isOpenAiPath(path), path.startsWith("/v1/models") || path.contains("completions"));
     }
 };
 
