@@ -73,9 +73,9 @@ const std::vector<Command> &commands()
           {"target", "URL",
            "drive this remote server instead of the embedded engine (docs/remote.md); "
            "--model is then the model's name there, --token its bearer token"},
-          {"protocol", "oip|openai",
-           "remote protocol: KServe v2 infer, or OpenAI /v1/completions streaming "
-           "(default oip)"},
+          {"protocol", "oip|openai|openai-chat",
+           "remote protocol: KServe v2 infer, OpenAI /v1/completions streaming, or OpenAI "
+           "/v1/chat/completions streaming (default oip)"},
           {"max-concurrency", "N", "remote: requests on the wire at most, one connection each (default 64)"},
           {"timeout", "MS", "remote: per-request timeout in ms, 0 = none (default 60000)"},
           {"scrape-interval", "MS",

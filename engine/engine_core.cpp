@@ -123,6 +123,9 @@ Snapshot EngineCore::snapshot() const
         if (g.iteration) {
             s.runningSequences = g.iteration->running;
             s.waitingSequences = g.iteration->waiting;
+            // The queue is what waits: running sequences are being served
+            // (Scheduler::size() counts both, for admission and draining).
+            s.queueDepth = g.iteration->waiting;
             s.kvTokens = g.iteration->kvTokens;
             s.kvCapacityTokens = g.iteration->kvCapacityTokens;
             s.kvUsageRatio = g.iteration->kvCapacityTokens > 0

@@ -6,6 +6,8 @@
 #include <QSettings>
 #include <QSpinBox>
 
+#include <algorithm>
+
 namespace bp::ui {
 
 RemoteTargetForm::RemoteTargetForm(QWidget *parent) : QWidget(parent)
@@ -19,6 +21,7 @@ RemoteTargetForm::RemoteTargetForm(QWidget *parent) : QWidget(parent)
     m_protocol = new QComboBox(this);
     m_protocol->addItem(tr("OIP / KServe v2 infer"), QStringLiteral("oip"));
     m_protocol->addItem(tr("OpenAI /v1/completions (streaming)"), QStringLiteral("openai"));
+    m_protocol->addItem(tr("OpenAI /v1/chat/completions (streaming)"), QStringLiteral("openai-chat"));
     m_model = new QLineEdit(this);
     m_model->setObjectName(QStringLiteral("remoteModel"));
     m_model->setPlaceholderText(tr("the model's name on the server"));
@@ -63,7 +66,7 @@ remote::RemoteOptions RemoteTargetForm::options() const
 void RemoteTargetForm::restore(QSettings &s)
 {
     m_url->setText(s.value(QStringLiteral("remoteUrl")).toString());
-    m_protocol->setCurrentIndex(s.value(QStringLiteral("remoteProtocol")).toString() == "openai" ? 1 : 0);
+    m_protocol->setCurrentIndex(std::max(0, m_protocol->findData(s.value(QStringLiteral("remoteProtocol")))));
     m_model->setText(s.value(QStringLiteral("remoteModel")).toString());
     m_concurrency->setValue(s.value(QStringLiteral("remoteConcurrency"), 64).toInt());
     m_scrapeMs->setValue(s.value(QStringLiteral("remoteScrapeMs"), 1000).toInt());

@@ -1,6 +1,6 @@
 // The remote server a replay or the Traffic panel drives instead of the
 // embedded engine (docs/remote.md): URL, protocol (OIP infer | OpenAI
-// /v1/completions streaming), the model's name on the server, a bearer
+// /v1/completions or /v1/chat/completions, streaming), the model's name on the server, a bearer
 // token, the concurrency cap and the /metrics scrape interval. One form,
 // used by the Replay dialog and the Traffic panel; the last choices are
 // kept in QSettings under the group given (the token never is).

@@ -84,12 +84,10 @@ public:
                            ? QUrl(o.target.adjusted(QUrl::RemovePath)).resolved(QUrl("/metrics"))
                            : o.metricsUrl)
     {
-        m_route = m_basePath + (o.protocol == Protocol::Oip
-                                    ? "/v2/models/" + QUrl::toPercentEncoding(o.model) + "/infer"
-                                    : QByteArray("/v1/completions"));
+        m_route = m_basePath + routeFor(o.protocol, o.model);
         m_headers = {{"Content-Type", "application/json"},
-                     {"Accept", o.protocol == Protocol::OpenAi ? QByteArray("text/event-stream")
-                                                               : QByteArray("application/json")}};
+                     {"Accept", isStreaming(o.protocol) ? QByteArray("text/event-stream")
+                                                        : QByteArray("application/json")}};
         if (!o.token.isEmpty())
             m_headers.append({"Authorization", "Bearer " + o.token.toUtf8()});
         m_scrapeTimer.setParent(this);
@@ -229,10 +227,8 @@ private:
         ex.path = m_route;
         ex.headers = m_headers;
         ex.timeout = m_options.timeout;
-        if (m_options.protocol == Protocol::Oip) {
-            ex.body = oipInferBody(f->p.request);
-        } else {
-            ex.body = openAiCompletionBody(f->p.request, m_options.model);
+        ex.body = requestBody(m_options.protocol, f->p.request, m_options.model);
+        if (isStreaming(m_options.protocol)) {
             ex.onBodyPiece = [f](const QByteArray &piece, TimePoint at) {
                 if (f->errorBody.size() < 4096)
                     f->errorBody += piece.left(4096);

@@ -329,23 +329,34 @@ private slots:
         QVERIFY(client["tpot_ms"]["count"] == nlohmann::json(5));
     }
 
+    void openAiAgainstBatchPilotsOwnCompletions_data()
+    {
+        QTest::addColumn<int>("protocol");
+        QTest::newRow("openai") << int(remote::Protocol::OpenAi);
+        QTest::newRow("openai-chat") << int(remote::Protocol::OpenAiChat);
+    }
     void openAiAgainstBatchPilotsOwnCompletions()
     {
-        // The OpenAI protocol against the real server's POST /v1/completions
-        // (SSE streaming): every request recorded, each with a first token
-        // before its end, and the server's counters equal to the client's.
+        // The OpenAI protocols against the real server's POST
+        // /v1/completions and /v1/chat/completions (SSE streaming): every
+        // request recorded, each with a first token before its end, and the
+        // server's counters equal to the client's.
+        QFETCH(int, protocol);
         const quint16 port = m_server->port();
         const double okBefore = counter(port, "batchpilot_requests_total{status=\"ok\"}");
         const double outBefore = counter(port, "batchpilot_output_tokens_total");
         const int n = 30;
         Fixture f(n);
-        auto ro = remoteOptions(port, remote::Protocol::OpenAi, "echo");
+        auto ro = remoteOptions(port, remote::Protocol(protocol), "echo");
         ro.maxConcurrency = 4;
         auto target = remote::HttpRemoteTarget::create(ro);
         auto outcome = replayTo(f, **target);
         QVERIFY2(outcome, outcome.status().toString().c_str());
         QCOMPARE(outcome->completed, std::size_t(n));
         QVERIFY(outcome->client["http_status"]["200"] == nlohmann::json(n));
+        auto session = f.store->session(outcome->sessionId);
+        QVERIFY(session->replay["target"]["protocol"] ==
+                nlohmann::json(remote::protocolName(remote::Protocol(protocol)).toStdString()));
         QVERIFY(outcome->client["ttft_ms"]["count"] == nlohmann::json(n));
         QVERIFY(outcome->client["itl_ms"]["count"] == nlohmann::json(n * 3)); // 4 tokens: 3 gaps each
         const std::vector<StoredRequest> rows = f.store->requests(outcome->sessionId).value();

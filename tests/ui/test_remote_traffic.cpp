@@ -1,8 +1,9 @@
 // The console aimed at a remote server (issue 16 items 1 and 2), against
 // a real `batchpilot --headless` started by the test:
 //  - the Traffic panel's target selector sends its generated traffic to
-//    the server instead of the embedded engine, in both protocols (OIP
-//    infer, OpenAI /v1/completions streaming), recorded as a session of
+//    the server instead of the embedded engine, in every protocol (OIP
+//    infer, OpenAI /v1/completions and /v1/chat/completions streaming),
+//    recorded as a session of
 //    kind "remote" with the server's URL: every request sent is stored,
 //    and the server's own counters equal the client's;
 //  - form edits while it runs restart the arrivals in the same session;
@@ -86,6 +87,7 @@ private slots:
         QTest::addColumn<QString>("protocol");
         QTest::newRow("oip") << QStringLiteral("oip");
         QTest::newRow("openai") << QStringLiteral("openai");
+        QTest::newRow("openai-chat") << QStringLiteral("openai-chat");
     }
 
     void trafficPanelRecordsEveryRequestAtTheServer()
