@@ -5,6 +5,8 @@
 #include "engine_host.h"
 
 #include "engine/config_export.h"
+#include "engine/config_import.h"
+#include "engine/config_json.h"
 #include "engine/store/trace_store.h"
 #include "engine/trace_export.h"
 
@@ -121,6 +123,68 @@ int runExportConfig(const AppOptions &options)
                                    .arg(args.value("format"), args.value("output"))
                                    .arg(out.mapped.size())
                                    .arg(out.unmapped.size());
+    return 0;
+}
+
+int runImportConfig(const AppOptions &options)
+{
+    const QString name = QStringLiteral("import-config");
+    const QString usage =
+        QStringLiteral("usage: batchpilot import-config FILE [--format %1] [-o FILE] [--json]")
+            .arg(q(serverFormatNames()).replace(", ", "|"));
+    CommandArgs args(normalized(options.commandArgs), commandOptions(name));
+    if (!args.error().isEmpty())
+        return fail(name, args.error() + "\n" + usage, 2);
+    if (args.positional().size() != 1)
+        return fail(name, usage, 2);
+    const QString path = args.positional().front();
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return fail(name, QStringLiteral("cannot read '%1': %2").arg(path, file.errorString()));
+    const QByteArray bytes = file.readAll();
+    const std::string_view text(bytes.constData(), std::size_t(bytes.size()));
+    std::optional<ServerFormat> format;
+    if (args.has("format")) {
+        format = parseServerFormat(args.value("format").toStdString());
+        if (!format)
+            return fail(name,
+                        QStringLiteral("unknown format '%1' (one of %2)")
+                            .arg(args.value("format"), q(serverFormatNames())),
+                        2);
+    } else {
+        format = detectServerFormat(text);
+        if (!format)
+            return fail(name, QStringLiteral(
+                                  "%1: cannot tell which server's syntax this is: give --format (one of %2)")
+                                  .arg(path, q(serverFormatNames())));
+    }
+    auto imported = importConfig(text, *format);
+    if (!imported)
+        return fail(name, path + QStringLiteral(": ") + q(imported.status().message()));
+    const nlohmann::json knobs = knobValues(imported->config, imported->knobs);
+    nlohmann::json doc = toJson(imported->config);
+    if (args.has("json"))
+        doc = {{"format", std::string(serverFormatName(*format))},
+               {"file", path.toStdString()},
+               {"knobs", knobs},
+               {"settings", imported->settings},
+               {"notes", imported->notes},
+               {"config", doc}};
+    if (QString e = writeOutput(args, doc.dump(2) + "\n"); !e.isEmpty())
+        return fail(name, e);
+    QTextStream err(stderr);
+    err << QStringLiteral("read %1 settings from %2: %3 BatchPilot knobs set\n")
+               .arg(q(std::string(serverFormatName(*format))), path)
+               .arg(imported->knobs.size());
+    for (const auto &[key, value] : knobs.items())
+        err << QStringLiteral("  %1 = %2\n").arg(q(key), q(value.dump()));
+    QStringList other;
+    for (const auto &[key, value] : imported->settings.items())
+        other << q(key) + QLatin1Char('=') + q(value.is_string() ? value.get<std::string>() : value.dump());
+    if (!other.isEmpty())
+        err << QStringLiteral("the server's settings as read: %1\n").arg(other.join(QStringLiteral(", ")));
+    for (const std::string &n : imported->notes)
+        err << QStringLiteral("note: %1\n").arg(q(n));
     return 0;
 }
 

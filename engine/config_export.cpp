@@ -54,6 +54,14 @@ std::string num(double v)
     return buf;
 }
 
+// Enough digits that parsing it back gives the same nanoseconds.
+std::string exactNum(double v)
+{
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.12g", v);
+    return buf;
+}
+
 std::string joinInts(const std::vector<int> &v, const char *sep)
 {
     std::string s;
@@ -118,21 +126,72 @@ std::string batchSource(const BatchingConfig &c)
     return s;
 }
 
-// Marks the knobs largestBatch() read; the others say where they would go.
-void useBatchKnobs(Writer &w)
+// How a format writes the batch: Triton tells the policy by its syntax
+// (tritonPolicy), the others write one batch size for a request-level
+// batcher that reads back as policy dynamic.
+enum class BatchSyntax { Triton, SizeOnly };
+
+// The policy the written syntax reads back as (import-config), so that a knob
+// is marked as mapped only when the import recovers it.
+PolicyKind writtenPolicy(const BatchingConfig &c, BatchSyntax syntax)
+{
+    if (syntax == BatchSyntax::SizeOnly)
+        return PolicyKind::Dynamic;
+    const std::vector<int> preferred = c.policy == PolicyKind::Static   ? std::vector<int>{c.staticBatchSize}
+                                       : c.policy == PolicyKind::Hybrid ? c.hybrid.staticSizes
+                                                                        : std::vector<int>{};
+    return tritonPolicy(c.policy != PolicyKind::None, preferred, largestBatch(c));
+}
+
+// Marks the knobs the written batch size and policy carry exactly (the
+// import gives them back); the others say why not.
+void useBatchKnobs(Writer &w, BatchSyntax syntax)
 {
     const BatchingConfig &c = w.c;
-    w.use({"policy"});
-    if (c.policy == PolicyKind::Static)
-        w.use({"static_batch_size"});
-    else if (c.policy != PolicyKind::None)
-        w.use({"max_batch_size"});
-    if (c.policy == PolicyKind::Hybrid)
-        w.use({"hybrid.static_sizes"});
-    if (c.memoryBatchLimit > 0)
-        w.use({"memory_batch_limit"});
+    const std::string server = syntax == BatchSyntax::Triton ? "Triton" : "this server";
+    if (writtenPolicy(c, syntax) == c.policy)
+        w.use({"policy"});
     else
-        w.hint("memory_batch_limit", "0 = no cap; a cap would lower the exported batch size");
+        w.hint("policy", std::string("the syntax reads back as policy ") +
+                             std::string(policyName(writtenPolicy(c, syntax))) + " (" + server +
+                             " has no policy " + std::string(policyName(c.policy)) + " of its own)");
+    // The batch size before the memory cap: when the cap binds, the written
+    // size is the cap's, not a knob's.
+    BatchingConfig uncapped = c;
+    uncapped.memoryBatchLimit = 0;
+    const bool capBinds = largestBatch(uncapped) != largestBatch(c);
+    w.hint("memory_batch_limit",
+           c.memoryBatchLimit > 0 ? "the server has no separate cap: the exported batch size is capped by it"
+                                  : "0 = no cap; a cap would lower the exported batch size");
+    const std::string capped = "the exported batch size is memory_batch_limit's, not this knob's";
+    if (c.policy == PolicyKind::Static) {
+        if (syntax == BatchSyntax::SizeOnly)
+            w.hint("static_batch_size",
+                   "the server has no wait-for-N policy: static_batch_size is exported as its "
+                   "largest batch");
+        else if (capBinds)
+            w.hint("static_batch_size", capped);
+        else
+            w.use({"static_batch_size"});
+    } else if (c.policy != PolicyKind::None) {
+        const int largestStatic =
+            c.policy == PolicyKind::Hybrid && !c.hybrid.staticSizes.empty()
+                ? *std::max_element(c.hybrid.staticSizes.begin(), c.hybrid.staticSizes.end())
+                : 0;
+        if (capBinds)
+            w.hint("max_batch_size", capped);
+        else if (c.maxBatchSize < largestStatic)
+            w.hint("max_batch_size", "the exported batch size is the largest of hybrid.static_sizes");
+        else
+            w.use({"max_batch_size"});
+    }
+    if (c.policy == PolicyKind::Hybrid) {
+        if (syntax == BatchSyntax::Triton)
+            w.use({"hybrid.static_sizes"});
+        else
+            w.hint("hybrid.static_sizes",
+                   "the server batches up to one size: the largest static size is exported");
+    }
 }
 
 // The queue delay a fixed-delay batcher should use, and a note when BatchPilot's
@@ -158,7 +217,7 @@ void triton(Writer &w)
 {
     const BatchingConfig &c = w.c;
     w.line("max_batch_size: " + std::to_string(largestBatch(c)) + "  # " + batchSource(c));
-    useBatchKnobs(w);
+    useBatchKnobs(w, BatchSyntax::Triton);
     if (c.policy == PolicyKind::None) {
         w.line("# policy none: no dynamic_batching block, so Triton runs each request as it arrives");
     } else {
@@ -172,7 +231,11 @@ void triton(Writer &w)
         const long long delayUs =
             std::chrono::duration_cast<std::chrono::microseconds>(c.maxQueueDelay).count();
         w.line("  max_queue_delay_microseconds: " + std::to_string(delayUs) + "  # max_queue_delay_us");
-        w.use({"max_queue_delay_us"});
+        if (std::chrono::microseconds(delayUs) == c.maxQueueDelay)
+            w.use({"max_queue_delay_us"});
+        else
+            w.hint("max_queue_delay_us",
+                   "Triton counts whole microseconds: exported as " + std::to_string(delayUs));
         w.line(
             "  # priority_levels: not set. BatchPilot priorities are open-ended integers that age by one per "
             "priority_aging (" +
@@ -200,7 +263,11 @@ void triton(Writer &w)
         w.line("# cache.max_bytes = " + w.value("cache.max_bytes") +
                ": the cache size is the server's: tritonserver --cache-config local,size=" +
                std::to_string(c.cache.maxBytes));
-        w.use({"cache.enabled", "cache.max_bytes"});
+        w.use({"cache.enabled"});
+        w.hint("cache.max_bytes",
+               "the cache size is the server's, not the model's: tritonserver --cache-config "
+               "local,size=" +
+                   std::to_string(c.cache.maxBytes));
         w.hint("cache.max_entries", "Triton's local cache is bounded in bytes only");
     }
     w.hint("bucket_edges", "Triton batches regardless of length (ragged batching aside): no length buckets");
@@ -246,7 +313,7 @@ void vllm(Writer &w)
         flags.push_back("--max-num-seqs " + std::to_string(largestBatch(c)));
         notes.push_back("--max-num-seqs <- " + batchSource(c) +
                         " (this build has no max_num_seqs knob: the request batch size stands in)");
-        useBatchKnobs(w);
+        useBatchKnobs(w, BatchSyntax::SizeOnly);
     }
     if (k.batchedTokens) {
         flags.push_back("--max-num-batched-tokens " + num(k.batchedTokens->get(c)));
@@ -294,7 +361,7 @@ void tgi(Writer &w)
         flags.push_back("--max-batch-size " + std::to_string(largestBatch(c)));
         notes.push_back("--max-batch-size <- " + batchSource(c) +
                         " (this build has no max_num_seqs knob: the request batch size stands in)");
-        useBatchKnobs(w);
+        useBatchKnobs(w, BatchSyntax::SizeOnly);
     }
     if (k.batchedTokens) {
         flags.push_back("--max-batch-prefill-tokens " + num(k.batchedTokens->get(c)));
@@ -304,10 +371,14 @@ void tgi(Writer &w)
         notes.push_back(
             "--max-batch-prefill-tokens: not set (TGI's default): this build has no token-budget knob");
     }
-    if (k.kvTokens) {
+    if (k.kvTokens && k.kvTokens->get(c) > 0) {
         flags.push_back("--max-batch-total-tokens " + num(k.kvTokens->get(c)));
         notes.push_back("--max-batch-total-tokens <- " + std::string(k.kvTokens->key));
         w.use({k.kvTokens->key});
+    } else if (k.kvTokens) {
+        notes.push_back("--max-batch-total-tokens: not set (TGI infers it from free memory): " +
+                        std::string(k.kvTokens->key) + " = 0 (unlimited)");
+        w.hint(k.kvTokens->key, "0 = unlimited: TGI infers --max-batch-total-tokens from free memory");
     } else {
         notes.push_back(
             "--max-batch-total-tokens: not set (TGI infers it from free memory): this build has no "
@@ -346,16 +417,21 @@ void torchserve(Writer &w)
     w.line("maxWorkers: " + std::to_string(c.instances) + "  # instances");
     w.use({"instances"});
     w.line("batchSize: " + std::to_string(largestBatch(c)) + "  # " + batchSource(c));
-    useBatchKnobs(w);
+    useBatchKnobs(w, BatchSyntax::SizeOnly);
     std::string delayNote = "max_queue_delay_us = " + w.value("max_queue_delay_us");
-    if (std::abs(delayMs - double(ms)) > 1e-9)
+    if (std::chrono::milliseconds(ms) != c.maxQueueDelay) {
         delayNote += ", rounded to whole milliseconds";
+        w.hint("max_queue_delay_us",
+               "TorchServe counts whole milliseconds: exported as " + std::to_string(ms) + " ms");
+    } else {
+        w.use({"max_queue_delay_us"});
+    }
     w.line("maxBatchDelay: " + std::to_string(ms) + "  # " + delayNote);
-    w.use({"max_queue_delay_us"});
     w.line("# queue_capacity = " + std::to_string(c.queueCapacity) +
            ": TorchServe's queue is server-wide, in config.properties: job_queue_size=" +
            std::to_string(c.queueCapacity));
-    w.use({"queue_capacity"});
+    w.hint("queue_capacity", "TorchServe's queue is server-wide (config.properties job_queue_size=" +
+                                 std::to_string(c.queueCapacity) + "), not a model-config.yaml key");
     w.hint("cache.enabled", "TorchServe has no response cache");
     w.hint("priority_aging_us", "TorchServe has no request priorities");
     delayHints(w, "TorchServe");
@@ -378,8 +454,8 @@ void rayServe(Writer &w)
     w.line("    # max_batch_size <- " + batchSource(c) + "; batch_wait_timeout_s <- max_queue_delay_us (" +
            w.value("max_queue_delay_us") + ")");
     w.line("    @serve.batch(max_batch_size=" + std::to_string(batch) +
-           ", batch_wait_timeout_s=" + num(delayS) + ")");
-    useBatchKnobs(w);
+           ", batch_wait_timeout_s=" + exactNum(delayS) + ")");
+    useBatchKnobs(w, BatchSyntax::SizeOnly);
     w.use({"max_queue_delay_us"});
     w.line("    async def __call__(self, requests):");
     w.line("        ...  # run the model on the list of requests, return one result per request");
@@ -389,6 +465,17 @@ void rayServe(Writer &w)
 }
 
 } // namespace
+
+PolicyKind tritonPolicy(bool dynamicBatching, const std::vector<int> &preferredBatchSizes, int maxBatchSize)
+{
+    if (!dynamicBatching)
+        return PolicyKind::None;
+    if (preferredBatchSizes.empty())
+        return PolicyKind::Dynamic;
+    if (preferredBatchSizes.size() == 1 && preferredBatchSizes.front() == maxBatchSize)
+        return PolicyKind::Static;
+    return PolicyKind::Hybrid;
+}
 
 std::string_view serverFormatName(ServerFormat format)
 {

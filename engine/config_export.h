@@ -36,6 +36,17 @@ struct ExportedConfig {
     std::vector<std::string> unmapped; // knob keys listed as having no equivalent
 };
 
+// The policy a Triton config.pbtxt reads as (import-config): no
+// dynamic_batching block = none; no preferred sizes = dynamic; one preferred
+// size equal to max_batch_size = static; other preferred sizes = hybrid.
+// The export marks `policy` as mapped only when its output reads back so.
+PolicyKind tritonPolicy(bool dynamicBatching, const std::vector<int> &preferredBatchSizes, int maxBatchSize);
+
+// `mapped` lists the knobs whose values the written fields carry exactly
+// (import-config gives them back: tests/engine/test_config_import.cpp); a
+// knob the format can only approximate (a delay rounded to its unit, a batch
+// size capped by memory_batch_limit, a policy the syntax cannot tell) is in
+// `unmapped`, with why.
 // `config` should be valid (validate()); the export does not re-check it.
 ExportedConfig exportConfig(const BatchingConfig &config, ServerFormat format);
 

@@ -2,7 +2,8 @@
 // as the real `batchpilot` binary: --format detection and override, BurstGPT
 // --skip-failed, line-numbered bad rows, a Mooncake export of a trace and of a
 // replayed session read back by import-trace, and export-config from a config
-// file and from a session, with clear errors and exit codes for bad usage.
+// file and from a session, with clear errors and exit codes for bad usage;
+// import-config reading export-config's output back.
 #include "tests/process_run.h"
 
 #include <QtTest>
@@ -200,6 +201,59 @@ private slots:
         r = cli.run({"export-config", "--format", "tgi", "--config", bad});
         VERIFY_RUN(r, 1);
         QVERIFY2(r.err.contains("max_batch_size"), qPrintable(r.err));
+    }
+
+    // import-config: export-config's output read back as a config that
+    // export-config writes the same again; detection, --json, bad input.
+    void importConfig()
+    {
+        Cli cli;
+        const QString config = cli.write(
+            "c.json",
+            R"({"policy": "continuous", "continuous": {"max_num_seqs": 40, "max_num_batched_tokens": 768,
+                          "chunked_prefill": false, "kv_cache_tokens": 20000}, "queue_capacity": 300})");
+        const QString flags = cli.path("tgi.sh");
+        VERIFY_RUN(cli.run({"export-config", "--format", "tgi", "--config", config, "-o", flags}), 0);
+        Run r = cli.run({"import-config", flags});
+        VERIFY_RUN(r, 0);
+        auto j = json(r);
+        QCOMPARE(j["policy"].get<std::string>(), std::string("continuous"));
+        QCOMPARE(j["continuous"]["max_num_seqs"].get<int>(), 40);
+        QCOMPARE(j["continuous"]["kv_cache_tokens"].get<int>(), 20000);
+        QCOMPARE(j["queue_capacity"].get<int>(), 300);
+        QVERIFY2(r.err.contains("read tgi settings from") && r.err.contains("continuous.max_num_seqs = 40"),
+                 qPrintable(r.err));
+        // The imported config exports to the same flags.
+        const QString back = cli.path("back.json");
+        VERIFY_RUN(cli.run({"import-config", flags, "-o", back}), 0);
+        r = cli.run({"export-config", "--format", "tgi", "--config", back});
+        VERIFY_RUN(r, 0);
+        QVERIFY2(r.out.contains("--max-batch-size 40") && r.out.contains("--max-batch-prefill-tokens 768") &&
+                     r.out.contains("--max-batch-total-tokens 20000"),
+                 qPrintable(r.out));
+
+        const QString pbtxt = cli.write("config.pbtxt", "max_batch_size: 8\ndynamic_batching {\n"
+                                                        "  max_queue_delay_microseconds: 500\n}\n");
+        r = cli.run({"import-config", pbtxt, "--json"});
+        VERIFY_RUN(r, 0);
+        j = json(r);
+        QCOMPARE(j["format"].get<std::string>(), std::string("triton"));
+        QCOMPARE(j["knobs"]["max_batch_size"].get<int>(), 8);
+        QCOMPARE(j["knobs"]["max_queue_delay_us"].get<double>(), 500.0);
+        QCOMPARE(j["settings"]["max_batch_size"].get<int>(), 8);
+        QCOMPARE(j["config"]["policy"].get<std::string>(), std::string("dynamic"));
+
+        const QString bad = cli.write("bad.pbtxt", "max_batch_size: 8\ndynamic_batching {\n  x: 1\n");
+        r = cli.run({"import-config", bad, "--format", "triton"});
+        VERIFY_RUN(r, 1);
+        QVERIFY2(r.err.contains("bad.pbtxt: line 2: the '{' of dynamic_batching is never closed"),
+                 qPrintable(r.err));
+        r = cli.run({"import-config", cli.write("what.txt", "hello\n")});
+        VERIFY_RUN(r, 1);
+        QVERIFY2(r.err.contains("cannot tell which server's syntax"), qPrintable(r.err));
+        VERIFY_RUN(cli.run({"import-config", pbtxt, "--format", "kserve"}), 2);
+        VERIFY_RUN(cli.run({"import-config"}), 2);
+        VERIFY_RUN(cli.run({"import-config", cli.path("missing.pbtxt")}), 1);
     }
 };
 
