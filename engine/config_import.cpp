@@ -135,6 +135,11 @@ Result<ImportedConfig> importConfig(std::string_view text, ServerFormat format)
     return Status(StatusCode::InvalidArgument, "unknown format");
 }
 
+nlohmann::json settingFromText(std::string_view text)
+{
+    return settingValue(text);
+}
+
 nlohmann::json knobValues(const BatchingConfig &config, const std::vector<std::string> &keys)
 {
     nlohmann::json out = nlohmann::json::object();

@@ -52,6 +52,10 @@ Result<ImportedConfig> importConfig(std::string_view text, ServerFormat format);
 // ModelConfig protobuf with its field names), read like a config.pbtxt.
 Result<ImportedConfig> tritonFromJson(const nlohmann::json &config);
 
+// A setting's text as a value: a number, true/false (any case: Python's
+// "True"), or the text itself.
+nlohmann::json settingFromText(std::string_view text);
+
 // The knobs `keys` of `config` as {key: value} (durations in µs, policies
 // by name, lists as arrays), and back onto `base` (InvalidArgument naming a
 // key that is not a knob or a value out of its range).

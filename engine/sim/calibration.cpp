@@ -66,6 +66,8 @@ ModelInfo Calibration::modelInfo() const
 
 std::string Calibration::describe() const
 {
+    if (remote)
+        return model + " at " + remote->url + (remote->server.empty() ? "" : " (" + remote->server + ")");
     std::ostringstream s;
     s << model << " (";
     if (!preset.empty())
@@ -515,7 +517,8 @@ nlohmann::json toJson(const Calibration &c)
             {"cost_model", toJson(c.cost)},
             {"fit_error", toJson(c.error)},
             {"batch_fit_error", toJson(c.batchError)},
-            {"iteration_fit_error", toJson(c.iterationError)}};
+            {"iteration_fit_error", toJson(c.iterationError)},
+            {"remote", c.remote ? toJson(*c.remote) : nlohmann::json()}};
 }
 
 Result<Calibration> calibrationFromJson(const nlohmann::json &j)
@@ -546,6 +549,12 @@ Result<Calibration> calibrationFromJson(const nlohmann::json &j)
         c.error = fitErrorFromJson(j.value("fit_error", nlohmann::json()));
         c.batchError = fitErrorFromJson(j.value("batch_fit_error", nlohmann::json()));
         c.iterationError = fitErrorFromJson(j.value("iteration_fit_error", nlohmann::json()));
+        if (j.contains("remote") && !j["remote"].is_null()) {
+            auto remote = remoteCalibrationFromJson(j["remote"]);
+            if (!remote)
+                return remote.status();
+            c.remote = std::move(*remote);
+        }
         if (c.model.empty() || c.vocabSize < 1 || c.maxSequenceLength < 1 || c.maxNewTokensLimit < 0 ||
             c.positions < 0)
             return Status(StatusCode::InvalidArgument,

@@ -20,6 +20,7 @@
 #pragma once
 
 #include "cost_model.h"
+#include "remote_calibration.h"
 
 #include "engine/backend.h"
 #include "engine/result.h"
@@ -55,11 +56,17 @@ struct Calibration {
     FitError iterationError; // generation steps (policy continuous)
     std::string source;      // "profile (quick)", "session 7", ...
     std::size_t observations = 0;
+    // A remote server calibrated from outside (`calibrate --target`): its
+    // URL and kind (the key beside `model`, its name there), its settings,
+    // the limits it showed and the probe's rows. Empty for the embedded engine.
+    std::optional<RemoteCalibration> remote;
 
     // The key and the facts of a loaded model (`preset` for built-ins).
     static Calibration forModel(const ModelInfo &info, const std::string &preset, int threads);
     ModelInfo modelInfo() const;
-    std::string describe() const; // "builtin:tiny-decoder (small, cpu, 2 threads)"
+    // "builtin:tiny-decoder (small, cpu, 2 threads)"; a remote one:
+    // "llama at http://gpu:8000 (vllm)"
+    std::string describe() const;
 };
 
 struct CalibrationGrid {

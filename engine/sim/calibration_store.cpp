@@ -64,7 +64,7 @@ Result<std::int64_t> saveCalibration(const TraceStore &store, const Calibration 
     if (c.createdAtUs == 0)
         c.createdAtUs = wallClockMicros();
     auto st = db->prepare("INSERT INTO calibrations (created_at_us, model, preset, device, threads, source, "
-                          "calibration) VALUES (?, ?, ?, ?, ?, ?, ?)");
+                          "calibration, target_url, server) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
     if (!st)
         return st.status();
     c.id = 0;
@@ -75,6 +75,8 @@ Result<std::int64_t> saveCalibration(const TraceStore &store, const Calibration 
     st->bind(5, std::int64_t(c.threads));
     st->bind(6, c.source);
     st->bind(7, toJson(c).dump());
+    st->bind(8, c.remote ? c.remote->url : std::string());
+    st->bind(9, c.remote ? c.remote->server : std::string());
     if (const int rc = st->step(); rc != SQLITE_DONE)
         return db->error(rc, "store a calibration");
     return db->lastInsertId();
@@ -118,6 +120,25 @@ Result<Calibration> latestCalibration(const TraceStore &store, const std::string
                                                 (preset.empty() ? "" : " (" + preset + ")") +
                                                 (device.empty() ? "" : " on " + device) +
                                                 "; run: batchpilot calibrate --model " + model);
+    return rows->front();
+}
+
+Result<Calibration> latestRemoteCalibration(const TraceStore &store, const std::string &url,
+                                            const std::string &model, const std::string &server)
+{
+    auto rows = query(store, "WHERE target_url = ? AND model = ? AND (? = '' OR server = ?)",
+                      [&](sqlite::Statement &st) {
+                          st.bind(1, url);
+                          st.bind(2, model);
+                          st.bind(3, server);
+                          st.bind(4, server);
+                      });
+    if (!rows)
+        return rows.status();
+    if (rows->empty())
+        return Status(StatusCode::NotFound, "no calibration of " + model + " at " + url +
+                                                "; run: batchpilot calibrate --target " + url + " --model " +
+                                                model);
     return rows->front();
 }
 

@@ -1,5 +1,5 @@
-// Calibrations in the trace database (table `calibrations`, schema version
-// 3; docs/schema.md). The functions open their own connection to the
+// Calibrations in the trace database (table `calibrations`, schema versions
+// 5 and 8; docs/schema.md). The functions open their own connection to the
 // store's file (as the trace sink does), so the TraceStore class stays as
 // it is; the store must have been opened (and so migrated) first.
 // Thread-safe: every call uses its own connection.
@@ -27,6 +27,11 @@ Result<Calibration> loadCalibration(const TraceStore &store, std::int64_t id);
 Result<Calibration> latestCalibration(const TraceStore &store, const std::string &model,
                                       const std::string &preset, const std::string &device,
                                       std::optional<int> threads);
+
+// The newest calibration of `model` on the remote server at `url` (of
+// kind `server`, or any when empty); NotFound says which calibrate to run.
+Result<Calibration> latestRemoteCalibration(const TraceStore &store, const std::string &url,
+                                            const std::string &model, const std::string &server);
 
 // `ref` is a calibration id in the store or a JSON file (calibrationFromJson).
 Result<Calibration> resolveCalibration(const TraceStore &store, const std::string &ref);

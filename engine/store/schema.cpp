@@ -200,8 +200,16 @@ CREATE INDEX tunings_by_verify_session ON tunings(verify_session_id);
 CREATE INDEX tunings_by_source_session ON tunings(source_session_id);
 )sql";
 
-constexpr const char *kMigrations[] = {kMigration1, kMigration2, kMigration3, kMigration4, kMigration5, kMigration6,
-                                       kMigration7};
+// Version 8: calibrations of remote servers (`calibrate --target`, issue 24)
+// are keyed by the server's URL and kind beside the model's name there.
+constexpr const char *kMigration8 = R"sql(
+ALTER TABLE calibrations ADD COLUMN target_url TEXT NOT NULL DEFAULT '';
+ALTER TABLE calibrations ADD COLUMN server TEXT NOT NULL DEFAULT '';
+CREATE INDEX calibrations_by_target ON calibrations(target_url, model, server);
+)sql";
+
+constexpr const char *kMigrations[] = {kMigration1, kMigration2, kMigration3, kMigration4,
+                                       kMigration5, kMigration6, kMigration7, kMigration8};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 } // namespace

@@ -17,6 +17,7 @@
 //      batches.prefill_tokens, decode_tokens, joined, running, waiting,
 //      kv_tokens, preempted (one row per step under policy continuous)
 //   7  tunings (batchpilot tune's results and their verification sessions)
+//   8  calibrations.target_url, server (remote servers calibrated from outside)
 #pragma once
 
 #include "sqlite_db.h"
@@ -25,7 +26,7 @@
 
 namespace bp::store {
 
-constexpr int kSchemaVersion = 7;
+constexpr int kSchemaVersion = 8;
 // 'BPTS' (BatchPilot trace store)
 constexpr std::int64_t kApplicationId = 0x42505453;
 

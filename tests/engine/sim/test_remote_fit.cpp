@@ -1,0 +1,517 @@
+// The remote calibration's pure parts (engine/sim/remote_calibration.h,
+// server_settings.h):
+//  - the fit recovers known coefficients from a synthetic server's answers
+//    to the probe plan (a lockstep continuous batcher with chunked prefill,
+//    the per-request cost o and iter(n, T, A) = s0 + s1·n + s2·T + s3·A):
+//    exactly without noise, within 10% per term with ±2% noise per step;
+//  - the plan is bounded and fits the server's model length;
+//  - the limits read from scrapes (running cap, tokens per step, KV
+//    capacity from usage against tokens in flight, vLLM's histogram);
+//  - the settings parsers on fixtures written from the servers' sources;
+//  - a remote calibration survives its JSON and the trace store (schema 8),
+//    and is found by its target.
+#include "engine/config_json.h"
+#include "engine/sim/calibration_store.h"
+#include "engine/sim/least_squares.h"
+#include "engine/sim/remote_calibration.h"
+#include "engine/sim/server_settings.h"
+#include "engine/store/schema.h"
+#include "engine/store/sqlite_db.h"
+#include "engine/store/trace_store.h"
+
+#include <QtTest>
+
+#include <sqlite3.h>
+
+#include <random>
+
+using namespace bp;
+
+namespace {
+
+ProbeRequest request(const std::string &phase, int round, bool stream, int concurrency, int prompt,
+                     int maxTokens, double sent)
+{
+    ProbeRequest r;
+    r.phase = phase;
+    r.round = round;
+    r.stream = stream;
+    r.concurrency = concurrency;
+    r.promptTokens = prompt;
+    r.maxTokens = maxTokens;
+    r.sentS = sent;
+    return r;
+}
+
+struct Truth {
+    double o = 3e-3, s0 = 2e-3, s1 = 1e-4, s2 = 2e-5, s3 = 2e-8;
+    int chunk = 512;
+    double noise = 0; // each step x U(1 - noise, 1 + noise)
+};
+
+// A continuous batcher answering the plan: every step runs all running
+// sequences' decodes and the prompt chunks that have arrived; tokens are
+// delivered o/2 after their step, requests reach it o/2 after being sent.
+class SyntheticServer {
+public:
+    explicit SyntheticServer(Truth t) : m_t(t), m_rng(7) {}
+
+    std::vector<ProbeRequest> answer(const ProbePlan &plan)
+    {
+        std::vector<ProbeRequest> out;
+        int round = 0;
+        for (const ProbeRound &r : plan.rounds())
+            run(r, round++, out);
+        return out;
+    }
+
+private:
+    struct Seq {
+        ProbeRequest *req;
+        double arrives;
+        std::int64_t cached = 0;
+        int generated = 0;
+    };
+
+    double step(int items, double tokens, double attention)
+    {
+        std::uniform_real_distribution<double> u(1 - m_t.noise, 1 + m_t.noise);
+        return (m_t.s0 + m_t.s1 * items + m_t.s2 * tokens + m_t.s3 * attention) * u(m_rng);
+    }
+
+    void run(const ProbeRound &r, int round, std::vector<ProbeRequest> &out)
+    {
+        std::vector<ProbeRequest> reqs;
+        for (int i = 0; i < r.concurrency; ++i)
+            reqs.push_back(request(r.phase, round, r.phase == "mixed", r.concurrency, r.promptTokens,
+                                   r.maxTokens, m_now));
+        reqs.reserve(reqs.size() + r.probes.size());
+        std::vector<Seq> seqs;
+        for (ProbeRequest &q : reqs)
+            seqs.push_back({&q, m_now + m_t.o / 2});
+        std::size_t nextProbe = 0;
+        double clock = m_now;
+        auto sendProbe = [&] {
+            reqs.push_back(
+                request("mixed", round, false, r.concurrency, r.probes[nextProbe], 1, clock + 1e-3));
+            seqs.push_back({&reqs.back(), clock + 1e-3 + m_t.o / 2});
+            ++nextProbe;
+        };
+        int steps = 0;
+        for (;;) {
+            // who is in this step
+            int items = 0;
+            double tokens = 0, attention = 0;
+            std::vector<std::pair<Seq *, std::int64_t>> fed;
+            for (Seq &s : seqs) {
+                if (s.arrives > clock || s.generated >= s.req->maxTokens)
+                    continue;
+                const std::int64_t prompt = s.req->promptTokens;
+                std::int64_t n = s.cached < prompt ? std::min<std::int64_t>(m_t.chunk, prompt - s.cached) : 1;
+                ++items;
+                tokens += double(n);
+                attention += double(n) * double(s.cached + n);
+                fed.emplace_back(&s, n);
+            }
+            if (fed.empty()) {
+                double next = 1e300;
+                for (const Seq &s : seqs)
+                    if (s.generated < s.req->maxTokens)
+                        next = std::min(next, s.arrives);
+                if (next == 1e300)
+                    break;
+                clock = next;
+                continue;
+            }
+            clock += step(items, tokens, attention);
+            ++steps;
+            for (auto &[s, n] : fed) {
+                s->cached += n;
+                if (s->cached >= s->req->promptTokens) {
+                    ++s->generated;
+                    const double at = clock + m_t.o / 2;
+                    if (!s->req->firstTokenS)
+                        s->req->firstTokenS = at;
+                    s->req->tokenTimesS.push_back(at);
+                    if (s->generated == s->req->maxTokens) {
+                        s->req->endS = at;
+                        s->req->outputTokens = s->generated;
+                        s->req->ok = true;
+                    }
+                }
+            }
+            // mixed: a probe every 12 steps while the streams run, one at a time
+            if (nextProbe < r.probes.size() && steps % 12 == 0 &&
+                (seqs.size() == std::size_t(r.concurrency) || seqs.back().req->ok))
+                sendProbe();
+        }
+        m_now = clock + 0.01;
+        for (ProbeRequest &q : reqs)
+            out.push_back(q);
+    }
+
+    Truth m_t;
+    std::mt19937 m_rng;
+    double m_now = 0;
+};
+
+double relative(double a, double b)
+{
+    return std::abs(a - b) / b;
+}
+
+} // namespace
+
+class TestRemoteFit : public QObject {
+    Q_OBJECT
+private slots:
+    void recoversKnownCoefficients_data()
+    {
+        QTest::addColumn<double>("noise");
+        QTest::addColumn<double>("tolerance");
+        QTest::newRow("exact") << 0.0 << 1e-6;
+        QTest::newRow("2% noise") << 0.02 << 0.10;
+    }
+    void recoversKnownCoefficients()
+    {
+        QFETCH(double, noise);
+        QFETCH(double, tolerance);
+        Truth t;
+        t.noise = noise;
+        const ProbePlan plan = ProbePlan::full(32, true).fittedTo(4096);
+        const std::vector<ProbeRequest> answers = SyntheticServer(t).answer(plan);
+        QCOMPARE(answers.size(), plan.requests());
+        const auto rows = probeObservations(answers, t.chunk, true);
+        int phases[3] = {0, 0, 0};
+        for (const ProbeObservation &o : rows)
+            ++phases[o.phase == "prefill" ? 0 : o.phase == "decode" ? 1 : 2];
+        QVERIFY2(phases[0] > 10 && phases[1] > 10 && phases[2] >= 4,
+                 qPrintable(QString("rows: %1 prefill, %2 decode, %3 mixed")
+                                .arg(phases[0])
+                                .arg(phases[1])
+                                .arg(phases[2])));
+        auto fit = fitRemote(rows);
+        QVERIFY2(fit, fit.status().message().c_str());
+        const double truth[] = {t.o, t.s0, t.s1, t.s2, t.s3};
+        for (int i = 0; i < ProbeObservation::kTerms; ++i) {
+            const TermFit &term = fit->terms[std::size_t(i)];
+            QVERIFY2(
+                relative(term.value, truth[i]) <= tolerance,
+                qPrintable(
+                    QString("%1: fitted %2, true %3").arg(term.name.c_str()).arg(term.value).arg(truth[i])));
+            QVERIFY(!term.atBound);
+            if (noise > 0) // the standard error is finite and covers the miss within a few sigmas
+                QVERIFY2(std::isfinite(term.stdError) &&
+                             std::abs(term.value - truth[i]) <= 5 * term.stdError + 1e-12,
+                         qPrintable(QString("%1 +- %2").arg(term.value).arg(term.stdError)));
+        }
+        QVERIFY(fit->error.medianRel <= (noise > 0 ? 0.02 : 1e-6));
+        // The cost model the simulator runs: iteration terms and what they imply.
+        const CostModel m = remoteCostModel(*fit);
+        StepShape shape;
+        shape.add(100, 1);
+        shape.add(0, 64);
+        const double expected = t.s0 + t.s1 * 2 + t.s2 * 65 + t.s3 * (101 + 64 * 64);
+        QVERIFY(relative(m.iterationSeconds(shape), expected) <= tolerance + 1e-9);
+        QVERIFY(relative(m.passSeconds(4, 128), t.s0 + 4 * t.s1 + 4 * 128 * t.s2 + 4 * 128 * 128 * t.s3) <=
+                tolerance + 1e-9);
+    }
+
+    void planIsBoundedAndFitsTheModel()
+    {
+        ProbePlan p = ProbePlan::quick(8, true);
+        p.timeout = std::chrono::seconds(10);
+        const ProbePlan fitted = p.fittedTo(256);
+        for (const ProbeRound &r : fitted.rounds()) {
+            QVERIFY(r.promptTokens + r.maxTokens <= 256);
+            for (int L : r.probes)
+                QVERIFY(L + 1 <= 256);
+        }
+        std::size_t requests = 0;
+        for (const ProbeRound &r : fitted.rounds())
+            requests += std::size_t(r.concurrency) + r.probes.size();
+        QCOMPARE(fitted.requests(), requests);
+        QVERIFY(fitted.bound() <= fitted.maxDuration);
+        QVERIFY(fitted.bound() >= std::chrono::seconds(10) * std::ptrdiff_t(fitted.rounds().size()) ||
+                fitted.bound() == fitted.maxDuration);
+        QVERIFY(fitted.describe().find("prefill:") != std::string::npos);
+        // OIP: whole answers at concurrency 1, no mixed phase
+        const ProbePlan oip = ProbePlan::full(32, false).fittedTo(4096);
+        for (const ProbeRound &r : oip.rounds())
+            QVERIFY(r.concurrency == 1 && r.probes.empty());
+    }
+
+    void limitsFromScrapes()
+    {
+        std::vector<ProbeScrape> s(4);
+        s[0].sample.running = 4;
+        s[0].sample.waiting = 0;
+        s[0].sample.kvUsage = 0.25;
+        s[0].tokensInFlight = 1000;
+        s[1].sample.running = 8;
+        s[1].sample.waiting = 3;
+        s[1].sample.kvUsage = 0.5;
+        s[1].tokensInFlight = 2000;
+        s[1].sample.tokensPerStep = 130;
+        s[2].sample.error = "HTTP 500";
+        s[3].sample.running = 8;
+        s[3].sample.kvUsage = 0.01; // too little to divide by
+        s[3].tokensInFlight = 10;
+        // vLLM's iteration-token histogram (vllm v1/metrics/loggers.py histogram_iteration_tokens)
+        const char *first = "vllm:iteration_tokens_total_bucket{le=\"256.0\",model_name=\"m\"} 5\n"
+                            "vllm:iteration_tokens_total_bucket{le=\"512.0\",model_name=\"m\"} 5\n"
+                            "vllm:iteration_tokens_total_bucket{le=\"+Inf\",model_name=\"m\"} 5\n";
+        const char *last = "vllm:iteration_tokens_total_bucket{le=\"256.0\",model_name=\"m\"} 50\n"
+                           "vllm:iteration_tokens_total_bucket{le=\"512.0\",model_name=\"m\"} 60\n"
+                           "vllm:iteration_tokens_total_bucket{le=\"+Inf\",model_name=\"m\"} 60\n";
+        auto a = prom::parse(first), b = prom::parse(last);
+        QVERIFY(a && b);
+        const ObservedLimits l = observedLimits(s, &*a, &*b);
+        QCOMPARE(l.maxRunning, std::optional<double>(8));
+        QVERIFY(l.runningIsCap);
+        QCOMPARE(l.maxTokensPerStep, std::optional<double>(130));
+        QCOMPARE(l.kvCapacityTokens, std::optional<double>(4000));
+        QCOMPARE(l.kvSamples, std::size_t(2));
+        QCOMPARE(l.tokensPerStepBound, std::optional<double>(512));
+        QCOMPARE(l.scrapeErrors, std::size_t(1));
+    }
+
+    // /metrics of vLLM: cache_config_info is a gauge at 1 whose labels are
+    // CacheConfig.metrics_info() (every field as str: vllm/config/cache.py;
+    // the gauge: vllm/v1/metrics/loggers.py log_metrics_info). Two data
+    // parallel engines, one label set each; an older release without
+    // kv_cache_size_tokens (blocks x block size then).
+    void vllmCacheConfigInfo()
+    {
+        const std::string text =
+            "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n"
+            "# TYPE vllm:cache_config_info gauge\n"
+            "vllm:cache_config_info{block_size=\"16\",cache_dtype=\"auto\",calculate_kv_scales=\"False\","
+            "cpu_offload_gb=\"0\",enable_prefix_caching=\"True\",engine=\"0\",gpu_memory_utilization=\"0.9\","
+            "is_attention_free=\"False\",kv_cache_max_concurrency=\"3.2\",kv_cache_size_tokens=\"26208\","
+            "num_cpu_blocks=\"None\",num_gpu_blocks=\"1638\",num_gpu_blocks_override=\"None\","
+            "prefix_caching_hash_algo=\"sha256\",sliding_window=\"None\"} 1.0\n"
+            "vllm:cache_config_info{block_size=\"16\",cache_dtype=\"auto\",calculate_kv_scales=\"False\","
+            "cpu_offload_gb=\"0\",enable_prefix_caching=\"True\",engine=\"1\",gpu_memory_utilization=\"0.9\","
+            "is_attention_free=\"False\",kv_cache_max_concurrency=\"3.2\",kv_cache_size_tokens=\"26208\","
+            "num_cpu_blocks=\"None\",num_gpu_blocks=\"1638\",num_gpu_blocks_override=\"None\","
+            "prefix_caching_hash_algo=\"sha256\",sliding_window=\"None\"} 1.0\n"
+            "vllm:num_requests_running{engine=\"0\",model_name=\"llama\"} 0.0\n";
+        // GET /v1/models (vllm/entrypoints/openai/protocol.py ModelList / ModelCard)
+        const auto models = nlohmann::json::parse(R"({"object": "list", "data": [
+            {"id": "other", "object": "model", "created": 1, "owned_by": "vllm", "root": "other", "parent": null,
+             "max_model_len": 2048, "permission": []},
+            {"id": "llama", "object": "model", "created": 1, "owned_by": "vllm", "root": "meta-llama/Llama-3.1-8B",
+             "parent": null, "max_model_len": 8192, "permission": []}]})");
+        auto e = prom::parse(text);
+        QVERIFY(e);
+        auto s = vllmSettings(*e, &models, "llama");
+        QVERIFY2(s, s.status().message().c_str());
+        QCOMPARE(s->server, std::string("vllm"));
+        QCOMPARE(s->maxModelLen, std::optional<std::int64_t>(8192));
+        QCOMPARE(s->kvCapacityTokens, std::optional<std::int64_t>(2 * 26208));
+        QCOMPARE(s->knobs["continuous.kv_cache_tokens"].get<int>(), 2 * 26208);
+        QCOMPARE(s->settings["block_size"], nlohmann::json(16));
+        QCOMPARE(s->settings["enable_prefix_caching"], nlohmann::json(true));
+        QCOMPARE(s->settings["gpu_memory_utilization"], nlohmann::json(0.9));
+        QVERIFY(!s->settings.contains("num_cpu_blocks")); // "None"
+        QVERIFY(s->source.find("cache_config_info") != std::string::npos);
+
+        const std::string older =
+            "vllm:cache_config_info{block_size=\"32\",cache_dtype=\"auto\","
+            "enable_prefix_caching=\"False\",gpu_memory_utilization=\"0.85\","
+            "num_cpu_blocks=\"2048\",num_gpu_blocks=\"1000\",num_gpu_blocks_override=\"None\","
+            "sliding_window=\"None\",swap_space_bytes=\"4294967296\"} 1.0\n";
+        auto o = vllmSettings(*prom::parse(older), nullptr, "");
+        QVERIFY(o);
+        QCOMPARE(o->kvCapacityTokens, std::optional<std::int64_t>(32000));
+        QVERIFY(!vllmSettings(*prom::parse("vllm:num_requests_running 0\n"), nullptr, ""));
+    }
+
+    // GET /info of TGI (router/src/lib.rs `Info`): up to 2.2 with the batching
+    // fields; from 2.3 without them (their values then come from the
+    // tgi_batch_max_total_tokens gauge, backends/v3/src/lib.rs).
+    void tgiInfo()
+    {
+        const auto v22 = nlohmann::json::parse(R"({"model_id": "bigscience/bloom-560m", "model_sha": null,
+            "model_dtype": "torch.float16", "model_device_type": "cuda", "model_pipeline_tag": "text-generation",
+            "max_concurrent_requests": 128, "max_best_of": 2, "max_stop_sequences": 4, "max_input_tokens": 1024,
+            "max_total_tokens": 2048, "waiting_served_ratio": 1.2, "max_batch_total_tokens": 32000,
+            "max_waiting_tokens": 20, "max_batch_size": null, "validation_workers": 2, "max_client_batch_size": 4,
+            "router": "text-generation-router", "version": "2.2.0", "sha": null, "docker_label": null})");
+        auto s = tgiSettings(v22, nullptr);
+        QVERIFY2(s, s.status().message().c_str());
+        QCOMPARE(s->maxModelLen, std::optional<std::int64_t>(2048));
+        QCOMPARE(s->kvCapacityTokens, std::optional<std::int64_t>(32000));
+        QCOMPARE(s->knobs["queue_capacity"].get<int>(), 128);
+        QCOMPARE(s->knobs["policy"].get<std::string>(), std::string("continuous"));
+        QCOMPARE(s->settings["waiting_served_ratio"], nlohmann::json(1.2));
+        QVERIFY(!s->knobs.contains("continuous.max_num_seqs")); // max_batch_size null: not set
+
+        const auto v3 = nlohmann::json::parse(R"({"model_id": "meta-llama/Llama-3.1-8B-Instruct",
+            "model_sha": "0e9e39f249a16976918f6564b8830bc894c89659", "model_pipeline_tag": "text-generation",
+            "max_concurrent_requests": 128, "max_best_of": 2, "max_stop_sequences": 4, "max_input_tokens": 8191,
+            "max_total_tokens": 8192, "validation_workers": 2, "max_client_batch_size": 4,
+            "router": "text-generation-router", "version": "3.0.1", "sha": null, "docker_label": null})");
+        auto m = prom::parse("# TYPE tgi_batch_max_total_tokens gauge\ntgi_batch_max_total_tokens 148624\n");
+        auto s3 = tgiSettings(v3, &*m);
+        QVERIFY(s3);
+        QCOMPARE(s3->kvCapacityTokens, std::optional<std::int64_t>(148624));
+        QVERIFY(!s3->notes.empty());
+        QVERIFY(!tgiSettings(nlohmann::json{{"model_id", "x"}}, nullptr));
+    }
+
+    void batchpilotConfig()
+    {
+        BatchingConfig c;
+        c.policy = PolicyKind::Continuous;
+        c.continuous.maxNumSeqs = 24;
+        c.continuous.kvCacheTokens = 5000;
+        const auto models = nlohmann::json::parse(
+            R"({"object": "list", "data": [{"id": "tiny-decoder", "object": "model", "max_model_len": 255}]})");
+        auto s = batchpilotSettings(toJson(c), &models);
+        QVERIFY2(s, s.status().message().c_str());
+        QCOMPARE(s->knobs["continuous.max_num_seqs"].get<int>(), 24);
+        QCOMPARE(s->knobs["policy"].get<std::string>(), std::string("continuous"));
+        QCOMPARE(s->kvCapacityTokens, std::optional<std::int64_t>(5000));
+        QCOMPARE(s->maxModelLen, std::optional<std::int64_t>(255));
+        QVERIFY(!batchpilotSettings(nlohmann::json{{"max_batch_size", 0}}, nullptr));
+        auto back = serverSettingsFromJson(toJson(*s));
+        QVERIFY(back);
+        QCOMPARE(*back, *s);
+    }
+
+    void storedAndFoundByTarget()
+    {
+        QTemporaryDir dir;
+        auto store = TraceStore::open(dir.filePath("t.sqlite").toStdString());
+        QVERIFY(store);
+        Truth t;
+        const ProbePlan plan = ProbePlan::quick(4, true).fittedTo(1024);
+        const auto rows = probeObservations(SyntheticServer(t).answer(plan), t.chunk, true);
+        auto fit = fitRemote(rows);
+        QVERIFY2(fit, fit.status().message().c_str());
+        Calibration c;
+        c.model = "llama";
+        c.device = "remote";
+        c.generative = true;
+        c.cost = remoteCostModel(*fit);
+        RemoteCalibration r;
+        r.url = "http://gpu:8000";
+        r.server = "vllm";
+        r.protocol = "openai";
+        r.terms = fit->terms;
+        r.phases = fit->phases;
+        r.observations = rows;
+        r.limits.maxRunning = 4;
+        r.probe.requests = plan.requests();
+        r.probe.seconds = 12.5;
+        r.settings.server = "vllm";
+        r.settings.settings = {{"block_size", 16}};
+        c.remote = r;
+        auto id = saveCalibration(**store, c);
+        QVERIFY2(id, id.status().message().c_str());
+        auto back = latestRemoteCalibration(**store, "http://gpu:8000", "llama", "");
+        QVERIFY2(back, back.status().message().c_str());
+        QVERIFY(back->remote);
+        QCOMPARE(back->remote->observations.size(), rows.size());
+        QCOMPARE(back->remote->terms.size(), fit->terms.size());
+        QCOMPARE(back->remote->terms[1].value, fit->terms[1].value);
+        QCOMPARE(back->remote->limits, r.limits);
+        QCOMPARE(back->remote->settings.settings, r.settings.settings);
+        QCOMPARE(back->cost.coef, c.cost.coef);
+        QCOMPARE(back->describe(), std::string("llama at http://gpu:8000 (vllm)"));
+        QCOMPARE(latestRemoteCalibration(**store, "http://other:8000", "llama", "").status().code(),
+                 StatusCode::NotFound);
+        QCOMPARE(latestRemoteCalibration(**store, "http://gpu:8000", "llama", "tgi").status().code(),
+                 StatusCode::NotFound);
+        // A refit from the stored rows gives the same terms.
+        auto again = fitRemote(back->remote->observations);
+        QVERIFY(again);
+        QCOMPARE(again->terms[4].value, fit->terms[4].value);
+    }
+
+    // Schema 8 adds the target's URL and kind to calibrations; a version-7
+    // file's calibration reads back unchanged (no target) and is still found
+    // by its model.
+    void migratesVersion7Calibrations()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("v7.sqlite").toStdString();
+        Calibration old;
+        old.model = "builtin:tiny-decoder";
+        old.preset = "small";
+        old.device = "cpu";
+        old.threads = 2;
+        old.source = "profile (quick)";
+        old.cost.coef[0] = 1e-3;
+        {
+            auto db = sqlite::Connection::open(path, sqlite::Connection::Mode::ReadWriteCreate);
+            QVERIFY(db);
+            QVERIFY(store::migrate(*db, 7));
+            auto st = db->prepare(
+                "INSERT INTO calibrations (created_at_us, model, preset, device, threads, source, "
+                "calibration) VALUES (1, ?, ?, ?, ?, ?, ?)");
+            QVERIFY(st);
+            st->bind(1, old.model);
+            st->bind(2, old.preset);
+            st->bind(3, old.device);
+            st->bind(4, std::int64_t(old.threads));
+            st->bind(5, old.source);
+            st->bind(6, toJson(old).dump());
+            QCOMPARE(st->step(), SQLITE_DONE);
+            QVERIFY(!db->exec("SELECT target_url FROM calibrations", "probe"));
+        }
+        auto store = TraceStore::open(path);
+        QVERIFY2(store, store.status().toString().c_str());
+        QCOMPARE((*store)->schemaVersion(), store::kSchemaVersion);
+        auto all = listCalibrations(**store);
+        QVERIFY(all && all->size() == 1);
+        QVERIFY(!all->front().remote);
+        QCOMPARE(all->front().cost.coef, old.cost.coef);
+        auto found = latestCalibration(**store, "builtin:tiny-decoder", "small", "cpu", 2);
+        QVERIFY2(found, found.status().message().c_str());
+        auto db = sqlite::Connection::open(path, sqlite::Connection::Mode::ReadWrite);
+        QCOMPARE(*db->queryInt("SELECT count(*) FROM calibrations WHERE target_url = '' AND server = ''"),
+                 std::int64_t(1));
+    }
+
+    // A recorded session's requests: each decode window with what ran beside it.
+    void sessionRowsCountOverlaps()
+    {
+        StoredRequest a, b;
+        a.status = b.status = StatusCode::Ok;
+        a.arrival = Duration::zero();
+        a.timeToFirstToken = std::chrono::milliseconds(10);
+        a.total = std::chrono::milliseconds(110); // 10 decodes in 100 ms
+        a.inputTokens = 20;
+        a.outputTokens = 11;
+        b.arrival = std::chrono::milliseconds(50);
+        b.timeToFirstToken = std::chrono::milliseconds(10); // first token at 60 ms, inside a's window
+        b.total = std::chrono::milliseconds(110);           // from its arrival: decodes 60..160 ms
+        b.inputTokens = 30;
+        b.outputTokens = 11;
+        const auto rows = sessionObservations({a, b}, 0);
+        QCOMPARE(rows.size(), std::size_t(2));
+        const ProbeObservation &ra = rows[0];
+        QCOMPARE(ra.terms[1], 10.0); // a's steps
+        QCOMPARE(ra.seconds, 0.1);
+        QCOMPARE(ra.terms[2], 10.0 + 5.0 + 1.0); // a's decodes, half of b's, b's prompt
+        QCOMPARE(ra.terms[3], 10.0 + 5.0 + 30.0);
+    }
+
+    void leastSquaresRejectsEmpty()
+    {
+        QVERIFY(!fitNonNegative({}, {}));
+        QVERIFY(!fitNonNegative({{0.0, 0.0}}, {1.0}));
+        auto f = fitNonNegative({{1, 0}, {1, 1}, {1, 2}}, {1, 3, 5});
+        QVERIFY(f);
+        QVERIFY(relative(f->coef[0], 1) < 1e-9 && relative(f->coef[1], 2) < 1e-9);
+        // a coefficient the data pushes below zero is held at 0
+        auto g = fitNonNegative({{1, 0}, {1, 1}, {1, 2}}, {5, 3, 1});
+        QVERIFY(g && g->atBound[1] && g->coef[1] == 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRemoteFit)
+#include "test_remote_fit.moc"
