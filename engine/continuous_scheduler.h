@@ -18,6 +18,10 @@
 //    it runs again its prompt and those tokens are prefilled, so greedy
 //    decoding produces exactly the same output.
 //  - Order of joining: FCFS, or by priority then arrival.
+//    A sequence preempted by a decision does not rejoin in that decision.
+//  - kv_cache_tokens lowered live: a sequence (waiting or running) whose
+//    prompt plus max_new_tokens no longer fit it is failed with OutOfRange
+//    at the next decision, so that it cannot stall those behind it.
 //  - A request whose `cancelled` flag is set is completed with Cancelled at
 //    the next decision and its cache released.
 //  - onToken is called for every generated token, in order, under the engine
@@ -32,6 +36,7 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace bp {
@@ -80,6 +85,9 @@ private:
     // Completes `s` (removed from its list by the caller) into `done`.
     void complete(SequencePtr s, Status status, TimePoint now, StepDone &done);
     bool fitsKv(std::int64_t tokens) const;
+    // OutOfRange when `s` can never fit the current KV budget (its prompt
+    // plus max_new_tokens exceed kv_cache_tokens), else nullopt.
+    std::optional<Status> neverFits(const Sequence &s) const;
 
     BatchingConfig m_config;
     ModelLimits m_limits;
@@ -90,7 +98,6 @@ private:
     std::int64_t m_kvTokens = 0;
     std::uint64_t m_nextSequenceId = 1;
     std::uint64_t m_nextSeq = 1;
-    std::uint64_t m_nextStepId = 1;
     std::uint64_t m_preemptions = 0;
     int m_preemptedUnreported = 0; // preempted since the last step handed out
     bool m_stepInFlight = false;
