@@ -237,7 +237,7 @@ Batcher::Poll Batcher::poll(TimePoint now, bool draining, bool mayDispatch)
     const int q = d.dispatch->queue;
     const auto count = std::min<std::size_t>(std::size_t(d.dispatch->count), m_queues[std::size_t(q)].size);
     Batch batch;
-    batch.id = m_nextBatchId++;
+    batch.id = takeUnitId();
     batch.bucket = q;
     batch.reason = d.dispatch->reason;
     batch.policy = m_config.policy;

@@ -95,7 +95,6 @@ private:
     // next time expire() has work. (A stale entry here once made poll()
     // return a past wake-up time forever, and the leader spun on it.)
     std::multiset<TimePoint> m_deadlines;
-    std::uint64_t m_nextBatchId = 1;
     bool m_lastAdmitNeedsWake = false;
 };
 

@@ -155,6 +155,7 @@ Status Engine::applyLocked(const ConfigPatch &patch, std::string origin, const s
         std::unique_ptr<Scheduler> fresh =
             makeScheduler(config, m_backend->info().limits(), m_backend->steps());
         fresh->reconfigure(config, m_config.version());
+        fresh->continueUnitIdsFrom(*m_scheduler); // batch and step ids stay unique in the session
         const TimePoint now = m_clock->now();
         for (Pending &p : m_scheduler->takeAll())
             if (Status s = fresh->admit(p, now); !s)

@@ -25,6 +25,7 @@
 #include "policy.h"
 #include "request.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -143,6 +144,22 @@ public:
     // Running / waiting sequences and the KV cache, for an iteration-level
     // scheduler; nullopt for a request-level one (the Batcher has none).
     virtual std::optional<IterationGauges> iterationGauges() const { return std::nullopt; }
+
+    // Ids of units of work (Batch::id, StepWork::id) are unique in a session
+    // (issue 23 item 5): a scheduler built to replace another (a switch of
+    // policy kind) continues its numbering, so the batches table and the
+    // requests that name a batch_id never see one id twice.
+    void continueUnitIdsFrom(const Scheduler &previous)
+    {
+        m_nextUnitId = std::max(m_nextUnitId, previous.m_nextUnitId);
+    }
+
+protected:
+    // The next unit's id: 1, 2, ... (0 means "never ran" in the records).
+    std::uint64_t takeUnitId() { return m_nextUnitId++; }
+
+private:
+    std::uint64_t m_nextUnitId = 1;
 };
 
 // Whether `config.policy` can run on a model with (`steps` non-null) or
