@@ -1,5 +1,7 @@
 #include "continuous_scheduler.h"
 
+#include "outcome.h"
+
 #include <algorithm>
 #include <limits>
 #include <optional>
@@ -31,8 +33,9 @@ struct ContinuousScheduler::Sequence {
     }
 };
 
-ContinuousScheduler::ContinuousScheduler(BatchingConfig config, ModelLimits limits, StepModel &model)
-    : m_config(std::move(config)), m_limits(limits), m_model(model)
+ContinuousScheduler::ContinuousScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
+                                         std::shared_ptr<UnitIds> ids)
+    : Scheduler(std::move(config), std::move(ids)), m_limits(limits), m_model(model)
 {
 }
 
@@ -101,7 +104,7 @@ Status ContinuousScheduler::admit(Pending &pending, TimePoint now)
     pending.seq = m_nextSeq++;
     s->pending = std::move(pending);
     enqueueWaiting(std::move(s));
-    m_lastAdmitNeedsWake = !m_stepInFlight; // else the step's end decides
+    m_lastAdmitNeedsWake = !m_workInFlight; // else the step's end decides
     return Status::ok();
 }
 
@@ -130,7 +133,7 @@ void ContinuousScheduler::preempt(std::size_t i)
     m_waiting.push_front(std::move(s));
 }
 
-void ContinuousScheduler::complete(SequencePtr s, Status status, TimePoint now, StepDone &done)
+void ContinuousScheduler::complete(SequencePtr s, Status status, TimePoint now, UnitDone &done)
 {
     const Request &req = s->pending.request;
     Response r;
@@ -196,7 +199,7 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
         it = m_waiting.erase(it);
     }
     result.wakeAt = earliest;
-    if (m_stepInFlight) {
+    if (m_workInFlight) {
         result.busy = true; // the step's end (finished()) makes the next decision
         return result;
     }
@@ -228,7 +231,7 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
         ++preemptedNow;
     }
 
-    auto step = std::make_shared<StepWork>();
+    auto step = std::make_unique<StepWork>();
     std::int64_t budget = c.maxNumBatchedTokens;
     std::int64_t kvReserved = 0;
     const std::int64_t kvRoomTotal = c.kvCacheTokens > 0 ? std::int64_t(c.kvCacheTokens) - m_kvTokens
@@ -327,19 +330,26 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
         }
         return result;
     }
-    step->id = takeUnitId();
+    step->id = m_ids->next();
     step->preempted = std::exchange(m_preemptedUnreported, 0);
     step->dispatchedAt = now;
     step->configVersion = m_configVersion;
-    m_stepInFlight = true;
-    result.step = std::move(step);
+    m_workInFlight = true;
+    result.unit.emplace(std::move(*step));
     return result;
 }
 
-bool ContinuousScheduler::finished(StepWork &step, const Status &status, std::vector<StepOutcome> &outcomes,
-                                   TimePoint now, StepDone &done)
+bool ContinuousScheduler::finished(WorkUnit &unit, UnitRun &run, TimePoint now, UnitDone &done)
 {
-    m_stepInFlight = false;
+    if (Batch *batch = unit.batch()) {
+        // dispatched by the request-level scheduler this one replaced
+        batchDone(*batch, run, done);
+        return false;
+    }
+    m_workInFlight = false;
+    StepWork &step = *unit.step();
+    const Status &status = run.guard.status;
+    std::vector<StepOutcome> &outcomes = run.outcomes;
     for (std::size_t i = 0; i < step.items.size(); ++i) {
         const StepItem &item = step.items[i];
         auto it = std::find_if(m_running.begin(), m_running.end(),
@@ -384,10 +394,16 @@ bool ContinuousScheduler::finished(StepWork &step, const Status &status, std::ve
     step.runningAfter = int(m_running.size());
     step.waitingAfter = int(m_waiting.size());
     step.kvTokensAfter = m_kvTokens;
+    done.record = stepRecordOf(step, run);
     return true;
 }
 
-std::optional<IterationGauges> ContinuousScheduler::iterationGauges() const
+SchedulerGauges ContinuousScheduler::gauges(TimePoint now) const
+{
+    return {{m_waiting.size()}, m_rate.rate(now), Duration::zero(), iterationGauges()};
+}
+
+IterationGauges ContinuousScheduler::iterationGauges() const
 {
     IterationGauges g;
     g.running = m_running.size();
@@ -412,7 +428,7 @@ std::vector<Pending> ContinuousScheduler::takeAll()
     for (SequencePtr &s : m_waiting)
         all.push_back(std::move(s));
     m_waiting.clear();
-    if (!m_stepInFlight) { // sequences in a running step finish it first
+    if (!m_workInFlight) { // sequences in a running step finish it first
         for (SequencePtr &s : m_running) {
             release(*s);
             all.push_back(std::move(s));
