@@ -60,7 +60,8 @@ constexpr const char *kUsage =
     "[--virtual | --simulate [--calibration ID|FILE] [--noise none|mean|drawn]] [--no-clamp] [--compare "
     "SESSION] [--notes TEXT] [--json]\n"
     "       batchpilot replay ID --target URL --model NAME [--protocol oip|openai|openai-chat] [--token T] "
-    "[--max-concurrency N] [--timeout MS] [--scrape-interval MS] [--metrics-url URL] [--max-new-tokens N] "
+    "[--max-concurrency N] [--max-queued N] [--timeout MS] [--scrape-interval MS] [--metrics-url URL] "
+    "[--max-new-tokens N] "
     "...";
 
 // The remote target from the command line; nullopt (and `error`) when a
@@ -85,14 +86,16 @@ std::unique_ptr<remote::HttpRemoteTarget> remoteTargetFor(const AppOptions &opti
     ro.model = options.model;
     ro.token = options.token;
     const auto concurrency = args.number("max-concurrency", 64, 1, 16384);
+    const auto maxQueued = args.number("max-queued", remote::RemoteOptions{}.maxQueued, 0, 1e7);
     const auto timeout = args.number("timeout", 60000, 0, 86400000);
     const auto scrape = args.number("scrape-interval", 1000, 0, 86400000);
     const auto maxNew = args.number("max-new-tokens", 0, 0, 1e7);
-    if (!concurrency || !timeout || !scrape || !maxNew) {
+    if (!concurrency || !maxQueued || !timeout || !scrape || !maxNew) {
         error = args.error();
         return nullptr;
     }
     ro.maxConcurrency = int(*concurrency);
+    ro.maxQueued = int(*maxQueued);
     ro.timeout = std::chrono::milliseconds(qint64(*timeout));
     ro.scrapeInterval = std::chrono::milliseconds(qint64(*scrape));
     if (args.has("metrics-url"))
@@ -172,8 +175,8 @@ int runReplay(const AppOptions &options)
     ro.progressInterval = std::chrono::seconds(1);
 
     const bool isRemote = args.has("target");
-    for (const char *flag :
-         {"protocol", "max-concurrency", "timeout", "scrape-interval", "metrics-url", "max-new-tokens"})
+    for (const char *flag : {"protocol", "max-concurrency", "max-queued", "timeout", "scrape-interval",
+                             "metrics-url", "max-new-tokens"})
         if (!isRemote && args.has(flag))
             return fail(QStringLiteral("--%1 applies to a remote replay (--target URL)").arg(flag), 2);
     if (isRemote && simulate)
@@ -193,10 +196,8 @@ int runReplay(const AppOptions &options)
             return fail(
                 QStringLiteral("--virtual simulates the embedded engine; a remote replay runs in real time"),
                 2);
-        if (!options.config.isEmpty())
-            return fail(
-                QStringLiteral("--config sets the embedded engine's batching; a remote server keeps its own"),
-                2);
+        // --config: only its goodput.* bounds apply (the yardstick of the
+        // session's goodput); the server keeps its own batching settings.
         QString error;
         target = remoteTargetFor(options, args, error);
         if (!target)

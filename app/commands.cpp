@@ -84,6 +84,9 @@ const std::vector<Command> &commands()
            "remote protocol: KServe v2 infer, OpenAI /v1/completions streaming, or OpenAI "
            "/v1/chat/completions streaming (default oip)"},
           {"max-concurrency", "N", "remote: requests on the wire at most, one connection each (default 64)"},
+          {"max-queued", "N",
+           "remote: requests waiting for a connection at most; more are shed by the client and counted "
+           "(0 = no cap; default 4096)"},
           {"timeout", "MS", "remote: per-request timeout in ms, 0 = none (default 60000)"},
           {"scrape-interval", "MS",
            "remote: sample the target's /metrics every MS ms, 0 = never (default 1000)"},

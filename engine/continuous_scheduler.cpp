@@ -156,12 +156,29 @@ void ContinuousScheduler::complete(SequencePtr s, Status status, TimePoint now, 
     done.responses.push_back(std::move(r));
 }
 
+std::optional<Status> ContinuousScheduler::neverFits(const Sequence &s) const
+{
+    // Prompt plus every token it may generate: what its cache holds at the
+    // end. admit() refuses such a request; kv_cache_tokens lowered live can
+    // make one that was admitted (waiting, preempted or running) impossible.
+    const int kv = m_config.continuous.kvCacheTokens;
+    const std::int64_t needs =
+        std::int64_t(s.pending.request.tokens.size()) + std::int64_t(s.pending.request.maxNewTokens);
+    if (kv <= 0 || needs <= kv)
+        return std::nullopt;
+    return Status(StatusCode::OutOfRange, "input plus max_new_tokens needs " + std::to_string(needs) +
+                                              " KV-cache tokens; kv_cache_tokens is now " +
+                                              std::to_string(kv));
+}
+
 Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool mayDispatch)
 {
     Poll result;
     const ContinuousConfig &c = m_config.continuous;
     // Cancelled or expired waiting requests leave now; a deadline only
-    // applies until the request first runs.
+    // applies until the request first runs. So does one that can never fit
+    // the KV budget: left at the front it would stall every request behind
+    // it (FCFS: nobody overtakes the front).
     std::optional<TimePoint> earliest;
     for (auto it = m_waiting.begin(); it != m_waiting.end();) {
         Sequence &s = **it;
@@ -169,6 +186,8 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
         if (s.isCancelled()) {
             result.failed.push_back(
                 {std::move(s.pending), Status(StatusCode::Cancelled, "cancelled while queued")});
+        } else if (std::optional<Status> tooBig = neverFits(s)) {
+            result.failed.push_back({std::move(s.pending), std::move(*tooBig)});
         } else if (!s.joined && deadline && *deadline <= now) {
             result.expired.push_back(std::move(s.pending));
         } else {
@@ -184,14 +203,19 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
         result.busy = true; // the step's end (finished()) makes the next decision
         return result;
     }
-    // Running sequences that were cancelled are freed before the next step.
+    // Running sequences that were cancelled, or can no longer finish within
+    // a KV budget lowered live, are freed before the next step.
     for (std::size_t i = 0; i < m_running.size();) {
-        if (m_running[i]->isCancelled()) {
+        std::optional<Status> why;
+        if (m_running[i]->isCancelled())
+            why = Status(StatusCode::Cancelled, "cancelled while running");
+        else
+            why = neverFits(*m_running[i]);
+        if (why) {
             SequencePtr s = std::move(m_running[i]);
             m_running.erase(m_running.begin() + std::ptrdiff_t(i));
             release(*s);
-            result.failed.push_back(
-                {std::move(s->pending), Status(StatusCode::Cancelled, "cancelled while running")});
+            result.failed.push_back({std::move(s->pending), std::move(*why)});
         } else {
             ++i;
         }
@@ -201,8 +225,11 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
 
     // KV budget: every running sequence needs room for at least one more
     // token; preempt the most recently joined until they all have it.
-    while (m_running.size() > 1 && !fitsKv(std::int64_t(m_running.size())))
+    int preemptedNow = 0;
+    while (m_running.size() > 1 && !fitsKv(std::int64_t(m_running.size()))) {
         preempt(m_running.size() - 1);
+        ++preemptedNow;
+    }
 
     auto step = std::make_unique<StepWork>();
     std::int64_t budget = c.maxNumBatchedTokens;
@@ -251,6 +278,12 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
         }
     };
     auto join = [&] {
+        // A sequence preempted by this decision is at the front of the queue:
+        // rejoining now would take the room its preemption made for the
+        // running decodes and be preempted again at the next step (issue 23
+        // item 6). It rejoins at a later decision; FCFS, nobody overtakes it.
+        if (preemptedNow > 0)
+            return;
         while (!m_waiting.empty() && m_running.size() < std::size_t(c.maxNumSeqs) && budget > 0) {
             Sequence &s = *m_waiting.front();
             // Join only when the KV cache can hold its whole context and a

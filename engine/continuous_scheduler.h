@@ -18,6 +18,10 @@
 //    it runs again its prompt and those tokens are prefilled, so greedy
 //    decoding produces exactly the same output.
 //  - Order of joining: FCFS, or by priority then arrival.
+//    A sequence preempted by a decision does not rejoin in that decision.
+//  - kv_cache_tokens lowered live: a sequence (waiting or running) whose
+//    prompt plus max_new_tokens no longer fit it is failed with OutOfRange
+//    at the next decision, so that it cannot stall those behind it.
 //  - A request whose `cancelled` flag is set is completed with Cancelled at
 //    the next decision and its cache released.
 //  - onToken is called for every generated token, in order, under the engine
@@ -32,6 +36,7 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace bp {
@@ -75,6 +80,9 @@ private:
     // Completes `s` (removed from its list by the caller) into `done`.
     void complete(SequencePtr s, Status status, TimePoint now, UnitDone &done);
     bool fitsKv(std::int64_t tokens) const;
+    // OutOfRange when `s` can never fit the current KV budget (its prompt
+    // plus max_new_tokens exceed kv_cache_tokens), else nullopt.
+    std::optional<Status> neverFits(const Sequence &s) const;
 
     ModelLimits m_limits;
     StepModel &m_model;

@@ -34,7 +34,8 @@ struct Simulator::Impl final : ExecutorDriver {
     std::shared_ptr<ChangeCounter> changes = std::make_shared<ChangeCounter>();
     std::vector<bool> busy;
     std::vector<TimePoint> idleSince; // per executor: when it last became free
-    std::vector<Running> running;
+    // Units in flight; by pointer, so that sorting them moves no unit.
+    std::vector<std::unique_ptr<Running>> running;
     std::optional<TimePoint> wakeAt; // the scheduler's next decision time, when an executor is free
     TimePoint now;
     bool draining = false;
@@ -124,8 +125,8 @@ struct Simulator::Impl final : ExecutorDriver {
         UnitRun run = core.run(unit, executor);
         clock.set(now);
         const bool step = unit.isStep();
-        Running r{std::move(unit), std::move(run)};
-        r.free = r.run.end + fromSeconds(step ? o.cost.stepOverhead() : o.cost.overheadS);
+        auto r = std::make_unique<Running>(Running{std::move(unit), std::move(run)});
+        r->free = r->run.end + fromSeconds(step ? o.cost.stepOverhead() : o.cost.overheadS);
         busy[std::size_t(executor)] = true;
         running.push_back(std::move(r));
         ++out.batches;
@@ -134,20 +135,21 @@ struct Simulator::Impl final : ExecutorDriver {
     std::optional<TimePoint> nextCompletion() const
     {
         std::optional<TimePoint> t;
-        for (const Running &r : running)
-            if (!t || r.nextEvent() < *t)
-                t = r.nextEvent();
+        for (const auto &r : running)
+            if (!t || r->nextEvent() < *t)
+                t = r->nextEvent();
         return t;
     }
 
     void completeDue()
     {
         // In event order (ties by executor), as the executors would finish.
-        std::sort(running.begin(), running.end(), [](const Running &a, const Running &b) {
-            return a.nextEvent() != b.nextEvent() ? a.nextEvent() < b.nextEvent()
-                                                  : a.run.executor < b.run.executor;
+        std::sort(running.begin(), running.end(), [](const auto &a, const auto &b) {
+            return a->nextEvent() != b->nextEvent() ? a->nextEvent() < b->nextEvent()
+                                                    : a->run.executor < b->run.executor;
         });
-        for (Running &r : running) {
+        for (const auto &p : running) {
+            Running &r = *p;
             if (r.nextEvent() > now)
                 break;
             if (!r.finished) {
@@ -161,7 +163,7 @@ struct Simulator::Impl final : ExecutorDriver {
                 idleSince[std::size_t(r.run.executor)] = r.free;
             }
         }
-        std::erase_if(running, [&](const Running &r) { return r.finished && r.free <= now; });
+        std::erase_if(running, [&](const auto &r) { return r->finished && r->free <= now; });
         clock.set(now);
     }
 
