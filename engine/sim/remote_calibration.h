@@ -27,7 +27,7 @@
 #pragma once
 
 #include "cost_model.h"
-#include "server_settings.h"
+#include "remote_settings.h"
 
 #include "engine/clock.h"
 #include "engine/store/store_types.h"

@@ -282,7 +282,8 @@ Result<RemoteCalibration> remoteCalibrationFromJson(const nlohmann::json &j)
                                t["std_error_s"].is_number() ? t["std_error_s"].get<double>()
                                                             : std::numeric_limits<double>::quiet_NaN(),
                                t.value("at_bound", false)});
-        for (const auto &[phase, e] : j.value("phase_fit_error", nlohmann::json::object()).items())
+        const nlohmann::json phases = j.value("phase_fit_error", nlohmann::json::object());
+        for (const auto &[phase, e] : phases.items())
             r.phases[phase] = fitErrorFromJson(e);
         for (const auto &row : j.value("observations", nlohmann::json::array())) {
             if (!row.is_array() || row.size() != std::size_t(ProbeObservation::kTerms + 2))

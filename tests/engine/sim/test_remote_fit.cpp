@@ -1,5 +1,5 @@
 // The remote calibration's pure parts (engine/sim/remote_calibration.h,
-// server_settings.h):
+// remote_settings.h):
 //  - the fit recovers known coefficients from a synthetic server's answers
 //    to the probe plan (a lockstep continuous batcher with chunked prefill,
 //    the per-request cost o and iter(n, T, A) = s0 + s1·n + s2·T + s3·A):
@@ -14,7 +14,7 @@
 #include "engine/sim/calibration_store.h"
 #include "engine/sim/least_squares.h"
 #include "engine/sim/remote_calibration.h"
-#include "engine/sim/server_settings.h"
+#include "engine/sim/remote_settings.h"
 #include "engine/store/schema.h"
 #include "engine/store/sqlite_db.h"
 #include "engine/store/trace_store.h"

@@ -1,4 +1,4 @@
-#include "server_settings.h"
+#include "remote_settings.h"
 
 #include "engine/config_json.h"
 #include "engine/knobs.h"
