@@ -1,5 +1,7 @@
 #include "cmd_calibrate.h"
 
+#include "cmd_calibrate_remote.h"
+
 #include "command_args.h"
 #include "commands.h"
 #include "engine_host.h"
@@ -97,7 +99,7 @@ int list(TraceStore &store, bool json)
     out << QStringLiteral("%1  %2  %3  %4  %5  %6  %7\n")
                .arg("ID", -4)
                .arg("MODEL", -22)
-               .arg("PRESET", -7)
+               .arg("PRESET", -7) // a remote calibration: the server's kind
                .arg("DEVICE", -7)
                .arg("THREADS", -7)
                .arg("BATCH_ERR", -9)
@@ -106,11 +108,12 @@ int list(TraceStore &store, bool json)
         out << QStringLiteral("%1  %2  %3  %4  %5  %6  %7\n")
                    .arg(c.id, -4)
                    .arg(q(c.model), -22)
-                   .arg(q(c.preset), -7)
+                   .arg(c.remote ? q(c.remote->server) : q(c.preset), -7)
                    .arg(q(c.device), -7)
-                   .arg(c.threads, -7)
+                   .arg(c.remote ? QStringLiteral("-") : QString::number(c.threads), -7)
                    .arg(percent(c.batchError.medianRel), -9)
-                   .arg(q(c.source));
+                   .arg(c.remote ? QStringLiteral("%1 at %2").arg(q(c.source), q(c.remote->url))
+                                 : q(c.source));
     return 0;
 }
 
@@ -123,8 +126,17 @@ int runCalibrate(const AppOptions &options)
         return fail(
             (args.error().isEmpty() ? QStringLiteral("unexpected argument") : args.error()) +
                 "\nusage: batchpilot calibrate [--quick] [--session ID [--no-profile]] [--json] | --list | "
-                "--export ID [-o FILE] | --import FILE",
+                "--export ID [-o FILE] | --import FILE\n"
+                "       batchpilot calibrate --target URL --model NAME [--protocol openai|openai-chat|oip] "
+                "[--server auto|vllm|tgi|sglang|triton|batchpilot] [--server-config FILE] [--quick] "
+                "[--max-concurrency N] [--max-duration S] [--session ID] [--json]",
             2);
+    if (args.has("target") && !args.has("list"))
+        return runCalibrateRemote(options, args);
+    for (const char *flag : {"protocol", "server", "server-config", "max-concurrency", "max-duration",
+                             "timeout", "metrics-url", "scrape-interval"})
+        if (args.has(flag))
+            return fail(QStringLiteral("--%1 applies to a remote calibration (--target URL)").arg(flag), 2);
     const auto session = args.number("session", 0, 1, 9e18);
     const auto exportId = args.number("export", 0, 1, 9e18);
     if (!session || !exportId)
@@ -260,7 +272,8 @@ Result<CostNoise> costNoiseFor(const CommandArgs &args)
                   QStringLiteral("--noise must be none, mean or drawn, not '%1'").arg(name).toStdString());
 }
 
-Result<Calibration> calibrationFor(const TraceStore &store, const AppOptions &options, const CommandArgs &args)
+Result<Calibration> calibrationFor(const TraceStore &store, const AppOptions &options,
+                                   const CommandArgs &args)
 {
     if (args.has("calibration"))
         return resolveCalibration(store, args.value("calibration").toStdString());

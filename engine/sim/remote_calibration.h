@@ -12,7 +12,9 @@
 //   prefill   TTFT at concurrency 1 = o + Σ over the prompt's chunks of iter(1, c, c·(k + c))
 //   decode    a block of B steps read off one stream's token events while n
 //             streams decode = Σ over the block's token events of every
-//             stream (each a decode item at its context) + B·s0
+//             stream (each a decode item at its context) + B·s0; at most
+//             4 blocks a round (B >= 8), so that token events a server
+//             writes in bursts blur a small part of each row
 //   mixed     a prompt sent while n streams decode: the decode streams'
 //             steps from the last token before it was sent to the first
 //             after its first token = those steps' decodes + its chunks
@@ -54,6 +56,7 @@ struct ProbeRound {
 };
 
 struct ProbePlan {
+    int warmup = 1; // rounds of one short request first, not fitted (a fresh connection, a cold server)
     std::vector<int> prefillLengths{16, 64, 128, 256, 512, 1024, 2048};
     int prefillRepeats = 3;
     std::vector<int> decodeConcurrency{1, 2, 4, 8, 16, 32};

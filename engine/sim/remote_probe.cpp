@@ -94,6 +94,9 @@ ProbePlan ProbePlan::fittedTo(std::int64_t maxModelLen) const
 std::vector<ProbeRound> ProbePlan::rounds() const
 {
     std::vector<ProbeRound> out;
+    for (int w = 0; w < warmup; ++w)
+        out.push_back(
+            {"warmup", 1, std::min<int>(16, int(std::max<std::int64_t>(1, maxModelLen - 2))), 2, {}});
     for (int r = 0; r < prefillRepeats; ++r) // repeats outermost: drift spreads over every length
         for (int L : prefillLengths)
             out.push_back({"prefill", 1, L, 1, {}});
@@ -127,10 +130,14 @@ Duration ProbePlan::bound() const
 
 std::string ProbePlan::describe() const
 {
+    const std::vector<ProbeRound> all = rounds();
     std::map<std::string, std::vector<const ProbeRound *>> by;
-    for (const ProbeRound &r : rounds())
+    for (const ProbeRound &r : all)
         by[r.phase].push_back(&r);
     std::ostringstream s;
+    if (by.count("warmup"))
+        s << "warmup: " << by["warmup"].size()
+          << " request(s), 2 tokens each, not fitted: the connection opened, the server awake\n";
     if (by.count("prefill"))
         s << "prefill: " << by["prefill"].size() << " requests one at a time, prompts "
           << range(prefillLengths) << " tokens (x" << prefillRepeats
@@ -217,6 +224,11 @@ void decodeBlocks(const std::vector<const ProbeRequest *> &streams, int block,
         return;
     const auto &ct = clock->tokenTimesS;
     std::size_t k = std::size_t(std::lower_bound(ct.begin(), ct.end(), t0) - ct.begin());
+    // At most 4 blocks a round: a server that writes several token events in
+    // one go (or a client that reads them in one piece) blurs single steps;
+    // over a quarter of the round that blur is a small part of each row.
+    if (ct.size() > k + 1)
+        block = std::max(block, int((ct.size() - k - 1) / 4));
     for (; k + std::size_t(block) < ct.size(); k += std::size_t(block)) {
         ProbeObservation o;
         o.phase = "decode";

@@ -3,6 +3,7 @@
 #include "engine/config_json.h"
 #include "engine/knobs.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -69,8 +70,21 @@ std::string ServerSettings::summary(std::size_t maxItems) const
             return;
         out += (out.empty() ? "" : ", ") + k + "=" + text(v);
     };
+    // The knobs that shape a server's batches first, then the rest.
+    static const char *const kFirst[] = {"policy",
+                                         "max_batch_size",
+                                         "max_queue_delay_us",
+                                         "continuous.max_num_seqs",
+                                         "continuous.max_num_batched_tokens",
+                                         "continuous.chunked_prefill",
+                                         "continuous.prefill_chunk",
+                                         "continuous.kv_cache_tokens"};
+    for (const char *k : kFirst)
+        if (knobs.contains(k))
+            add(k, knobs[k]);
     for (const auto &[k, v] : knobs.items())
-        add(k, v);
+        if (std::find(std::begin(kFirst), std::end(kFirst), k) == std::end(kFirst))
+            add(k, v);
     if (maxModelLen)
         add("max_model_len", *maxModelLen);
     if (kvCapacityTokens)

@@ -1,0 +1,325 @@
+// batchpilot calibrate --target URL: a remote server calibrated from the
+// outside (docs/remote.md "Calibrating a remote server"): its settings read
+// where it publishes them (or --server-config FILE), the bounded probe plan
+// printed and run (Ctrl+C keeps what was measured), the fit printed term by
+// term with its error, and the calibration stored keyed by target.
+// --session ID refines the newest calibration of that target with a
+// recorded remote session's requests.
+#include "cmd_calibrate_remote.h"
+
+#include "remote/probe_runner.h"
+#include "remote/settings_fetch.h"
+
+#include "engine/config_import.h"
+#include "engine/sim/calibration_store.h"
+#include "engine/sim/remote_calibrate.h"
+#include "engine/store/target_metrics.h"
+#include "engine/store/trace_store.h"
+
+#include <QFile>
+#include <QTextStream>
+
+#include <atomic>
+#include <csignal>
+
+namespace bp::app {
+
+namespace {
+
+std::atomic<bool> g_probeInterrupted{false};
+extern "C" void onProbeInterrupt(int)
+{
+    g_probeInterrupted.store(true);
+}
+
+QString q(const std::string &s)
+{
+    return QString::fromStdString(s);
+}
+
+int fail(const QString &message, int code = 1)
+{
+    QTextStream(stderr) << "batchpilot calibrate: " << message << "\n";
+    return code;
+}
+
+QString us(double seconds)
+{
+    return QString::number(seconds * 1e6, 'g', 4);
+}
+
+QString percent(double rel)
+{
+    return std::isfinite(rel) ? QString::number(100 * rel, 'f', 1) + QLatin1Char('%') : QStringLiteral("n/a");
+}
+
+const QStringList kServers{"auto", "vllm", "tgi", "sglang", "triton", "batchpilot"};
+
+// --server-config FILE: the syntax export-config writes, or a BatchPilot
+// config JSON.
+Result<ServerSettings> settingsFromFile(const QString &path)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return Status(StatusCode::NotFound,
+                      "cannot read '" + path.toStdString() + "': " + f.errorString().toStdString());
+    const std::string text = f.readAll().toStdString();
+    const std::string source = "file " + path.toStdString();
+    if (const auto format = detectServerFormat(text)) {
+        auto imported = importConfig(text, *format);
+        if (!imported)
+            return Status(imported.status().code(), path.toStdString() + ": " + imported.status().message());
+        return settingsFromImport(*imported, source);
+    }
+    const auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_object()) {
+        auto s = batchpilotSettings(j, nullptr);
+        if (s)
+            s->source = source;
+        return s;
+    }
+    return Status(StatusCode::InvalidArgument,
+                  path.toStdString() + ": not a vllm serve or text-generation-launcher command, a Triton "
+                                       "config.pbtxt, or a BatchPilot config JSON");
+}
+
+void printFit(QTextStream &out, const Calibration &c)
+{
+    const RemoteCalibration &r = *c.remote;
+    out << QStringLiteral("calibration %1: %2, from %3\n").arg(c.id).arg(q(c.describe()), q(c.source));
+    if (!r.settings.empty())
+        out << QStringLiteral("  server settings (%1): %2\n")
+                   .arg(q(r.settings.source), q(r.settings.summary()));
+    out << QStringLiteral("  cost model: iteration(n, T, A) = s0 + s1*n + s2*T + s3*A, plus o per request "
+                          "(prompt chunk per step: %1)\n")
+               .arg(r.prefillChunk > 0 ? QString::number(r.prefillChunk) : QStringLiteral("whole prompt"));
+    for (const TermFit &t : r.terms)
+        out << QStringLiteral("  %1 %2 us  +- %3 us (%4)%5  %6\n")
+                   .arg(q(t.name), -14)
+                   .arg(us(t.value), 10)
+                   .arg(std::isfinite(t.stdError) ? us(t.stdError) : QStringLiteral("n/a"), 8)
+                   .arg(percent(t.relError()))
+                   .arg(t.atBound ? QStringLiteral(" at 0") : QString())
+                   .arg(q(t.meaning));
+    out << QStringLiteral("  fit error over %1 rows: median %2, rms %3, worst %4\n")
+               .arg(c.error.observations)
+               .arg(percent(c.error.medianRel), percent(c.error.rmsRel), percent(c.error.maxRel));
+    for (const auto &[phase, e] : r.phases)
+        out << QStringLiteral("    %1 (%2 rows): median %3, worst %4\n")
+                   .arg(q(phase))
+                   .arg(e.observations)
+                   .arg(percent(e.medianRel), percent(e.maxRel));
+    const ObservedLimits &l = r.limits;
+    QStringList limits;
+    if (l.maxRunning)
+        limits << QStringLiteral("running %1%2")
+                      .arg(*l.maxRunning)
+                      .arg(l.runningIsCap ? " (a cap: requests waited)" : "");
+    if (l.tokensPerStepBound)
+        limits << QStringLiteral("no step over %1 tokens").arg(*l.tokensPerStepBound);
+    else if (l.maxTokensPerStep)
+        limits << QStringLiteral("tokens per step up to %1").arg(*l.maxTokensPerStep, 0, 'f', 1);
+    if (l.kvCapacityTokens)
+        limits << QStringLiteral("KV capacity ~%1 tokens (%2 samples)")
+                      .arg(*l.kvCapacityTokens, 0, 'f', 0)
+                      .arg(l.kvSamples);
+    out << QStringLiteral("  limits seen in /metrics (%1 scrapes, %2 failed): %3\n")
+               .arg(l.scrapes)
+               .arg(l.scrapeErrors)
+               .arg(limits.isEmpty() ? QStringLiteral("none") : limits.join(", "));
+    out << QStringLiteral("  probe: %1 requests (%2 failed) in %3 s%4\n")
+               .arg(r.probe.requests)
+               .arg(r.probe.failed)
+               .arg(r.probe.seconds, 0, 'f', 1)
+               .arg(r.probe.interrupted ? QStringLiteral(", stopped early: fitted to what was measured")
+                                        : QString());
+}
+
+int store(TraceStore &db, Result<Calibration> fitted, bool json)
+{
+    if (!fitted)
+        return fail(q(fitted.status().message()));
+    auto id = saveCalibration(db, *fitted);
+    if (!id)
+        return fail(q(id.status().message()));
+    fitted->id = *id;
+    QTextStream out(stdout);
+    if (json) {
+        out << q(toJson(*fitted).dump(2)) << "\n";
+        return 0;
+    }
+    printFit(out, *fitted);
+    return 0;
+}
+
+// --session ID: the newest calibration of the target, refitted with the
+// session's rows beside its own.
+int refine(TraceStore &db, const remote::RemoteOptions &ro, const std::string &server, std::int64_t session,
+           bool json)
+{
+    auto base = latestRemoteCalibration(db, ro.target.toString().toStdString(), ro.model.toStdString(),
+                                        server == "auto" ? "" : server);
+    if (!base)
+        return fail(q(base.status().message()));
+    auto s = db.session(session);
+    if (!s)
+        return fail(q(s.status().message()));
+    if (s->kind != "remote")
+        return fail(
+            QStringLiteral("session %1 is not a remote session (kind %2)").arg(session).arg(q(s->kind)));
+    auto requests = db.requests(session);
+    if (!requests)
+        return fail(q(requests.status().message()));
+    RemoteCalibration r = *base->remote;
+    const auto rows = sessionObservations(*requests, r.prefillChunk);
+    if (rows.empty())
+        return fail(
+            QStringLiteral("session %1 has no streamed request with two or more tokens to fit").arg(session));
+    r.observations.insert(r.observations.end(), rows.begin(), rows.end());
+    QTextStream(stderr) << QStringLiteral("calibrate: calibration %1 + %2 rows of session %3\n")
+                               .arg(base->id)
+                               .arg(rows.size())
+                               .arg(session);
+    return store(db,
+                 remoteCalibration(base->model, base->vocabSize, base->positions, std::move(r),
+                                   base->source + " + session " + std::to_string(session)),
+                 json);
+}
+
+} // namespace
+
+int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
+{
+    remote::RemoteOptions ro;
+    ro.target = QUrl(args.value("target"));
+    const QString protocol = args.value("protocol", QStringLiteral("openai"));
+    const auto parsed = remote::parseProtocol(protocol);
+    if (!parsed)
+        return fail(
+            QStringLiteral("--protocol must be one of %1, not '%2'").arg(remote::protocolNames(), protocol),
+            2);
+    ro.protocol = *parsed;
+    if (!options.modelGiven)
+        return fail(QStringLiteral("calibrate --target needs --model NAME: the model's name on the server"),
+                    2);
+    ro.model = options.model;
+    ro.token = options.token;
+    const QString serverFlag = args.value("server", QStringLiteral("auto"));
+    if (!kServers.contains(serverFlag))
+        return fail(
+            QStringLiteral("--server must be one of %1, not '%2'").arg(kServers.join('|'), serverFlag), 2);
+    const auto concurrency = args.number("max-concurrency", 32, 1, 4096);
+    const auto timeout = args.number("timeout", 60000, 1, 86400000);
+    const auto maxDuration = args.number("max-duration", 600, 1, 86400);
+    const auto scrape = args.number("scrape-interval", 250, 0, 86400000);
+    const auto session = args.number("session", 0, 1, 9e18);
+    if (!concurrency || !timeout || !maxDuration || !scrape || !session)
+        return fail(args.error(), 2);
+    ro.maxConcurrency = int(*concurrency);
+    ro.timeout = std::chrono::milliseconds(qint64(*timeout));
+    if (args.has("metrics-url"))
+        ro.metricsUrl = QUrl(args.value("metrics-url"));
+    if (options.vocabSize > 0)
+        ro.vocabSize = options.vocabSize;
+    if (Status st = remote::validate(ro); !st)
+        return fail(q(st.message()), 2);
+    const bool json = args.has("json");
+    std::string server = serverFlag.toStdString();
+
+    auto db = TraceStore::open(options.db.toStdString());
+    if (!db)
+        return fail(q(db.status().message()));
+    if (*session > 0)
+        return refine(**db, ro, server, std::int64_t(*session), json);
+
+    QTextStream err(stderr);
+    // The server's kind and settings first: the plan fits its model length.
+    auto metrics = remote::scrapeOnce(ro);
+    if (!metrics)
+        err << QStringLiteral("calibrate: no /metrics (%1): the probe runs without the server's limits\n")
+                   .arg(q(metrics.status().message()));
+    if (server == "auto") {
+        server = metrics ? detectServer(*metrics) : std::string();
+        err << QStringLiteral("calibrate: server %1\n")
+                   .arg(server.empty() ? QStringLiteral("not recognised from /metrics (give --server)")
+                                       : q(server));
+    }
+    ServerSettings settings;
+    if (args.has("server-config")) {
+        auto s = settingsFromFile(args.value("server-config"));
+        if (!s)
+            return fail(q(s.status().message()));
+        settings = std::move(*s);
+    } else if (auto s = remote::fetchServerSettings(ro, server, metrics ? &*metrics : nullptr)) {
+        settings = std::move(*s);
+    } else {
+        err << QStringLiteral("calibrate: the server's settings are not known: %1\n")
+                   .arg(q(s.status().message()));
+    }
+    for (const std::string &note : settings.notes)
+        err << QStringLiteral("  note: %1\n").arg(q(note));
+    const std::int64_t maxModelLen = settings.maxModelLen.value_or(
+        options.maxLength > 0 ? options.maxLength : remote::RemoteOptions{}.maxInputTokens);
+
+    const bool streaming = remote::isStreaming(ro.protocol);
+    ProbePlan plan = (args.has("quick") ? ProbePlan::quick(ro.maxConcurrency, streaming)
+                                        : ProbePlan::full(ro.maxConcurrency, streaming))
+                         .fittedTo(maxModelLen);
+    plan.timeout = ro.timeout;
+    plan.maxDuration = std::chrono::seconds(qint64(*maxDuration));
+    err << QStringLiteral(
+               "calibrate: probing %1 (%2, %3): %4 requests, at most %5 s (Ctrl+C stops and fits what "
+               "was measured)\n")
+               .arg(ro.target.toString(), ro.model, protocol)
+               .arg(plan.requests())
+               .arg(std::chrono::duration_cast<std::chrono::seconds>(plan.bound()).count())
+        << q(plan.describe());
+    err.flush();
+
+    remote::ProbeRunOptions po;
+    po.remote = ro;
+    po.plan = plan;
+    po.scrapeInterval = std::chrono::milliseconds(qint64(*scrape));
+    po.interrupt = &g_probeInterrupted;
+    po.progress = [&err](const std::string &line) {
+        err << "  " << q(line) << "\n";
+        err.flush();
+    };
+    g_probeInterrupted = false;
+    const auto old = std::signal(SIGINT, onProbeInterrupt);
+    remote::ProbeRun run = remote::runProbe(po);
+    std::signal(SIGINT, old);
+    if (server.empty() || server == "auto")
+        server = run.server;
+
+    RemoteCalibration r;
+    r.url = ro.target.toString().toStdString();
+    r.server = server;
+    r.protocol = protocol.toStdString();
+    r.settings = settings;
+    r.prefillChunk = prefillChunkOf(settings);
+    r.limits =
+        observedLimits(run.scrapes, run.first ? &*run.first : nullptr, run.last ? &*run.last : nullptr);
+    r.probe.requests = run.requests.size();
+    r.probe.failed = run.failed();
+    r.probe.seconds = run.seconds;
+    r.probe.interrupted = run.interrupted;
+    r.probe.plan = plan.describe();
+    r.observations = probeObservations(run.requests, r.prefillChunk, streaming);
+    for (const ProbeRequest &p : run.requests)
+        if (!p.ok) {
+            err << QStringLiteral("calibrate: %1 of %2 requests failed; the first: %3\n")
+                       .arg(run.failed())
+                       .arg(run.requests.size())
+                       .arg(q(p.error));
+            break;
+        }
+    const std::string source = "probe (" + std::to_string(run.requests.size()) + " requests, " +
+                               QString::number(run.seconds, 'f', 1).toStdString() + " s" +
+                               (run.interrupted ? ", stopped early" : "") + ")";
+    const int vocab = ro.vocabSize;
+    return store(**db, remoteCalibration(ro.model.toStdString(), vocab, maxModelLen, std::move(r), source),
+                 json);
+}
+
+} // namespace bp::app

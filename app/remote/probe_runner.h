@@ -1,0 +1,59 @@
+// Runs a remote calibration's probe plan (engine/sim/remote_calibration.h)
+// against a server over HTTP, the way `batchpilot calibrate --target`
+// does: round after round, each round's requests sent together on
+// connections of their own, every streamed token event timed as it
+// arrives, the server's /metrics scraped meanwhile with what the client
+// had in flight at that moment.
+//
+//  - prefill and decode rounds: `concurrency` requests at once; the next
+//    round starts when every answer of this one is in.
+//  - mixed: the decode streams go first; once each of them has streamed
+//    two tokens (all are decoding), the probe prompts go one after another
+//    (max_tokens 1), each when the previous one's answer is in. Prompts the
+//    streams outlive are not sent.
+//  - Prompt tokens are drawn at random below the vocabulary (seeded per
+//    request), so no two requests share a prefix the server could cache.
+//  - Ctrl+C (`interrupt`) or the plan's maxDuration aborts what is in
+//    flight and ends the run: what was measured is kept, the interrupted
+//    requests are marked failed.
+//
+// Threading: runProbe() blocks the calling thread and runs a local event
+// loop on it (the CLI's main thread; a QCoreApplication must exist).
+#pragma once
+
+#include "remote_options.h"
+
+#include "engine/sim/remote_calibration.h"
+#include "engine/store/prometheus_text.h"
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bp::remote {
+
+struct ProbeRunOptions {
+    RemoteOptions remote; // target, protocol, model, token, timeout, metrics URL, vocabulary
+    ProbePlan plan;
+    Duration scrapeInterval = std::chrono::milliseconds(250); // zero: only the first and last scrapes
+    const std::atomic<bool> *interrupt = nullptr;
+    // One line per round as it starts ("round 3/14: decode, 4 at once").
+    std::function<void(const std::string &)> progress;
+    std::uint64_t seed = 1;
+};
+
+struct ProbeRun {
+    std::vector<ProbeRequest> requests;
+    std::vector<ProbeScrape> scrapes;
+    std::optional<prom::Exposition> first, last; // the first and last readable scrapes
+    std::string server;                          // detected from /metrics ("vllm", ...); empty if not
+    double seconds = 0;
+    bool interrupted = false; // Ctrl+C or the plan's maxDuration
+    std::size_t failed() const;
+};
+
+ProbeRun runProbe(const ProbeRunOptions &options);
+
+} // namespace bp::remote

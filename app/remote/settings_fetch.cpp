@@ -1,0 +1,127 @@
+// A remote server's settings over HTTP (settings_fetch.h).
+#include "settings_fetch.h"
+
+#include "http1_connection.h"
+#include "remote_codec.h"
+
+#include <QEventLoop>
+
+namespace bp::remote {
+
+namespace {
+
+QUrl under(const QUrl &target, const QString &route)
+{
+    QUrl u = target;
+    QString path = u.path();
+    while (path.endsWith(QLatin1Char('/')))
+        path.chop(1);
+    u.setPath(path + route);
+    u.setQuery(QString());
+    return u;
+}
+
+Result<nlohmann::json> getJson(const QUrl &url, const QString &token)
+{
+    const HttpGet r = httpGet(url, token);
+    const std::string what = "GET " + url.toString().toStdString();
+    if (!r.error.isEmpty())
+        return Status(StatusCode::Unavailable, what + ": " + r.error.toStdString());
+    if (r.status != 200)
+        return Status(r.status == 404 ? StatusCode::NotFound : StatusCode::Unavailable,
+                      what + ": HTTP " + std::to_string(r.status) + " " + errorText(r.body).toStdString());
+    auto j = nlohmann::json::parse(r.body.constData(), r.body.constData() + r.body.size(), nullptr, false);
+    if (j.is_discarded())
+        return Status(StatusCode::InvalidArgument, what + ": the answer is not JSON");
+    return j;
+}
+
+} // namespace
+
+HttpGet httpGet(const QUrl &url, const QString &token, Duration timeout)
+{
+    HttpEndpoint e;
+    e.tls = url.scheme() == QLatin1String("https");
+    e.host = url.host();
+    e.port = quint16(url.port(e.tls ? 443 : 80));
+    Http1Connection connection(e);
+    HttpExchange ex;
+    ex.path = url.path(QUrl::FullyEncoded).toUtf8();
+    if (ex.path.isEmpty())
+        ex.path = "/";
+    if (url.hasQuery())
+        ex.path += '?' + url.query(QUrl::FullyEncoded).toUtf8();
+    if (!token.isEmpty())
+        ex.headers.append({"Authorization", "Bearer " + token.toUtf8()});
+    ex.timeout = timeout;
+    HttpGet out;
+    QEventLoop loop;
+    bool done = false;
+    connection.start(std::move(ex), [&](HttpResult &&r) {
+        out.status = r.status;
+        out.body = std::move(r.body);
+        out.error = r.error;
+        done = true;
+        loop.quit();
+    });
+    if (!done)
+        loop.exec();
+    return out;
+}
+
+Result<prom::Exposition> scrapeOnce(const RemoteOptions &options)
+{
+    const QUrl url = options.metricsUrl.isValid() && !options.metricsUrl.isEmpty()
+                         ? options.metricsUrl
+                         : under(options.target.adjusted(QUrl::RemovePath), QStringLiteral("/metrics"));
+    const HttpGet r = httpGet(url, options.token);
+    const std::string what = "GET " + url.toString().toStdString();
+    if (!r.error.isEmpty())
+        return Status(StatusCode::Unavailable, what + ": " + r.error.toStdString());
+    if (r.status != 200)
+        return Status(StatusCode::Unavailable, what + ": HTTP " + std::to_string(r.status));
+    auto e = prom::parse(std::string_view(r.body.constData(), std::size_t(r.body.size())));
+    if (!e)
+        return Status(StatusCode::InvalidArgument, what + ": " + e.status().message());
+    return e;
+}
+
+Result<ServerSettings> fetchServerSettings(const RemoteOptions &options, const std::string &server,
+                                           const prom::Exposition *metrics)
+{
+    const QUrl &t = options.target;
+    if (server == "vllm") {
+        auto models = getJson(under(t, QStringLiteral("/v1/models")), options.token);
+        if (!metrics && !models)
+            return models.status();
+        const prom::Exposition none;
+        return vllmSettings(metrics ? *metrics : none, models ? &*models : nullptr,
+                            options.model.toStdString());
+    }
+    if (server == "tgi") {
+        auto info = getJson(under(t, QStringLiteral("/info")), options.token);
+        if (!info)
+            return info.status();
+        return tgiSettings(*info, metrics);
+    }
+    if (server == "triton") {
+        auto config = getJson(under(t, QStringLiteral("/v2/models/") +
+                                           QString::fromUtf8(QUrl::toPercentEncoding(options.model)) +
+                                           QStringLiteral("/config")),
+                              options.token);
+        if (!config)
+            return config.status();
+        return tritonSettings(*config);
+    }
+    if (server == "batchpilot") {
+        auto config = getJson(under(t, QStringLiteral("/v1/config")), options.token);
+        if (!config)
+            return config.status();
+        auto models = getJson(under(t, QStringLiteral("/v1/models")), options.token);
+        return batchpilotSettings(*config, models ? &*models : nullptr);
+    }
+    return Status(StatusCode::NotFound, (server.empty() ? std::string("an unrecognised server") : server) +
+                                            " publishes no batching settings; give --server-config FILE");
+}
+
+} // namespace bp::remote

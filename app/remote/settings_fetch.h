@@ -1,0 +1,48 @@
+// A remote server's kind and current settings, read over HTTP before a
+// remote calibration probes it (engine/sim/remote_settings.h parses what
+// comes back):
+//
+//   vllm        GET /metrics (vllm:cache_config_info) + GET /v1/models
+//   tgi         GET /info (+ /metrics tgi_batch_max_total_tokens)
+//   triton      GET /v2/models/NAME/config
+//   batchpilot  GET /v1/config + GET /v1/models
+//   sglang      nothing published: --server-config or the probe's limits
+//
+// The kind comes from the operator (--server) or, for `auto`, from the
+// series names of /metrics (engine/store/target_metrics.h detectServer).
+//
+// Threading: blocks the calling thread and runs a local event loop on it
+// (a QCoreApplication must exist).
+#pragma once
+
+#include "remote_options.h"
+
+#include "engine/result.h"
+#include "engine/sim/remote_settings.h"
+
+#include <QByteArray>
+
+#include <optional>
+#include <string>
+
+namespace bp::remote {
+
+struct HttpGet {
+    int status = 0; // 0: no answer (see error)
+    QByteArray body;
+    QString error;
+};
+// GET `url` (absolute), with the bearer token when given.
+HttpGet httpGet(const QUrl &url, const QString &token, Duration timeout = std::chrono::seconds(10));
+
+// The server's /metrics (options.metricsUrl, else TARGET's origin + /metrics),
+// parsed; an error names what failed.
+Result<prom::Exposition> scrapeOnce(const RemoteOptions &options);
+
+// The settings of a `server` server, read where it publishes them;
+// NotFound for a kind that publishes none (sglang), else the error of the
+// route that failed.
+Result<ServerSettings> fetchServerSettings(const RemoteOptions &options, const std::string &server,
+                                           const prom::Exposition *metrics);
+
+} // namespace bp::remote

@@ -1,0 +1,64 @@
+#include "remote_calibrate.h"
+
+#include <algorithm>
+
+namespace bp {
+
+namespace {
+
+std::optional<double> knob(const ServerSettings &s, const char *key)
+{
+    if (!s.knobs.contains(key))
+        return std::nullopt;
+    const auto &v = s.knobs[key];
+    if (v.is_boolean())
+        return v.get<bool>() ? 1.0 : 0.0;
+    if (v.is_number())
+        return v.get<double>();
+    return std::nullopt;
+}
+
+} // namespace
+
+int prefillChunkOf(const ServerSettings &s)
+{
+    const bool continuous = s.knobs.contains("policy") && s.knobs["policy"].is_string() &&
+                            s.knobs["policy"].get<std::string>() == "continuous";
+    if (!continuous || knob(s, "continuous.chunked_prefill").value_or(0) == 0)
+        return 0;
+    double chunk = knob(s, "continuous.prefill_chunk").value_or(0);
+    if (const auto budget = knob(s, "continuous.max_num_batched_tokens"); budget && *budget > 0)
+        chunk = chunk > 0 ? std::min(chunk, *budget) : *budget;
+    return int(chunk);
+}
+
+Result<Calibration> remoteCalibration(const std::string &model, int vocabSize, std::int64_t maxModelLen,
+                                      RemoteCalibration remote, const std::string &source)
+{
+    auto fit = fitRemote(remote.observations);
+    if (!fit)
+        return fit.status();
+    Calibration c;
+    c.model = model;
+    c.device = "remote";
+    c.generative = true;
+    c.vocabSize = std::max(1, vocabSize);
+    const std::int64_t len = std::max<std::int64_t>(2, remote.settings.maxModelLen.value_or(maxModelLen));
+    c.positions = int(std::min<std::int64_t>(len, 1 << 30));
+    c.maxSequenceLength = c.positions - 1;
+    c.maxNewTokensLimit = c.positions - 1;
+    c.cost = remoteCostModel(*fit);
+    c.error = fit->error;
+    c.batchError = fit->error;
+    if (auto d = fit->phases.find("decode"); d != fit->phases.end())
+        c.iterationError = d->second;
+    c.source = source;
+    c.observations = remote.observations.size();
+    remote.terms = fit->terms;
+    remote.phases = fit->phases;
+    remote.requestOverheadS = fit->terms.empty() ? 0 : fit->terms.front().value;
+    c.remote = std::move(remote);
+    return c;
+}
+
+} // namespace bp
