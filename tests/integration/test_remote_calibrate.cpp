@@ -1,0 +1,284 @@
+// `batchpilot calibrate --target URL` (issue 24 items 1-2), as the real
+// binary:
+//  - against a real `batchpilot --headless` serving builtin:tiny-decoder
+//    (preset test, policy continuous) that the client is told nothing
+//    about: the plan it prints (requests, longest duration) is what it
+//    sends (the server's own batchpilot_requests_total grows by exactly
+//    that), the server's settings are read from GET /v1/config and
+//    /v1/models, every term is printed with its error, the calibration is
+//    stored keyed by target and listed by --list, and --session ID refines
+//    it from a recorded remote replay of the same server;
+//  - Ctrl+C keeps what was measured: against a stand-in server that
+//    answers every one-token prompt at once and never answers a decode
+//    request, SIGINT once the decode round has started ends the probe,
+//    fits the prefill rows and stores them, marked stopped early;
+//  - --server-config FILE takes the settings from an exported file, and
+//    bad flags are refused with the flag named.
+#include "headless_process.h"
+#include "http_client.h"
+
+#include "tests/process_run.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QRegularExpression>
+#include <QTcpServer>
+#include <QTcpSocket>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <csignal>
+
+using bp::test::runProcess;
+
+namespace {
+
+double counter(const QByteArray &metrics, const QByteArray &name)
+{
+    double sum = 0;
+    for (const QByteArray &line : metrics.split('\n'))
+        if (line.startsWith(name + ' ') || line.startsWith(name + '{'))
+            sum += line.mid(line.lastIndexOf(' ') + 1).toDouble();
+    return sum;
+}
+
+QJsonObject exported(const QString &db, const QString &id)
+{
+    const auto r = runProcess(batchpilotExecutable(), {"calibrate", "--db", db, "--export", id});
+    return QJsonDocument::fromJson(r.out.toUtf8()).object();
+}
+
+// Answers POST /v1/completions asking for at most 2 tokens at once (a
+// token event each, usage, [DONE]): the warm-up and the prefill rounds;
+// anything longer is held and never answered. GET gets 404. Counts the
+// requests it answered and holds.
+class PrefillOnlyServer : public QObject {
+public:
+    PrefillOnlyServer()
+    {
+        connect(&m_server, &QTcpServer::newConnection, this, [this] {
+            while (QTcpSocket *s = m_server.nextPendingConnection())
+                connect(s, &QTcpSocket::readyRead, this, [this, s] { onData(s); });
+        });
+        m_server.listen(QHostAddress::LocalHost);
+    }
+    quint16 port() const { return m_server.serverPort(); }
+    int held = 0;
+    int answered = 0;
+
+private:
+    void onData(QTcpSocket *s)
+    {
+        QByteArray &buf = m_buffers[s];
+        buf += s->readAll();
+        for (;;) {
+            const qsizetype head = buf.indexOf("\r\n\r\n");
+            if (head < 0)
+                return;
+            const qsizetype cl = buf.toLower().indexOf("content-length:");
+            const int length = cl >= 0 && cl < head
+                                   ? buf.mid(cl + 15, buf.indexOf("\r\n", cl) - cl - 15).trimmed().toInt()
+                                   : 0;
+            if (buf.size() < head + 4 + length)
+                return;
+            const bool post = buf.startsWith("POST");
+            const QJsonObject body = QJsonDocument::fromJson(buf.mid(head + 4, length)).object();
+            buf.remove(0, head + 4 + length);
+            if (!post) {
+                s->write("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+                continue;
+            }
+            const int tokens = body.value("max_tokens").toInt();
+            if (tokens > 2) {
+                ++held;
+                continue;
+            }
+            ++answered;
+            QByteArray sse;
+            for (int i = 0; i < tokens; ++i)
+                sse += "data: {\"choices\":[{\"index\":0,\"text\":\"t\",\"finish_reason\":null}]}\n\n";
+            sse += "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":" +
+                   QByteArray::number(tokens) + "}}\n\ndata: [DONE]\n\n";
+            s->write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: " +
+                     QByteArray::number(sse.size()) + "\r\n\r\n" + sse);
+        }
+    }
+
+    QTcpServer m_server;
+    QHash<QTcpSocket *, QByteArray> m_buffers;
+};
+
+} // namespace
+
+class TestRemoteCalibrate : public QObject {
+    Q_OBJECT
+private slots:
+    void calibratesAHeadlessBatchPilot()
+    {
+        QTemporaryDir dir;
+        const QString config = dir.filePath("continuous.json");
+        {
+            QFile f(config);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(R"({"policy": "continuous", "continuous": {"max_num_seqs": 8}})");
+        }
+        HeadlessProcess server({"--model", "builtin:tiny-decoder", "--preset", "test", "--threads", "1",
+                                "--device", "cpu", "--config", config});
+        QVERIFY2(server.start(), qPrintable(server.output()));
+        const QString url = QStringLiteral("http://127.0.0.1:%1").arg(server.port());
+        const QString db = dir.filePath("client.sqlite");
+        const double before =
+            counter(httpRequest(server.port(), "GET", "/metrics").body, "batchpilot_requests_total");
+
+        const auto r =
+            runProcess(batchpilotExecutable(),
+                       {"calibrate", "--db", db, "--target", url, "--model", "builtin:tiny-decoder",
+                        "--quick", "--max-concurrency", "4", "--max-duration", "120"},
+                       180000);
+        QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+        // The plan, printed before it starts: its size and its bound.
+        const auto plan = QRegularExpression(R"(: (\d+) requests, at most (\d+) s)").match(r.err);
+        QVERIFY2(plan.hasMatch(), qPrintable(r.err));
+        const int planned = plan.captured(1).toInt();
+        QVERIFY(planned > 10);
+        QVERIFY(plan.captured(2).toInt() <= 120);
+        QVERIFY2(r.err.contains("calibrate: server batchpilot"), qPrintable(r.err));
+        // Exactly what it said it would send reached the server.
+        const double after =
+            counter(httpRequest(server.port(), "GET", "/metrics").body, "batchpilot_requests_total");
+        QCOMPARE(after - before, double(planned));
+        // Every term with its error; the server's settings as read.
+        for (const char *term : {"request", "step", "per_sequence", "per_token", "per_attention"})
+            QVERIFY2(
+                r.out.contains(QRegularExpression(QStringLiteral("\\n  %1 +[0-9.e+-]+ us  \\+- ").arg(term))),
+                qPrintable(r.out));
+        QVERIFY2(r.out.contains("fit error over"), qPrintable(r.out));
+        QVERIFY2(r.out.contains("server settings (GET /v1/config + GET /v1/models): policy=continuous, "),
+                 qPrintable(r.out));
+        QVERIFY(r.out.contains("continuous.max_num_seqs=8"));
+        QVERIFY2(r.out.contains(QStringLiteral("probe: %1 requests (0 failed)").arg(planned)),
+                 qPrintable(r.out));
+
+        // Stored keyed by target, listed.
+        const auto list = runProcess(batchpilotExecutable(), {"calibrate", "--db", db, "--list"});
+        QCOMPARE(list.code, 0);
+        QVERIFY2(list.out.contains(url) && list.out.contains("batchpilot"), qPrintable(list.out));
+        const QJsonObject c = exported(db, "1");
+        const QJsonObject remote = c.value("remote").toObject();
+        QCOMPARE(remote.value("url").toString(), url);
+        QCOMPARE(remote.value("server").toString(), QStringLiteral("batchpilot"));
+        QCOMPARE(remote.value("probe").toObject().value("requests").toInt(), planned);
+        QCOMPARE(remote.value("settings").toObject().value("max_model_len").toInt(), 255);
+        QCOMPARE(remote.value("prefill_chunk").toInt(), 128);
+        QCOMPARE(remote.value("terms").toArray().size(), 5);
+        QVERIFY(remote.value("observations").toArray().size() >= 10);
+        QCOMPARE(c.value("model").toString(), QStringLiteral("builtin:tiny-decoder"));
+        QCOMPARE(c.value("device").toString(), QStringLiteral("remote"));
+
+        // --session ID: a remote replay of that server refines it.
+        QVERIFY(runProcess(batchpilotExecutable(), {"import-trace", "--db", db, "--sample"}).code == 0);
+        const auto replay = runProcess(batchpilotExecutable(),
+                                       {"replay", "1", "--trace", "--db", db, "--target", url, "--protocol",
+                                        "openai", "--model", "builtin:tiny-decoder", "--limit", "12",
+                                        "--max-new-tokens", "16", "--max-length", "200", "--speed", "20"},
+                                       180000);
+        QVERIFY2(replay.code == 0, qPrintable(replay.err + replay.out));
+        const auto sessionId = QRegularExpression(R"(remote session (\d+))").match(replay.out);
+        QVERIFY2(sessionId.hasMatch(), qPrintable(replay.out));
+        const auto refined =
+            runProcess(batchpilotExecutable(), {"calibrate", "--db", db, "--target", url, "--model",
+                                                "builtin:tiny-decoder", "--session", sessionId.captured(1)});
+        QVERIFY2(refined.code == 0, qPrintable(refined.err + refined.out));
+        QVERIFY2(refined.out.contains("calibration 2:") &&
+                     refined.out.contains("+ session " + sessionId.captured(1)),
+                 qPrintable(refined.out));
+        QVERIFY2(refined.out.contains("session ("), qPrintable(refined.out)); // its rows' error line
+        QVERIFY(exported(db, "2").value("remote").toObject().value("observations").toArray().size() >
+                remote.value("observations").toArray().size());
+    }
+
+    void ctrlCKeepsWhatWasMeasured()
+    {
+        PrefillOnlyServer standIn;
+        QTemporaryDir dir;
+        const QString db = dir.filePath("client.sqlite");
+        QProcess p;
+        p.setProcessChannelMode(QProcess::MergedChannels);
+        p.start(batchpilotExecutable(),
+                {"calibrate", "--db", db, "--target",
+                 QStringLiteral("http://127.0.0.1:%1").arg(standIn.port()), "--model", "m", "--server",
+                 "sglang", "--quick", "--max-concurrency", "4", "--max-length", "1024"});
+        QByteArray out;
+        // The test's event loop serves the stand-in while it waits for the
+        // decode round to be on the wire (its request held, never answered).
+        QTRY_VERIFY_WITH_TIMEOUT((out += p.readAll(), out.contains("round 8/") && standIn.held > 0), 60000);
+        QCOMPARE(p.state(), QProcess::Running);
+        ::kill(pid_t(p.processId()), SIGINT);
+        QTRY_VERIFY_WITH_TIMEOUT(p.state() == QProcess::NotRunning, 30000);
+        out += p.readAll();
+        QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0, out.constData());
+        QVERIFY2(out.contains("stopped early: fitted to what was measured"), out.constData());
+        QVERIFY2(out.contains("sglang publishes no batching settings"), out.constData());
+        const QJsonObject remote = exported(db, "1").value("remote").toObject();
+        const QJsonObject probe = remote.value("probe").toObject();
+        QVERIFY(probe.value("interrupted").toBool());
+        QCOMPARE(probe.value("failed").toInt(), standIn.held);
+        for (const QJsonValue row : remote.value("observations").toArray())
+            QCOMPARE(row.toArray().first().toString(), QStringLiteral("prefill"));
+        QCOMPARE(remote.value("observations").toArray().size(),
+                 standIn.answered - 1); // the warm-up not fitted
+    }
+
+    void serverConfigFileAndBadFlags()
+    {
+        PrefillOnlyServer standIn;
+        QTemporaryDir dir;
+        const QString file = dir.filePath("vllm.sh");
+        {
+            QFile f(file);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 64 --max-model-len 2048 "
+                    "--max-num-batched-tokens 1024 --enable-chunked-prefill\n");
+        }
+        const QString url = QStringLiteral("http://127.0.0.1:%1").arg(standIn.port());
+        const QString db = dir.filePath("c.sqlite");
+        // The file's settings are taken; the plan fits its max_model_len.
+        QProcess p;
+        p.setProcessChannelMode(QProcess::MergedChannels);
+        p.start(batchpilotExecutable(), {"calibrate", "--db", db, "--target", url, "--model", "m",
+                                         "--server-config", file, "--quick", "--max-concurrency", "2"});
+        QByteArray out;
+        QTRY_VERIFY_WITH_TIMEOUT((out += p.readAll(), standIn.held > 0), 60000);
+        ::kill(pid_t(p.processId()), SIGINT);
+        QTRY_VERIFY_WITH_TIMEOUT(p.state() == QProcess::NotRunning, 30000);
+        out += p.readAll();
+        QVERIFY2(p.exitCode() == 0, out.constData());
+        QVERIFY2(out.contains("server settings (file " + file.toUtf8() + "): policy=continuous, "),
+                 out.constData());
+        QVERIFY(out.contains("continuous.max_num_seqs=64"));
+        QVERIFY2(out.contains("prompt chunk per step: 1024"), out.constData());
+        const QJsonObject settings =
+            exported(db, "1").value("remote").toObject().value("settings").toObject();
+        QCOMPARE(settings.value("max_model_len").toInt(), 2048);
+
+        for (const QStringList &bad : {QStringList{"--protocol", "grpc"}, QStringList{"--server", "nginx"},
+                                       QStringList{"--max-concurrency", "0"}}) {
+            const auto r =
+                runProcess(batchpilotExecutable(),
+                           QStringList{"calibrate", "--db", db, "--target", url, "--model", "m"} + bad);
+            QCOMPARE(r.code, 2);
+            QVERIFY2(r.err.contains(bad.first()), qPrintable(r.err));
+        }
+        const auto noModel = runProcess(batchpilotExecutable(), {"calibrate", "--db", db, "--target", url});
+        QCOMPARE(noModel.code, 2);
+        QVERIFY(noModel.err.contains("--model NAME"));
+        const auto notRemote =
+            runProcess(batchpilotExecutable(), {"calibrate", "--db", db, "--server", "vllm"});
+        QCOMPARE(notRemote.code, 2);
+        QVERIFY(notRemote.err.contains("--server applies to a remote calibration"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRemoteCalibrate)
+#include "test_remote_calibrate.moc"
