@@ -361,6 +361,53 @@ private slots:
         QVERIFY(!tgiSettings(nlohmann::json{{"model_id", "x"}}, nullptr));
     }
 
+    // GET /v2/models/NAME/config of Triton: the ModelConfig protobuf as
+    // JSON (model_config.proto field names). Protobuf's JSON mapping writes
+    // 64-bit integers as strings ("max_queue_delay_microseconds": "2000");
+    // both forms are read.
+    void tritonModelConfig()
+    {
+        const auto j = nlohmann::json::parse(R"({"name": "llama", "platform": "", "backend": "tensorrtllm",
+            "version_policy": {"latest": {"num_versions": 1}}, "max_batch_size": 64,
+            "input": [{"name": "input_ids", "data_type": "TYPE_INT32", "format": "FORMAT_NONE", "dims": ["-1"],
+                       "is_shape_tensor": false, "allow_ragged_batch": true, "optional": false}],
+            "output": [], "batch_input": [], "batch_output": [],
+            "dynamic_batching": {"preferred_batch_size": [16, 32], "max_queue_delay_microseconds": "2000",
+                                 "preserve_ordering": false, "priority_levels": "0",
+                                 "default_priority_level": "0", "priority_queue_policy": {}},
+            "instance_group": [{"name": "llama_0", "kind": "KIND_GPU", "count": 1, "gpus": [0],
+                                "secondary_devices": [], "profile": [], "passive": false, "host_policy": ""}],
+            "parameters": {"max_tokens_in_paged_kv_cache": {"string_value": "65536"}},
+            "model_warmup": []})");
+        auto s = tritonSettings(j);
+        QVERIFY2(s, s.status().message().c_str());
+        QCOMPARE(s->server, std::string("triton"));
+        QCOMPARE(s->source, std::string("GET /v2/models/NAME/config"));
+        QCOMPARE(s->knobs["max_batch_size"].get<int>(), 64);
+        QCOMPARE(s->knobs["max_queue_delay_us"].get<double>(), 2000.0);
+        QCOMPARE(s->settings["backend"], nlohmann::json("tensorrtllm"));
+        QVERIFY(s->summary().find("max_batch_size=64") != std::string::npos);
+        QVERIFY(!tritonSettings(nlohmann::json::array()));
+    }
+
+    // TGI before 2.0 named the prompt limit max_input_length (router/src/lib.rs).
+    void tgiInfoBefore2()
+    {
+        const auto v1 = nlohmann::json::parse(R"({"model_id": "bigscience/bloom-560m", "model_sha": null,
+            "model_dtype": "torch.float16", "model_device_type": "cuda", "model_pipeline_tag": null,
+            "max_concurrent_requests": 64, "max_best_of": 2, "max_stop_sequences": 4, "max_input_length": 1000,
+            "max_total_tokens": 1512, "waiting_served_ratio": 1.2, "max_batch_total_tokens": 16000,
+            "max_waiting_tokens": 20, "max_batch_size": 32, "validation_workers": 2, "version": "1.4.5",
+            "sha": null, "docker_label": null})");
+        auto s = tgiSettings(v1, nullptr);
+        QVERIFY2(s, s.status().message().c_str());
+        QCOMPARE(s->maxModelLen, std::optional<std::int64_t>(1512));
+        QCOMPARE(s->settings["max_input_length"], nlohmann::json(1000));
+        QCOMPARE(s->knobs["continuous.max_num_seqs"].get<int>(), 32);
+        QCOMPARE(s->knobs["continuous.kv_cache_tokens"].get<int>(), 16000);
+        QVERIFY(s->notes.empty());
+    }
+
     void batchpilotConfig()
     {
         BatchingConfig c;
