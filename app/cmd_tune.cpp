@@ -1,5 +1,8 @@
 #include "cmd_tune.h"
 
+#include "cmd_tune_remote.h"
+#include "cmd_tune_text.h"
+
 #include "cmd_calibrate.h"
 #include "command_args.h"
 #include "commands.h"
@@ -55,83 +58,12 @@ constexpr const char *kUsage =
     "N] "
     "[--jobs N] [--calibration ID|FILE] [--noise none|mean|drawn] [--config FILE] [--output FILE] "
     "[--no-verify] "
-    "[--json]";
+    "[--json] [--target URL --model NAME [--apply]]";
 
 int fail(const QString &message, int code = 1)
 {
     QTextStream(stderr) << "batchpilot tune: " << message << "\n";
     return code;
-}
-
-QString ms(double seconds)
-{
-    if (std::isinf(seconds))
-        return QStringLiteral("inf");
-    return QString::number(seconds * 1e3, 'f', seconds < 0.01 ? 2 : 1);
-}
-
-// The measured figures of a recorded session (the verification replay).
-Result<TuneFigures> measuredFigures(const TraceStore &store, std::int64_t sessionId, std::size_t requests,
-                                    const TuneSlo &slo)
-{
-    auto rows = store.requests(sessionId);
-    if (!rows)
-        return rows.status();
-    std::vector<TuneSample> samples;
-    samples.reserve(rows->size());
-    for (const StoredRequest &r : *rows)
-        samples.push_back({r.arrival, r.total, r.timeToFirstToken, r.outputTokens, r.status == StatusCode::Ok,
-                           r.status == StatusCode::OutOfRange});
-    TuneFigures f = figuresOf(samples, requests, slo);
-    auto batches = store.batches(sessionId);
-    if (!batches)
-        return batches.status();
-    std::size_t members = 0;
-    for (const StoredBatch &b : *batches)
-        members += std::size_t(b.size);
-    f.meanBatch = batches->empty() ? 0 : double(members) / double(batches->size());
-    return f;
-}
-
-QString row(const QString &label, const TuneFigures &f, bool tokenLevel, int width)
-{
-    QString s = QStringLiteral("  %1 %2 %3 %4 %5")
-                    .arg(label, -width)
-                    .arg(QString::number(f.throughputPerS, 'f', 1), 9)
-                    .arg(QString::number(f.goodputPerS, 'f', 1), 9)
-                    .arg(ms(f.p50S), 9)
-                    .arg(ms(f.p99S), 9);
-    if (tokenLevel)
-        s += QStringLiteral(" %1 %2").arg(ms(f.ttftP99S), 9).arg(ms(f.tpotP99S), 9);
-    s += QStringLiteral(" %1 %2 %3")
-             .arg(std::isinf(f.sloRatio) ? QStringLiteral("inf") : QString::number(f.sloRatio, 'f', 2), 6)
-             .arg(QString::number(f.meanBatch, 'f', 1), 6)
-             .arg(f.sloMet ? QStringLiteral("yes") : QStringLiteral("no"), 4);
-    return s + "\n";
-}
-
-QString header(bool tokenLevel, int width)
-{
-    QString s = QStringLiteral("  %1 %2 %3 %4 %5")
-                    .arg(QStringLiteral("config"), -width)
-                    .arg(QStringLiteral("thr/s"), 9)
-                    .arg(QStringLiteral("goodput/s"), 9)
-                    .arg(QStringLiteral("p50 ms"), 9)
-                    .arg(QStringLiteral("p99 ms"), 9);
-    if (tokenLevel)
-        s += QStringLiteral(" %1 %2").arg(QStringLiteral("ttft p99"), 9).arg(QStringLiteral("tpot p99"), 9);
-    return s + QStringLiteral(" %1 %2 %3\n")
-                   .arg(QStringLiteral("ratio"), 6)
-                   .arg(QStringLiteral("batch"), 6)
-                   .arg(QStringLiteral("SLO"), 4);
-}
-
-QString errorText(double predicted, double measured)
-{
-    if (!std::isfinite(predicted) || !std::isfinite(measured) || measured == 0)
-        return QStringLiteral("-");
-    const double percent = std::round(100 * (predicted / measured - 1));
-    return QStringLiteral("%1%2%").arg(percent >= 0 ? "+" : "").arg(percent == 0 ? 0.0 : percent, 0, 'f', 0);
 }
 
 } // namespace
@@ -193,11 +125,24 @@ int runTune(const AppOptions &options)
             return fail(q(config.status().message()));
         ro.config = *config;
     }
+    // --target: the server's remote calibration, its current settings the base.
+    std::optional<RemoteTune> remoteTarget;
+    if (args.has("target")) {
+        auto t = remoteTune(**store, options, args);
+        if (!t)
+            return fail(q(t.status().message()));
+        remoteTarget = std::move(*t);
+        if (!ro.config)
+            ro.config = remoteTarget->current;
+    } else if (args.has("apply")) {
+        return fail(QStringLiteral("--apply sends the pick to a server: give --target URL"), 2);
+    }
     ro.speed = *speed;
     ro.lengthScale = *lengthScale;
     ro.limit = std::size_t(*limit);
     ro.clock = ReplayClock::Simulated;
-    auto calibration = calibrationFor(**store, options, args);
+    auto calibration = remoteTarget ? Result<Calibration>(remoteTarget->calibration)
+                                    : calibrationFor(**store, options, args);
     if (!calibration)
         return fail(q(calibration.status().message()) +
                     QStringLiteral("\n(a calibration is the cost model the search simulates with: "
@@ -279,23 +224,43 @@ int runTune(const AppOptions &options)
     if (!tuningId)
         return fail(QStringLiteral("cannot store the result: ") + q(tuningId.status().message()));
     j["tuning_id"] = *tuningId;
+    std::optional<TuneFigures> currentFigures;
+    if (remoteTarget) {
+        currentFigures = simulationEvaluator(workload, *slo)(plan->config, 1.0);
+        if (args.has("apply") && !r.cancelled) {
+            if (Status s = applyPick(*remoteTarget, rec.config); !s)
+                return fail(q(s.message()));
+            remoteTarget->applied = true;
+            err << QStringLiteral("tune: applied %1 to %2\n")
+                       .arg(q(rec.label), remoteTarget->options.target.toString());
+        }
+        j["target"] = {{"url", remoteTarget->options.target.toString().toStdString()},
+                       {"server", remoteTarget->calibration.remote->server},
+                       {"current_config", toJson(remoteTarget->current)},
+                       {"current_predicted", tuneFiguresJson(*currentFigures)},
+                       {"applied", remoteTarget->applied}};
+    }
 
     // Verification: the same arrivals, for real, under the recommendation.
     std::optional<ReplayOutcome> verified;
     std::optional<TuneFigures> measured;
     QString verifyNote;
-    if (!args.has("no-verify") && !r.cancelled) {
-        AppOptions model = options;
-        model.model = q(cal.model);
-        if (!cal.preset.empty())
-            model.preset = q(cal.preset);
-        if (!cal.device.empty())
-            model.device = q(cal.device);
-        model.threads = cal.threads;
-        auto backend = backendFor(model);
-        if (!backend)
-            return fail(QStringLiteral("cannot load %1 to verify: %2 (--no-verify skips the check)")
-                            .arg(q(cal.describe()), q(backend.status().message())));
+    if (!args.has("no-verify") && !r.cancelled && (!remoteTarget || remoteTarget->applied)) {
+        std::shared_ptr<Backend> backend;
+        if (!remoteTarget) {
+            AppOptions model = options;
+            model.model = q(cal.model);
+            if (!cal.preset.empty())
+                model.preset = q(cal.preset);
+            if (!cal.device.empty())
+                model.device = q(cal.device);
+            model.threads = cal.threads;
+            auto loaded = backendFor(model);
+            if (!loaded)
+                return fail(QStringLiteral("cannot load %1 to verify: %2 (--no-verify skips the check)")
+                                .arg(q(cal.describe()), q(loaded.status().message())));
+            backend = *loaded;
+        }
         ReplayOptions real = ro;
         real.clock = ReplayClock::Real;
         real.config = rec.config;
@@ -307,14 +272,13 @@ int runTune(const AppOptions &options)
                    .arg(plan->requests.size())
                    .arg(spanS, 0, 'f', 1);
         err.flush();
-        Replayer replayer(*store, *backend);
-        auto outcome = replayer.run(
-            real,
-            [&](const ReplayProgress &p) {
-                err << QStringLiteral("verify: %1/%2 done\n").arg(p.finished).arg(p.total);
-                err.flush();
-            },
-            &g_interrupted);
+        const auto progress = [&](const ReplayProgress &p) {
+            err << QStringLiteral("verify: %1/%2 done\n").arg(p.finished).arg(p.total);
+            err.flush();
+        };
+        Replayer replayer(*store, backend);
+        auto outcome = remoteTarget ? replayOnTarget(*store, *remoteTarget, real, progress, &g_interrupted)
+                                    : replayer.run(real, progress, &g_interrupted);
         if (!outcome)
             return fail(QStringLiteral("verification replay: ") + q(outcome.status().message()));
         verified = *outcome;
@@ -385,7 +349,8 @@ int runTune(const AppOptions &options)
     {
         const std::string change = describeChange(plan->config, rec.config);
         out << QStringLiteral("  changes from the %1 config: %2\n")
-                   .arg(ro.config                                       ? QStringLiteral("--config")
+                   .arg(remoteTarget && options.config.isEmpty()        ? QStringLiteral("server's current")
+                        : ro.config                                     ? QStringLiteral("--config")
                         : ro.source.kind == ReplaySource::Kind::Session ? QStringLiteral("session's")
                                                                         : QStringLiteral("default"),
                         change.empty() ? QStringLiteral("none") : q(change));
@@ -419,43 +384,20 @@ int runTune(const AppOptions &options)
                    "  written to %1 (apply: batchpilot --headless --config %1, or PUT /v1/config)\n")
                    .arg(args.value("output"));
 
+    if (remoteTarget)
+        printRemotePick(out, *remoteTarget, rec.config, rec.figures, *currentFigures, tokenLevel);
     if (verified) {
-        const TuneFigures &p = rec.figures, &m = *measured;
         out << QStringLiteral("\nVerification: real-clock replay, session %1, %2 s wall time%3\n")
                    .arg(verified->sessionId)
                    .arg(verified->wallSeconds, 0, 'f', 1)
                    .arg(verified->cancelled ? QStringLiteral(" (cancelled)") : QString());
-        out << QStringLiteral("  %1 %2 %3 %4\n")
-                   .arg(QStringLiteral("figure"), -16)
-                   .arg(QStringLiteral("predicted"), 10)
-                   .arg(QStringLiteral("measured"), 10)
-                   .arg(QStringLiteral("error"), 7);
-        auto line = [&](const QString &name, double a, double b, int decimals, double scale) {
-            out << QStringLiteral("  %1 %2 %3 %4\n")
-                       .arg(name, -16)
-                       .arg(std::isfinite(a) ? QString::number(a * scale, 'f', decimals)
-                                             : QStringLiteral("inf"),
-                            10)
-                       .arg(std::isfinite(b) ? QString::number(b * scale, 'f', decimals)
-                                             : QStringLiteral("inf"),
-                            10)
-                       .arg(errorText(a, b), 7);
-        };
-        line(QStringLiteral("throughput/s"), p.throughputPerS, m.throughputPerS, 1, 1);
-        line(QStringLiteral("goodput/s"), p.goodputPerS, m.goodputPerS, 1, 1);
-        line(QStringLiteral("p50 ms"), p.p50S, m.p50S, 2, 1e3);
-        line(QStringLiteral("p99 ms"), p.p99S, m.p99S, 2, 1e3);
-        if (tokenLevel) {
-            line(QStringLiteral("TTFT p99 ms"), p.ttftP99S, m.ttftP99S, 2, 1e3);
-            line(QStringLiteral("TPOT p99 ms"), p.tpotP99S, m.tpotP99S, 2, 1e3);
-        }
-        line(QStringLiteral("mean batch"), p.meanBatch, m.meanBatch, 1, 1);
-        out << QStringLiteral("  %1 %2 %3\n")
-                   .arg(QStringLiteral("SLO met"), -16)
-                   .arg(p.sloMet ? QStringLiteral("yes") : QStringLiteral("no"), 10)
-                   .arg(m.sloMet ? QStringLiteral("yes") : QStringLiteral("no"), 10);
+        printVerification(out, rec.figures, *measured, tokenLevel);
         out << QStringLiteral("  submissions were at most %1 ms late\n")
                    .arg(toMicros(verified->maxLateness) / 1000, 0, 'f', 2);
+    } else if (remoteTarget && !remoteTarget->applied && !args.has("no-verify")) {
+        out << QStringLiteral(
+            "\nNot verified: --apply sends the pick to the server, then the same arrivals are "
+            "replayed into it.\n");
     } else if (!args.has("no-verify")) {
         out << QStringLiteral("\nNot verified (the search was cancelled).\n");
     }

@@ -151,7 +151,12 @@ const std::vector<Command> &commands()
            "the fit, with the calibration's scheduler lateness likewise (default drawn, seeded)"},
           {"output", "FILE", "write the recommended config as JSON (for --config or PUT /v1/config)"},
           {"no-verify", "", "skip the real-clock replay that checks the recommendation"},
-          {"json", "", "print every candidate, the front, the recommendation and the check as JSON"}},
+          {"json", "", "print every candidate, the front, the recommendation and the check as JSON"},
+          {"target", "URL",
+           "tune this remote BatchPilot server (--model: the model's name there): its calibration from "
+           "calibrate --target, its current settings the base; prints the pick as PUT /v1/config"},
+          {"apply", "",
+           "with --target: send the pick (PUT /v1/config), then verify it with a replay into the server"}},
          runTune},
         {"report",
          "write a session report: report SESSION -o FILE.html|FILE.pdf|FILE.json",

@@ -8,9 +8,7 @@
 
 namespace bp::remote {
 
-namespace {
-
-QUrl under(const QUrl &target, const QString &route)
+QUrl routeUrl(const QUrl &target, const QString &route)
 {
     QUrl u = target;
     QString path = u.path();
@@ -20,6 +18,8 @@ QUrl under(const QUrl &target, const QString &route)
     u.setQuery(QString());
     return u;
 }
+
+namespace {
 
 Result<nlohmann::json> getJson(const QUrl &url, const QString &token)
 {
@@ -40,6 +40,12 @@ Result<nlohmann::json> getJson(const QUrl &url, const QString &token)
 
 HttpGet httpGet(const QUrl &url, const QString &token, Duration timeout)
 {
+    return httpSend(url, "GET", {}, token, timeout);
+}
+
+HttpGet httpSend(const QUrl &url, const QByteArray &method, const QByteArray &body, const QString &token,
+                 Duration timeout)
+{
     HttpEndpoint e;
     e.tls = url.scheme() == QLatin1String("https");
     e.host = url.host();
@@ -54,6 +60,10 @@ HttpGet httpGet(const QUrl &url, const QString &token, Duration timeout)
     if (!token.isEmpty())
         ex.headers.append({"Authorization", "Bearer " + token.toUtf8()});
     ex.timeout = timeout;
+    ex.method = method;
+    ex.body = body;
+    if (!body.isEmpty())
+        ex.headers.append({QByteArray("Content-Type"), QByteArray("application/json")});
     HttpGet out;
     QEventLoop loop;
     bool done = false;
@@ -73,7 +83,7 @@ Result<prom::Exposition> scrapeOnce(const RemoteOptions &options)
 {
     const QUrl url = options.metricsUrl.isValid() && !options.metricsUrl.isEmpty()
                          ? options.metricsUrl
-                         : under(options.target.adjusted(QUrl::RemovePath), QStringLiteral("/metrics"));
+                         : routeUrl(options.target.adjusted(QUrl::RemovePath), QStringLiteral("/metrics"));
     const HttpGet r = httpGet(url, options.token);
     const std::string what = "GET " + url.toString().toStdString();
     if (!r.error.isEmpty())
@@ -91,7 +101,7 @@ Result<ServerSettings> fetchServerSettings(const RemoteOptions &options, const s
 {
     const QUrl &t = options.target;
     if (server == "vllm") {
-        auto models = getJson(under(t, QStringLiteral("/v1/models")), options.token);
+        auto models = getJson(routeUrl(t, QStringLiteral("/v1/models")), options.token);
         if (!metrics && !models)
             return models.status();
         const prom::Exposition none;
@@ -99,25 +109,25 @@ Result<ServerSettings> fetchServerSettings(const RemoteOptions &options, const s
                             options.model.toStdString());
     }
     if (server == "tgi") {
-        auto info = getJson(under(t, QStringLiteral("/info")), options.token);
+        auto info = getJson(routeUrl(t, QStringLiteral("/info")), options.token);
         if (!info)
             return info.status();
         return tgiSettings(*info, metrics);
     }
     if (server == "triton") {
-        auto config = getJson(under(t, QStringLiteral("/v2/models/") +
-                                           QString::fromUtf8(QUrl::toPercentEncoding(options.model)) +
-                                           QStringLiteral("/config")),
+        auto config = getJson(routeUrl(t, QStringLiteral("/v2/models/") +
+                                              QString::fromUtf8(QUrl::toPercentEncoding(options.model)) +
+                                              QStringLiteral("/config")),
                               options.token);
         if (!config)
             return config.status();
         return tritonSettings(*config);
     }
     if (server == "batchpilot") {
-        auto config = getJson(under(t, QStringLiteral("/v1/config")), options.token);
+        auto config = getJson(routeUrl(t, QStringLiteral("/v1/config")), options.token);
         if (!config)
             return config.status();
-        auto models = getJson(under(t, QStringLiteral("/v1/models")), options.token);
+        auto models = getJson(routeUrl(t, QStringLiteral("/v1/models")), options.token);
         return batchpilotSettings(*config, models ? &*models : nullptr);
     }
     return Status(StatusCode::NotFound, (server.empty() ? std::string("an unrecognised server") : server) +

@@ -34,6 +34,11 @@ struct HttpGet {
 };
 // GET `url` (absolute), with the bearer token when given.
 HttpGet httpGet(const QUrl &url, const QString &token, Duration timeout = std::chrono::seconds(10));
+// `method` `url` with a JSON `body` (PUT /v1/config).
+HttpGet httpSend(const QUrl &url, const QByteArray &method, const QByteArray &body, const QString &token,
+                 Duration timeout = std::chrono::seconds(10));
+// `route` under the target's base path ("/v1/config").
+QUrl routeUrl(const QUrl &target, const QString &route);
 
 // The server's /metrics (options.metricsUrl, else TARGET's origin + /metrics),
 // parsed; an error names what failed.

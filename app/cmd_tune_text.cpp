@@ -1,0 +1,112 @@
+// The text of `batchpilot tune`: the table rows of candidates, the
+// measured figures of a verification session and the predicted-vs-measured
+// table (cmd_tune_text.h).
+#include "cmd_tune_text.h"
+
+#include <cmath>
+
+namespace bp::app {
+
+QString ms(double seconds)
+{
+    if (std::isinf(seconds))
+        return QStringLiteral("inf");
+    return QString::number(seconds * 1e3, 'f', seconds < 0.01 ? 2 : 1);
+}
+
+// The measured figures of a recorded session (the verification replay).
+Result<TuneFigures> measuredFigures(const TraceStore &store, std::int64_t sessionId, std::size_t requests,
+                                    const TuneSlo &slo)
+{
+    auto rows = store.requests(sessionId);
+    if (!rows)
+        return rows.status();
+    std::vector<TuneSample> samples;
+    samples.reserve(rows->size());
+    for (const StoredRequest &r : *rows)
+        samples.push_back({r.arrival, r.total, r.timeToFirstToken, r.outputTokens, r.status == StatusCode::Ok,
+                           r.status == StatusCode::OutOfRange});
+    TuneFigures f = figuresOf(samples, requests, slo);
+    auto batches = store.batches(sessionId);
+    if (!batches)
+        return batches.status();
+    std::size_t members = 0;
+    for (const StoredBatch &b : *batches)
+        members += std::size_t(b.size);
+    f.meanBatch = batches->empty() ? 0 : double(members) / double(batches->size());
+    return f;
+}
+
+QString row(const QString &label, const TuneFigures &f, bool tokenLevel, int width)
+{
+    QString s = QStringLiteral("  %1 %2 %3 %4 %5")
+                    .arg(label, -width)
+                    .arg(QString::number(f.throughputPerS, 'f', 1), 9)
+                    .arg(QString::number(f.goodputPerS, 'f', 1), 9)
+                    .arg(ms(f.p50S), 9)
+                    .arg(ms(f.p99S), 9);
+    if (tokenLevel)
+        s += QStringLiteral(" %1 %2").arg(ms(f.ttftP99S), 9).arg(ms(f.tpotP99S), 9);
+    s += QStringLiteral(" %1 %2 %3")
+             .arg(std::isinf(f.sloRatio) ? QStringLiteral("inf") : QString::number(f.sloRatio, 'f', 2), 6)
+             .arg(QString::number(f.meanBatch, 'f', 1), 6)
+             .arg(f.sloMet ? QStringLiteral("yes") : QStringLiteral("no"), 4);
+    return s + "\n";
+}
+
+QString header(bool tokenLevel, int width)
+{
+    QString s = QStringLiteral("  %1 %2 %3 %4 %5")
+                    .arg(QStringLiteral("config"), -width)
+                    .arg(QStringLiteral("thr/s"), 9)
+                    .arg(QStringLiteral("goodput/s"), 9)
+                    .arg(QStringLiteral("p50 ms"), 9)
+                    .arg(QStringLiteral("p99 ms"), 9);
+    if (tokenLevel)
+        s += QStringLiteral(" %1 %2").arg(QStringLiteral("ttft p99"), 9).arg(QStringLiteral("tpot p99"), 9);
+    return s + QStringLiteral(" %1 %2 %3\n")
+                   .arg(QStringLiteral("ratio"), 6)
+                   .arg(QStringLiteral("batch"), 6)
+                   .arg(QStringLiteral("SLO"), 4);
+}
+
+QString errorText(double predicted, double measured)
+{
+    if (!std::isfinite(predicted) || !std::isfinite(measured) || measured == 0)
+        return QStringLiteral("-");
+    const double percent = std::round(100 * (predicted / measured - 1));
+    return QStringLiteral("%1%2%").arg(percent >= 0 ? "+" : "").arg(percent == 0 ? 0.0 : percent, 0, 'f', 0);
+}
+
+void printVerification(QTextStream &out, const TuneFigures &p, const TuneFigures &m, bool tokenLevel)
+{
+    out << QStringLiteral("  %1 %2 %3 %4\n")
+               .arg(QStringLiteral("figure"), -16)
+               .arg(QStringLiteral("predicted"), 10)
+               .arg(QStringLiteral("measured"), 10)
+               .arg(QStringLiteral("error"), 7);
+    auto line = [&](const QString &name, double a, double b, int decimals, double scale) {
+        out << QStringLiteral("  %1 %2 %3 %4\n")
+                   .arg(name, -16)
+                   .arg(std::isfinite(a) ? QString::number(a * scale, 'f', decimals) : QStringLiteral("inf"),
+                        10)
+                   .arg(std::isfinite(b) ? QString::number(b * scale, 'f', decimals) : QStringLiteral("inf"),
+                        10)
+                   .arg(errorText(a, b), 7);
+    };
+    line(QStringLiteral("throughput/s"), p.throughputPerS, m.throughputPerS, 1, 1);
+    line(QStringLiteral("goodput/s"), p.goodputPerS, m.goodputPerS, 1, 1);
+    line(QStringLiteral("p50 ms"), p.p50S, m.p50S, 2, 1e3);
+    line(QStringLiteral("p99 ms"), p.p99S, m.p99S, 2, 1e3);
+    if (tokenLevel) {
+        line(QStringLiteral("TTFT p99 ms"), p.ttftP99S, m.ttftP99S, 2, 1e3);
+        line(QStringLiteral("TPOT p99 ms"), p.tpotP99S, m.tpotP99S, 2, 1e3);
+    }
+    line(QStringLiteral("mean batch"), p.meanBatch, m.meanBatch, 1, 1);
+    out << QStringLiteral("  %1 %2 %3\n")
+               .arg(QStringLiteral("SLO met"), -16)
+               .arg(p.sloMet ? QStringLiteral("yes") : QStringLiteral("no"), 10)
+               .arg(m.sloMet ? QStringLiteral("yes") : QStringLiteral("no"), 10);
+}
+
+} // namespace bp::app

@@ -1,0 +1,26 @@
+// The text of `batchpilot tune` (cmd_tune.cpp, cmd_tune_remote.cpp): the
+// table of candidates, the measured figures of a verification session,
+// and the predicted-vs-measured table.
+#pragma once
+
+#include "engine/sim/tuner.h"
+#include "engine/store/trace_store.h"
+
+#include <QString>
+#include <QTextStream>
+
+namespace bp::app {
+
+QString ms(double seconds);
+// The figures of a recorded session (a verification replay) against `slo`.
+Result<TuneFigures> measuredFigures(const TraceStore &store, std::int64_t sessionId, std::size_t requests,
+                                    const TuneSlo &slo);
+QString row(const QString &label, const TuneFigures &f, bool tokenLevel, int width);
+QString header(bool tokenLevel, int width);
+// "+12%": predicted against measured.
+QString errorText(double predicted, double measured);
+// figure / predicted / measured / error, one line each.
+void printVerification(QTextStream &out, const TuneFigures &predicted, const TuneFigures &measured,
+                       bool tokenLevel);
+
+} // namespace bp::app
