@@ -16,6 +16,7 @@
 //    bad flags are refused with the flag named.
 #include "headless_process.h"
 #include "http_client.h"
+#include "rest_test_util.h"
 
 #include "tests/process_run.h"
 
@@ -196,6 +197,107 @@ private slots:
         QVERIFY2(refined.out.contains("session ("), qPrintable(refined.out)); // its rows' error line
         QVERIFY(exported(db, "2").value("remote").toObject().value("observations").toArray().size() >
                 remote.value("observations").toArray().size());
+    }
+
+    // calibrate -> tune -> apply -> verify against one headless BatchPilot,
+    // the client told nothing of its settings: the pick is printed in the
+    // server's syntax beside its current settings, --apply sends it (the
+    // server's GET /v1/config then carries every changed key), and the
+    // verification replays the same arrivals into the server, stored in the
+    // tuning with predicted and measured figures.
+    void calibrateTuneApplyVerify()
+    {
+        QTemporaryDir dir;
+        const QString config = dir.filePath("continuous.json");
+        {
+            QFile f(config);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(R"({"policy": "continuous"})");
+        }
+        HeadlessProcess server({"--model", "builtin:tiny-decoder", "--preset", "test", "--threads", "1",
+                                "--device", "cpu", "--config", config});
+        QVERIFY2(server.start(), qPrintable(server.output()));
+        const QString url = QStringLiteral("http://127.0.0.1:%1").arg(server.port());
+        const QString db = dir.filePath("client.sqlite");
+        const QStringList target{"--db", db, "--target", url, "--model", "builtin:tiny-decoder"};
+        const auto cal =
+            runProcess(batchpilotExecutable(),
+                       QStringList{"calibrate", "--quick", "--max-concurrency", "4"} + target, 180000);
+        QVERIFY2(cal.code == 0, qPrintable(cal.err + cal.out));
+        // Then the operator sets it badly: every request waits 0.4 s for
+        // company, so no TTFT bound under that is met.
+        QCOMPARE(putConfig(server.port(),
+                           {{"policy", "dynamic"}, {"max_batch_size", 16}, {"max_queue_delay_us", 400000}})
+                     .status,
+                 200);
+        QVERIFY(runProcess(batchpilotExecutable(), {"import-trace", "--db", db, "--sample"}).code == 0);
+        const QStringList tuneArgs = QStringList{"tune",
+                                                 "--trace",
+                                                 "1",
+                                                 "--limit",
+                                                 "30",
+                                                 "--length-scale",
+                                                 "0.05",
+                                                 "--speed",
+                                                 "10",
+                                                 "--slo",
+                                                 "ttft_p99<=200ms",
+                                                 "--budget",
+                                                 "20",
+                                                 "--instances",
+                                                 "1",
+                                                 "--jobs",
+                                                 "1"} +
+                                     target;
+
+        // Without --apply: the pick in the server's syntax, nothing sent, not verified.
+        const auto dry = runProcess(batchpilotExecutable(), tuneArgs, 180000);
+        QVERIFY2(dry.code == 0, qPrintable(dry.err + dry.out));
+        QVERIFY2(dry.out.contains("server's current ") &&
+                     dry.out.contains("in the server's syntax (PUT /v1/config):"),
+                 qPrintable(dry.out));
+        QVERIFY(dry.out.contains("Not verified: --apply sends the pick"));
+        QVERIFY2(QRegularExpression(R"(\n  server's current .* no\n)").match(dry.out).hasMatch(),
+                 qPrintable(dry.out));
+        QVERIFY2(!dry.out.contains("changes from the server's current settings: none"), qPrintable(dry.out));
+        QCOMPARE(QJsonDocument::fromJson(httpRequest(server.port(), "GET", "/v1/config").body)
+                     .object()
+                     .value("max_queue_delay_us")
+                     .toInt(),
+                 400000);
+
+        const auto tuned =
+            runProcess(batchpilotExecutable(), tuneArgs + QStringList{"--apply", "--json"}, 180000);
+        QVERIFY2(tuned.code == 0, qPrintable(tuned.err + tuned.out));
+        const QJsonObject j = QJsonDocument::fromJson(tuned.out.toUtf8()).object();
+        const QJsonObject t = j.value("target").toObject();
+        QCOMPARE(t.value("url").toString(), url);
+        QVERIFY(t.value("applied").toBool());
+        QCOMPARE(t.value("current_config").toObject().value("max_queue_delay_us").toInt(), 400000);
+        QVERIFY(t.value("current_predicted").toObject().contains("goodput_rps"));
+        // The server now runs the pick: every knob of the recommendation.
+        const QJsonObject pick = j.value("recommended").toObject().value("config").toObject();
+        QVERIFY2(!pick.isEmpty(), qPrintable(tuned.out.left(2000)));
+        QVERIFY(pick != t.value("current_config").toObject());
+        const QJsonObject live =
+            QJsonDocument::fromJson(httpRequest(server.port(), "GET", "/v1/config").body).object();
+        for (const char *key : {"policy", "max_batch_size", "max_queue_delay_us", "instances"})
+            QVERIFY2(live.value(QLatin1String(key)) == pick.value(QLatin1String(key)), key);
+        QCOMPARE(live.value("continuous").toObject().value("max_num_seqs"),
+                 pick.value("continuous").toObject().value("max_num_seqs"));
+        // Verified on the server: a remote session of the same 30 arrivals.
+        const QJsonObject v = j.value("verification").toObject();
+        const int session = v.value("session_id").toInt();
+        QVERIFY(session > 0);
+        QCOMPARE(v.value("measured").toObject().value("requests").toInt(), 30);
+        QVERIFY(v.value("measured").toObject().value("slo_met").toBool()); // the pick meets it for real
+        const auto sessions = runProcess(batchpilotExecutable(), {"sessions", "--db", db, "--json"});
+        bool remote = false;
+        for (const QJsonValue s : QJsonDocument::fromJson(sessions.out.toUtf8()).array())
+            if (s.toObject().value("id").toInt() == session)
+                remote = s.toObject().value("kind").toString() == "remote" &&
+                         s.toObject().value("target_url").toString() == url;
+        QVERIFY2(remote, qPrintable(sessions.out.left(3000)));
     }
 
     void ctrlCKeepsWhatWasMeasured()
