@@ -314,6 +314,7 @@ int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
                        .arg(q(p.error));
             break;
         }
+    err.flush();
     const std::string source = "probe (" + std::to_string(run.requests.size()) + " requests, " +
                                QString::number(run.seconds, 'f', 1).toStdString() + " s" +
                                (run.interrupted ? ", stopped early" : "") + ")";

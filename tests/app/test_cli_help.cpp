@@ -85,8 +85,9 @@ private slots:
     void commandHelp_data()
     {
         QTest::addColumn<QString>("name");
-        // import-trace, export-trace, export-config, traces, sessions, replay, calibrate, tune, report
-        QCOMPARE(commands().size(), std::size_t(9));
+        // import-trace, export-trace, export-config, import-config, traces, sessions, replay, calibrate,
+        // tune, report
+        QCOMPARE(commands().size(), std::size_t(10));
         for (const Command &c : commands())
             QTest::newRow(qPrintable(c.name)) << c.name;
     }
