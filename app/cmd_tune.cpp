@@ -160,6 +160,9 @@ int runTune(const AppOptions &options)
                       : cal.generative            ? OutputKind::Generated
                                                   : OutputKind::None;
     workload.positions = cal.positions;
+    if (cal.remote)
+        workload.requestOverhead =
+            std::chrono::duration_cast<Duration>(std::chrono::duration<double>(cal.remote->requestOverheadS));
     workload.noise = *noise;
     TuneOptions to;
     to.slo = *slo;

@@ -263,16 +263,17 @@ std::vector<std::optional<TuneFigures>> evaluateAll(const TuneEvaluator &evaluat
 // Collects what a simulation's records say, per request.
 struct SampleCollector final : EngineObserver {
     TimePoint start;
+    Duration overhead; // per request, outside the simulated steps
     std::vector<TuneSample> samples;
     std::size_t batches = 0, batched = 0;
-    explicit SampleCollector(TimePoint s) : start(s) {}
+    SampleCollector(TimePoint s, Duration o) : start(s), overhead(o) {}
     void add(const RequestRecord &r)
     {
         TuneSample s;
         s.arrival = r.arrival - start;
         s.ok = r.status == StatusCode::Ok;
-        s.total = r.total;
-        s.ttft = r.timeToFirstToken;
+        s.total = r.total + overhead;
+        s.ttft = r.timeToFirstToken > Duration::zero() ? r.timeToFirstToken + overhead : Duration::zero();
         s.outputTokens = r.outputTokens;
         s.unservable = r.status == StatusCode::OutOfRange;
         samples.push_back(s);
@@ -587,7 +588,7 @@ TuneEvaluator simulationEvaluator(const TuneWorkload &workload, const TuneSlo &s
         so.costNoise = w->noise;
         so.noiseSeed = w->noiseSeed;
         so.samplePeriod = Duration::zero();
-        SampleCollector collector(so.start);
+        SampleCollector collector(so.start, w->requestOverhead);
         collector.samples.reserve(w->arrivals.size());
         so.observer = &collector;
         SimOutcome outcome;

@@ -165,6 +165,10 @@ struct TuneWorkload {
     // seeded, so every candidate meets the same draws.
     CostNoise noise = CostNoise::Drawn;
     std::uint64_t noiseSeed = 1;
+    // A remote server's per-request path outside its steps (the remote
+    // calibration's `o`: HTTP, tokenisation, network): added to every
+    // request's TTFT and end-to-end time. Zero for the embedded engine.
+    Duration requestOverhead{};
     bool generative() const { return output == OutputKind::Generated; }
 };
 // Runs the Simulator for each call (nothing is recorded). Thread-safe.

@@ -308,6 +308,12 @@ private slots:
         // Deterministic: the same config simulated again gives the same figures.
         const TuneFigures again = sim(best.config, 1);
         QCOMPARE(again.p99S, best.figures.p99S);
+        // A remote server's per-request path adds to every request's time.
+        TuneWorkload remote = w;
+        remote.requestOverhead = 5ms;
+        const TuneFigures slower = simulationEvaluator(remote, slo)(best.config, 1);
+        QCOMPARE(slower.p50S, best.figures.p50S + 0.005);
+        QCOMPARE(slower.p99S, best.figures.p99S + 0.005);
         QCOMPARE(again.throughputPerS, best.figures.throughputPerS);
         // Capacity: the server runs at most mu = instances x max batch per 3 ms.
         // Arrivals at lambda > mu leave a backlog of n(1 - mu/lambda) by the
