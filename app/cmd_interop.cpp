@@ -4,9 +4,9 @@
 #include "commands.h"
 #include "engine_host.h"
 
-#include "engine/config_export.h"
+#include "engine/config/config_export.h"
 #include "engine/store/trace_store.h"
-#include "engine/trace_export.h"
+#include "engine/workload/trace_export.h"
 
 #include <QFile>
 #include <QTextStream>

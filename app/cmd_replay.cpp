@@ -12,10 +12,10 @@
 
 #include "remote/http_remote_target.h"
 
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 #include "engine/sim/calibration_store.h"
 #include "engine/sim/simulated_replay.h"
-#include "engine/store/replayer.h"
+#include "engine/replay/replayer.h"
 #include "engine/store/session_summary.h"
 
 #include <QTextStream>

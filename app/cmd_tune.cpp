@@ -5,12 +5,12 @@
 #include "commands.h"
 #include "engine_host.h"
 
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 #include "engine/sim/calibration_store.h"
 #include "engine/sim/tuner.h"
 #include "engine/sim/tuning_document.h"
-#include "engine/store/replay_plan.h"
-#include "engine/store/replayer.h"
+#include "engine/replay/replay_plan.h"
+#include "engine/replay/replayer.h"
 #include "engine/store/trace_store.h"
 #include "engine/store/tuning_store.h"
 

@@ -1,8 +1,8 @@
 #include "engine_host.h"
 
-#include "engine/config_json.h"
-#include "engine/model_registry.h"
-#include "engine/store/host_facts.h"
+#include "engine/config/config_json.h"
+#include "engine/model/model_registry.h"
+#include "engine/telemetry/host_facts.h"
 
 #include <QDir>
 #include <QFileInfo>

@@ -6,7 +6,7 @@
 #include "engine/sim/simulated_replay.h"
 #include "engine/store/session_summary.h"
 #include "engine/store/trace_store.h"
-#include "engine/trace_csv.h"
+#include "engine/workload/trace_csv.h"
 
 #include <nlohmann/json.hpp>
 

@@ -7,8 +7,8 @@
 #include "load_run.h"
 #include "model_profile.h"
 
-#include "engine/config_json.h"
-#include "engine/trace_csv.h"
+#include "engine/config/config_json.h"
+#include "engine/workload/trace_csv.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include "load_run.h"
 
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 
 #include <cmath>
 #include <condition_variable>

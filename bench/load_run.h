@@ -20,9 +20,9 @@
 //    in the window.
 #pragma once
 
-#include "engine/engine.h"
-#include "engine/histogram.h"
-#include "engine/workload.h"
+#include "engine/exec/engine.h"
+#include "engine/core/histogram.h"
+#include "engine/workload/workload.h"
 
 #include <nlohmann/json.hpp>
 

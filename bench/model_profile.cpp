@@ -1,6 +1,6 @@
 #include "model_profile.h"
 
-#include "engine/workload.h"
+#include "engine/workload/workload.h"
 
 #include <algorithm>
 #include <ctime>

@@ -6,8 +6,8 @@
 #pragma once
 
 #include "bench_util.h"
-#include "engine/backend.h"
-#include "engine/model_registry.h"
+#include "engine/model/backend.h"
+#include "engine/model/model_registry.h"
 
 #include <nlohmann/json.hpp>
 

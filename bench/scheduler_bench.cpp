@@ -12,9 +12,9 @@
 //    snapshot() with a full config history (1,000 entries).
 #include "scheduler_bench.h"
 
-#include "engine/config_json.h"
-#include "engine/engine.h"
-#include "engine/histogram.h"
+#include "engine/config/config_json.h"
+#include "engine/exec/engine.h"
+#include "engine/core/histogram.h"
 
 #include <atomic>
 #include <cstdio>

@@ -11,9 +11,9 @@
 // Every part works on a temporary database that is removed afterwards.
 #include "store_bench.h"
 
-#include "engine/config_json.h"
-#include "engine/engine.h"
-#include "engine/model_registry.h"
+#include "engine/config/config_json.h"
+#include "engine/exec/engine.h"
+#include "engine/model/model_registry.h"
 #include "engine/store/session_recorder.h"
 #include "engine/store/trace_store.h"
 

@@ -1,9 +1,9 @@
 #include "advisor_search.h"
 
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 #include "engine/sim/calibration_store.h"
 #include "engine/sim/tuning_document.h"
-#include "engine/store/replay_plan.h"
+#include "engine/replay/replay_plan.h"
 #include "engine/store/tuning_store.h"
 
 #include <cmath>

@@ -1,6 +1,6 @@
 // Runs the tuner (engine/sim/tuner.h) for the Advisor dock on a worker
 // thread: loads the calibration, plans the source's arrivals as a replay
-// would (engine/store/replay_plan.h), then searches in simulation with a
+// would (engine/replay/replay_plan.h), then searches in simulation with a
 // throttled progress signal and a cancel flag the search checks between
 // candidates. Starting another search cancels the running one and drops its
 // result (JobTracker generation); destroying the runner cancels and waits,
@@ -10,7 +10,7 @@
 #include "job_tracker.h"
 
 #include "engine/sim/tuner.h"
-#include "engine/store/replayer.h"
+#include "engine/replay/replayer.h"
 
 #include <QObject>
 #include <QString>

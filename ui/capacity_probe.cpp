@@ -1,6 +1,6 @@
 #include "capacity_probe.h"
 
-#include "engine/workload.h"
+#include "engine/workload/workload.h"
 
 #include <algorithm>
 #include <cmath>

@@ -10,7 +10,7 @@
 // GUI thread (Backend::run is safe beside the engine's executors).
 #pragma once
 
-#include "engine/backend.h"
+#include "engine/model/backend.h"
 
 #include <QString>
 

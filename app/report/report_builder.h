@@ -11,7 +11,7 @@
 
 #include "report_data.h"
 
-#include "engine/result.h"
+#include "engine/core/result.h"
 
 #include <QByteArray>
 #include <QString>

@@ -19,7 +19,7 @@
 //    comparison rows (comparisonRows / comparisonJson) of (source, replay).
 #pragma once
 
-#include "engine/result.h"
+#include "engine/core/result.h"
 #include "engine/store/session_summary.h"
 #include "engine/store/store_types.h"
 #include "engine/store/tuning_store.h"

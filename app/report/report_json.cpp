@@ -3,7 +3,7 @@
 #include "report_figures.h"
 #include "report_recommendation.h"
 
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 
 namespace bp::report {
 

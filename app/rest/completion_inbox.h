@@ -10,7 +10,7 @@
 // gone writes nothing and touches nothing that was freed.
 #pragma once
 
-#include "engine/request.h"
+#include "engine/core/request.h"
 
 #include <QObject>
 

@@ -15,8 +15,8 @@
 // The binary tensor extension is not supported (400).
 #pragma once
 
-#include "engine/backend.h"
-#include "engine/result.h"
+#include "engine/model/backend.h"
+#include "engine/core/result.h"
 
 #include <nlohmann/json.hpp>
 

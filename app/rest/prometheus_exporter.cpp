@@ -1,6 +1,6 @@
 #include "prometheus_exporter.h"
 
-#include "engine/knobs.h"
+#include "engine/config/knobs.h"
 
 #include <array>
 #include <charconv>
@@ -235,7 +235,7 @@ std::string renderPrometheus(const ExporterInput &in)
         w.sample("batchpilot_config_policy", "policy=\"" + std::string(policyName(p)) + "\"",
                  c.policy == p ? "1" : "0");
     w.gauge("batchpilot_config_version", "Config version: 1 at start, +1 per change.", double(s.configVersion));
-    // One gauge per knob, named and documented by the knob table (engine/knobs.h).
+    // One gauge per knob, named and documented by the knob table (engine/config/knobs.h).
     for (const Knob &k : knobs()) {
         if (k.type == KnobType::Policy)
             continue; // the one-hot family above

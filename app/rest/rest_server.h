@@ -10,7 +10,7 @@
 
 #include "rest_options.h"
 
-#include "engine/engine.h"
+#include "engine/exec/engine.h"
 
 #include <QThread>
 

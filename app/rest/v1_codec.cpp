@@ -1,6 +1,6 @@
 #include "v1_codec.h"
 
-#include "engine/tokenizer.h"
+#include "engine/core/tokenizer.h"
 
 #include <cmath>
 #include <limits>

@@ -2,7 +2,7 @@
 
 #include "engine/store/session_summary.h"
 #include "engine/store/trace_store.h"
-#include "engine/workload.h"
+#include "engine/workload/workload.h"
 
 #include <algorithm>
 #include <cmath>

@@ -21,8 +21,8 @@
 
 #include "cost_model.h"
 
-#include "engine/backend.h"
-#include "engine/result.h"
+#include "engine/model/backend.h"
+#include "engine/core/result.h"
 
 #include <atomic>
 #include <functional>

@@ -40,8 +40,8 @@
 // batch's.
 #pragma once
 
-#include "engine/clock.h"
-#include "engine/result.h"
+#include "engine/core/clock.h"
+#include "engine/core/result.h"
 
 #include <nlohmann/json.hpp>
 

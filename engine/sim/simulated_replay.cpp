@@ -2,9 +2,9 @@
 
 #include "simulator.h"
 
-#include "engine/store/host_facts.h"
+#include "engine/telemetry/host_facts.h"
 #include "engine/store/metric_sampler.h"
-#include "engine/store/replay_plan.h"
+#include "engine/replay/replay_plan.h"
 #include "engine/store/trace_sink.h"
 
 namespace bp {

@@ -14,7 +14,7 @@
 #include "calibration.h"
 #include "simulator.h"
 
-#include "engine/store/replayer.h"
+#include "engine/replay/replayer.h"
 
 namespace bp {
 

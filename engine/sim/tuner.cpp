@@ -1,6 +1,6 @@
 #include "tuner.h"
 
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 
 #include <algorithm>
 #include <cmath>

@@ -61,8 +61,8 @@
 
 #include "simulator.h"
 
-#include "engine/batching_config.h"
-#include "engine/result.h"
+#include "engine/core/batching_config.h"
+#include "engine/core/result.h"
 
 #include <atomic>
 #include <functional>

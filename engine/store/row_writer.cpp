@@ -2,7 +2,7 @@
 
 #include "schema.h"
 
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 
 #include <sqlite3.h>
 

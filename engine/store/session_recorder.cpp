@@ -1,6 +1,6 @@
 #include "session_recorder.h"
 
-#include "host_facts.h"
+#include "engine/telemetry/host_facts.h"
 
 namespace bp {
 

@@ -23,7 +23,7 @@
 //    duration. With no bound set every completed request is good.
 #pragma once
 
-#include "engine/batching_config.h"
+#include "engine/core/batching_config.h"
 
 #include <nlohmann/json.hpp>
 

@@ -16,7 +16,7 @@
 
 #include "store_types.h"
 
-#include "engine/result.h"
+#include "engine/core/result.h"
 
 #include <memory>
 #include <mutex>
@@ -84,7 +84,7 @@ public:
     Result<SessionSummary> summary(std::int64_t sessionId) const;
 
     // --- traces ------------------------------------------------------------
-    // Parses a trace file in any format engine/trace_csv.h reads and stores it as one trace in one
+    // Parses a trace file in any format engine/workload/trace_csv.h reads and stores it as one trace in one
     // transaction. Errors: NotFound (no file), InvalidArgument (bad header,
     // malformed row under RejectFile, no valid rows, cancelled).
     Result<ImportResult> importTrace(const std::string &csvPath, const ImportOptions &options = {});

@@ -3,7 +3,7 @@
 
 #include "sqlite_db.h"
 
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 
 #include <sqlite3.h>
 

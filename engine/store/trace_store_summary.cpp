@@ -1,11 +1,11 @@
 // TraceStore::summary: a session's figures from its stored records.
-#include "server_settings.h"
+#include "engine/telemetry/server_settings.h"
 #include "session_summary.h"
 #include "trace_store.h"
 
 #include "sqlite_db.h"
 
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 
 #include <sqlite3.h>
 

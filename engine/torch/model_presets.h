@@ -13,7 +13,7 @@
 // encoder adds a classifier head of `classes` outputs instead.
 #pragma once
 
-#include "engine/result.h"
+#include "engine/core/result.h"
 
 #include <cstdint>
 #include <string>

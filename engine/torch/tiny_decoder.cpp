@@ -1,6 +1,6 @@
 #include "tiny_decoder.h"
 
-#include "engine/nvtx.h"
+#include "engine/core/nvtx.h"
 
 #include "torch_backend.h"
 #include "transformer_layers.h"

@@ -1,6 +1,6 @@
 #include "torch_device.h"
 
-#include "engine/out_of_memory.h"
+#include "engine/core/out_of_memory.h"
 
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>

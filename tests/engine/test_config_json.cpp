@@ -1,4 +1,4 @@
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 
 #include <QtTest>
 

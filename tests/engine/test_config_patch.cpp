@@ -2,9 +2,9 @@
 // fields it names, applied to the config in force under the engine lock, and
 // never reverts a field it did not touch; every writer, controllers
 // included, goes through validate().
-#include "engine/config_json.h"
-#include "engine/config_patch.h"
-#include "engine/engine.h"
+#include "engine/config/config_json.h"
+#include "engine/config/config_patch.h"
+#include "engine/exec/engine.h"
 
 #include <QtTest>
 

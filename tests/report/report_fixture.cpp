@@ -1,8 +1,8 @@
 #include "report_fixture.h"
 
-#include "engine/clock.h"
-#include "engine/engine.h"
-#include "engine/store/replayer.h"
+#include "engine/core/clock.h"
+#include "engine/exec/engine.h"
+#include "engine/replay/replayer.h"
 #include "engine/store/session_recorder.h"
 
 #include <algorithm>

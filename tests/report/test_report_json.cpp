@@ -9,7 +9,7 @@
 
 #include "app/report/report_builder.h"
 #include "app/report/report_json.h"
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 #include "engine/store/session_summary.h"
 
 #include <QtTest>

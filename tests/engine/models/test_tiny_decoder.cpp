@@ -2,7 +2,7 @@
 // padding invariance, compaction of finished members changes nothing,
 // generation stops at max_new_tokens, over-long requests fail alone, and the
 // engine end to end (tokens, time to first token, time per output token).
-#include "engine/engine.h"
+#include "engine/exec/engine.h"
 #include "engine/torch/model_presets.h"
 #include "engine/torch/tiny_decoder.h"
 #include "model_test_util.h"

@@ -1,6 +1,6 @@
 // The byte-level tokenizer: exact round trips, ids outside the byte range and
 // invalid UTF-8 become U+FFFD.
-#include "engine/tokenizer.h"
+#include "engine/core/tokenizer.h"
 
 #include <QtTest>
 

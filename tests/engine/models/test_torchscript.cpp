@@ -9,7 +9,7 @@
 // does not grow is refused at load.
 #include "model_test_util.h"
 
-#include "engine/engine.h"
+#include "engine/exec/engine.h"
 #include "tests/engine/step_driver.h"
 
 #include <QJsonArray>

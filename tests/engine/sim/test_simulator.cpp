@@ -3,10 +3,10 @@
 // deadlines and the drain; and a simulated replay of builtin:echo (zero
 // cost) agrees batch for batch and request for request with the virtual
 // replay it replaces, under every request-level policy.
-#include "engine/continuous_scheduler.h"
+#include "engine/sched/continuous_scheduler.h"
 #include "engine/sim/simulated_replay.h"
 #include "engine/sim/simulator.h"
-#include "engine/store/replayer.h"
+#include "engine/replay/replayer.h"
 #include "engine/store/session_summary.h"
 #include "engine/store/trace_store.h"
 

@@ -3,7 +3,7 @@
 // an accelerated real clock), honours speed and length scaling, the request
 // limit, the chosen config, progress and cancellation, and links the new
 // session to its source. The virtual clock makes batching deterministic.
-#include "engine/store/replayer.h"
+#include "engine/replay/replayer.h"
 #include "engine/store/session_summary.h"
 #include "engine/store/trace_store.h"
 

@@ -2,7 +2,7 @@
 // delete), config history, requests, batches and metric samples (through
 // the TraceSink, as live logging writes them), traces and their rows; and
 // the session summary computed from the stored records.
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 #include "engine/store/session_summary.h"
 #include "engine/store/trace_sink.h"
 #include "engine/store/trace_store.h"

@@ -3,7 +3,7 @@
 // turns logging off with a visible warning while the engine keeps serving;
 // the session recorder writes config history, samples and the session end in
 // the right order.
-#include "engine/engine.h"
+#include "engine/exec/engine.h"
 #include "engine/store/session_recorder.h"
 #include "engine/store/session_summary.h"
 #include "engine/store/trace_sink.h"
