@@ -176,6 +176,8 @@ int runReplay(const AppOptions &options)
         if (!c)
             return fail(q(c.status().message()));
         calibration = *c;
+        if (const auto warning = interferenceWarning(*calibration))
+            QTextStream(stderr) << "warning: " << q(*warning) << "\n";
     } else if (isRemote) {
         if (args.has("virtual"))
             return fail(QStringLiteral("--virtual simulates the embedded engine; a remote replay runs in real time"), 2);

@@ -75,9 +75,8 @@ void batchOutcomes(const Batch &batch, const BatchRecord &br, const Status &batc
         r.timing.intendedWait = std::max(Duration::zero(), batch.intendedAt - req.arrival);
         if (!r.tokens.empty() && res.firstTokenAfter > Duration::zero())
             r.timing.timeToFirstToken = (start - req.arrival) + res.firstTokenAfter;
-        if (r.tokens.size() > 1 && res.lastTokenAfter > res.firstTokenAfter)
-            r.timing.timePerOutputToken =
-                (res.lastTokenAfter - res.firstTokenAfter) / std::int64_t(r.tokens.size() - 1);
+        r.timing.timePerOutputToken =
+            timePerOutputToken(res.firstTokenAfter, res.lastTokenAfter, r.tokens.size());
         r.batch = {batch.id, int(n), batch.paddedLength, batch.bucket, batch.reason};
 
         RequestRecord &rec = records[i];

@@ -22,11 +22,13 @@
 #include "cost_model.h"
 
 #include "engine/backend.h"
+#include "engine/clock.h"
 #include "engine/result.h"
 
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +57,10 @@ struct Calibration {
     FitError iterationError; // generation steps (policy continuous)
     std::string source;      // "profile (quick)", "session 7", ...
     std::size_t observations = 0;
+    // The profile's run-to-run spread: the median over its cells of (max −
+    // min) / median of the repeated timings of one batch (statistics.h).
+    // -1: unknown (no profile, or made before it was kept).
+    double runSpread = -1;
 
     // The key and the facts of a loaded model (`preset` for built-ins).
     static Calibration forModel(const ModelInfo &info, const std::string &preset, int threads);
@@ -85,10 +91,21 @@ struct CalibrationProgress {
     double seconds = 0; // the cell's median
 };
 
-// Runs the grid on `backend` (lengths above the model's maximum are
-// skipped). Cancel stops between cells with InvalidArgument "cancelled".
+// Runs the grid on `backend` (timeBackend(), backend_timing.h; lengths
+// above the model's maximum are skipped). Each whole-batch observation
+// carries its cell's run-to-run spread. Cancel stops between cells with
+// InvalidArgument "cancelled". `clock` times the runs (tests: a FakeClock).
 Result<std::vector<CostObservation>>
 measureBackend(Backend &backend, const CalibrationGrid &grid,
+               const std::function<void(const CalibrationProgress &)> &progress = {},
+               const std::atomic<bool> *cancel = nullptr, const Clock &clock = RealClock::instance());
+
+// The profile part of a calibration, as `batchpilot calibrate` and the
+// fidelity bench take it: the grid (measureBackend) and the contention
+// probe (measureConcurrency, stored into key.cost.concurrency). Returns the
+// grid's observations for calibrate().
+Result<std::vector<CostObservation>>
+measureProfile(Backend &backend, const CalibrationGrid &grid, Calibration &key,
                const std::function<void(const CalibrationProgress &)> &progress = {},
                const std::atomic<bool> *cancel = nullptr);
 
@@ -129,6 +146,16 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
 // source, cost.overheadS, cost.stepOverheadS, cost.dispatchLateness,
 // cost.concurrency) is taken from `key`.
 Result<Calibration> calibrate(const Calibration &key, std::span<const CostObservation> observations);
+
+// Interference (issue 23 defect 12): a calibration measured while other
+// work shared the cores fits badly and times the same batch differently
+// from run to run. Past either limit the calibration is suspect.
+inline constexpr double kInterferenceFitError = 0.25; // median relative error over whole batches
+inline constexpr double kInterferenceSpread = 0.20;   // median run-to-run spread of the profile's cells
+// The warning to show with `c` (what gives it away, and how to get a clean
+// calibration: the command to run again on a quiet machine); nullopt when
+// neither limit is passed.
+std::optional<std::string> interferenceWarning(const Calibration &c);
 
 nlohmann::json toJson(const Calibration &c);
 Result<Calibration> calibrationFromJson(const nlohmann::json &json);

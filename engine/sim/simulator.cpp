@@ -242,13 +242,14 @@ struct Simulator::Impl {
         r.batch = batchRecordOf(batch, started, ended, GuardedRun{}, executor);
         const BatchRecord &br = r.batch;
         r.records.resize(n);
-        // Request-level generation decodes the whole batch in lockstep: the
-        // steps after the prefill share the rest of the charged run, so a
-        // member's tokens come one step apart (the engine's TPOT for it).
-        int longestOutput = 0;
-        for (std::size_t i = 0; i < n; ++i)
-            if (runs[i])
-                longestOutput = std::max(longestOutput, outputTokens(batch.items[i].request));
+        // The charged run scales every predicted token time alike.
+        auto scaled = [&](Duration d) {
+            return cost.run > Duration::zero()
+                       ? Duration(std::int64_t(double(d.count()) *
+                                               (double(charged.count()) / double(cost.run.count()))))
+                       : d;
+        };
+        std::size_t member = 0; // index of a running member in `wants` and cost.lastToken
         for (std::size_t i = 0; i < n; ++i) {
             const Request &req = batch.items[i].request;
             RequestRecord &rec = r.records[i];
@@ -259,20 +260,19 @@ struct Simulator::Impl {
             rec.bucket = batch.bucket;
             rec.batchId = batch.id;
             if (runs[i]) {
+                const std::size_t k = member++;
                 rec.outputTokens = outputTokens(req);
                 if (cost.firstToken > Duration::zero() && rec.outputTokens > 0) {
-                    // the prefill's share of the charged run
-                    const Duration first =
-                        cost.run > Duration::zero()
-                            ? Duration(std::int64_t(double(cost.firstToken.count()) *
-                                                    (double(charged.count()) / double(cost.run.count()))))
-                            : cost.firstToken;
+                    // the prefill's share of the charged run; TPOT from the
+                    // member's own last token, as the engine reports it
+                    const Duration first = scaled(cost.firstToken);
                     rec.timeToFirstToken = (started - req.arrival) + first;
-                    if (rec.outputTokens > 1 && longestOutput > 1 && charged > first) {
-                        rec.timePerOutputToken = (charged - first) / std::int64_t(longestOutput - 1);
+                    if (k < cost.lastToken.size())
+                        rec.timePerOutputToken = timePerOutputToken(first, scaled(cost.lastToken[k]),
+                                                                    std::size_t(rec.outputTokens));
+                    if (rec.timePerOutputToken > Duration::zero())
                         rec.interTokenLatencies.assign(std::size_t(rec.outputTokens - 1),
                                                        rec.timePerOutputToken);
-                    }
                 }
                 rec.status = StatusCode::Ok;
             } else {

@@ -85,6 +85,14 @@ private slots:
         const auto &v = j["verification"];
         const int session = v["session_id"].get<int>();
         QVERIFY(session > 0);
+        // The default window, the busiest 3 minutes, holds the whole 1.2 s
+        // trace; its expected duration was said before it started.
+        QCOMPARE(v["window"]["spec"].get<std::string>(), std::string("busiest:3m"));
+        QCOMPARE(v["window"]["requests"].get<int>(), 300);
+        QCOMPARE(v["partial"].get<bool>(), false);
+        QVERIFY2(r.err.contains("replay of the busiest 3 min of arrivals: 300 of 300 requests") &&
+                     r.err.contains("expected about"),
+                 qPrintable(r.err));
         QCOMPARE(v["measured"]["requests"].get<int>(), 300);
         QCOMPARE(v["measured"]["completed"].get<int>(), 300);
         QVERIFY(v["measured"]["p99_ms"].get<double>() > 0);
@@ -114,6 +122,16 @@ private slots:
         QVERIFY(page.contains("<h2>Recommendation</h2>"));
         QVERIFY(page.contains(QString::fromStdString(rec["label"].get<std::string>()).toHtmlEscaped()));
         QVERIFY(page.contains("<th>measured</th>"));
+
+        // A window: the first 0.4 s of arrivals (100 requests), its own session.
+        r = cli.run({"tune", "--trace", "1", "--slo", "p99<=50ms", "--budget", "20", "--calibration", "1",
+                     "--verify-window", "first:400ms"});
+        VERIFY_RUN(r, 0);
+        for (const char *text :
+             {"Verification: real-clock replay of the first 400 ms of arrivals (requests 1-100",
+              "throughput/s", "p99 ms"})
+            QVERIFY2(r.out.contains(text), qPrintable(text + QStringLiteral(" missing from:\n") + r.out));
+        QVERIFY2(r.err.contains("100 of 300 requests"), qPrintable(r.err));
 
         // Text form, without the check, the recommendation written as a config.
         const QString output = cli.path("rec.json");
@@ -151,6 +169,11 @@ private slots:
         r = cli.run({"tune", "--trace", "1"});
         VERIFY_RUN(r, 2);
         QVERIFY2(r.err.contains("--slo is required"), qPrintable(r.err));
+        r = cli.run({"tune", "--trace", "1", "--slo", "p99<=1s", "--verify-window", "last:3m"});
+        VERIFY_RUN(r, 2);
+        QVERIFY2(r.err.contains("--verify-window 'last:3m': unknown window 'last'") &&
+                     r.err.contains("busiest:3m"),
+                 qPrintable(r.err));
         r = cli.run({"tune", "--trace", "42", "--slo", "p99<=1s"});
         VERIFY_RUN(r, 1);
         QVERIFY2(r.err.contains("no trace 42"), qPrintable(r.err));

@@ -1,0 +1,230 @@
+#include "tune_pipeline.h"
+
+#include "calibration_store.h"
+#include "tuning_document.h"
+
+#include "engine/store/trace_store.h"
+#include "engine/store/tuning_store.h"
+
+namespace bp {
+
+std::vector<SimArrival> TuneSource::arrivals(std::size_t begin, std::size_t end) const
+{
+    end = std::min(end, plan.requests.size());
+    std::vector<SimArrival> out;
+    if (begin >= end)
+        return out;
+    out.reserve(end - begin);
+    // As ReplayOptions::skip: offsets from the first arrival sent when a window is left out before it.
+    const Duration origin = begin > 0 ? plan.requests[begin].offset : Duration::zero();
+    for (std::size_t i = begin; i < end; ++i) {
+        const PlannedRequest &r = plan.requests[i];
+        out.push_back({r.offset - origin, r.inputTokens, r.maxNewTokens, i - begin + 1, 0, std::nullopt});
+    }
+    return out;
+}
+
+std::vector<int> TuneSource::inputLengths() const
+{
+    std::vector<int> out;
+    out.reserve(plan.requests.size());
+    for (const PlannedRequest &r : plan.requests)
+        out.push_back(r.inputTokens);
+    return out;
+}
+
+std::vector<Duration> TuneSource::offsets() const
+{
+    std::vector<Duration> out;
+    out.reserve(plan.requests.size());
+    for (const PlannedRequest &r : plan.requests)
+        out.push_back(r.offset);
+    return out;
+}
+
+Result<std::string> describeSource(const TraceStore &store, const ReplaySource &source)
+{
+    if (source.kind == ReplaySource::Kind::Trace) {
+        auto t = store.trace(source.id);
+        if (!t)
+            return t.status();
+        return "trace " + std::to_string(t->id) + " '" + t->name + "'";
+    }
+    auto session = store.session(source.id);
+    if (!session)
+        return session.status();
+    return "session " + std::to_string(session->id);
+}
+
+Result<TuneSource> planTuneSource(const TraceStore &store, const ReplayOptions &options,
+                                  const Calibration &calibration)
+{
+    TuneSource s;
+    s.replay = options;
+    s.replay.clock = ReplayClock::Simulated;
+    auto name = describeSource(store, options.source);
+    if (!name)
+        return name.status();
+    s.name = std::move(*name);
+    auto plan = planReplay(store, s.replay, calibration.modelInfo());
+    if (!plan)
+        return plan.status();
+    s.plan = std::move(*plan);
+    const auto &rs = s.plan.requests;
+    s.spanS = rs.size() > 1 ? toSeconds(rs.back().offset - rs.front().offset) : 0;
+    s.offeredPerS = s.spanS > 0 ? double(rs.size()) / s.spanS : 0;
+    return s;
+}
+
+OutputKind outputKindOf(const Calibration &c)
+{
+    return c.model == "builtin:echo" ? OutputKind::Echo
+           : c.generative            ? OutputKind::Generated
+                                     : OutputKind::None;
+}
+
+SimulatorOptions simulatorOptionsFor(const Calibration &c, CostNoise noise, std::uint64_t seed)
+{
+    SimulatorOptions so;
+    so.limits = c.modelInfo().limits();
+    so.cost = c.cost;
+    so.output = outputKindOf(c);
+    so.positions = c.positions;
+    so.costNoise = noise;
+    so.noiseSeed = seed;
+    return so;
+}
+
+Result<Calibration> chooseCalibration(const TraceStore &store, const CalibrationChoice &choice)
+{
+    if (!choice.ref.empty())
+        return resolveCalibration(store, choice.ref);
+    return latestCalibration(store, choice.model, choice.preset, choice.device, choice.threads);
+}
+
+Result<TuneResult> searchConfigs(const TuneSource &source, const Calibration &calibration,
+                                 const TuneSettings &settings,
+                                 const std::function<void(std::size_t, std::size_t)> &progress,
+                                 const std::atomic<bool> *cancel)
+{
+    TuneWorkload workload;
+    workload.arrivals = source.arrivals();
+    workload.model = simulatorOptionsFor(calibration, settings.noise, settings.noiseSeed);
+    TuneOptions to;
+    to.slo = settings.slo;
+    to.objective = settings.objective;
+    to.budget = settings.budget;
+    to.maxInstances = settings.maxInstances;
+    to.threads = settings.threads;
+    to.base = source.plan.config;
+    to.inputLengths = source.inputLengths();
+    to.maxLength = calibration.maxSequenceLength;
+    to.generative = calibration.generative;
+    to.progress = progress;
+    to.cancel = cancel;
+    return tune(simulationEvaluator(workload, settings.slo), to);
+}
+
+namespace {
+
+TuningContext contextOf(const TuneSource &source, const TuneSettings &settings, const std::string &origin)
+{
+    TuningContext c;
+    c.source = source.replay.source;
+    c.requests = source.plan.requests.size();
+    c.offeredPerS = source.offeredPerS;
+    c.speed = source.replay.speed;
+    c.lengthScale = source.replay.lengthScale;
+    c.limit = source.replay.limit;
+    c.slo = settings.slo;
+    c.objective = settings.objective;
+    c.jobs = settings.threads;
+    c.origin = origin;
+    return c;
+}
+
+} // namespace
+
+Result<StoredSearch> storeSearch(const TraceStore &store, const TuneSource &source,
+                                 const Calibration &calibration, const TuneSettings &settings,
+                                 const TuneResult &result, const std::string &origin)
+{
+    if (!result.recommended)
+        return Status(StatusCode::InvalidArgument, "nothing to store: no config was evaluated");
+    const TuningContext context = contextOf(source, settings, origin);
+    StoredSearch out;
+    out.document = tuningDocument(result, context, calibration);
+    auto id = saveTuning(store, storedTuning(out.document, context, calibration));
+    if (!id)
+        return Status(id.status().code(), "cannot store the result: " + id.status().message());
+    out.tuningId = *id;
+    out.document["tuning_id"] = *id;
+    return out;
+}
+
+Status storeVerification(const TraceStore &store, std::int64_t tuningId, const Verification &verification,
+                         nlohmann::json &document)
+{
+    document["verification"] = verificationJson(verification);
+    if (Status s =
+            setTuningVerification(store, tuningId, verification.replay.sessionId, document["verification"]);
+        !s)
+        return Status(s.code(), "cannot store the verification: " + s.message());
+    return Status::ok();
+}
+
+Result<Verification> verifyRun(const std::shared_ptr<TraceStore> &store,
+                               const std::shared_ptr<Backend> &backend, TuneRun &run,
+                               const TuneCandidate &candidate, const VerifyWindowSpec &window,
+                               const TuneHooks &hooks)
+{
+    if (!backend)
+        return Status(StatusCode::InvalidArgument,
+                      "verification needs the model " + run.calibration.describe());
+    const VerifyPlan plan = planVerification(run.source, run.calibration, run.settings, candidate, window);
+    if (hooks.verifyStarting)
+        hooks.verifyStarting(plan);
+    auto verified = verifyRecommendation(store, backend, run.source, run.calibration, run.settings, plan,
+                                         hooks.verifyProgress, hooks.cancel);
+    if (!verified)
+        return verified.status();
+    if (run.stored.tuningId > 0)
+        if (Status s = storeVerification(*store, run.stored.tuningId, *verified, run.stored.document); !s)
+            return s;
+    run.verification = *verified;
+    return verified;
+}
+
+Result<TuneRun> runTunePipeline(const std::shared_ptr<TraceStore> &store, const Calibration &calibration,
+                                const TuneRequest &request, const std::shared_ptr<Backend> &backend,
+                                const TuneHooks &hooks)
+{
+    if (!store)
+        return Status(StatusCode::InvalidArgument, "tuning needs a trace store");
+    TuneRun run;
+    run.calibration = calibration;
+    run.settings = request.settings;
+    auto source = planTuneSource(*store, request.source, calibration);
+    if (!source)
+        return source.status();
+    run.source = std::move(*source);
+    auto result = searchConfigs(run.source, calibration, run.settings, hooks.searchProgress, hooks.cancel);
+    if (!result)
+        return result.status();
+    run.result = std::move(*result);
+    if (!run.result.recommended)
+        return run; // cancelled before any config was evaluated
+    auto stored = storeSearch(*store, run.source, calibration, run.settings, run.result, request.origin);
+    if (!stored)
+        return stored.status();
+    run.stored = std::move(*stored);
+    if (request.verify && !run.result.cancelled) {
+        auto verified = verifyRun(store, backend, run, run.result.candidates[*run.result.recommended],
+                                  request.verifyWindow, hooks);
+        if (!verified)
+            return verified.status();
+    }
+    return run;
+}
+
+} // namespace bp
