@@ -61,7 +61,8 @@ void printCalibration(QTextStream &out, const Calibration &c)
         out << QStringLiteral("  serving overhead per continuous step: %1 us\n")
                    .arg(c.cost.stepOverheadS * 1e6, 0, 'f', 1);
     if (!c.cost.dispatchLateness.empty())
-        out << QStringLiteral("  scheduler lateness of an idle executor: median %1 us, p99 %2 us\n")
+        out << QStringLiteral("  an idle engine's start of a batch (wake-up, hand-off, cold core): median %1 "
+                              "us, p99 %2 us\n")
                    .arg(c.cost.latenessAt(0.5) * 1e6, 0, 'f', 1)
                    .arg(c.cost.latenessAt(0.99) * 1e6, 0, 'f', 1);
     if (!c.cost.concurrency.empty()) {
@@ -76,6 +77,13 @@ void printCalibration(QTextStream &out, const Calibration &c)
                .arg(c.error.observations)
                .arg(percent(c.error.medianRel), percent(c.error.rmsRel), percent(c.error.maxRel),
                     percent(c.batchError.medianRel), percent(c.batchError.maxRel));
+    if (c.measuredLength > 0)
+        out << QStringLiteral("  measured lengths up to %1 tokens: a longer input's cost is extrapolated\n")
+                   .arg(c.measuredLength);
+    if (c.fitOutliers > 0)
+        out << QStringLiteral("  %1 measurement(s) the form cannot follow left out of the fit (in the worst "
+                              "error above; the simulation's drawn residuals leave them out)\n")
+                   .arg(c.fitOutliers);
     if (c.runSpread >= 0)
         out << QStringLiteral("  the same batch timed again: median spread %1 (max - min over median)\n")
                    .arg(percent(c.runSpread));
@@ -189,7 +197,7 @@ int runCalibrate(const AppOptions &options)
         err << QStringLiteral("calibrate: profiling %1 (%2 grid)\n")
                    .arg(q(key.describe()), quick ? "quick" : "full");
         err.flush();
-        auto measured = measureProfile(**backend, grid, key, [&](const CalibrationProgress &p) {
+        auto measured = measureProfile(*backend, grid, key, [&](const CalibrationProgress &p) {
             err << QStringLiteral("  %1/%2  batch %3 x length %4%5: %6 ms\n")
                        .arg(p.done)
                        .arg(p.total)

@@ -240,6 +240,8 @@ int runTune(const AppOptions &options)
                                  ? QStringLiteral("session's")
                                  : QStringLiteral("default");
     printSearch(out, *run, parsed->objectiveName, baseName, request.settings.noise);
+    if (const std::string w = run->source.extrapolationWarning(*calibration); !w.empty())
+        out << "  warning: " << q(w) << "\n";
     if (args.has("output"))
         out << QStringLiteral(
                    "  written to %1 (apply: batchpilot --headless --config %1, or PUT /v1/config)\n")

@@ -104,7 +104,7 @@ int runFidelityBench(const Args &args)
     key.source = args.has("full-grid") ? "profile" : "profile (quick)";
     const TimePoint calStart = SteadyClock::now();
     auto measured =
-        measureProfile(**backend, args.has("full-grid") ? CalibrationGrid{} : CalibrationGrid::quick(), key);
+        measureProfile(*backend, args.has("full-grid") ? CalibrationGrid{} : CalibrationGrid::quick(), key);
     if (!measured) {
         std::fprintf(stderr, "fidelity: %s\n", measured.status().message().c_str());
         return 1;

@@ -78,6 +78,7 @@ Result<ProfileResult> profileBackend(Backend &backend, const ModelSpec &spec, co
     grid.warmup = o.warmup;
     grid.repeats = o.repeats;
     grid.seed = o.seed;
+    grid.idleBefore = std::chrono::milliseconds(o.idleMs);
     auto timed = timeBackend(backend, grid, [&](const TimingProgress &t) {
         if (progress && t.cell)
             std::fprintf(stderr, "  batch %3d x length %4d: %9.2f ms\n", t.cell->batch, t.cell->length,

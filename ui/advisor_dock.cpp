@@ -356,7 +356,8 @@ void AdvisorDock::showResult(const AdvisorResult &result)
                           .arg(t.wallSeconds, 0, 'f', 1)
                           .arg(result.requests)
                           .arg(result.offeredPerS, 0, 'f', 1)
-                          .arg(result.calibration));
+                          .arg(result.calibration) +
+                      (result.warning.isEmpty() ? QString() : QStringLiteral("\n⚠ ") + result.warning));
     if (!t.recommended) {
         m_summary->setText(tr("No config was evaluated."));
     } else {

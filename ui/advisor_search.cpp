@@ -55,6 +55,7 @@ Result<AdvisorResult> runSearch(const std::shared_ptr<TraceStore> &store, const 
     result.requests = run->source.plan.requests.size();
     result.offeredPerS = run->source.offeredPerS;
     result.tuningId = run->stored.tuningId;
+    result.warning = QString::fromStdString(run->source.extrapolationWarning(*cal));
     if (run->result.recommended)
         result.verifyPlan =
             planVerification(run->source, run->calibration, run->settings,

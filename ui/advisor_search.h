@@ -48,6 +48,7 @@ struct AdvisorResult {
     std::size_t requests = 0;
     double offeredPerS = 0;    // the planned arrivals' rate
     std::int64_t tuningId = 0; // stored in `tunings` (0: nothing evaluated)
+    QString warning;           // arrivals beyond what the calibration measured ("" none)
     // The pipeline's state, for verifying a candidate later.
     std::shared_ptr<const TuneRun> run;
     // The recommendation's verification over request.verifyWindow, planned:

@@ -5,6 +5,7 @@
 #include "engine/workload.h"
 
 #include <ctime>
+#include <thread>
 
 namespace bp {
 
@@ -66,6 +67,8 @@ Result<BackendTiming> timeBackend(Backend &backend, const TimingGrid &grid,
                 bool refused = false;
                 for (int run = 0; run < grid.warmup + grid.repeats; ++run) {
                     std::vector<SequenceResult> results(requests.size());
+                    if (grid.idleBefore > Duration::zero())
+                        std::this_thread::sleep_for(grid.idleBefore);
                     const double cpuStart = processCpuSeconds();
                     const TimePoint start = clock.now();
                     Status s = backend.run(input, results);

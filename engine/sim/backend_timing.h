@@ -31,6 +31,10 @@ struct TimingGrid {
     int warmup = 1;                // untimed runs per cell
     int repeats = 3;               // timed runs per cell
     std::uint64_t seed = 1;        // token ids
+    // Idle time before each run (0: back to back). A server between
+    // arrivals starts a batch from idle; a profile timed back to back sees
+    // warm caches and a CPU at full clock, so it under-prices such a batch.
+    Duration idleBefore{};
 };
 
 struct TimedCell {

@@ -57,6 +57,11 @@ struct Calibration {
     FitError iterationError; // generation steps (policy continuous)
     std::string source;      // "profile (quick)", "session 7", ...
     std::size_t observations = 0;
+    std::size_t fitOutliers = 0; // observations the fit left out (FitResult::outliers)
+    // The longest padded length among the measured batches (0: unknown). A
+    // longer input's cost is extrapolated from the fit: past a cache cliff it
+    // can be several times the prediction (docs/simulation.md).
+    int measuredLength = 0;
     // The profile's run-to-run spread: the median over its cells of (max −
     // min) / median of the repeated timings of one batch (statistics.h).
     // -1: unknown (no profile, or made before it was kept).
@@ -100,12 +105,25 @@ measureBackend(Backend &backend, const CalibrationGrid &grid,
                const std::function<void(const CalibrationProgress &)> &progress = {},
                const std::atomic<bool> *cancel = nullptr, const Clock &clock = RealClock::instance());
 
+// What an idle engine pays to start a batch beyond what a warm one pays:
+// `probes` pairs of one request (batch 1) through a real Engine (policy
+// none) on `backend`, the first after `idle` of nothing, the second straight
+// after it; each sample is the first's end to end time minus the second's
+// (seconds, >= 0). It holds the scheduler's wake-up and the slower first run
+// of a cold core — what a profile timed back to back cannot see and a server
+// between arrivals pays on every batch (docs/simulation.md, "The first
+// prediction"). Lengths cycle through `lengths`.
+Result<std::vector<double>> measureIdleStart(const std::shared_ptr<Backend> &backend,
+                                             const std::vector<int> &lengths, int probes = 32,
+                                             Duration idle = std::chrono::milliseconds(50));
+
 // The profile part of a calibration, as `batchpilot calibrate` and the
-// fidelity bench take it: the grid (measureBackend) and the contention
-// probe (measureConcurrency, stored into key.cost.concurrency). Returns the
-// grid's observations for calibrate().
+// fidelity bench take it: the grid (measureBackend), the contention probe
+// (measureConcurrency, into key.cost.concurrency) and the idle-start probe
+// (measureIdleStart, into key.cost.dispatchLateness: the simulator charges
+// it to every unit an idle executor starts). Returns the grid's observations for calibrate().
 Result<std::vector<CostObservation>>
-measureProfile(Backend &backend, const CalibrationGrid &grid, Calibration &key,
+measureProfile(const std::shared_ptr<Backend> &backend, const CalibrationGrid &grid, Calibration &key,
                const std::function<void(const CalibrationProgress &)> &progress = {},
                const std::atomic<bool> *cancel = nullptr);
 

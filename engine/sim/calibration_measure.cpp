@@ -3,6 +3,11 @@
 #include "backend_timing.h"
 #include "statistics.h"
 
+#include "engine/engine.h"
+#include "engine/workload.h"
+
+#include <future>
+
 #include <thread>
 
 namespace bp {
@@ -243,18 +248,76 @@ Result<std::vector<double>> measureConcurrency(Backend &backend, int maxUnits, i
     return out;
 }
 
+Result<std::vector<double>> measureIdleStart(const std::shared_ptr<Backend> &backend,
+                                             const std::vector<int> &lengths, int probes, Duration idle)
+{
+    const ModelInfo &info = backend->info();
+    EngineOptions eo;
+    eo.batching.policy = PolicyKind::None;
+    eo.backend = backend;
+    eo.probeMemory = false;
+    auto engine = Engine::create(eo);
+    if (!engine)
+        return engine.status();
+    WorkloadSpec tokenSource;
+    tokenSource.vocabSize = std::max(1, std::min(info.vocabSize, 256));
+    WorkloadSchedule tokens(tokenSource);
+    const int want = info.generative ? std::min(2, std::max(1, info.maxNewTokensLimit)) : 0;
+    // One request through the engine, end to end.
+    auto timed = [&](int length) -> Result<double> {
+        Request r;
+        r.tokens = tokens.tokens(length);
+        r.maxNewTokens = want;
+        std::promise<Response> done;
+        std::future<Response> response = done.get_future();
+        if (Status s =
+                (*engine)->submit(std::move(r), [&done](Response &&out) { done.set_value(std::move(out)); });
+            !s)
+            return Status(s.code(), "idle-start probe: " + s.message());
+        const Response out = response.get();
+        if (!out.status)
+            return Status(out.status.code(), "idle-start probe: " + out.status.message());
+        return toSeconds(out.timing.total);
+    };
+    std::vector<double> extra;
+    for (int i = 0; i < probes && !lengths.empty(); ++i) {
+        const int length = std::clamp(lengths[std::size_t(i) % lengths.size()], 1, info.maxSequenceLength);
+        std::this_thread::sleep_for(idle);
+        auto cold = timed(length);
+        if (!cold)
+            return cold.status();
+        auto warm = timed(length); // straight after: what the profile times
+        if (!warm)
+            return warm.status();
+        extra.push_back(std::max(0.0, *cold - *warm));
+    }
+    return extra;
+}
+
 Result<std::vector<CostObservation>>
-measureProfile(Backend &backend, const CalibrationGrid &grid, Calibration &key,
+measureProfile(const std::shared_ptr<Backend> &backend, const CalibrationGrid &grid, Calibration &key,
                const std::function<void(const CalibrationProgress &)> &progress,
                const std::atomic<bool> *cancel)
 {
-    auto measured = measureBackend(backend, grid, progress, cancel);
+    auto measured = measureBackend(*backend, grid, progress, cancel);
     if (!measured)
         return measured.status();
-    auto slowdown = measureConcurrency(backend);
+    auto slowdown = measureConcurrency(*backend);
     if (!slowdown)
         return slowdown.status();
     key.cost.concurrency = *slowdown;
+    // The short lengths: the start-up cost hardly depends on the length, and
+    // the long ones would make the probe slow.
+    std::vector<int> lengths;
+    for (int L : grid.lengths)
+        if (L <= 128 && L <= backend->info().maxSequenceLength)
+            lengths.push_back(L);
+    if (lengths.empty())
+        lengths.push_back(std::min(16, backend->info().maxSequenceLength));
+    auto idle = measureIdleStart(backend, lengths);
+    if (!idle)
+        return idle.status();
+    key.cost.dispatchLateness = sampleQuantiles(std::move(*idle));
     return measured;
 }
 

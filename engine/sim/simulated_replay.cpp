@@ -120,6 +120,8 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
     out.cancelled = sim.cancelled;
     out.config = plan->config;
     out.warning = (*sink)->warning();
+    if (const std::string w = source->extrapolationWarning(cal); !w.empty())
+        out.warning += (out.warning.empty() ? "" : "; ") + w;
     out.wallSeconds = toSeconds(SteadyClock::now() - wallStart);
     if (progress) {
         p.submitted = out.submitted;

@@ -6,6 +6,8 @@
 #include "engine/store/trace_store.h"
 #include "engine/store/tuning_store.h"
 
+#include <algorithm>
+
 namespace bp {
 
 std::vector<SimArrival> TuneSource::arrivals(std::size_t begin, std::size_t end) const
@@ -56,6 +58,18 @@ Result<std::string> describeSource(const TraceStore &store, const ReplaySource &
     return "session " + std::to_string(session->id);
 }
 
+std::string TuneSource::extrapolationWarning(const Calibration &calibration) const
+{
+    if (beyondCalibration == 0)
+        return {};
+    return std::to_string(beyondCalibration) + " of the " + std::to_string(plan.requests.size()) +
+           " arrivals are longer than calibration " + std::to_string(calibration.id) + " measured (" +
+           std::to_string(calibration.measuredLength) +
+           " tokens): their cost is extrapolated from the fit and can be several times off (a cache cliff); "
+           "calibrate at those lengths (the full grid, or --session ID of a replay of this trace) to trust "
+           "them";
+}
+
 Result<TuneSource> planTuneSource(const TraceStore &store, const ReplayOptions &options,
                                   const Calibration &calibration)
 {
@@ -73,6 +87,10 @@ Result<TuneSource> planTuneSource(const TraceStore &store, const ReplayOptions &
     const auto &rs = s.plan.requests;
     s.spanS = rs.size() > 1 ? toSeconds(rs.back().offset - rs.front().offset) : 0;
     s.offeredPerS = s.spanS > 0 ? double(rs.size()) / s.spanS : 0;
+    if (calibration.measuredLength > 0)
+        s.beyondCalibration = std::size_t(std::count_if(rs.begin(), rs.end(), [&](const PlannedRequest &r) {
+            return r.inputTokens > calibration.measuredLength;
+        }));
     return s;
 }
 

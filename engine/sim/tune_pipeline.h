@@ -50,6 +50,11 @@ struct TuneSource {
     std::string name;       // "trace 1 'azure'", "session 4"
     double spanS = 0;       // first to last planned arrival
     double offeredPerS = 0; // planned arrivals / span
+    // Arrivals longer than the calibration measured (Calibration::measuredLength):
+    // their cost is extrapolated.
+    std::size_t beyondCalibration = 0;
+    // The warning to show when beyondCalibration > 0 ("" otherwise).
+    std::string extrapolationWarning(const Calibration &calibration) const;
     // Arrivals [begin, end) for the simulator, numbered and timed as a
     // replay with ReplayOptions::skip = begin sends them (ids from 1; with
     // begin > 0 the offsets count from the first of them).

@@ -110,8 +110,10 @@ private slots:
         QVERIFY2(c.batchError.medianRel < 0.05, std::to_string(c.batchError.medianRel).c_str());
         QVERIFY(c.runSpread >= 0 && c.runSpread < 0.05);
         QVERIFY(!interferenceWarning(c));
-        // kept with the calibration
+        // kept with the calibration, with the longest length it measured
         QCOMPARE(calibrationFromJson(toJson(c))->runSpread, c.runSpread);
+        QCOMPARE(c.measuredLength, 512);
+        QCOMPARE(calibrationFromJson(toJson(c))->measuredLength, 512);
     }
 
     // A build on the same cores: a run now and then takes twice as long.
@@ -144,6 +146,25 @@ private slots:
         const auto warning = interferenceWarning(c);
         QVERIFY(warning);
         QVERIFY2(QString::fromStdString(*warning).contains("fit to whole batches is off"), warning->c_str());
+    }
+
+    // A batch the form cannot follow (a cache cliff: one cell 2.7x what the
+    // rest predict) is left out of the fit and out of the drawn residuals,
+    // so the typical batches are predicted as measured.
+    void aCliffIsLeftOutOfTheFit()
+    {
+        FakeClock clock;
+        int cell = 0;
+        ScriptedBackend backend(clock, [&cell](int run) {
+            cell = run / 5;
+            return cell == 8 ? 2.7 : 1.0; // the last cell: batch 16 x 512
+        });
+        const Calibration c = calibrated(backend, clock);
+        QCOMPARE(c.fitOutliers, std::size_t(1));
+        QVERIFY2(c.batchError.maxRel > 0.5, std::to_string(c.batchError.maxRel).c_str()); // still reported
+        const double predicted = c.cost.passSeconds(4, 128), truth = 1e-3 + 4 * 50e-6 + 4 * 128 * 0.2e-6;
+        QVERIFY2(std::fabs(predicted / truth - 1) < 0.01, std::to_string(predicted / truth).c_str());
+        QVERIFY(c.cost.residuals.back() < 1.05); // the cliff is not drawn
     }
 
     // An older calibration (no run spread kept) is judged by its fit alone.

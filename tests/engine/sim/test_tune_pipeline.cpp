@@ -173,6 +173,27 @@ private slots:
         QCOMPARE(run->stored.document["verification"], j);
     }
 
+    // Arrivals longer than the calibration measured are counted and named.
+    void warnsWhereTheCostIsExtrapolated()
+    {
+        Fixture f(100, 5); // inputs 8..71 tokens
+        ReplayOptions o;
+        o.source = {ReplaySource::Kind::Trace, f.trace};
+        f.calibration.measuredLength = 40;
+        auto source = planTuneSource(*f.store, o, f.calibration);
+        QVERIFY(source);
+        std::size_t longer = 0;
+        for (const PlannedRequest &r : source->plan.requests)
+            longer += r.inputTokens > 40 ? 1 : 0;
+        QVERIFY(longer > 0);
+        QCOMPARE(source->beyondCalibration, longer);
+        const std::string w = source->extrapolationWarning(f.calibration);
+        QVERIFY2(w.find(std::to_string(longer) + " of the 100 arrivals are longer than calibration") == 0,
+                 w.c_str());
+        f.calibration.measuredLength = 0; // unknown: no claim
+        QCOMPARE(planTuneSource(*f.store, o, f.calibration)->beyondCalibration, std::size_t(0));
+    }
+
     // The Advisor's way: search first, verify a candidate on demand. And the
     // replay of a window (ReplayOptions::skip): sent from the replay's start.
     void verifiesOnDemandAndSkips()
