@@ -26,22 +26,28 @@ std::vector<SimArrival> TuneSource::arrivals(std::size_t begin, std::size_t end)
     return out;
 }
 
-std::vector<int> TuneSource::inputLengths() const
+namespace {
+
+// One field of every planned request.
+template <class Field> auto column(const ReplayPlan &plan, Field PlannedRequest::*field)
 {
-    std::vector<int> out;
+    std::vector<Field> out;
     out.reserve(plan.requests.size());
     for (const PlannedRequest &r : plan.requests)
-        out.push_back(r.inputTokens);
+        out.push_back(r.*field);
     return out;
+}
+
+} // namespace
+
+std::vector<int> TuneSource::inputLengths() const
+{
+    return column(plan, &PlannedRequest::inputTokens);
 }
 
 std::vector<Duration> TuneSource::offsets() const
 {
-    std::vector<Duration> out;
-    out.reserve(plan.requests.size());
-    for (const PlannedRequest &r : plan.requests)
-        out.push_back(r.offset);
-    return out;
+    return column(plan, &PlannedRequest::offset);
 }
 
 Result<std::string> describeSource(const TraceStore &store, const ReplaySource &source)
@@ -128,18 +134,17 @@ Result<TuneResult> searchConfigs(const TuneSource &source, const Calibration &ca
     TuneWorkload workload;
     workload.arrivals = source.arrivals();
     workload.model = simulatorOptionsFor(calibration, settings.noise, settings.noiseSeed);
-    TuneOptions to;
-    to.slo = settings.slo;
-    to.objective = settings.objective;
-    to.budget = settings.budget;
-    to.maxInstances = settings.maxInstances;
-    to.threads = settings.threads;
-    to.base = source.plan.config;
-    to.inputLengths = source.inputLengths();
-    to.maxLength = calibration.maxSequenceLength;
-    to.generative = calibration.generative;
-    to.progress = progress;
-    to.cancel = cancel;
+    const TuneOptions to{.slo = settings.slo,
+                         .objective = settings.objective,
+                         .budget = settings.budget,
+                         .maxInstances = settings.maxInstances,
+                         .base = source.plan.config,
+                         .inputLengths = source.inputLengths(),
+                         .maxLength = calibration.maxSequenceLength,
+                         .generative = calibration.generative,
+                         .threads = settings.threads,
+                         .progress = progress,
+                         .cancel = cancel};
     return tune(simulationEvaluator(workload, settings.slo), to);
 }
 
@@ -147,18 +152,16 @@ namespace {
 
 TuningContext contextOf(const TuneSource &source, const TuneSettings &settings, const std::string &origin)
 {
-    TuningContext c;
-    c.source = source.replay.source;
-    c.requests = source.plan.requests.size();
-    c.offeredPerS = source.offeredPerS;
-    c.speed = source.replay.speed;
-    c.lengthScale = source.replay.lengthScale;
-    c.limit = source.replay.limit;
-    c.slo = settings.slo;
-    c.objective = settings.objective;
-    c.jobs = settings.threads;
-    c.origin = origin;
-    return c;
+    return {.source = source.replay.source,
+            .requests = source.plan.requests.size(),
+            .offeredPerS = source.offeredPerS,
+            .speed = source.replay.speed,
+            .lengthScale = source.replay.lengthScale,
+            .limit = source.replay.limit,
+            .slo = settings.slo,
+            .objective = settings.objective,
+            .jobs = settings.threads,
+            .origin = origin};
 }
 
 } // namespace

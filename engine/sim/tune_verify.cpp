@@ -11,16 +11,14 @@ namespace bp {
 
 TuneSample tuneSampleOf(const StoredRequest &r)
 {
-    TuneSample s;
-    s.arrival = r.arrival;
-    s.total = r.total;
-    s.ttft = r.timeToFirstToken;
-    s.tpot = r.timePerOutputToken;
-    s.outputTokens = r.outputTokens;
-    s.ok = r.status == StatusCode::Ok;
-    s.unservable = r.status == StatusCode::OutOfRange;
-    s.id = r.requestId;
-    return s;
+    return {.arrival = r.arrival,
+            .total = r.total,
+            .ttft = r.timeToFirstToken,
+            .tpot = r.timePerOutputToken,
+            .outputTokens = r.outputTokens,
+            .ok = r.status == StatusCode::Ok,
+            .unservable = r.status == StatusCode::OutOfRange,
+            .id = r.requestId};
 }
 
 namespace {
