@@ -28,7 +28,10 @@ namespace bp::app {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
-extern "C" void onInterrupt(int) { g_interrupted.store(true); }
+extern "C" void onInterrupt(int)
+{
+    g_interrupted.store(true);
+}
 
 // Ctrl-C cancels the replay (which then ends its session cleanly) instead
 // of killing the process; restored on scope exit.
@@ -41,7 +44,10 @@ private:
     void (*m_old)(int);
 };
 
-QString q(const std::string &s) { return QString::fromStdString(s); }
+QString q(const std::string &s)
+{
+    return QString::fromStdString(s);
+}
 
 int fail(const QString &message, int code = 1)
 {
@@ -53,20 +59,23 @@ constexpr const char *kUsage =
     "usage: batchpilot replay ID [--trace] [--speed X] [--length-scale S] [--limit N] [--config FILE] "
     "[--virtual | --simulate [--calibration ID|FILE] [--noise none|mean|drawn]] [--no-clamp] [--compare "
     "SESSION] [--notes TEXT] [--json]\n"
-    "       batchpilot replay ID --target URL --model NAME [--protocol oip|openai] [--token T] "
-    "[--max-concurrency N] [--timeout MS] [--scrape-interval MS] [--metrics-url URL] [--max-new-tokens N] "
+    "       batchpilot replay ID --target URL --model NAME [--protocol oip|openai|openai-chat] [--token T] "
+    "[--max-concurrency N] [--max-queued N] [--timeout MS] [--scrape-interval MS] [--metrics-url URL] "
+    "[--max-new-tokens N] "
     "...";
 
 // The remote target from the command line; nullopt (and `error`) when a
 // flag is wrong.
-std::unique_ptr<remote::HttpRemoteTarget> remoteTargetFor(const AppOptions &options, CommandArgs &args, QString &error)
+std::unique_ptr<remote::HttpRemoteTarget> remoteTargetFor(const AppOptions &options, CommandArgs &args,
+                                                          QString &error)
 {
     remote::RemoteOptions ro;
     ro.target = QUrl(args.value("target"));
     const QString protocol = args.value("protocol", QStringLiteral("oip"));
     const auto parsed = remote::parseProtocol(protocol);
     if (!parsed) {
-        error = QStringLiteral("--protocol must be oip or openai, not '%1'").arg(protocol);
+        error =
+            QStringLiteral("--protocol must be one of %1, not '%2'").arg(remote::protocolNames(), protocol);
         return nullptr;
     }
     ro.protocol = *parsed;
@@ -77,14 +86,16 @@ std::unique_ptr<remote::HttpRemoteTarget> remoteTargetFor(const AppOptions &opti
     ro.model = options.model;
     ro.token = options.token;
     const auto concurrency = args.number("max-concurrency", 64, 1, 16384);
+    const auto maxQueued = args.number("max-queued", remote::RemoteOptions{}.maxQueued, 0, 1e7);
     const auto timeout = args.number("timeout", 60000, 0, 86400000);
     const auto scrape = args.number("scrape-interval", 1000, 0, 86400000);
     const auto maxNew = args.number("max-new-tokens", 0, 0, 1e7);
-    if (!concurrency || !timeout || !scrape || !maxNew) {
+    if (!concurrency || !maxQueued || !timeout || !scrape || !maxNew) {
         error = args.error();
         return nullptr;
     }
     ro.maxConcurrency = int(*concurrency);
+    ro.maxQueued = int(*maxQueued);
     ro.timeout = std::chrono::milliseconds(qint64(*timeout));
     ro.scrapeInterval = std::chrono::milliseconds(qint64(*scrape));
     if (args.has("metrics-url"))
@@ -156,17 +167,21 @@ int runReplay(const AppOptions &options)
     ro.speed = *speed;
     ro.lengthScale = *lengthScale;
     ro.limit = std::size_t(*limit);
-    ro.clock = simulate ? ReplayClock::Simulated : args.has("virtual") ? ReplayClock::Virtual : ReplayClock::Real;
+    ro.clock = simulate              ? ReplayClock::Simulated
+               : args.has("virtual") ? ReplayClock::Virtual
+                                     : ReplayClock::Real;
     ro.clampToModel = !args.has("no-clamp");
     ro.notes = args.value("notes").toStdString();
     ro.progressInterval = std::chrono::seconds(1);
 
     const bool isRemote = args.has("target");
-    for (const char *flag : {"protocol", "max-concurrency", "timeout", "scrape-interval", "metrics-url", "max-new-tokens"})
+    for (const char *flag : {"protocol", "max-concurrency", "max-queued", "timeout", "scrape-interval",
+                             "metrics-url", "max-new-tokens"})
         if (!isRemote && args.has(flag))
             return fail(QStringLiteral("--%1 applies to a remote replay (--target URL)").arg(flag), 2);
     if (isRemote && simulate)
-        return fail(QStringLiteral("--simulate simulates the embedded engine; a remote replay runs in real time"), 2);
+        return fail(
+            QStringLiteral("--simulate simulates the embedded engine; a remote replay runs in real time"), 2);
     std::unique_ptr<remote::HttpRemoteTarget> target;
     std::shared_ptr<Backend> backend;
     // A simulation loads no model: its calibration has the model's facts.
@@ -180,9 +195,11 @@ int runReplay(const AppOptions &options)
             QTextStream(stderr) << "warning: " << q(*warning) << "\n";
     } else if (isRemote) {
         if (args.has("virtual"))
-            return fail(QStringLiteral("--virtual simulates the embedded engine; a remote replay runs in real time"), 2);
-        if (!options.config.isEmpty())
-            return fail(QStringLiteral("--config sets the embedded engine's batching; a remote server keeps its own"), 2);
+            return fail(
+                QStringLiteral("--virtual simulates the embedded engine; a remote replay runs in real time"),
+                2);
+        // --config: only its goodput.* bounds apply (the yardstick of the
+        // session's goodput); the server keeps its own batching settings.
         QString error;
         target = remoteTargetFor(options, args, error);
         if (!target)
@@ -255,7 +272,8 @@ int runReplay(const AppOptions &options)
             j["calibration"] = {{"id", calibration->id},
                                 {"describe", calibration->describe()},
                                 {"batch_fit_error", toJson(calibration->batchError)}};
-        j["comparison"] = baseline ? comparisonJson(*baseline, *replayed) : nlohmann::json{{"b", toJson(*replayed)}};
+        j["comparison"] =
+            baseline ? comparisonJson(*baseline, *replayed) : nlohmann::json{{"b", toJson(*replayed)}};
         out << q(j.dump(2)) << "\n";
     } else {
         out << QStringLiteral("%1 session %2 (%3 of %4 %5, %6 clock): %7 requests in %8 s wall time\n")
@@ -268,7 +286,8 @@ int runReplay(const AppOptions &options)
                    .arg(o.submitted)
                    .arg(o.wallSeconds, 0, 'f', 2);
         if (calibration)
-            out << QStringLiteral("  calibration %1: %2; its fit to whole batches: median error %3%, worst %4%\n")
+            out << QStringLiteral(
+                       "  calibration %1: %2; its fit to whole batches: median error %3%, worst %4%\n")
                        .arg(calibration->id)
                        .arg(q(calibration->describe()))
                        .arg(100 * calibration->batchError.medianRel, 0, 'f', 1)
@@ -276,7 +295,8 @@ int runReplay(const AppOptions &options)
         if (o.clamped)
             out << QStringLiteral("  %1 inputs clamped to the model's maximum length\n").arg(o.clamped);
         if (ro.clock == ReplayClock::Real)
-            out << QStringLiteral("  submissions were at most %1 ms late\n").arg(toMicros(o.maxLateness) / 1000, 0, 'f', 2);
+            out << QStringLiteral("  submissions were at most %1 ms late\n")
+                       .arg(toMicros(o.maxLateness) / 1000, 0, 'f', 2);
         if (!o.warning.empty())
             out << "  warning: " << q(o.warning) << "\n";
         if (target) {

@@ -73,10 +73,13 @@ const std::vector<Command> &commands()
           {"target", "URL",
            "drive this remote server instead of the embedded engine (docs/remote.md); "
            "--model is then the model's name there, --token its bearer token"},
-          {"protocol", "oip|openai",
-           "remote protocol: KServe v2 infer, or OpenAI /v1/completions streaming "
-           "(default oip)"},
+          {"protocol", "oip|openai|openai-chat",
+           "remote protocol: KServe v2 infer, OpenAI /v1/completions streaming, or OpenAI "
+           "/v1/chat/completions streaming (default oip)"},
           {"max-concurrency", "N", "remote: requests on the wire at most, one connection each (default 64)"},
+          {"max-queued", "N",
+           "remote: requests waiting for a connection at most; more are shed by the client and counted "
+           "(0 = no cap; default 4096)"},
           {"timeout", "MS", "remote: per-request timeout in ms, 0 = none (default 60000)"},
           {"scrape-interval", "MS",
            "remote: sample the target's /metrics every MS ms, 0 = never (default 1000)"},

@@ -6,6 +6,7 @@
 
 #include <QDir>
 #include <QFileInfo>
+#include <QObject>
 #include <QTextStream>
 
 namespace bp::app {
@@ -67,11 +68,29 @@ Result<std::shared_ptr<Backend>> backendFor(const AppOptions &o)
     return createBackend(spec);
 }
 
-Result<BatchingConfig> batchingConfigFor(const AppOptions &o)
+PolicyKind defaultPolicyFor(const ModelInfo &model, bool hasSteps)
 {
-    if (o.config.isEmpty())
-        return BatchingConfig{};
-    return loadConfigFile(o.config.toStdString());
+    return model.generative && hasSteps && model.name != "builtin:echo" ? PolicyKind::Continuous
+                                                                        : PolicyKind::Dynamic;
+}
+
+QString defaultPolicyNote(const ModelInfo &model)
+{
+    const QString policy = q(std::string(policyName(defaultPolicyFor(model, true))));
+    if (model.name == "builtin:echo")
+        return QObject::tr("Default for builtin:echo (no compute): %1.").arg(policy);
+    return model.generative ? QObject::tr("Default for a generative model: %1.").arg(policy)
+                            : QObject::tr("Default for an encoder: %1.").arg(policy);
+}
+
+Result<BatchingConfig> batchingConfigFor(const AppOptions &o, Backend *backend)
+{
+    if (!o.config.isEmpty())
+        return loadConfigFile(o.config.toStdString()); // an explicit config wins, policy included
+    BatchingConfig c;
+    if (backend)
+        c.policy = defaultPolicyFor(backend->info(), backend->steps() != nullptr);
+    return c;
 }
 
 EngineHostResult createEngine(const AppOptions &o)
@@ -82,7 +101,7 @@ EngineHostResult createEngine(const AppOptions &o)
         out.error = q(backend.status().message());
         return out;
     }
-    auto config = batchingConfigFor(o);
+    auto config = batchingConfigFor(o, backend->get());
     if (!config) {
         out.error = q(config.status().message());
         return out;

@@ -51,8 +51,22 @@ EngineHostResult createEngine(const AppOptions &options);
 
 // The pieces createEngine() uses, for commands that build their own engine
 // (replay): the backend from --model/--device/--preset/--threads, and the
-// batching config from --config (defaults without it).
+// batching config from --config. Without --config: the defaults, with the
+// policy defaultPolicyFor(`backend`) when a backend is given (what the
+// console and the headless server open with), else `dynamic`.
 Result<std::shared_ptr<Backend>> backendFor(const AppOptions &options);
-Result<BatchingConfig> batchingConfigFor(const AppOptions &options);
+Result<BatchingConfig> batchingConfigFor(const AppOptions &options, Backend *backend = nullptr);
+
+// The policy a model opens with when no --config says otherwise (issue 27
+// §3): `continuous` for a generative model with step-level generation
+// (builtin:tiny-decoder, a TorchScript decoder) — the policy every LLM
+// server uses, measured in docs/benchmarks.md at several times dynamic's
+// goodput — and `dynamic` for the rest (encoders). builtin:echo is the
+// exception: a no-compute stand-in that also answers max_new_tokens 0 with
+// its input (what continuous refuses), it keeps `dynamic`.
+PolicyKind defaultPolicyFor(const ModelInfo &model, bool hasSteps);
+// What the control panel shows beside the policy: "Default for a
+// generative model: continuous." and the like.
+QString defaultPolicyNote(const ModelInfo &model);
 
 } // namespace bp::app

@@ -226,7 +226,6 @@ int runSchedulerBench(const Args &args)
     engine.addObserver(batchTimes);
 
     std::vector<Shard> shards(static_cast<std::size_t>(producers));
-    std::atomic<bool> measuring{false};
     std::atomic<std::uint64_t> completed{0}, submittedMeasured{0}, rejected{0};
     const auto begin = SteadyClock::now();
     const auto measureFrom = begin + fromSeconds(warmup);

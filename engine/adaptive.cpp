@@ -15,7 +15,7 @@ Duration adaptiveDelay(double rate, int maxBatchSize, const AdaptiveDelayConfig 
 
 void SloController::observe(Duration latency, std::uint64_t count)
 {
-    std::lock_guard lock(m_mutex);
+    MutexLock lock(m_mutex);
     m_window.record(latency.count(), count);
 }
 
@@ -29,7 +29,7 @@ std::optional<SloController::Adjustment> SloController::evaluate(const BatchingC
     if (!m_started) {
         m_started = true;
         m_periodStart = now;
-        std::lock_guard lock(m_mutex);
+        MutexLock lock(m_mutex);
         m_window.clear();
         return std::nullopt;
     }
@@ -37,7 +37,7 @@ std::optional<SloController::Adjustment> SloController::evaluate(const BatchingC
         return std::nullopt;
     LatencyHistogram window;
     {
-        std::lock_guard lock(m_mutex);
+        MutexLock lock(m_mutex);
         window = m_window;
         m_window.clear();
     }

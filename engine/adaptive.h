@@ -3,6 +3,8 @@
 // docs/optimizations.md explains the rules and their defaults.
 #pragma once
 
+#include "thread_annotations.h"
+
 #include "batching_config.h"
 #include "histogram.h"
 
@@ -33,8 +35,8 @@ public:
     std::optional<Adjustment> evaluate(const BatchingConfig &current, TimePoint now);
 
 private:
-    std::mutex m_mutex;
-    LatencyHistogram m_window; // guarded by m_mutex
+    Mutex m_mutex;
+    LatencyHistogram m_window GUARDED_BY(m_mutex);
     bool m_started = false;
     TimePoint m_periodStart{};
 };

@@ -5,7 +5,6 @@
 // treat weights as read-only.
 #pragma once
 
-#include "batcher.h"
 #include "request.h"
 #include "result.h"
 
@@ -16,6 +15,12 @@
 #include <vector>
 
 namespace bp {
+
+// What the model accepts; a scheduler's admit() checks every request against it.
+struct ModelLimits {
+    int maxSequenceLength = 1024;
+    int vocabSize = 256;
+};
 
 struct ModelInfo {
     std::string name;        // "builtin:echo", "builtin:tiny-decoder", "/path/model.pt"

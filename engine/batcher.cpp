@@ -1,14 +1,17 @@
 #include "batcher.h"
 
+#include "outcome.h"
+
 #include <algorithm>
 #include <climits>
 
 namespace bp {
 
-Batcher::Batcher(BatchingConfig config, ModelLimits limits)
-    : m_config(std::move(config)), m_limits(limits), m_queues(std::size_t(m_config.queueCount())),
-      m_rate(m_config.adaptiveDelay.period),
-      m_effectiveDelay(m_config.adaptiveDelay.enabled ? m_config.adaptiveDelay.maxDelay : m_config.maxQueueDelay)
+Batcher::Batcher(BatchingConfig config, ModelLimits limits, std::shared_ptr<UnitIds> ids)
+    : Scheduler(std::move(config), std::move(ids)), m_limits(limits),
+      m_queues(std::size_t(m_config.queueCount())), m_rate(m_config.adaptiveDelay.period),
+      m_effectiveDelay(m_config.adaptiveDelay.enabled ? m_config.adaptiveDelay.maxDelay
+                                                      : m_config.maxQueueDelay)
 {
 }
 
@@ -108,8 +111,8 @@ Status Batcher::admit(Pending &pending, TimePoint now)
     if (Status s = check(pending.request, now); !s)
         return s;
     if (m_size >= std::size_t(m_config.queueCapacity))
-        return {StatusCode::QueueFull, "admission queue is full (" +
-                                           std::to_string(m_config.queueCapacity) + " requests)"};
+        return {StatusCode::QueueFull,
+                "admission queue is full (" + std::to_string(m_config.queueCapacity) + " requests)"};
     m_lastNow = now;
     m_rate.arrival(now);
     const int q = route(int(pending.request.tokens.size()), now);
@@ -229,7 +232,8 @@ Batcher::Poll Batcher::poll(TimePoint now, bool draining, bool mayDispatch)
     Decision d = decide(views, m_config, now, draining);
     if (!d.dispatch) {
         result.wakeAt = d.wakeAt;
-        if (const auto deadline = earliestDeadline(); deadline && (!result.wakeAt || *deadline < *result.wakeAt))
+        if (const auto deadline = earliestDeadline();
+            deadline && (!result.wakeAt || *deadline < *result.wakeAt))
             result.wakeAt = deadline;
         return result;
     }
@@ -237,7 +241,7 @@ Batcher::Poll Batcher::poll(TimePoint now, bool draining, bool mayDispatch)
     const int q = d.dispatch->queue;
     const auto count = std::min<std::size_t>(std::size_t(d.dispatch->count), m_queues[std::size_t(q)].size);
     Batch batch;
-    batch.id = m_nextBatchId++;
+    batch.id = m_ids->next();
     batch.bucket = q;
     batch.reason = d.dispatch->reason;
     batch.policy = m_config.policy;
@@ -262,7 +266,7 @@ Batcher::Poll Batcher::poll(TimePoint now, bool draining, bool mayDispatch)
         batch.paddedLength = std::max(m_config.hybrid.maxStaticLength, longest);
     else
         batch.paddedLength = longest;
-    result.batch = std::move(batch);
+    result.unit.emplace(std::move(batch));
     return result;
 }
 
@@ -319,6 +323,17 @@ std::vector<Pending> Batcher::takeAll()
     m_size = 0;
     m_deadlines.clear();
     return out;
+}
+
+bool Batcher::finished(WorkUnit &unit, UnitRun &run, TimePoint /*now*/, UnitDone &done)
+{
+    batchDone(*unit.batch(), run, done);
+    return false;
+}
+
+SchedulerGauges Batcher::gauges(TimePoint now) const
+{
+    return {depths(), arrivalRate(now), m_effectiveDelay, std::nullopt};
 }
 
 std::vector<std::size_t> Batcher::depths() const

@@ -4,6 +4,9 @@
 // without threads. The Engine drives it through the Scheduler seam under its
 // lock with the real clock; tests, the replayer and the simulator drive it
 // directly with fake or virtual time. Not thread-safe.
+// lastAdmitNeedsWake() is true after an admit that made a decision possible
+// earlier: the first request in a queue, a batch filled, or an earlier
+// deadline.
 #pragma once
 
 #include "adaptive.h"
@@ -20,19 +23,19 @@ namespace bp {
 
 class Batcher : public Scheduler {
 public:
-    Batcher(BatchingConfig config, ModelLimits limits);
+    // `ids`: the engine's unit ids (null: a fresh sequence from 1).
+    Batcher(BatchingConfig config, ModelLimits limits, std::shared_ptr<UnitIds> ids = nullptr);
 
     // Admission: not empty, not too long, every token in the vocabulary,
     // deadline not passed, room in the queue.
     Status admit(Pending &pending, TimePoint now) override;
-    Status check(const Request &request, TimePoint now) const override;
 
     // One scheduling step: expires overdue requests, then (when mayDispatch,
     // i.e. an executor is free) asks the policy for a batch.
     Poll poll(TimePoint now, bool draining, bool mayDispatch = true) override;
-    // A dispatched batch is forgotten: nothing to learn from its outcome.
-    void finished(const Batch &, TimePoint) override {}
-    using Scheduler::finished; // never hands out steps
+    // A batch ran: every member ends with it. Nothing is learnt from the
+    // outcome; the members' answers are built from the results (outcome.h).
+    bool finished(WorkUnit &unit, UnitRun &run, TimePoint now, UnitDone &done) override;
 
     // Validated by the caller. Re-buckets queued requests when the queues
     // change, keeping each queue in admission order (a merge of the
@@ -40,17 +43,16 @@ public:
     void reconfigure(const BatchingConfig &config, std::uint64_t version) override;
     std::vector<Pending> takeAll() override;
 
-    const BatchingConfig &config() const override { return m_config; }
     std::size_t size() const override { return m_size; }
-    std::vector<std::size_t> depths() const override;
-    double arrivalRate(TimePoint now) const override { return m_rate.rate(now); }
+    SchedulerGauges gauges(TimePoint now) const override;
+    // Queued requests per queue, in the config's queue order.
+    std::vector<std::size_t> depths() const;
+    double arrivalRate(TimePoint now) const { return m_rate.rate(now); }
     // The adaptive delay when enabled, else the config's max_queue_delay.
-    Duration effectiveDelay() const override { return m_effectiveDelay; }
-    // True after an admit that made a decision possible earlier: the first
-    // request in a queue, a batch filled, or an earlier deadline.
-    bool lastAdmitNeedsWake() const override { return m_lastAdmitNeedsWake; }
+    Duration effectiveDelay() const { return m_effectiveDelay; }
 
 private:
+    Status check(const Request &request, TimePoint now) const;
     // One FIFO per priority level present in a queue. Within a level the
     // front has waited longest, so it has the level's highest effective
     // priority (priority + whole aging periods waited): the best request of
@@ -81,7 +83,6 @@ private:
     // size. Costs O(count × levels), whatever the queue's length.
     void take(int q, std::size_t count, TimePoint now, std::vector<Pending> &out);
 
-    BatchingConfig m_config;
     ModelLimits m_limits;
     std::uint64_t m_configVersion = 1;
     std::vector<Queue> m_queues;
@@ -95,8 +96,6 @@ private:
     // next time expire() has work. (A stale entry here once made poll()
     // return a past wake-up time forever, and the leader spun on it.)
     std::multiset<TimePoint> m_deadlines;
-    std::uint64_t m_nextBatchId = 1;
-    bool m_lastAdmitNeedsWake = false;
 };
 
 } // namespace bp

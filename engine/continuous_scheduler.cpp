@@ -1,5 +1,7 @@
 #include "continuous_scheduler.h"
 
+#include "outcome.h"
+
 #include <algorithm>
 #include <limits>
 #include <optional>
@@ -31,8 +33,9 @@ struct ContinuousScheduler::Sequence {
     }
 };
 
-ContinuousScheduler::ContinuousScheduler(BatchingConfig config, ModelLimits limits, StepModel &model)
-    : m_config(std::move(config)), m_limits(limits), m_model(model)
+ContinuousScheduler::ContinuousScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
+                                         std::shared_ptr<UnitIds> ids)
+    : Scheduler(std::move(config), std::move(ids)), m_limits(limits), m_model(model)
 {
 }
 
@@ -101,7 +104,7 @@ Status ContinuousScheduler::admit(Pending &pending, TimePoint now)
     pending.seq = m_nextSeq++;
     s->pending = std::move(pending);
     enqueueWaiting(std::move(s));
-    m_lastAdmitNeedsWake = !m_stepInFlight; // else the step's end decides
+    m_lastAdmitNeedsWake = !m_workInFlight; // else the step's end decides
     return Status::ok();
 }
 
@@ -130,7 +133,7 @@ void ContinuousScheduler::preempt(std::size_t i)
     m_waiting.push_front(std::move(s));
 }
 
-void ContinuousScheduler::complete(SequencePtr s, Status status, TimePoint now, StepDone &done)
+void ContinuousScheduler::complete(SequencePtr s, Status status, TimePoint now, UnitDone &done)
 {
     const Request &req = s->pending.request;
     Response r;
@@ -154,12 +157,29 @@ void ContinuousScheduler::complete(SequencePtr s, Status status, TimePoint now, 
     done.responses.push_back(std::move(r));
 }
 
+std::optional<Status> ContinuousScheduler::neverFits(const Sequence &s) const
+{
+    // Prompt plus every token it may generate: what its cache holds at the
+    // end. admit() refuses such a request; kv_cache_tokens lowered live can
+    // make one that was admitted (waiting, preempted or running) impossible.
+    const int kv = m_config.continuous.kvCacheTokens;
+    const std::int64_t needs =
+        std::int64_t(s.pending.request.tokens.size()) + std::int64_t(s.pending.request.maxNewTokens);
+    if (kv <= 0 || needs <= kv)
+        return std::nullopt;
+    return Status(StatusCode::OutOfRange, "input plus max_new_tokens needs " + std::to_string(needs) +
+                                              " KV-cache tokens; kv_cache_tokens is now " +
+                                              std::to_string(kv));
+}
+
 Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool mayDispatch)
 {
     Poll result;
     const ContinuousConfig &c = m_config.continuous;
     // Cancelled or expired waiting requests leave now; a deadline only
-    // applies until the request first runs.
+    // applies until the request first runs. So does one that can never fit
+    // the KV budget: left at the front it would stall every request behind
+    // it (FCFS: nobody overtakes the front).
     std::optional<TimePoint> earliest;
     for (auto it = m_waiting.begin(); it != m_waiting.end();) {
         Sequence &s = **it;
@@ -167,6 +187,8 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
         if (s.isCancelled()) {
             result.failed.push_back(
                 {std::move(s.pending), Status(StatusCode::Cancelled, "cancelled while queued")});
+        } else if (std::optional<Status> tooBig = neverFits(s)) {
+            result.failed.push_back({std::move(s.pending), std::move(*tooBig)});
         } else if (!s.joined && deadline && *deadline <= now) {
             result.expired.push_back(std::move(s.pending));
         } else {
@@ -178,18 +200,23 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
         it = m_waiting.erase(it);
     }
     result.wakeAt = earliest;
-    if (m_stepInFlight) {
+    if (m_workInFlight) {
         result.busy = true; // the step's end (finished()) makes the next decision
         return result;
     }
-    // Running sequences that were cancelled are freed before the next step.
+    // Running sequences that were cancelled, or can no longer finish within
+    // a KV budget lowered live, are freed before the next step.
     for (std::size_t i = 0; i < m_running.size();) {
-        if (m_running[i]->isCancelled()) {
+        std::optional<Status> why;
+        if (m_running[i]->isCancelled())
+            why = Status(StatusCode::Cancelled, "cancelled while running");
+        else
+            why = neverFits(*m_running[i]);
+        if (why) {
             SequencePtr s = std::move(m_running[i]);
             m_running.erase(m_running.begin() + std::ptrdiff_t(i));
             release(*s);
-            result.failed.push_back(
-                {std::move(s->pending), Status(StatusCode::Cancelled, "cancelled while running")});
+            result.failed.push_back({std::move(s->pending), std::move(*why)});
         } else {
             ++i;
         }
@@ -199,10 +226,13 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
 
     // KV budget: every running sequence needs room for at least one more
     // token; preempt the most recently joined until they all have it.
-    while (m_running.size() > 1 && !fitsKv(std::int64_t(m_running.size())))
+    int preemptedNow = 0;
+    while (m_running.size() > 1 && !fitsKv(std::int64_t(m_running.size()))) {
         preempt(m_running.size() - 1);
+        ++preemptedNow;
+    }
 
-    auto step = std::make_shared<StepWork>();
+    auto step = std::make_unique<StepWork>();
     std::int64_t budget = c.maxNumBatchedTokens;
     std::int64_t kvReserved = 0;
     const std::int64_t kvRoomTotal = c.kvCacheTokens > 0 ? std::int64_t(c.kvCacheTokens) - m_kvTokens
@@ -249,6 +279,12 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
         }
     };
     auto join = [&] {
+        // A sequence preempted by this decision is at the front of the queue:
+        // rejoining now would take the room its preemption made for the
+        // running decodes and be preempted again at the next step (issue 23
+        // item 6). It rejoins at a later decision; FCFS, nobody overtakes it.
+        if (preemptedNow > 0)
+            return;
         while (!m_waiting.empty() && m_running.size() < std::size_t(c.maxNumSeqs) && budget > 0) {
             Sequence &s = *m_waiting.front();
             // Join only when the KV cache can hold its whole context and a
@@ -295,19 +331,26 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
         }
         return result;
     }
-    step->id = m_nextStepId++;
+    step->id = m_ids->next();
     step->preempted = std::exchange(m_preemptedUnreported, 0);
     step->dispatchedAt = now;
     step->configVersion = m_configVersion;
-    m_stepInFlight = true;
-    result.step = std::move(step);
+    m_workInFlight = true;
+    result.unit.emplace(std::move(*step));
     return result;
 }
 
-bool ContinuousScheduler::finished(StepWork &step, const Status &status, std::vector<StepOutcome> &outcomes,
-                                   TimePoint now, StepDone &done)
+bool ContinuousScheduler::finished(WorkUnit &unit, UnitRun &run, TimePoint now, UnitDone &done)
 {
-    m_stepInFlight = false;
+    if (Batch *batch = unit.batch()) {
+        // dispatched by the request-level scheduler this one replaced
+        batchDone(*batch, run, done);
+        return false;
+    }
+    m_workInFlight = false;
+    StepWork &step = *unit.step();
+    const Status &status = run.guard.status;
+    std::vector<StepOutcome> &outcomes = run.outcomes;
     for (std::size_t i = 0; i < step.items.size(); ++i) {
         const StepItem &item = step.items[i];
         auto it = std::find_if(m_running.begin(), m_running.end(),
@@ -352,10 +395,16 @@ bool ContinuousScheduler::finished(StepWork &step, const Status &status, std::ve
     step.runningAfter = int(m_running.size());
     step.waitingAfter = int(m_waiting.size());
     step.kvTokensAfter = m_kvTokens;
+    done.record = stepRecordOf(step, run);
     return true;
 }
 
-std::optional<IterationGauges> ContinuousScheduler::iterationGauges() const
+SchedulerGauges ContinuousScheduler::gauges(TimePoint now) const
+{
+    return {{m_waiting.size()}, m_rate.rate(now), Duration::zero(), iterationGauges()};
+}
+
+IterationGauges ContinuousScheduler::iterationGauges() const
 {
     IterationGauges g;
     g.running = m_running.size();
@@ -380,7 +429,7 @@ std::vector<Pending> ContinuousScheduler::takeAll()
     for (SequencePtr &s : m_waiting)
         all.push_back(std::move(s));
     m_waiting.clear();
-    if (!m_stepInFlight) { // sequences in a running step finish it first
+    if (!m_workInFlight) { // sequences in a running step finish it first
         for (SequencePtr &s : m_running) {
             release(*s);
             all.push_back(std::move(s));

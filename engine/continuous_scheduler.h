@@ -18,6 +18,10 @@
 //    it runs again its prompt and those tokens are prefilled, so greedy
 //    decoding produces exactly the same output.
 //  - Order of joining: FCFS, or by priority then arrival.
+//    A sequence preempted by a decision does not rejoin in that decision.
+//  - kv_cache_tokens lowered live: a sequence (waiting or running) whose
+//    prompt plus max_new_tokens no longer fit it is failed with OutOfRange
+//    at the next decision, so that it cannot stall those behind it.
 //  - A request whose `cancelled` flag is set is completed with Cancelled at
 //    the next decision and its cache released.
 //  - onToken is called for every generated token, in order, under the engine
@@ -28,10 +32,11 @@
 #include "backend.h"
 #include "rate_estimator.h"
 #include "scheduler.h"
-#include "step_work.h"
+#include "work_unit.h"
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace bp {
@@ -40,28 +45,22 @@ class ContinuousScheduler : public Scheduler {
 public:
     // `model` must outlive the scheduler; it is called (release()) under the
     // engine lock.
-    ContinuousScheduler(BatchingConfig config, ModelLimits limits, StepModel &model);
+    // `ids`: the engine's unit ids (null: a fresh sequence from 1).
+    ContinuousScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
+                        std::shared_ptr<UnitIds> ids = nullptr);
     ~ContinuousScheduler() override;
 
     Status admit(Pending &pending, TimePoint now) override;
-    Status check(const Request &request, TimePoint now) const override;
-    bool lastAdmitNeedsWake() const override { return m_lastAdmitNeedsWake; }
     Poll poll(TimePoint now, bool draining, bool mayDispatch = true) override;
-    void finished(const Batch &, TimePoint) override {}
-    bool finished(StepWork &step, const Status &status, std::vector<StepOutcome> &outcomes, TimePoint now,
-                  StepDone &done) override;
+    bool finished(WorkUnit &unit, UnitRun &run, TimePoint now, UnitDone &done) override;
     void reconfigure(const BatchingConfig &config, std::uint64_t version) override;
     std::vector<Pending> takeAll() override;
 
-    const BatchingConfig &config() const override { return m_config; }
     // Waiting and running sequences together (the engine drains until 0).
     std::size_t size() const override { return m_waiting.size() + m_running.size(); }
-    bool hasWorkInFlight() const override { return m_stepInFlight; }
-    // One queue: the waiting requests (running() has the rest).
-    std::vector<std::size_t> depths() const override { return {m_waiting.size()}; }
-    double arrivalRate(TimePoint now) const override { return m_rate.rate(now); }
-    Duration effectiveDelay() const override { return Duration::zero(); }
-    std::optional<IterationGauges> iterationGauges() const override;
+    // One queue: the waiting requests (iteration gauges have the rest).
+    SchedulerGauges gauges(TimePoint now) const override;
+    IterationGauges iterationGauges() const;
 
     std::size_t waiting() const { return m_waiting.size(); }
     std::size_t running() const { return m_running.size(); }
@@ -74,14 +73,17 @@ private:
     struct Sequence;
     using SequencePtr = std::unique_ptr<Sequence>;
 
+    Status check(const Request &request, TimePoint now) const;
     void enqueueWaiting(SequencePtr s);
     void preempt(std::size_t runningIndex);
     void release(Sequence &s);
     // Completes `s` (removed from its list by the caller) into `done`.
-    void complete(SequencePtr s, Status status, TimePoint now, StepDone &done);
+    void complete(SequencePtr s, Status status, TimePoint now, UnitDone &done);
     bool fitsKv(std::int64_t tokens) const;
+    // OutOfRange when `s` can never fit the current KV budget (its prompt
+    // plus max_new_tokens exceed kv_cache_tokens), else nullopt.
+    std::optional<Status> neverFits(const Sequence &s) const;
 
-    BatchingConfig m_config;
     ModelLimits m_limits;
     StepModel &m_model;
     std::uint64_t m_configVersion = 1;
@@ -90,11 +92,8 @@ private:
     std::int64_t m_kvTokens = 0;
     std::uint64_t m_nextSequenceId = 1;
     std::uint64_t m_nextSeq = 1;
-    std::uint64_t m_nextStepId = 1;
     std::uint64_t m_preemptions = 0;
     int m_preemptedUnreported = 0; // preempted since the last step handed out
-    bool m_stepInFlight = false;
-    bool m_lastAdmitNeedsWake = false;
     RateEstimator m_rate;
 };
 

@@ -1,38 +1,13 @@
-// Engine: construction, admission, configuration, snapshots and failure
-// completions. The threads (leader/followers, execution, shutdown) are in
-// engine_executors.cpp.
+// Engine: the executor threads around the EngineCore. One idle executor
+// leads (drives the core's decide()); the one whose decision hands out a
+// unit of work runs it (run(), finish()); see engine.h for the
+// leader/followers scheme and its reasons.
 #include "engine.h"
 
-#include "outcome.h"
-
 #include <algorithm>
-#include <cstdio>
-#include <functional>
-#include <memory>
 #include <utility>
 
 namespace bp {
-
-namespace {
-
-// The memory guard retries the halves of a batch that ran out of memory
-// from the start (MemoryGuard::runSplitting): a generating backend streams
-// the tokens of the failed attempt again. The client already has them, so
-// each index passes once, in order. (Greedy decoding regenerates the same
-// tokens; the response carries the retry's.) The counter is shared by the
-// copies of the callback; a request runs on one executor at a time.
-std::function<void(const TokenEvent &)> onceEachToken(std::function<void(const TokenEvent &)> inner)
-{
-    auto next = std::make_shared<int>(0);
-    return [inner = std::move(inner), next](const TokenEvent &e) {
-        if (e.index < *next)
-            return;
-        *next = e.index + 1;
-        inner(e);
-    };
-}
-
-} // namespace
 
 Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options)
 {
@@ -53,21 +28,19 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options)
     }
     std::unique_ptr<Engine> engine(new Engine(std::move(options)));
     if (!engine->m_manual) {
-        std::lock_guard lock(engine->m_mutex);
+        MutexLock lock(engine->m_core.mutex());
         engine->resizeExecutors();
     }
     return engine;
 }
 
 Engine::Engine(EngineOptions options)
-    : m_backend(std::move(options.backend)), m_guard(m_backend),
-      m_clock(options.clock ? options.clock : &RealClock::instance()), m_manual(options.manualScheduling),
-      m_spin(options.manualScheduling ? Duration::zero() : options.spin), m_metrics(m_clock->now()),
-      m_cache(options.batching),
-      m_scheduler(makeScheduler(options.batching, m_backend->info().limits(), m_backend->steps())),
-      m_config(options.batching, m_clock->now()), m_targetInstances(options.batching.instances)
+    : m_manual(options.manualScheduling), m_spin(options.manualScheduling ? Duration::zero() : options.spin),
+      m_core(options.batching, std::move(options.backend),
+             options.clock ? *options.clock : RealClock::instance(), *this)
 {
-    m_metrics.setGoodputSlo(options.batching.goodput);
+    MutexLock lock(m_core.mutex());
+    m_targetInstances = options.batching.instances;
 }
 
 Engine::~Engine()
@@ -75,274 +48,170 @@ Engine::~Engine()
     shutdown(ShutdownMode::Drain);
 }
 
-Status Engine::submit(Request request, Completion done)
+// The driver's hooks run under the core's lock, which the analysis cannot
+// tie to an override's caller (ExecutorDriver knows no mutex): hence no
+// analysis in these two; EngineCore calls them only with its lock held.
+bool Engine::pokeLocked() NO_THREAD_SAFETY_ANALYSIS
 {
-    if (!done)
-        return {StatusCode::InvalidArgument, "submit needs a completion callback"};
-    const TimePoint now = m_clock->now();
-    if (request.arrival == TimePoint{})
-        request.arrival = now;
-    if (request.id == 0)
-        request.id = m_nextRequestId.fetch_add(1, std::memory_order_relaxed);
-    for (Interceptor *interceptor : m_interceptors) {
-        std::optional<Response> answer = interceptor->answer(request);
-        if (!answer)
-            continue;
-        const TimePoint at = m_clock->now();
-        RequestRecord rec;
-        answeredOutcome(request, at, *answer, rec);
-        m_submitted.fetch_add(1, std::memory_order_relaxed);
-        m_metrics.recordCacheHit(rec, at);
-        notifyEach(*m_observers.current(), "onRequestServedFromCache",
-                   [&](EngineObserver &o) { o.onRequestServedFromCache(rec); });
-        complete(done, std::move(*answer));
-        return Status::ok();
-    }
-    if (request.onToken)
-        request.onToken = onceEachToken(std::move(request.onToken));
-    Pending pending{std::move(request), std::move(done)};
-    Status status;
-    bool wake = false;
-    {
-        std::lock_guard lock(m_mutex);
-        if (m_stopping)
-            status = Status(StatusCode::ShuttingDown, "engine is shutting down");
-        else
-            status = m_scheduler->admit(pending, now);
-        if (status.isOk() && m_scheduler->lastAdmitNeedsWake()) {
-            m_pokes.fetch_add(1, std::memory_order_release);
-            wake = m_leaderSleeping;
-        }
-    }
-    if (!status) {
-        m_metrics.recordFailure(status.code());
-        auto obs = m_observers.current();
-        if (!obs->empty()) {
-            RequestRecord rec = requestRecordOf(pending.request);
-            rec.status = status.code();
-            notifyEach(*obs, "onRequestFailed", [&](EngineObserver &o) { o.onRequestFailed(rec); });
-        }
-        return status;
-    }
-    m_submitted.fetch_add(1, std::memory_order_relaxed);
-    if (wake)
-        m_leaderCv.notify_one();
-    return status;
-}
-
-Status Engine::applyLocked(const ConfigPatch &patch, std::string origin, const std::string &why,
-                           ConfigChange &change)
-{
-    // `before` keeps the previous config alive past the swap.
-    const std::shared_ptr<const BatchingConfig> before = m_config.current();
-    const BatchingConfig next = patch.appliedTo(*before);
-    const bool switchKind = !sameSchedulerKind(*before, next);
-    if (switchKind) {
-        if (Status s = schedulerSupports(next, m_backend->steps(), m_backend->info().name); !s)
-            return s;
-        if (m_scheduler->hasWorkInFlight())
-            return {StatusCode::Unavailable,
-                    "a generation step is running; switch the policy again in a moment"};
-    }
-    // The one gate for every writer, controllers included.
-    if (Status s = m_config.apply(patch, std::move(origin), why, m_clock->now(), change); !s)
-        return s;
-    if (change.version == 0)
-        return Status::ok();
-    const BatchingConfig &config = *m_config.current();
-    if (switchKind) {
-        // Another kind of scheduler: move the queue over in admission order.
-        std::unique_ptr<Scheduler> fresh =
-            makeScheduler(config, m_backend->info().limits(), m_backend->steps());
-        fresh->reconfigure(config, m_config.version());
-        const TimePoint now = m_clock->now();
-        for (Pending &p : m_scheduler->takeAll())
-            if (Status s = fresh->admit(p, now); !s)
-                m_refused.push_back({std::move(p), std::move(s)});
-        m_scheduler = std::move(fresh);
-    } else {
-        m_scheduler->reconfigure(config, m_config.version());
-    }
-    if (before->queueCount() != config.queueCount() || before->policy != config.policy ||
-        before->bucketEdges != config.bucketEdges || before->hybrid != config.hybrid)
-        m_metrics.resetQueues();
-    if (before->goodput != config.goodput)
-        m_metrics.setGoodputSlo(config.goodput);
-    for (Interceptor *interceptor : m_interceptors)
-        interceptor->configured(*before, config);
-    if (config.instances != m_targetInstances) {
-        m_targetInstances = config.instances;
-        resizeExecutors();
-    }
     m_pokes.fetch_add(1, std::memory_order_release);
-    return Status::ok();
+    return m_leaderSleeping;
 }
 
-void Engine::applyControllerLocked(const ConfigPatch &patch, std::string origin, const std::string &why,
-                                   ConfigChange &change)
+void Engine::instancesChangedLocked(int instances) NO_THREAD_SAFETY_ANALYSIS
 {
-    if (Status s = applyLocked(patch, origin, why, change); !s) {
-        // Validated like an operator's change, and refused the same way. A
-        // controller has no caller to tell: say it once in a while.
-        static std::atomic<int> reported{0};
-        if (reported.fetch_add(1, std::memory_order_relaxed) < 10)
-            std::fprintf(stderr, "batchpilot: %s change refused: %s\n", origin.c_str(), s.message().c_str());
-    }
-}
-
-bool Engine::applyProposalsLocked(TimePoint now, ConfigChange &change)
-{
-    bool proposed = false;
-    for (Interceptor *interceptor : m_interceptors) {
-        if (auto proposal = interceptor->propose(*m_config.current(), now)) {
-            proposed = true;
-            applyControllerLocked(proposal->patch, std::move(proposal->origin), proposal->why, change);
-            if (change.version)
-                break; // one change per decision: notify it before the next
-        }
-    }
-    return proposed;
-}
-
-void Engine::notifyConfigChanged(const ConfigChange &change)
-{
-    m_leaderCv.notify_one();
-    notifyEach(*m_observers.current(), "onConfigChanged",
-               [&](EngineObserver &o) { o.onConfigChanged(change); });
-}
-
-Status Engine::reconfigure(const BatchingConfig &config, std::string origin)
-{
-    return update(ConfigPatch::whole(config), std::move(origin)).status();
-}
-
-Result<ConfigUpdate> Engine::update(const ConfigPatch &patch, std::string origin)
-{
-    ConfigUpdate result;
-    ConfigChange change;
-    std::vector<Scheduler::Failure> refused;
-    {
-        std::lock_guard lock(m_mutex);
-        if (m_stopping)
-            return Status(StatusCode::ShuttingDown, "engine is shutting down");
-        result.before = *m_config.current();
-        if (Status s = applyLocked(patch, std::move(origin), {}, change); !s)
-            return s;
-        result.after = *m_config.current();
-        result.version = change.version;
-        refused = std::exchange(m_refused, {});
-    }
-    failEach(refused, result.after);
-    if (change.version)
-        notifyConfigChanged(change);
-    return result;
-}
-
-void Engine::lowerMemoryLimit(const MemoryGuard::Lowering &lowering)
-{
-    ConfigChange change;
-    {
-        // Read and applied in one critical section, and only ever lowering:
-        // a limit set meanwhile by anyone (a lower one included) stays.
-        std::lock_guard lock(m_mutex);
-        if (m_stopping)
-            return;
-        applyControllerLocked(ConfigPatch::lowerMemoryBatchLimit(lowering.limit),
-                              std::string(kMemoryGuardOrigin), lowering.why, change);
-    }
-    if (change.version)
-        notifyConfigChanged(change);
-}
-
-BatchingConfig Engine::config() const
-{
-    std::lock_guard lock(m_mutex);
-    return *m_config.current();
-}
-
-std::size_t Engine::queueDepth() const
-{
-    std::lock_guard lock(m_mutex);
-    return m_scheduler->size();
+    m_targetInstances = instances;
+    resizeExecutors();
 }
 
 bool Engine::schedulerIdle() const
 {
-    std::lock_guard lock(m_mutex);
+    MutexLock lock(m_core.mutex());
     return m_leaderIdle;
 }
 
-Snapshot Engine::snapshot() const
+void Engine::resizeExecutors()
 {
-    Snapshot s;
-    const TimePoint now = m_clock->now();
+    const auto target = std::size_t(m_targetInstances);
+    if (m_executors.size() < target) {
+        m_executors.resize(target);
+        m_executorRunning.resize(target, false);
+    }
+    for (std::size_t i = 0; i < target; ++i) {
+        if (m_executorRunning[i])
+            continue;
+        if (m_executors[i].joinable())
+            m_executors[i].join(); // exited after an earlier shrink; returns at once
+        m_executorRunning[i] = true;
+        m_executors[i] = std::thread([this, i] { executorLoop(int(i)); });
+    }
+    // executors at index >= target notice on their next wake-up and exit
+    m_leaderCv.notify_all();
+    m_followerCv.notify_all();
+}
+
+Engine::Step Engine::runSchedulerOnce()
+{
+    Step step;
+    std::optional<WorkUnit> unit;
     {
-        std::lock_guard lock(m_mutex);
-        s.config = *m_config.current();
-        s.configVersion = m_config.version();
-        s.queueDepth = m_scheduler->size();
-        s.queueDepths = m_scheduler->depths();
-        s.inFlightBatches = m_inFlight;
-        s.arrivalRate = m_scheduler->arrivalRate(now);
-        s.effectiveDelay = m_scheduler->effectiveDelay();
-        if (const std::optional<IterationGauges> g = m_scheduler->iterationGauges()) {
-            s.runningSequences = g->running;
-            s.waitingSequences = g->waiting;
-            s.kvTokens = g->kvTokens;
-            s.kvCapacityTokens = g->kvCapacityTokens;
-            s.kvUsageRatio =
-                g->kvCapacityTokens > 0 ? double(g->kvTokens) / double(g->kvCapacityTokens) : 0.0;
+        MutexLock lock(m_core.mutex());
+        EngineCore::Decision d = m_core.decide();
+        step.expired = d.expired;
+        step.wakeAt = d.wakeAt;
+        step.dispatched = d.unit.has_value();
+        unit = std::move(d.unit);
+    }
+    if (unit) {
+        UnitRun run = m_core.run(*unit, 0);
+        m_core.finish(*unit, run);
+    }
+    return step;
+}
+
+bool Engine::mustExit(int index) const
+{
+    return index >= m_targetInstances || m_core.stoppedLocked();
+}
+
+std::optional<WorkUnit> Engine::lead(int index)
+{
+    useFineTimerSlack();   // the default 50 µs would stretch every queue delay
+    bool spunIdle = false; // the last spin ended with nothing new: sleep next
+    for (;;) {
+        if (mustExit(index))
+            return std::nullopt;
+        EngineCore::Decision d = m_core.decide();
+        if (d.unit)
+            return std::move(d.unit);
+        if (mustExit(index))
+            return std::nullopt;
+        const TimePoint now = m_core.clock().now();
+        const std::optional<TimePoint> wakeAt = d.wakeAt;
+        if (m_spin > Duration::zero() && !spunIdle && (!wakeAt || *wakeAt - now <= m_spin)) {
+            // Busy-wait for the dispatch time or for news, whichever is first.
+            const TimePoint until = wakeAt ? *wakeAt : now + m_spin;
+            const std::uint64_t pokes = m_pokes.load(std::memory_order_acquire);
+            m_core.mutex().unlock();
+            const bool news = spinUntil(until, m_pokes, pokes);
+            m_core.mutex().lock();
+            spunIdle = !news && !wakeAt;
+            continue;
         }
-        s.configHistory = m_config.history();
+        spunIdle = false;
+        m_leaderSleeping = true;
+        if (wakeAt) {
+            m_leaderCv.wait_until(m_core.mutex(), *wakeAt - m_spin); // with spin > 0: spin the rest
+        } else {
+            m_leaderIdle = true;
+            m_leaderCv.wait(m_core.mutex());
+            m_leaderIdle = false;
+        }
+        m_leaderSleeping = false;
     }
-    m_metrics.fill(s, now);
-    m_metrics.fillQueues(s, s.config);
-    const CacheStats cs = m_cache.stats();
-    s.cache = {s.config.cache.enabled, cs.hits, cs.misses, cs.entries, cs.evictions, cs.bytes};
-    s.takenAt = now;
-    s.submitted = m_submitted.load(std::memory_order_relaxed);
-    s.modelName = m_backend->info().name;
-    s.device = m_backend->info().device;
-    return s;
 }
 
-void Engine::addObserver(std::shared_ptr<EngineObserver> observer)
+void Engine::executorLoop(int index)
 {
-    m_observers.add(std::move(observer));
-}
-
-void Engine::removeObserver(const std::shared_ptr<EngineObserver> &observer)
-{
-    m_observers.remove(observer);
-}
-
-void Engine::failEach(std::vector<Scheduler::Failure> &failures, const BatchingConfig &config)
-{
-    for (Scheduler::Failure &f : failures) {
-        std::vector<Pending> one;
-        one.push_back(std::move(f.pending));
-        fail(one, f.status.code(), f.status.message(), config);
+    MutexLock lock(m_core.mutex());
+    for (;;) {
+        if (mustExit(index))
+            break;
+        if (m_hasLeader) {
+            m_followerCv.wait(lock,
+                              [&]() NO_THREAD_SAFETY_ANALYSIS { return !m_hasLeader || mustExit(index); });
+            continue;
+        }
+        m_hasLeader = true;
+        std::optional<WorkUnit> unit = lead(index);
+        m_hasLeader = false;
+        m_followerCv.notify_one(); // the next idle executor takes over scheduling
+        if (!unit)
+            break;
+        lock.unlock();
+        UnitRun run = m_core.run(*unit, index);
+        m_core.finish(*unit, run);
+        lock.lock();
     }
-    failures.clear();
+    m_executorRunning[std::size_t(index)] = false;
+    m_followerCv.notify_all();
 }
 
-void Engine::fail(std::vector<Pending> &pending, StatusCode code, const std::string &message,
-                  const BatchingConfig &config)
+void Engine::shutdown(ShutdownMode mode)
 {
-    if (pending.empty())
+    std::lock_guard shutdownLock(m_shutdownMutex);
+    if (m_shutDown)
         return;
-    const TimePoint now = m_clock->now();
-    auto obs = m_observers.current();
-    for (Pending &p : pending) {
-        m_metrics.recordFailure(code);
-        if (!obs->empty()) {
-            const RequestRecord rec =
-                failedRecord(p.request, code, now, config.bucketFor(int(p.request.tokens.size())));
-            notifyEach(*obs, "onRequestFailed", [&](EngineObserver &o) { o.onRequestFailed(rec); });
-        }
-        complete(p.done, failedResponse(p.request, Status(code, message), now));
+    std::vector<Pending> rest;
+    std::vector<std::thread> executors;
+    {
+        MutexLock lock(m_core.mutex());
+        rest = m_core.stopLocked(mode);
     }
-    pending.clear();
+    m_core.fail(rest, StatusCode::ShuttingDown, "engine shut down before the request ran");
+    if (m_manual) {
+        // No threads: drain on this one.
+        while (queueDepth() > 0) {
+            if (!runSchedulerOnce().dispatched && queueDepth() > 0) {
+                std::vector<Pending> left;
+                {
+                    MutexLock lock(m_core.mutex());
+                    left = m_core.takeAllLocked();
+                }
+                m_core.fail(left, StatusCode::ShuttingDown,
+                            "engine shut down before a full static batch formed");
+            }
+        }
+    }
+    {
+        MutexLock lock(m_core.mutex());
+        executors = std::move(m_executors);
+    }
+    m_leaderCv.notify_all();
+    m_followerCv.notify_all();
+    for (auto &t : executors)
+        if (t.joinable())
+            t.join();
+    m_shutDown = true;
 }
 
 } // namespace bp

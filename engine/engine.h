@@ -1,11 +1,14 @@
-// The engine: admission, executor threads, and completion. What runs when
-// is the Scheduler's decision (engine/scheduler.h, the seam); the rest of the
-// request path is in pieces around it:
+// The engine: its executor threads around the EngineCore (engine_core.h),
+// which holds everything else — admission, the config, the executor step
+// (decide -> run on the backend -> hand back -> record and complete),
+// metrics and snapshots — and which the simulator drives too, on a virtual
+// clock. What runs when is the Scheduler's decision (engine/scheduler.h,
+// the seam); the rest of the request path is in pieces around it:
 //   submit -> interceptors' answer() (response cache) -> Scheduler::admit
 //   executor: Scheduler::poll -> unit of work -> MemoryGuard (decorates the
-//   Backend) -> outcome.h builds responses/records -> interceptors'
-//   observe() (cache, SLO feed) -> metrics, observers -> completions ->
-//   Scheduler::finished.
+//   Backend) -> Scheduler::finished (the requests that ended, with their
+//   answers) -> interceptors' observe() (cache, SLO feed) -> metrics,
+//   observers -> completions.
 //   Config changes: ConfigVersions (validate, stamp, history) ->
 //   Scheduler::reconfigure and the interceptors' configured().
 //
@@ -48,24 +51,12 @@
 //    batches always finish. The destructor drains.
 #pragma once
 
-#include "backend.h"
-#include "config_patch.h"
-#include "config_versions.h"
-#include "interceptors.h"
-#include "memory_guard.h"
-#include "metrics.h"
-#include "observer_list.h"
-#include "records.h"
-#include "result.h"
-#include "scheduler.h"
-#include "snapshot.h"
-#include "step_work.h"
+#include "engine_core.h"
+#include "spin_wait.h"
 
-#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -96,27 +87,21 @@ struct EngineOptions {
     bool probeMemory = true;
 };
 
-enum class ShutdownMode { Drain, Fail };
-
-// What Engine::update did.
-struct ConfigUpdate {
-    BatchingConfig before;     // the whole config right before the patch
-    BatchingConfig after;      // ... and right after it
-    std::uint64_t version = 0; // the change's version; 0 = the patch changed nothing
-};
-
-class Engine {
+class Engine final : private ExecutorDriver {
 public:
     // Validates the options and starts the threads. Ownership of the backend
     // is shared with the caller.
     static Result<std::unique_ptr<Engine>> create(EngineOptions options);
-    ~Engine();
+    ~Engine() override;
     Engine(const Engine &) = delete;
     Engine &operator=(const Engine &) = delete;
 
     // Thread-safe. `request.arrival` defaults to now, `request.id` (when 0)
     // to a fresh engine-wide id.
-    Status submit(Request request, Completion done);
+    Status submit(Request request, Completion done)
+    {
+        return m_core.submit(std::move(request), std::move(done));
+    }
 
     // Thread-safe. Applies `patch` to the config in force at this moment
     // (not to the one the caller last read), validates the result, and
@@ -124,21 +109,27 @@ public:
     // failure nothing changes and the Status names the field. The result
     // holds the whole config right before and right after, and the
     // change's version (0: the patch changed nothing).
-    Result<ConfigUpdate> update(const ConfigPatch &patch, std::string origin = "api");
+    Result<ConfigUpdate> update(const ConfigPatch &patch, std::string origin = "api")
+    {
+        return m_core.update(patch, std::move(origin));
+    }
     // Thread-safe. Replaces every field: update(ConfigPatch::whole(config)).
     // For a config file or a replay's settings; an interactive writer
     // sends a patch so that it cannot revert someone else's change.
-    Status reconfigure(const BatchingConfig &config, std::string origin = "api");
-    BatchingConfig config() const;
-    const ModelInfo &model() const { return m_backend->info(); }
+    Status reconfigure(const BatchingConfig &config, std::string origin = "api")
+    {
+        return update(ConfigPatch::whole(config), std::move(origin)).status();
+    }
+    BatchingConfig config() const { return m_core.config(); }
+    const ModelInfo &model() const { return m_core.model(); }
     // The model itself, e.g. for the console's short capacity measurement
     // (Backend::run is safe to call beside the executors).
-    std::shared_ptr<Backend> backend() const { return m_backend; }
-    const Clock &clock() const { return *m_clock; }
+    std::shared_ptr<Backend> backend() const { return m_core.backend(); }
+    const Clock &clock() const { return m_core.clock(); }
 
     // Thread-safe; an immutable value.
-    Snapshot snapshot() const;
-    std::size_t queueDepth() const;
+    Snapshot snapshot() const { return m_core.snapshot(); }
+    std::size_t queueDepth() const { return m_core.queueDepth(); }
     // True while the scheduling thread is blocked with no wake-up planned,
     // which is where an engine with nothing queued must end up: it then uses
     // no CPU at all. Always false with manualScheduling. For tests.
@@ -146,14 +137,14 @@ public:
 
     // Observers receive records on engine threads. Add them before traffic
     // starts, or accept that earlier records were not seen.
-    void addObserver(std::shared_ptr<EngineObserver> observer);
-    void removeObserver(const std::shared_ptr<EngineObserver> &observer);
+    void addObserver(std::shared_ptr<EngineObserver> observer) { m_core.addObserver(std::move(observer)); }
+    void removeObserver(const std::shared_ptr<EngineObserver> &observer) { m_core.removeObserver(observer); }
 
     // Blocks until every executor has stopped. Idempotent.
     void shutdown(ShutdownMode mode = ShutdownMode::Drain);
 
     // manualScheduling only: one scheduling decision at clock().now(); a
-    // dispatched batch runs on the calling thread before this returns.
+    // dispatched unit runs on the calling thread before this returns.
     struct Step {
         bool dispatched = false;
         std::size_t expired = 0;
@@ -162,87 +153,40 @@ public:
     Step runSchedulerOnce();
 
 private:
-    // A unit of work the scheduler handed out: exactly one is set.
-    struct Work {
-        std::optional<Batch> batch;
-        std::shared_ptr<StepWork> step;
-    };
     explicit Engine(EngineOptions options);
-    void executorLoop(int index);
-    // Leader part of executorLoop: returns the work to run, or nullopt when
-    // this thread must stop. Requires `lock` held; returns with it held.
-    std::optional<Work> lead(std::unique_lock<std::mutex> &lock, int index);
-    bool mustExit(int index) const; // requires m_mutex
-    // Runs a unit without m_mutex and completes its requests. A batch runs
-    // on the guarded backend; a step on the model's StepModel, and its
-    // outcome goes back to the scheduler (finished()) before completions.
-    void run(Work &work, int executor);
-    void execute(Batch &batch, int executor);
-    void executeStep(StepWork &step, int executor);
-    // Without m_mutex: fails each with its own status.
-    void failEach(std::vector<Scheduler::Failure> &failures, const BatchingConfig &config);
-    // Requires m_mutex. Applies `patch` through m_config (validated,
-    // stamped) and hands the new config to the scheduler (a new one when
-    // the policy needs another kind; queued requests it refuses go to
-    // m_refused), the metrics and the interceptors. `change` has version 0
-    // when nothing changed.
-    Status applyLocked(const ConfigPatch &patch, std::string origin, const std::string &why,
-                       ConfigChange &change);
-    // applyLocked for the SLO controller and the memory guard: a refusal is
-    // reported on stderr (there is no caller to return it to).
-    void applyControllerLocked(const ConfigPatch &patch, std::string origin, const std::string &why,
-                               ConfigChange &change);
-    // Requires m_mutex. Applies what the interceptors propose at `now`;
-    // true when one proposed something (applied or refused).
-    bool applyProposalsLocked(TimePoint now, ConfigChange &change);
-    void notifyConfigChanged(const ConfigChange &change);
-    void lowerMemoryLimit(const MemoryGuard::Lowering &lowering);
-    // Completes `pending` with `code`. Runs without m_mutex: `config` (for the
-    // observers' bucket) is the one the caller read under it.
-    void fail(std::vector<Pending> &pending, StatusCode code, const std::string &message,
-              const BatchingConfig &config);
-    void resizeExecutors(); // requires m_mutex
+    // ExecutorDriver
+    bool pokeLocked() override;
+    void wake() override { m_leaderCv.notify_one(); }
+    void instancesChangedLocked(int instances) override;
 
-    const std::shared_ptr<Backend> m_backend;
-    MemoryGuard m_guard; // decorates m_backend; the executors run through it
-    const Clock *const m_clock;
+    void executorLoop(int index);
+    // The leader's part of executorLoop: decides, and sleeps or spins until
+    // the next decision. Returns the unit to run, or nullopt when this
+    // thread must stop. Requires the core's mutex; returns with it held.
+    std::optional<WorkUnit> lead(int index) REQUIRES(m_core.mutex());
+    bool mustExit(int index) const REQUIRES(m_core.mutex());
+    void resizeExecutors() REQUIRES(m_core.mutex());
+
     const bool m_manual;
     const Duration m_spin;
-    MetricsRecorder m_metrics;
-    CacheInterceptor m_cache;
-    SloInterceptor m_slo;
-    const std::array<Interceptor *, 2> m_interceptors{&m_cache, &m_slo};
-    std::atomic<std::uint64_t> m_nextRequestId{1};
-    std::atomic<std::uint64_t> m_submitted{0};
-    // Bumped under m_mutex whenever the leader may have something new to
-    // decide; a spinning leader watches it instead of sleeping.
+    EngineCore m_core;
+    // Bumped under the core's mutex whenever the leader may have something
+    // new to decide; a spinning leader watches it instead of sleeping.
     std::atomic<std::uint64_t> m_pokes{0};
-
-    mutable std::mutex m_mutex;
-    std::condition_variable m_leaderCv;   // the leader's timed/untimed wait
-    std::condition_variable m_followerCv; // idle executors waiting to lead
-    // guarded by m_mutex:
-    std::unique_ptr<Scheduler> m_scheduler;
-    // The config in force (an immutable value replaced on every change:
-    // code that runs after the lock is released, like fail(), keeps a
-    // reference taken under it), its version and history.
-    ConfigVersions m_config;
-    // Queued requests a new kind of scheduler refused on a policy switch;
-    // update() fails them after releasing the lock.
-    std::vector<Scheduler::Failure> m_refused;
-    bool m_hasLeader = false;
-    bool m_leaderSleeping = false; // blocked on m_leaderCv: submit must notify
-    bool m_leaderIdle = false;     // ... with no wake-up time (schedulerIdle())
-    int m_inFlight = 0;            // units (batches, steps) being executed
-    int m_targetInstances = 1;
-    std::vector<std::thread> m_executors;
-    std::vector<bool> m_executorRunning;
-    bool m_stopping = false; // no more submits
-    bool m_draining = false;
-    bool m_shutDown = false;
+    std::condition_variable_any m_leaderCv;   // the leader's timed/untimed wait
+    std::condition_variable_any m_followerCv; // idle executors waiting to lead
+    // guarded by the core's mutex:
+    bool m_hasLeader GUARDED_BY(m_core.mutex()) = false;
+    // blocked on m_leaderCv: submit must notify
+    bool m_leaderSleeping GUARDED_BY(m_core.mutex()) = false;
+    // ... with no wake-up time (schedulerIdle())
+    bool m_leaderIdle GUARDED_BY(m_core.mutex()) = false;
+    int m_targetInstances GUARDED_BY(m_core.mutex()) = 1;
+    std::vector<std::thread> m_executors GUARDED_BY(m_core.mutex());
+    std::vector<bool> m_executorRunning GUARDED_BY(m_core.mutex());
 
     std::mutex m_shutdownMutex;
-    ObserverList m_observers;
+    bool m_shutDown = false; // guarded by m_shutdownMutex
 };
 
 } // namespace bp

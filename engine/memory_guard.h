@@ -15,6 +15,7 @@
 #pragma once
 
 #include "backend.h"
+#include "work_unit.h"
 
 #include <memory>
 #include <optional>
@@ -25,14 +26,6 @@ namespace bp {
 
 // The origin of the memory guard's config changes in the config history.
 inline constexpr std::string_view kMemoryGuardOrigin = "memory-guard";
-
-struct GuardedRun {
-    // The status of the whole batch: non-OK only when nothing ran (per
-    // sequence statuses are in the results).
-    Status status;
-    int splits = 0;    // how many times a part was split in halves
-    int largestOk = 0; // the largest part that ran (0: none)
-};
 
 class MemoryGuard final : public Backend {
 public:

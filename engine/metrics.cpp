@@ -36,7 +36,7 @@ MetricsRecorder::Slot &MetricsRecorder::slotFor(TimePoint t)
 
 void MetricsRecorder::setGoodputSlo(const GoodputConfig &slo)
 {
-    std::lock_guard lock(m_mutex);
+    MutexLock lock(m_mutex);
     m_goodputSlo = slo;
 }
 
@@ -67,25 +67,25 @@ void MetricsRecorder::recordGeneration(const RequestRecord &r, Slot &slot)
 
 void MetricsRecorder::recordAccepted()
 {
-    std::lock_guard lock(m_mutex);
+    MutexLock lock(m_mutex);
     ++m_submitted;
 }
 
 void MetricsRecorder::recordFailure(StatusCode code)
 {
-    std::lock_guard lock(m_mutex);
+    MutexLock lock(m_mutex);
     ++m_byStatus[std::size_t(code)];
 }
 
 void MetricsRecorder::resetQueues()
 {
-    std::lock_guard lock(m_mutex);
+    MutexLock lock(m_mutex);
     m_queues.clear();
 }
 
 void MetricsRecorder::recordCacheHit(const RequestRecord &r, TimePoint now)
 {
-    std::lock_guard lock(m_mutex);
+    MutexLock lock(m_mutex);
     Slot &slot = slotFor(now);
     ++m_byStatus[std::size_t(StatusCode::Ok)];
     ++m_cacheHits;
@@ -107,7 +107,7 @@ void MetricsRecorder::recordCacheHit(const RequestRecord &r, TimePoint now)
 
 void MetricsRecorder::fillQueues(Snapshot &out, const BatchingConfig &config) const
 {
-    std::lock_guard lock(m_mutex);
+    MutexLock lock(m_mutex);
     out.queues.clear();
     for (std::size_t i = 0; i < out.queueDepths.size(); ++i) {
         QueueSummary q;
@@ -129,7 +129,7 @@ void MetricsRecorder::fillQueues(Snapshot &out, const BatchingConfig &config) co
 void MetricsRecorder::recordBatch(const BatchRecord &batch, std::span<const RequestRecord> requests,
                                   TimePoint now)
 {
-    std::lock_guard lock(m_mutex);
+    MutexLock lock(m_mutex);
     Slot &slot = slotFor(now);
     if (batch.bucket >= 0 && batch.bucket < 64) {
         if (m_queues.size() <= std::size_t(batch.bucket))
@@ -193,7 +193,7 @@ void MetricsRecorder::recordBatch(const BatchRecord &batch, std::span<const Requ
 
 void MetricsRecorder::fill(Snapshot &out, TimePoint now) const
 {
-    std::lock_guard lock(m_mutex);
+    MutexLock lock(m_mutex);
     out.uptimeS = toSeconds(now - m_start);
     out.submitted = m_submitted;
     out.byStatus = m_byStatus;

@@ -3,6 +3,8 @@
 // snapshot readers copy under the same lock.
 #pragma once
 
+#include "thread_annotations.h"
+
 #include "histogram.h"
 #include "snapshot.h"
 
@@ -52,34 +54,41 @@ private:
         std::int64_t realTokens = 0, paddedTokens = 0;
         std::array<std::int64_t, kMaxExecutors> busyNs{};
     };
-    Slot &slotFor(TimePoint t); // requires m_mutex
+    Slot &slotFor(TimePoint t) REQUIRES(m_mutex);
     std::int64_t epochOf(TimePoint t) const { return (t - m_start) / kSlot; }
 
     const TimePoint m_start;
-    mutable std::mutex m_mutex;
-    // all below guarded by m_mutex
-    std::unique_ptr<std::array<Slot, kSlots>> m_slots;
+    mutable Mutex m_mutex;
+    std::unique_ptr<std::array<Slot, kSlots>> m_slots GUARDED_BY(m_mutex);
     // Records one completed-OK request's generation figures and goodput.
-    void recordGeneration(const RequestRecord &r, Slot &slot); // requires m_mutex
+    void recordGeneration(const RequestRecord &r, Slot &slot) REQUIRES(m_mutex);
 
-    LatencyHistogram m_total, m_queueWait, m_compute, m_ttft, m_tpot, m_itl;
-    GoodputConfig m_goodputSlo;
-    std::uint64_t m_good = 0, m_steps = 0, m_stepTokens = 0, m_preemptions = 0;
-    std::array<std::uint64_t, kStatusCodeCount> m_byStatus{};
-    std::uint64_t m_submitted = 0, m_batches = 0, m_batchMembers = 0;
-    std::uint64_t m_inputTokens = 0, m_outputTokens = 0;
-    std::int64_t m_realTokens = 0, m_paddedTokens = 0;
-    std::vector<std::uint64_t> m_batchSizes;
-    std::vector<BatchRecord> m_recent; // ring
-    std::size_t m_recentNext = 0;
-    int m_instancesSeen = 0;
+    LatencyHistogram m_total GUARDED_BY(m_mutex), m_queueWait GUARDED_BY(m_mutex), m_compute GUARDED_BY(m_mutex);
+    LatencyHistogram m_ttft GUARDED_BY(m_mutex), m_tpot GUARDED_BY(m_mutex), m_itl GUARDED_BY(m_mutex);
+    GoodputConfig m_goodputSlo GUARDED_BY(m_mutex);
+    std::uint64_t m_good GUARDED_BY(m_mutex) = 0;
+    std::uint64_t m_steps GUARDED_BY(m_mutex) = 0;
+    std::uint64_t m_stepTokens GUARDED_BY(m_mutex) = 0;
+    std::uint64_t m_preemptions GUARDED_BY(m_mutex) = 0;
+    std::array<std::uint64_t, kStatusCodeCount> m_byStatus GUARDED_BY(m_mutex){};
+    std::uint64_t m_submitted GUARDED_BY(m_mutex) = 0;
+    std::uint64_t m_batches GUARDED_BY(m_mutex) = 0;
+    std::uint64_t m_batchMembers GUARDED_BY(m_mutex) = 0;
+    std::uint64_t m_inputTokens GUARDED_BY(m_mutex) = 0;
+    std::uint64_t m_outputTokens GUARDED_BY(m_mutex) = 0;
+    std::int64_t m_realTokens GUARDED_BY(m_mutex) = 0;
+    std::int64_t m_paddedTokens GUARDED_BY(m_mutex) = 0;
+    std::vector<std::uint64_t> m_batchSizes GUARDED_BY(m_mutex);
+    std::vector<BatchRecord> m_recent GUARDED_BY(m_mutex); // ring
+    std::size_t m_recentNext GUARDED_BY(m_mutex) = 0;
+    int m_instancesSeen GUARDED_BY(m_mutex) = 0;
     struct QueueStats {
         std::uint64_t requests = 0, batches = 0, members = 0;
         std::int64_t realTokens = 0, paddedTokens = 0;
         LatencyHistogram total;
     };
-    std::vector<QueueStats> m_queues;
-    std::uint64_t m_cacheHits = 0;
+    std::vector<QueueStats> m_queues GUARDED_BY(m_mutex);
+    std::uint64_t m_cacheHits GUARDED_BY(m_mutex) = 0;
 };
 
 LatencySummary summarize(const LatencyHistogram &h);

@@ -8,7 +8,7 @@ namespace bp {
 
 void ObserverList::add(std::shared_ptr<EngineObserver> observer)
 {
-    std::lock_guard lock(m_mutex);
+    MutexLock lock(m_mutex);
     auto next = std::make_shared<List>(*m_list);
     next->push_back(std::move(observer));
     m_list = std::move(next);
@@ -16,7 +16,7 @@ void ObserverList::add(std::shared_ptr<EngineObserver> observer)
 
 void ObserverList::remove(const std::shared_ptr<EngineObserver> &observer)
 {
-    std::lock_guard lock(m_mutex);
+    MutexLock lock(m_mutex);
     auto next = std::make_shared<List>(*m_list);
     std::erase(*next, observer);
     m_list = std::move(next);
@@ -24,7 +24,7 @@ void ObserverList::remove(const std::shared_ptr<EngineObserver> &observer)
 
 std::shared_ptr<const ObserverList::List> ObserverList::current() const
 {
-    std::lock_guard lock(m_mutex);
+    MutexLock lock(m_mutex);
     return m_list;
 }
 

@@ -5,6 +5,8 @@
 // times), and the others still run.
 #pragma once
 
+#include "thread_annotations.h"
+
 #include "records.h"
 #include "request.h"
 
@@ -26,8 +28,8 @@ public:
     std::shared_ptr<const List> current() const;
 
 private:
-    mutable std::mutex m_mutex;
-    std::shared_ptr<const List> m_list; // guarded by m_mutex; the list itself is immutable
+    mutable Mutex m_mutex;
+    std::shared_ptr<const List> m_list GUARDED_BY(m_mutex); // the list itself is immutable
 };
 
 // Reports an observer's exception on stderr, the first few times.

@@ -22,11 +22,11 @@ RequestRecord requestRecordOf(const Request &r)
     rec.id = r.id;
     rec.arrival = r.arrival;
     rec.inputTokens = int(r.tokens.size());
+    rec.priority = r.priority;
     return rec;
 }
 
-BatchRecord batchRecordOf(const Batch &batch, TimePoint start, TimePoint end, const GuardedRun &run,
-                          int executor)
+BatchRecord batchRecordOf(const Batch &batch, const UnitRun &run)
 {
     const std::size_t n = batch.items.size();
     std::int64_t realTokens = 0;
@@ -36,62 +36,55 @@ BatchRecord batchRecordOf(const Batch &batch, TimePoint start, TimePoint end, co
     br.id = batch.id;
     br.dispatchedAt = batch.dispatchedAt;
     br.intendedAt = batch.intendedAt;
-    br.startedAt = start;
+    br.startedAt = run.start;
     br.size = int(n);
     br.paddedLength = batch.paddedLength;
     br.realTokens = realTokens;
     br.paddedTokens = std::int64_t(n) * batch.paddedLength;
-    br.compute = end - start;
+    br.compute = run.end - run.start;
     br.reason = batch.reason;
     br.policy = batch.policy;
     br.bucket = batch.bucket;
-    br.executor = executor;
+    br.executor = run.executor;
     br.configVersion = batch.configVersion;
-    br.status = run.status.code();
-    br.oomSplits = run.splits;
+    br.status = run.guard.status.code();
+    br.oomSplits = run.guard.splits;
     return br;
 }
 
-void batchOutcomes(const Batch &batch, const BatchRecord &br, const Status &batchStatus,
-                   std::vector<SequenceResult> &results, std::vector<Response> &responses,
-                   std::vector<RequestRecord> &records)
+void batchResponses(const Batch &batch, UnitRun &run, std::vector<Response> &responses)
 {
     const std::size_t n = batch.items.size();
-    const TimePoint start = br.startedAt;
-    const TimePoint end = br.startedAt + br.compute;
+    const Duration compute = run.end - run.start;
+    const Status &batchStatus = run.guard.status;
+    run.results.resize(n);
     responses.resize(n);
-    records.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
         const Request &req = batch.items[i].request;
-        SequenceResult &res = results[i];
+        SequenceResult &res = run.results[i];
         Response &r = responses[i];
         r.requestId = req.id;
         r.status = batchStatus.isOk() ? res.status : batchStatus;
         r.values = std::move(res.values);
         r.tokens = std::move(res.tokens);
         r.timing.queueWait = batch.dispatchedAt - req.arrival;
-        r.timing.compute = br.compute;
-        r.timing.total = end - req.arrival;
+        r.timing.compute = compute;
+        r.timing.total = run.end - req.arrival;
         r.timing.intendedWait = std::max(Duration::zero(), batch.intendedAt - req.arrival);
         if (!r.tokens.empty() && res.firstTokenAfter > Duration::zero())
-            r.timing.timeToFirstToken = (start - req.arrival) + res.firstTokenAfter;
+            r.timing.timeToFirstToken = (run.start - req.arrival) + res.firstTokenAfter;
         r.timing.timePerOutputToken =
             timePerOutputToken(res.firstTokenAfter, res.lastTokenAfter, r.tokens.size());
         r.batch = {batch.id, int(n), batch.paddedLength, batch.bucket, batch.reason};
-
-        RequestRecord &rec = records[i];
-        rec = requestRecordOf(req);
-        rec.queueWait = r.timing.queueWait;
-        rec.compute = r.timing.compute;
-        rec.total = r.timing.total;
-        rec.timeToFirstToken = r.timing.timeToFirstToken;
-        rec.timePerOutputToken = r.timing.timePerOutputToken;
-        rec.interTokenLatencies = interTokenGaps(r.timing, r.tokens.size());
-        rec.outputTokens = int(r.tokens.size());
-        rec.bucket = batch.bucket;
-        rec.batchId = batch.id;
-        rec.status = r.status.code();
     }
+}
+
+void batchDone(Batch &batch, UnitRun &run, UnitDone &done)
+{
+    done.record = batchRecordOf(batch, run);
+    batchResponses(batch, run, done.responses);
+    done.done = std::move(batch.items);
+    batch.items.clear();
 }
 
 Response failedResponse(const Request &request, const Status &status, TimePoint now)
@@ -125,24 +118,23 @@ void answeredOutcome(const Request &request, TimePoint now, Response &r, Request
     rec.cacheHit = true;
 }
 
-BatchRecord stepRecordOf(const StepWork &step, TimePoint start, TimePoint end, const Status &status,
-                         int executor)
+BatchRecord stepRecordOf(const StepWork &step, const UnitRun &run)
 {
     BatchRecord br;
     br.id = step.id;
     br.dispatchedAt = step.dispatchedAt;
     br.intendedAt = step.dispatchedAt;
-    br.startedAt = start;
+    br.startedAt = run.start;
     br.size = int(step.items.size());
     for (const StepItem &item : step.items)
         br.paddedLength = std::max(br.paddedLength, int(item.tokens.size()));
     br.realTokens = br.paddedTokens = std::int64_t(step.prefillTokens) + step.decodeTokens;
-    br.compute = end - start;
+    br.compute = run.end - run.start;
     br.reason = DispatchReason::Single;
     br.policy = PolicyKind::Continuous;
-    br.executor = executor;
+    br.executor = run.executor;
     br.configVersion = step.configVersion;
-    br.status = status.code();
+    br.status = run.guard.status.code();
     br.prefillTokens = step.prefillTokens;
     br.decodeTokens = step.decodeTokens;
     br.joined = step.joined;
@@ -163,6 +155,7 @@ RequestRecord completedRecord(const Request &request, const Response &r, std::ui
     rec.timePerOutputToken = r.timing.timePerOutputToken;
     rec.interTokenLatencies = interTokenGaps(r.timing, r.tokens.size());
     rec.outputTokens = int(r.tokens.size());
+    rec.bucket = r.batch.bucket;
     rec.batchId = batchId;
     rec.status = r.status.code();
     return rec;

@@ -8,7 +8,7 @@
 #include "memory_guard.h"
 #include "records.h"
 #include "scheduler.h"
-#include "step_work.h"
+#include "work_unit.h"
 
 #include <string>
 #include <vector>
@@ -22,20 +22,25 @@ namespace bp {
 // tokens (or without a TPOT).
 std::vector<Duration> interTokenGaps(const Timing &timing, std::size_t tokens);
 
-// A request's record before anything happened to it (id, arrival, input length).
+// A request's record before anything happened to it (id, arrival, input
+// length, priority).
 RequestRecord requestRecordOf(const Request &request);
 
-// A batch that ran from `start` to `end` on `executor`, with the memory
-// guard's outcome.
-BatchRecord batchRecordOf(const Batch &batch, TimePoint start, TimePoint end, const GuardedRun &run,
-                          int executor);
+// A batch as it ran (`run`: when, on which executor, the memory guard's outcome).
+BatchRecord batchRecordOf(const Batch &batch, const UnitRun &run);
 
-// Each member's Response and RequestRecord (same order as batch.items). A
-// non-OK `batchStatus` overrides every member's own. Moves the results'
-// values and tokens into the responses.
-void batchOutcomes(const Batch &batch, const BatchRecord &record, const Status &batchStatus,
-                   std::vector<SequenceResult> &results, std::vector<Response> &responses,
-                   std::vector<RequestRecord> &records);
+// Each member's Response (same order as batch.items). A non-OK run status
+// overrides every member's own. Moves the results' values and tokens into
+// the responses. TTFT and TPOT are the engine's one definition for
+// request-level generation: first token = dispatch wait + the run's time to
+// it; TPOT = (last token - first token) / (tokens - 1), per member.
+void batchResponses(const Batch &batch, UnitRun &run, std::vector<Response> &responses);
+
+// A batch's hand back: every member ends with it. Fills `done` (the batch
+// record, the members, their responses) and empties batch.items. Any
+// scheduler in force when the batch comes back calls it (a policy switch
+// may have replaced the one that dispatched it).
+void batchDone(Batch &batch, UnitRun &run, UnitDone &done);
 
 // A request that never ran (expired, shut down), failed at `now` with
 // `code`: its Response, and its record in queue `bucket`.
@@ -48,10 +53,10 @@ void answeredOutcome(const Request &request, TimePoint now, Response &answer, Re
 
 // A generation step (policy `continuous`) as a batch record: its items are
 // the batch, its prompt and decode tokens the real (= padded) tokens.
-BatchRecord stepRecordOf(const StepWork &step, TimePoint start, TimePoint end, const Status &status,
-                         int executor);
+BatchRecord stepRecordOf(const StepWork &step, const UnitRun &run);
 
-// The record of a request that ended with `response` in unit `batchId`.
+// The record of a request that ended with `response` in unit `batchId`
+// (its queue: the response's batch bucket).
 RequestRecord completedRecord(const Request &request, const Response &response, std::uint64_t batchId);
 
 } // namespace bp

@@ -19,7 +19,7 @@ std::uint64_t ResponseCache::hashOf(const std::vector<TokenId> &input, int maxNe
 
 void ResponseCache::configure(int maxEntries, std::int64_t maxBytes)
 {
-    std::lock_guard lock(m_mutex);
+    MutexLock lock(m_mutex);
     m_maxEntries = maxEntries;
     m_maxBytes = maxBytes;
     evict();
@@ -27,7 +27,7 @@ void ResponseCache::configure(int maxEntries, std::int64_t maxBytes)
 
 void ResponseCache::clear()
 {
-    std::lock_guard lock(m_mutex);
+    MutexLock lock(m_mutex);
     m_lru.clear();
     m_index.clear();
     m_stats.entries = 0;
@@ -37,7 +37,7 @@ void ResponseCache::clear()
 std::optional<ResponseCache::Value> ResponseCache::lookup(const std::vector<TokenId> &input, int maxNewTokens)
 {
     const std::uint64_t h = hashOf(input, maxNewTokens);
-    std::lock_guard lock(m_mutex);
+    MutexLock lock(m_mutex);
     auto [it, end] = m_index.equal_range(h);
     for (; it != end; ++it) {
         auto entry = it->second;
@@ -57,7 +57,7 @@ void ResponseCache::insert(const std::vector<TokenId> &input, int maxNewTokens, 
     const std::int64_t bytes = std::int64_t(sizeof(Entry) + input.size() * sizeof(TokenId) +
                                             value.values.size() * sizeof(float) +
                                             value.tokens.size() * sizeof(TokenId));
-    std::lock_guard lock(m_mutex);
+    MutexLock lock(m_mutex);
     if (bytes > m_maxBytes)
         return;
     auto [it, end] = m_index.equal_range(h);
@@ -91,7 +91,7 @@ void ResponseCache::evict()
 
 CacheStats ResponseCache::stats() const
 {
-    std::lock_guard lock(m_mutex);
+    MutexLock lock(m_mutex);
     return m_stats;
 }
 

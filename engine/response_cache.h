@@ -3,6 +3,8 @@
 // deterministic). Bounded by entries and by bytes; thread-safe.
 #pragma once
 
+#include "thread_annotations.h"
+
 #include "request.h"
 
 #include <cstdint>
@@ -42,14 +44,14 @@ private:
         std::int64_t bytes;
     };
     static std::uint64_t hashOf(const std::vector<TokenId> &input, int maxNewTokens);
-    void evict(); // requires m_mutex
+    void evict() REQUIRES(m_mutex);
 
-    mutable std::mutex m_mutex;
-    std::list<Entry> m_lru; // front = most recent
-    std::unordered_multimap<std::uint64_t, std::list<Entry>::iterator> m_index;
-    int m_maxEntries = 10000;
-    std::int64_t m_maxBytes = 64LL << 20;
-    CacheStats m_stats;
+    mutable Mutex m_mutex;
+    std::list<Entry> m_lru GUARDED_BY(m_mutex); // front = most recent
+    std::unordered_multimap<std::uint64_t, std::list<Entry>::iterator> m_index GUARDED_BY(m_mutex);
+    int m_maxEntries GUARDED_BY(m_mutex) = 10000;
+    std::int64_t m_maxBytes GUARDED_BY(m_mutex) = 64LL << 20;
+    CacheStats m_stats GUARDED_BY(m_mutex);
 };
 
 } // namespace bp

@@ -18,11 +18,35 @@ bool sameSchedulerKind(const BatchingConfig &a, const BatchingConfig &b)
     return (a.policy == PolicyKind::Continuous) == (b.policy == PolicyKind::Continuous);
 }
 
-std::unique_ptr<Scheduler> makeScheduler(const BatchingConfig &config, ModelLimits limits, StepModel *steps)
+std::unique_ptr<Scheduler> makeScheduler(const BatchingConfig &config, ModelLimits limits, StepModel *steps,
+                                         std::shared_ptr<UnitIds> ids)
 {
     if (config.policy == PolicyKind::Continuous && steps)
-        return std::make_unique<ContinuousScheduler>(config, limits, *steps);
-    return std::make_unique<Batcher>(config, limits);
+        return std::make_unique<ContinuousScheduler>(config, limits, *steps, std::move(ids));
+    return std::make_unique<Batcher>(config, limits, std::move(ids));
+}
+
+std::uint64_t WorkUnit::id() const
+{
+    return batch() ? batch()->id : step()->id;
+}
+
+std::size_t WorkUnit::size() const
+{
+    return batch() ? batch()->items.size() : step()->items.size();
+}
+
+TimePoint WorkUnit::dispatchedAt() const
+{
+    return batch() ? batch()->dispatchedAt : step()->dispatchedAt;
+}
+
+void WorkUnit::delayDispatch(Duration by)
+{
+    if (Batch *b = batch())
+        b->dispatchedAt += by;
+    else
+        step()->dispatchedAt += by;
 }
 
 } // namespace bp

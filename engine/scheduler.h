@@ -7,23 +7,26 @@
 // its mutex (or a test or the replayer calls it directly with fake or
 // virtual time). Not thread-safe.
 //
-// The executor loop, the same for every kind of scheduler:
+// The executor step, the same for every kind of scheduler (and for the
+// engine's threads and the simulator alike, engine/executor_step.h):
 //   admit() on submit; poll() when an executor is free; the Poll holds a
-//   unit of work (`work`) the executor runs outside the lock, the requests
-//   whose deadline passed, and when poll() next has something to do. After
-//   running a unit, the executor hands its outcome back with finished()
-//   (under the lock): a request-level scheduler has nothing to learn from it;
-//   an iteration-level one (policy `continuous`) advances its sequences.
+//   unit of work (engine/work_unit.h) the executor runs outside the lock,
+//   the requests whose deadline passed, and when poll() next has something
+//   to do. After running the unit, the executor hands its outcome back with
+//   finished() (under the lock), which returns the requests that ended with
+//   their answers: a request-level scheduler's whole batch, an
+//   iteration-level one's (policy `continuous`) finished sequences.
 //
 // Implementations: Batcher (request-level: none, static, dynamic, bucketed,
 // hybrid, adaptive delay; its unit is a Batch run by Backend::run) and
 // ContinuousScheduler (policy `continuous`; its unit is a StepWork run by
-// StepModel::step, engine/step_work.h).
+// StepModel::step).
 #pragma once
 
 #include "batching_config.h"
 #include "policy.h"
 #include "request.h"
+#include "work_unit.h"
 
 #include <cstdint>
 #include <memory>
@@ -33,38 +36,6 @@
 
 namespace bp {
 
-class StepModel;
-struct StepOutcome;
-struct StepWork;
-struct StepDone;
-
-// What the model accepts; admit() checks every request against it.
-struct ModelLimits {
-    int maxSequenceLength = 1024;
-    int vocabSize = 256;
-};
-
-// A queued request and the completion it is owed.
-struct Pending {
-    Request request;
-    Completion done;
-    std::uint64_t seq = 0; // admission order, set by admit()
-};
-
-// A request-level unit of work: whole requests, run together by
-// Backend::run and completed together.
-struct Batch {
-    std::uint64_t id = 0;
-    std::vector<Pending> items;
-    int paddedLength = 0;
-    int bucket = 0;
-    DispatchReason reason = DispatchReason::Single;
-    PolicyKind policy = PolicyKind::None;
-    TimePoint dispatchedAt{};
-    TimePoint intendedAt{};
-    std::uint64_t configVersion = 0;
-};
-
 // Iteration-level state (policy `continuous`) for the snapshot's gauges.
 struct IterationGauges {
     std::size_t running = 0, waiting = 0; // sequences
@@ -73,53 +44,63 @@ struct IterationGauges {
     std::uint64_t preemptions = 0;        // since this scheduler was built
 };
 
+// What the snapshot shows of a scheduler's queues.
+struct SchedulerGauges {
+    std::vector<std::size_t> depths;          // queued requests per queue, in the config's queue order
+    double arrivalRate = 0;                   // smoothed, requests/s
+    Duration effectiveDelay{};                // the queue delay in force (the adaptive one when enabled)
+    std::optional<IterationGauges> iteration; // an iteration-level scheduler's; nullopt otherwise
+};
+
+// Unit ids a scheduler hands out: one sequence per engine (and so per
+// session), kept across a switch to another kind of scheduler, so that no
+// two units of a session share an id.
+class UnitIds {
+public:
+    std::uint64_t next() { return m_next++; }
+
+private:
+    std::uint64_t m_next = 1;
+};
+
 class Scheduler {
 public:
     virtual ~Scheduler() = default;
 
     // Validates `pending.request` (against the model's limits and the
     // config) and queues it. On failure `pending` is left untouched, so the
-    // caller still owns the completion, and the Status says why.
+    // caller still owns the completion, and the Status says why. On success
+    // lastAdmitNeedsWake() says whether a decision is now possible earlier
+    // than the scheduler's current plan (the engine then wakes its leader).
     virtual Status admit(Pending &pending, TimePoint now) = 0;
-    // Validation alone, without queueing.
-    virtual Status check(const Request &request, TimePoint now) const = 0;
-    // True when the last successful admit() made a decision possible earlier
-    // than the scheduler's current plan: the engine then wakes its leader.
-    virtual bool lastAdmitNeedsWake() const = 0;
 
     struct Failure {
         Pending pending;
         Status status;
     };
     struct Poll {
-        // The unit of work for a free executor: a batch (request-level) or
-        // a step (iteration-level); at most one is set.
-        std::optional<Batch> batch;
-        std::shared_ptr<StepWork> step;
+        std::optional<WorkUnit> unit;    // the unit of work for a free executor
         std::vector<Pending> expired;    // deadline passed while queued: fail them
         std::vector<Failure> failed;     // to complete with their status (e.g. Cancelled)
         std::optional<TimePoint> wakeAt; // next time poll() has something to do
         // Work in flight decides what comes next (finished() returns true):
         // the engine must not treat "nothing to do" as stuck while draining.
         bool busy = false;
+
+        Batch *batch() { return unit ? unit->batch() : nullptr; }
+        StepWork *step() { return unit ? unit->step() : nullptr; }
     };
     // One scheduling decision at `now`: expires overdue requests, then (when
     // mayDispatch, i.e. an executor is free) picks the next unit of work.
     // `draining`: the engine is shutting down and no more requests come.
     virtual Poll poll(TimePoint now, bool draining, bool mayDispatch = true) = 0;
-    // The executor ran `batch` (its members are completed by the engine).
-    // Called under the engine lock after every batch.
-    virtual void finished(const Batch &batch, TimePoint now) = 0;
-    // The executor ran `step` (StepModel::step returned `status`, and
-    // `outcomes` per item). Under the engine lock. The scheduler advances its
-    // sequences, calls their onToken, and moves the requests that ended into
-    // `done` for the executor to complete. True when a new decision is
+    // The executor ran `unit` (`run`: its status, results or outcomes, and
+    // when). Under the engine lock. The scheduler learns from it (an
+    // iteration-level one advances its sequences and calls their onToken)
+    // and moves the requests that ended into `done` with their answers, for
+    // the executor to record and complete. True when a new decision is
     // possible (the engine then wakes its leader).
-    virtual bool finished(StepWork & /*step*/, const Status & /*status*/,
-                          std::vector<StepOutcome> & /*outcomes*/, TimePoint /*now*/, StepDone & /*done*/)
-    {
-        return false;
-    }
+    virtual bool finished(WorkUnit &unit, UnitRun &run, TimePoint now, UnitDone &done) = 0;
 
     // A validated config change; `version` stamps later units of work.
     // Nothing queued is lost.
@@ -127,22 +108,26 @@ public:
     // Removes every queued request (shutdown, or a switch to another kind
     // of scheduler), in admission order.
     virtual std::vector<Pending> takeAll() = 0;
+    // Requests it holds that have not ended (queued; for an iteration-level
+    // scheduler, running sequences too). The engine drains until 0.
+    virtual std::size_t size() const = 0;
+    virtual SchedulerGauges gauges(TimePoint now) const = 0;
+
+    const BatchingConfig &config() const { return m_config; }
+    bool lastAdmitNeedsWake() const { return m_lastAdmitNeedsWake; }
     // True while a unit it handed out has not come back through finished()
     // and the scheduler still tracks its requests (a step's sequences).
-    virtual bool hasWorkInFlight() const { return false; }
+    bool hasWorkInFlight() const { return m_workInFlight; }
 
-    virtual const BatchingConfig &config() const = 0;
-    // Requests queued (not yet in a unit of work).
-    virtual std::size_t size() const = 0;
-    // Queued requests per queue, in the config's queue order.
-    virtual std::vector<std::size_t> depths() const = 0;
-    // Smoothed arrival rate (requests/s) as of `now`.
-    virtual double arrivalRate(TimePoint now) const = 0;
-    // The queue delay in force (the adaptive one when enabled).
-    virtual Duration effectiveDelay() const = 0;
-    // Running / waiting sequences and the KV cache, for an iteration-level
-    // scheduler; nullopt for a request-level one (the Batcher has none).
-    virtual std::optional<IterationGauges> iterationGauges() const { return std::nullopt; }
+protected:
+    Scheduler(BatchingConfig config, std::shared_ptr<UnitIds> ids)
+        : m_config(std::move(config)), m_ids(ids ? std::move(ids) : std::make_shared<UnitIds>())
+    {
+    }
+    BatchingConfig m_config;
+    std::shared_ptr<UnitIds> m_ids;
+    bool m_lastAdmitNeedsWake = false;
+    bool m_workInFlight = false;
 };
 
 // Whether `config.policy` can run on a model with (`steps` non-null) or
@@ -153,6 +138,8 @@ Status schedulerSupports(const BatchingConfig &config, const StepModel *steps, c
 bool sameSchedulerKind(const BatchingConfig &a, const BatchingConfig &b);
 // The scheduler for `config.policy`. `steps` is the model's StepModel
 // (Backend::steps()); required for `continuous` (see schedulerSupports()).
-std::unique_ptr<Scheduler> makeScheduler(const BatchingConfig &config, ModelLimits limits, StepModel *steps);
+// `ids`: the engine's unit ids (null: a fresh sequence from 1).
+std::unique_ptr<Scheduler> makeScheduler(const BatchingConfig &config, ModelLimits limits, StepModel *steps,
+                                         std::shared_ptr<UnitIds> ids = nullptr);
 
 } // namespace bp

@@ -82,6 +82,7 @@ class LoadGenerator {
 public:
     struct Counters {
         std::uint64_t sent = 0, accepted = 0, rejected = 0, completed = 0, failed = 0;
+        std::uint64_t shed = 0; // remote load only: shed by the client's bounded queue (within failed)
     };
     using ResponseHook = std::function<void(const Arrival &, TimePoint scheduled, const Response &)>;
 

@@ -7,6 +7,8 @@
 #include "duration_spin_box.h"
 #include "knob_form.h"
 
+#include "app/engine_host.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFormLayout>
@@ -60,6 +62,13 @@ ControlPanel::ControlPanel(app::EngineBridge &bridge, QUndoStack *undoStack, QWi
     m_policyHint->setWordWrap(true);
     m_policyHint->setStyleSheet(QStringLiteral("color: palette(mid);"));
     policyForm->addRow(m_policyHint);
+    // Which default the model opened with (issue 27 §3): continuous for a
+    // generative model, dynamic for an encoder; --config overrides it.
+    m_defaultNote = new QLabel(app::defaultPolicyNote(m_bridge.engine().model()), this);
+    m_defaultNote->setObjectName(QStringLiteral("defaultPolicyNote"));
+    m_defaultNote->setWordWrap(true);
+    m_defaultNote->setStyleSheet(QStringLiteral("color: palette(mid);"));
+    policyForm->addRow(m_defaultNote);
     // Picking a policy brings its group into view (the panel scrolls in its dock).
     connect(m_policy, &QComboBox::currentIndexChanged, this, [this] {
         if (!m_showing)

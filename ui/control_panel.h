@@ -45,6 +45,8 @@ public:
     QString errorFor(const QString &field) const;
 
     QComboBox *policyBox() const { return m_policy; }
+    // "Default for a generative model: continuous." (app::defaultPolicyNote)
+    QLabel *defaultPolicyNote() const { return m_defaultNote; }
     QSpinBox *maxBatchSizeBox() const { return m_maxBatch; }
     DurationSpinBox *queueDelayBox() const { return m_delay; }
     BucketEdgesEditor *bucketEdgesEditor() const { return m_edges; }
@@ -86,6 +88,7 @@ private:
 
     QComboBox *m_policy = nullptr;
     QLabel *m_policyHint = nullptr;
+    QLabel *m_defaultNote = nullptr; // the model's default policy
     QSpinBox *m_maxBatch = nullptr;
     DurationSpinBox *m_delay = nullptr;
     BucketEdgesEditor *m_edges = nullptr;

@@ -6,6 +6,8 @@
 #include <QSettings>
 #include <QSpinBox>
 
+#include <algorithm>
+
 namespace bp::ui {
 
 RemoteTargetForm::RemoteTargetForm(QWidget *parent) : QWidget(parent)
@@ -19,6 +21,7 @@ RemoteTargetForm::RemoteTargetForm(QWidget *parent) : QWidget(parent)
     m_protocol = new QComboBox(this);
     m_protocol->addItem(tr("OIP / KServe v2 infer"), QStringLiteral("oip"));
     m_protocol->addItem(tr("OpenAI /v1/completions (streaming)"), QStringLiteral("openai"));
+    m_protocol->addItem(tr("OpenAI /v1/chat/completions (streaming)"), QStringLiteral("openai-chat"));
     m_model = new QLineEdit(this);
     m_model->setObjectName(QStringLiteral("remoteModel"));
     m_model->setPlaceholderText(tr("the model's name on the server"));
@@ -29,6 +32,13 @@ RemoteTargetForm::RemoteTargetForm(QWidget *parent) : QWidget(parent)
     m_concurrency->setRange(1, 16384);
     m_concurrency->setValue(64);
     m_concurrency->setToolTip(tr("Requests on the wire at most (one keep-alive connection each)"));
+    m_maxQueued = new QSpinBox(this);
+    m_maxQueued->setObjectName(QStringLiteral("remoteMaxQueued"));
+    m_maxQueued->setRange(0, 10'000'000);
+    m_maxQueued->setSpecialValueText(tr("no cap"));
+    m_maxQueued->setValue(remote::RemoteOptions{}.maxQueued);
+    m_maxQueued->setToolTip(tr("Requests waiting for a connection at most; more are shed by the client "
+                               "(recorded as rejected, counted as shed)"));
     m_scrapeMs = new QSpinBox(this);
     m_scrapeMs->setRange(0, 600000);
     m_scrapeMs->setSuffix(tr(" ms"));
@@ -40,11 +50,12 @@ RemoteTargetForm::RemoteTargetForm(QWidget *parent) : QWidget(parent)
     form->addRow(tr("Mo&del"), m_model);
     form->addRow(tr("To&ken"), m_token);
     form->addRow(tr("Max conc&urrency"), m_concurrency);
+    form->addRow(tr("Client &queue cap"), m_maxQueued);
     form->addRow(tr("Scrape &metrics every"), m_scrapeMs);
     for (QLineEdit *e : {m_url, m_model, m_token})
         connect(e, &QLineEdit::textEdited, this, &RemoteTargetForm::edited);
     connect(m_protocol, &QComboBox::currentIndexChanged, this, &RemoteTargetForm::edited);
-    for (QSpinBox *b : {m_concurrency, m_scrapeMs})
+    for (QSpinBox *b : {m_concurrency, m_maxQueued, m_scrapeMs})
         connect(b, &QSpinBox::valueChanged, this, &RemoteTargetForm::edited);
 }
 
@@ -56,6 +67,7 @@ remote::RemoteOptions RemoteTargetForm::options() const
     o.model = m_model->text().trimmed();
     o.token = m_token->text();
     o.maxConcurrency = m_concurrency->value();
+    o.maxQueued = m_maxQueued->value();
     o.scrapeInterval = std::chrono::milliseconds(m_scrapeMs->value());
     return o;
 }
@@ -63,9 +75,11 @@ remote::RemoteOptions RemoteTargetForm::options() const
 void RemoteTargetForm::restore(QSettings &s)
 {
     m_url->setText(s.value(QStringLiteral("remoteUrl")).toString());
-    m_protocol->setCurrentIndex(s.value(QStringLiteral("remoteProtocol")).toString() == "openai" ? 1 : 0);
+    m_protocol->setCurrentIndex(std::max(0, m_protocol->findData(s.value(QStringLiteral("remoteProtocol")))));
     m_model->setText(s.value(QStringLiteral("remoteModel")).toString());
     m_concurrency->setValue(s.value(QStringLiteral("remoteConcurrency"), 64).toInt());
+    m_maxQueued->setValue(
+        s.value(QStringLiteral("remoteMaxQueued"), remote::RemoteOptions{}.maxQueued).toInt());
     m_scrapeMs->setValue(s.value(QStringLiteral("remoteScrapeMs"), 1000).toInt());
 }
 
@@ -75,6 +89,7 @@ void RemoteTargetForm::save(QSettings &s) const
     s.setValue(QStringLiteral("remoteProtocol"), m_protocol->currentData().toString());
     s.setValue(QStringLiteral("remoteModel"), m_model->text().trimmed());
     s.setValue(QStringLiteral("remoteConcurrency"), m_concurrency->value());
+    s.setValue(QStringLiteral("remoteMaxQueued"), m_maxQueued->value());
     s.setValue(QStringLiteral("remoteScrapeMs"), m_scrapeMs->value());
 }
 

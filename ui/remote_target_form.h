@@ -1,6 +1,6 @@
 // The remote server a replay or the Traffic panel drives instead of the
 // embedded engine (docs/remote.md): URL, protocol (OIP infer | OpenAI
-// /v1/completions streaming), the model's name on the server, a bearer
+// /v1/completions or /v1/chat/completions, streaming), the model's name on the server, a bearer
 // token, the concurrency cap and the /metrics scrape interval. One form,
 // used by the Replay dialog and the Traffic panel; the last choices are
 // kept in QSettings under the group given (the token never is).
@@ -27,7 +27,7 @@ public:
     remote::RemoteOptions options() const;
 
     // Keys remoteUrl, remoteProtocol, remoteModel, remoteConcurrency,
-    // remoteScrapeMs in the settings' current group.
+    // remoteMaxQueued, remoteScrapeMs in the settings' current group.
     void restore(QSettings &settings);
     void save(QSettings &settings) const;
 
@@ -36,6 +36,7 @@ public:
     QLineEdit *modelEdit() const { return m_model; }
     QLineEdit *tokenEdit() const { return m_token; }
     QSpinBox *concurrencyBox() const { return m_concurrency; }
+    QSpinBox *maxQueuedBox() const { return m_maxQueued; }
     QSpinBox *scrapeBox() const { return m_scrapeMs; }
 
 signals:
@@ -47,6 +48,7 @@ private:
     QLineEdit *m_model = nullptr;
     QLineEdit *m_token = nullptr;
     QSpinBox *m_concurrency = nullptr;
+    QSpinBox *m_maxQueued = nullptr;
     QSpinBox *m_scrapeMs = nullptr;
 };
 

@@ -227,6 +227,7 @@ LoadGenerator::Counters TrafficPanel::counters() const
         c.rejected += now.rejected;
         c.completed += now.completed;
         c.failed += now.failed;
+        c.shed += now.shed;
     };
     if (m_generator)
         add(m_generator->counters());
@@ -461,7 +462,8 @@ void TrafficPanel::updateCounters()
                             .arg(c.accepted)
                             .arg(c.rejected)
                             .arg(c.completed)
-                            .arg(c.failed));
+                            .arg(c.failed) +
+                        (c.shed ? tr(" (shed by the client: %L1)").arg(c.shed) : QString()));
 }
 
 int TrafficPanel::meanLength() const

@@ -75,6 +75,7 @@ public:
     QSpinBox *maxNewTokensBox() const { return m_maxNew; }
     QPushButton *startButton() const { return m_start; }
     QLabel *loadLabel() const { return m_load; }
+    QLabel *countersLabel() const { return m_counters; }
     QComboBox *targetBox() const { return m_targetBox; }
     RemoteTargetForm *remoteForm() const { return m_remoteForm; }
     // The target selector says "remote server".

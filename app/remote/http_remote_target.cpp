@@ -1,13 +1,11 @@
 #include "http_remote_target.h"
 
 #include "http1_connection.h"
+#include "remote_answer.h"
+#include "remote_scraper.h"
 
 #include "engine/histogram.h"
 #include "engine/metrics.h"
-#include "engine/store/prometheus_text.h"
-#include "engine/store/target_metrics.h"
-
-#include <QTimer>
 
 #include <condition_variable>
 #include <deque>
@@ -44,35 +42,6 @@ QByteArray pathOf(const QUrl &url)
 
 } // namespace
 
-Status validate(const RemoteOptions &o)
-{
-    auto bad = [](const QString &what) { return Status(StatusCode::InvalidArgument, what.toStdString()); };
-    if (!o.target.isValid() ||
-        (o.target.scheme() != QLatin1String("http") && o.target.scheme() != QLatin1String("https")))
-        return bad(
-            QStringLiteral("--target must be an http:// or https:// URL, not '%1'").arg(o.target.toString()));
-    if (o.target.host().isEmpty())
-        return bad(QStringLiteral("--target '%1' has no host").arg(o.target.toString()));
-    if (o.target.hasQuery() || o.target.hasFragment())
-        return bad(QStringLiteral("--target '%1': give the server's base URL, without ?query or #fragment")
-                       .arg(o.target.toString()));
-    if (o.model.isEmpty())
-        return bad(QStringLiteral("a remote replay needs --model NAME (the model's name on the server)"));
-    if (o.maxConcurrency < 1 || o.maxConcurrency > 16384)
-        return bad(QStringLiteral("--max-concurrency must be in [1, 16384]"));
-    if (o.timeout < Duration::zero() || o.scrapeInterval < Duration::zero())
-        return bad(QStringLiteral("timeouts and intervals cannot be negative"));
-    if (o.scrapeInterval > Duration::zero() && o.scrapeInterval < std::chrono::milliseconds(10))
-        return bad(QStringLiteral("--scrape-interval must be at least 10 ms"));
-    if (!o.metricsUrl.isEmpty() &&
-        (!o.metricsUrl.isValid() || o.metricsUrl.host().isEmpty() ||
-         (o.metricsUrl.scheme() != QLatin1String("http") && o.metricsUrl.scheme() != QLatin1String("https"))))
-        return bad(QStringLiteral("--metrics-url must be an http:// or https:// URL"));
-    if (o.vocabSize < 2 || o.maxInputTokens < 1 || o.maxNewTokens < 0)
-        return bad(QStringLiteral("vocabulary size, input and output limits must be positive"));
-    return Status::ok();
-}
-
 // Everything that runs on the HTTP thread, plus the few thread-safe figures
 // the other threads read.
 class HttpRemoteTarget::Worker : public QObject {
@@ -80,20 +49,17 @@ public:
     explicit Worker(const RemoteOptions &o)
         : metrics(SteadyClock::now()), m_options(o), m_endpoint(endpointOf(o.target)),
           m_basePath(pathOf(o.target)),
-          m_metricsUrl(o.metricsUrl.isEmpty()
-                           ? QUrl(o.target.adjusted(QUrl::RemovePath)).resolved(QUrl("/metrics"))
-                           : o.metricsUrl)
+          m_scraper(o.metricsUrl.isEmpty()
+                        ? QUrl(o.target.adjusted(QUrl::RemovePath)).resolved(QUrl("/metrics"))
+                        : o.metricsUrl,
+                    o.token, o.scrapeInterval, this)
     {
-        m_route = m_basePath + (o.protocol == Protocol::Oip
-                                    ? "/v2/models/" + QUrl::toPercentEncoding(o.model) + "/infer"
-                                    : QByteArray("/v1/completions"));
+        m_route = m_basePath + routeFor(o.protocol, o.model);
         m_headers = {{"Content-Type", "application/json"},
-                     {"Accept", o.protocol == Protocol::OpenAi ? QByteArray("text/event-stream")
-                                                               : QByteArray("application/json")}};
+                     {"Accept", isStreaming(o.protocol) ? QByteArray("text/event-stream")
+                                                        : QByteArray("application/json")}};
         if (!o.token.isEmpty())
             m_headers.append({"Authorization", "Bearer " + o.token.toUtf8()});
-        m_scrapeTimer.setParent(this);
-        connect(&m_scrapeTimer, &QTimer::timeout, this, [this] { scrape(); });
     }
 
     struct Pending {
@@ -104,19 +70,29 @@ public:
     // --- HTTP thread ---------------------------------------------------
     void begin(std::shared_ptr<TraceSink> sink, TimePoint epoch)
     {
-        m_sink = std::move(sink);
-        m_epoch = epoch;
-        if (m_options.scrapeInterval > Duration::zero()) {
-            m_scrapeTimer.start(
-                std::chrono::duration_cast<std::chrono::milliseconds>(m_options.scrapeInterval));
-            scrape();
-        }
+        m_sink = sink;
+        m_scraper.begin(std::move(sink), epoch);
     }
 
     void enqueue(Pending p)
     {
         if (m_cancelling) {
-            failUnsent(std::move(p));
+            finishUnsent(std::move(p),
+                         Status(StatusCode::ShuttingDown, "replay cancelled before the request was sent"),
+                         QStringLiteral("not_sent"));
+            return;
+        }
+        // The client's own queue is bounded (issue 23 item 9): an open loop
+        // offered far more than the server serves would otherwise grow it
+        // until Stop. What exceeds it is shed at once, recorded as rejected
+        // (queue_full) and counted as "client_shed".
+        if (m_options.maxQueued > 0 && m_queue.size() >= std::size_t(m_options.maxQueued)) {
+            shed.fetch_add(1, std::memory_order_relaxed);
+            finishUnsent(
+                std::move(p),
+                Status(StatusCode::QueueFull, "shed by the client: " + std::to_string(m_queue.size()) +
+                                                  " requests already wait for a connection (--max-queued)"),
+                QStringLiteral("client_shed"));
             return;
         }
         m_queue.push_back(std::move(p));
@@ -126,27 +102,40 @@ public:
     void cancelAll()
     {
         m_cancelling = true;
-        m_scrapeTimer.stop();
+        m_scraper.stop();
         while (!m_queue.empty()) {
             Pending p = std::move(m_queue.front());
             m_queue.pop_front();
-            failUnsent(std::move(p));
+            finishUnsent(std::move(p),
+                         Status(StatusCode::ShuttingDown, "replay cancelled before the request was sent"),
+                         QStringLiteral("not_sent"));
         }
         for (Http1Connection *c : m_connections)
             if (c->busy())
                 c->abort(QStringLiteral("replay cancelled"));
     }
 
-    void stopScraping() { m_scrapeTimer.stop(); }
+    void stopScraping() { m_scraper.stop(); }
 
     // Starts the closing scrape; false when scraping is off.
     bool finalScrape()
     {
-        if (m_options.scrapeInterval <= Duration::zero() || !m_sink)
-            return false;
-        m_scrapeTimer.stop();
-        scrape(true);
-        return true;
+        {
+            std::lock_guard lock(mutex);
+            finalScrapeDone = false;
+        }
+        const bool started = m_scraper.finalScrape([this] {
+            {
+                std::lock_guard lock(mutex);
+                finalScrapeDone = true;
+            }
+            cv.notify_all();
+        });
+        if (!started) {
+            std::lock_guard lock(mutex);
+            finalScrapeDone = true;
+        }
+        return started;
     }
 
     nlohmann::json summary() const
@@ -161,10 +150,13 @@ public:
                 {"itl_ms", latencyJson(m_itl)},
                 {"connections_opened", m_connections.size()},
                 {"max_in_flight", m_maxInFlight},
-                {"server", m_server.toStdString()},
-                {"scrapes", m_scrapes},
-                {"scrape_errors", m_scrapeErrors},
-                {"metrics_url", m_metricsUrl.toString().toStdString()}};
+                {"max_queued", m_options.maxQueued},
+                {"client_shed", shed.load(std::memory_order_relaxed)},
+                {"server", m_scraper.server().toStdString()},
+                {"server_settings", m_scraper.settings()},
+                {"scrapes", m_scraper.scrapes()},
+                {"scrape_errors", m_scraper.errors()},
+                {"metrics_url", m_scraper.url().toString().toStdString()}};
     }
 
     // Normally after finish(); also safe without it (a replay that failed
@@ -177,13 +169,13 @@ public:
         m_connections.clear();
         for (Http1Connection *c : connections)
             delete c;
-        delete m_scrapeConnection;
-        m_scrapeConnection = nullptr;
+        m_scraper.shutdown();
     }
 
     // --- any thread ----------------------------------------------------
     MetricsRecorder metrics;
     std::atomic<std::uint64_t> submitted{0};
+    std::atomic<std::uint64_t> shed{0};
     std::atomic<int> inFlight{0};
     std::atomic<std::size_t> queued{0};
     std::mutex mutex;
@@ -229,10 +221,8 @@ private:
         ex.path = m_route;
         ex.headers = m_headers;
         ex.timeout = m_options.timeout;
-        if (m_options.protocol == Protocol::Oip) {
-            ex.body = oipInferBody(f->p.request);
-        } else {
-            ex.body = openAiCompletionBody(f->p.request, m_options.model);
+        ex.body = requestBody(m_options.protocol, f->p.request, m_options.model);
+        if (isStreaming(m_options.protocol)) {
             ex.onBodyPiece = [f](const QByteArray &piece, TimePoint at) {
                 if (f->errorBody.size() < 4096)
                     f->errorBody += piece.left(4096);
@@ -246,178 +236,57 @@ private:
     void answered(Http1Connection *c, InFlight &f, HttpResult &&r)
     {
         inFlight.fetch_sub(1, std::memory_order_relaxed);
-        const Request &req = f.p.request;
-        RequestRecord rec;
-        rec.id = req.id;
-        rec.arrival = req.arrival;
-        rec.inputTokens = int(req.tokens.size());
-        rec.queueWait = std::max(Duration::zero(), Duration(f.sentAt - req.arrival));
-        rec.compute = r.finished - r.started;
-        rec.total = r.finished - req.arrival;
-        Status status;
-        QString key;
-        if (!r.error.isEmpty()) {
-            key = r.timedOut ? QStringLiteral("timeout") : QStringLiteral("transport_error");
-            status =
-                Status(m_cancelling ? StatusCode::ShuttingDown
-                                    : (r.timedOut ? StatusCode::DeadlineExceeded : StatusCode::Unavailable),
-                       r.error.toStdString());
-        } else {
-            key = QString::number(r.status);
-            const QByteArray &body = m_options.protocol == Protocol::Oip ? r.body : f.errorBody;
-            if (r.status < 200 || r.status >= 300) {
-                status =
-                    Status(statusForHttp(r.status),
-                           QStringLiteral("HTTP %1: %2").arg(r.status).arg(errorText(body)).toStdString());
-            } else if (m_options.protocol == Protocol::Oip) {
-                const OipAnswer a = parseOipAnswer(r.body);
-                if (!a.error.isEmpty())
-                    status = Status(StatusCode::Internal, a.error.toStdString());
-                rec.outputTokens = a.outputTokens;
-                if (r.firstByte != TimePoint{} && req.maxNewTokens > 0)
-                    rec.timeToFirstToken = r.firstByte - req.arrival; // a non-streamed answer: its first byte
-            } else if (!f.sse.error().isEmpty()) {
-                status = Status(StatusCode::Internal, f.sse.error().toStdString());
-            } else if (!f.sse.done()) {
-                status = Status(StatusCode::Internal, "the event stream ended without data: [DONE]");
-            } else {
-                rec.outputTokens = f.sse.outputTokens();
-                if (f.sse.firstToken())
-                    rec.timeToFirstToken = *f.sse.firstToken() - req.arrival;
-            }
-        }
-        ++m_httpCounts[key];
-        rec.status = status.code();
-        Response resp;
-        resp.requestId = req.id;
-        resp.status = status;
-        resp.timing.queueWait = rec.queueWait;
-        resp.timing.compute = rec.compute;
-        resp.timing.total = rec.total;
-        resp.timing.timeToFirstToken = rec.timeToFirstToken;
-        if (status.isOk()) {
-            if (rec.timeToFirstToken > Duration::zero())
-                m_ttft.record(rec.timeToFirstToken.count());
-            if (f.sse.firstToken() && f.sse.lastToken() && f.sse.tokenEvents() > 1) {
-                resp.timing.timePerOutputToken =
-                    (*f.sse.lastToken() - *f.sse.firstToken()) / (f.sse.tokenEvents() - 1);
-                m_tpot.record(resp.timing.timePerOutputToken.count());
-            }
-            for (Duration gap : f.sse.gaps())
+        RemoteAnswer a =
+            answerOf(f.p.request, f.sentAt, r, m_options.protocol, f.sse, f.errorBody, m_cancelling);
+        if (a.response.status.isOk()) {
+            if (a.record.timeToFirstToken > Duration::zero())
+                m_ttft.record(a.record.timeToFirstToken.count());
+            if (a.record.timePerOutputToken > Duration::zero())
+                m_tpot.record(a.record.timePerOutputToken.count());
+            for (Duration gap : a.record.interTokenLatencies)
                 m_itl.record(gap.count());
-            metrics.recordCacheHit(rec,
-                                   r.finished); // "completed without a batch we can see": counts and latency
-        } else {
-            metrics.recordFailure(status.code());
         }
-        if (m_sink)
-            m_sink->recordRequest(rec);
-        Completion done = std::move(f.p.done);
-        if (done)
-            done(std::move(resp));
+        complete(std::move(f.p.done), std::move(a), r.finished);
         if (!m_cancelling)
             m_idle.push_back(c);
-        {
-            std::lock_guard lock(mutex);
-            --outstanding;
-        }
-        cv.notify_all();
         dispatch();
     }
 
-    // A request that never went out (cancelled while it waited for a connection).
-    void failUnsent(Pending p)
+    // A request that never went out: cancelled while it waited for a
+    // connection, or shed because too many waited.
+    void finishUnsent(Pending p, Status status, const QString &key)
     {
         queued.fetch_sub(1, std::memory_order_relaxed);
-        RequestRecord rec;
-        rec.id = p.request.id;
-        rec.arrival = p.request.arrival;
-        rec.inputTokens = int(p.request.tokens.size());
-        rec.total = std::max(Duration::zero(), Duration(SteadyClock::now() - p.request.arrival));
-        rec.queueWait = rec.total;
-        rec.status = StatusCode::ShuttingDown;
-        metrics.recordFailure(rec.status);
-        ++m_httpCounts[QStringLiteral("not_sent")];
+        const TimePoint now = SteadyClock::now();
+        complete(std::move(p.done), unsentAnswer(p.request, now, std::move(status), key), now);
+    }
+
+    // Records `a`, runs the completion, and settles the outstanding count.
+    void complete(Completion done, RemoteAnswer a, TimePoint at)
+    {
+        ++m_httpCounts[a.httpKey];
+        if (a.response.status.isOk())
+            metrics.recordCacheHit(a.record,
+                                   at); // "completed without a batch we can see": counts and latency
+        else
+            metrics.recordFailure(a.record.status);
         if (m_sink)
-            m_sink->recordRequest(rec);
-        Response resp;
-        resp.requestId = rec.id;
-        resp.status = Status(StatusCode::ShuttingDown, "replay cancelled before the request was sent");
-        resp.timing.total = rec.total;
-        if (p.done)
-            p.done(std::move(resp));
+            m_sink->recordRequest(a.record);
+        if (done)
+            done(std::move(a.response));
         {
             std::lock_guard lock(mutex);
             --outstanding;
         }
         cv.notify_all();
-    }
-
-    void scrape(bool last = false)
-    {
-        if (!m_sink)
-            return;
-        if (!m_scrapeConnection)
-            m_scrapeConnection = new Http1Connection(endpointOf(m_metricsUrl), this);
-        if (m_scrapeConnection->busy()) {
-            if (!last)
-                return; // the previous one is still out: skip this tick rather than pile up
-            m_scrapeConnection->abort(QStringLiteral("superseded by the closing scrape"));
-        }
-        HttpExchange ex;
-        ex.method = "GET";
-        ex.path = m_metricsUrl.path(QUrl::FullyEncoded).toUtf8();
-        if (ex.path.isEmpty())
-            ex.path = "/";
-        if (m_metricsUrl.hasQuery())
-            ex.path += '?' + m_metricsUrl.query(QUrl::FullyEncoded).toUtf8();
-        ex.headers = {{"Accept", "text/plain;version=0.0.4"}};
-        if (!m_options.token.isEmpty())
-            ex.headers.append({"Authorization", "Bearer " + m_options.token.toUtf8()});
-        ex.timeout = std::max<Duration>(std::chrono::seconds(2), m_options.scrapeInterval * 2);
-        if (last) {
-            std::lock_guard lock(mutex);
-            finalScrapeDone = false;
-        }
-        m_scrapeConnection->start(std::move(ex), [this, last](HttpResult &&r) {
-            TargetSample t;
-            if (!r.error.isEmpty() || r.status != 200) {
-                t.error =
-                    r.error.isEmpty()
-                        ? QStringLiteral("HTTP %1: %2").arg(r.status).arg(errorText(r.body)).toStdString()
-                        : r.error.toStdString();
-            } else if (auto e = prom::parse(std::string_view(r.body.constData(), std::size_t(r.body.size())));
-                       !e) {
-                t.error = "unreadable /metrics: " + e.status().message();
-            } else {
-                t = m_mapper.map(*e, Duration::zero());
-                if (m_server.isEmpty())
-                    m_server = QString::fromStdString(t.server);
-            }
-            // The time the figures describe: when the answer came back.
-            t.at = r.finished - m_epoch;
-            ++m_scrapes;
-            if (!t.error.empty())
-                ++m_scrapeErrors;
-            m_sink->recordTargetSample(t);
-            if (last) {
-                {
-                    std::lock_guard lock(mutex);
-                    finalScrapeDone = true;
-                }
-                cv.notify_all();
-            }
-        });
     }
 
     const RemoteOptions m_options;
     const HttpEndpoint m_endpoint;
     const QByteArray m_basePath;
-    const QUrl m_metricsUrl;
     QByteArray m_route;
     QList<QPair<QByteArray, QByteArray>> m_headers;
     std::shared_ptr<TraceSink> m_sink;
-    TimePoint m_epoch{};
     std::deque<Pending> m_queue;
     std::vector<Http1Connection *> m_connections; // children of this worker
     std::vector<Http1Connection *> m_idle;
@@ -425,11 +294,7 @@ private:
     int m_maxInFlight = 0;
     std::map<QString, std::uint64_t> m_httpCounts;
     LatencyHistogram m_ttft, m_tpot, m_itl;
-    QTimer m_scrapeTimer;
-    Http1Connection *m_scrapeConnection = nullptr;
-    TargetMetricsMapper m_mapper;
-    QString m_server;
-    std::uint64_t m_scrapes = 0, m_scrapeErrors = 0;
+    MetricsScraper m_scraper;
 };
 
 Result<std::unique_ptr<HttpRemoteTarget>> HttpRemoteTarget::create(RemoteOptions options)
@@ -473,6 +338,7 @@ nlohmann::json HttpRemoteTarget::describe() const
             {"protocol", protocolName(m_options.protocol).toStdString()},
             {"model", m_options.model.toStdString()},
             {"max_concurrency", m_options.maxConcurrency},
+            {"max_queued", m_options.maxQueued},
             {"timeout_ms", std::chrono::duration_cast<std::chrono::milliseconds>(m_options.timeout).count()},
             {"scrape_interval_ms",
              std::chrono::duration_cast<std::chrono::milliseconds>(m_options.scrapeInterval).count()},
@@ -526,6 +392,11 @@ MetricSample HttpRemoteTarget::sample(TimePoint epoch, std::uint64_t droppedRows
             m.failed += s.byStatus[i];
     m.droppedRows = droppedRows;
     return m;
+}
+
+std::uint64_t HttpRemoteTarget::shed() const
+{
+    return m_worker->shed.load(std::memory_order_relaxed);
 }
 
 nlohmann::json HttpRemoteTarget::finish(bool cancel)

@@ -1,6 +1,7 @@
 #include "remote_codec.h"
 
 #include <QList>
+#include <QUrl>
 
 #include <nlohmann/json.hpp>
 
@@ -12,12 +13,49 @@ std::optional<Protocol> parseProtocol(const QString &name)
         return Protocol::Oip;
     if (name == QLatin1String("openai"))
         return Protocol::OpenAi;
+    if (name == QLatin1String("openai-chat"))
+        return Protocol::OpenAiChat;
     return std::nullopt;
 }
 
 QString protocolName(Protocol protocol)
 {
-    return protocol == Protocol::Oip ? QStringLiteral("oip") : QStringLiteral("openai");
+    switch (protocol) {
+    case Protocol::Oip: return QStringLiteral("oip");
+    case Protocol::OpenAi: return QStringLiteral("openai");
+    case Protocol::OpenAiChat: return QStringLiteral("openai-chat");
+    }
+    return QStringLiteral("oip");
+}
+
+QString protocolNames()
+{
+    return QStringLiteral("oip|openai|openai-chat");
+}
+
+bool isStreaming(Protocol protocol)
+{
+    return protocol != Protocol::Oip;
+}
+
+QByteArray routeFor(Protocol protocol, const QString &model)
+{
+    switch (protocol) {
+    case Protocol::Oip: return "/v2/models/" + QUrl::toPercentEncoding(model) + "/infer";
+    case Protocol::OpenAi: return "/v1/completions";
+    case Protocol::OpenAiChat: return "/v1/chat/completions";
+    }
+    return {};
+}
+
+QByteArray requestBody(Protocol protocol, const Request &request, const QString &model)
+{
+    switch (protocol) {
+    case Protocol::Oip: return oipInferBody(request);
+    case Protocol::OpenAi: return openAiCompletionBody(request, model);
+    case Protocol::OpenAiChat: return openAiChatBody(request, model);
+    }
+    return {};
 }
 
 namespace {
@@ -59,6 +97,30 @@ QByteArray openAiCompletionBody(const Request &r, const QString &model)
            ",\"prompt\":";
     appendIds(out, r.tokens);
     out += ",\"max_tokens\":" + QByteArray::number(std::max(1, r.maxNewTokens)) + ",\"stream\":true}";
+    return out;
+}
+
+QByteArray chatText(const std::vector<TokenId> &tokens)
+{
+    QByteArray out;
+    out.reserve(qsizetype(tokens.size() * 2));
+    for (TokenId t : tokens) {
+        out += char('a' + (std::uint32_t(t) % 26u));
+        out += ' ';
+    }
+    return out;
+}
+
+QByteArray openAiChatBody(const Request &r, const QString &model)
+{
+    // The shape vLLM's `bench serve --backend openai-chat` sends
+    // (vllm/benchmarks/lib/endpoint_request_func.py).
+    QByteArray out;
+    out.reserve(int(160 + r.tokens.size() * 2));
+    out += "{\"model\":" + QByteArray::fromStdString(nlohmann::json(model.toStdString()).dump()) +
+           ",\"messages\":[{\"role\":\"user\",\"content\":\"" + chatText(r.tokens) +
+           "\"}],\"max_completion_tokens\":" + QByteArray::number(std::max(1, r.maxNewTokens)) +
+           ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
     return out;
 }
 
@@ -173,13 +235,24 @@ void SseReader::event(const QByteArray &data, TimePoint at)
     // A token event: text in it, or (a token that decodes to no text, e.g.
     // half of a UTF-8 sequence) a text field while the choice is not yet
     // finished. vLLM's closing chunk has empty text and a finish_reason:
-    // not a token.
+    // not a token. Chat chunks carry the text in delta.content; the chunk
+    // that opens a choice ({"role": "assistant", "content": ""}) is not a
+    // token unless it brings text.
     for (const auto &c : j["choices"]) {
-        if (!c.is_object() || !c.contains("text") || !c["text"].is_string())
+        if (!c.is_object())
             continue;
         const bool finished = c.contains("finish_reason") && !c["finish_reason"].is_null();
-        if (!c["text"].get<std::string>().empty() || !finished)
-            text = true;
+        if (c.contains("text") && c["text"].is_string()) {
+            if (!c["text"].get<std::string>().empty() || !finished)
+                text = true;
+        } else if (c.contains("delta") && c["delta"].is_object()) {
+            const auto &delta = c["delta"];
+            if (!delta.contains("content") || !delta["content"].is_string())
+                continue;
+            const bool opening = delta.contains("role");
+            if (!delta["content"].get<std::string>().empty() || (!finished && !opening))
+                text = true;
+        }
     }
     if (!text)
         return;

@@ -9,6 +9,11 @@
 //    arrive: every event that carries text is a token event (its arrival
 //    time gives TTFT and the inter-token gaps), `usage.completion_tokens`
 //    when the server sends it is the output count, `data: [DONE]` ends it.
+//  - OpenAI `/v1/chat/completions`, streaming (openai-chat): one user
+//    message whose text stands for the prompt (chatText: one short word
+//    per prompt token), max_completion_tokens, stream: true and
+//    stream_options.include_usage. Token events are the chunks whose
+//    `delta.content` carries text (the opening role delta is not one).
 #pragma once
 
 #include "engine/request.h"
@@ -21,12 +26,28 @@
 
 namespace bp::remote {
 
-enum class Protocol { Oip, OpenAi };
-std::optional<Protocol> parseProtocol(const QString &name); // "oip" | "openai"
+enum class Protocol { Oip, OpenAi, OpenAiChat };
+std::optional<Protocol> parseProtocol(const QString &name); // "oip" | "openai" | "openai-chat"
 QString protocolName(Protocol protocol);
+// The names parseProtocol() takes, for help and error texts: "oip|openai|openai-chat".
+QString protocolNames();
+// The answer streams as server-sent events (both OpenAI protocols).
+bool isStreaming(Protocol protocol);
+// The route under the target's base path.
+QByteArray routeFor(Protocol protocol, const QString &model);
+// The request body for `request` in `protocol`.
+QByteArray requestBody(Protocol protocol, const Request &request, const QString &model);
 
 QByteArray oipInferBody(const Request &request);
 QByteArray openAiCompletionBody(const Request &request, const QString &model);
+QByteArray openAiChatBody(const Request &request, const QString &model);
+// The user message of openai-chat: one word per prompt token, a letter
+// from the token id followed by a space ("k d q "). A remote server has its
+// own tokenizer, and BatchPilot sends ids only where the protocol takes
+// ids; on BPE tokenizers (GPT-2, Llama) a " x" word is about one token, so
+// the prompt's length is close to the trace's, and distinct ids give
+// distinct prompts (no accidental prefix-cache hits).
+QByteArray chatText(const std::vector<TokenId> &tokens);
 
 // How an HTTP status reads as an engine status (what the store keeps).
 // 2xx Ok; 400/422 InvalidArgument; 404 NotFound; 413 OutOfRange;

@@ -106,6 +106,7 @@ RemoteLoad::Counters RemoteLoad::counters() const
     c.rejected = m_tally->rejected.load();
     c.completed = m_tally->completed.load();
     c.failed = m_tally->failed.load();
+    c.shed = m_target->shed();
     return c;
 }
 

@@ -7,7 +7,8 @@
 //
 //  - Open loop: a producer thread submits each arrival at its scheduled
 //    time, stamped with that time (no coordinated omission); submit()
-//    never blocks (the target queues what exceeds its concurrency cap).
+//    never blocks (the target queues what exceeds its concurrency cap, up
+//    to its own cap, and sheds the rest: Counters::shed).
 //  - restart(spec): a new schedule (the panel's form was edited) in the
 //    same session; arrivals restart from now.
 //  - stop() ends the producer at once; finish() then waits for what is
@@ -32,6 +33,9 @@ class RemoteLoad {
 public:
     struct Counters {
         std::uint64_t sent = 0, accepted = 0, rejected = 0, completed = 0, failed = 0;
+        // Shed by the client because its queue (requests waiting for a
+        // connection, RemoteOptions::maxQueued) was full; within `failed`.
+        std::uint64_t shed = 0;
     };
 
     // Starts the session and the producer. `spec` is validated here

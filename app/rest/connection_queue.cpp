@@ -4,7 +4,36 @@
 
 namespace bp::rest {
 
-ConnectionQueue::ConnectionQueue(QTcpSocket *socket) : QObject(socket), m_socket(socket) {}
+ConnectionQueue::ConnectionQueue(QTcpSocket *socket) : QObject(socket), m_socket(socket)
+{
+    // Once per connection: the flags go up as soon as the client hangs up,
+    // before Qt gets round to deleting the socket (and this queue).
+    connect(socket, &QAbstractSocket::disconnected, this, &ConnectionQueue::cancelAll);
+}
+
+ConnectionQueue::~ConnectionQueue()
+{
+    cancelAll();
+}
+
+void ConnectionQueue::cancelAll()
+{
+    for (Slot &slot : m_slots)
+        if (slot.cancelled)
+            slot.cancelled->store(true);
+}
+
+std::shared_ptr<std::atomic<bool>> ConnectionQueue::cancelFlag(quint64 seq)
+{
+    for (Slot &slot : m_slots) {
+        if (slot.seq == seq) {
+            if (!slot.cancelled)
+                slot.cancelled = std::make_shared<std::atomic<bool>>(false);
+            return slot.cancelled;
+        }
+    }
+    return nullptr;
+}
 
 ConnectionQueue *ConnectionQueue::of(QTcpSocket *socket)
 {
@@ -101,13 +130,19 @@ void ConnectionQueue::flush()
 void ReplyTicket::send(HttpReply reply) const
 {
     if (queue)
-        queue->fulfil(seq, std::move(reply));
+        queue->fulfil(seq, styled(std::move(reply), style));
 }
 
 void ReplyTicket::stream(QByteArray bytes, bool last) const
 {
     if (queue)
         queue->stream(seq, std::move(bytes), last);
+}
+
+std::shared_ptr<std::atomic<bool>> ReplyTicket::cancelFlag() const
+{
+    std::shared_ptr<std::atomic<bool>> flag = queue ? queue->cancelFlag(seq) : nullptr;
+    return flag ? flag : std::make_shared<std::atomic<bool>>(true); // nobody is left to answer
 }
 
 } // namespace bp::rest

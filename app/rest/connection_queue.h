@@ -11,6 +11,13 @@
 // and is dropped: nothing is written to a socket that is gone. A socket that
 // is closing but not yet deleted is never written to either.
 //
+// Cancellation: a slot can carry a flag (cancelFlag()) that the queue sets
+// when the client disconnects while the slot is still unanswered; an engine
+// Request that shares the flag (Request::cancelled) then stops at its next
+// step. The flag lives in the slot, so a long keep-alive connection holds
+// nothing per request once it is answered (no per-request connection to the
+// queue's destroyed() signal: issue 23 #2).
+//
 // Server thread only.
 #pragma once
 
@@ -19,7 +26,9 @@
 #include <QObject>
 #include <QPointer>
 
+#include <atomic>
 #include <deque>
+#include <memory>
 #include <optional>
 
 class QTcpSocket;
@@ -45,18 +54,26 @@ public:
     void pushRaw(QByteArray response);
     // Close the connection once every reserved slot has been written.
     void closeWhenFlushed();
+    // The flag set when the client goes away before slot `seq` is written
+    // (created on first use; null for a slot that is already gone).
+    std::shared_ptr<std::atomic<bool>> cancelFlag(quint64 seq);
 
     std::size_t pendingCount() const { return m_slots.size(); }
 
+    ~ConnectionQueue() override;
+
 private:
     explicit ConnectionQueue(QTcpSocket *socket);
+    // Sets the cancel flag of every slot still waiting (the client has gone).
+    void cancelAll();
     struct Slot {
         quint64 seq = 0;
         std::optional<QHttpServerResponder> responder;
         std::optional<HttpReply> reply;
         QByteArray raw;
-        bool ready = false;     // complete: written and removed when at the front
-        bool streaming = false; // stream(): `raw` holds what is not yet written
+        bool ready = false;                           // complete: written and removed when at the front
+        bool streaming = false;                       // stream(): `raw` holds what is not yet written
+        std::shared_ptr<std::atomic<bool>> cancelled; // cancelFlag(); null until asked for
     };
     void flush();
 
@@ -71,11 +88,18 @@ private:
 struct ReplyTicket {
     QPointer<ConnectionQueue> queue;
     quint64 seq = 0;
+    // How errors to this request are written (the route's API: routes.h
+    // isOpenAiPath).
+    ErrorStyle style = ErrorStyle::Plain;
 
-    // Writes the reply (in order) unless the client has gone.
+    // Writes the reply (in order) unless the client has gone; an error in
+    // the ticket's style.
     void send(HttpReply reply) const;
     // A piece of a streamed answer (ConnectionQueue::stream).
     void stream(QByteArray bytes, bool last) const;
+    // Set when the client disconnects before this answer is written
+    // (ConnectionQueue::cancelFlag); already set when the client is gone.
+    std::shared_ptr<std::atomic<bool>> cancelFlag() const;
     // False once the client has gone (its connection was closed).
     bool connected() const { return !queue.isNull(); }
 };

@@ -22,6 +22,13 @@ QByteArray HttpReply::header(const QByteArray &name) const
     return {};
 }
 
+HttpReply &HttpReply::withErrorCode(std::string code)
+{
+    if (error)
+        error->code = std::move(code);
+    return *this;
+}
+
 HttpReply jsonReply(const nlohmann::json &body, HttpStatus status)
 {
     HttpReply r;
@@ -34,7 +41,100 @@ HttpReply jsonReply(const nlohmann::json &body, HttpStatus status)
 
 HttpReply errorReply(HttpStatus status, std::string_view message)
 {
-    return jsonReply(nlohmann::json{{"error", message}}, status);
+    HttpReply r = jsonReply(nlohmann::json{{"error", message}}, status);
+    r.error = ErrorDetail{std::string(message), errorCodeFor(status)};
+    return r;
+}
+
+std::string errorCodeFor(HttpStatus status)
+{
+    switch (int(status)) {
+    case 400: return "invalid_request";
+    case 401: return "invalid_api_key";
+    case 403: return "host_not_allowed";
+    case 404: return "not_found";
+    case 405: return "method_not_allowed";
+    case 411: return "length_required";
+    case 413: return "payload_too_large";
+    case 429: return "too_many_requests";
+    case 431: return "headers_too_large";
+    case 503: return "unavailable";
+    default: return "error";
+    }
+}
+
+namespace {
+std::string openAiType(HttpStatus status)
+{
+    const int s = int(status);
+    if (s == 401)
+        return "authentication_error";
+    if (s == 403)
+        return "permission_error";
+    if (s == 429)
+        return "rate_limit_error";
+    if (s == 504)
+        return "timeout_error";
+    if (s >= 500)
+        return "server_error";
+    return "invalid_request_error";
+}
+
+bool isFieldChar(char c)
+{
+    return (c >= 'a' && c <= 'z') || c == '_' || (c >= '0' && c <= '9');
+}
+
+// The request field an error message is about: "field 'max_tokens' ...",
+// or a message that starts with a field name followed by '[', '.', ' ' or ':'
+// ("prompt[2] = ...", "messages[0].role ...", "max_tokens 0 is below 1").
+nlohmann::json paramOf(std::string_view message)
+{
+    static const std::string_view known[] = {
+        "prompt",  "messages",    "max_tokens",      "max_completion_tokens",
+        "model",   "stream",      "stream_options",  "n",
+        "best_of", "echo",        "logprobs",        "top_logprobs",
+        "tools",   "tool_choice", "response_format", "suffix"};
+    if (message.rfind("unknown model '", 0) == 0)
+        return "model";
+    constexpr std::string_view marker = "field '";
+    if (const auto at = message.find(marker); at != std::string_view::npos) {
+        const auto begin = at + marker.size();
+        const auto end = message.find('\'', begin);
+        if (end != std::string_view::npos && end > begin)
+            return std::string(message.substr(begin, end - begin));
+    }
+    std::size_t n = 0;
+    while (n < message.size() && isFieldChar(message[n]))
+        ++n;
+    if (n == 0 || n == message.size() || std::string_view("[. :").find(message[n]) == std::string_view::npos)
+        return nullptr;
+    const std::string_view word = message.substr(0, n);
+    for (std::string_view k : known)
+        if (word == k)
+            return std::string(word);
+    return nullptr;
+}
+} // namespace
+
+nlohmann::json openAiError(HttpStatus status, std::string_view message, std::string_view code)
+{
+    return nlohmann::json{{"error",
+                           {{"message", message},
+                            {"type", openAiType(status)},
+                            {"param", paramOf(message)},
+                            {"code", code.empty() ? nlohmann::json(nullptr) : nlohmann::json(code)}}}};
+}
+
+HttpReply styled(HttpReply reply, ErrorStyle style)
+{
+    if (style != ErrorStyle::OpenAi || !reply.error)
+        return reply;
+    const std::string text = openAiError(reply.status, reply.error->message, reply.error->code)
+                                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    reply.body = QByteArray(text.data(), qsizetype(text.size()));
+    reply.contentType = "application/json";
+    return reply;
 }
 
 HttpStatus httpStatusFor(StatusCode code)
@@ -60,6 +160,7 @@ HttpStatus httpStatusFor(StatusCode code)
 HttpReply errorReply(const Status &status)
 {
     HttpReply r = errorReply(httpStatusFor(status.code()), status.message());
+    r.error->code = std::string(statusCodeName(status.code()));
     // The queue drains in milliseconds at any sane load; one second is the
     // smallest value Retry-After can express.
     if (status.code() == StatusCode::QueueFull)
@@ -129,9 +230,11 @@ QByteArray statusLine(HttpStatus status)
     return it != lines.cend() ? *it : "HTTP/1.1 " + QByteArray::number(int(status)) + "\r\n";
 }
 
-QByteArray rawErrorResponse(HttpStatus status, std::string_view message)
+QByteArray rawErrorResponse(HttpStatus status, std::string_view message, ErrorStyle style)
 {
-    const std::string body = nlohmann::json{{"error", message}}.dump();
+    const std::string body = style == ErrorStyle::OpenAi
+                                 ? openAiError(status, message, errorCodeFor(status)).dump()
+                                 : nlohmann::json{{"error", message}}.dump();
     QByteArray out;
     out += statusLine(status);
     out += "Content-Type: application/json\r\nConnection: close\r\n";

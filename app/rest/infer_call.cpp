@@ -35,23 +35,41 @@ HttpReply InferCall::reply(SteadyTime now) const
     return withServerTiming(formatted(), now);
 }
 
+int InferCall::firstFailedRow() const
+{
+    // A row cancelled because a sibling failed (OpenAI prompts) must not
+    // hide the sibling's reason: a failure other than `cancelled` first.
+    int cancelled = -1;
+    for (int i = 0; i < rows; ++i) {
+        const Status &s = rowStatus(i);
+        if (i == refusedRow || (!s.isOk() && s.code() != StatusCode::Cancelled))
+            return i;
+        if (!s.isOk() && cancelled < 0)
+            cancelled = i;
+    }
+    return cancelled;
+}
+
+const Status &InferCall::rowStatus(int row) const
+{
+    return row == refusedRow ? refusal : responses[std::size_t(row)].status;
+}
+
 HttpReply InferCall::formatted() const
 {
-    for (int i = 0; i < rows; ++i) {
-        if (i == refusedRow)
-            return kind == Kind::Oip && rows > 1 ? errorReply(Status(refusal.code(), "row " + std::to_string(i) + ": " +
-                                                                                         refusal.message()))
-                                                 : errorReply(refusal);
-        const Status &s = responses[std::size_t(i)].status;
-        if (!s.isOk())
-            return kind == Kind::Oip && rows > 1 ? errorReply(Status(s.code(), "row " + std::to_string(i) + ": " +
-                                                                                   s.message()))
-                                                 : errorReply(s);
+    if (const int failed = firstFailedRow(); failed >= 0) {
+        const Status &s = rowStatus(failed);
+        if (rows == 1 || kind == Kind::V1)
+            return errorReply(s);
+        // Which row (OIP) or prompt (OpenAI) it was.
+        const std::string where = kind == Kind::Oip ? "row " + std::to_string(failed) + ": "
+                                                    : "prompt[" + std::to_string(failed) + "]: ";
+        return errorReply(Status(s.code(), where + s.message()));
     }
     if (kind == Kind::V1)
         return jsonReply(v1ResponseJson(responses.front(), modelName));
-    if (kind == Kind::Completion)
-        return jsonReply(completion.object(responses.front()));
+    if (kind == Kind::OpenAi)
+        return jsonReply(openAi.object(responses));
     return jsonReply(oipInferResponse(modelName, oip, responses));
 }
 

@@ -1,30 +1,38 @@
 // One inference call in flight on the server thread: the HTTP request that
-// is waiting, the engine requests it became (one per row) and the answers
-// that have come back. The frontend keeps these in a map keyed by call id;
-// engine completions carry only (call id, row), never a pointer, so nothing
-// an engine thread holds can dangle.
+// is waiting, the engine requests it became (one per row: an OIP row, an
+// OpenAI prompt) and the answers that have come back. The call table
+// (call_table.h) keeps these in a map keyed by call id; engine completions
+// carry only (call id, row), never a pointer, so nothing an engine thread
+// holds can dangle.
 #pragma once
 
-#include "completion_call.h"
 #include "connection_queue.h"
 #include "oip_codec.h"
+#include "openai_stream.h"
 
 #include <chrono>
 #include <vector>
 
 namespace bp::rest {
 
+class CallHandler;
+
 struct InferCall {
-    enum class Kind { V1, Oip, Completion };
+    enum class Kind { V1, Oip, OpenAi };
     using SteadyTime = std::chrono::steady_clock::time_point;
 
     Kind kind = Kind::V1;
+    CallHandler *handler = nullptr; // the API that answers it (outlives every call)
     ReplyTicket ticket;
     std::string modelName;
-    OipInferRequest oip;           // Oip: id and wanted outputs (rows moved out on submit)
-    CompletionCall completion;     // Completion: identity and stream state
-    int rows = 0;                  // requests the call asked for
-    int outstanding = 0;           // accepted by the engine, not yet answered
+    OipInferRequest oip;      // Oip: id and wanted outputs (rows moved out on submit)
+    OpenAiCall openAi;        // OpenAi: identity, choices and stream state
+    bool wantsTokens = false; // every row reports each token (Request::onToken)
+    // Shared by every row's Request::cancelled (null: the rows run to the
+    // end whatever happens to the client).
+    std::shared_ptr<std::atomic<bool>> cancelled;
+    int rows = 0;        // requests the call asked for
+    int outstanding = 0; // accepted by the engine, not yet answered
     std::vector<Response> responses;
     std::vector<bool> answered;
     // A row the engine refused at submit; rows after it were not submitted.
@@ -38,6 +46,10 @@ struct InferCall {
 
     // Records row `row`'s answer; true when nothing is outstanding any more.
     bool deliver(int row, Response &&response);
+    // The first row, in row order, that failed or was refused (one that was
+    // only cancelled counts when no other failed); -1 if none.
+    int firstFailedRow() const;
+    const Status &rowStatus(int row) const;
     // The HTTP answer once nothing is outstanding: the first failed row's
     // error in row order, else the formatted result; with Server-Timing.
     HttpReply reply(SteadyTime now) const;

@@ -39,6 +39,16 @@ RouteMatch matchRoute(const QString &rawPath, Method method)
         return byMethod(method, {{Method::Post, Route::V1Infer}});
     if (path == QLatin1String("/v1/completions"))
         return byMethod(method, {{Method::Post, Route::Completions}});
+    if (path == QLatin1String("/v1/chat/completions"))
+        return byMethod(method, {{Method::Post, Route::ChatCompletions}});
+    if (path == QLatin1String("/v1/models"))
+        return byMethod(method, {{Method::Get, Route::ListModels}});
+    if (path.startsWith(QLatin1String("/v1/models/"))) {
+        // OpenAI model ids may hold slashes ("meta-llama/Llama-3.1-8B").
+        RouteMatch m = byMethod(method, {{Method::Get, Route::GetModel}});
+        m.model = path.mid(int(sizeof("/v1/models/") - 1));
+        return m;
+    }
     if (path == QLatin1String("/v1/config"))
         return byMethod(method, {{Method::Get, Route::GetConfig}, {Method::Put, Route::PutConfig}});
     if (path == QLatin1String("/v1/stats"))
@@ -87,6 +97,38 @@ RouteMatch matchRoute(const QString &rawPath, Method method)
 bool isHealthRoute(Route route)
 {
     return route == Route::HealthLive || route == Route::HealthReady;
+}
+
+Api apiOf(Route route)
+{
+    switch (route) {
+    case Route::HealthLive:
+    case Route::HealthReady:
+    case Route::ServerMetadata:
+    case Route::ModelMetadata:
+    case Route::ModelReady:
+    case Route::OipInfer: return Api::Oip;
+    case Route::Completions:
+    case Route::ChatCompletions:
+    case Route::ListModels:
+    case Route::GetModel: return Api::OpenAi;
+    case Route::V1Infer:
+    case Route::GetConfig:
+    case Route::PutConfig:
+    case Route::Stats:
+    case Route::Metrics:
+    case Route::SessionReport: return Api::V1;
+    }
+    return Api::V1;
+}
+
+bool isOpenAiPath(const QString &rawPath)
+{
+    QString path = rawPath;
+    while (path.size() > 1 && path.endsWith('/'))
+        path.chop(1);
+    return path == QLatin1String("/v1/completions") || path == QLatin1String("/v1/chat/completions") ||
+           path == QLatin1String("/v1/models") || path.startsWith(QLatin1String("/v1/models/"));
 }
 
 } // namespace bp::rest

@@ -6,10 +6,12 @@
 //   GET  /v2/health/ready                      GET  /v1/stats
 //   GET  /v2                                   GET  /metrics
 //   GET  /v2/models/{name}[/versions/{v}]      POST /v1/infer
-//                                              POST /v1/completions (OpenAI)
 //   GET  /v2/models/{name}[/versions/{v}]/ready
 //   POST /v2/models/{name}[/versions/{v}]/infer
 //   GET  /v1/sessions/{id}/report?format=html|pdf|json
+//
+// OpenAI-compatible: GET /v1/models, GET /v1/models/{id},
+//   POST /v1/completions, POST /v1/chat/completions
 #pragma once
 
 #include <QByteArray>
@@ -29,6 +31,9 @@ enum class Route {
     OipInfer,
     V1Infer,
     Completions,
+    ChatCompletions,
+    ListModels,
+    GetModel,
     GetConfig,
     PutConfig,
     Stats,
@@ -44,6 +49,16 @@ struct RouteMatch {
     QString version;            // {v} of .../versions/{v}, empty when absent
     QString session;            // {id} of /v1/sessions/{id}/report, as given
 };
+
+// Which API a route belongs to: each has its own handler (v1_api.h,
+// oip_api.h, openai_api.h).
+enum class Api { Oip, V1, OpenAi };
+Api apiOf(Route route);
+
+// True for the OpenAI routes' paths (/v1/models[/...], /v1/completions,
+// /v1/chat/completions), whatever the method: every error answered on them
+// is an OpenAI error object (http_reply.h, ErrorStyle::OpenAi).
+bool isOpenAiPath(const QString &path);
 
 RouteMatch matchRoute(const QString &path, QHttpServerRequest::Method method);
 

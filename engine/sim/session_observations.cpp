@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 namespace bp {
 
@@ -18,17 +19,35 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
     auto requests = store.requests(sessionId);
     if (!requests)
         return requests.status();
-    // Members of each batch: their output tokens (the decoder's wants) and
-    // the hand-off (total − queue wait − compute: dispatch to start).
+    // Members of each batch row: their output tokens (the decoder's wants)
+    // and the hand-off (total − queue wait − compute: dispatch to start).
     struct Members {
         std::vector<int> wants;
         Duration handoff{};
     };
-    std::map<std::uint64_t, Members> members;
+    std::vector<Members> members(batches->size());
+    // Batch ids are unique in a session (issue 23 item 5); sessions recorded
+    // before that repeat them after a switch of policy kind. A request is
+    // joined to the request-level row of its id that was dispatched when it
+    // left the queue (arrival + queue wait = dispatch, exactly), and by id
+    // alone only where the id names one row. A step's members are not used.
+    std::map<std::uint64_t, std::vector<std::size_t>> rowsById;
+    for (std::size_t i = 0; i < batches->size(); ++i)
+        rowsById[(*batches)[i].batchId].push_back(i);
     for (const StoredRequest &r : *requests) {
-        if (r.batchId == 0)
+        const auto rows = rowsById.find(r.batchId);
+        if (r.batchId == 0 || rows == rowsById.end())
             continue;
-        Members &m = members[r.batchId];
+        std::optional<std::size_t> row;
+        for (std::size_t i : rows->second)
+            if ((*batches)[i].policy != PolicyKind::Continuous &&
+                (*batches)[i].dispatched == r.arrival + r.queueWait)
+                row = i;
+        if (!row && rows->second.size() == 1)
+            row = rows->second.front();
+        if (!row)
+            continue;
+        Members &m = members[*row];
         m.wants.push_back(r.outputTokens);
         m.handoff = r.total - r.queueWait - r.compute;
     }
@@ -71,8 +90,9 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
     // the next one starts before its end.
     std::vector<std::pair<Duration, Duration>> spans; // start, end
     std::vector<std::size_t> order;
-    for (const StoredBatch &b : *batches) {
-        const Duration start = b.dispatched + members[b.batchId].handoff;
+    for (std::size_t index = 0; index < batches->size(); ++index) {
+        const StoredBatch &b = (*batches)[index];
+        const Duration start = b.dispatched + members[index].handoff;
         spans.push_back({start, start + b.compute});
         order.push_back(order.size());
     }
@@ -88,12 +108,12 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
 
     SessionObservations out;
     std::vector<double> handoffs, gaps, stepGaps;
-    std::map<int, const StoredBatch *> lastOnExecutor;
+    std::map<int, std::size_t> lastOnExecutor; // executor -> its last batch row
     for (std::size_t index = 0; index < batches->size(); ++index) {
         const StoredBatch &b = (*batches)[index];
         if (b.status != StatusCode::Ok || b.compute <= Duration::zero())
             continue;
-        const Members &m = members[b.batchId];
+        const Members &m = members[index];
         const bool step = b.policy == PolicyKind::Continuous;
         if (overlapped[index])
             ++out.overlapped;
@@ -110,13 +130,13 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
         // Lateness: a batch due while its executor was idle (nothing ran on
         // it, or its previous batch had ended) waited only for a wake-up.
         if (!step && b.dispatched >= b.intended &&
-            (it == lastOnExecutor.end() ||
-             it->second->dispatched + members[it->second->batchId].handoff + it->second->compute <
-                 b.intended))
+            (it == lastOnExecutor.end() || (*batches)[it->second].dispatched + members[it->second].handoff +
+                                                   (*batches)[it->second].compute <
+                                               b.intended))
             out.lateness.push_back(toSeconds(b.dispatched - b.intended));
         if (it != lastOnExecutor.end()) {
-            const StoredBatch &prev = *it->second;
-            const Duration prevEnd = prev.dispatched + members[prev.batchId].handoff + prev.compute;
+            const StoredBatch &prev = (*batches)[it->second];
+            const Duration prevEnd = prev.dispatched + members[it->second].handoff + prev.compute;
             if (step && prev.policy == PolicyKind::Continuous) {
                 // A step with decodes follows one whose sequences were still
                 // running when it ended: the gap is the serving path's.
@@ -130,7 +150,7 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
                 gaps.push_back(toSeconds(b.dispatched - prevEnd));
             }
         }
-        lastOnExecutor[b.executor] = &b;
+        lastOnExecutor[b.executor] = index;
     }
     if (!handoffs.empty()) {
         out.overheadS = std::max(0.0, median(handoffs)) + median(gaps);

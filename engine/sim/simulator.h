@@ -1,65 +1,46 @@
-// The simulator: a discrete-event simulation of the engine on a virtual
-// clock (issue 15 item 2). It drives the real Batcher — the same admission,
-// expiry, routing, adaptive delay and policy code the engine runs — and
-// charges each batch the cost model's prediction instead of running a
-// model. Nothing is computed; an hour of trace takes about a second.
+// The simulator: the engine's executor step (engine/engine_core.h) on a
+// virtual clock, over a cost-model backend (cost_backend.h) whose run
+// charges the calibration's predicted time instead of computing. Nothing is
+// computed; an hour of trace takes about a second. What it keeps of its own
+// is only what a simulation needs and the engine has not:
+//  - the event queue: arrivals, the end of each running unit, the time an
+//    executor is free again, the scheduler's next wake-up, samples;
+//  - `instances` virtual executors: a unit is formed only when one is free
+//    (the engine's leader is an idle executor), so under load requests keep
+//    accumulating into larger batches; with every executor busy nothing is
+//    decided, so deadlines expire at the next decision, as in the engine;
+//  - the noise draws: each unit's cost times a residual of the fit
+//    (SimulatorOptions::costNoise), the contention slowdown of units that
+//    run at once (CostModel::slowdownAt), and the scheduler lateness an idle
+//    executor pays when it wakes (CostModel::dispatchLateness);
+//  - the serving overhead: an executor is busy for the calibration's
+//    per-batch (per-step) overhead after its unit's model call.
+// Everything else — admission and validation, the bounded queue, every
+// policy and the adaptive delay, the continuous scheduler with its KV budget
+// and preemption, the response cache, the SLO controller and its config
+// history, the outcome of every unit (TTFT, TPOT, inter-token gaps), metrics
+// and the snapshot with its KV gauges — is the engine's own code, so a
+// change to the engine is a change to the simulator.
 //
-// What it models, as the engine does it (engine/engine.h):
-//  - `instances` executors. A batch is formed only when one is free (the
-//    engine's leader is an idle executor), so under load requests keep
-//    accumulating into larger batches; the policy is asked again as soon as
-//    an executor frees up. With every executor busy nothing is polled, so
-//    deadlines expire at the next poll, as in the engine.
-//  - The bounded queue (queue_capacity -> QueueFull at admission), request
-//    validation, deadlines, priorities, every request-level policy (none,
-//    static, dynamic, bucketed, hybrid), the adaptive delay and the memory
-//    batch limit (all inside the Batcher), and the SLO controller (AIMD on
-//    max_queue_delay: the engine's SloController, fed the simulated
-//    latencies; its changes are stamped into the config history).
-//  - A generative model: a member whose input + new tokens exceed the
-//    model's positions fails with OutOfRange, as in the decoder; the others
-//    run; time to first token = start + the prefill's predicted cost.
-//  - Drain at the end: partial batches leave (static without flush-on-drain
-//    fails them with ShuttingDown), as Engine::shutdown(Drain) does.
+// Drain at the end: when every arrival is in, the engine shuts down (Drain):
+// partial batches leave; static without flush-on-drain fails them. Cancel:
+// shutdown (Fail): queued requests fail, units in flight finish.
 //
-// Contention between executors: a unit that starts while k − 1 others run
-// is charged CostModel::slowdownAt(k) times its cost (measured by the
-// profile: the same batch alone and on k threads at once).
+// What it does not model: CPU contention beyond what the calibration
+// measured (a unit is not re-timed when another starts or ends while it
+// runs), out-of-memory splits (the cost backend never runs out), client
+// cancellation, and content: a trace has lengths, not tokens, so the
+// response cache never hits (each request's tokens are distinct).
 //
-// What it does not model: the response cache (every request runs), the
-// out-of-memory split (the memory guard), CPU contention beyond what the
-// calibration measured (other processes; a unit is not re-timed when
-// another starts or ends while it runs), the serving path's
-// cost other than the calibration's per-batch overhead, and (continuous)
-// client cancellation and live changes of the kind of scheduler.
-//
-// Policy `continuous` (iteration-level): the REAL ContinuousScheduler runs
-// behind the same seam, over a StepModel that computes nothing: it keeps
-// each sequence's cached length (as the real one keeps its KV cache) so
-// that every step is priced by CostModel::iterationSeconds — its decodes
-// with their context, its prompt chunks with what they attend to. As in the
-// engine, one step is in flight at a time; its outcome is handed back to
-// the scheduler when the model returns (finished sequences leave, waiting
-// ones join at the next step, the KV budget preempts by recompute), and the
-// executor is free after the serving overhead (with two or more instances
-// an idle one leads the next step meanwhile). TTFT and TPOT per request
-// come out of the scheduler as in the engine.
-//
-// Cost noise (SimulatorOptions::costNoise): the prediction is the fit's
-// typical cost. Under contention real costs spread, and a queue near
-// saturation feels the spread; `Drawn` charges each unit its prediction
-// times a ratio drawn (seeded) from the calibration's residuals, `Mean`
-// times their mean.
-//
-// Records: every batch and request produces the same BatchRecord /
+// Records: every unit and request produces the same BatchRecord /
 // RequestRecord the engine would, sent to `observer` (a TraceSink), and a
-// metric sample (the engine's MetricsRecorder figures) every virtual second.
+// metric sample (the engine's snapshot) every virtual second.
 // Not thread-safe; run() blocks the calling thread.
 #pragma once
 
+#include "cost_backend.h"
 #include "cost_model.h"
 
-#include "engine/batcher.h"
 #include "engine/records.h"
 #include "engine/scheduler.h"
 #include "engine/snapshot.h"
@@ -82,13 +63,6 @@ struct SimArrival {
     std::optional<Duration> timeout; // deadline = arrival + timeout
 };
 
-// How a request's output is counted, as the model would produce it.
-enum class OutputKind {
-    None,      // an encoder: values, no tokens
-    Echo,      // builtin:echo: max_new_tokens generated tokens, or the input when 0
-    Generated, // a decoder: max(1, max_new_tokens) tokens
-};
-
 struct SimOutcome {
     std::size_t submitted = 0;
     std::size_t accepted = 0;
@@ -96,20 +70,12 @@ struct SimOutcome {
     std::size_t completed = 0; // ok
     std::size_t failed = 0;    // accepted, then not ok (expired, shut down, out of range)
     std::size_t batches = 0;
-    std::size_t configChanges = 0; // by the SLO controller
+    std::size_t configChanges = 0; // by the SLO controller (the config history's changes)
     std::uint64_t preemptions = 0; // continuous: sequences preempted by the KV budget
     TimePoint end{};               // the last completion (virtual)
     bool cancelled = false;
     Snapshot last; // the final snapshot
 };
-
-// How a unit's cost is charged: its prediction (None), times the mean
-// residual of the calibration's fit (Mean), or times a residual drawn at
-// random, seeded (Drawn).
-enum class CostNoise { None, Mean, Drawn };
-// "none", "mean", "drawn"; nullopt for anything else.
-std::optional<CostNoise> parseCostNoise(std::string_view name);
-std::string_view costNoiseName(CostNoise noise);
 
 struct SimulatorOptions {
     BatchingConfig config; // validated by the caller

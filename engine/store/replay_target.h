@@ -52,13 +52,17 @@ public:
     // percentiles over the last window, cumulative counts, in-flight
     // requests and the client's own queue). Any thread.
     virtual MetricSample sample(TimePoint epoch, std::uint64_t droppedRows) const = 0;
+    // Requests the client shed so far because too many already waited for
+    // a connection (each also completed with queue_full). Any thread.
+    virtual std::uint64_t shed() const { return 0; }
 
     // After the last submit. Drains (waits for every outstanding request),
     // or with `cancel` fails what is still queued or on the wire at once
     // (status shutting_down). Stops scraping. Blocks until every `done`
     // has run. Returns what the client saw, stored with the session:
-    // {"http_status": {"200": n, "timeout": m, ...}, "ttft_ms": {...},
-    //  "itl_ms": {...}, "scrapes": n, "scrape_errors": m, ...}.
+    // {"http_status": {"200": n, "timeout": m, "client_shed": k, ...},
+    //  "ttft_ms": {...}, "itl_ms": {...}, "client_shed": k, "server": "vllm",
+    //  "server_settings": "...", "scrapes": n, "scrape_errors": m, ...}.
     virtual nlohmann::json finish(bool cancel) = 0;
 };
 

@@ -2,6 +2,7 @@
 #include "replay_plan.h"
 
 #include "remote_session.h"
+#include "session_summary.h"
 
 #include "engine/config_json.h"
 
@@ -352,6 +353,10 @@ Result<ReplayOutcome> Replayer::runRemote(const ReplayOptions &options, RemoteTa
 
     SessionStart start = replaySessionStart(options, *planned);
     start.replay.erase("config"); // the remote server's settings are its own, not this config
+    // The yardstick is the client's, though: the goodput SLO of the config
+    // (given, or the source session's) judges the remote session's goodput.
+    if (const GoodputConfig &slo = planned->config.goodput; slo.any())
+        start.replay["goodput_slo"] = goodputSloJson(slo);
     start.model.clear();          // the target's model
     auto session = RemoteSession::start(m_store, target, start, options.recorder);
     if (!session)

@@ -1,5 +1,6 @@
 #include "schema.h"
 
+#include <algorithm>
 #include <string>
 
 namespace bp::store {
@@ -231,13 +232,30 @@ Result<FileIdentity> identify(sqlite::Connection &db)
 
 Status migrate(sqlite::Connection &db, int target)
 {
-    auto current = db.queryInt("PRAGMA user_version");
-    if (!current)
-        return current.status();
-    for (int v = int(*current) + 1; v <= target && v <= kSchemaVersion; ++v) {
+    // The version is read inside the write transaction, never before it:
+    // another process (or connection) opening the same old file may be
+    // migrating it at this moment. BEGIN IMMEDIATE waits for its write lock
+    // (the busy timeout), and once we hold ours the version we read is the
+    // one we build on; a step another connection already made is skipped
+    // (issue 23 item 7: reading it first made both migrate, and the second
+    // failed on "duplicate column"). A version already at `target` is final
+    // (versions only go up), so an up-to-date file takes no write lock.
+    const int wanted = std::min(target, kSchemaVersion);
+    auto seen = db.queryInt("PRAGMA user_version");
+    if (!seen)
+        return seen.status();
+    if (*seen >= wanted)
+        return Status::ok();
+    for (;;) {
         sqlite::Transaction tx(db);
         if (Status s = tx.begin(); !s)
             return s;
+        auto current = db.queryInt("PRAGMA user_version");
+        if (!current)
+            return current.status();
+        const int v = int(*current) + 1;
+        if (v > wanted)
+            return tx.commit(); // up to date (another connection finished it): nothing written
         std::string sql = kMigrations[v - 1];
         if (v == 1)
             sql += "PRAGMA application_id = " + std::to_string(kApplicationId) + ";";
@@ -247,7 +265,6 @@ Status migrate(sqlite::Connection &db, int target)
         if (Status s = tx.commit(); !s)
             return s;
     }
-    return Status::ok();
 }
 
 Result<sqlite::Connection> openConnection(const std::string &path)

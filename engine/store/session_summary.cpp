@@ -46,7 +46,8 @@ const std::vector<Metric> &metrics()
 {
     static const std::vector<Metric> list = {
         {"kind", "kind", -1, nullptr, describeKind},
-        {"model", "model", -1, nullptr, [](const SessionSummary &s) { return s.model + " (" + s.device + ")"; }},
+        {"model", "model", -1, nullptr,
+         [](const SessionSummary &s) { return s.model + " (" + s.device + ")"; }},
         {"config", "config", -1, nullptr, [](const SessionSummary &s) { return s.config; }},
         {"requests", "requests", 0, [](const SessionSummary &s) { return double(s.requests); }},
         {"completed", "completed", 0, [](const SessionSummary &s) { return double(s.completed); }},
@@ -54,13 +55,16 @@ const std::vector<Metric> &metrics()
         {"failed", "failed", 0, [](const SessionSummary &s) { return double(s.failed); }},
         {"duration (s)", "duration_s", 2, [](const SessionSummary &s) { return s.durationS; }},
         {"throughput (req/s)", "throughput_rps", 2, [](const SessionSummary &s) { return s.throughputRps; }},
-        {"output tokens/s", "output_tokens_per_s", 1, [](const SessionSummary &s) { return s.outputTokensPerS; }},
+        {"output tokens/s", "output_tokens_per_s", 1,
+         [](const SessionSummary &s) { return s.outputTokensPerS; }},
         {"latency mean (ms)", "latency_mean_ms", 3, [](const SessionSummary &s) { return s.latencyMeanMs; }},
         {"latency p50 (ms)", "latency_p50_ms", 3, [](const SessionSummary &s) { return s.latencyP50Ms; }},
         {"latency p90 (ms)", "latency_p90_ms", 3, [](const SessionSummary &s) { return s.latencyP90Ms; }},
         {"latency p99 (ms)", "latency_p99_ms", 3, [](const SessionSummary &s) { return s.latencyP99Ms; }},
-        {"queue wait p50 (ms)", "queue_wait_p50_ms", 3, [](const SessionSummary &s) { return s.queueWaitP50Ms; }},
-        {"queue wait p99 (ms)", "queue_wait_p99_ms", 3, [](const SessionSummary &s) { return s.queueWaitP99Ms; }},
+        {"queue wait p50 (ms)", "queue_wait_p50_ms", 3,
+         [](const SessionSummary &s) { return s.queueWaitP50Ms; }},
+        {"queue wait p99 (ms)", "queue_wait_p99_ms", 3,
+         [](const SessionSummary &s) { return s.queueWaitP99Ms; }},
         {"TTFT p50 (ms)", "ttft_p50_ms", 3, [](const SessionSummary &s) { return s.ttftP50Ms; }},
         {"TTFT p90 (ms)", "ttft_p90_ms", 3, [](const SessionSummary &s) { return s.ttftP90Ms; }},
         {"TTFT p99 (ms)", "ttft_p99_ms", 3, [](const SessionSummary &s) { return s.ttftP99Ms; }},
@@ -69,11 +73,16 @@ const std::vector<Metric> &metrics()
         {"TPOT p99 (ms)", "tpot_p99_ms", 3, [](const SessionSummary &s) { return s.tpotP99Ms; }},
         {"goodput SLO", "goodput_slo", -1, nullptr, describeSlo},
         {"goodput (req/s)", "goodput_rps", 2, [](const SessionSummary &s) { return s.goodputRps; }},
-        {"good requests", "good_completed", 0, [](const SessionSummary &s) { return double(s.goodCompleted); }},
+        {"good requests", "good_completed", 0,
+         [](const SessionSummary &s) { return double(s.goodCompleted); }},
         {"batches", "batches", 0, [](const SessionSummary &s) { return double(s.batches); }},
         {"mean batch size", "mean_batch_size", 2, [](const SessionSummary &s) { return s.meanBatchSize; }},
-        {"padding efficiency", "padding_efficiency", 3, [](const SessionSummary &s) { return s.paddingEfficiency; }},
-        {"dropped log rows", "dropped_rows", 0, [](const SessionSummary &s) { return double(s.droppedRows); }},
+        {"padding efficiency", "padding_efficiency", 3,
+         [](const SessionSummary &s) { return s.paddingEfficiency; }},
+        {"dropped log rows", "dropped_rows", 0,
+         [](const SessionSummary &s) { return double(s.droppedRows); }},
+        {"shed by the client", "client_shed", 0,
+         [](const SessionSummary &s) { return double(s.clientShed); }},
     };
     return list;
 }
@@ -141,6 +150,34 @@ std::string table(const std::vector<const SessionSummary *> &columns)
 }
 
 } // namespace
+
+nlohmann::json goodputSloJson(const GoodputConfig &slo)
+{
+    auto us = [](Duration d) { return std::chrono::duration_cast<std::chrono::microseconds>(d).count(); };
+    return {{"ttft_us", us(slo.ttft)}, {"tpot_us", us(slo.tpot)}, {"e2e_us", us(slo.e2e)}};
+}
+
+GoodputConfig goodputSloFromJson(const nlohmann::json &j)
+{
+    GoodputConfig slo;
+    if (!j.is_object())
+        return slo;
+    auto us = [&](const char *key) {
+        return j.contains(key) && j[key].is_number()
+                   ? Duration(std::chrono::microseconds(j[key].get<std::int64_t>()))
+                   : Duration::zero();
+    };
+    slo.ttft = us("ttft_us");
+    slo.tpot = us("tpot_us");
+    slo.e2e = us("e2e_us");
+    return slo;
+}
+
+bool remoteRequestRejected(const std::string &status)
+{
+    return status == "queue_full" || status == "invalid_argument" || status == "out_of_range" ||
+           status == "not_found" || status == "shutting_down";
+}
 
 double nearestRank(const std::vector<std::int64_t> &sorted, double q)
 {

@@ -8,15 +8,22 @@
 //  - latency percentiles: total time (arrival -> completion) of completed
 //    requests, nearest-rank, exact (not histogram buckets);
 //  - rejected: requests that never ran (turned away at submit, expired in
-//    the queue, failed on shutdown); failed: ran, but not ok;
+//    the queue, failed on shutdown); failed: ran, but not ok. A remote
+//    session's requests are classified by status (remoteRequestRejected):
+//    turned away (HTTP 429, 4xx, shed by the client, never sent) is
+//    rejected; a timeout (deadline_exceeded), a 5xx or a broken connection
+//    is failed;
 //  - padding efficiency: sum of real tokens / sum of padded tokens over all
 //    batches; mean batch size: requests per batch;
 //  - TTFT / TPOT percentiles: completed requests that generated (TTFT) or
 //    generated 2+ tokens (TPOT = (last - first) / (n - 1)), nearest-rank;
 //  - goodput: completed requests within every set bound of the goodput SLO
-//    (the goodput.* knobs of the session's last config; vLLM / DistServe),
-//    per second of duration. With no bound set every completed request is good.
+//    (the goodput.* knobs of the session's last config, or for a remote
+//    session the replay's "goodput_slo"; vLLM / DistServe), per second of
+//    duration. With no bound set every completed request is good.
 #pragma once
+
+#include "engine/batching_config.h"
 
 #include <nlohmann/json.hpp>
 
@@ -60,7 +67,18 @@ struct SessionSummary {
     double meanBatchSize = 0;
     double paddingEfficiency = 1;
     std::uint64_t droppedRows = 0;
+    // Remote sessions: requests the client shed because its own queue (those
+    // waiting for a connection) was full; counted in `rejected` too.
+    std::uint64_t clientShed = 0;
 };
+
+// A remote request that ended with `status` (its name, as stored) never
+// reached the server's batching: queue_full (HTTP 429, or shed by the
+// client), invalid_argument / out_of_range / not_found (HTTP 4xx) and
+// shutting_down (cancelled before it was sent). Everything else that is not
+// ok went out and failed there: deadline_exceeded (timeout), internal /
+// unavailable (5xx, reset, refused).
+bool remoteRequestRejected(const std::string &status);
 
 nlohmann::json toJson(const SessionSummary &summary);
 
@@ -85,6 +103,12 @@ struct ComparisonRow {
     double relativeChange = 0; // b/a - 1; 0 for text rows and where a is zero
 };
 std::vector<ComparisonRow> comparisonRows(const SessionSummary &a, const SessionSummary &b);
+
+// A goodput SLO as a remote session keeps it (sessions.replay "goodput_slo":
+// {"ttft_us": .., "tpot_us": .., "e2e_us": ..}, 0 = not set): a remote
+// session has no config history, so its yardstick is stored there.
+nlohmann::json goodputSloJson(const GoodputConfig &slo);
+GoodputConfig goodputSloFromJson(const nlohmann::json &j);
 
 // Nearest-rank percentile of sorted values; 0 when empty. q in [0, 1].
 double nearestRank(const std::vector<std::int64_t> &sorted, double q);

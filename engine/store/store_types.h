@@ -78,8 +78,9 @@ struct StoredRequest {
     std::uint64_t batchId = 0;
     StatusCode status = StatusCode::Ok;
     std::string source; // "live", "replay", ... (TraceSinkOptions::requestSource)
-    // Answered from the response cache: completed without running in a batch.
-    bool cacheHit() const { return status == StatusCode::Ok && batchId == 0; }
+    // Answered from the response cache: completed without running in a batch
+    // (a remote request has no batch we can see, and is never a cache hit).
+    bool cacheHit() const { return status == StatusCode::Ok && batchId == 0 && source != "remote"; }
 };
 
 struct StoredBatch {

@@ -1,4 +1,5 @@
 // TraceStore::summary: a session's figures from its stored records.
+#include "server_settings.h"
 #include "session_summary.h"
 #include "trace_store.h"
 
@@ -35,6 +36,25 @@ Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
         s.configChanges = history->size() - 1;
         slo = history->back().config.goodput;
     }
+    const bool remote = info->kind == "remote";
+    if (remote) {
+        // The server's own settings: what its /metrics published, else not
+        // known (issue 27 §4); the client's figures are in replay.client.
+        const nlohmann::json replay = info->replay.is_object() ? info->replay : nlohmann::json::object();
+        const nlohmann::json client = replay.value("client", nlohmann::json());
+        auto text = [&](const char *key) {
+            return client.is_object() && client.contains(key) && client[key].is_string()
+                       ? client[key].get<std::string>()
+                       : std::string();
+        };
+        if (history->empty()) {
+            s.config = remoteConfigText(text("server_settings"), text("server"));
+            slo = goodputSloFromJson(replay.value("goodput_slo", nlohmann::json()));
+        }
+        if (client.is_object() && client.contains("client_shed") &&
+            client["client_shed"].is_number_unsigned())
+            s.clientShed = client["client_shed"].get<std::uint64_t>();
+    }
     const auto ms = [](Duration d) { return double(d.count()) / 1e6; };
     s.sloTtftMs = ms(slo.ttft);
     s.sloTpotMs = ms(slo.tpot);
@@ -58,20 +78,21 @@ Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
     const std::int64_t outputTokens = totals->int64At(3);
     s.durationS = s.requests ? double(last - first) / 1e9 : 0.0;
 
-    // Final statuses: never ran (batch 0) vs ran.
-    auto statuses = db.prepare("SELECT status, batch_id = 0, count(*) FROM requests WHERE session_id = ? "
-                               "GROUP BY 1, 2");
+    // Final statuses: never ran (batch 0) vs ran. A remote request has no
+    // batch we can see; its status says which (remoteRequestRejected).
+    auto statuses = db.prepare("SELECT status, batch_id = 0, source = 'remote', count(*) FROM requests "
+                               "WHERE session_id = ? GROUP BY 1, 2, 3");
     if (!statuses)
         return statuses.status();
     statuses->bind(1, sessionId);
     int rc;
     while ((rc = statuses->step()) == SQLITE_ROW) {
         const std::string status = statuses->textAt(0);
-        const auto n = std::uint64_t(statuses->int64At(2));
+        const auto n = std::uint64_t(statuses->int64At(3));
         s.byStatus[status] += n;
         if (status == "ok")
             s.completed += n;
-        else if (statuses->int64At(1))
+        else if (statuses->int64At(2) ? remoteRequestRejected(status) : statuses->int64At(1) != 0)
             s.rejected += n;
         else
             s.failed += n;
@@ -80,7 +101,8 @@ Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
         return fail(rc, "summarize statuses");
 
     // Exact percentiles of completed requests.
-    auto latencies = db.prepare("SELECT total_ns, queue_wait_ns, ttft_ns, tpot_ns, output_tokens, batch_id FROM requests "
+    auto latencies = db.prepare("SELECT total_ns, queue_wait_ns, ttft_ns, tpot_ns, output_tokens, "
+                                "batch_id = 0 AND source <> 'remote' FROM requests "
                                 "WHERE session_id = ? AND status = 'ok'");
     if (!latencies)
         return latencies.status();
@@ -100,8 +122,10 @@ Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
         if (outputs > 1 && perToken > 0)
             tpot.push_back(perToken);
         // A cache hit (batch 0) stores no TTFT: its whole answer, first
-        // token included, came at its end-to-end time (as the engine judges it).
-        const bool cacheHit = latencies->int64At(5) == 0;
+        // token included, came at its end-to-end time (as the engine judges
+        // it). A remote request has batch 0 too but is no cache hit: its
+        // TTFT is the first token's (streamed) or the answer's first byte.
+        const bool cacheHit = latencies->int64At(5) != 0;
         const std::int64_t judgedTtft = outputs > 0 ? (cacheHit ? total.back() : firstToken) : 0;
         if (slo.met(Duration(judgedTtft), Duration(perToken), Duration(total.back())))
             ++s.goodCompleted;

@@ -33,12 +33,13 @@ struct Waiter {
     }
 };
 
-bool serve(Engine &engine, std::size_t n)
+bool serve(Engine &engine, std::size_t n, int maxNewTokens = 0)
 {
     Waiter w;
     for (std::size_t i = 0; i < n; ++i) {
         Request r;
         r.tokens.assign(12, 5);
+        r.maxNewTokens = maxNewTokens;
         if (!engine.submit(std::move(r), w.callback()))
             return false;
     }
@@ -170,6 +171,46 @@ private slots:
         QVERIFY(!host.engine);
         QVERIFY(!host.error.isEmpty());
         QVERIFY(!QFile::exists(dir.filePath("t.sqlite"))); // nothing recorded for an engine that never ran
+    }
+
+    // Issue 27 §3: a generative model opens in `continuous` (the policy
+    // every LLM server uses), an encoder and the no-compute echo in
+    // `dynamic`; an explicit --config still wins.
+    void defaultPolicyFollowsTheModel_data()
+    {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<bool>("withConfig");
+        QTest::addColumn<int>("policy");
+        QTest::newRow("decoder") << "builtin:tiny-decoder" << false << int(PolicyKind::Continuous);
+        QTest::newRow("decoder, --config") << "builtin:tiny-decoder" << true << int(PolicyKind::Dynamic);
+        QTest::newRow("encoder") << "builtin:tiny-encoder" << false << int(PolicyKind::Dynamic);
+        QTest::newRow("echo") << "builtin:echo" << false << int(PolicyKind::Dynamic);
+    }
+    void defaultPolicyFollowsTheModel()
+    {
+        QFETCH(QString, model);
+        QFETCH(bool, withConfig);
+        QFETCH(int, policy);
+        QTemporaryDir dir;
+        app::AppOptions o;
+        o.model = model;
+        o.preset = "test";
+        o.threads = 1;
+        o.device = "cpu";
+        if (withConfig) {
+            o.config = dir.filePath("dynamic.json");
+            QFile file(o.config);
+            QVERIFY(file.open(QIODevice::WriteOnly));
+            file.write(R"({"policy": "dynamic", "max_batch_size": 4})");
+        }
+        app::EngineHostResult host = app::createEngine(o);
+        if (!host.engine && model != "builtin:echo" && host.error.contains("torch"))
+            QSKIP("this build has no libtorch models");
+        QVERIFY2(host.engine, qPrintable(host.error));
+        QCOMPARE(int(host.engine->config().policy), policy);
+        QCOMPARE(app::defaultPolicyFor(host.engine->model(), true),
+                 withConfig ? PolicyKind::Continuous : PolicyKind(policy));
+        QVERIFY(serve(*host.engine, 3, host.engine->model().generative ? 2 : 0));
     }
 };
 

@@ -100,11 +100,11 @@ private slots:
             QVERIFY(b.admit(p, t0).isOk());
         }
         auto poll = b.poll(t0 + 9ms, false);
-        QVERIFY(poll.batch);
-        QCOMPARE(poll.batch->reason, DispatchReason::Full);
-        QCOMPARE(poll.batch->paddedLength, 9);
-        QCOMPARE(lengths(*poll.batch), (std::vector<int>{3, 9, 5}));
-        QCOMPARE(poll.batch->intendedAt, t0 + 9ms); // the filling request's arrival
+        QVERIFY(poll.batch());
+        QCOMPARE(poll.batch()->reason, DispatchReason::Full);
+        QCOMPARE(poll.batch()->paddedLength, 9);
+        QCOMPARE(lengths(*poll.batch()), (std::vector<int>{3, 9, 5}));
+        QCOMPARE(poll.batch()->intendedAt, t0 + 9ms); // the filling request's arrival
         QCOMPARE(b.size(), std::size_t(0));
     }
 
@@ -117,12 +117,12 @@ private slots:
         Pending p = make(4, t0);
         QVERIFY(b.admit(p, t0).isOk());
         auto poll = b.poll(t0 + 1ms, false);
-        QVERIFY(!poll.batch);
+        QVERIFY(!poll.batch());
         QCOMPARE(*poll.wakeAt, t0 + 5ms);
         poll = b.poll(t0 + 5ms, false);
-        QVERIFY(poll.batch);
-        QCOMPARE(poll.batch->reason, DispatchReason::DelayExpired);
-        QCOMPARE(poll.batch->intendedAt, t0 + 5ms);
+        QVERIFY(poll.batch());
+        QCOMPARE(poll.batch()->reason, DispatchReason::DelayExpired);
+        QCOMPARE(poll.batch()->intendedAt, t0 + 5ms);
     }
 
     void noDispatchWithoutFreeExecutor()
@@ -131,7 +131,7 @@ private slots:
         Pending p = make(4, t0);
         QVERIFY(b.admit(p, t0).isOk());
         auto poll = b.poll(t0 + 1s, false, /*mayDispatch=*/false);
-        QVERIFY(!poll.batch);
+        QVERIFY(!poll.batch());
         QCOMPARE(b.size(), std::size_t(1));
     }
 
@@ -146,12 +146,12 @@ private slots:
         QCOMPARE(b.admit(tooLong, t0).code(), StatusCode::OutOfRange);
         Pending p1 = make(3, t0), p2 = make(5, t0);
         QVERIFY(b.admit(p1, t0).isOk());
-        QVERIFY(!b.poll(t0 + 1h, false).batch);
+        QVERIFY(!b.poll(t0 + 1h, false).batch());
         QVERIFY(b.admit(p2, t0).isOk());
         auto poll = b.poll(t0, false);
-        QVERIFY(poll.batch);
-        QCOMPARE(poll.batch->paddedLength, 12);
-        QCOMPARE(poll.batch->reason, DispatchReason::StaticFull);
+        QVERIFY(poll.batch());
+        QCOMPARE(poll.batch()->paddedLength, 12);
+        QCOMPARE(poll.batch()->reason, DispatchReason::StaticFull);
     }
 
     void bucketsGroupByLength()
@@ -164,11 +164,11 @@ private slots:
         }
         QCOMPARE(b.depths(), (std::vector<std::size_t>{3, 2, 0, 2}));
         auto poll = b.poll(t0 + 10ms, false);
-        QVERIFY(poll.batch);
+        QVERIFY(poll.batch());
         // all equally overdue: the first such bucket wins, and it holds only short ones
-        QCOMPARE(poll.batch->bucket, 0);
-        QCOMPARE(lengths(*poll.batch), (std::vector<int>{3, 8, 1}));
-        QCOMPARE(poll.batch->paddedLength, 8);
+        QCOMPARE(poll.batch()->bucket, 0);
+        QCOMPARE(lengths(*poll.batch()), (std::vector<int>{3, 8, 1}));
+        QCOMPARE(poll.batch()->paddedLength, 8);
     }
 
     void reconfigureRebucketsQueuedInArrivalOrder()
@@ -190,10 +190,10 @@ private slots:
         b.reconfigure(c, 3);
         QCOMPARE(b.depths(), (std::vector<std::size_t>{5}));
         auto poll = b.poll(t0 + 1s, false);
-        QVERIFY(poll.batch);
-        QCOMPARE(poll.batch->configVersion, std::uint64_t(3));
+        QVERIFY(poll.batch());
+        QCOMPARE(poll.batch()->configVersion, std::uint64_t(3));
         std::vector<std::uint64_t> ids;
-        for (const auto &p : poll.batch->items)
+        for (const auto &p : poll.batch()->items)
             ids.push_back(p.request.id);
         QCOMPARE(ids, (std::vector<std::uint64_t>{1, 2, 3, 4, 5}));
     }
@@ -208,13 +208,13 @@ private slots:
             Pending p = make(4, t0);
             QVERIFY(b.admit(p, t0).isOk());
         }
-        QVERIFY(!b.poll(t0, false).batch);
+        QVERIFY(!b.poll(t0, false).batch());
         c.maxBatchSize = 2;
         b.reconfigure(c, 2);
         auto poll = b.poll(t0, false);
-        QVERIFY(poll.batch);
-        QCOMPARE(poll.batch->items.size(), std::size_t(2));
-        QCOMPARE(poll.batch->reason, DispatchReason::Full);
+        QVERIFY(poll.batch());
+        QCOMPARE(poll.batch()->items.size(), std::size_t(2));
+        QCOMPARE(poll.batch()->reason, DispatchReason::Full);
     }
 
     void deadlinesExpireWhileQueued()
@@ -223,7 +223,8 @@ private slots:
         c.maxBatchSize = 8;
         c.maxQueueDelay = 50ms;
         Batcher b(c, ModelLimits{});
-        Pending a = make(4, t0, t0 + 5ms, 1), bb = make(4, t0, std::nullopt, 2), cc = make(4, t0, t0 + 20ms, 3);
+        Pending a = make(4, t0, t0 + 5ms, 1), bb = make(4, t0, std::nullopt, 2),
+                cc = make(4, t0, t0 + 20ms, 3);
         QVERIFY(b.admit(a, t0).isOk());
         QVERIFY(b.admit(bb, t0).isOk());
         QVERIFY(b.admit(cc, t0).isOk());
@@ -235,9 +236,9 @@ private slots:
         QCOMPARE(*poll.wakeAt, t0 + 20ms);
         poll = b.poll(t0 + 50ms, false);
         QCOMPARE(poll.expired.size(), std::size_t(1));
-        QVERIFY(poll.batch);
-        QCOMPARE(poll.batch->items.size(), std::size_t(1));
-        QCOMPARE(poll.batch->items[0].request.id, std::uint64_t(2));
+        QVERIFY(poll.batch());
+        QCOMPARE(poll.batch()->items.size(), std::size_t(1));
+        QCOMPARE(poll.batch()->items[0].request.id, std::uint64_t(2));
     }
 
     // Issue 12.1: the last request with a deadline leaving by dispatch (not
@@ -254,11 +255,11 @@ private slots:
         QVERIFY(b.admit(a, t0).isOk());
         QVERIFY(b.admit(bb, t0).isOk());
         auto poll = b.poll(t0, false);
-        QVERIFY(poll.batch); // full: both leave by dispatch, before their deadlines
+        QVERIFY(poll.batch()); // full: both leave by dispatch, before their deadlines
         QCOMPARE(b.size(), std::size_t(0));
         for (TimePoint now : {t0 + 1ms, t0 + 55ms, t0 + 100ms}) {
             poll = b.poll(now, false);
-            QVERIFY(!poll.batch);
+            QVERIFY(!poll.batch());
             QVERIFY(poll.expired.empty());
             QVERIFY2(!poll.wakeAt, "an empty queue has nothing to wake up for");
         }
@@ -275,8 +276,8 @@ private slots:
         QVERIFY(b.admit(a, t0).isOk());
         QVERIFY(b.admit(bb, t0).isOk());
         auto poll = b.poll(t0, false, true);
-        QVERIFY(poll.batch);
-        QCOMPARE(poll.batch->items[0].request.id, std::uint64_t(1));
+        QVERIFY(poll.batch());
+        QCOMPARE(poll.batch()->items[0].request.id, std::uint64_t(1));
         poll = b.poll(t0, false, false); // no executor free: only deadlines matter
         QCOMPARE(*poll.wakeAt, t0 + 80ms);
         poll = b.poll(t0 + 80ms, false, false);
@@ -309,7 +310,8 @@ private slots:
         for (int step = 0; step < 400; ++step) {
             const int arrivals = int(rng() % 9);
             for (int i = 0; i < arrivals; ++i) {
-                Pending p = make(4, now, {}, nextId); // arrivals in admission order, as the engine stamps them
+                Pending p =
+                    make(4, now, {}, nextId); // arrivals in admission order, as the engine stamps them
                 p.request.priority = int(rng() % 4) - 1;
                 model.push_back({nextId, p.request.arrival, p.request.priority});
                 ++nextId;
@@ -318,10 +320,10 @@ private slots:
             now += std::chrono::milliseconds(1 + rng() % 4);
             auto poll = b.poll(now, false);
             if (model.empty()) {
-                QVERIFY(!poll.batch);
+                QVERIFY(!poll.batch());
                 continue;
             }
-            QVERIFY(poll.batch);
+            QVERIFY(poll.batch());
             // the old implementation: stable sort by effective priority
             std::vector<std::size_t> order(model.size());
             std::iota(order.begin(), order.end(), 0);
@@ -343,7 +345,7 @@ private slots:
                     rest.push_back(model[i]);
             }
             model.swap(rest);
-            for (const Pending &p : poll.batch->items)
+            for (const Pending &p : poll.batch()->items)
                 got.push_back(p.request.id);
             QCOMPARE(got, want);
             QCOMPARE(b.size(), model.size());

@@ -156,14 +156,16 @@ struct Driver {
             r.status = f.status;
             f.pending.done(std::move(r));
         }
-        if (!poll.step)
+        if (!poll.step())
             return false;
-        std::vector<StepOutcome> out;
-        const Status status = model.step(poll.step->items, out);
+        UnitRun run;
+        run.start = clock.now();
+        run.guard.status = model.step(poll.step()->items, run.outcomes);
         clock.advance(1ms);
-        StepDone done;
-        scheduler->finished(*poll.step, status, out, clock.now(), done);
-        steps.push_back(*poll.step); // with the state after it (runningAfter, ...)
+        run.end = clock.now();
+        UnitDone done;
+        scheduler->finished(*poll.unit, run, clock.now(), done);
+        steps.push_back(*poll.step()); // with the state after it (runningAfter, ...)
         for (std::size_t i = 0; i < done.done.size(); ++i)
             done.done[i].done(std::move(done.responses[i]));
         // the scheduler's KV books match the model's
@@ -369,7 +371,7 @@ private slots:
             QCOMPARE(std::size_t(s.runningAfter), d.scheduler->running());
             QCOMPARE(std::size_t(s.waitingAfter), d.scheduler->waiting());
             QCOMPARE(s.kvTokensAfter, d.scheduler->kvTokens());
-            const BatchRecord br = stepRecordOf(s, d.clock.now(), d.clock.now(), Status::ok(), 0);
+            const BatchRecord br = stepRecordOf(s, UnitRun{});
             QCOMPARE(br.prefillTokens, s.prefillTokens);
             QCOMPARE(br.decodeTokens, s.decodeTokens);
             QCOMPARE(br.joined, s.joined);
@@ -382,7 +384,7 @@ private slots:
         QCOMPARE(d.steps.front().waitingAfter, 1);
         QCOMPARE(d.steps.front().kvTokensAfter, std::int64_t(8));
         QCOMPARE(d.steps.back().runningAfter, 0);
-        const IterationGauges g = *d.scheduler->iterationGauges();
+        const IterationGauges g = d.scheduler->iterationGauges();
         QCOMPARE(g.running, std::size_t(0));
         QCOMPARE(g.kvTokens, std::int64_t(0));
     }
@@ -484,10 +486,10 @@ private slots:
             QVERIFY(submit(id, 10 + int(id), 6).isOk());
         // queued under dynamic, switched to continuous: the queue moves over
         BatchingConfig c = continuousConfig(2, 16);
-        QVERIFY(e.update(ConfigPatch::fields(c, {"policy", "continuous.max_num_seqs",
-                                                 "continuous.max_num_batched_tokens"})
-                             .value(),
-                         "test"));
+        QVERIFY(e.update(
+            ConfigPatch::fields(c, {"policy", "continuous.max_num_seqs", "continuous.max_num_batched_tokens"})
+                .value(),
+            "test"));
         QCOMPARE(e.queueDepth(), std::size_t(4));
         for (int i = 0; i < 3; ++i)
             QVERIFY(e.runSchedulerOnce().dispatched);
@@ -597,9 +599,120 @@ private slots:
         o.batching.policy = PolicyKind::Dynamic;
         auto engine = Engine::create(o);
         QVERIFY(engine.isOk());
-        auto update = (*engine)->update(ConfigPatch::fields(continuousConfig(4, 16), {"policy"}).value(), "test");
+        auto update =
+            (*engine)->update(ConfigPatch::fields(continuousConfig(4, 16), {"policy"}).value(), "test");
         QVERIFY(!update.isOk());
         QCOMPARE((*engine)->config().policy, PolicyKind::Dynamic);
+    }
+
+    // Issue 23 item 1: kv_cache_tokens lowered live below what a waiting
+    // request needs. The front of the queue can never join; it must fail
+    // with the reason, and the request behind it must be served (before the
+    // fix both waited forever: waiting 2, running 0).
+    void kvLoweredLiveFailsWhatCanNeverFitAndServesTheRest()
+    {
+        Driver d(continuousConfig(1, 512, true, 128, /*kv=*/300));
+        QVERIFY(d.submit(1, prompt(100, 1), 20).isOk()); // runs
+        QVERIFY(d.stepOnce());
+        QVERIFY(d.submit(2, prompt(100, 2), 20).isOk()); // waits behind it (max_num_seqs 1)
+        QVERIFY(d.stepOnce());
+        QCOMPARE(d.scheduler->running(), std::size_t(1));
+        QCOMPARE(d.scheduler->waiting(), std::size_t(1));
+        d.scheduler->reconfigure(continuousConfig(1, 512, true, 128, /*kv=*/60), 2);
+        QVERIFY(d.submit(3, prompt(4, 3), 4).isOk()); // fits the new budget
+        d.runAll();
+        QCOMPARE(d.scheduler->size(), std::size_t(0));
+        for (std::uint64_t id : {1, 2}) {
+            QVERIFY(d.responses.count(id));
+            const Status &st = d.responses[id].status;
+            QCOMPARE(st.code(), StatusCode::OutOfRange);
+            QVERIFY2(st.message().find("needs 120 KV-cache tokens") != std::string::npos,
+                     st.message().c_str());
+            QVERIFY2(st.message().find("kv_cache_tokens is now 60") != std::string::npos,
+                     st.message().c_str());
+        }
+        QVERIFY(d.responses[3].status.isOk());
+        QCOMPARE(d.responses[3].tokens, HashModel::generate(prompt(4, 3), 4));
+        QCOMPARE(d.model.cachedTokens(), std::int64_t(0));
+    }
+
+    // The same through the Engine, as it was found: a live PUT of
+    // kv_cache_tokens while one request ran and another waited.
+    void engineServesAfterKvBudgetIsLoweredLive()
+    {
+        FakeClock clock;
+        auto backend = std::make_shared<HashBackend>(true);
+        backend->model.stepClock = &clock;
+        EngineOptions o;
+        o.backend = backend;
+        o.clock = &clock;
+        o.manualScheduling = true;
+        o.probeMemory = false;
+        o.batching = continuousConfig(1, 512, true, 128, /*kv=*/300);
+        std::map<std::uint64_t, Response> got; // outlives the engine: its shutdown completes what is left
+        auto engine = Engine::create(o);
+        QVERIFY(engine.isOk());
+        Engine &e = **engine;
+        auto submit = [&](std::uint64_t id, int length, int maxNew) {
+            Request r;
+            r.id = id;
+            r.tokens = prompt(length, int(id));
+            r.maxNewTokens = maxNew;
+            return e.submit(std::move(r), [&got, id](Response &&resp) { got[id] = std::move(resp); });
+        };
+        QVERIFY(submit(1, 100, 30).isOk());
+        QVERIFY(e.runSchedulerOnce().dispatched);
+        QVERIFY(submit(2, 100, 30).isOk());
+        QVERIFY(e.runSchedulerOnce().dispatched);
+        BatchingConfig lowered = o.batching;
+        lowered.continuous.kvCacheTokens = 60;
+        QVERIFY(e.update(ConfigPatch::fields(lowered, {"continuous.kv_cache_tokens"}).value(), "test"));
+        QVERIFY(submit(3, 4, 4).isOk());
+        for (int i = 0; i < 100 && got.size() < 3; ++i)
+            e.runSchedulerOnce();
+        QCOMPARE(got.size(), std::size_t(3));
+        QCOMPARE(got[1].status.code(), StatusCode::OutOfRange);
+        QCOMPARE(got[2].status.code(), StatusCode::OutOfRange);
+        QVERIFY2(got[3].status.isOk(), got[3].status.toString().c_str());
+        QCOMPARE(got[3].tokens, HashModel::generate(prompt(4, 3), 4));
+        const Snapshot s = e.snapshot();
+        QCOMPARE(s.waitingSequences, std::size_t(0));
+        QCOMPARE(s.runningSequences, std::size_t(0));
+    }
+
+    // Issue 23 item 6: with prefills first, a sequence preempted to make KV
+    // room for the running decodes must not rejoin in the same decision
+    // (taking that room back, then being preempted again at the next step).
+    void preemptedSequenceDoesNotRejoinInTheSameDecision_data()
+    {
+        QTest::addColumn<bool>("decodeFirst");
+        QTest::newRow("prefills first") << false;
+        QTest::newRow("decodes first") << true;
+    }
+    void preemptedSequenceDoesNotRejoinInTheSameDecision()
+    {
+        QFETCH(bool, decodeFirst);
+        BatchingConfig c = continuousConfig(4, 256, true, 256, /*kv=*/44);
+        c.continuous.decodeFirst = decodeFirst;
+        Driver d(c);
+        for (std::uint64_t id = 1; id <= 3; ++id)
+            QVERIFY(d.submit(id, prompt(8, int(id)), 16).isOk());
+        d.runAll();
+        QVERIFY(d.scheduler->preemptions() > 0);
+        for (const StepWork &s : d.steps) {
+            QVERIFY2(s.preempted == 0 || s.joined == 0,
+                     qPrintable(QStringLiteral("step %1 preempted %2 and joined %3")
+                                    .arg(s.id)
+                                    .arg(s.preempted)
+                                    .arg(s.joined)));
+            // every sequence that stayed running decoded in that step
+            if (s.preempted > 0)
+                QCOMPARE(s.decodeTokens, int(s.items.size()));
+        }
+        for (std::uint64_t id = 1; id <= 3; ++id) {
+            QVERIFY(d.responses[id].status.isOk());
+            QCOMPARE(d.responses[id].tokens, HashModel::generate(prompt(8, int(id)), 16));
+        }
     }
 };
 

@@ -7,6 +7,8 @@
 
 #include <QtTest>
 
+#include <set>
+
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -165,7 +167,7 @@ private slots:
             QCOMPARE(r.batch.size, 3);
             QCOMPARE(r.batch.paddedLength, 7);
             QCOMPARE(r.batch.reason, DispatchReason::DelayExpired);
-            QCOMPARE(r.timing.queueWait, Duration(10ms)); // exact: the clock is fake
+            QCOMPARE(r.timing.queueWait, Duration(10ms));            // exact: the clock is fake
             QCOMPARE(r.tokens.size(), std::size_t(r.requestId + 4)); // echo of the input
         }
         const Snapshot s = (*engine)->snapshot();
@@ -173,6 +175,55 @@ private slots:
         QCOMPARE(s.batches, std::uint64_t(1));
         QCOMPARE(s.batchSizeCounts[3], std::uint64_t(1));
         QCOMPARE(s.paddingEfficiency, 18.0 / 21.0);
+    }
+
+    // What an observer (the trace sink) records of a request carries its
+    // priority and its queue, and unit ids go on across a switch to another
+    // kind of scheduler (they once restarted at 1, and a session's rows
+    // shared ids).
+    void recordsCarryPriorityAndUnitIdsStayUnique()
+    {
+        struct Records final : EngineObserver {
+            std::vector<BatchRecord> batches;
+            std::vector<RequestRecord> requests;
+            void onBatchCompleted(const BatchRecord &b, std::span<const RequestRecord> rs) override
+            {
+                batches.push_back(b);
+                requests.insert(requests.end(), rs.begin(), rs.end());
+            }
+        };
+        FakeClock clock;
+        EngineOptions o;
+        o.backend = makeEchoBackend();
+        o.clock = &clock;
+        o.manualScheduling = true;
+        o.batching.policy = PolicyKind::Bucketed;
+        o.batching.bucketEdges = {4, 1024};
+        auto engine = Engine::create(o);
+        QVERIFY(engine);
+        auto records = std::make_shared<Records>();
+        (*engine)->addObserver(records);
+        Collector c;
+        Request high = req(8);
+        high.priority = 5;
+        QVERIFY((*engine)->submit(std::move(high), c.callback()).isOk());
+        while ((*engine)->runSchedulerOnce().dispatched || (*engine)->queueDepth() > 0)
+            clock.advance(1ms);
+        BatchingConfig continuous = (*engine)->config();
+        continuous.policy = PolicyKind::Continuous;
+        QVERIFY((*engine)->reconfigure(continuous).isOk());
+        QVERIFY((*engine)->submit(req(3, 2), c.callback()).isOk());
+        while ((*engine)->queueDepth() > 0) {
+            (*engine)->runSchedulerOnce();
+            clock.advance(1ms);
+        }
+        QVERIFY(c.waitFor(2));
+        QCOMPARE(records->requests.front().priority, 5);
+        QCOMPARE(records->requests.front().bucket, 1);
+        std::set<std::uint64_t> ids;
+        for (const BatchRecord &b : records->batches)
+            QVERIFY2(ids.insert(b.id).second, qPrintable(QString("unit id %1 twice").arg(b.id)));
+        QVERIFY(records->batches.size() >= 3); // the batch and at least two steps
     }
 
     void fakeClockFullDispatchAndDeadline()
@@ -220,10 +271,11 @@ private slots:
         QVERIFY((*engine)->submit(r, c.callback()).isOk());
         QVERIFY(c.waitFor(1));
         QVERIFY(c.responses()[0].status.isOk());
-        QTRY_VERIFY2_WITH_TIMEOUT((*engine)->schedulerIdle(),
-                                  "the scheduling thread never went to sleep: it is still waking up for a deadline "
-                                  "that left",
-                                  20000);
+        QTRY_VERIFY2_WITH_TIMEOUT(
+            (*engine)->schedulerIdle(),
+            "the scheduling thread never went to sleep: it is still waking up for a deadline "
+            "that left",
+            20000);
         // A resource check, not a latency assertion: the bound is ~10x what
         // a busy machine's noise could add, and ~3x below the spinning bug.
         const double cpu0 = processCpuSeconds();
@@ -231,7 +283,8 @@ private slots:
         std::this_thread::sleep_for(300ms); // the interval measured
         const double used = processCpuSeconds() - cpu0;
         const double wall = toSeconds(SteadyClock::now() - wall0);
-        QVERIFY2(used < 0.25 * wall, qPrintable(QString("idle engine used %1 s of CPU in %2 s").arg(used).arg(wall)));
+        QVERIFY2(used < 0.25 * wall,
+                 qPrintable(QString("idle engine used %1 s of CPU in %2 s").arg(used).arg(wall)));
         QVERIFY((*engine)->schedulerIdle());
     }
 
@@ -409,17 +462,21 @@ private slots:
         std::map<std::uint64_t, int> calls;
         std::vector<Response> responses;
         for (int i = 0; i < 4; ++i)
-            QVERIFY((*engine)->submit(req(3), [&](Response &&r) {
-                ++calls[r.requestId];
-                responses.push_back(std::move(r));
-            }).isOk());
+            QVERIFY((*engine)
+                        ->submit(req(3),
+                                 [&](Response &&r) {
+                                     ++calls[r.requestId];
+                                     responses.push_back(std::move(r));
+                                 })
+                        .isOk());
         QVERIFY((*engine)->runSchedulerOnce().dispatched);
         QCOMPARE(calls.size(), std::size_t(4));
         for (const auto &[id, n] : calls)
             QCOMPARE(n, 1);
         for (const Response &r : responses) {
             QCOMPARE(r.status.code(), StatusCode::Internal);
-            QVERIFY(QString::fromStdString(r.status.message()).contains(foreign ? "non-standard" : "standard failure"));
+            QVERIFY(QString::fromStdString(r.status.message())
+                        .contains(foreign ? "non-standard" : "standard failure"));
         }
         const Snapshot s = (*engine)->snapshot();
         QCOMPARE(s.byStatus[std::size_t(StatusCode::Internal)], std::uint64_t(4));

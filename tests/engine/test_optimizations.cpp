@@ -39,7 +39,7 @@ TimePoint feed(Batcher &b, TimePoint from, Duration span, int count, int length 
         Pending p = make(length, t);
         if (!b.admit(p, t).isOk())
             return {};
-        while (b.poll(t, false).batch) {
+        while (b.poll(t, false).batch()) {
         }
     }
     return t;
@@ -55,7 +55,8 @@ public:
         std::lock_guard lock(m_mutex);
         sizes.push_back(int(in.requests.size()));
         if (int(in.requests.size()) > m_limit)
-            return {StatusCode::ResourceExhausted, "out of memory: batch of " + std::to_string(in.requests.size())};
+            return {StatusCode::ResourceExhausted,
+                    "out of memory: batch of " + std::to_string(in.requests.size())};
         for (std::size_t i = 0; i < in.requests.size(); ++i)
             out[i].tokens = in.requests[i]->tokens;
         return Status::ok();
@@ -155,11 +156,13 @@ private slots:
         TimePoint t = feed(b, t0, 1s, 2000);
         QVERIFY(t != TimePoint{});
         b.poll(t, false);
-        QVERIFY2(std::abs(toMicros(b.effectiveDelay()) - 8000) < 1000, qPrintable(QString::number(toMicros(b.effectiveDelay()))));
+        QVERIFY2(std::abs(toMicros(b.effectiveDelay()) - 8000) < 1000,
+                 qPrintable(QString::number(toMicros(b.effectiveDelay()))));
         // step down to 400 req/s: 40 ms
         t = feed(b, t, 1s, 400);
         b.poll(t, false);
-        QVERIFY2(std::abs(toMicros(b.effectiveDelay()) - 40000) < 5000, qPrintable(QString::number(toMicros(b.effectiveDelay()))));
+        QVERIFY2(std::abs(toMicros(b.effectiveDelay()) - 40000) < 5000,
+                 qPrintable(QString::number(toMicros(b.effectiveDelay()))));
         // and 10 req/s is clamped at the upper bound
         t = feed(b, t, 2s, 20);
         b.poll(t, false);
@@ -183,8 +186,8 @@ private slots:
         c.slo.batchStep = 4;
         c.slo.delayStep = 1ms;
         SloController ctl;
-        QVERIFY(!ctl.evaluate(c, t0)); // starts the first period
-        ctl.observe(30ms, 100);        // a miss
+        QVERIFY(!ctl.evaluate(c, t0));         // starts the first period
+        ctl.observe(30ms, 100);                // a miss
         QVERIFY(!ctl.evaluate(c, t0 + 500ms)); // period not over
         auto a = ctl.evaluate(c, t0 + 1s);
         QVERIFY(a);
@@ -301,13 +304,13 @@ private slots:
             Pending p = make(8, t);
             QVERIFY(b.admit(p, t).isOk());
         }
-        QVERIFY(!b.poll(t + 50ms, false).batch); // 3 of 4, before static_max_wait
+        QVERIFY(!b.poll(t + 50ms, false).batch()); // 3 of 4, before static_max_wait
         Pending p = make(8, t);
         QVERIFY(b.admit(p, t).isOk());
         auto poll = b.poll(t, false);
-        QVERIFY(poll.batch);
-        QCOMPARE(poll.batch->reason, DispatchReason::StaticFull);
-        QCOMPARE(poll.batch->paddedLength, 32); // the static layer's fixed shape
+        QVERIFY(poll.batch());
+        QCOMPARE(poll.batch()->reason, DispatchReason::StaticFull);
+        QCOMPARE(poll.batch()->paddedLength, 32); // the static layer's fixed shape
     }
 
     void cacheLruBounds()
@@ -477,8 +480,8 @@ private slots:
                 QVERIFY(b.admit(high, t).isOk());
             }
             auto poll = b.poll(t, false);
-            QVERIFY(poll.batch);
-            for (const auto &p : poll.batch->items) {
+            QVERIFY(poll.batch());
+            for (const auto &p : poll.batch()->items) {
                 if (p.request.id == 1)
                     lowLeftAfter = t - t0;
                 else

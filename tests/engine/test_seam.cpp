@@ -169,20 +169,26 @@ private slots:
         batch.paddedLength = 6;
         batch.items.push_back({request(4, t0, 1), {}, 1});
         batch.items.push_back({request(6, t0 + 1ms, 2), {}, 2});
-        std::vector<SequenceResult> results(2);
-        results[0].tokens = {1, 2, 3};
-        results[0].firstTokenAfter = 1ms;
-        results[0].lastTokenAfter = 5ms;
-        results[1].status = Status(StatusCode::InvalidArgument, "member failed");
-        GuardedRun run;
-        const BatchRecord br = batchRecordOf(batch, t0 + 4ms, t0 + 10ms, run, 3);
+        UnitRun run;
+        run.executor = 3;
+        run.start = t0 + 4ms;
+        run.end = t0 + 10ms;
+        run.results.resize(2);
+        run.results[0].tokens = {1, 2, 3};
+        run.results[0].firstTokenAfter = 1ms;
+        run.results[0].lastTokenAfter = 5ms;
+        run.results[1].status = Status(StatusCode::InvalidArgument, "member failed");
+        const BatchRecord br = batchRecordOf(batch, run);
         QCOMPARE(br.realTokens, std::int64_t(10));
         QCOMPARE(br.paddedTokens, std::int64_t(12));
         QCOMPARE(br.compute, Duration(6ms));
         QCOMPARE(br.executor, 3);
+        UnitRun whole = run; // before the responses take the results' tokens
         std::vector<Response> responses;
+        batchResponses(batch, run, responses);
         std::vector<RequestRecord> records;
-        batchOutcomes(batch, br, run.status, results, responses, records);
+        for (const Response &r : responses)
+            records.push_back(completedRecord(batch.items[records.size()].request, r, batch.id));
         QCOMPARE(responses[0].timing.queueWait, Duration(3ms));
         QCOMPARE(responses[0].timing.total, Duration(10ms));
         QCOMPARE(responses[0].timing.intendedWait, Duration(2ms));
@@ -191,9 +197,11 @@ private slots:
         QCOMPARE(responses[1].status.code(), StatusCode::InvalidArgument);
         QCOMPARE(records[1].status, StatusCode::InvalidArgument);
         QCOMPARE(records[0].outputTokens, 3);
+        QCOMPARE(records[0].bucket, batch.bucket);
+        QCOMPARE(records[0].timePerOutputToken, Duration(2ms));
         // a failed batch overrides every member's status
-        const Status whole(StatusCode::Internal, "backend failed");
-        batchOutcomes(batch, br, whole, results, responses, records);
+        whole.guard.status = Status(StatusCode::Internal, "backend failed");
+        batchResponses(batch, whole, responses);
         QCOMPARE(responses[0].status.code(), StatusCode::Internal);
         QCOMPARE(responses[0].status.message(), std::string("backend failed"));
     }

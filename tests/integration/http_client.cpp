@@ -54,7 +54,8 @@ HttpResponse HttpConnection::read(int timeoutMs)
                 for (qsizetype i = 1; i < lines.size(); ++i) {
                     const qsizetype colon = lines[i].indexOf(':');
                     if (colon > 0)
-                        r.headers.insert(lines[i].left(colon).trimmed().toLower(), lines[i].mid(colon + 1).trimmed());
+                        r.headers.insert(lines[i].left(colon).trimmed().toLower(),
+                                         lines[i].mid(colon + 1).trimmed());
                 }
                 contentLength = r.headers.value("content-length", "0").toLongLong();
                 if (r.status == 100) { // interim answer: the real one follows
@@ -65,7 +66,34 @@ HttpResponse HttpConnection::read(int timeoutMs)
                 }
             }
         }
-        if (headerEnd >= 0 && m_buffer.size() >= headerEnd + 4 + contentLength) {
+        if (headerEnd >= 0 && r.header("transfer-encoding") == "chunked") {
+            // A chunked body (a server-sent-event stream): whole once the
+            // zero-length chunk has arrived; the body is the chunks' payload.
+            QByteArray payload;
+            qsizetype at = headerEnd + 4;
+            bool ended = false;
+            for (;;) {
+                const qsizetype lineEnd = m_buffer.indexOf("\r\n", at);
+                if (lineEnd < 0)
+                    break;
+                bool ok = false;
+                const qsizetype size = m_buffer.mid(at, lineEnd - at).trimmed().toLongLong(&ok, 16);
+                if (!ok || m_buffer.size() < lineEnd + 2 + size + 2)
+                    break;
+                if (size == 0) {
+                    at = lineEnd + 4;
+                    ended = true;
+                    break;
+                }
+                payload += m_buffer.mid(lineEnd + 2, size);
+                at = lineEnd + 2 + size + 2;
+            }
+            if (ended) {
+                r.body = payload;
+                m_buffer.remove(0, at);
+                return r;
+            }
+        } else if (headerEnd >= 0 && m_buffer.size() >= headerEnd + 4 + contentLength) {
             r.body = m_buffer.mid(headerEnd + 4, contentLength);
             m_buffer.remove(0, headerEnd + 4 + contentLength);
             return r;
@@ -75,8 +103,9 @@ HttpResponse HttpConnection::read(int timeoutMs)
             if (headerEnd >= 0 && m_buffer.size() >= headerEnd + 4 + contentLength)
                 continue;
             HttpResponse failed;
-            failed.error = deadline.hasExpired() ? QStringLiteral("timed out waiting for a response")
-                                                 : QStringLiteral("connection closed: ") + m_socket->errorString();
+            failed.error = deadline.hasExpired()
+                               ? QStringLiteral("timed out waiting for a response")
+                               : QStringLiteral("connection closed: ") + m_socket->errorString();
             return failed;
         }
         m_socket->waitForReadyRead(int(std::max<qint64>(1, deadline.remainingTime())));
@@ -98,8 +127,9 @@ bool HttpConnection::waitForClose(int timeoutMs)
     return m_socket->state() != QAbstractSocket::ConnectedState;
 }
 
-HttpResponse httpRequest(quint16 port, const QByteArray &method, const QByteArray &path, const QByteArray &body,
-                         const QList<QPair<QByteArray, QByteArray>> &headers, int timeoutMs)
+HttpResponse httpRequest(quint16 port, const QByteArray &method, const QByteArray &path,
+                         const QByteArray &body, const QList<QPair<QByteArray, QByteArray>> &headers,
+                         int timeoutMs)
 {
     HttpConnection c(port);
     if (!c.isConnected()) {

@@ -16,7 +16,7 @@ struct HttpResponse {
     int status = 0;                       // 0: no complete response arrived
     QMap<QByteArray, QByteArray> headers; // lower-case names
     QByteArray body;
-    QString error;                        // why status is 0
+    QString error; // why status is 0
 
     QJsonObject json() const { return QJsonDocument::fromJson(body).object(); }
     QByteArray header(const QByteArray &name) const { return headers.value(name.toLower()); }
@@ -32,7 +32,8 @@ public:
     void send(const QByteArray &method, const QByteArray &path, const QByteArray &body = {},
               const QList<QPair<QByteArray, QByteArray>> &headers = {});
     void sendRaw(const QByteArray &bytes);
-    // Reads one response; waits at most timeoutMs.
+    // Reads one response; waits at most timeoutMs. A chunked body (an SSE
+    // stream) is read to its end and given without its framing.
     HttpResponse read(int timeoutMs = 20000);
     // Closes the connection at once (RST when data is unread).
     void abort();
@@ -45,6 +46,7 @@ private:
 };
 
 // One request on a fresh connection.
-HttpResponse httpRequest(quint16 port, const QByteArray &method, const QByteArray &path, const QByteArray &body = {},
+HttpResponse httpRequest(quint16 port, const QByteArray &method, const QByteArray &path,
+                         const QByteArray &body = {},
                          const QList<QPair<QByteArray, QByteArray>> &headers = {}, int timeoutMs = 20000);
 QByteArray toJson(const QJsonObject &object);

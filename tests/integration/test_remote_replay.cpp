@@ -22,6 +22,7 @@
 #include "tests/process_run.h"
 
 #include "app/remote/http_remote_target.h"
+#include "engine/config_json.h"
 #include "engine/store/replayer.h"
 #include "engine/store/session_summary.h"
 
@@ -108,6 +109,51 @@ private:
     QHash<QTcpSocket *, QByteArray> m_buffers;
     QSet<QTcpSocket *> m_seen;
     int m_connections = 0;
+};
+
+// Answers every POST with the next status of `statuses` (cycling) and a
+// JSON error body, keep-alive: how servers turn requests away (429) or fail
+// them (5xx).
+class StatusStandIn : public QObject {
+public:
+    explicit StatusStandIn(QList<int> statuses) : m_statuses(std::move(statuses))
+    {
+        connect(&m_server, &QTcpServer::newConnection, this, [this] {
+            while (QTcpSocket *s = m_server.nextPendingConnection())
+                connect(s, &QTcpSocket::readyRead, this, [this, s] { onData(s); });
+        });
+        m_server.listen(QHostAddress::LocalHost);
+    }
+    quint16 port() const { return m_server.serverPort(); }
+
+private:
+    void onData(QTcpSocket *s)
+    {
+        QByteArray &buf = m_buffers[s];
+        buf += s->readAll();
+        for (;;) {
+            const qsizetype head = buf.indexOf("\r\n\r\n");
+            if (head < 0)
+                return;
+            const qsizetype cl = buf.toLower().indexOf("content-length:");
+            const int length =
+                cl >= 0 ? buf.mid(cl + 15, buf.indexOf("\r\n", cl) - cl - 15).trimmed().toInt() : 0;
+            if (buf.size() < head + 4 + length)
+                return;
+            buf.remove(0, head + 4 + length);
+            const int status = m_statuses[m_next++ % m_statuses.size()];
+            const QByteArray body =
+                "{\"error\":{\"message\":\"stand-in says " + QByteArray::number(status) + "\"}}";
+            s->write("HTTP/1.1 " + QByteArray::number(status) +
+                     " X\r\nContent-Type: application/json\r\nContent-Length: " +
+                     QByteArray::number(body.size()) + "\r\n\r\n" + body);
+        }
+    }
+
+    QTcpServer m_server;
+    QList<int> m_statuses;
+    int m_next = 0;
+    QHash<QTcpSocket *, QByteArray> m_buffers;
 };
 
 struct Fixture {
@@ -329,23 +375,34 @@ private slots:
         QVERIFY(client["tpot_ms"]["count"] == nlohmann::json(5));
     }
 
+    void openAiAgainstBatchPilotsOwnCompletions_data()
+    {
+        QTest::addColumn<int>("protocol");
+        QTest::newRow("openai") << int(remote::Protocol::OpenAi);
+        QTest::newRow("openai-chat") << int(remote::Protocol::OpenAiChat);
+    }
     void openAiAgainstBatchPilotsOwnCompletions()
     {
-        // The OpenAI protocol against the real server's POST /v1/completions
-        // (SSE streaming): every request recorded, each with a first token
-        // before its end, and the server's counters equal to the client's.
+        // The OpenAI protocols against the real server's POST
+        // /v1/completions and /v1/chat/completions (SSE streaming): every
+        // request recorded, each with a first token before its end, and the
+        // server's counters equal to the client's.
+        QFETCH(int, protocol);
         const quint16 port = m_server->port();
         const double okBefore = counter(port, "batchpilot_requests_total{status=\"ok\"}");
         const double outBefore = counter(port, "batchpilot_output_tokens_total");
         const int n = 30;
         Fixture f(n);
-        auto ro = remoteOptions(port, remote::Protocol::OpenAi, "echo");
+        auto ro = remoteOptions(port, remote::Protocol(protocol), "echo");
         ro.maxConcurrency = 4;
         auto target = remote::HttpRemoteTarget::create(ro);
         auto outcome = replayTo(f, **target);
         QVERIFY2(outcome, outcome.status().toString().c_str());
         QCOMPARE(outcome->completed, std::size_t(n));
         QVERIFY(outcome->client["http_status"]["200"] == nlohmann::json(n));
+        auto session = f.store->session(outcome->sessionId);
+        QVERIFY(session->replay["target"]["protocol"] ==
+                nlohmann::json(remote::protocolName(remote::Protocol(protocol)).toStdString()));
         QVERIFY(outcome->client["ttft_ms"]["count"] == nlohmann::json(n));
         QVERIFY(outcome->client["itl_ms"]["count"] == nlohmann::json(n * 3)); // 4 tokens: 3 gaps each
         const std::vector<StoredRequest> rows = f.store->requests(outcome->sessionId).value();
@@ -466,6 +523,157 @@ private slots:
         QVERIFY(steps); // the closing scrape's Δ covers the whole run at least
         QCOMPARE(samples->back().running.value(), 0.0); // scraped after the last answer
         QVERIFY(server.stop(SIGTERM));
+    }
+
+    // Issue 24 §6: a streamed remote session stores TPOT and the
+    // inter-token gaps per request, and its summary's TPOT and goodput are
+    // those of its rows. A remote request is no cache hit: its TTFT (not its
+    // end-to-end time) is judged against the TTFT bound.
+    void remoteStreamingStoresTpotAndGoodputFromItsRows()
+    {
+        SseStandIn server(50); // gaps long enough that no two events share a read
+        Fixture f(6, 1ms);
+        auto ro = remoteOptions(server.port(), remote::Protocol::OpenAi, "m");
+        ro.maxConcurrency = 3;
+        auto target = remote::HttpRemoteTarget::create(ro);
+        auto outcome = replayTo(f, **target);
+        QVERIFY2(outcome, outcome.status().toString().c_str());
+        QCOMPARE(outcome->completed, std::size_t(6));
+        const std::vector<StoredRequest> rows = f.store->requests(outcome->sessionId).value();
+        QCOMPARE(rows.size(), std::size_t(6));
+        std::vector<std::int64_t> tpot;
+        Duration maxTtft{};
+        for (const StoredRequest &r : rows) {
+            QCOMPARE(r.status, StatusCode::Ok);
+            QCOMPARE(r.source, std::string("remote"));
+            QVERIFY(!r.cacheHit());
+            // 4 token events, one per timer tick: three gaps, each after a tick
+            QVERIFY2(r.timePerOutputToken > Duration::zero(),
+                     std::to_string(r.timePerOutputToken.count()).c_str());
+            QVERIFY(r.interTokenP50 > Duration::zero() && r.interTokenMax >= r.interTokenP50);
+            QVERIFY(r.timeToFirstToken + r.timePerOutputToken * 3 <= r.total);
+            tpot.push_back(r.timePerOutputToken.count());
+            maxTtft = std::max(maxTtft, r.timeToFirstToken);
+        }
+        std::sort(tpot.begin(), tpot.end());
+        // A TTFT bound every first token met; no request's whole answer did
+        // (the slowest first token's request took 3 more gaps to end).
+        GoodputConfig slo; // the session keeps it in whole microseconds
+        slo.ttft = std::chrono::ceil<std::chrono::microseconds>(maxTtft);
+        auto session = f.store->session(outcome->sessionId);
+        nlohmann::json replay = session->replay;
+        replay["goodput_slo"] = goodputSloJson(slo);
+        QVERIFY(f.store->setSessionReplay(outcome->sessionId, replay));
+        const SessionSummary s = f.store->summary(outcome->sessionId).value();
+        QCOMPARE(s.tpotP50Ms, nearestRank(tpot, 0.50) / 1e6);
+        QCOMPARE(s.tpotP99Ms, nearestRank(tpot, 0.99) / 1e6);
+        QVERIFY(s.tpotP50Ms > 0);
+        QCOMPARE(s.sloTtftMs, double(slo.ttft.count()) / 1e6);
+        std::uint64_t good = 0;
+        for (const StoredRequest &r : rows)
+            good += slo.met(r.timeToFirstToken, r.timePerOutputToken, r.total) ? 1 : 0;
+        QCOMPARE(good, std::uint64_t(6));
+        QCOMPARE(s.goodCompleted, good);
+        // The same session with a TPOT bound below every request's TPOT: none good.
+        slo.tpot = std::chrono::floor<std::chrono::microseconds>(Duration(tpot.front())) -
+                   std::chrono::microseconds(1);
+        replay["goodput_slo"] = goodputSloJson(slo);
+        QVERIFY(f.store->setSessionReplay(outcome->sessionId, replay));
+        QCOMPARE(f.store->summary(outcome->sessionId)->goodCompleted, std::uint64_t(0));
+    }
+
+    // Issue 24 §6: remote outcomes are classified as the engine's are: 429
+    // rejected (queue_full); 5xx and timeouts failed (internal, unavailable,
+    // deadline_exceeded), not rejected.
+    void remoteOutcomesAreClassifiedAsTheEnginesAre()
+    {
+        StatusStandIn server({429, 500, 503, 429});
+        Fixture f(8, 1ms);
+        auto ro = remoteOptions(server.port(), remote::Protocol::OpenAi, "m");
+        ro.maxConcurrency = 1; // one connection: the statuses come in order
+        auto target = remote::HttpRemoteTarget::create(ro);
+        auto outcome = replayTo(f, **target);
+        QVERIFY2(outcome, outcome.status().toString().c_str());
+        SessionSummary s = f.store->summary(outcome->sessionId).value();
+        QCOMPARE(s.byStatus["queue_full"], std::uint64_t(4));
+        QCOMPARE(s.byStatus["internal"], std::uint64_t(2));
+        QCOMPARE(s.byStatus["unavailable"], std::uint64_t(2));
+        QCOMPARE(s.rejected, std::uint64_t(4));
+        QCOMPARE(s.failed, std::uint64_t(4));
+        QCOMPARE(s.completed, std::uint64_t(0));
+
+        QTcpServer silent; // accepts, never answers: every request times out
+        QVERIFY(silent.listen(QHostAddress::LocalHost));
+        Fixture g(2);
+        auto rt = remoteOptions(silent.serverPort(), remote::Protocol::Oip, "m");
+        rt.timeout = 200ms;
+        auto timing = remote::HttpRemoteTarget::create(rt);
+        auto timedOut = replayTo(g, **timing);
+        QVERIFY2(timedOut, timedOut.status().toString().c_str());
+        s = g.store->summary(timedOut->sessionId).value();
+        QCOMPARE(s.byStatus["deadline_exceeded"], std::uint64_t(2));
+        QCOMPARE(s.failed, std::uint64_t(2));
+        QCOMPARE(s.rejected, std::uint64_t(0));
+    }
+
+    // Issue 23 item 9: the client's own queue (requests waiting for a
+    // connection) is capped; what exceeds it is shed at once, stored as
+    // rejected (queue_full) and counted as shed.
+    void clientQueueIsCappedAndShedRequestsAreCounted()
+    {
+        QTcpServer silent; // holds the one connection until the timeout
+        QVERIFY(silent.listen(QHostAddress::LocalHost));
+        Fixture f(6, 1ms);
+        auto ro = remoteOptions(silent.serverPort(), remote::Protocol::Oip, "m");
+        ro.maxConcurrency = 1;
+        ro.maxQueued = 2;
+        ro.timeout = 1500ms; // far longer than the 5 ms the six arrivals take
+        auto target = remote::HttpRemoteTarget::create(ro);
+        auto outcome = replayTo(f, **target);
+        QVERIFY2(outcome, outcome.status().toString().c_str());
+        // one on the wire, two waiting, three shed
+        QCOMPARE((*target)->shed(), std::uint64_t(3));
+        QVERIFY(outcome->client["client_shed"] == nlohmann::json(3));
+        QVERIFY(outcome->client["http_status"]["client_shed"] == nlohmann::json(3));
+        QVERIFY(outcome->client["http_status"]["timeout"] == nlohmann::json(3));
+        SessionSummary s = f.store->summary(outcome->sessionId).value();
+        QCOMPARE(s.clientShed, std::uint64_t(3));
+        QCOMPARE(s.byStatus["queue_full"], std::uint64_t(3));
+        QCOMPARE(s.rejected, std::uint64_t(3));
+        QCOMPARE(s.failed, std::uint64_t(3));
+        QVERIFY(formatSummary(s).find("shed by the client") != std::string::npos);
+        QVERIFY(!remote::validate([] {
+            remote::RemoteOptions bad = remoteOptions(1, remote::Protocol::Oip, "m");
+            bad.maxQueued = -1;
+            return bad;
+        }()));
+    }
+
+    // Issue 27 §4: a remote session's config row shows what the server
+    // published of its own settings, or says they are not known.
+    void remoteConfigRowShowsTheServersSettings()
+    {
+        const quint16 port = m_server->port();
+        const QByteArray configJson = httpRequest(port, "GET", "/v1/config").body;
+        auto config = configFromJson(nlohmann::json::parse(configJson.toStdString()));
+        QVERIFY2(config, config.status().toString().c_str());
+        Fixture f(5);
+        auto ro = remoteOptions(port, remote::Protocol::Oip, "echo");
+        ro.scrapeInterval = 50ms;
+        auto target = remote::HttpRemoteTarget::create(ro);
+        auto outcome = replayTo(f, **target);
+        QVERIFY2(outcome, outcome.status().toString().c_str());
+        const SessionSummary s = f.store->summary(outcome->sessionId).value();
+        QCOMPARE(s.config, "batchpilot: " + describeConfig(*config) + " (scraped)");
+        QVERIFY(formatSummary(s).find(s.config) != std::string::npos);
+
+        SseStandIn plain(1); // no /metrics at all, and not scraped
+        Fixture g(2, 1ms);
+        auto unknown =
+            remote::HttpRemoteTarget::create(remoteOptions(plain.port(), remote::Protocol::OpenAi, "m"));
+        auto other = replayTo(g, **unknown);
+        QVERIFY2(other, other.status().toString().c_str());
+        QCOMPARE(g.store->summary(other->sessionId)->config, std::string("server's own, not known"));
     }
 
     void cleanupTestCase() { QVERIFY(m_server->stop(SIGTERM)); }

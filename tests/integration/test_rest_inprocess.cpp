@@ -3,6 +3,8 @@
 // that has shut down answers 503, stop() while a request waits and results
 // that arrive after the server is gone are harmless, option checks, and the
 // pure route table.
+#include "app/rest/connection_queue.h"
+#include "app/rest/http_frontend.h"
 #include "app/rest/http_reply.h"
 #include "app/rest/rest_server.h"
 #include "app/rest/routes.h"
@@ -42,6 +44,92 @@ double responsesWithCode(quint16 port, int code)
     return metricValue(r.body, "batchpilot_http_responses_total{code=\"" + QByteArray::number(code) + "\"}");
 }
 
+// builtin:echo whose generation steps each wait for a permit: the test
+// decides when the engine moves (policy continuous).
+class GatedEcho final : public Backend, public StepModel {
+public:
+    const ModelInfo &info() const override { return m_echo->info(); }
+    Status run(const BatchInput &input, std::vector<SequenceResult> &out) override
+    {
+        return m_echo->run(input, out);
+    }
+    StepModel *steps() override { return this; }
+    Status step(const std::vector<StepItem> &items, std::vector<StepOutcome> &out) override
+    {
+        permits.acquire();
+        return m_echo->steps()->step(items, out);
+    }
+    void release(std::uint64_t sequence) override { m_echo->steps()->release(sequence); }
+    std::int64_t cachedTokens() const override { return m_echo->steps()->cachedTokens(); }
+
+    QSemaphore permits;
+
+    // Lets every step through when it goes out of scope (declared after the
+    // engine, so a failed check never leaves the engine blocked in step()).
+    struct OpenOnExit {
+        GatedEcho &gate;
+        ~OpenOnExit() { gate.permits.release(1 << 20); }
+    };
+
+private:
+    std::shared_ptr<Backend> m_echo = makeEchoBackend();
+};
+
+std::unique_ptr<Engine> continuousEngine(std::shared_ptr<Backend> backend, int maxNumSeqs = 16)
+{
+    EngineOptions options;
+    options.backend = std::move(backend);
+    options.batching.policy = PolicyKind::Continuous;
+    options.batching.continuous.maxNumSeqs = maxNumSeqs;
+    return std::move(Engine::create(std::move(options)).value());
+}
+
+// How many connections `signal` of `object` has (QObject::receivers() is
+// protected; a pointer to it formed through a subclass may be called).
+int receiversOf(const QObject *object, const char *signal)
+{
+    struct Peek : QObject {
+        static int count(const QObject *o, const char *s) { return (o->*&Peek::receivers)(s); }
+    };
+    return Peek::count(object, signal);
+}
+
+// An HttpFrontend on a thread of the test's own, so the test can look at the
+// server's Qt objects (on that thread) between requests.
+class FrontendThread {
+public:
+    FrontendThread(Engine &engine, RestOptions options)
+    {
+        m_thread.start();
+        m_anchor = new QObject;
+        m_anchor->moveToThread(&m_thread);
+        QObject::connect(&m_thread, &QThread::finished, m_anchor, &QObject::deleteLater);
+        run([&] {
+            m_frontend = new HttpFrontend(engine, std::move(options), "test");
+            m_port = m_frontend->startListening().value();
+        });
+    }
+    ~FrontendThread()
+    {
+        run([this] { delete m_frontend; });
+        m_thread.quit();
+        m_thread.wait();
+    }
+    quint16 port() const { return m_port; }
+    // Runs `f` on the server thread and waits for it.
+    template <typename F> void run(F f)
+    {
+        QMetaObject::invokeMethod(m_anchor, f, Qt::BlockingQueuedConnection);
+    }
+    HttpFrontend *frontend() const { return m_frontend; }
+
+private:
+    QThread m_thread;
+    QObject *m_anchor = nullptr;
+    HttpFrontend *m_frontend = nullptr;
+    quint16 m_port = 0;
+};
+
 QByteArray rawRequest(const QByteArray &method, const QByteArray &path, const QByteArray &body = {})
 {
     return method + ' ' + path +
@@ -66,11 +154,22 @@ private slots:
         HttpResponse r = httpRequest(port, "POST", "/v1/infer", inferBody({1}));
         QCOMPARE(r.status, 503);
         QVERIFY(r.json().value("error").toString().contains("shutting down"));
-        QCOMPARE(httpRequest(port, "POST", "/v2/models/echo/infer",
-                             R"({"inputs":[{"name":"input_ids","datatype":"INT64","shape":[1,1],"data":[1]}]})")
-                     .status,
-                 503);
+        QCOMPARE(
+            httpRequest(port, "POST", "/v2/models/echo/infer",
+                        R"({"inputs":[{"name":"input_ids","datatype":"INT64","shape":[1,1],"data":[1]}]})")
+                .status,
+            503);
         QCOMPARE(httpRequest(port, "PUT", "/v1/config", R"({"max_batch_size":4})").status, 503);
+        // The OpenAI routes answer with OpenAI's error object.
+        for (const QByteArray &path : {QByteArray("/v1/completions"), QByteArray("/v1/chat/completions")}) {
+            r = httpRequest(port, "POST", path, R"({"prompt": "a", "messages": []})");
+            QCOMPARE(r.status, 503);
+            const QJsonObject e = r.json().value("error").toObject();
+            QCOMPARE(e.value("type").toString(), QStringLiteral("server_error"));
+            QCOMPARE(e.value("code").toString(), QStringLiteral("shutting_down"));
+            QVERIFY(e.contains("param") && e.value("param").isNull());
+        }
+        QCOMPARE(httpRequest(port, "GET", "/v1/models").status, 200); // listing still works
         QCOMPARE(httpRequest(port, "GET", "/v2/health/ready").status, 503);
         QCOMPARE(httpRequest(port, "GET", "/v2/models/echo/ready").status, 503);
         // Watching a drain still works.
@@ -81,6 +180,37 @@ private slots:
         server.setDraining(false);
         QCOMPARE(httpRequest(port, "GET", "/v2/health/ready").status, 200);
         QCOMPARE(httpRequest(port, "POST", "/v1/infer", inferBody({1})).status, 200);
+    }
+
+    // With a token, a request without it is refused 401 before anything
+    // else: an OpenAI error object on the OpenAI routes, the plain shape
+    // elsewhere.
+    void unauthorizedOnOpenAiRoutes()
+    {
+        auto engine = echoEngine();
+        RestOptions o = anyPort();
+        o.token = "secret";
+        RestServer server(*engine, o, "test");
+        QVERIFY(server.start());
+        for (const QByteArray &path : {QByteArray("/v1/models"), QByteArray("/v1/models/echo")}) {
+            const HttpResponse r = httpRequest(server.port(), "GET", path);
+            QCOMPARE(r.status, 401);
+            QCOMPARE(r.header("www-authenticate"), QByteArray("Bearer"));
+            const QJsonObject e = r.json().value("error").toObject();
+            QCOMPARE(e.value("type").toString(), QStringLiteral("authentication_error"));
+            QCOMPARE(e.value("code").toString(), QStringLiteral("invalid_api_key"));
+        }
+        const HttpResponse chat = httpRequest(server.port(), "POST", "/v1/chat/completions", "{}");
+        QCOMPARE(chat.status, 401);
+        QVERIFY(chat.json().value("error").isObject());
+        const HttpResponse infer = httpRequest(server.port(), "POST", "/v1/infer", inferBody({1}));
+        QCOMPARE(infer.status, 401);
+        QVERIFY(infer.json().value("error").isString());
+        const HttpResponse ok =
+            httpRequest(server.port(), "GET", "/v1/models", {}, {{"Authorization", "Bearer secret"}});
+        QCOMPARE(ok.status, 200);
+        QCOMPARE(ok.json().value("data").toArray().at(0).toObject().value("id").toString(),
+                 QStringLiteral("builtin:echo"));
     }
 
     void engineShutDownAnswers503()
@@ -273,15 +403,124 @@ private slots:
         QCOMPARE(httpRequest(port, "GET", "/v1/sessions/1/report?format=json").status, 404);
     }
 
+    // Issue 23 #2: completions on one keep-alive connection leave nothing
+    // behind per request. Each used to connect a slot to its connection
+    // queue's destroyed() signal and never disconnect it (~160 B a request,
+    // 3.2 MB over 20,000 requests).
+    void keepAliveConnectionHoldsNothingPerRequest()
+    {
+        auto engine = echoEngine();
+        FrontendThread server(*engine, anyPort());
+        auto destroyedReceivers = [&server] {
+            int n = -1;
+            server.run([&] {
+                const auto queues = server.frontend()->findChildren<ConnectionQueue *>();
+                if (queues.size() == 1)
+                    n = receiversOf(queues.front(), SIGNAL(destroyed(QObject *)));
+            });
+            return n;
+        };
+        HttpConnection c(server.port());
+        auto complete = [&c](bool stream) {
+            c.send("POST", "/v1/completions",
+                   stream ? R"({"prompt": "hi", "max_tokens": 2, "stream": true})"
+                          : R"({"prompt": "hi", "max_tokens": 2})");
+            return c.read().status;
+        };
+        QCOMPARE(complete(false), 200);
+        const int afterOne = destroyedReceivers();
+        QVERIFY(afterOne >= 0);
+        for (int i = 0; i < 40; ++i)
+            QCOMPARE(complete(i % 2 == 0), 200);
+        QCOMPARE(destroyedReceivers(), afterOne);
+    }
+
+    // A client that hangs up mid-stream cancels its request under policy
+    // continuous (issue 23 #8, deterministic here: the engine takes a step
+    // only when the test lets it). The connection queue sets the request's
+    // flag when the client goes; the scheduler ends the request at its next
+    // step with `cancelled`, not `ok`.
+    void disconnectMidStreamCancelsTheRequest()
+    {
+        auto backend = std::make_shared<GatedEcho>();
+        auto engine = continuousEngine(backend);
+        const GatedEcho::OpenOnExit open{*backend};
+        RestServer server(*engine, anyPort(), "test");
+        QVERIFY(server.start());
+        const quint16 port = server.port();
+        backend->permits.release(1); // the prefill step: the first token
+        {
+            QTcpSocket c;
+            c.connectToHost(QHostAddress::LocalHost, port);
+            QVERIFY(c.waitForConnected(5000));
+            const QByteArray body = R"({"prompt": "hello", "max_tokens": 50, "stream": true})";
+            c.write("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " +
+                    QByteArray::number(body.size()) + "\r\n\r\n" + body);
+            QByteArray got;
+            QDeadlineTimer deadline(10000);
+            while (!got.contains("data: ") && !deadline.hasExpired()) // the first token's event
+                if (c.waitForReadyRead(100))
+                    got += c.readAll();
+            QVERIFY2(got.startsWith("HTTP/1.1 200") && got.contains("data: "), got.constData());
+            c.abort();
+        }
+        // The server has let go of the connection (only the /metrics one is left).
+        QTRY_COMPARE_WITH_TIMEOUT(
+            metricValue(httpRequest(port, "GET", "/metrics").body, "batchpilot_http_connections"), 1.0,
+            10000);
+        backend->permits.release(1000);
+        QTRY_COMPARE_WITH_TIMEOUT(engine->snapshot().byStatus[std::size_t(StatusCode::Cancelled)],
+                                  std::uint64_t(1), 10000);
+        QCOMPARE(engine->snapshot().completed, std::uint64_t(0));
+    }
+
+    // Issue 23 #10: under continuous, the queue depth (/v1/stats queue_depth,
+    // batchpilot_queue_depth) counts the sequences waiting to join, not the
+    // running ones, as its help text says.
+    void queueDepthCountsWaitingSequencesOnly()
+    {
+        auto backend = std::make_shared<GatedEcho>(); // no permits: the first step holds
+        auto engine = continuousEngine(backend, 1);
+        const GatedEcho::OpenOnExit open{*backend};
+        RestServer server(*engine, anyPort(), "test");
+        QVERIFY(server.start());
+        const quint16 port = server.port();
+        for (int i = 0; i < 3; ++i) {
+            Request r;
+            r.tokens = {1, 2, TokenId(3 + i)};
+            r.maxNewTokens = 4;
+            QVERIFY(engine->submit(std::move(r), [](Response &&) {}).isOk());
+        }
+        QTRY_COMPARE_WITH_TIMEOUT(engine->snapshot().runningSequences, std::size_t(1), 10000);
+        const QJsonObject stats = httpRequest(port, "GET", "/v1/stats").json();
+        QCOMPARE(stats.value("running_sequences").toInt(), 1);
+        QCOMPARE(stats.value("waiting_sequences").toInt(), 2);
+        QCOMPARE(stats.value("queue_depth").toInt(), 2);
+        const QByteArray metrics = httpRequest(port, "GET", "/metrics").body;
+        QCOMPARE(metricValue(metrics, "batchpilot_queue_depth"), 2.0);
+        QCOMPARE(metricValue(metrics, "batchpilot_waiting_sequences"), 2.0);
+        backend->permits.release(1000);
+        engine->shutdown(ShutdownMode::Drain);
+        QCOMPARE(engine->snapshot().completed, std::uint64_t(3));
+    }
+
     void startRefusesBadOptions_data()
     {
         QTest::addColumn<QString>("bind");
         QTest::addColumn<QString>("token");
         QTest::addColumn<QString>("message");
-        QTest::newRow("not an address") << "example.org" << "" << "not an IP address";
-        QTest::newRow("any without token") << "0.0.0.0" << "" << "needs a bearer token";
-        QTest::newRow("other loopback without token") << "127.0.0.2" << "" << "needs a bearer token";
-        QTest::newRow("ipv6 any without token") << "::" << "" << "needs a bearer token";
+        QTest::newRow("not an address") << "example.org"
+                                        << ""
+                                        << "not an IP address";
+        QTest::newRow("any without token") << "0.0.0.0"
+                                           << ""
+                                           << "needs a bearer token";
+        QTest::newRow("other loopback without token") << "127.0.0.2"
+                                                      << ""
+                                                      << "needs a bearer token";
+        QTest::newRow("ipv6 any without token") << "::"
+                                                << ""
+                                                << "needs a bearer token";
     }
     void startRefusesBadOptions()
     {
@@ -344,12 +583,21 @@ private slots:
         QTest::newRow("live") << "/v2/health/live" << int(M::Get) << int(Route::HealthLive) << true << "";
         QTest::newRow("v2 slash") << "/v2/" << int(M::Get) << int(Route::ServerMetadata) << true << "";
         QTest::newRow("model") << "/v2/models/m" << int(M::Get) << int(Route::ModelMetadata) << true << "m";
-        QTest::newRow("model version") << "/v2/models/m/versions/1" << int(M::Get) << int(Route::ModelMetadata) << true << "m";
-        QTest::newRow("ready") << "/v2/models/m/ready" << int(M::Get) << int(Route::ModelReady) << true << "m";
-        QTest::newRow("infer") << "/v2/models/m/versions/1/infer" << int(M::Post) << int(Route::OipInfer) << true << "m";
+        QTest::newRow("model version")
+            << "/v2/models/m/versions/1" << int(M::Get) << int(Route::ModelMetadata) << true << "m";
+        QTest::newRow("ready") << "/v2/models/m/ready" << int(M::Get) << int(Route::ModelReady) << true
+                               << "m";
+        QTest::newRow("infer") << "/v2/models/m/versions/1/infer" << int(M::Post) << int(Route::OipInfer)
+                               << true << "m";
         QTest::newRow("infer get") << "/v2/models/m/infer" << int(M::Get) << -1 << true << "m";
         QTest::newRow("config put") << "/v1/config" << int(M::Put) << int(Route::PutConfig) << true << "";
         QTest::newRow("config post") << "/v1/config" << int(M::Post) << -1 << true << "";
+        QTest::newRow("models") << "/v1/models/" << int(M::Get) << int(Route::ListModels) << true << "";
+        QTest::newRow("model with a slash") << "/v1/models/meta-llama/Llama-3.1-8B" << int(M::Get)
+                                            << int(Route::GetModel) << true << "meta-llama/Llama-3.1-8B";
+        QTest::newRow("chat") << "/v1/chat/completions" << int(M::Post) << int(Route::ChatCompletions) << true
+                              << "";
+        QTest::newRow("chat get") << "/v1/chat/completions" << int(M::Get) << -1 << true << "";
         QTest::newRow("unknown") << "/v3" << int(M::Get) << -1 << false << "";
         QTest::newRow("models root") << "/v2/models" << int(M::Get) << -1 << false << "";
         QTest::newRow("too deep") << "/v2/models/m/infer/x" << int(M::Post) << -1 << false << "";
@@ -369,6 +617,8 @@ private slots:
             QCOMPARE(m.model, model);
         if (pathKnown && !m.route)
             QVERIFY(!m.allow.isEmpty());
+        // Errors on the OpenAI routes are OpenAI error objects; elsewhere plain.
+        QCOMPARE(isOpenAiPath(path), path.startsWith("/v1/models") || path.contains("completions"));
     }
 };
 

@@ -16,6 +16,9 @@ private slots:
     {
         HeadlessProcess p({"--model", "builtin:tiny-encoder", "--preset", "test", "--threads", "1", "--device", "cpu"});
         QVERIFY2(p.start(), qPrintable(p.output()));
+        // an encoder opens in dynamic (issue 27 §3)
+        QCOMPARE(httpRequest(p.port(), "GET", "/v1/config").json().value("policy").toString(),
+                 QStringLiteral("dynamic"));
         HttpResponse r = httpRequest(p.port(), "GET", "/v2/models/tiny-encoder");
         QCOMPARE(r.status, 200);
         QCOMPARE(r.json().value("outputs").toArray().at(0).toObject().value("name").toString(),
@@ -48,6 +51,9 @@ private slots:
         HeadlessProcess p({"--model", "builtin:tiny-decoder", "--preset", "test", "--threads", "1", "--device", "cpu"});
         QVERIFY2(p.start(), qPrintable(p.output()));
         const quint16 port = p.port();
+        // a generative model opens in continuous (issue 27 §3)
+        QCOMPARE(httpRequest(port, "GET", "/v1/config").json().value("policy").toString(),
+                 QStringLiteral("continuous"));
         HttpResponse r = httpRequest(port, "POST", "/v1/infer", toJson({{"text", "hello"}, {"max_new_tokens", 4}}));
         QCOMPARE(r.status, 200);
         const QJsonObject output = r.json().value("output").toObject();
@@ -69,6 +75,24 @@ private slots:
         }
         QVERIFY(p.stop(SIGTERM));
         QCOMPARE(p.exitCode(), 0);
+    }
+
+    void explicitConfigWinsOverTheDecodersDefault()
+    {
+        QTemporaryDir dir;
+        const QString config = dir.filePath("dynamic.json");
+        {
+            QFile file(config);
+            QVERIFY(file.open(QIODevice::WriteOnly));
+            file.write(R"({"policy": "dynamic", "max_batch_size": 4})");
+        }
+        HeadlessProcess p({"--model", "builtin:tiny-decoder", "--preset", "test", "--threads", "1",
+                           "--device", "cpu", "--config", config});
+        QVERIFY2(p.start(), qPrintable(p.output()));
+        const QJsonObject c = httpRequest(p.port(), "GET", "/v1/config").json();
+        QCOMPARE(c.value("policy").toString(), QStringLiteral("dynamic"));
+        QCOMPARE(c.value("max_batch_size").toInt(), 4);
+        QVERIFY(p.stop(SIGTERM));
     }
 };
 

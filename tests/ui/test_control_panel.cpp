@@ -4,6 +4,7 @@
 // undo step (Ctrl+Z), and changes made elsewhere (REST) show up in the form.
 #include "gui_test_support.h"
 
+#include "app/engine_host.h"
 #include "ui/adaptive_options.h"
 #include "ui/bucket_edges_editor.h"
 #include "ui/bucket_edges_model.h"
@@ -15,6 +16,7 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QGroupBox>
+#include <QLabel>
 #include <QLineEdit>
 #include <QListView>
 #include <QSpinBox>
@@ -38,6 +40,45 @@ class TestControlPanel : public QObject {
 
 private slots:
     void initTestCase() { test::isolateSettings(); }
+
+    // Issue 27 §3: the panel says which default policy the model opened
+    // with: continuous for a generative model, dynamic for an encoder and
+    // for the no-compute echo.
+    void notesTheModelsDefaultPolicy()
+    {
+        Fixture echo;
+        QCOMPARE(echo.panel.defaultPolicyNote()->text(),
+                 QStringLiteral("Default for builtin:echo (no compute): dynamic."));
+
+        app::AppOptions o;
+        o.model = QStringLiteral("builtin:tiny-decoder");
+        o.preset = QStringLiteral("test");
+        o.threads = 1;
+        o.device = QStringLiteral("cpu");
+        auto backend = app::backendFor(o);
+        if (!backend)
+            QSKIP("this build has no libtorch models");
+        auto config = app::batchingConfigFor(o, backend->get());
+        QVERIFY(config);
+        EngineOptions eo;
+        eo.backend = *backend;
+        eo.batching = *config;
+        auto engine = Engine::create(eo);
+        QVERIFY2(engine, engine.status().toString().c_str());
+        app::EngineBridge bridge(**engine);
+        QUndoStack undo;
+        ControlPanel panel(bridge, &undo);
+        QCOMPARE(panel.policyBox()->currentData().toInt(), int(PolicyKind::Continuous));
+        QCOMPARE(panel.defaultPolicyNote()->text(),
+                 QStringLiteral("Default for a generative model: continuous."));
+
+        o.model = QStringLiteral("builtin:tiny-encoder");
+        auto encoder = app::backendFor(o);
+        QVERIFY2(encoder, encoder.status().toString().c_str());
+        QCOMPARE(app::batchingConfigFor(o, encoder->get())->policy, PolicyKind::Dynamic);
+        QCOMPARE(app::defaultPolicyNote((*encoder)->info()),
+                 QStringLiteral("Default for an encoder: dynamic."));
+    }
 
     void formStartsWithTheEngineConfig()
     {

@@ -1,8 +1,9 @@
 // The console aimed at a remote server (issue 16 items 1 and 2), against
 // a real `batchpilot --headless` started by the test:
 //  - the Traffic panel's target selector sends its generated traffic to
-//    the server instead of the embedded engine, in both protocols (OIP
-//    infer, OpenAI /v1/completions streaming), recorded as a session of
+//    the server instead of the embedded engine, in every protocol (OIP
+//    infer, OpenAI /v1/completions and /v1/chat/completions streaming),
+//    recorded as a session of
 //    kind "remote" with the server's URL: every request sent is stored,
 //    and the server's own counters equal the client's;
 //  - form edits while it runs restart the arrivals in the same session;
@@ -13,6 +14,8 @@
 
 #include "tests/integration/headless_process.h"
 #include "tests/integration/rest_test_util.h"
+
+#include "engine/store/session_summary.h"
 
 #include "ui/remote_target_form.h"
 #include "ui/remote_target_view.h"
@@ -28,6 +31,8 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTcpServer>
+#include <QTcpSocket>
 
 #include <set>
 
@@ -86,6 +91,7 @@ private slots:
         QTest::addColumn<QString>("protocol");
         QTest::newRow("oip") << QStringLiteral("oip");
         QTest::newRow("openai") << QStringLiteral("openai");
+        QTest::newRow("openai-chat") << QStringLiteral("openai-chat");
     }
 
     void trafficPanelRecordsEveryRequestAtTheServer()
@@ -242,6 +248,52 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
         QTRY_VERIFY_WITH_TIMEOUT(view.header()->text().contains("ended"), 10000);
         QCOMPARE(view.sessionId(), id); // kept on screen after it ended
+    }
+
+    // Issue 23 item 9: 1,000 req/s offered to a server that answers none.
+    // The client's queue stays at its cap (the rest is shed, and the panel
+    // says so) instead of growing until Stop.
+    void clientQueueStaysBoundedAgainstASlowServer()
+    {
+        QTcpServer silent; // accepts and never answers
+        QVERIFY(silent.listen(QHostAddress::LocalHost));
+        QList<QPointer<QTcpSocket>> held;
+        connect(&silent, &QTcpServer::newConnection, this, [&] {
+            while (QTcpSocket *s = silent.nextPendingConnection())
+                held.append(s);
+        });
+        Fixture f;
+        f.aimAt(QStringLiteral("http://127.0.0.1:%1").arg(silent.serverPort()), QStringLiteral("oip"));
+        f.panel.remoteForm()->concurrencyBox()->setValue(1);
+        f.panel.remoteForm()->maxQueuedBox()->setValue(5);
+        f.panel.remoteForm()->scrapeBox()->setValue(0);
+        f.panel.rateBox()->setValue(1000);
+        QSignalSpy started(&f.panel, &TrafficPanel::remoteSessionStarted);
+        QSignalSpy finished(&f.panel, &TrafficPanel::remoteSessionFinished);
+        f.panel.startButton()->click();
+        QVERIFY(f.panel.running());
+        QTRY_VERIFY_WITH_TIMEOUT(f.panel.counters().shed >= 200, 30000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            f.panel.countersLabel()->text().contains(QStringLiteral("shed by the client")), 5000);
+        f.panel.startButton()->click(); // Stop
+        for (const QPointer<QTcpSocket> &s : held)
+            if (s)
+                s->abort(); // the one request on the wire fails now, not at its timeout
+        silent.close();     // and those still queued are refused
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+        const qint64 id = started.at(0).at(0).toLongLong();
+        const LoadGenerator::Counters c = f.panel.counters();
+        QVERIFY(c.shed >= 200);
+        QCOMPARE(c.completed, std::uint64_t(0));
+        // At most one on the wire and five waiting: everything else was shed.
+        QVERIFY2(c.sent - c.shed <= 6,
+                 qPrintable(QStringLiteral("%1 sent, %2 shed").arg(c.sent).arg(c.shed)));
+        auto samples = f.temp.store->metricSamples(id);
+        QVERIFY(samples && !samples->empty());
+        for (const MetricSample &m : *samples)
+            QVERIFY2(m.queueDepth <= 5, std::to_string(m.queueDepth).c_str());
+        const SessionSummary summary = f.temp.store->summary(id).value();
+        QCOMPARE(summary.clientShed, c.shed);
     }
 
     void cleanupTestCase() { QVERIFY(m_server->stop(SIGTERM)); }

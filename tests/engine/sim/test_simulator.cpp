@@ -96,7 +96,7 @@ std::uint64_t enginePreemptions(const BatchingConfig &config, const std::vector<
     auto echo = makeEchoBackend(256, 2048);
     ContinuousScheduler scheduler(config, echo->info().limits(), *echo->steps());
     const TimePoint now{};
-    std::shared_ptr<StepWork> inFlight;
+    std::optional<WorkUnit> inFlight;
     for (std::size_t i = 0; i < arrivals.size(); ++i) {
         Pending p;
         p.request.id = i + 1;
@@ -106,14 +106,14 @@ std::uint64_t enginePreemptions(const BatchingConfig &config, const std::vector<
         if (!scheduler.admit(p, now))
             return 0;
         if (!inFlight)
-            inFlight = scheduler.poll(now, false, true).step;
+            inFlight = std::move(scheduler.poll(now, false, true).unit);
     }
     while (inFlight) {
-        std::vector<StepOutcome> outcomes;
-        (void)echo->steps()->step(inFlight->items, outcomes);
-        StepDone done;
-        scheduler.finished(*inFlight, Status::ok(), outcomes, now, done);
-        inFlight = scheduler.poll(now, true, true).step;
+        UnitRun run;
+        (void)echo->steps()->step(inFlight->step()->items, run.outcomes);
+        UnitDone done;
+        scheduler.finished(*inFlight, run, now, done);
+        inFlight = std::move(scheduler.poll(now, true, true).unit);
     }
     return scheduler.size() == 0 ? scheduler.preemptions() : 0;
 }
@@ -425,6 +425,67 @@ private slots:
     // The replacement: with zero cost the simulated replay of builtin:echo
     // forms exactly the batches of the virtual replay, and every request
     // waits exactly as long.
+    // An idle executor wakes late (scheduler lateness): the step starts
+    // late and its compute is still the charged cost. The simulator once
+    // timed a step's end from the decision (now + cost) and its start from
+    // the late dispatch, so compute came out as cost - lateness, negative
+    // when the wake-up was longer than the step.
+    void continuousStepLatenessDelaysTheStep()
+    {
+        Collector records;
+        SimulatorOptions o = continuousOptions(1e-3, 0); // 1 ms a step
+        o.cost.dispatchLateness = {5e-3};                // every wake-up 5 ms late
+        o.observer = &records;
+        std::vector<SimArrival> one = sequences(1, 4, 3);
+        const SimOutcome out = Simulator(o).run(one);
+        QCOMPARE(out.completed, std::size_t(1));
+        QVERIFY(!records.batches.empty());
+        for (const BatchRecord &b : records.batches) {
+            QCOMPARE(b.compute, Duration(1ms));
+            QVERIFY(b.startedAt >= b.dispatchedAt);
+        }
+        // the first step waited for the idle executor's wake-up
+        QCOMPARE(records.batches.front().startedAt - o.start, Duration(5ms));
+        QCOMPARE(records.requests.front().timeToFirstToken, Duration(6ms));
+    }
+
+    // The simulator's snapshot is the engine's: the KV and iteration
+    // gauges are in it (they were left out of a copy it once had).
+    void snapshotHasTheEnginesGauges()
+    {
+        SimulatorOptions o = continuousOptions(1e-3, 1e-5, 4, /*kv=*/500);
+        std::vector<Snapshot> samples;
+        o.onSample = [&](const Snapshot &s) { samples.push_back(s); };
+        o.samplePeriod = 2ms;
+        const SimOutcome out = Simulator(o).run(sequences(6, 8, 32));
+        QCOMPARE(out.completed, std::size_t(6));
+        QCOMPARE(out.last.kvCapacityTokens, std::int64_t(500));
+        bool sawRunning = false;
+        for (const Snapshot &s : samples) {
+            QCOMPARE(s.kvCapacityTokens, std::int64_t(500));
+            if (s.runningSequences > 0) {
+                sawRunning = true;
+                QVERIFY(s.kvTokens > 0);
+                QVERIFY(s.kvUsageRatio > 0 && s.kvUsageRatio <= 1.0);
+            }
+        }
+        QVERIFY(sawRunning);
+    }
+
+    // Priorities reach the records, in the simulator as in the engine.
+    void recordsCarryPriority()
+    {
+        Collector records;
+        SimulatorOptions o = optionsFor(PolicyKind::Dynamic, 1ms);
+        o.observer = &records;
+        std::vector<SimArrival> a = together(3);
+        a[1].priority = 7;
+        Simulator(o).run(a);
+        QCOMPARE(records.requests.size(), std::size_t(3));
+        for (const RequestRecord &r : records.requests)
+            QCOMPARE(r.priority, r.id == 2 ? 7 : 0);
+    }
+
     void simulatedEchoAgreesWithVirtualReplay_data()
     {
         QTest::addColumn<QString>("policy");

@@ -182,17 +182,20 @@ private slots:
         batch.id = 1;
         batch.paddedLength = 16;
         batch.items.resize(2);
-        std::vector<SequenceResult> results(2);
+        UnitRun run;
+        run.end = run.start + cost.run;
+        run.results.resize(2);
         for (std::size_t i = 0; i < 2; ++i) {
             batch.items[i].request.tokens.assign(16, 1);
-            results[i].tokens.assign(i == 0 ? 2 : 64, 1);
-            results[i].firstTokenAfter = cost.firstToken;
-            results[i].lastTokenAfter = cost.lastToken[i];
+            run.results[i].tokens.assign(i == 0 ? 2 : 64, 1);
+            run.results[i].firstTokenAfter = cost.firstToken;
+            run.results[i].lastTokenAfter = cost.lastToken[i];
         }
         std::vector<Response> responses;
+        batchResponses(batch, run, responses);
         std::vector<RequestRecord> engineRecords;
-        batchOutcomes(batch, batchRecordOf(batch, TimePoint{}, TimePoint{} + cost.run, GuardedRun{}, 0),
-                      Status::ok(), results, responses, engineRecords);
+        for (std::size_t i = 0; i < 2; ++i)
+            engineRecords.push_back(completedRecord(batch.items[i].request, responses[i], batch.id));
         QCOMPARE(engineRecords[0].timePerOutputToken, Duration(3ms));
 
         // The simulator reports the same per member.

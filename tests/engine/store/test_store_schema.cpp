@@ -9,8 +9,13 @@
 
 #include <QtTest>
 
+#include <sqlite3.h>
+
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 using namespace bp;
 
@@ -30,6 +35,29 @@ sqlite::Connection rawOpen(const std::string &path)
     Q_ASSERT(db);
     return std::move(db.value());
 }
+
+// Holds connections that hit SQLITE_BUSY until the test opens it: both are
+// then known to be waiting for the write lock at once.
+struct BusyGate {
+    std::mutex mutex;
+    std::condition_variable cv;
+    int blocked = 0;
+    bool open = false;
+
+    static int handler(void *arg, int count)
+    {
+        auto *g = static_cast<BusyGate *>(arg);
+        std::unique_lock lock(g->mutex);
+        if (count == 0 && !g->open) {
+            ++g->blocked;
+            g->cv.notify_all();
+        }
+        g->cv.wait(lock, [g] { return g->open; });
+        lock.unlock();
+        sqlite3_sleep(1); // the other one holds the lock: retry shortly
+        return 1;
+    }
+};
 
 } // namespace
 
@@ -270,6 +298,73 @@ private slots:
         QVERIFY(store);
         QVERIFY((*store)->session(id));
         QCOMPARE((*store)->session(id + 100).status().code(), StatusCode::NotFound);
+    }
+
+    // Issue 23 item 7: two processes opening an old file at once both
+    // migrate it. Two connections are held at BEGIN IMMEDIATE by a third
+    // that has the write lock, released together; both must succeed and the
+    // file end at the current version (before the fix the version was read
+    // before the lock, and the second failed on a duplicate column).
+    void twoConnectionsMigratingAnOldFileAtOnce()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("race.sqlite").toStdString();
+        {
+            auto db = rawOpen(path);
+            QVERIFY(store::configureConnection(db));
+            QVERIFY(store::migrate(db, 1));
+        }
+        auto holder = rawOpen(path);
+        QVERIFY(holder.exec("BEGIN IMMEDIATE", "hold the write lock"));
+        sqlite::Connection a = rawOpen(path), b = rawOpen(path);
+        BusyGate gate;
+        sqlite3_busy_handler(a.handle(), &BusyGate::handler, &gate);
+        sqlite3_busy_handler(b.handle(), &BusyGate::handler, &gate);
+        Status ra, rb;
+        std::thread ta([&] { ra = store::migrate(a); });
+        std::thread tb([&] { rb = store::migrate(b); });
+        bool bothWaiting = false;
+        {
+            std::unique_lock lock(gate.mutex);
+            bothWaiting = gate.cv.wait_for(lock, std::chrono::seconds(60), [&] { return gate.blocked >= 2; });
+        }
+        QVERIFY(holder.exec("ROLLBACK", "release the write lock"));
+        {
+            std::lock_guard lock(gate.mutex);
+            gate.open = true;
+        }
+        gate.cv.notify_all();
+        ta.join();
+        tb.join();
+        QVERIFY(bothWaiting);
+        QVERIFY2(ra.isOk(), ra.toString().c_str());
+        QVERIFY2(rb.isOk(), rb.toString().c_str());
+        QCOMPARE(*holder.queryInt("PRAGMA user_version"), std::int64_t(store::kSchemaVersion));
+        auto store = TraceStore::open(path, TraceStore::OpenMode::MustExist);
+        QVERIFY2(store, store.status().toString().c_str());
+        QVERIFY((*store)->startSession({}));
+    }
+
+    // The same from two threads through TraceStore::open on an old file:
+    // both get a usable store.
+    void twoStoresOpeningAnOldFileAtOnce()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("race2.sqlite").toStdString();
+        {
+            auto db = rawOpen(path);
+            QVERIFY(store::configureConnection(db));
+            QVERIFY(store::migrate(db, 2));
+        }
+        Result<std::shared_ptr<TraceStore>> sa = Status(StatusCode::Internal, "not run"), sb = sa;
+        std::thread ta([&] { sa = TraceStore::open(path); });
+        std::thread tb([&] { sb = TraceStore::open(path); });
+        ta.join();
+        tb.join();
+        QVERIFY2(sa, sa.status().toString().c_str());
+        QVERIFY2(sb, sb.status().toString().c_str());
+        QCOMPARE((*sa)->schemaVersion(), store::kSchemaVersion);
+        QCOMPARE((*sb)->schemaVersion(), store::kSchemaVersion);
     }
 };
 

@@ -1,0 +1,37 @@
+// What a remote target is and how it is driven: the server's URL and
+// protocol, the model's name there, the client's caps (connections, its own
+// queue), timeouts and scraping, and the facts the replay generates inputs
+// for. validate() checks them with messages naming the flag.
+#pragma once
+
+#include "remote_codec.h"
+
+#include "engine/result.h"
+
+#include <QString>
+#include <QUrl>
+
+namespace bp::remote {
+
+struct RemoteOptions {
+    QUrl target; // http[s]://host[:port][/prefix]; routes are appended to the prefix
+    Protocol protocol = Protocol::Oip;
+    QString model;           // the model's name on the server
+    QString token;           // sent as "Authorization: Bearer T" when set
+    int maxConcurrency = 64; // connections (and so requests on the wire) at most
+    int maxQueued = 4096;    // requests waiting for a connection at most (0 = no cap); more are shed
+    Duration timeout = std::chrono::seconds(60);       // per request, connection wait excluded
+    Duration scrapeInterval = std::chrono::seconds(1); // zero: no scraping
+    QUrl metricsUrl;                                   // default: the target's origin + /metrics
+    // What the replay generates inputs for (the remote model's facts are
+    // not discoverable the same way on every server, so they are given).
+    int vocabSize = 256;
+    int maxInputTokens = 4096;
+    bool generative = true;
+    int maxNewTokens = 0; // cap on a request's generated tokens (0 = the trace's)
+};
+
+// InvalidArgument naming the problem: scheme, host, concurrency, ...
+Status validate(const RemoteOptions &options);
+
+} // namespace bp::remote

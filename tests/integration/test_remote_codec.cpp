@@ -1,0 +1,83 @@
+// app/remote/remote_codec on its own: the protocols' names, routes and
+// bodies, and the SSE reader on the stream shapes of /v1/completions and
+// /v1/chat/completions (a role delta that is no token, "usage": null on
+// token chunks, the include_usage chunk with empty choices).
+#include "app/remote/remote_codec.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QtTest>
+
+using namespace bp;
+using namespace bp::remote;
+
+class TestRemoteCodec : public QObject {
+    Q_OBJECT
+private slots:
+    void protocols()
+    {
+        for (Protocol p : {Protocol::Oip, Protocol::OpenAi, Protocol::OpenAiChat})
+            QCOMPARE(parseProtocol(protocolName(p)), std::optional<Protocol>(p));
+        QVERIFY(!parseProtocol("chat"));
+        QCOMPARE(routeFor(Protocol::OpenAiChat, "m"), QByteArray("/v1/chat/completions"));
+        QCOMPARE(routeFor(Protocol::Oip, "a/b"), QByteArray("/v2/models/a%2Fb/infer"));
+        QVERIFY(isStreaming(Protocol::OpenAiChat) && !isStreaming(Protocol::Oip));
+    }
+
+    void chatBody()
+    {
+        Request r;
+        r.tokens = {0, 1, 27};
+        r.maxNewTokens = 5;
+        const QJsonObject b = QJsonDocument::fromJson(requestBody(Protocol::OpenAiChat, r, "m")).object();
+        QCOMPARE(b.value("model").toString(), QStringLiteral("m"));
+        QCOMPARE(b.value("max_completion_tokens").toInt(), 5);
+        QVERIFY(b.value("stream").toBool());
+        QVERIFY(b.value("stream_options").toObject().value("include_usage").toBool());
+        const QJsonObject message = b.value("messages").toArray().at(0).toObject();
+        QCOMPARE(message.value("role").toString(), QStringLiteral("user"));
+        QCOMPARE(message.value("content").toString(), QStringLiteral("a b b ")); // one word per token
+    }
+
+    void chatStream()
+    {
+        SseReader reader;
+        const TimePoint t0{};
+        auto at = [t0](int ms) { return t0 + std::chrono::milliseconds(ms); };
+        reader.feed(
+            R"(data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null})"
+            "\n\n",
+            at(1));
+        QCOMPARE(reader.tokenEvents(), 0); // the role delta is no token
+        reader.feed(
+            R"(data: {"choices":[{"index":0,"delta":{"content":"h"},"finish_reason":null}],"usage":null})"
+            "\n\n"
+            R"(data: {"choices":[{"index":0,"delta":{"content":""},"finish_reason":null}],"usage":null})"
+            "\n\n",
+            at(5));
+        QCOMPARE(reader.tokenEvents(), 2); // an empty delta mid-stream is a token (half a character)
+        reader.feed(
+            R"(data: {"choices":[{"index":0,"delta":{},"finish_reason":"length"}],"usage":null})"
+            "\n\n"
+            R"(data: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11}})"
+            "\n\ndata: [DONE]\n\n",
+            at(9));
+        QCOMPARE(reader.tokenEvents(), 2);
+        QCOMPARE(reader.usageTokens(), std::optional<int>(2));
+        QVERIFY(reader.done());
+        QVERIFY(reader.error().isEmpty());
+        QCOMPARE(*reader.firstToken(), at(5));
+    }
+
+    void errorText()
+    {
+        QCOMPARE(
+            remote::errorText(R"({"error": {"message": "m", "type": "t", "param": null, "code": null}})"),
+            QStringLiteral("m"));
+        QCOMPARE(remote::errorText(R"({"error": "plain"})"), QStringLiteral("plain"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRemoteCodec)
+#include "test_remote_codec.moc"
