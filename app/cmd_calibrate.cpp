@@ -80,10 +80,6 @@ void printCalibration(QTextStream &out, const Calibration &c)
     if (c.measuredLength > 0)
         out << QStringLiteral("  measured lengths up to %1 tokens: a longer input's cost is extrapolated\n")
                    .arg(c.measuredLength);
-    if (c.fitOutliers > 0)
-        out << QStringLiteral("  %1 measurement(s) the form cannot follow left out of the fit (in the worst "
-                              "error above; the simulation's drawn residuals leave them out)\n")
-                   .arg(c.fitOutliers);
     if (c.runSpread >= 0)
         out << QStringLiteral("  the same batch timed again: median spread %1 (max - min over median)\n")
                    .arg(percent(c.runSpread));

@@ -81,7 +81,6 @@ Result<Calibration> calibrate(const Calibration &key, std::span<const CostObserv
     c.batchError = fit->batchError;
     c.iterationError = fit->iterationError;
     c.observations = fit->error.observations;
-    c.fitOutliers = fit->outliers;
     c.measuredLength = 0;
     for (const CostObservation &o : observations) // pass terms [1, b, b·L, b·L²]
         if ((o.kind == CostObservation::Kind::Batch || o.kind == CostObservation::Kind::Prefill) &&
@@ -152,7 +151,6 @@ nlohmann::json toJson(const Calibration &c)
             {"batch_fit_error", toJson(c.batchError)},
             {"iteration_fit_error", toJson(c.iterationError)},
             {"run_spread", c.runSpread},
-            {"fit_outliers", c.fitOutliers},
             {"measured_length", c.measuredLength}};
 }
 
@@ -185,7 +183,6 @@ Result<Calibration> calibrationFromJson(const nlohmann::json &j)
         c.batchError = fitErrorFromJson(j.value("batch_fit_error", nlohmann::json()));
         c.iterationError = fitErrorFromJson(j.value("iteration_fit_error", nlohmann::json()));
         c.runSpread = j.value("run_spread", -1.0); // absent before it was measured
-        c.fitOutliers = j.value("fit_outliers", std::size_t(0));
         c.measuredLength = j.value("measured_length", 0);
         if (c.model.empty() || c.vocabSize < 1 || c.maxSequenceLength < 1 || c.maxNewTokensLimit < 0 ||
             c.positions < 0)

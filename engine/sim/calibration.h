@@ -57,7 +57,6 @@ struct Calibration {
     FitError iterationError; // generation steps (policy continuous)
     std::string source;      // "profile (quick)", "session 7", ...
     std::size_t observations = 0;
-    std::size_t fitOutliers = 0; // observations the fit left out (FitResult::outliers)
     // The longest padded length among the measured batches (0: unknown). A
     // longer input's cost is extrapolated from the fit: past a cache cliff it
     // can be several times the prediction (docs/simulation.md).
@@ -111,8 +110,8 @@ measureBackend(Backend &backend, const CalibrationGrid &grid,
 // after it; each sample is the first's end to end time minus the second's
 // (seconds, >= 0). It holds the scheduler's wake-up and the slower first run
 // of a cold core — what a profile timed back to back cannot see and a server
-// between arrivals pays on every batch (docs/simulation.md, "The first
-// prediction"). Lengths cycle through `lengths`.
+// between arrivals pays on every batch (docs/simulation.md, "Scheduler
+// lateness"). Lengths cycle through `lengths`.
 Result<std::vector<double>> measureIdleStart(const std::shared_ptr<Backend> &backend,
                                              const std::vector<int> &lengths, int probes = 32,
                                              Duration idle = std::chrono::milliseconds(50));

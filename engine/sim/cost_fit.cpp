@@ -139,19 +139,14 @@ FitError fitError(const CostModel &model, std::span<const CostObservation> obser
     return errorOf(model, observations);
 }
 
-namespace {
-
-// The weighted NNLS fit over the observations `keep` selects (all when empty).
-Result<CostModel> solve(std::span<const CostObservation> observations, bool generative,
-                        const std::vector<bool> &keep)
+Result<FitResult> fitCostModel(std::span<const CostObservation> observations, bool generative)
 {
     // Rows scaled by 1/measured: the fit minimises relative error.
     std::array<std::array<double, N>, N> G{};
     Terms h{};
     std::size_t rows = 0;
-    for (std::size_t index = 0; index < observations.size(); ++index) {
-        const CostObservation &o = observations[index];
-        if (!(o.seconds > 0) || !std::isfinite(o.seconds) || (!keep.empty() && !keep[index]))
+    for (const CostObservation &o : observations) {
+        if (!(o.seconds > 0) || !std::isfinite(o.seconds))
             continue;
         if (!generative &&
             (o.kind == CostObservation::Kind::Step || o.kind == CostObservation::Kind::Iteration))
@@ -186,75 +181,17 @@ Result<CostModel> solve(std::span<const CostObservation> observations, bool gene
     Terms x{};
     if (!nnls(G, h, usable, x))
         return Status(StatusCode::InvalidArgument, "the measurements do not determine a cost model");
-    CostModel m;
-    m.generative = generative;
-    for (std::size_t j = 0; j < std::size_t(N); ++j)
-        m.coef[j] = x[j] * scale[j];
-    return m;
-}
-
-// Beyond this relative error, and 3x the median, a row is an outlier.
-constexpr double kOutlierFloor = 0.20;
-
-} // namespace
-
-Result<FitResult> fitCostModel(std::span<const CostObservation> observations, bool generative)
-{
-    auto first = solve(observations, generative, {});
-    if (!first)
-        return first.status();
-    // A robust refit: a row the form cannot follow (on a CPU a batch of 16 x
-    // 512 tokens costs 2.7x per sequence what 4 x 512 does: past a cache
-    // cliff) pulls every coefficient towards it and spoils the typical
-    // predictions. The worst row, when it is more than 3x the median
-    // relative error off (and over 20%), is left out and the rest refitted,
-    // one at a time, at most a quarter of the rows. The fit's errors are
-    // still over every row; the residuals a simulation draws from are over
-    // the rows kept.
-    std::vector<bool> keep(observations.size(), true);
-    std::size_t usable = 0;
-    for (const CostObservation &o : observations) {
-        const bool stepRow =
-            o.kind == CostObservation::Kind::Step || o.kind == CostObservation::Kind::Iteration;
-        usable += o.seconds > 0 && std::isfinite(o.seconds) && (generative || !stepRow) ? 1 : 0;
-    }
     FitResult r;
-    r.model = *first;
-    while (4 * (r.outliers + 1) <= usable) {
-        std::vector<double> rel;
-        std::optional<std::size_t> worst;
-        double worstRel = 0;
-        for (std::size_t i = 0; i < observations.size(); ++i) {
-            const CostObservation &o = observations[i];
-            const bool stepRow =
-                o.kind == CostObservation::Kind::Step || o.kind == CostObservation::Kind::Iteration;
-            if (!keep[i] || !(o.seconds > 0) || !std::isfinite(o.seconds) || (!generative && stepRow))
-                continue;
-            rel.push_back(std::abs(r.model.predict(o.terms) - o.seconds) / o.seconds);
-            if (rel.back() > worstRel) {
-                worstRel = rel.back();
-                worst = i;
-            }
-        }
-        if (!worst || worstRel <= std::max(kOutlierFloor, 3 * median(rel)))
-            break;
-        keep[*worst] = false;
-        auto refit = solve(observations, generative, keep);
-        if (!refit) {
-            keep[*worst] = true;
-            break;
-        }
-        r.model = *refit;
-        ++r.outliers;
-    }
+    r.model.generative = generative;
+    for (std::size_t j = 0; j < std::size_t(N); ++j)
+        r.model.coef[j] = x[j] * scale[j];
     r.error = errorOf(r.model, observations);
     r.batchError = errorOf(r.model, observations, CostObservation::Kind::Batch);
     r.iterationError = errorOf(r.model, observations, CostObservation::Kind::Iteration);
     std::vector<double> batches, iterations;
-    for (std::size_t i = 0; i < observations.size(); ++i) {
-        const CostObservation &o = observations[i];
+    for (const CostObservation &o : observations) {
         const double predicted = r.model.predict(o.terms);
-        if (!keep[i] || !(o.seconds > 0) || !std::isfinite(o.seconds) || !(predicted > 0))
+        if (!(o.seconds > 0) || !std::isfinite(o.seconds) || !(predicted > 0))
             continue;
         if (o.kind == CostObservation::Kind::Batch)
             batches.push_back(o.seconds / predicted);

@@ -178,10 +178,6 @@ struct FitError {
 
 struct FitResult {
     CostModel model;
-    // Rows left out of the fit as outliers (fitCostModel: the worst, while it
-    // is more than 3x the median relative error off and over 20%, one at a
-    // time, at most a quarter of them).
-    std::size_t outliers = 0;
     FitError error;          // over every observation
     FitError batchError;     // over Kind::Batch only (what a simulation charges)
     FitError iterationError; // over Kind::Iteration only

@@ -13,6 +13,9 @@
 
 #include <QtTest>
 
+#include <cmath>
+#include <mutex>
+
 using namespace bp;
 using namespace std::chrono_literals;
 
@@ -148,23 +151,44 @@ private slots:
         QVERIFY2(QString::fromStdString(*warning).contains("fit to whole batches is off"), warning->c_str());
     }
 
-    // A batch the form cannot follow (a cache cliff: one cell 2.7x what the
-    // rest predict) is left out of the fit and out of the drawn residuals,
-    // so the typical batches are predicted as measured.
-    void aCliffIsLeftOutOfTheFit()
+    // The idle-start probe (what calibrate --quick stores as the
+    // dispatch lateness): pairs of one request through a real engine, a
+    // sample per pair, none negative; lengths cycle; a failing model stops
+    // it with the probe named. (How large the samples are is the machine's:
+    // docs/benchmarks.md, "The first prediction".)
+    void idleStartProbePairsRequestsThroughAnEngine()
     {
-        FakeClock clock;
-        int cell = 0;
-        ScriptedBackend backend(clock, [&cell](int run) {
-            cell = run / 5;
-            return cell == 8 ? 2.7 : 1.0; // the last cell: batch 16 x 512
-        });
-        const Calibration c = calibrated(backend, clock);
-        QCOMPARE(c.fitOutliers, std::size_t(1));
-        QVERIFY2(c.batchError.maxRel > 0.5, std::to_string(c.batchError.maxRel).c_str()); // still reported
-        const double predicted = c.cost.passSeconds(4, 128), truth = 1e-3 + 4 * 50e-6 + 4 * 128 * 0.2e-6;
-        QVERIFY2(std::fabs(predicted / truth - 1) < 0.01, std::to_string(predicted / truth).c_str());
-        QVERIFY(c.cost.residuals.back() < 1.05); // the cliff is not drawn
+        struct Recording final : Backend {
+            ModelInfo m;
+            std::mutex mutex;
+            std::vector<int> lengths;
+            bool fail = false;
+            Recording()
+            {
+                m.name = "test:recording";
+                m.maxSequenceLength = 64;
+            }
+            const ModelInfo &info() const override { return m; }
+            Status run(const BatchInput &input, std::vector<SequenceResult> &out) override
+            {
+                std::lock_guard lock(mutex);
+                lengths.push_back(int(input.requests.front()->tokens.size()));
+                out.assign(input.requests.size(), SequenceResult{});
+                return fail ? Status(StatusCode::Internal, "broken") : Status::ok();
+            }
+        };
+        auto backend = std::make_shared<Recording>();
+        auto samples = measureIdleStart(backend, {8, 16}, 3, 1ms);
+        QVERIFY2(samples, samples.status().message().c_str());
+        QCOMPARE(samples->size(), std::size_t(3));
+        for (double s : *samples)
+            QVERIFY(std::isfinite(s) && s >= 0);
+        QCOMPARE(backend->lengths, (std::vector<int>{8, 8, 16, 16, 8, 8})); // cold, warm per probe
+        backend->fail = true;
+        auto failed = measureIdleStart(backend, {8}, 2, 1ms);
+        QVERIFY(!failed);
+        QVERIFY2(failed.status().message().find("idle-start probe: ") == 0,
+                 failed.status().message().c_str());
     }
 
     // An older calibration (no run spread kept) is judged by its fit alone.
