@@ -99,7 +99,11 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
         progress(p);
     };
 
-    const SimOutcome sim = Simulator(so).run(source->arrivals());
+    m_interval.reset();
+    const std::vector<SimArrival> arrivals = source->arrivals();
+    const SimOutcome sim = Simulator(so).run(arrivals);
+    if (const auto spread = fitSpread(cal, plan->config.policy); spread && !sim.cancelled)
+        m_interval = simulatedInterval(so, arrivals, *spread);
 
     (*sink)->stop();
     SessionEnd end;
