@@ -272,18 +272,8 @@ int runReplay(const AppOptions &options)
             j["calibration"] = {{"id", calibration->id},
                                 {"describe", calibration->describe()},
                                 {"batch_fit_error", toJson(calibration->batchError)}};
-        if (simulated && simulated->interval()) {
-            const SimulatedInterval &i = *simulated->interval();
-            auto figures = [](const LatencyFigures &f) {
-                return nlohmann::json{
-                    {"p50_s", f.p50S}, {"p90_s", f.p90S}, {"p99_s", f.p99S}, {"mean_s", f.meanS}};
-            };
-            j["interval"] = {{"cost_spread", i.spread},
-                             {"low", figures(i.low)},
-                             {"simulated", figures(i.mid)},
-                             {"high", figures(i.high)},
-                             {"narrow", narrowIntervalHint(*calibration)}};
-        }
+        if (simulated && simulated->interval())
+            j["interval"] = simulatedIntervalJson(*simulated->interval(), *calibration);
         j["comparison"] =
             baseline ? comparisonJson(*baseline, *replayed) : nlohmann::json{{"b", toJson(*replayed)}};
         out << q(j.dump(2)) << "\n";
@@ -311,14 +301,9 @@ int runReplay(const AppOptions &options)
                        .arg(toMicros(o.maxLateness) / 1000, 0, 'f', 2);
         if (!o.warning.empty())
             out << "  warning: " << q(o.warning) << "\n";
-        if (simulated && simulated->interval()) {
-            const SimulatedInterval &i = *simulated->interval();
-            out << QStringLiteral(
-                       "  with the fit's spread (every cost x%1 to x%2: its rms error): %3\n  %4\n")
-                       .arg(1 - i.spread, 0, 'f', 2)
-                       .arg(1 + i.spread, 0, 'f', 2)
-                       .arg(q(describeInterval(i)), q(narrowIntervalHint(*calibration)));
-        }
+        if (simulated && simulated->interval())
+            out << "  " << q(describeSpread(*simulated->interval())) << "\n  "
+                << q(narrowIntervalHint(*calibration)) << "\n";
         if (target) {
             out << QStringLiteral("  target %1 (%2), HTTP statuses %3\n")
                        .arg(q(target->url()), q(o.client.value("protocol", std::string())),

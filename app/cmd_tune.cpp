@@ -231,6 +231,8 @@ int runTune(const AppOptions &options)
                                   {"pareto", c.pareto}});
         j["candidates"] = candidates;
         j["pareto"] = r.pareto;
+        if (run->interval)
+            j["recommended"]["interval"] = simulatedIntervalJson(*run->interval, *calibration);
         out << q(j.dump(2)) << "\n";
         return cancelled ? 130 : 0;
     }
@@ -240,6 +242,9 @@ int runTune(const AppOptions &options)
                                  ? QStringLiteral("session's")
                                  : QStringLiteral("default");
     printSearch(out, *run, parsed->objectiveName, baseName, request.settings.noise);
+    if (run->interval)
+        out << "  " << q(describeSpread(*run->interval)) << "\n  " << q(narrowIntervalHint(*calibration))
+            << "\n";
     if (const std::string w = run->source.extrapolationWarning(*calibration); !w.empty())
         out << "  warning: " << q(w) << "\n";
     if (args.has("output"))

@@ -380,6 +380,8 @@ void AdvisorDock::showResult(const AdvisorResult &result)
                         .arg(QString::fromStdString(describe(result.request.slo)).toHtmlEscaped())
                         .arg(t.capacity, 0, 'f', 2)
                         .arg(t.capacity * result.offeredPerS, 0, 'f', 1);
+        if (!result.interval.isEmpty())
+            text += QStringLiteral("<br>") + result.interval.toHtmlEscaped();
         m_summary->setText(text);
     }
     updateButtons();

@@ -56,6 +56,9 @@ Result<AdvisorResult> runSearch(const std::shared_ptr<TraceStore> &store, const 
     result.offeredPerS = run->source.offeredPerS;
     result.tuningId = run->stored.tuningId;
     result.warning = QString::fromStdString(run->source.extrapolationWarning(*cal));
+    if (run->interval)
+        result.interval =
+            QString::fromStdString(describeSpread(*run->interval) + "; " + narrowIntervalHint(*cal));
     if (run->result.recommended)
         result.verifyPlan =
             planVerification(run->source, run->calibration, run->settings,

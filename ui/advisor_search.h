@@ -49,6 +49,7 @@ struct AdvisorResult {
     double offeredPerS = 0;    // the planned arrivals' rate
     std::int64_t tuningId = 0; // stored in `tunings` (0: nothing evaluated)
     QString warning;           // arrivals beyond what the calibration measured ("" none)
+    QString interval; // the recommendation's latency with the fit's spread, how to narrow it ("" none)
     // The pipeline's state, for verifying a candidate later.
     std::shared_ptr<const TuneRun> run;
     // The recommendation's verification over request.verifyWindow, planned:

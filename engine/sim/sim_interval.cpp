@@ -112,6 +112,27 @@ std::string describeInterval(const SimulatedInterval &i)
     return out;
 }
 
+std::string describeSpread(const SimulatedInterval &i)
+{
+    char buf[96];
+    std::snprintf(buf, sizeof buf,
+                  "with the fit's spread (every cost x%.2f to x%.2f: its rms error): ", 1 - i.spread,
+                  1 + i.spread);
+    return buf + describeInterval(i);
+}
+
+nlohmann::json simulatedIntervalJson(const SimulatedInterval &i, const Calibration &calibration)
+{
+    auto figures = [](const LatencyFigures &f) {
+        return nlohmann::json{{"p50_s", f.p50S}, {"p90_s", f.p90S}, {"p99_s", f.p99S}, {"mean_s", f.meanS}};
+    };
+    return {{"cost_spread", i.spread},
+            {"low", figures(i.low)},
+            {"simulated", figures(i.mid)},
+            {"high", figures(i.high)},
+            {"narrow", narrowIntervalHint(calibration)}};
+}
+
 std::string narrowIntervalHint(const Calibration &c)
 {
     const std::string model = "--model " + c.model +

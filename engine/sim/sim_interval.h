@@ -46,6 +46,11 @@ SimulatedInterval simulatedInterval(const SimulatorOptions &options, std::span<c
 // "p50 1.4 s [1.1-2.2], p90 ..., p99 ..., mean ..." of the interval.
 std::string describeInterval(const SimulatedInterval &interval);
 
+// "with the fit's spread (every cost x0.81 to x1.19: its rms error): p50 ..."
+std::string describeSpread(const SimulatedInterval &interval);
+// {cost_spread, low, simulated, high (p50_s, p90_s, p99_s, mean_s), narrow}
+nlohmann::json simulatedIntervalJson(const SimulatedInterval &interval, const Calibration &calibration);
+
 // How to narrow it: a calibration from a recorded session of this machine.
 std::string narrowIntervalHint(const Calibration &calibration);
 

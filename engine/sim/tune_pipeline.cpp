@@ -239,6 +239,13 @@ Result<TuneRun> runTunePipeline(const std::shared_ptr<TraceStore> &store, const 
     if (!stored)
         return stored.status();
     run.stored = std::move(*stored);
+    const TuneCandidate &recommended = run.result.candidates[*run.result.recommended];
+    if (const auto spread = fitSpread(calibration, recommended.config.policy);
+        spread && !run.result.cancelled) {
+        SimulatorOptions so = simulatorOptionsFor(calibration, run.settings.noise, run.settings.noiseSeed);
+        so.config = recommended.config;
+        run.interval = simulatedInterval(so, run.source.arrivals(), *spread);
+    }
     if (request.verify && !run.result.cancelled) {
         auto verified = verifyRun(store, backend, run, run.result.candidates[*run.result.recommended],
                                   request.verifyWindow, hooks);

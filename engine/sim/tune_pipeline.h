@@ -24,6 +24,7 @@
 #pragma once
 
 #include "calibration.h"
+#include "sim_interval.h"
 #include "simulator.h"
 #include "tune_verify.h"
 #include "tuner.h"
@@ -142,6 +143,9 @@ struct TuneRun {
     TuneResult result;
     StoredSearch stored;                      // tuningId 0: nothing to store (no recommendation)
     std::optional<Verification> verification; // verified (possibly partially)
+    // The recommendation's latency with the calibration's fit spread carried
+    // through (sim_interval.h); none when the fit has no error for its units.
+    std::optional<SimulatedInterval> interval;
 };
 
 // Stages 1, 3, 5 and (request.verify, a recommendation, not cancelled) 4.

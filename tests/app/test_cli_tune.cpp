@@ -151,6 +151,31 @@ private slots:
             cli.run({"replay", "1", "--trace", "--simulate", "--calibration", "1", "--config", output}), 0);
     }
 
+    // tune's prediction carries the fit's spread, as replay --simulate's.
+    void predictionCarriesTheFitSpread()
+    {
+        Cli cli;
+        VERIFY_RUN(cli.run({"import-trace", cli.write("t.csv", trace())}), 0);
+        QByteArray calibration = kCalibration;
+        calibration.replace(
+            R"("cost_model")",
+            R"("batch_fit_error": {"observations": 9, "median_rel": 0.02, "rms_rel": 0.3, "max_rel": 0.6}, "cost_model")");
+        VERIFY_RUN(cli.run({"calibrate", "--import", cli.write("echo.json", calibration)}), 0);
+        Run r = cli.run({"tune", "--trace", "1", "--slo", "p99<=50ms", "--budget", "20", "--calibration", "1",
+                         "--no-verify"});
+        VERIFY_RUN(r, 0);
+        QVERIFY2(r.out.contains("with the fit's spread (every cost x0.70 to x1.30: its rms error): p50 ") &&
+                     r.out.contains("--session SESSION)"),
+                 qPrintable(r.out));
+        r = cli.run({"tune", "--trace", "1", "--slo", "p99<=50ms", "--budget", "20", "--calibration", "1",
+                     "--no-verify", "--json"});
+        VERIFY_RUN(r, 0);
+        const auto j = nlohmann::json::parse(r.out.toStdString(), nullptr, false);
+        QCOMPARE(j["recommended"]["interval"]["cost_spread"].get<double>(), 0.3);
+        QVERIFY(j["recommended"]["interval"]["low"]["p99_s"].get<double>() <=
+                j["recommended"]["interval"]["high"]["p99_s"].get<double>());
+    }
+
     void clearErrors()
     {
         Cli cli;

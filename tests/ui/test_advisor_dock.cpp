@@ -58,6 +58,7 @@ class TestAdvisorDock : public QObject {
                 c.cost.coef[0] = 0.4e-3;
                 c.cost.coef[1] = 0.2e-3;
                 c.cost.coef[2] = 2e-6;
+                c.batchError = {9, 0.02, 0.2, 0.5};
                 c.source = "test";
                 if (!saveCalibration(*temp.store, c))
                     qFatal("cannot store the calibration");
@@ -102,6 +103,11 @@ private slots:
         QVERIFY(r.candidates.size() >= 10);
         QCOMPARE(f.dock->result()->requests, std::size_t(300));
         QVERIFY(f.dock->result()->tuningId > 0); // stored as `batchpilot tune` stores one
+        // the prediction with the fit's spread, and how to narrow it
+        QVERIFY2(f.dock->summaryText()->text().contains(QStringLiteral(
+                     "with the fit's spread (every cost x0.80 to x1.20: its rms error): p50 ")) &&
+                     f.dock->summaryText()->text().contains(QStringLiteral("--session SESSION")),
+                 qPrintable(f.dock->summaryText()->text()));
 
         // The table: the best candidates, the recommendation first, each a
         // config with its predicted figures.

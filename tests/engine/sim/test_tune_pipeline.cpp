@@ -173,6 +173,27 @@ private slots:
         QCOMPARE(run->stored.document["verification"], j);
     }
 
+    // The recommendation's prediction carries the fit's spread (the same
+    // interval as replay --simulate: sim_interval.h); none without a fit
+    // error.
+    void theRecommendationCarriesTheFitSpread()
+    {
+        Fixture f(200, 4);
+        TuneRequest r = f.request("all");
+        r.verify = false;
+        auto plain = runTunePipeline(f.store, f.calibration, r, nullptr, {});
+        QVERIFY2(plain, plain.status().message().c_str());
+        QVERIFY(!plain->interval);
+        f.calibration.batchError = {9, 0.02, 0.25, 0.5};
+        auto run = runTunePipeline(f.store, f.calibration, r, nullptr, {});
+        QVERIFY2(run, run.status().message().c_str());
+        QVERIFY(run->interval.has_value());
+        const SimulatedInterval &i = *run->interval;
+        QCOMPARE(i.spread, 0.25);
+        QCOMPARE(i.mid.completed, std::size_t(200));
+        QVERIFY(i.low.p99S <= i.mid.p99S && i.mid.p99S <= i.high.p99S && i.low.meanS < i.high.meanS);
+    }
+
     // Arrivals longer than the calibration measured are counted and named.
     void warnsWhereTheCostIsExtrapolated()
     {
