@@ -34,11 +34,11 @@ Result<AdvisorResult> runSearch(const std::shared_ptr<TraceStore> &store, const 
     tr.source.speed = request.speed;
     tr.source.lengthScale = request.lengthScale;
     tr.source.limit = request.limit;
-    tr.settings.slo = request.slo;
-    tr.settings.objective = request.objective;
-    tr.settings.budget = request.budget;
-    tr.settings.maxInstances = request.maxInstances;
-    tr.settings.threads = request.threads;
+    tr.settings = {.slo = request.slo,
+                   .objective = request.objective,
+                   .budget = request.budget,
+                   .maxInstances = request.maxInstances,
+                   .threads = request.threads};
     tr.verify = false; // on demand: AdvisorSearch::verify
     tr.origin = "console advisor";
     auto run = runTunePipeline(store, *cal, tr, nullptr, hooks);
