@@ -55,7 +55,11 @@ void MetricsScraper::scrape(bool last)
     if (m_connection->busy()) {
         if (!last)
             return; // the previous one is still out: skip this tick rather than pile up
+        // Abandoned, not failed: its answer would describe the same moment
+        // as the closing one's, and the server did nothing wrong.
+        m_dropAborted = true;
         m_connection->abort(QStringLiteral("superseded by the closing scrape"));
+        m_dropAborted = false;
     }
     HttpExchange ex;
     ex.method = "GET";
@@ -69,6 +73,8 @@ void MetricsScraper::scrape(bool last)
         ex.headers.append({"Authorization", "Bearer " + m_token.toUtf8()});
     ex.timeout = std::max<Duration>(std::chrono::seconds(2), m_interval * 2);
     m_connection->start(std::move(ex), [this, last](HttpResult &&r) {
+        if (m_dropAborted)
+            return; // superseded by the closing scrape (above): not a sample
         TargetSample t;
         if (!r.error.isEmpty() || r.status != 200) {
             t.error = r.error.isEmpty()

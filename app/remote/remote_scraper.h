@@ -4,7 +4,8 @@
 // (engine/store/target_metrics.h) and stored in target_samples; a failed
 // scrape is stored as a row with its error. The server's kind and the
 // settings its /metrics publishes (engine/store/server_settings.h) are
-// kept from the last scrape that had them.
+// kept from the last scrape that had them. A periodic scrape still out when
+// the closing one starts is abandoned without a row.
 //
 // Threading: lives on the remote target's HTTP thread; every call there.
 #pragma once
@@ -58,6 +59,7 @@ private:
     std::string m_settings;
     std::uint64_t m_scrapes = 0, m_errors = 0;
     std::function<void()> m_finalDone;
+    bool m_dropAborted = false; // set while the closing scrape aborts a periodic one
 };
 
 } // namespace bp::remote
