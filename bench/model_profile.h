@@ -29,6 +29,7 @@ struct ProfileOptions {
     int newTokens = 16; // generative models: tokens generated per sequence
     int warmup = 1;     // untimed runs per cell
     int repeats = 5;    // timed runs per cell
+    int idleMs = 0;     // idle before each run (0: back to back; TimingGrid::idleBefore)
     std::uint64_t seed = 1;
 };
 

@@ -14,6 +14,7 @@
 #include "engine/config/config_json.h"
 #include "engine/exec/engine.h"
 #include "engine/model/model_registry.h"
+#include "engine/sim/statistics.h"
 #include "engine/store/session_recorder.h"
 #include "engine/store/trace_store.h"
 
@@ -44,14 +45,6 @@ struct TempDir {
         fs::remove_all(path, ec);
     }
 };
-
-double median(std::vector<double> v)
-{
-    if (v.empty())
-        return 0;
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
 
 struct RateResult {
     double seconds = 0;

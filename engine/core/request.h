@@ -79,6 +79,20 @@ struct Timing {
     Duration intendedWait{};
 };
 
+// Time per output token, the one definition the engine, the simulator, the
+// tuner and the benches share: a request's own first token to its own last,
+// over the gaps between them — (last − first) / (tokens − 1). `first` and
+// `last` are measured from the same origin (the batch's start, the
+// arrival). Zero below two tokens or when the last is not after the first.
+// Not (end to end − TTFT) / (tokens − 1): under request-level batching a
+// short request ends with its batch, after its own last token.
+inline Duration timePerOutputToken(Duration first, Duration last, std::size_t tokens)
+{
+    if (tokens < 2 || last <= first)
+        return Duration::zero();
+    return (last - first) / std::int64_t(tokens - 1);
+}
+
 struct BatchFacts {
     std::uint64_t batchId = 0;
     int size = 0;          // requests in the batch

@@ -73,9 +73,8 @@ void batchResponses(const Batch &batch, UnitRun &run, std::vector<Response> &res
         r.timing.intendedWait = std::max(Duration::zero(), batch.intendedAt - req.arrival);
         if (!r.tokens.empty() && res.firstTokenAfter > Duration::zero())
             r.timing.timeToFirstToken = (run.start - req.arrival) + res.firstTokenAfter;
-        if (r.tokens.size() > 1 && res.lastTokenAfter > res.firstTokenAfter)
-            r.timing.timePerOutputToken =
-                (res.lastTokenAfter - res.firstTokenAfter) / std::int64_t(r.tokens.size() - 1);
+        r.timing.timePerOutputToken =
+            timePerOutputToken(res.firstTokenAfter, res.lastTokenAfter, r.tokens.size());
         r.batch = {batch.id, int(n), batch.paddedLength, batch.bucket, batch.reason};
     }
 }

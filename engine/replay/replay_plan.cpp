@@ -45,20 +45,23 @@ Result<ReplayPlan> planReplay(const TraceStore &store, const ReplayOptions &opti
     }
     if (Status s = validate(config); !s)
         return s;
-    std::size_t count = rows->size();
+    const std::size_t skip = std::min(options.skip, rows->size());
+    std::size_t count = rows->size() - skip;
     if (options.limit > 0)
         count = std::min(count, options.limit);
     if (count == 0)
-        return Status(StatusCode::InvalidArgument, std::string(fromSession ? "session " : "trace ") +
-                                                       std::to_string(options.source.id) +
-                                                       " has no requests to replay");
+        return Status(StatusCode::InvalidArgument,
+                      std::string(fromSession ? "session " : "trace ") + std::to_string(options.source.id) +
+                          " has no requests to replay" +
+                          (skip > 0 ? " after the first " + std::to_string(skip) : ""));
 
+    const double originS = skip > 0 ? (*rows)[skip].arrivalS : 0;
     plan.requests.resize(count);
     for (std::size_t i = 0; i < count; ++i) {
-        const TraceRow &row = (*rows)[i];
+        const TraceRow &row = (*rows)[skip + i];
         PlannedRequest &p = plan.requests[i];
         p.sourceS = row.arrivalS;
-        p.offset = fromSeconds(row.arrivalS / options.speed);
+        p.offset = fromSeconds((row.arrivalS - originS) / options.speed);
         p.inputTokens = std::max(1, int(std::lround(row.inputTokens * options.lengthScale)));
         if (options.clampToModel && p.inputTokens > model.maxSequenceLength) {
             p.inputTokens = model.maxSequenceLength;
@@ -83,6 +86,7 @@ SessionStart replaySessionStart(const ReplayOptions &options, const ReplayPlan &
                     {"speed", options.speed},
                     {"length_scale", options.lengthScale},
                     {"limit", options.limit},
+                    {"skip", options.skip},
                     {"clock", replayClockName(options.clock)},
                     {"clamp_to_model", options.clampToModel},
                     {"requests", plan.requests.size()},

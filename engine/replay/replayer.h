@@ -51,6 +51,10 @@ struct ReplayOptions {
     double speed = 1;       // 2 = gaps halved (twice the arrival rate)
     double lengthScale = 1; // input and output tokens multiplied (inputs at least 1)
     std::size_t limit = 0;  // replay only the first N arrivals (0 = all)
+    // Leave out the first N arrivals (`limit` then counts from there): a
+    // window of the source (tune's verification, engine/sim/verify_window.h).
+    // With skip > 0 the offsets count from the first arrival sent.
+    std::size_t skip = 0;
     ReplayClock clock = ReplayClock::Real;
     // Inputs longer than the model accepts are clamped to its maximum (and
     // counted in ReplayOutcome::clamped); false: they are submitted as they

@@ -148,7 +148,8 @@ void ContinuousScheduler::complete(SequencePtr s, Status status, TimePoint now, 
     if (n > 0)
         r.timing.timeToFirstToken = s->firstToken - req.arrival;
     if (n > 1) {
-        r.timing.timePerOutputToken = (s->lastToken - s->firstToken) / std::int64_t(n - 1);
+        r.timing.timePerOutputToken =
+            timePerOutputToken(s->firstToken - req.arrival, s->lastToken - req.arrival, n);
         r.timing.interTokenLatencies = std::move(s->gaps);
     }
     r.batch.reason = DispatchReason::Single;
