@@ -7,6 +7,7 @@
 #include "engine_host.h"
 
 #include "engine/sim/calibration_store.h"
+#include "engine/sim/tune_pipeline.h"
 #include "engine/store/trace_store.h"
 
 #include <QFile>
@@ -62,7 +63,8 @@ void printCalibration(QTextStream &out, const Calibration &c)
         out << QStringLiteral("  serving overhead per continuous step: %1 us\n")
                    .arg(c.cost.stepOverheadS * 1e6, 0, 'f', 1);
     if (!c.cost.dispatchLateness.empty())
-        out << QStringLiteral("  scheduler lateness of an idle executor: median %1 us, p99 %2 us\n")
+        out << QStringLiteral("  an idle engine's start of a batch (wake-up, hand-off, cold core): median %1 "
+                              "us, p99 %2 us\n")
                    .arg(c.cost.latenessAt(0.5) * 1e6, 0, 'f', 1)
                    .arg(c.cost.latenessAt(0.99) * 1e6, 0, 'f', 1);
     if (!c.cost.concurrency.empty()) {
@@ -77,6 +79,12 @@ void printCalibration(QTextStream &out, const Calibration &c)
                .arg(c.error.observations)
                .arg(percent(c.error.medianRel), percent(c.error.rmsRel), percent(c.error.maxRel),
                     percent(c.batchError.medianRel), percent(c.batchError.maxRel));
+    if (c.measuredLength > 0)
+        out << QStringLiteral("  measured lengths up to %1 tokens: a longer input's cost is extrapolated\n")
+                   .arg(c.measuredLength);
+    if (c.runSpread >= 0)
+        out << QStringLiteral("  the same batch timed again: median spread %1 (max - min over median)\n")
+                   .arg(percent(c.runSpread));
     if (c.iterationError.observations > 0)
         out << QStringLiteral("  generation steps (%1): median %2, worst %3\n")
                    .arg(c.iterationError.observations)
@@ -197,7 +205,7 @@ int runCalibrate(const AppOptions &options)
         err << QStringLiteral("calibrate: profiling %1 (%2 grid)\n")
                    .arg(q(key.describe()), quick ? "quick" : "full");
         err.flush();
-        auto measured = measureBackend(**backend, grid, [&](const CalibrationProgress &p) {
+        auto measured = measureProfile(*backend, grid, key, [&](const CalibrationProgress &p) {
             err << QStringLiteral("  %1/%2  batch %3 x length %4%5: %6 ms\n")
                        .arg(p.done)
                        .arg(p.total)
@@ -211,11 +219,6 @@ int runCalibrate(const AppOptions &options)
             return fail(q(measured.status().message()));
         observations = std::move(measured.value());
         sources << (quick ? QStringLiteral("profile (quick)") : QStringLiteral("profile"));
-        // contention between executors: a batch alone vs on 2..4 threads at once
-        auto slowdown = measureConcurrency(**backend);
-        if (!slowdown)
-            return fail(q(slowdown.status().message()));
-        key.cost.concurrency = *slowdown;
     }
     if (*session > 0) {
         const auto id = std::int64_t(*session);
@@ -252,6 +255,8 @@ int runCalibrate(const AppOptions &options)
     if (!id)
         return fail(q(id.status().message()));
     fitted->id = *id;
+    if (const auto warning = interferenceWarning(*fitted))
+        err << "warning: " << q(*warning) << "\n";
     if (json) {
         out << q(toJson(*fitted).dump(2)) << "\n";
         return 0;
@@ -275,13 +280,15 @@ Result<CostNoise> costNoiseFor(const CommandArgs &args)
 Result<Calibration> calibrationFor(const TraceStore &store, const AppOptions &options,
                                    const CommandArgs &args)
 {
-    if (args.has("calibration"))
-        return resolveCalibration(store, args.value("calibration").toStdString());
-    const std::string model = options.model.toStdString();
-    const bool builtin = model.rfind("builtin:", 0) == 0 && model != "builtin:echo";
-    return latestCalibration(store, model, builtin ? options.preset.toStdString() : "",
-                             options.device == QLatin1String("auto") ? "" : options.device.toStdString(),
-                             options.threads > 0 ? std::optional(options.threads) : std::nullopt);
+    CalibrationChoice choice;
+    choice.ref = args.value("calibration").toStdString();
+    choice.model = options.model.toStdString();
+    const bool builtin = choice.model.rfind("builtin:", 0) == 0 && choice.model != "builtin:echo";
+    choice.preset = builtin ? options.preset.toStdString() : "";
+    choice.device = options.device == QLatin1String("auto") ? "" : options.device.toStdString();
+    if (options.threads > 0)
+        choice.threads = options.threads;
+    return chooseCalibration(store, choice);
 }
 
 } // namespace bp::app

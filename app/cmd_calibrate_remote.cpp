@@ -10,10 +10,10 @@
 #include "remote/probe_runner.h"
 #include "remote/settings_fetch.h"
 
-#include "engine/config_import.h"
+#include "engine/config/config_import.h"
 #include "engine/sim/calibration_store.h"
 #include "engine/sim/remote_calibrate.h"
-#include "engine/store/target_metrics.h"
+#include "engine/telemetry/target_metrics.h"
 #include "engine/store/trace_store.h"
 
 #include <QFile>

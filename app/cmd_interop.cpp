@@ -4,11 +4,11 @@
 #include "commands.h"
 #include "engine_host.h"
 
-#include "engine/config_export.h"
-#include "engine/config_import.h"
-#include "engine/config_json.h"
+#include "engine/config/config_export.h"
+#include "engine/config/config_import.h"
+#include "engine/config/config_json.h"
 #include "engine/store/trace_store.h"
-#include "engine/trace_export.h"
+#include "engine/workload/trace_export.h"
 
 #include <QFile>
 #include <QTextStream>

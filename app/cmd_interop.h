@@ -1,10 +1,10 @@
 // Subcommands that speak other tools' formats (no window needed):
 //   export-config --format triton|vllm|tgi|torchserve|ray-serve (--session ID | --config FILE) [-o FILE]
 //       a session's last config, or a config file, in that server's syntax
-//       (engine/config_export.h; docs/export.md)
+//       (engine/config/config_export.h; docs/export.md)
 //   import-config FILE [--format F] [-o FILE] [--json]
 //       the inverse: a server's settings in its syntax, as a BatchPilot config
-//       (engine/config_import.h)
+//       (engine/config/config_import.h)
 //   export-trace ID [--trace] [--format mooncake] [-o FILE]
 //       a session's arrivals (or an imported trace's rows) as Mooncake JSON Lines
 // The exports honour --db PATH. Output goes to stdout without -o. Exit codes: 0 done,

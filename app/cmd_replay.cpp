@@ -12,10 +12,10 @@
 
 #include "remote/http_remote_target.h"
 
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
+#include "engine/replay/replayer.h"
 #include "engine/sim/calibration_store.h"
 #include "engine/sim/simulated_replay.h"
-#include "engine/store/replayer.h"
 #include "engine/store/session_summary.h"
 
 #include <QTextStream>
@@ -191,6 +191,8 @@ int runReplay(const AppOptions &options)
         if (!c)
             return fail(q(c.status().message()));
         calibration = *c;
+        if (const auto warning = interferenceWarning(*calibration))
+            QTextStream(stderr) << "warning: " << q(*warning) << "\n";
     } else if (isRemote) {
         if (args.has("virtual"))
             return fail(
@@ -270,6 +272,8 @@ int runReplay(const AppOptions &options)
             j["calibration"] = {{"id", calibration->id},
                                 {"describe", calibration->describe()},
                                 {"batch_fit_error", toJson(calibration->batchError)}};
+        if (simulated && simulated->interval())
+            j["interval"] = simulatedIntervalJson(*simulated->interval(), *calibration);
         j["comparison"] =
             baseline ? comparisonJson(*baseline, *replayed) : nlohmann::json{{"b", toJson(*replayed)}};
         out << q(j.dump(2)) << "\n";
@@ -297,6 +301,9 @@ int runReplay(const AppOptions &options)
                        .arg(toMicros(o.maxLateness) / 1000, 0, 'f', 2);
         if (!o.warning.empty())
             out << "  warning: " << q(o.warning) << "\n";
+        if (simulated && simulated->interval())
+            out << "  " << q(describeSpread(*simulated->interval())) << "\n  "
+                << q(narrowIntervalHint(*calibration)) << "\n";
         if (target) {
             out << QStringLiteral("  target %1 (%2), HTTP statuses %3\n")
                        .arg(q(target->url()), q(o.client.value("protocol", std::string())),

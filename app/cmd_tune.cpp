@@ -7,13 +7,11 @@
 #include "command_args.h"
 #include "commands.h"
 #include "engine_host.h"
+#include "tune_output.h"
 
-#include "engine/config_json.h"
-#include "engine/sim/calibration_store.h"
-#include "engine/sim/tuner.h"
+#include "engine/config/config_json.h"
+#include "engine/sim/tune_pipeline.h"
 #include "engine/sim/tuning_document.h"
-#include "engine/store/replay_plan.h"
-#include "engine/store/replayer.h"
 #include "engine/store/trace_store.h"
 #include "engine/store/tuning_store.h"
 
@@ -21,7 +19,6 @@
 #include <QTextStream>
 
 #include <atomic>
-#include <cmath>
 #include <csignal>
 #include <thread>
 
@@ -36,7 +33,8 @@ extern "C" void onTuneInterrupt(int)
 }
 
 // Ctrl-C stops the search (what was evaluated is reported) or the
-// verification replay (its session ends cleanly); restored on scope exit.
+// verification replay (what was verified is kept, marked partial);
+// restored on scope exit.
 class InterruptGuard {
 public:
     InterruptGuard() : m_old(std::signal(SIGINT, onTuneInterrupt)) { g_interrupted = false; }
@@ -53,12 +51,10 @@ QString q(const std::string &s)
 
 constexpr const char *kUsage =
     "usage: batchpilot tune (--trace ID | --session ID) --slo 'p99<=200ms' | "
-    "'ttft_p99<=500ms,tpot_p99<=50ms' "
-    "[--objective goodput|throughput] [--speed X] [--length-scale S] [--limit N] [--budget N] [--instances "
-    "N] "
-    "[--jobs N] [--calibration ID|FILE] [--noise none|mean|drawn] [--config FILE] [--output FILE] "
-    "[--no-verify] "
-    "[--json] [--target URL --model NAME [--apply]]";
+    "'ttft_p99<=500ms,tpot_p99<=50ms' [--objective goodput|throughput] [--speed X] [--length-scale S] "
+    "[--limit N] [--budget N] [--instances N] [--jobs N] [--calibration ID|FILE] [--noise none|mean|drawn] "
+    "[--config FILE] [--output FILE] [--verify-window busiest:3m|first:2m|all] [--no-verify] [--json] "
+    "[--target URL --model NAME [--apply]]";
 
 int fail(const QString &message, int code = 1)
 {
@@ -66,126 +62,147 @@ int fail(const QString &message, int code = 1)
     return code;
 }
 
-} // namespace
+// The flags, as a pipeline request (the calibration aside).
+struct Parsed {
+    TuneRequest request;
+    QString objectiveName;
+};
 
-int runTune(const AppOptions &options)
+Result<Parsed> parse(const AppOptions &options, CommandArgs &args)
 {
-    CommandArgs args(options.commandArgs, commandOptions("tune"));
+    auto usage = [](const QString &why) {
+        return Status(StatusCode::InvalidArgument, (why + "\n" + kUsage).toStdString());
+    };
     if (!args.error().isEmpty())
-        return fail(args.error() + "\n" + kUsage, 2);
+        return usage(args.error());
     if (!args.positional().isEmpty())
-        return fail(QStringLiteral("unexpected '%1'\n").arg(args.positional().front()) + kUsage, 2);
+        return usage(QStringLiteral("unexpected '%1'").arg(args.positional().front()));
     if (args.has("trace") == args.has("session"))
-        return fail(QStringLiteral("give one of --trace ID or --session ID\n") + kUsage, 2);
+        return usage(QStringLiteral("give one of --trace ID or --session ID"));
     if (!args.has("slo"))
-        return fail(QStringLiteral("--slo is required, e.g. --slo 'p99<=200ms'\n") + kUsage, 2);
+        return usage(QStringLiteral("--slo is required, e.g. --slo 'p99<=200ms'"));
+    Parsed p;
+    TuneSettings &s = p.request.settings;
     auto slo = parseTuneSlo(args.value("slo").toStdString());
     if (!slo)
-        return fail(q(slo.status().message()), 2);
-    const QString objectiveName = args.value("objective", QStringLiteral("goodput"));
-    const auto objective = parseTuneObjective(objectiveName.toStdString());
+        return slo.status();
+    s.slo = *slo;
+    p.objectiveName = args.value("objective", QStringLiteral("goodput"));
+    const auto objective = parseTuneObjective(p.objectiveName.toStdString());
     if (!objective)
-        return fail(QStringLiteral("--objective must be goodput or throughput, not '%1'").arg(objectiveName),
-                    2);
+        return Status(StatusCode::InvalidArgument,
+                      QStringLiteral("--objective must be goodput or throughput, not '%1'")
+                          .arg(p.objectiveName)
+                          .toStdString());
+    s.objective = *objective;
+    auto window = parseVerifyWindow(args.value("verify-window", QStringLiteral("busiest:3m")).toStdString());
+    if (!window)
+        return window.status();
+    p.request.verifyWindow = *window;
+    auto noise = costNoiseFor(args);
+    if (!noise)
+        return noise.status();
+    s.noise = *noise;
     const auto sourceId = args.number(args.has("trace") ? "trace" : "session", 0, 1, 9e18);
     const auto speed = args.number("speed", 1, 1e-6, 1e6);
     const auto lengthScale = args.number("length-scale", 1, 1e-6, 1e3);
     const auto limit = args.number("limit", 0, 0, 1e12);
     const auto budget = args.number("budget", 240, 1, 100000);
     const auto instances = args.number("instances", 2, 1, 16);
-    auto noise = costNoiseFor(args);
-    if (!noise)
-        return fail(q(noise.status().message()), 2);
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
     const auto jobs = args.number("jobs", std::min(cores, 16), 1, 16);
     if (!sourceId || !speed || !lengthScale || !limit || !budget || !instances || !jobs)
-        return fail(args.error(), 2);
-
-    auto store = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
-    if (!store)
-        return fail(q(store.status().message()));
-    ReplayOptions ro;
+        return Status(StatusCode::InvalidArgument, args.error().toStdString());
+    ReplayOptions &ro = p.request.source;
     ro.source = {args.has("trace") ? ReplaySource::Kind::Trace : ReplaySource::Kind::Session,
                  std::int64_t(*sourceId)};
-    QString sourceName;
-    if (ro.source.kind == ReplaySource::Kind::Trace) {
-        auto t = (*store)->trace(ro.source.id);
-        if (!t)
-            return fail(q(t.status().message()));
-        sourceName = QStringLiteral("trace %1 '%2'").arg(t->id).arg(q(t->name));
-    } else {
-        auto s = (*store)->session(ro.source.id);
-        if (!s)
-            return fail(q(s.status().message()));
-        sourceName = QStringLiteral("session %1").arg(s->id);
-    }
     if (!options.config.isEmpty()) {
         auto config = batchingConfigFor(options);
         if (!config)
-            return fail(q(config.status().message()));
+            return config.status();
         ro.config = *config;
-    }
-    // --target: the server's remote calibration, its current settings the base.
-    std::optional<RemoteTune> remoteTarget;
-    if (args.has("target")) {
-        auto t = remoteTune(**store, options, args);
-        if (!t)
-            return fail(q(t.status().message()));
-        remoteTarget = std::move(*t);
-        if (!ro.config)
-            ro.config = remoteTarget->current;
-    } else if (args.has("apply")) {
-        return fail(QStringLiteral("--apply sends the pick to a server: give --target URL"), 2);
     }
     ro.speed = *speed;
     ro.lengthScale = *lengthScale;
     ro.limit = std::size_t(*limit);
-    ro.clock = ReplayClock::Simulated;
-    auto calibration = remoteTarget ? Result<Calibration>(remoteTarget->calibration)
-                                    : calibrationFor(**store, options, args);
+    s.budget = std::size_t(*budget);
+    s.maxInstances = int(*instances);
+    s.threads = int(*jobs);
+    p.request.verify = !args.has("no-verify");
+    return p;
+}
+
+// The calibration's model, loaded to verify on.
+Result<std::shared_ptr<Backend>> verificationBackend(const AppOptions &options, const Calibration &cal)
+{
+    AppOptions model = options;
+    model.model = q(cal.model);
+    if (!cal.preset.empty())
+        model.preset = q(cal.preset);
+    if (!cal.device.empty())
+        model.device = q(cal.device);
+    model.threads = cal.threads;
+    auto backend = backendFor(model);
+    if (!backend)
+        return Status(backend.status().code(), "cannot load " + cal.describe() +
+                                                   " to verify: " + backend.status().message() +
+                                                   " (--no-verify skips the check)");
+    return backend;
+}
+
+} // namespace
+
+int runTune(const AppOptions &options)
+{
+    CommandArgs args(options.commandArgs, commandOptions("tune"));
+    auto parsed = parse(options, args);
+    if (!parsed)
+        return fail(q(parsed.status().message()), 2);
+    const TuneRequest &request = parsed->request;
+
+    auto opened = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
+    if (!opened)
+        return fail(q(opened.status().message()));
+    const std::shared_ptr<TraceStore> store = std::move(*opened);
+    if (auto source = describeSource(*store, request.source.source); !source)
+        return fail(q(source.status().message()));
+    // --target: the server's remote calibration, its current settings the base;
+    // it is verified on the server itself, after --apply (not by the pipeline).
+    std::optional<RemoteTune> remoteTarget;
+    TuneRequest remoteRequest;
+    if (args.has("target")) {
+        auto t = remoteTune(*store, options, args);
+        if (!t)
+            return fail(q(t.status().message()));
+        remoteTarget = std::move(*t);
+        remoteRequest = request;
+        if (!remoteRequest.source.config)
+            remoteRequest.source.config = remoteTarget->current;
+        remoteRequest.verify = false;
+    } else if (args.has("apply")) {
+        return fail(QStringLiteral("--apply sends the pick to a server: give --target URL"), 2);
+    }
+    const TuneRequest &req = remoteTarget ? remoteRequest : request;
+    auto calibration =
+        remoteTarget ? Result<Calibration>(remoteTarget->calibration) : calibrationFor(*store, options, args);
     if (!calibration)
         return fail(q(calibration.status().message()) +
                     QStringLiteral("\n(a calibration is the cost model the search simulates with: "
                                    "batchpilot calibrate --model M [--preset P] --quick)"));
-    const Calibration &cal = *calibration;
-    auto plan = planReplay(**store, ro, cal.modelInfo());
-    if (!plan)
-        return fail(q(plan.status().message()));
-
-    TuneWorkload workload;
-    workload.limits = cal.modelInfo().limits();
-    workload.cost = cal.cost;
-    // As the simulated replay counts outputs (engine/sim/simulated_replay.cpp).
-    workload.output = cal.model == "builtin:echo" ? OutputKind::Echo
-                      : cal.generative            ? OutputKind::Generated
-                                                  : OutputKind::None;
-    workload.positions = cal.positions;
-    if (cal.remote)
-        workload.requestOverhead =
-            std::chrono::duration_cast<Duration>(std::chrono::duration<double>(cal.remote->requestOverheadS));
-    workload.noise = *noise;
-    TuneOptions to;
-    to.slo = *slo;
-    to.objective = *objective;
-    to.budget = std::size_t(*budget);
-    to.maxInstances = int(*instances);
-    to.threads = int(*jobs);
-    to.base = plan->config;
-    to.maxLength = cal.maxSequenceLength;
-    to.generative = cal.generative;
-    for (std::size_t i = 0; i < plan->requests.size(); ++i) {
-        const PlannedRequest &r = plan->requests[i];
-        workload.arrivals.push_back({r.offset, r.inputTokens, r.maxNewTokens, i + 1, 0, std::nullopt});
-        to.inputLengths.push_back(r.inputTokens);
-    }
-    const double spanS = plan->requests.size() > 1
-                             ? toSeconds(plan->requests.back().offset - plan->requests.front().offset)
-                             : 0;
-    const double offered = spanS > 0 ? double(plan->requests.size()) / spanS : 0;
-
     QTextStream err(stderr);
+    if (const auto warning = interferenceWarning(*calibration))
+        err << "warning: " << q(*warning) << "\n";
+    std::shared_ptr<Backend> backend;
+    if (req.verify) {
+        auto loaded = verificationBackend(options, *calibration);
+        if (!loaded)
+            return fail(q(loaded.status().message()));
+        backend = *loaded;
+    }
+
     TimePoint lastShown{};
-    to.progress = [&](std::size_t done, std::size_t total) {
+    TuneHooks hooks;
+    hooks.searchProgress = [&](std::size_t done, std::size_t total) {
         const TimePoint now = SteadyClock::now();
         if (now - lastShown < std::chrono::seconds(1))
             return;
@@ -193,15 +210,80 @@ int runTune(const AppOptions &options)
         err << QStringLiteral("tune: %1 simulations of about %2\n").arg(done).arg(total);
         err.flush();
     };
+    hooks.verifyStarting = [&](const VerifyPlan &plan) {
+        err << QStringLiteral("tune: verifying %1 with a real-clock replay of %2: %3 of %4 requests, %5 s of "
+                              "arrivals; expected %6 (Ctrl+C stops it and keeps what was verified; "
+                              "--verify-window all replays every arrival, --no-verify skips it)\n")
+                   .arg(q(plan.label), q(describe(plan.spec)))
+                   .arg(plan.window.size())
+                   .arg(plan.sourceRequests)
+                   .arg(toSeconds(plan.window.span()), 0, 'f', 1)
+                   .arg(durationText(plan.expectedSeconds));
+        err.flush();
+    };
+    hooks.verifyProgress = [&](const ReplayProgress &p) {
+        err << QStringLiteral("verify: %1/%2 done\n").arg(p.finished).arg(p.total);
+        err.flush();
+    };
     InterruptGuard guard;
-    to.cancel = &g_interrupted;
-    auto result = tune(simulationEvaluator(workload, *slo), to);
-    if (!result)
-        return fail(q(result.status().message()));
-    const TuneResult &r = *result;
+    hooks.cancel = &g_interrupted;
+    auto run = runTunePipeline(store, *calibration, req, backend, hooks);
+    if (!run)
+        return fail(q(run.status().message()));
+    const TuneResult &r = run->result;
     if (!r.recommended)
         return fail(QStringLiteral("cancelled before any config was evaluated"), 130);
     const TuneCandidate &rec = r.candidates[*r.recommended];
+    bool cancelled = r.cancelled || (run->verification && run->verification->partial);
+    const bool tokenLevel = request.settings.slo.tokenLevel() || calibration->generative;
+
+    // A remote target: the server's current settings predicted beside the
+    // pick; --apply sends it, then the same arrivals are replayed into the
+    // server and the measured figures stored beside the predicted.
+    std::optional<TuneFigures> currentFigures, measured;
+    std::optional<ReplayOutcome> verified;
+    if (remoteTarget) {
+        currentFigures = simulationEvaluator(tuneWorkloadFor(run->source, *calibration, run->settings),
+                                             request.settings.slo)(remoteTarget->current, 1.0);
+        run->stored.document["target"] = {{"url", remoteTarget->options.target.toString().toStdString()},
+                                          {"server", remoteTarget->calibration.remote->server},
+                                          {"current_config", toJson(remoteTarget->current)},
+                                          {"current_predicted", tuneFiguresJson(*currentFigures)}};
+        if (args.has("apply") && !r.cancelled) {
+            if (Status s = applyPick(*remoteTarget, rec.config); !s)
+                return fail(q(s.message()));
+            remoteTarget->applied = true;
+            err << QStringLiteral("tune: applied %1 to %2\n")
+                       .arg(q(rec.label), remoteTarget->options.target.toString());
+        }
+        run->stored.document["target"]["applied"] = remoteTarget->applied;
+        if (remoteTarget->applied && request.verify) {
+            ReplayOptions real = req.source;
+            real.clock = ReplayClock::Real;
+            real.config = rec.config;
+            real.notes = "tune: verifies " + rec.label + " on " +
+                         remoteTarget->options.target.toString().toStdString();
+            real.progressInterval = std::chrono::seconds(2);
+            auto outcome = replayOnTarget(store, *remoteTarget, real, hooks.verifyProgress, &g_interrupted);
+            if (!outcome)
+                return fail(QStringLiteral("verification replay: ") + q(outcome.status().message()));
+            verified = *outcome;
+            auto m = measuredFigures(*store, outcome->sessionId, run->source.arrivals().size(),
+                                     request.settings.slo);
+            if (!m)
+                return fail(q(m.status().message()));
+            measured = *m;
+            run->stored.document["verification"] = {{"session_id", verified->sessionId},
+                                                    {"wall_s", verified->wallSeconds},
+                                                    {"cancelled", verified->cancelled},
+                                                    {"measured", tuneFiguresJson(*measured)}};
+            if (Status s = setTuningVerification(*store, run->stored.tuningId, verified->sessionId,
+                                                 run->stored.document["verification"]);
+                !s)
+                return fail(QStringLiteral("cannot store the verification: ") + q(s.message()));
+            cancelled = cancelled || verified->cancelled;
+        }
+    }
 
     if (args.has("output")) {
         QFile f(args.value("output"));
@@ -210,97 +292,9 @@ int runTune(const AppOptions &options)
             return fail(QStringLiteral("cannot write %1: %2").arg(f.fileName(), f.errorString()));
     }
 
-    // The result as stored (without the candidates) and printed by --json.
-    TuningContext context;
-    context.source = ro.source;
-    context.requests = plan->requests.size();
-    context.offeredPerS = offered;
-    context.speed = ro.speed;
-    context.lengthScale = ro.lengthScale;
-    context.limit = ro.limit;
-    context.slo = *slo;
-    context.objective = *objective;
-    context.jobs = to.threads;
-    nlohmann::json j = tuningDocument(r, context, cal);
-    const StoredTuning stored = storedTuning(j, context, cal);
-    auto tuningId = saveTuning(**store, stored);
-    if (!tuningId)
-        return fail(QStringLiteral("cannot store the result: ") + q(tuningId.status().message()));
-    j["tuning_id"] = *tuningId;
-    std::optional<TuneFigures> currentFigures;
-    if (remoteTarget) {
-        currentFigures = simulationEvaluator(workload, *slo)(plan->config, 1.0);
-        if (args.has("apply") && !r.cancelled) {
-            if (Status s = applyPick(*remoteTarget, rec.config); !s)
-                return fail(q(s.message()));
-            remoteTarget->applied = true;
-            err << QStringLiteral("tune: applied %1 to %2\n")
-                       .arg(q(rec.label), remoteTarget->options.target.toString());
-        }
-        j["target"] = {{"url", remoteTarget->options.target.toString().toStdString()},
-                       {"server", remoteTarget->calibration.remote->server},
-                       {"current_config", toJson(remoteTarget->current)},
-                       {"current_predicted", tuneFiguresJson(*currentFigures)},
-                       {"applied", remoteTarget->applied}};
-    }
-
-    // Verification: the same arrivals, for real, under the recommendation.
-    std::optional<ReplayOutcome> verified;
-    std::optional<TuneFigures> measured;
-    QString verifyNote;
-    if (!args.has("no-verify") && !r.cancelled && (!remoteTarget || remoteTarget->applied)) {
-        std::shared_ptr<Backend> backend;
-        if (!remoteTarget) {
-            AppOptions model = options;
-            model.model = q(cal.model);
-            if (!cal.preset.empty())
-                model.preset = q(cal.preset);
-            if (!cal.device.empty())
-                model.device = q(cal.device);
-            model.threads = cal.threads;
-            auto loaded = backendFor(model);
-            if (!loaded)
-                return fail(QStringLiteral("cannot load %1 to verify: %2 (--no-verify skips the check)")
-                                .arg(q(cal.describe()), q(loaded.status().message())));
-            backend = *loaded;
-        }
-        ReplayOptions real = ro;
-        real.clock = ReplayClock::Real;
-        real.config = rec.config;
-        real.notes = "tune: verifies " + rec.label + " (" + describe(*slo) + ")";
-        real.progressInterval = std::chrono::seconds(2);
-        err << QStringLiteral(
-                   "tune: verifying %1 with a real-clock replay of %2 requests (%3 s of arrivals)\n")
-                   .arg(q(rec.label))
-                   .arg(plan->requests.size())
-                   .arg(spanS, 0, 'f', 1);
-        err.flush();
-        const auto progress = [&](const ReplayProgress &p) {
-            err << QStringLiteral("verify: %1/%2 done\n").arg(p.finished).arg(p.total);
-            err.flush();
-        };
-        Replayer replayer(*store, backend);
-        auto outcome = remoteTarget ? replayOnTarget(*store, *remoteTarget, real, progress, &g_interrupted)
-                                    : replayer.run(real, progress, &g_interrupted);
-        if (!outcome)
-            return fail(QStringLiteral("verification replay: ") + q(outcome.status().message()));
-        verified = *outcome;
-        auto m = measuredFigures(**store, outcome->sessionId, plan->requests.size(), *slo);
-        if (!m)
-            return fail(q(m.status().message()));
-        measured = *m;
-        j["verification"] = {{"session_id", verified->sessionId},
-                             {"wall_s", verified->wallSeconds},
-                             {"max_lateness_us", toMicros(verified->maxLateness)},
-                             {"cancelled", verified->cancelled},
-                             {"measured", tuneFiguresJson(*measured)}};
-        if (Status s = setTuningVerification(**store, *tuningId, verified->sessionId, j["verification"]); !s)
-            return fail(QStringLiteral("cannot store the verification: ") + q(s.message()));
-    }
-
-    const bool tokenLevel = slo->tokenLevel() || cal.generative;
     QTextStream out(stdout);
     if (args.has("json")) {
+        nlohmann::json j = run->stored.document;
         nlohmann::json candidates = nlohmann::json::array();
         for (const TuneCandidate &c : r.candidates)
             candidates.push_back({{"label", c.label},
@@ -309,106 +303,50 @@ int runTune(const AppOptions &options)
                                   {"pareto", c.pareto}});
         j["candidates"] = candidates;
         j["pareto"] = r.pareto;
+        if (run->interval)
+            j["recommended"]["interval"] = simulatedIntervalJson(*run->interval, *calibration);
         out << q(j.dump(2)) << "\n";
-        return r.cancelled || (verified && verified->cancelled) ? 130 : 0;
+        return cancelled ? 130 : 0;
     }
 
-    out << QStringLiteral("tune %1: %2 requests, %3 req/s offered (speed %4), SLO %5, objective %6\n")
-               .arg(sourceName)
-               .arg(plan->requests.size())
-               .arg(offered, 0, 'f', 1)
-               .arg(ro.speed)
-               .arg(q(describe(*slo)), objectiveName);
-    out << QStringLiteral("  calibration %1: %2; its fit to whole batches: median error %3%, worst %4%; "
-                          "cost noise %5\n")
-               .arg(cal.id)
-               .arg(q(cal.describe()))
-               .arg(100 * cal.batchError.medianRel, 0, 'f', 1)
-               .arg(100 * cal.batchError.maxRel, 0, 'f', 1)
-               .arg(q(std::string(costNoiseName(*noise))));
-    out << QStringLiteral(
-               "  simulated %1 configs (%2 on the grid, %3 refined) and %4 capacity probes in %5 s, %6 "
-               "at a time%7\n")
-               .arg(r.candidates.size())
-               .arg(r.coarse)
-               .arg(r.candidates.size() - r.coarse)
-               .arg(r.probes)
-               .arg(r.wallSeconds, 0, 'f', 1)
-               .arg(to.threads)
-               .arg(r.cancelled ? QStringLiteral(" (cancelled)") : QString());
-    int width = 6;
-    for (const TuneCandidate &c : r.candidates)
-        width = std::max(width, int(c.label.size()));
-    out << QStringLiteral(
-        "\nPareto front (throughput vs SLO ratio = the worst p99 / its bound; <= 1 meets it):\n");
-    out << header(tokenLevel, width);
-    for (std::size_t i : r.pareto)
-        out << row(q(r.candidates[i].label), r.candidates[i].figures, tokenLevel, width);
-
-    out << QStringLiteral("\nRecommended: %1%2\n")
-               .arg(q(rec.label))
-               .arg(r.anyMet ? QString()
-                             : QStringLiteral("  (NO config meets the SLO at this load: the nearest)"));
-    {
-        const std::string change = describeChange(plan->config, rec.config);
-        out << QStringLiteral("  changes from the %1 config: %2\n")
-                   .arg(remoteTarget && options.config.isEmpty()        ? QStringLiteral("server's current")
-                        : ro.config                                     ? QStringLiteral("--config")
-                        : ro.source.kind == ReplaySource::Kind::Session ? QStringLiteral("session's")
-                                                                        : QStringLiteral("default"),
-                        change.empty() ? QStringLiteral("none") : q(change));
-    }
-    out << QStringLiteral(
-               "  predicted: %1 req/s, goodput %2 req/s (%3 of %4 within the SLO), p50 %5 ms, p99 %6 ms")
-               .arg(rec.figures.throughputPerS, 0, 'f', 1)
-               .arg(rec.figures.goodputPerS, 0, 'f', 1)
-               .arg(rec.figures.good)
-               .arg(rec.figures.requests)
-               .arg(ms(rec.figures.p50S), ms(rec.figures.p99S));
-    if (tokenLevel)
-        out << QStringLiteral(", TTFT p99 %1 ms, TPOT p99 %2 ms")
-                   .arg(ms(rec.figures.ttftP99S), ms(rec.figures.tpotP99S));
-    out << QStringLiteral(", mean batch %1\n").arg(rec.figures.meanBatch, 0, 'f', 1);
-    if (rec.figures.unservable)
-        out << QStringLiteral(
-                   "  %1 requests are beyond the model's positions under any config (out_of_range); the "
-                   "figures leave them out\n")
-                   .arg(rec.figures.unservable);
-    if (r.capacity > 0)
-        out << QStringLiteral("  capacity: meets the SLO up to %1x this load (%2 req/s; speed %3)%4\n")
-                   .arg(r.capacity, 0, 'f', 2)
-                   .arg(r.capacity * offered, 0, 'f', 1)
-                   .arg(r.capacity * ro.speed, 0, 'g', 4)
-                   .arg(r.capacity >= 4096 ? QStringLiteral(" or more") : QString());
-    else if (!r.cancelled)
-        out << QStringLiteral("  capacity: misses the SLO even at 1/64 of this load\n");
+    const QString baseName = remoteTarget && options.config.isEmpty() ? QStringLiteral("server's current")
+                             : request.source.config                  ? QStringLiteral("--config")
+                             : request.source.source.kind == ReplaySource::Kind::Session
+                                 ? QStringLiteral("session's")
+                                 : QStringLiteral("default");
+    printSearch(out, *run, parsed->objectiveName, baseName, request.settings.noise);
+    if (run->interval)
+        out << "  " << q(describeSpread(*run->interval)) << "\n  " << q(narrowIntervalHint(*calibration))
+            << "\n";
+    if (const std::string w = run->source.extrapolationWarning(*calibration); !w.empty())
+        out << "  warning: " << q(w) << "\n";
     if (args.has("output"))
         out << QStringLiteral(
                    "  written to %1 (apply: batchpilot --headless --config %1, or PUT /v1/config)\n")
                    .arg(args.value("output"));
-
     if (remoteTarget)
         printRemotePick(out, *remoteTarget, rec.config, rec.figures, *currentFigures, tokenLevel);
-    if (verified) {
-        out << QStringLiteral("\nVerification: real-clock replay, session %1, %2 s wall time%3\n")
+    if (run->verification) {
+        printVerification(out, *run->verification, tokenLevel);
+    } else if (verified) {
+        out << QStringLiteral(
+                   "\nVerification: real-clock replay on the server, session %1, %2 s wall time%3\n")
                    .arg(verified->sessionId)
                    .arg(verified->wallSeconds, 0, 'f', 1)
                    .arg(verified->cancelled ? QStringLiteral(" (cancelled)") : QString());
         printVerification(out, rec.figures, *measured, tokenLevel);
-        out << QStringLiteral("  submissions were at most %1 ms late\n")
-                   .arg(toMicros(verified->maxLateness) / 1000, 0, 'f', 2);
-    } else if (remoteTarget && !remoteTarget->applied && !args.has("no-verify")) {
+    } else if (remoteTarget && !remoteTarget->applied && request.verify) {
         out << QStringLiteral(
             "\nNot verified: --apply sends the pick to the server, then the same arrivals are "
             "replayed into it.\n");
-    } else if (!args.has("no-verify")) {
+    } else if (request.verify)
         out << QStringLiteral("\nNot verified (the search was cancelled).\n");
-    }
-    out << QStringLiteral("\nStored as tuning %1").arg(*tuningId);
-    if (verified)
-        out << QStringLiteral("; its report: batchpilot report %1 -o tuned.html").arg(verified->sessionId);
+    out << QStringLiteral("\nStored as tuning %1").arg(run->stored.tuningId);
+    if (run->verification || verified)
+        out << QStringLiteral("; its report: batchpilot report %1 -o tuned.html")
+                   .arg(verified ? verified->sessionId : run->verification->replay.sessionId);
     out << "\n";
-    return r.cancelled || (verified && verified->cancelled) ? 130 : 0;
+    return cancelled ? 130 : 0;
 }
 
 } // namespace bp::app

@@ -6,7 +6,7 @@
 #include "remote/http_remote_target.h"
 #include "remote/settings_fetch.h"
 
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 #include "engine/sim/calibration_store.h"
 
 namespace bp::app {

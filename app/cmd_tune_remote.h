@@ -19,7 +19,7 @@
 
 #include "engine/sim/calibration.h"
 #include "engine/sim/tuner.h"
-#include "engine/store/replayer.h"
+#include "engine/replay/replayer.h"
 #include "engine/store/trace_store.h"
 
 #include <QTextStream>

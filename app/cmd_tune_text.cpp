@@ -70,14 +70,6 @@ QString header(bool tokenLevel, int width)
                    .arg(QStringLiteral("SLO"), 4);
 }
 
-QString errorText(double predicted, double measured)
-{
-    if (!std::isfinite(predicted) || !std::isfinite(measured) || measured == 0)
-        return QStringLiteral("-");
-    const double percent = std::round(100 * (predicted / measured - 1));
-    return QStringLiteral("%1%2%").arg(percent >= 0 ? "+" : "").arg(percent == 0 ? 0.0 : percent, 0, 'f', 0);
-}
-
 void printVerification(QTextStream &out, const TuneFigures &p, const TuneFigures &m, bool tokenLevel)
 {
     out << QStringLiteral("  %1 %2 %3 %4\n")

@@ -3,6 +3,8 @@
 // and the predicted-vs-measured table.
 #pragma once
 
+#include "tune_output.h"
+
 #include "engine/sim/tuner.h"
 #include "engine/store/trace_store.h"
 
@@ -17,8 +19,6 @@ Result<TuneFigures> measuredFigures(const TraceStore &store, std::int64_t sessio
                                     const TuneSlo &slo);
 QString row(const QString &label, const TuneFigures &f, bool tokenLevel, int width);
 QString header(bool tokenLevel, int width);
-// "+12%": predicted against measured.
-QString errorText(double predicted, double measured);
 // figure / predicted / measured / error, one line each.
 void printVerification(QTextStream &out, const TuneFigures &predicted, const TuneFigures &measured,
                        bool tokenLevel);

@@ -150,6 +150,10 @@ const std::vector<Command> &commands()
            "from "
            "the fit, with the calibration's scheduler lateness likewise (default drawn, seeded)"},
           {"output", "FILE", "write the recommended config as JSON (for --config or PUT /v1/config)"},
+          {"verify-window", "busiest:LEN|first:LEN|all",
+           "the arrivals the real-clock check replays: the LEN-long stretch with the most arrivals, the "
+           "first LEN, or all of them (default busiest:3m; LEN in ms, s, m, h); its expected duration is "
+           "printed first, Ctrl+C keeps what was verified"},
           {"no-verify", "", "skip the real-clock replay that checks the recommendation"},
           {"json", "", "print every candidate, the front, the recommendation and the check as JSON"},
           {"target", "URL",

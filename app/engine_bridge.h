@@ -14,7 +14,7 @@
 
 #include "host_sampler.h"
 
-#include "engine/engine.h"
+#include "engine/exec/engine.h"
 
 #include <QObject>
 #include <QThread>

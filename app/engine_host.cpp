@@ -1,8 +1,8 @@
 #include "engine_host.h"
 
-#include "engine/config_json.h"
-#include "engine/model_registry.h"
-#include "engine/store/host_facts.h"
+#include "engine/config/config_json.h"
+#include "engine/model/model_registry.h"
+#include "engine/telemetry/host_facts.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -13,7 +13,10 @@ namespace bp::app {
 
 namespace {
 
-QString q(const std::string &s) { return QString::fromStdString(s); }
+QString q(const std::string &s)
+{
+    return QString::fromStdString(s);
+}
 
 // Opens the store and starts recording `engine`; returns the warning when
 // recording is not possible.
@@ -52,7 +55,8 @@ void EngineHostResult::shutdown()
         engine->shutdown(ShutdownMode::Drain);
     if (recorder) {
         if (Status s = recorder->finish(); !s)
-            QTextStream(stderr) << "batchpilot: could not end the recorded session: " << q(s.message()) << "\n";
+            QTextStream(stderr) << "batchpilot: could not end the recorded session: " << q(s.message())
+                                << "\n";
     }
 }
 
@@ -119,7 +123,8 @@ EngineHostResult createEngine(const AppOptions &o)
     out.engine = std::move(engine.value());
     const QString why = startRecording(o, *out.engine, out);
     if (!why.isEmpty()) {
-        out.loggingWarning = QStringLiteral("trace logging is off: %1. Serving continues without recording.").arg(why);
+        out.loggingWarning =
+            QStringLiteral("trace logging is off: %1. Serving continues without recording.").arg(why);
         QTextStream(stderr) << "batchpilot: " << out.loggingWarning << "\n";
     }
     return out;

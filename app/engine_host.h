@@ -17,7 +17,7 @@
 
 #include "app_options.h"
 
-#include "engine/engine.h"
+#include "engine/exec/engine.h"
 #include "engine/store/session_recorder.h"
 #include "engine/store/trace_store.h"
 

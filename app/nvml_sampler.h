@@ -8,7 +8,7 @@
 // destructor shuts it down and unloads the library.
 #pragma once
 
-#include "engine/result.h"
+#include "engine/core/result.h"
 
 #include <cstdint>
 #include <memory>

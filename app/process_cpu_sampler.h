@@ -2,7 +2,7 @@
 // is no GPU to watch. Qt-free; one thread owns a sampler.
 #pragma once
 
-#include "engine/clock.h"
+#include "engine/core/clock.h"
 
 namespace bp::app {
 

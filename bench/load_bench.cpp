@@ -5,10 +5,11 @@
 #include "load_bench.h"
 
 #include "load_run.h"
+#include "load_setup.h"
 #include "model_profile.h"
 
-#include "engine/config_json.h"
-#include "engine/trace_csv.h"
+#include "engine/config/config_json.h"
+#include "engine/workload/trace_csv.h"
 
 #include <algorithm>
 #include <cmath>
@@ -20,211 +21,26 @@
 
 namespace bp::bench {
 
-namespace {
-
-struct Setup {
-    WorkloadSpec workload;
-    double warmupS = 2, durationS = 10, drainS = 5;
-    std::vector<double> rates;
-    int typicalLength = 0;    // the ceiling's length: the mean input length (rounded up)
-    int typicalNewTokens = 0; // generative
-    std::string describe;
-};
-
-Setup workloadFromArgs(const Args &args, const ModelInfo &model)
-{
-    Setup s;
-    WorkloadSpec &w = s.workload;
-    w.vocabSize = std::min(model.vocabSize, 256);
-    w.seed = std::uint64_t(args.num("workload-seed", 1));
-    s.warmupS = args.num("warmup", 2);
-    s.durationS = args.num("duration", 10);
-    s.drainS = args.num("drain", 5);
-    if (s.warmupS < 0 || s.durationS <= 0 || s.drainS < 0)
-        throw std::invalid_argument("--warmup and --drain must be >= 0, --duration > 0");
-    const bool generative = model.generative;
-    w.maxNewTokens = generative ? int(args.num("max-new-tokens", 16)) : 0;
-    // Default output cap: 256 tokens, at most half the decoder's positions.
-    w.outputCap = int(args.num("output-cap", generative ? std::min(256, (model.maxSequenceLength + 1) / 2) : 0));
-    if (generative && w.outputCap > 0)
-        w.maxNewTokens = std::min(w.maxNewTokens, w.outputCap);
-    // input + output must fit the decoder's positions (maxSequenceLength + 1)
-    const int defaultCap = generative ? std::max(1, model.maxSequenceLength + 1 - std::max(w.outputCap, w.maxNewTokens))
-                                      : model.maxSequenceLength;
-    w.lengthCap = int(args.num("length-cap", defaultCap));
-    if (w.lengthCap < 1 || (generative && w.lengthCap + std::max(w.outputCap, w.maxNewTokens) > model.maxSequenceLength + 1))
-        throw std::invalid_argument("--length-cap " + std::to_string(w.lengthCap) + " plus " +
-                                    std::to_string(std::max(w.outputCap, w.maxNewTokens)) +
-                                    " new tokens does not fit the model's " +
-                                    std::to_string(model.maxSequenceLength + (generative ? 1 : 0)) + " positions");
-
-    if (args.has("trace")) {
-        const std::string path = args.str("trace", "");
-        auto parsed = parseTraceFile(path);
-        if (!parsed)
-            throw std::invalid_argument(parsed.status().message());
-        w.trace = std::make_shared<const std::vector<TraceRow>>(std::move(parsed->rows));
-        w.arrivals = ArrivalKind::Trace;
-        w.lengths = LengthKind::Trace;
-        w.timeScale = args.num("time-scale", 1);
-        w.lengthScale = args.num("length-scale", 1);
-        w.outputFromTrace = !(generative && args.has("max-new-tokens"));
-        if (args.has("rate") || args.has("rates") || args.has("arrivals"))
-            throw std::invalid_argument("--trace sets the arrivals; use --time-scale instead of --rate/--arrivals");
-        double in = 0, out = 0;
-        for (const auto &row : *w.trace) {
-            in += std::min<double>(w.lengthCap, std::max(1.0, std::round(row.inputTokens * w.lengthScale)));
-            out += std::max(1.0, std::round(row.outputTokens * w.lengthScale));
-        }
-        const double n = double(w.trace->size());
-        s.typicalLength = int(std::ceil(in / n));
-        s.typicalNewTokens = generative ? (w.outputFromTrace ? int(std::lround(out / n)) : w.maxNewTokens) : 0;
-        if (generative && w.outputCap > 0)
-            s.typicalNewTokens = std::min(s.typicalNewTokens, w.outputCap);
-        // offered rate of the trace's first `warmup + duration` seconds
-        std::size_t rows = 0;
-        while (rows < w.trace->size() && (*w.trace)[rows].arrivalS / w.timeScale < s.warmupS + s.durationS)
-            ++rows;
-        w.limit = rows;
-        s.rates = {double(rows) / (s.warmupS + s.durationS)};
-        s.describe = "trace " + path + " (time x" + args.str("time-scale", "1") + ", lengths x" +
-                     args.str("length-scale", "1") + ", " + std::to_string(rows) + " requests)";
-        return s;
-    }
-
-    const std::string arrivals = args.str("arrivals", args.has("burstiness") ? "gamma" : "poisson");
-    auto kind = parseArrivalKind(arrivals);
-    if (!kind || *kind == ArrivalKind::Trace)
-        throw std::invalid_argument("--arrivals expects poisson, gamma, constant or bursts (or use --trace FILE)");
-    w.arrivals = *kind;
-    w.burstiness = args.num("burstiness", 4);
-    if (args.has("min-length") || args.has("max-length")) {
-        w.lengths = LengthKind::Uniform;
-        w.minLength = int(args.num("min-length", 8));
-        w.maxLength = int(args.num("max-length", 128));
-        s.typicalLength = (w.minLength + w.maxLength + 1) / 2;
-    } else {
-        w.lengths = LengthKind::Fixed;
-        w.fixedLength = int(args.num("length", 64));
-        s.typicalLength = w.fixedLength;
-    }
-    s.typicalLength = std::min(s.typicalLength, w.lengthCap > 0 ? w.lengthCap : s.typicalLength);
-    s.typicalNewTokens = w.maxNewTokens;
-    if (args.has("rates")) {
-        for (const auto &item : args.list("rates", ""))
-            s.rates.push_back(std::stod(item));
-    } else {
-        s.rates = {args.num("rate", 50)};
-    }
-    for (double r : s.rates)
-        if (!(r > 0))
-            throw std::invalid_argument("rates must be positive");
-    s.describe = arrivals + (w.arrivals == ArrivalKind::Gamma ? " (CV² " + args.str("burstiness", "4") + ")" : "") +
-                 ", " +
-                 (w.lengths == LengthKind::Fixed ? "length " + std::to_string(w.fixedLength)
-                                                 : "lengths " + std::to_string(w.minLength) + ".." +
-                                                       std::to_string(w.maxLength)) +
-                 (generative ? ", " + std::to_string(w.maxNewTokens) + " new tokens" : "");
-    return s;
-}
-
-BatchingConfig baseConfig(const Args &args)
-{
-    BatchingConfig base;
-    base.queueCapacity = 4096;
-    if (args.has("config")) {
-        auto loaded = loadConfigFile(args.str("config", ""));
-        if (!loaded)
-            throw std::invalid_argument(loaded.status().message());
-        base = *loaded;
-    }
-    if (args.has("max-batch"))
-        base.maxBatchSize = int(args.num("max-batch", 16));
-    if (args.has("delay-us"))
-        base.maxQueueDelay = std::chrono::microseconds(std::int64_t(args.num("delay-us", 5000)));
-    if (args.has("buckets"))
-        base.bucketEdges = parseIntList("buckets", args.list("buckets", ""));
-    if (args.has("static-batch"))
-        base.staticBatchSize = int(args.num("static-batch", 8));
-    if (args.has("static-length"))
-        base.staticPaddedLength = int(args.num("static-length", 128));
-    if (args.has("instances"))
-        base.instances = int(args.num("instances", 1));
-    if (args.has("queue"))
-        base.queueCapacity = int(args.num("queue", 4096));
-    ContinuousConfig &cc = base.continuous;
-    if (args.has("max-num-seqs"))
-        cc.maxNumSeqs = int(args.num("max-num-seqs", 16));
-    if (args.has("max-num-batched-tokens")) // a list: the first here, each in turn by expandTokenBudgets
-        cc.maxNumBatchedTokens = parseIntList("max-num-batched-tokens", args.list("max-num-batched-tokens", "")).at(0);
-    if (args.has("chunked-prefill"))
-        cc.chunkedPrefill = args.num("chunked-prefill", 1) != 0;
-    if (args.has("prefill-chunk"))
-        cc.prefillChunk = int(args.num("prefill-chunk", 128));
-    if (args.has("decode-first"))
-        cc.decodeFirst = args.num("decode-first", 1) != 0;
-    if (args.has("kv-cache-tokens"))
-        cc.kvCacheTokens = int(args.num("kv-cache-tokens", 0));
-    return base;
-}
-
-int batchLimit(const BatchingConfig &c)
-{
-    switch (c.policy) {
-    case PolicyKind::None: return 1;
-    case PolicyKind::Static: return c.staticBatchSize;
-    case PolicyKind::Continuous: return c.continuous.maxNumSeqs;
-    default: return c.maxBatchSize;
-    }
-}
-
-std::string knobs(const BatchingConfig &c)
-{
-    switch (c.policy) {
-    case PolicyKind::None: return "batch 1";
-    case PolicyKind::Static:
-        return "N=" + std::to_string(c.staticBatchSize) + " L=" + std::to_string(c.staticPaddedLength);
-    case PolicyKind::Dynamic:
-        return "max " + std::to_string(c.maxBatchSize) + ", " + formatDuration(c.maxQueueDelay);
-    case PolicyKind::Bucketed: {
-        std::string e;
-        for (int edge : c.bucketEdges)
-            e += (e.empty() ? "" : ",") + std::to_string(edge);
-        return "max " + std::to_string(c.maxBatchSize) + ", " + formatDuration(c.maxQueueDelay) + ", " + e;
-    }
-    case PolicyKind::Continuous: {
-        const ContinuousConfig &k = c.continuous;
-        return "seqs " + std::to_string(k.maxNumSeqs) + ", tok " + std::to_string(k.maxNumBatchedTokens) +
-               (k.chunkedPrefill ? ", chunk " + std::to_string(k.prefillChunk) : ", no chunk") +
-               (k.kvCacheTokens > 0 ? ", kv " + std::to_string(k.kvCacheTokens) : "");
-    }
-    default: // policies added later: name their main knobs
-        return "max " + std::to_string(c.maxBatchSize) + ", " + formatDuration(c.maxQueueDelay);
-    }
-}
-
-} // namespace
-
 const StageOptions &loadStage()
 {
     static const StageOptions stage = [] {
-        StageOptions s{"load", "[OPTIONS]",
-                       "open-loop arrivals against each policy in turn (a fresh engine each)",
-                       "Timeline per run: --warmup seconds of arrivals (run, not measured), the --duration "
-                       "window, then up\n"
-                       "to --drain seconds for the window's requests to finish. Every figure is taken over "
-                       "the requests\n"
-                       "that ARRIVED in the window: throughput = those completed / window length, latency "
-                       "from each one's\n"
-                       "scheduled arrival. ceil = throughput / the ceiling, the profile's best throughput "
-                       "over batch sizes\n"
-                       "at the workload's mean input length (one figure for every policy).\n"
-                       "Decoders: TTFT from the scheduled arrival to the first token, TPOT = (last - first) / "
-                       "(tokens - 1).\n"
-                       "With --slo: goodput = the window's arrivals that completed OK and met every given "
-                       "bound / window\n"
-                       "length (vLLM, DistServe); slo% = those / the window's arrivals.",
-                       modelOptions()};
+        StageOptions s{
+            "load", "[OPTIONS]", "open-loop arrivals against each policy in turn (a fresh engine each)",
+            "Timeline per run: --warmup seconds of arrivals (run, not measured), the --duration "
+            "window, then up\n"
+            "to --drain seconds for the window's requests to finish. Every figure is taken over "
+            "the requests\n"
+            "that ARRIVED in the window: throughput = those completed / window length, latency "
+            "from each one's\n"
+            "scheduled arrival. ceil = throughput / the ceiling, the profile's best throughput "
+            "over batch sizes\n"
+            "at the workload's mean input length (one figure for every policy).\n"
+            "Decoders: TTFT from the scheduled arrival to the first token, TPOT = (last - first) / "
+            "(tokens - 1).\n"
+            "With --slo: goodput = the window's arrivals that completed OK and met every given "
+            "bound / window\n"
+            "length (vLLM, DistServe); slo% = those / the window's arrivals.",
+            modelOptions()};
         s.options.insert(
             s.options.end(),
             {
@@ -409,10 +225,11 @@ int runLoadBench(const Args &args)
     const char *unit = generative ? "output tok/s" : "req/s";
 
     std::printf("batchpilot-bench load  model %s%s on %s (%.2f M parameters)\n", model.name.c_str(),
-                spec.name.rfind("builtin:", 0) == 0 ? (" preset " + spec.preset).c_str() : "", model.device.c_str(),
-                double(model.parameters) / 1e6);
-    std::printf("  workload: %s; warm-up %.1f s, window %.1f s, drain <= %.1f s; latency from scheduled arrival\n",
-                setup.describe.c_str(), setup.warmupS, setup.durationS, setup.drainS);
+                spec.name.rfind("builtin:", 0) == 0 ? (" preset " + spec.preset).c_str() : "",
+                model.device.c_str(), double(model.parameters) / 1e6);
+    std::printf(
+        "  workload: %s; warm-up %.1f s, window %.1f s, drain <= %.1f s; latency from scheduled arrival\n",
+        setup.describe.c_str(), setup.warmupS, setup.durationS, setup.drainS);
     std::printf(
         "  counted: the requests that arrived in the window (throughput = those completed OK / window)\n");
     if (slo.any())
@@ -423,9 +240,9 @@ int runLoadBench(const Args &args)
                     "throughput / ceiling\n",
                     ceilingRate, unit, ceilingAt->batch, ceilingAt->length,
                     args.has("ceiling") ? args.str("ceiling", "").c_str() : "measured inline");
-    std::printf("\n%-14s %-30s %8s %8s %6s %9s %10s %9s %9s %9s %6s %6s %7s", "policy", "knobs", "offered", "req/s",
-                "rej", generative ? "out tok/s" : "in tok/s", "p50 ms", "p90 ms", "p99 ms", "pad eff", "batch",
-                "ceil", "");
+    std::printf("\n%-14s %-30s %8s %8s %6s %9s %10s %9s %9s %9s %6s %6s %7s", "policy", "knobs", "offered",
+                "req/s", "rej", generative ? "out tok/s" : "in tok/s", "p50 ms", "p90 ms", "p99 ms",
+                "pad eff", "batch", "ceil", "");
     if (generative)
         std::printf(" %9s %9s %9s %9s", "ttft p50", "ttft p99", "tpot p50", "tpot p99");
     if (slo.any())
@@ -441,7 +258,7 @@ int runLoadBench(const Args &args)
     const double budgetMs = args.num("p99-budget-ms", 0);
     struct BestGoodput {
         double rate = 0, offered = 0, goodput = 0, attainment = 0; // the rate with the most goodput
-        double attainedRate = 0, attainedOffered = 0;              // highest rate meeting the attainment target
+        double attainedRate = 0, attainedOffered = 0; // highest rate meeting the attainment target
         bool any = false, attained = false;
     };
     std::map<std::string, BestGoodput> bestGoodput;
@@ -472,7 +289,8 @@ int runLoadBench(const Args &args)
             }
             auto result = runLoad(backend, o);
             if (!result) {
-                std::cerr << "batchpilot-bench load: " << policy << ": " << result.status().toString() << "\n";
+                std::cerr << "batchpilot-bench load: " << policy << ": " << result.status().toString()
+                          << "\n";
                 return 1;
             }
             const LoadRunResult &r = *result;
@@ -524,7 +342,8 @@ int runLoadBench(const Args &args)
     }
     nlohmann::json summary = nlohmann::json::object();
     if (budgetMs > 0) {
-        std::printf("\nbest throughput with p99 <= %.0f ms and nothing refused or left unfinished:\n", budgetMs);
+        std::printf("\nbest throughput with p99 <= %.0f ms and nothing refused or left unfinished:\n",
+                    budgetMs);
         const Best none = best.count("none") ? best["none"] : Best{};
         for (std::size_t ci = 0; ci < configs.size(); ++ci) {
             const std::string &policy = labels[ci];
@@ -571,14 +390,15 @@ int runLoadBench(const Args &args)
                 j["vs_none"] = g.goodput / none.goodput;
             }
             if (dynamic.goodput > 0 && policy != "dynamic") {
-                vs += (vs.empty() ? " = x" : ", x") + std::to_string(g.goodput / dynamic.goodput).substr(0, 5) +
-                      " dynamic";
+                vs += (vs.empty() ? " = x" : ", x") +
+                      std::to_string(g.goodput / dynamic.goodput).substr(0, 5) + " dynamic";
                 j["vs_dynamic"] = g.goodput / dynamic.goodput;
             }
-            std::printf("  %-14s %8.2f req/s at offered %.1f req/s (rate asked %.1f; %.0f%% met it)%s", policy.c_str(),
-                        g.goodput, g.offered, g.rate, g.attainment * 100, vs.c_str());
+            std::printf("  %-14s %8.2f req/s at offered %.1f req/s (rate asked %.1f; %.0f%% met it)%s",
+                        policy.c_str(), g.goodput, g.offered, g.rate, g.attainment * 100, vs.c_str());
             if (g.attained) {
-                std::printf("; >= %.0f%% up to offered %.1f req/s\n", attainmentTarget * 100, g.attainedOffered);
+                std::printf("; >= %.0f%% up to offered %.1f req/s\n", attainmentTarget * 100,
+                            g.attainedOffered);
                 j["attained_offered_rate"] = g.attainedOffered;
             } else {
                 std::printf("; no tested rate reached %.0f%%\n", attainmentTarget * 100);

@@ -1,6 +1,7 @@
 #include "load_run.h"
 
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
+#include "engine/sim/slo_spec.h"
 
 #include <cmath>
 #include <condition_variable>
@@ -52,55 +53,13 @@ struct Tally {
 
 Result<Slo> parseSlo(std::string_view spec)
 {
-    auto bad = [&](const std::string &why) {
-        return Status(StatusCode::InvalidArgument,
-                      "--slo '" + std::string(spec) + "': " + why +
-                          " (expected e.g. ttft=500ms,tpot=50ms,e2e=2s; units us, ms, s)");
-    };
+    auto bounds = parseSloBounds(spec, SloSyntax::PerRequest);
+    if (!bounds)
+        return bounds.status();
     Slo slo;
-    std::size_t pos = 0;
-    bool seenAny = false;
-    while (pos <= spec.size()) {
-        const std::size_t comma = std::min(spec.find(',', pos), spec.size());
-        const std::string item(spec.substr(pos, comma - pos));
-        pos = comma + 1;
-        if (item.empty())
-            return bad("empty item");
-        const std::size_t eq = item.find('=');
-        if (eq == std::string::npos)
-            return bad("'" + item + "' has no '='");
-        const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-        Duration *target = key == "ttft" ? &slo.ttft : key == "tpot" ? &slo.tpot : key == "e2e" ? &slo.e2e : nullptr;
-        if (!target)
-            return bad("unknown bound '" + key + "' (ttft, tpot or e2e)");
-        if (*target > Duration::zero())
-            return bad("'" + key + "' given twice");
-        const char *begin = value.c_str();
-        char *end = nullptr;
-        const double number = std::strtod(begin, &end);
-        if (end == begin)
-            return bad("'" + item + "' has no number");
-        const std::string unit(end);
-        double scale = 0;
-        if (unit == "us" || unit == "µs")
-            scale = 1e-6;
-        else if (unit == "ms")
-            scale = 1e-3;
-        else if (unit == "s")
-            scale = 1;
-        else
-            return bad("'" + item + "' needs a unit: us, ms or s");
-        if (!(number > 0) || !std::isfinite(number) || number * scale > 86400)
-            return bad("'" + item + "' must be positive (and at most a day)");
-        *target = fromSeconds(number * scale);
-        if (*target <= Duration::zero())
-            return bad("'" + item + "' is below a nanosecond");
-        seenAny = true;
-        if (comma == spec.size())
-            break;
-    }
-    if (!seenAny)
-        return bad("empty");
+    slo.ttft = bounds->ttft;
+    slo.tpot = bounds->tpot;
+    slo.e2e = bounds->e2e;
     return slo;
 }
 
@@ -237,7 +196,8 @@ Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const Loa
         // requests), but every one scheduled inside it is sent, however late
         // the producer runs: otherwise a late last arrival would be missing
         // from a figure whose offered load counts it.
-        if (arriving && now >= windowEnd && (generator.counters().sent >= dueByWindowEnd || now >= deadline)) {
+        if (arriving && now >= windowEnd &&
+            (generator.counters().sent >= dueByWindowEnd || now >= deadline)) {
             generator.stop();
             arriving = false;
         }
@@ -247,7 +207,8 @@ Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const Loa
         if (now >= deadline)
             break;
         std::unique_lock lock(tally->mutex);
-        const TimePoint wake = arriving ? (now < windowEnd ? windowEnd : now + std::chrono::microseconds(200)) : deadline;
+        const TimePoint wake =
+            arriving ? (now < windowEnd ? windowEnd : now + std::chrono::microseconds(200)) : deadline;
         tally->cv.wait_until(lock, std::min(wake, now + std::chrono::milliseconds(100)));
     }
     generator.stop();
@@ -311,7 +272,9 @@ nlohmann::json toJson(const LoadRunResult &r)
     if (r.tpot.count() > 0)
         j["tpot_ms"] = {{"p50", ms(r.tpot, 0.5)}, {"p90", ms(r.tpot, 0.9)}, {"p99", ms(r.tpot, 0.99)}};
     if (r.slo.any()) {
-        auto bound = [](Duration d) { return d > Duration::zero() ? nlohmann::json(toSeconds(d) * 1e3) : nlohmann::json(); };
+        auto bound = [](Duration d) {
+            return d > Duration::zero() ? nlohmann::json(toSeconds(d) * 1e3) : nlohmann::json();
+        };
         j["slo_ms"] = {{"ttft", bound(r.slo.ttft)}, {"tpot", bound(r.slo.tpot)}, {"e2e", bound(r.slo.e2e)}};
         j["good"] = r.good;
         j["goodput"] = r.goodputPerS;

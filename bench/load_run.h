@@ -20,9 +20,9 @@
 //    in the window.
 #pragma once
 
-#include "engine/engine.h"
-#include "engine/histogram.h"
-#include "engine/workload.h"
+#include "engine/core/histogram.h"
+#include "engine/exec/engine.h"
+#include "engine/workload/workload.h"
 
 #include <nlohmann/json.hpp>
 
@@ -50,7 +50,8 @@ std::string describe(const Slo &slo);
 
 struct LoadRunOptions {
     BatchingConfig config;
-    WorkloadSpec workload; // limit: the caller sets one past warmup + duration; arrivals stop at the window end
+    WorkloadSpec
+        workload; // limit: the caller sets one past warmup + duration; arrivals stop at the window end
     double warmupS = 2;
     double durationS = 10;
     double drainS = 5;
@@ -81,8 +82,8 @@ struct WindowFigures {
     double outputTokensPerS = 0;
     LatencyHistogram latency, ttft, tpot; // ns, over the completed ones (tpot: those with 2+ tokens)
     double meanTpotMs = 0;
-    std::uint64_t good = 0;  // completed ones that met every bound of the SLO
-    double goodputPerS = 0;  // good / window length (= requestsPerS without an SLO)
+    std::uint64_t good = 0; // completed ones that met every bound of the SLO
+    double goodputPerS = 0; // good / window length (= requestsPerS without an SLO)
     double attainment() const { return arrived ? double(good) / double(arrived) : 0; }
 };
 bool meetsSlo(const LoadSample &sample, const Slo &slo);
@@ -91,7 +92,7 @@ WindowFigures summarizeWindow(const std::vector<LoadSample> &samples, Duration w
 
 struct LoadRunResult {
     BatchingConfig config;
-    double offeredRate = 0;   // requests/s the schedule offered in the window
+    double offeredRate = 0; // requests/s the schedule offered in the window
     double windowS = 0;
     std::uint64_t arrived = 0;    // accepted arrivals in the window
     std::uint64_t completed = 0;  // of those, finished OK
@@ -106,9 +107,9 @@ struct LoadRunResult {
     LatencyHistogram tpot;    // ns, generative, requests with 2+ tokens
     double meanTpotMs = 0;    // generative, requests with 2+ tokens
     Slo slo;
-    std::uint64_t good = 0;   // window arrivals that completed OK within the SLO
-    double goodputPerS = 0;   // good / window
-    double attainment = 0;    // good / arrived
+    std::uint64_t good = 0; // window arrivals that completed OK within the SLO
+    double goodputPerS = 0; // good / window
+    double attainment = 0;  // good / arrived
     double paddingEfficiency = 1;
     double meanBatchSize = 0;
     std::uint64_t batches = 0;

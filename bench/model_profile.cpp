@@ -1,9 +1,9 @@
 #include "model_profile.h"
 
-#include "engine/workload.h"
+#include "engine/sim/backend_timing.h"
+#include "engine/sim/statistics.h"
 
 #include <algorithm>
-#include <ctime>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -11,28 +11,6 @@
 #include <thread>
 
 namespace bp::bench {
-
-namespace {
-
-double ms(Duration d) { return toSeconds(d) * 1e3; }
-
-double processCpuMs()
-{
-    timespec ts{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
-}
-
-double median(std::vector<double> v)
-{
-    if (v.empty())
-        return 0;
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-} // namespace
 
 std::vector<OptionHelp> modelOptions()
 {
@@ -93,68 +71,43 @@ Result<ProfileResult> profileBackend(Backend &backend, const ModelSpec &spec, co
     result.generative = info.generative;
     result.newTokens = info.generative ? o.newTokens : 0;
 
-    WorkloadSpec tokenSource;
-    tokenSource.vocabSize = std::min(info.vocabSize, 256);
-    tokenSource.seed = o.seed;
-    WorkloadSchedule schedule(tokenSource);
-
-    for (int length : o.lengths) {
-        if (length > info.maxSequenceLength) {
-            std::fprintf(stderr, "  skipping length %d: above the model's %d\n", length, info.maxSequenceLength);
+    TimingGrid grid;
+    grid.batchSizes = o.batchSizes;
+    grid.lengths = o.lengths;
+    grid.newTokens = {result.newTokens};
+    grid.warmup = o.warmup;
+    grid.repeats = o.repeats;
+    grid.seed = o.seed;
+    grid.idleBefore = std::chrono::milliseconds(o.idleMs);
+    auto timed = timeBackend(backend, grid, [&](const TimingProgress &t) {
+        if (progress && t.cell)
+            std::fprintf(stderr, "  batch %3d x length %4d: %9.2f ms\n", t.cell->batch, t.cell->length,
+                         t.cell->medianWall() * 1e3);
+    });
+    if (!timed)
+        return timed.status();
+    for (int length : timed->skippedLengths)
+        std::fprintf(stderr, "  skipping length %d: above the model's %d\n", length, info.maxSequenceLength);
+    for (const TimedCell &c : timed->outOfRange)
+        std::fprintf(stderr, "  skipping batch %d x length %d: %d new tokens pass the model's positions\n",
+                     c.batch, c.length, c.newTokens);
+    for (const TimedCell &t : timed->cells) {
+        if (t.wall.empty())
             continue;
-        }
-        for (int batch : o.batchSizes) {
-            std::vector<Request> requests(static_cast<std::size_t>(batch));
-            for (auto &r : requests) {
-                r.tokens = schedule.tokens(length);
-                r.maxNewTokens = result.newTokens;
-            }
-            BatchInput input;
-            for (const auto &r : requests)
-                input.requests.push_back(&r);
-            input.paddedLength = length;
-            std::vector<double> latency, cpu, ttft, tpot;
-            for (int run = 0; run < o.warmup + o.repeats; ++run) {
-                std::vector<SequenceResult> out(requests.size());
-                const double cpuStart = processCpuMs();
-                const TimePoint start = SteadyClock::now();
-                Status s = backend.run(input, out);
-                const Duration took = SteadyClock::now() - start;
-                const double cpuTook = processCpuMs() - cpuStart;
-                for (const auto &r : out)
-                    if (s.isOk() && !r.status.isOk())
-                        s = r.status;
-                if (!s)
-                    return Status(s.code(), "batch " + std::to_string(batch) + " x length " +
-                                                std::to_string(length) + ": " + s.message());
-                if (run < o.warmup)
-                    continue;
-                latency.push_back(ms(took));
-                cpu.push_back(cpuTook);
-                if (info.generative && !out.empty()) {
-                    ttft.push_back(ms(out[0].firstTokenAfter));
-                    if (out[0].tokens.size() > 1)
-                        tpot.push_back(ms(out[0].lastTokenAfter - out[0].firstTokenAfter) /
-                                       double(out[0].tokens.size() - 1));
-                }
-            }
-            ProfileCell c;
-            c.batch = batch;
-            c.length = length;
-            c.p50Ms = median(latency);
-            c.minMs = *std::min_element(latency.begin(), latency.end());
-            for (double v : latency)
-                c.meanMs += v / double(latency.size());
-            c.cpuMs = median(cpu);
-            c.sequencesPerS = batch / (c.p50Ms / 1e3);
-            c.tokensPerS = c.sequencesPerS * (info.generative ? result.newTokens : length);
-            c.ttftMs = median(ttft);
-            c.tpotMs = median(tpot);
-            c.decodeTokensPerS = c.tpotMs > 0 ? batch / (c.tpotMs / 1e3) : 0;
-            result.cells.push_back(c);
-            if (progress)
-                std::fprintf(stderr, "  batch %3d x length %4d: %9.2f ms\n", batch, length, c.p50Ms);
-        }
+        ProfileCell c;
+        c.batch = t.batch;
+        c.length = t.length;
+        c.p50Ms = t.medianWall() * 1e3;
+        c.minMs = *std::min_element(t.wall.begin(), t.wall.end()) * 1e3;
+        for (double v : t.wall)
+            c.meanMs += v * 1e3 / double(t.wall.size());
+        c.cpuMs = median(t.cpu) * 1e3;
+        c.sequencesPerS = c.batch / (c.p50Ms / 1e3);
+        c.tokensPerS = c.sequencesPerS * (info.generative ? result.newTokens : c.length);
+        c.ttftMs = median(t.firstToken) * 1e3;
+        c.tpotMs = median(t.perToken) * 1e3;
+        c.decodeTokensPerS = c.tpotMs > 0 ? c.batch / (c.tpotMs / 1e3) : 0;
+        result.cells.push_back(c);
     }
     return result;
 }
@@ -186,26 +139,27 @@ void printProfile(const ProfileResult &p)
                 p.preset.empty() ? "" : (" (preset " + p.preset + ")").c_str(), p.device.c_str(), p.threads,
                 double(p.parameters) / 1e6);
     if (p.generative)
-        std::printf("generation: %d new tokens per sequence; latency = prefill + %d decode steps\n", p.newTokens,
-                    p.newTokens - 1);
+        std::printf("generation: %d new tokens per sequence; latency = prefill + %d decode steps\n",
+                    p.newTokens, p.newTokens - 1);
     std::printf("\n");
     if (p.generative)
-        std::printf("%6s %6s %10s %10s %10s %10s %10s %12s %14s\n", "length", "batch", "p50 ms", "cpu ms", "seq/s",
-                    "tok/s", "ttft ms", "step ms", "decode tok/s");
+        std::printf("%6s %6s %10s %10s %10s %10s %10s %12s %14s\n", "length", "batch", "p50 ms", "cpu ms",
+                    "seq/s", "tok/s", "ttft ms", "step ms", "decode tok/s");
     else
-        std::printf("%6s %6s %10s %10s %10s %10s %12s\n", "length", "batch", "p50 ms", "min ms", "cpu ms", "seq/s",
-                    "in tok/s");
+        std::printf("%6s %6s %10s %10s %10s %10s %12s\n", "length", "batch", "p50 ms", "min ms", "cpu ms",
+                    "seq/s", "in tok/s");
     int last = -1;
     for (const auto &c : p.cells) {
         if (last != -1 && c.length != last)
             std::printf("\n");
         last = c.length;
         if (p.generative)
-            std::printf("%6d %6d %10.2f %10.2f %10.1f %10.1f %10.2f %12.3f %14.1f\n", c.length, c.batch, c.p50Ms,
-                        c.cpuMs, c.sequencesPerS, c.tokensPerS, c.ttftMs, c.tpotMs, c.decodeTokensPerS);
+            std::printf("%6d %6d %10.2f %10.2f %10.1f %10.1f %10.2f %12.3f %14.1f\n", c.length, c.batch,
+                        c.p50Ms, c.cpuMs, c.sequencesPerS, c.tokensPerS, c.ttftMs, c.tpotMs,
+                        c.decodeTokensPerS);
         else
-            std::printf("%6d %6d %10.2f %10.2f %10.2f %10.1f %12.0f\n", c.length, c.batch, c.p50Ms, c.minMs, c.cpuMs,
-                        c.sequencesPerS, c.tokensPerS);
+            std::printf("%6d %6d %10.2f %10.2f %10.2f %10.1f %12.0f\n", c.length, c.batch, c.p50Ms, c.minMs,
+                        c.cpuMs, c.sequencesPerS, c.tokensPerS);
     }
     std::printf("\nceiling per length (the best throughput over batch sizes; speed-up vs batch 1):\n");
     std::map<int, std::pair<const ProfileCell *, const ProfileCell *>> byLength; // best, batch 1
@@ -224,10 +178,11 @@ void printProfile(const ProfileResult &p)
             for (const auto &c : p.cells)
                 if (c.length == length)
                     bestDecode = std::max(bestDecode, c.decodeTokensPerS);
-            std::printf("  length %4d: %8.1f seq/s, %9.1f tok/s at batch %d (x%.1f); decode steps alone up to "
-                        "%.0f tok/s (x%.1f)\n",
-                        length, best->sequencesPerS, best->tokensPerS, best->batch, gain, bestDecode,
-                        oneDecode > 0 ? bestDecode / oneDecode : 0.0);
+            std::printf(
+                "  length %4d: %8.1f seq/s, %9.1f tok/s at batch %d (x%.1f); decode steps alone up to "
+                "%.0f tok/s (x%.1f)\n",
+                length, best->sequencesPerS, best->tokensPerS, best->batch, gain, bestDecode,
+                oneDecode > 0 ? bestDecode / oneDecode : 0.0);
         } else {
             std::printf("  length %4d: %8.1f seq/s, %9.0f tok/s at batch %d (x%.2f vs batch 1)\n", length,
                         best->sequencesPerS, best->tokensPerS, best->batch, gain);
@@ -239,13 +194,22 @@ nlohmann::json toJson(const ProfileResult &p)
 {
     nlohmann::json cells = nlohmann::json::array();
     for (const auto &c : p.cells)
-        cells.push_back({{"batch", c.batch}, {"length", c.length}, {"p50_ms", c.p50Ms}, {"min_ms", c.minMs},
-                         {"mean_ms", c.meanMs}, {"cpu_ms", c.cpuMs}, {"sequences_per_s", c.sequencesPerS}, {"tokens_per_s", c.tokensPerS},
-                         {"ttft_ms", c.ttftMs}, {"tpot_ms", c.tpotMs}, {"decode_tokens_per_s", c.decodeTokensPerS}});
-    return {{"stage", "profile"},     {"model", p.model},           {"preset", p.preset},
-            {"device", p.device},     {"description", p.description}, {"parameters", p.parameters},
-            {"threads", p.threads},   {"generative", p.generative}, {"new_tokens", p.newTokens},
-            {"cells", cells}};
+        cells.push_back({{"batch", c.batch},
+                         {"length", c.length},
+                         {"p50_ms", c.p50Ms},
+                         {"min_ms", c.minMs},
+                         {"mean_ms", c.meanMs},
+                         {"cpu_ms", c.cpuMs},
+                         {"sequences_per_s", c.sequencesPerS},
+                         {"tokens_per_s", c.tokensPerS},
+                         {"ttft_ms", c.ttftMs},
+                         {"tpot_ms", c.tpotMs},
+                         {"decode_tokens_per_s", c.decodeTokensPerS}});
+    return {{"stage", "profile"},           {"model", p.model},
+            {"preset", p.preset},           {"device", p.device},
+            {"description", p.description}, {"parameters", p.parameters},
+            {"threads", p.threads},         {"generative", p.generative},
+            {"new_tokens", p.newTokens},    {"cells", cells}};
 }
 
 Result<ProfileResult> profileFromJson(const nlohmann::json &j)

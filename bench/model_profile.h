@@ -6,8 +6,8 @@
 #pragma once
 
 #include "bench_util.h"
-#include "engine/backend.h"
-#include "engine/model_registry.h"
+#include "engine/model/backend.h"
+#include "engine/model/model_registry.h"
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +29,7 @@ struct ProfileOptions {
     int newTokens = 16; // generative models: tokens generated per sequence
     int warmup = 1;     // untimed runs per cell
     int repeats = 5;    // timed runs per cell
+    int idleMs = 0;     // idle before each run (0: back to back; TimingGrid::idleBefore)
     std::uint64_t seed = 1;
 };
 
@@ -40,10 +41,10 @@ struct ProfileCell {
     // a shared machine it shows what the batch costs without the waits for
     // a core that inflate the wall-clock figures.
     double cpuMs = 0;
-    double sequencesPerS = 0;                // batch / p50
-    double tokensPerS = 0;    // generated tokens / p50 (generative), else input tokens / p50
-    double ttftMs = 0;        // generative: prefill (first token) time, median
-    double tpotMs = 0;        // generative: one decode step, median
+    double sequencesPerS = 0;    // batch / p50
+    double tokensPerS = 0;       // generated tokens / p50 (generative), else input tokens / p50
+    double ttftMs = 0;           // generative: prefill (first token) time, median
+    double tpotMs = 0;           // generative: one decode step, median
     double decodeTokensPerS = 0; // generative: batch / tpot, the decode-only rate
 };
 

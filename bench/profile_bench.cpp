@@ -27,6 +27,9 @@ const StageOptions &profileStage()
                              {"new-tokens", "N", "decoders: tokens generated per sequence (default 16)"},
                              {"warmup", "N", "untimed runs per cell (default 1)"},
                              {"repeats", "N", "timed runs per cell; the median is reported (default 5)"},
+                             {"idle-ms", "MS",
+                              "sleep MS before each run, as a server starts a batch from idle (default 0: "
+                              "back to back)"},
                              {"quiet", "", "no per-cell progress on stderr"},
                              {"json", "FILE", "write the profile as JSON"},
                          });
@@ -46,6 +49,7 @@ int runProfileBench(const Args &args)
     options.newTokens = int(args.num("new-tokens", 16));
     options.warmup = int(args.num("warmup", 1));
     options.repeats = int(args.num("repeats", 5));
+    options.idleMs = int(args.num("idle-ms", 0));
     if (options.newTokens < 1 || options.warmup < 0 || options.repeats < 1) {
         std::cerr << "batchpilot-bench profile: --new-tokens and --repeats must be >= 1, --warmup >= 0\n";
         return 2;

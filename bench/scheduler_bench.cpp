@@ -12,9 +12,9 @@
 //    snapshot() with a full config history (1,000 entries).
 #include "scheduler_bench.h"
 
-#include "engine/config_json.h"
-#include "engine/engine.h"
-#include "engine/histogram.h"
+#include "engine/config/config_json.h"
+#include "engine/core/histogram.h"
+#include "engine/exec/engine.h"
 
 #include <atomic>
 #include <cstdio>
@@ -171,8 +171,9 @@ const StageOptions &schedulerStage()
             {"length", "L", "tokens per request (default 16)"},
             {"instances", "N", "executor instances (default 1)"},
             {"queue", "N", "admission queue capacity (default 65536)"},
-            {"queued", "N", "keep N requests queued (priorities 0-3) and time each dispatch and snapshot() "
-                            "under manual scheduling: the cost of the work under the engine mutex"},
+            {"queued", "N",
+             "keep N requests queued (priorities 0-3) and time each dispatch and snapshot() "
+             "under manual scheduling: the cost of the work under the engine mutex"},
             {"spin-us", "U", "how long an idle executor spins before sleeping (default 150; 0 = never)"},
             {"json", "FILE", "write the figures as JSON"},
         }};
@@ -190,7 +191,8 @@ int runSchedulerBench(const Args &args)
     const double warmup = args.num("warmup", 1);
     const int length = int(args.num("length", 16));
     if (rate <= 0 || producers < 1 || duration <= 0 || warmup < 0 || length < 1) {
-        std::cerr << "batchpilot-bench scheduler: --rate, --producers, --duration and --length must be positive\n";
+        std::cerr
+            << "batchpilot-bench scheduler: --rate, --producers, --duration and --length must be positive\n";
         return 2;
     }
 
@@ -294,10 +296,11 @@ int runSchedulerBench(const Args &args)
 
     const double achieved = double(f.completed) / seconds;
     auto us = [&](double q) { return double(f.overhead.quantile(q)) / 1e3; };
-    std::printf("batchpilot-bench scheduler  model=builtin:echo policy=%s max_batch=%d delay=%s producers=%d %s\n",
-                std::string(policyName(options.batching.policy)).c_str(), options.batching.maxBatchSize,
-                formatDuration(options.batching.maxQueueDelay).c_str(), producers,
-                saturate ? "mode=saturate" : ("target_rate=" + std::to_string(int(rate)) + "/s").c_str());
+    std::printf(
+        "batchpilot-bench scheduler  model=builtin:echo policy=%s max_batch=%d delay=%s producers=%d %s\n",
+        std::string(policyName(options.batching.policy)).c_str(), options.batching.maxBatchSize,
+        formatDuration(options.batching.maxQueueDelay).c_str(), producers,
+        saturate ? "mode=saturate" : ("target_rate=" + std::to_string(int(rate)) + "/s").c_str());
     std::printf("  measured %.1f s after %.1f s warm-up, spin %s\n", seconds, warmup,
                 formatDuration(options.spin).c_str());
     std::printf("  completed %llu  rejected %llu  achieved %.0f req/s  mean batch %.1f\n",
@@ -306,28 +309,33 @@ int runSchedulerBench(const Args &args)
                 us(0.9), us(0.99), us(0.999), double(f.overhead.max()) / 1e3);
 
     auto bus = [](const LatencyHistogram &h, double q) { return double(h.quantile(q)) / 1e3; };
-    std::printf("  per batch (µs): scheduler lateness p50 %.2f p99 %.2f | hand-off to executor p50 %.2f p99 %.2f\n",
-                bus(batchTimes->lateness, 0.5), bus(batchTimes->lateness, 0.99), bus(batchTimes->handoff, 0.5),
-                bus(batchTimes->handoff, 0.99));
+    std::printf(
+        "  per batch (µs): scheduler lateness p50 %.2f p99 %.2f | hand-off to executor p50 %.2f p99 %.2f\n",
+        bus(batchTimes->lateness, 0.5), bus(batchTimes->lateness, 0.99), bus(batchTimes->handoff, 0.5),
+        bus(batchTimes->handoff, 0.99));
 
     if (args.has("json")) {
-        nlohmann::json j{{"stage", "scheduler"},
-                         {"mode", saturate ? "saturate" : "paced"},
-                         {"config", toJson(options.batching)},
-                         {"producers", producers},
-                         {"spin_us", toMicros(options.spin)},
-                         {"target_rate", saturate ? 0.0 : rate},
-                         {"seconds", seconds},
-                         {"completed", f.completed},
-                         {"rejected", f.rejected},
-                         {"achieved_rate", achieved},
-                         {"mean_batch_size", f.meanBatch},
-                         {"scheduler_lateness_us",
-                          {{"p50", bus(batchTimes->lateness, 0.5)}, {"p99", bus(batchTimes->lateness, 0.99)}}},
-                         {"handoff_us", {{"p50", bus(batchTimes->handoff, 0.5)}, {"p99", bus(batchTimes->handoff, 0.99)}}},
-                         {"overhead_us",
-                          {{"p50", us(0.5)}, {"p90", us(0.9)}, {"p99", us(0.99)}, {"p999", us(0.999)},
-                           {"max", double(f.overhead.max()) / 1e3}}}};
+        nlohmann::json j{
+            {"stage", "scheduler"},
+            {"mode", saturate ? "saturate" : "paced"},
+            {"config", toJson(options.batching)},
+            {"producers", producers},
+            {"spin_us", toMicros(options.spin)},
+            {"target_rate", saturate ? 0.0 : rate},
+            {"seconds", seconds},
+            {"completed", f.completed},
+            {"rejected", f.rejected},
+            {"achieved_rate", achieved},
+            {"mean_batch_size", f.meanBatch},
+            {"scheduler_lateness_us",
+             {{"p50", bus(batchTimes->lateness, 0.5)}, {"p99", bus(batchTimes->lateness, 0.99)}}},
+            {"handoff_us", {{"p50", bus(batchTimes->handoff, 0.5)}, {"p99", bus(batchTimes->handoff, 0.99)}}},
+            {"overhead_us",
+             {{"p50", us(0.5)},
+              {"p90", us(0.9)},
+              {"p99", us(0.99)},
+              {"p999", us(0.999)},
+              {"max", double(f.overhead.max()) / 1e3}}}};
         if (int rc = writeJsonOption(args, j); rc != 0)
             return rc;
     }

@@ -11,9 +11,10 @@
 // Every part works on a temporary database that is removed afterwards.
 #include "store_bench.h"
 
-#include "engine/config_json.h"
-#include "engine/engine.h"
-#include "engine/model_registry.h"
+#include "engine/config/config_json.h"
+#include "engine/exec/engine.h"
+#include "engine/model/model_registry.h"
+#include "engine/sim/statistics.h"
 #include "engine/store/session_recorder.h"
 #include "engine/store/trace_store.h"
 
@@ -44,14 +45,6 @@ struct TempDir {
         fs::remove_all(path, ec);
     }
 };
-
-double median(std::vector<double> v)
-{
-    if (v.empty())
-        return 0;
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
 
 struct RateResult {
     double seconds = 0;
@@ -154,10 +147,13 @@ double servingRate(const std::string &db, bool logging, const ServingSetup &setu
                 Request r;
                 r.tokens = tokens;
                 r.maxNewTokens = setup.newTokens;
-                if (!engine->submit(std::move(r), [&](Response &&) {
-                        if (measuring.load(std::memory_order_relaxed))
-                            completed.fetch_add(1, std::memory_order_relaxed);
-                    }).isOk())
+                if (!engine
+                         ->submit(std::move(r),
+                                  [&](Response &&) {
+                                      if (measuring.load(std::memory_order_relaxed))
+                                          completed.fetch_add(1, std::memory_order_relaxed);
+                                  })
+                         .isOk())
                     std::this_thread::yield();
             }
         });
@@ -249,29 +245,32 @@ int runStoreBench(const Args &args)
                     "%llu rows dropped at the queue\n",
                     maxRate, double(max.written) / max.seconds, (unsigned long long)max.dropped);
         std::printf("  paced at %.0f request rows/s: %llu of %llu rows written, %llu dropped\n", rowsPerS,
-                    (unsigned long long)paced.written, (unsigned long long)(paced.requestRows + paced.batchRows),
+                    (unsigned long long)paced.written,
+                    (unsigned long long)(paced.requestRows + paced.batchRows),
                     (unsigned long long)paced.dropped);
         // CPU per row does not depend on how busy the machine is: the
         // writer's ceiling on one free core.
         const double cpuPerRowUs = max.written ? max.writerCpuS * 1e6 / double(max.written) : 0;
         const double pacedCpuPerRowUs = paced.written ? paced.writerCpuS * 1e6 / double(paced.written) : 0;
-        std::printf("  writer CPU: %.2f us per row flat out (%.0f rows per CPU-second), %.2f us per row paced "
-                    "(%.0f%% of one core at the paced rate)\n",
-                    cpuPerRowUs, cpuPerRowUs > 0 ? 1e6 / cpuPerRowUs : 0.0, pacedCpuPerRowUs,
-                    100 * paced.writerCpuS / paced.seconds);
+        std::printf(
+            "  writer CPU: %.2f us per row flat out (%.0f rows per CPU-second), %.2f us per row paced "
+            "(%.0f%% of one core at the paced rate)\n",
+            cpuPerRowUs, cpuPerRowUs > 0 ? 1e6 / cpuPerRowUs : 0.0, pacedCpuPerRowUs,
+            100 * paced.writerCpuS / paced.seconds);
         const double pushNsPerRow = 1e9 * paced.pushSeconds / double(paced.requestRows + paced.batchRows);
         std::printf("  engine-thread cost (inside onBatchCompleted, paced): %.0f ns per row\n", pushNsPerRow);
-        json["rate"] = {{"batch", batch},
-                        {"seconds", seconds},
-                        {"max_request_rows_per_s", maxRate},
-                        {"max_dropped", max.dropped},
-                        {"paced_request_rows_per_s", rowsPerS},
-                        {"paced_written", paced.written},
-                        {"paced_offered", paced.requestRows + paced.batchRows},
-                        {"paced_dropped", paced.dropped},
-                        {"writer_cpu_us_per_row", max.written ? max.writerCpuS * 1e6 / double(max.written) : 0.0},
-                        {"paced_writer_cpu_fraction", paced.writerCpuS / paced.seconds},
-                        {"push_ns_per_row", 1e9 * paced.pushSeconds / double(paced.requestRows + paced.batchRows)}};
+        json["rate"] = {
+            {"batch", batch},
+            {"seconds", seconds},
+            {"max_request_rows_per_s", maxRate},
+            {"max_dropped", max.dropped},
+            {"paced_request_rows_per_s", rowsPerS},
+            {"paced_written", paced.written},
+            {"paced_offered", paced.requestRows + paced.batchRows},
+            {"paced_dropped", paced.dropped},
+            {"writer_cpu_us_per_row", max.written ? max.writerCpuS * 1e6 / double(max.written) : 0.0},
+            {"paced_writer_cpu_fraction", paced.writerCpuS / paced.seconds},
+            {"push_ns_per_row", 1e9 * paced.pushSeconds / double(paced.requestRows + paced.batchRows)}};
     }
     if (part == "all" || part == "overhead") {
         ServingSetup setup;
@@ -307,16 +306,20 @@ int runStoreBench(const Args &args)
         for (std::size_t r = 0; r < off.size(); ++r)
             ratios.push_back(off[r] > 0 ? on[r] / off[r] : 0.0);
         const double mRatio = median(ratios);
-        std::printf("store overhead  %s (length %d, %d new tokens) saturated by %d producer(s), %d rounds of %.1f s\n",
+        std::printf("store overhead  %s (length %d, %d new tokens) saturated by %d producer(s), %d rounds of "
+                    "%.1f s\n",
                     spec.name.c_str(), setup.length, setup.newTokens, producers, rounds, seconds);
-        std::printf("  logging off: %.0f req/s   logging on: %.0f req/s (medians)   median of per-round on/off = %.3f"
-                    "   rows dropped: %llu\n",
-                    mOff, mOn, mRatio, (unsigned long long)dropped);
-        json["overhead"] = {{"model", spec.name},     {"preset", spec.preset}, {"length", setup.length},
-                            {"new_tokens", setup.newTokens},
-                            {"producers", producers}, {"rounds", rounds},     {"off_rps", off},
-                            {"on_rps", on},           {"median_off", mOff}, {"median_on", mOn},
-                            {"ratio", mRatio},        {"ratios", ratios},   {"dropped", dropped}};
+        std::printf(
+            "  logging off: %.0f req/s   logging on: %.0f req/s (medians)   median of per-round on/off = %.3f"
+            "   rows dropped: %llu\n",
+            mOff, mOn, mRatio, (unsigned long long)dropped);
+        json["overhead"] = {{"model", spec.name},     {"preset", spec.preset},
+                            {"length", setup.length}, {"new_tokens", setup.newTokens},
+                            {"producers", producers}, {"rounds", rounds},
+                            {"off_rps", off},         {"on_rps", on},
+                            {"median_off", mOff},     {"median_on", mOn},
+                            {"ratio", mRatio},        {"ratios", ratios},
+                            {"dropped", dropped}};
     }
     if (part == "all" || part == "import") {
         std::string trace = args.str("trace", "");
@@ -339,7 +342,8 @@ int runStoreBench(const Args &args)
             rows = r->trace.rows;
         }
         std::printf("store import  %s: %llu rows, median %.3f s, best %.3f s over %d runs\n", trace.c_str(),
-                    (unsigned long long)rows, median(times), *std::min_element(times.begin(), times.end()), repeat);
+                    (unsigned long long)rows, median(times), *std::min_element(times.begin(), times.end()),
+                    repeat);
         json["import"] = {{"trace", trace}, {"rows", rows}, {"seconds", times}, {"median_s", median(times)}};
     }
     if (args.has("json")) {

@@ -29,8 +29,6 @@
 namespace bp::ui {
 
 namespace {
-constexpr int kTrace = 0, kSession = 1; // the source box's Qt::UserRole + 1
-
 QString ms(double seconds)
 {
     return std::isfinite(seconds) ? QString::number(seconds * 1e3, 'f', seconds < 0.01 ? 2 : 1)
@@ -168,6 +166,8 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
     m_table->setAlternatingRowColors(true);
     m_table->setWordWrap(false);
 
+    m_verifyPanel = new AdvisorVerifyPanel(m_search, this);
+
     m_apply = new QPushButton(tr("&Apply live"), this);
     m_apply->setToolTip(tr("Set the selected candidate's knobs (the recommendation when none is selected) "
                            "on the running engine; origin \"advisor\", undoable"));
@@ -179,6 +179,7 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
     topLayout->addLayout(runRow);
     topLayout->addWidget(m_status);
     topLayout->addWidget(m_summary);
+    topLayout->addWidget(m_verifyPanel);
     auto *bottom = new QWidget(this);
     auto *bottomLayout = new QVBoxLayout(bottom);
     bottomLayout->setContentsMargins(0, 0, 0, 0);
@@ -201,6 +202,7 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
     connect(m_cancel, &QPushButton::clicked, this, &AdvisorDock::cancel);
     connect(m_apply, &QPushButton::clicked, this, &AdvisorDock::applyLive);
     connect(m_calibration, &QComboBox::currentIndexChanged, this, &AdvisorDock::updateButtons);
+    connect(m_calibration, &QComboBox::currentIndexChanged, this, &AdvisorDock::updateCalibrationNote);
     connect(m_source, &QComboBox::currentIndexChanged, this, &AdvisorDock::updateButtons);
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             [this](const QModelIndex &current) {
@@ -213,9 +215,40 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
     });
     connect(m_search, &AdvisorSearch::finished, this, &AdvisorDock::showResult);
     connect(m_search, &AdvisorSearch::failed, this, [this](const QString &m) {
+        const bool verifying = m_verifying;
+        m_verifying = false;
         showProblem(m);
         updateButtons();
-        emit searchFinished();
+        if (verifying)
+            emit verificationFinished();
+        else
+            emit searchFinished();
+    });
+    connect(m_verifyPanel, &AdvisorVerifyPanel::verifyRequested, this, &AdvisorDock::verify);
+    connect(m_search, &AdvisorSearch::verificationStarted, this, [this](const VerifyPlan &p) {
+        m_status->setText(tr("Verifying %1 for real over %2: %3 requests, expected %4 of real time (Cancel "
+                             "keeps what was verified)")
+                              .arg(QString::fromStdString(p.label), QString::fromStdString(describe(p.spec)))
+                              .arg(p.window.size())
+                              .arg(aboutDuration(p.expectedSeconds)));
+    });
+    connect(m_search, &AdvisorSearch::verificationProgress, this, [this](int done, int total) {
+        m_progress->setValue(total > 0 ? std::min(100, 100 * done / total) : 0);
+    });
+    connect(m_verifyPanel, &AdvisorVerifyPanel::verificationFinished, this, [this] {
+        m_verifying = false;
+        const Verification &v = m_verifyPanel->verification()->verification;
+        m_status->setStyleSheet({});
+        m_status->setText(
+            v.partial ? tr("Verification cancelled: the %1 requests verified are kept, marked "
+                           "partial (session %2)")
+                            .arg(v.compared)
+                            .arg(v.replay.sessionId)
+                      : tr("Verified over %1 requests (session %2)").arg(v.compared).arg(v.replay.sessionId));
+        if (!v.partial)
+            m_progress->setValue(100);
+        updateButtons();
+        emit verificationFinished();
     });
     for (QAbstractItemModel *m :
          {static_cast<QAbstractItemModel *>(m_traces), static_cast<QAbstractItemModel *>(m_sessions)}) {
@@ -235,132 +268,6 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
 AdvisorDock::~AdvisorDock()
 {
     m_pool.waitForDone();
-}
-
-void AdvisorDock::rebuildSources()
-{
-    const QVariant kept = m_source->currentData();
-    const QVariant keptKind = m_source->currentData(Qt::UserRole + 1);
-    QSignalBlocker block(m_source);
-    m_source->clear();
-    if (m_traces)
-        for (const TraceInfo &t : m_traces->traces())
-            m_source->addItem(tr("trace %1: %2 (%3 requests, %4 s)")
-                                  .arg(t.id)
-                                  .arg(QString::fromStdString(t.name))
-                                  .arg(t.rows)
-                                  .arg(t.durationS, 0, 'f', 0),
-                              qlonglong(t.id));
-    const int sessionsFrom = m_source->count();
-    if (m_sessions)
-        for (const SessionInfo &s : m_sessions->sessions())
-            m_source->addItem(tr("session %1: %2, %3 requests")
-                                  .arg(s.id)
-                                  .arg(m_sessions->describeKind(s))
-                                  .arg(s.requestCount),
-                              qlonglong(s.id));
-    for (int i = 0; i < m_source->count(); ++i)
-        m_source->setItemData(i, i < sessionsFrom ? kTrace : kSession, Qt::UserRole + 1);
-    int index = 0;
-    for (int i = 0; i < m_source->count(); ++i)
-        if (m_source->itemData(i) == kept && m_source->itemData(i, Qt::UserRole + 1) == keptKind)
-            index = i;
-    m_source->setCurrentIndex(m_source->count() ? index : -1);
-    updateButtons();
-}
-
-void AdvisorDock::updateSloRows()
-{
-    const bool tokens = m_sloKind->currentIndex() == 1;
-    for (QWidget *w : m_e2eRows)
-        w->setVisible(!tokens);
-    for (QWidget *w : m_tokenRows)
-        w->setVisible(tokens);
-}
-
-void AdvisorDock::refreshCalibrations()
-{
-    if (!m_store) {
-        m_calibrationNote->setText(tr("No trace database: calibrations are stored in it."));
-        m_calibrationNote->show();
-        return;
-    }
-    m_calibrationJobs.startJob(
-        [store = m_store](const JobTracker::Ticket &) { return listCalibrations(*store); },
-        [this](Result<std::vector<Calibration>> list) {
-            const QVariant kept = m_calibration->currentData();
-            QSignalBlocker block(m_calibration);
-            m_calibration->clear();
-            if (!list) {
-                showProblem(QString::fromStdString(list.status().message()));
-                emit calibrationsListed();
-                return;
-            }
-            const ModelInfo &model = m_bridge.engine().model();
-            int match = -1;
-            for (const Calibration &c : *list) { // newest first
-                m_calibration->addItem(
-                    tr("#%1 %2 — %3, fit error %4%")
-                        .arg(c.id)
-                        .arg(QString::fromStdString(c.describe()), QString::fromStdString(c.source))
-                        .arg(100 * c.batchError.medianRel, 0, 'f', 1),
-                    qlonglong(c.id));
-                if (match < 0 && c.model == model.name)
-                    match = m_calibration->count() - 1;
-            }
-            const int kept_ = m_calibration->findData(kept);
-            m_calibration->setCurrentIndex(kept_ >= 0 ? kept_ : std::max(0, match));
-            if (list->empty()) {
-                m_calibrationNote->setText(tr("No calibration yet: calibrate first. The search simulates "
-                                              "with a cost model of the model: run\n  batchpilot calibrate "
-                                              "--model %1 --quick\n(or --session ID to fit a recorded "
-                                              "session), then press ↻.")
-                                               .arg(QString::fromStdString(model.name)));
-                m_calibrationNote->show();
-            } else if (match < 0) {
-                m_calibrationNote->setText(tr("No calibration of %1, the model this console serves: the "
-                                              "search would predict another model. Calibrate first: "
-                                              "batchpilot calibrate --model %1 --quick")
-                                               .arg(QString::fromStdString(model.name)));
-                m_calibrationNote->show();
-            } else {
-                m_calibrationNote->hide();
-            }
-            updateButtons();
-            emit calibrationsListed();
-        });
-}
-
-Result<AdvisorRequest> AdvisorDock::request() const
-{
-    if (m_source->currentIndex() < 0)
-        return Status(StatusCode::InvalidArgument,
-                      "no trace or session to tune for: import a trace or record a session first");
-    if (m_calibration->currentIndex() < 0)
-        return Status(StatusCode::InvalidArgument,
-                      "no calibration: calibrate first (batchpilot calibrate --model " +
-                          m_bridge.engine().model().name + " --quick)");
-    AdvisorRequest r;
-    r.source = {m_source->currentData(Qt::UserRole + 1).toInt() == kTrace ? ReplaySource::Kind::Trace
-                                                                          : ReplaySource::Kind::Session,
-                m_source->currentData().toLongLong()};
-    r.speed = m_speed->value();
-    r.lengthScale = m_lengthScale->value();
-    r.limit = std::size_t(m_limit->value());
-    if (m_sloKind->currentIndex() == 0) {
-        r.slo.e2eP99 = std::chrono::microseconds(m_p99->valueUs());
-    } else {
-        r.slo.ttftP99 = std::chrono::microseconds(m_ttft->valueUs());
-        r.slo.tpotP99 = std::chrono::microseconds(m_tpot->valueUs());
-    }
-    r.objective = TuneObjective(m_objective->currentData().toInt());
-    r.calibrationId = m_calibration->currentData().toLongLong();
-    r.base = m_bridge.engine().config();
-    r.budget = std::size_t(m_budget->value());
-    r.maxInstances = m_instances->value();
-    // Leave a core to the GUI and the live engine.
-    r.threads = std::clamp(QThread::idealThreadCount() - 1, 1, 16);
-    return r;
 }
 
 void AdvisorDock::run()
@@ -385,6 +292,45 @@ void AdvisorDock::cancel()
     m_status->setText(tr("Cancelling…"));
 }
 
+const TuneCandidate *AdvisorDock::selectedCandidate(std::size_t *index) const
+{
+    if (!m_result || m_model->rowCount() == 0)
+        return nullptr;
+    const QModelIndex current = m_table->selectionModel()->currentIndex();
+    const int row = current.isValid() ? current.row() : 0; // row 0 is the recommendation
+    if (index && m_model->candidateAt(row) >= 0)
+        *index = std::size_t(m_model->candidateAt(row));
+    return m_model->candidate(row);
+}
+
+void AdvisorDock::verify()
+{
+    std::size_t index = 0;
+    const TuneCandidate *c = selectedCandidate(&index);
+    if (!c || m_search->running() || !m_result->run)
+        return;
+    if (auto w = m_verifyPanel->window(); !w) {
+        showProblem(QString::fromStdString(w.status().message()));
+        return;
+    }
+    // The check runs on the model this console serves: the calibration must be of it.
+    const std::string served = m_bridge.engine().model().name;
+    const Calibration &cal = m_result->run->calibration;
+    if (cal.model != served) {
+        showProblem(tr("The search used a calibration of %1, but this console serves %2: verify on %1 with "
+                       "batchpilot tune --calibration %3 (it loads that model), or calibrate %2.")
+                        .arg(QString::fromStdString(cal.model), QString::fromStdString(served))
+                        .arg(cal.id));
+        return;
+    }
+    m_status->setStyleSheet({});
+    m_status->setText(tr("Planning the verification of %1…").arg(QString::fromStdString(c->label)));
+    m_progress->setValue(0);
+    m_verifying = true;
+    m_verifyPanel->verify(index, m_bridge.engine().backend());
+    updateButtons();
+}
+
 void AdvisorDock::showProblem(const QString &text)
 {
     m_status->setStyleSheet(QStringLiteral("color: #b00020"));
@@ -395,6 +341,7 @@ void AdvisorDock::showProblem(const QString &text)
 void AdvisorDock::showResult(const AdvisorResult &result)
 {
     m_result = result;
+    m_verifyPanel->setResult(&result);
     const TuneResult &t = result.tune;
     m_chart->setResult(t, result.request.slo);
     m_model->setResult(t, result.request.objective);
@@ -409,7 +356,8 @@ void AdvisorDock::showResult(const AdvisorResult &result)
                           .arg(t.wallSeconds, 0, 'f', 1)
                           .arg(result.requests)
                           .arg(result.offeredPerS, 0, 'f', 1)
-                          .arg(result.calibration));
+                          .arg(result.calibration) +
+                      (result.warning.isEmpty() ? QString() : QStringLiteral("\n⚠ ") + result.warning));
     if (!t.recommended) {
         m_summary->setText(tr("No config was evaluated."));
     } else {
@@ -432,6 +380,8 @@ void AdvisorDock::showResult(const AdvisorResult &result)
                         .arg(QString::fromStdString(describe(result.request.slo)).toHtmlEscaped())
                         .arg(t.capacity, 0, 'f', 2)
                         .arg(t.capacity * result.offeredPerS, 0, 'f', 1);
+        if (!result.interval.isEmpty())
+            text += QStringLiteral("<br>") + result.interval.toHtmlEscaped();
         m_summary->setText(text);
     }
     updateButtons();
@@ -440,11 +390,7 @@ void AdvisorDock::showResult(const AdvisorResult &result)
 
 void AdvisorDock::applyLive()
 {
-    if (!m_result || m_model->rowCount() == 0)
-        return;
-    const QModelIndex current = m_table->selectionModel()->currentIndex();
-    const int row = current.isValid() ? current.row() : 0; // row 0 is the recommendation
-    const TuneCandidate *c = m_model->candidate(row);
+    const TuneCandidate *c = selectedCandidate(nullptr);
     if (!c)
         return;
     // Only the knobs the search moved; the rest stays as it is now (other
@@ -484,6 +430,8 @@ void AdvisorDock::updateButtons()
     m_run->setEnabled(!running && m_source->currentIndex() >= 0 && m_calibration->currentIndex() >= 0);
     m_cancel->setEnabled(running);
     m_apply->setEnabled(!running && m_result && m_model->rowCount() > 0);
+    m_verifyPanel->verifyButton()->setEnabled(!running && m_result && m_result->run &&
+                                              m_model->rowCount() > 0);
 }
 
 } // namespace bp::ui

@@ -10,9 +10,12 @@
 // engine as one config change with origin "advisor" — undoable, and marked
 // on the charts like any other change — and emits predictionApplied() so
 // the live latency chart can draw the predicted p99 next to the measured.
+// "Verify for real" (AdvisorVerifyPanel) replays a window of the source on
+// the served model under the candidate and shows predicted vs measured.
 #pragma once
 
 #include "advisor_search.h"
+#include "advisor_verify_panel.h"
 
 #include "app/engine_bridge.h"
 
@@ -77,6 +80,7 @@ public:
     AdvisorCandidatesModel *candidates() const { return m_model; }
     AdvisorChart *chart() const { return m_chart; }
     AdvisorSearch *search() const { return m_search; }
+    AdvisorVerifyPanel *verifyPanel() const { return m_verifyPanel; }
     const std::optional<AdvisorResult> &result() const { return m_result; }
 
     // The request the form describes; InvalidArgument (the reason shown)
@@ -90,9 +94,13 @@ public slots:
     void refreshCalibrations();
     // Applies the selected candidate (the recommendation when none is).
     void applyLive();
+    // Verifies the selected candidate (the recommendation when none is) for
+    // real on the served model over the panel's window.
+    void verify();
 
 signals:
     void searchFinished();
+    void verificationFinished(); // also after a cancel (partial) or a failure
     void calibrationsListed();
     // A candidate was applied live; the charts show its prediction.
     void predictionApplied(const bp::ui::AdvisorPrediction &prediction);
@@ -105,6 +113,8 @@ private:
     void updateButtons();
     void showResult(const AdvisorResult &result);
     void showProblem(const QString &text);
+    void updateCalibrationNote();
+    const TuneCandidate *selectedCandidate(std::size_t *index) const;
 
     app::EngineBridge &m_bridge;
     std::shared_ptr<TraceStore> m_store;
@@ -115,6 +125,8 @@ private:
     JobTracker m_calibrationJobs{this, &m_pool};
     AdvisorSearch *m_search = nullptr;
     std::optional<AdvisorResult> m_result;
+    std::vector<Calibration> m_calibrations; // as listed, newest first
+    bool m_verifying = false;                // the running job is a verification
 
     QComboBox *m_source = nullptr;
     QDoubleSpinBox *m_speed = nullptr;
@@ -135,6 +147,7 @@ private:
     AdvisorChart *m_chart = nullptr;
     QTableView *m_table = nullptr;
     AdvisorCandidatesModel *m_model = nullptr;
+    AdvisorVerifyPanel *m_verifyPanel = nullptr;
 };
 
 } // namespace bp::ui

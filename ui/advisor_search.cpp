@@ -1,102 +1,69 @@
 #include "advisor_search.h"
 
-#include "engine/config_json.h"
 #include "engine/sim/calibration_store.h"
-#include "engine/sim/tuning_document.h"
-#include "engine/store/replay_plan.h"
-#include "engine/store/tuning_store.h"
-
-#include <cmath>
 
 namespace bp::ui {
 
 namespace {
 
-// Stores a finished search in the `tunings` table (as `batchpilot tune`
-// does, without a verification replay): reports of a tuned session show it.
-Result<std::int64_t> storeTuning(const TraceStore &store, const AdvisorResult &a, const Calibration &cal)
-{
-    const AdvisorRequest &q = a.request;
-    TuningContext context;
-    context.source = q.source;
-    context.requests = a.requests;
-    context.offeredPerS = a.offeredPerS;
-    context.speed = q.speed;
-    context.lengthScale = q.lengthScale;
-    context.limit = q.limit;
-    context.slo = q.slo;
-    context.objective = q.objective;
-    context.jobs = q.threads;
-    context.origin = "console advisor";
-    const StoredTuning t = storedTuning(tuningDocument(a.tune, context, cal), context, cal);
-    return saveTuning(store, t);
-}
+// At most ~100 posts of a job's progress ("don't spam the progress bar").
+class Throttle {
+public:
+    bool due(std::size_t done, std::size_t total)
+    {
+        const std::size_t step = std::max<std::size_t>(1, total / 100);
+        if (done < m_shown + step && done < total)
+            return false;
+        m_shown = done;
+        return true;
+    }
 
-Result<AdvisorResult> runSearch(const TraceStore &store, const AdvisorRequest &request,
-                                const std::function<void(std::size_t, std::size_t)> &progress,
-                                const std::atomic<bool> *cancel)
+private:
+    std::size_t m_shown = 0;
+};
+
+Result<AdvisorResult> runSearch(const std::shared_ptr<TraceStore> &store, const AdvisorRequest &request,
+                                const TuneHooks &hooks)
 {
-    auto cal = loadCalibration(store, request.calibrationId);
+    auto cal = loadCalibration(*store, request.calibrationId);
     if (!cal)
         return cal.status();
-    ReplayOptions ro;
-    ro.source = request.source;
-    ro.config = request.base;
-    ro.speed = request.speed;
-    ro.lengthScale = request.lengthScale;
-    ro.limit = request.limit;
-    ro.clock = ReplayClock::Simulated;
-    auto plan = planReplay(store, ro, cal->modelInfo());
-    if (!plan)
-        return plan.status();
-
-    // As `batchpilot tune` and the simulated replay count outputs.
-    TuneWorkload workload;
-    workload.limits = cal->modelInfo().limits();
-    workload.cost = cal->cost;
-    workload.output = cal->model == "builtin:echo" ? OutputKind::Echo
-                      : cal->generative            ? OutputKind::Generated
-                                                   : OutputKind::None;
-    workload.positions = cal->positions;
-    TuneOptions to;
-    to.slo = request.slo;
-    to.objective = request.objective;
-    to.budget = request.budget;
-    to.maxInstances = request.maxInstances;
-    to.threads = request.threads;
-    to.base = plan->config;
-    to.maxLength = cal->maxSequenceLength;
-    to.generative = cal->generative;
-    to.progress = progress;
-    to.cancel = cancel;
-    workload.arrivals.reserve(plan->requests.size());
-    to.inputLengths.reserve(plan->requests.size());
-    for (std::size_t i = 0; i < plan->requests.size(); ++i) {
-        const PlannedRequest &r = plan->requests[i];
-        workload.arrivals.push_back({r.offset, r.inputTokens, r.maxNewTokens, i + 1, 0, std::nullopt});
-        to.inputLengths.push_back(r.inputTokens);
-    }
-    auto tuned = tune(simulationEvaluator(workload, request.slo), to);
-    if (!tuned)
-        return tuned.status();
+    TuneRequest tr;
+    tr.source.source = request.source;
+    tr.source.config = request.base;
+    tr.source.speed = request.speed;
+    tr.source.lengthScale = request.lengthScale;
+    tr.source.limit = request.limit;
+    tr.settings = {.slo = request.slo,
+                   .objective = request.objective,
+                   .budget = request.budget,
+                   .maxInstances = request.maxInstances,
+                   .threads = request.threads};
+    tr.verify = false; // on demand: AdvisorSearch::verify
+    tr.origin = "console advisor";
+    auto run = runTunePipeline(store, *cal, tr, nullptr, hooks);
+    if (!run)
+        return run.status();
 
     AdvisorResult result;
     result.request = request;
-    result.tune = std::move(*tuned);
+    result.tune = run->result;
     result.calibration = QStringLiteral("%1 #%2, batch fit error %3% (median)")
                              .arg(QString::fromStdString(cal->describe()))
                              .arg(cal->id)
                              .arg(100 * cal->batchError.medianRel, 0, 'f', 1);
-    result.requests = plan->requests.size();
-    const auto &rs = plan->requests;
-    const double spanS = rs.size() > 1 ? toSeconds(rs.back().offset - rs.front().offset) : 0;
-    result.offeredPerS = spanS > 0 ? double(rs.size()) / spanS : 0;
-    if (result.tune.recommended && !result.tune.cancelled) {
-        auto id = storeTuning(store, result, *cal);
-        if (!id)
-            return id.status();
-        result.tuningId = *id;
-    }
+    result.requests = run->source.plan.requests.size();
+    result.offeredPerS = run->source.offeredPerS;
+    result.tuningId = run->stored.tuningId;
+    result.warning = QString::fromStdString(run->source.extrapolationWarning(*cal));
+    if (run->interval)
+        result.interval =
+            QString::fromStdString(describeSpread(*run->interval) + "; " + narrowIntervalHint(*cal));
+    if (run->result.recommended)
+        result.verifyPlan =
+            planVerification(run->source, run->calibration, run->settings,
+                             run->result.candidates[*run->result.recommended], request.verifyWindow);
+    result.run = std::make_shared<const TuneRun>(std::move(*run));
     return result;
 }
 
@@ -106,13 +73,15 @@ AdvisorSearch::AdvisorSearch(std::shared_ptr<TraceStore> store, QObject *parent)
     : QObject(parent), m_store(std::move(store))
 {
     qRegisterMetaType<AdvisorResult>();
-    m_pool.setMaxThreadCount(2); // a superseded search may still be winding down
+    qRegisterMetaType<AdvisorVerification>();
+    qRegisterMetaType<VerifyPlan>();
+    m_pool.setMaxThreadCount(2); // a superseded job may still be winding down
 }
 
 AdvisorSearch::~AdvisorSearch()
 {
     cancel();
-    m_pool.waitForDone(); // the tuner checks the flag between candidates
+    m_pool.waitForDone(); // the tuner and the replay check the flag
 }
 
 void AdvisorSearch::cancel()
@@ -146,39 +115,81 @@ const std::vector<std::string> &AdvisorSearch::searchedKnobs()
     return knobs;
 }
 
-void AdvisorSearch::start(const AdvisorRequest &request)
+template <typename Job, typename Done> void AdvisorSearch::startJob(Job job, Done done)
 {
     cancel();
     m_cancel = std::make_shared<std::atomic<bool>>(false);
+    m_jobs.startJob([store = m_store, job = std::move(job), cancel = m_cancel](
+                        const JobTracker::Ticket &ticket) { return job(store, ticket, cancel.get()); },
+                    [this, done = std::move(done)](auto result) {
+                        if (!result) {
+                            emit failed(QString::fromStdString(result.status().message()));
+                            return;
+                        }
+                        done(std::move(*result));
+                    });
+}
+
+void AdvisorSearch::start(const AdvisorRequest &request)
+{
     emit progressChanged(0, int(request.budget));
     if (!m_store) {
         emit failed(tr("No trace database: the advisor searches over a recorded trace or session."));
         return;
     }
-    m_jobs.startJob(
-        [store = m_store, request, cancel = m_cancel,
-         self = QPointer<AdvisorSearch>(this)](const JobTracker::Ticket &ticket) -> Result<AdvisorResult> {
-            // At most ~100 progress posts per search ("don't spam the progress bar").
-            std::size_t shown = 0;
-            auto progress = [&shown, ticket, self](std::size_t done, std::size_t total) {
-                const std::size_t step = std::max<std::size_t>(1, total / 100);
-                if (done < shown + step && done < total)
-                    return;
-                shown = done;
-                ticket.post([self, done, total] {
+    startJob(
+        [request, self = QPointer<AdvisorSearch>(this)](const std::shared_ptr<TraceStore> &store,
+                                                        const JobTracker::Ticket &ticket,
+                                                        const std::atomic<bool> *cancel) {
+            auto throttle = std::make_shared<Throttle>();
+            TuneHooks hooks;
+            hooks.cancel = cancel;
+            hooks.searchProgress = [throttle, ticket, self](std::size_t done, std::size_t total) {
+                if (throttle->due(done, total))
+                    ticket.post([self, done, total] {
+                        if (self)
+                            emit self->progressChanged(int(done), int(total));
+                    });
+            };
+            return runSearch(store, request, hooks);
+        },
+        [this](AdvisorResult result) { emit finished(result); });
+}
+
+void AdvisorSearch::verify(const AdvisorResult &result, std::size_t candidate, const VerifyWindowSpec &window,
+                           std::shared_ptr<Backend> backend)
+{
+    if (!m_store || !result.run || candidate >= result.run->result.candidates.size()) {
+        emit failed(tr("Nothing to verify: run a search first."));
+        return;
+    }
+    startJob(
+        [run = result.run, candidate, window, backend = std::move(backend),
+         self = QPointer<AdvisorSearch>(this)](
+            const std::shared_ptr<TraceStore> &store, const JobTracker::Ticket &ticket,
+            const std::atomic<bool> *cancel) -> Result<AdvisorVerification> {
+            auto copy = std::make_shared<TuneRun>(*run);
+            TuneHooks hooks;
+            hooks.cancel = cancel;
+            hooks.verifyStarting = [ticket, self](const VerifyPlan &plan) {
+                ticket.post([self, plan] {
                     if (self)
-                        emit self->progressChanged(int(done), int(total));
+                        emit self->verificationStarted(plan);
                 });
             };
-            return runSearch(*store, request, progress, cancel.get());
+            hooks.verifyProgress = [ticket, self](const ReplayProgress &p) {
+                ticket.post([self, p] {
+                    if (self)
+                        emit self->verificationProgress(int(p.finished), int(p.total));
+                });
+            };
+            auto verified =
+                verifyRun(store, backend, *copy, copy->result.candidates[candidate], window, hooks);
+            if (!verified)
+                return verified.status();
+            return AdvisorVerification{*verified, std::move(copy)};
         },
-        [this](Result<AdvisorResult> result) {
-            if (!result) {
-                emit failed(QString::fromStdString(result.status().message()));
-                return;
-            }
-            emit finished(*result);
-        });
+        [this](AdvisorVerification v) { emit verified(v); });
 }
 
 } // namespace bp::ui

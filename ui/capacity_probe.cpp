@@ -1,6 +1,6 @@
 #include "capacity_probe.h"
 
-#include "engine/workload.h"
+#include "engine/sim/backend_timing.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,49 +11,31 @@ namespace bp::ui {
 Result<CapacityEstimate> measureCapacity(Backend &backend, int length, int maxNewTokens, int batchLimit)
 {
     const ModelInfo &model = backend.info();
-    length = std::clamp(length, 1, std::max(1, model.maxSequenceLength));
-    const int newTokens = model.generative ? std::max(1, maxNewTokens) : 0;
-    WorkloadSpec source;
-    source.vocabSize = std::max(1, std::min(model.vocabSize, 256));
-    WorkloadSchedule tokens(source);
-
     CapacityEstimate best;
-    best.length = length;
-    best.newTokens = newTokens;
-    std::vector<int> sizes;
+    best.length = std::clamp(length, 1, std::max(1, model.maxSequenceLength));
+    best.newTokens = model.generative ? std::max(1, maxNewTokens) : 0;
+    TimingGrid grid; // the one backend timing (engine/sim/backend_timing.h)
+    grid.lengths = {best.length};
+    grid.newTokens = {best.newTokens};
+    grid.batchSizes.clear();
     for (int b = 1; b < batchLimit; b *= 2)
-        sizes.push_back(b);
-    sizes.push_back(std::max(1, batchLimit));
-    best.batchLimit = sizes.back();
-    for (int batch : sizes) {
-        std::vector<Request> requests(static_cast<std::size_t>(batch));
-        BatchInput input;
-        input.paddedLength = length;
-        for (auto &r : requests) {
-            r.tokens = tokens.tokens(length);
-            r.maxNewTokens = newTokens;
-            input.requests.push_back(&r);
-        }
-        std::vector<double> seconds;
-        for (int run = 0; run < 4; ++run) {
-            std::vector<SequenceResult> out(requests.size());
-            const TimePoint start = SteadyClock::now();
-            Status s = backend.run(input, out);
-            const double took = toSeconds(SteadyClock::now() - start);
-            for (const auto &r : out)
-                if (s.isOk() && !r.status.isOk())
-                    s = r.status;
-            if (!s)
-                return s;
-            if (run > 0) // the first run warms up
-                seconds.push_back(took);
-        }
-        std::sort(seconds.begin(), seconds.end());
-        const double median = std::max(seconds[seconds.size() / 2], 1e-7);
-        const double rate = batch / median;
+        grid.batchSizes.push_back(b);
+    grid.batchSizes.push_back(std::max(1, batchLimit));
+    grid.warmup = 1;
+    grid.repeats = 3;
+    best.batchLimit = grid.batchSizes.back();
+    auto timed = timeBackend(backend, grid);
+    if (!timed)
+        return timed.status();
+    if (timed->cells.empty())
+        return Status(StatusCode::OutOfRange,
+                      "capacity probe: the model refused every batch size at length " +
+                          std::to_string(best.length));
+    for (const TimedCell &cell : timed->cells) {
+        const double rate = cell.batch / std::max(cell.medianWall(), 1e-7);
         if (rate > best.requestsPerS) {
             best.requestsPerS = rate;
-            best.batch = batch;
+            best.batch = cell.batch;
         }
     }
     return best;

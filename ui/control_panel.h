@@ -1,4 +1,4 @@
-// The batching knobs, applied live. Every knob of the table (engine/knobs.h)
+// The batching knobs, applied live. Every knob of the table (engine/config/knobs.h)
 // has an editor here, made by KnobForm from its declaration. Every edit restarts a 300 ms debounce;
 // when it fires, the fields the operator edited (the form against what it
 // last showed) go to EngineBridge::applyPatch as one undoable change, which
@@ -56,7 +56,7 @@ public:
     QSpinBox *instancesBox() const { return m_instances; }
     QSpinBox *queueCapacityBox() const { return m_queueCapacity; }
     AdaptiveOptions *adaptiveOptions() const { return m_adaptive; }
-    // Every knob's editor, made from the knob table (engine/knobs.h).
+    // Every knob's editor, made from the knob table (engine/config/knobs.h).
     KnobForm *knobForm() const { return m_form; }
 
 public slots:

@@ -1,10 +1,10 @@
 // File → Export settings for…: the engine's config in force, written in a
-// serving stack's syntax (engine/config_export.h; docs/export.md), one action
+// serving stack's syntax (engine/config/config_export.h; docs/export.md), one action
 // per server. Each asks for a file name, then writes; the outcome arrives as
 // exported(path) or exportFailed(message) for the status bar.
 #pragma once
 
-#include "engine/config_export.h"
+#include "engine/config/config_export.h"
 
 #include <QMenu>
 

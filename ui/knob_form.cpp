@@ -21,7 +21,8 @@ const Knob &knobOf(std::string_view key)
 {
     const Knob *k = findKnob(key);
     if (!k) {
-        std::fprintf(stderr, "KnobForm: no knob '%.*s' in engine/knob_table.cpp\n", int(key.size()), key.data());
+        std::fprintf(stderr, "KnobForm: no knob '%.*s' in engine/config/knob_table.cpp\n", int(key.size()),
+                     key.data());
         std::abort();
     }
     return *k;

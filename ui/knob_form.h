@@ -1,5 +1,5 @@
 // The console's editors for the batching knobs, made from the knob table
-// (engine/knobs.h): each editor's range, step, unit, tooltip (the knob's doc
+// (engine/config/knobs.h): each editor's range, step, unit, tooltip (the knob's doc
 // line, its range, default and policies) and the value it writes come from
 // the knob's declaration, so the console cannot drift from validate(), the
 // JSON codec, /metrics and docs/configuration.md. The panels only place the
@@ -16,7 +16,7 @@
 // survive an apply from the console.
 #pragma once
 
-#include "engine/knobs.h"
+#include "engine/config/knobs.h"
 
 #include <QObject>
 #include <QString>

@@ -2,7 +2,7 @@
 // or a replay aimed at a server, or `batchpilot replay --target` writing to
 // the same database), the server's scraped /metrics series (target_samples:
 // batch size, queue, running and waiting sequences, KV-cache usage, tokens
-// per step; engine/store/target_metrics.h) are charted beside the
+// per step; engine/telemetry/target_metrics.h) are charted beside the
 // client-side figures (metric_samples: request rate, latency percentiles,
 // requests on the wire and in the client's queue), on one time axis from
 // the session's start.

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "app/remote/http_remote_target.h"
-#include "engine/store/replayer.h"
+#include "engine/replay/replayer.h"
 
 #include <optional>
 

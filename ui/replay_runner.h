@@ -1,4 +1,4 @@
-// Runs a replay (engine/store/replayer.h) on a worker thread with throttled
+// Runs a replay (engine/replay/replayer.h) on a worker thread with throttled
 // progress and cancel. Starting another replay cancels the running one and
 // drops its result (JobTracker generation); destroying the runner cancels
 // and waits, so no worker outlives it.
@@ -7,7 +7,7 @@
 #include "job_tracker.h"
 
 #include "app/remote/http_remote_target.h"
-#include "engine/store/replayer.h"
+#include "engine/replay/replayer.h"
 
 #include <QObject>
 #include <QThreadPool>

@@ -1,5 +1,5 @@
 // Synthetic load from the console itself: an open-loop LoadGenerator
-// (engine/workload.h) with the rate, arrival process, lengths and
+// (engine/workload/workload.h) with the rate, arrival process, lengths and
 // max_new_tokens chosen here, so an operator can tune with nothing else
 // running. Edits while it runs restart it with the new shape (debounced).
 // Lengths "from a trace" load the trace's rows from the store off the GUI
@@ -25,7 +25,7 @@
 
 #include "app/remote/remote_load.h"
 
-#include "engine/workload.h"
+#include "engine/workload/workload.h"
 
 #include <QPointer>
 #include <QTimer>

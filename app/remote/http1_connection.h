@@ -21,7 +21,7 @@
 // there.
 #pragma once
 
-#include "engine/clock.h"
+#include "engine/core/clock.h"
 
 #include <QByteArray>
 #include <QList>

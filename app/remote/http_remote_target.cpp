@@ -4,8 +4,8 @@
 #include "remote_answer.h"
 #include "remote_scraper.h"
 
-#include "engine/histogram.h"
-#include "engine/metrics.h"
+#include "engine/core/histogram.h"
+#include "engine/metrics/metrics.h"
 
 #include <condition_variable>
 #include <deque>

@@ -1,4 +1,4 @@
-// The remote target over HTTP (engine/store/replay_target.h): a replay's
+// The remote target over HTTP (engine/replay/replay_target.h): a replay's
 // requests go to another server — Triton, KServe, vLLM, TGI, SGLang or
 // another BatchPilot — instead of the embedded engine.
 //
@@ -28,8 +28,8 @@
 #include "remote_codec.h"
 #include "remote_options.h"
 
-#include "engine/result.h"
-#include "engine/store/replay_target.h"
+#include "engine/core/result.h"
+#include "engine/replay/replay_target.h"
 
 #include <QString>
 #include <QThread>

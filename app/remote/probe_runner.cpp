@@ -4,7 +4,7 @@
 #include "http1_connection.h"
 #include "remote_codec.h"
 
-#include "engine/store/target_metrics.h"
+#include "engine/telemetry/target_metrics.h"
 
 #include <QEventLoop>
 #include <QTimer>

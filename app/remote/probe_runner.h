@@ -24,7 +24,7 @@
 #include "remote_options.h"
 
 #include "engine/sim/remote_calibration.h"
-#include "engine/store/prometheus_text.h"
+#include "engine/telemetry/prometheus_text.h"
 
 #include <atomic>
 #include <functional>

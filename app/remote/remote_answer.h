@@ -21,8 +21,8 @@
 #include "http1_connection.h"
 #include "remote_codec.h"
 
-#include "engine/records.h"
-#include "engine/request.h"
+#include "engine/core/records.h"
+#include "engine/core/request.h"
 
 #include <QString>
 

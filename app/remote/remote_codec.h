@@ -16,7 +16,7 @@
 //    `delta.content` carries text (the opening role delta is not one).
 #pragma once
 
-#include "engine/request.h"
+#include "engine/core/request.h"
 
 #include <QByteArray>
 #include <QString>

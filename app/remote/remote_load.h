@@ -1,7 +1,7 @@
-// Synthetic load (engine/workload.h) sent to a remote target instead of
+// Synthetic load (engine/workload/workload.h) sent to a remote target instead of
 // the embedded engine: what the console's Traffic panel runs when its
 // target selector says "remote server". Recorded as one session of kind
-// "remote" with the target's URL (engine/store/remote_session.h), every
+// "remote" with the target's URL (engine/replay/remote_session.h), every
 // request stored like a replay's (source "remote"), the client's figures
 // sampled every second and the target's /metrics scraped.
 //
@@ -18,8 +18,8 @@
 // different one than start(), once stop() returned); counters() anywhere.
 #pragma once
 
-#include "engine/store/remote_session.h"
-#include "engine/workload.h"
+#include "engine/replay/remote_session.h"
+#include "engine/workload/workload.h"
 
 #include <atomic>
 #include <condition_variable>

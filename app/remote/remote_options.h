@@ -6,7 +6,7 @@
 
 #include "remote_codec.h"
 
-#include "engine/result.h"
+#include "engine/core/result.h"
 
 #include <QString>
 #include <QUrl>

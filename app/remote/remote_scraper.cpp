@@ -2,8 +2,8 @@
 
 #include "remote_codec.h"
 
-#include "engine/store/prometheus_text.h"
-#include "engine/store/server_settings.h"
+#include "engine/telemetry/prometheus_text.h"
+#include "engine/telemetry/server_settings.h"
 
 namespace bp::remote {
 

@@ -1,9 +1,9 @@
 // The remote target's /metrics, scraped every `interval` on a connection of
 // its own (outside the concurrency cap), parsed strictly
-// (engine/store/prometheus_text.h), mapped to one set of series
-// (engine/store/target_metrics.h) and stored in target_samples; a failed
+// (engine/telemetry/prometheus_text.h), mapped to one set of series
+// (engine/telemetry/target_metrics.h) and stored in target_samples; a failed
 // scrape is stored as a row with its error. The server's kind and the
-// settings its /metrics publishes (engine/store/server_settings.h) are
+// settings its /metrics publishes (engine/telemetry/server_settings.h) are
 // kept from the last scrape that had them. A periodic scrape still out when
 // the closing one starts is abandoned without a row.
 //
@@ -12,8 +12,8 @@
 
 #include "http1_connection.h"
 
-#include "engine/store/target_metrics.h"
 #include "engine/store/trace_sink.h"
+#include "engine/telemetry/target_metrics.h"
 
 #include <QObject>
 #include <QTimer>

@@ -9,7 +9,7 @@
 //   sglang      nothing published: --server-config or the probe's limits
 //
 // The kind comes from the operator (--server) or, for `auto`, from the
-// series names of /metrics (engine/store/target_metrics.h detectServer).
+// series names of /metrics (engine/telemetry/target_metrics.h detectServer).
 //
 // Threading: blocks the calling thread and runs a local event loop on it
 // (a QCoreApplication must exist).
@@ -17,7 +17,7 @@
 
 #include "remote_options.h"
 
-#include "engine/result.h"
+#include "engine/core/result.h"
 #include "engine/sim/remote_settings.h"
 
 #include <QByteArray>

@@ -11,7 +11,7 @@
 
 #include "report_data.h"
 
-#include "engine/result.h"
+#include "engine/core/result.h"
 
 #include <QByteArray>
 #include <QString>
@@ -31,8 +31,8 @@ enum class ReportFormat { Json, Html, Pdf };
 std::optional<ReportFormat> formatFromName(const QString &name);
 // By the file's extension: .json, .html / .htm, .pdf.
 std::optional<ReportFormat> formatFromPath(const QString &path);
-QString formatName(ReportFormat format);         // "json"
-QByteArray contentType(ReportFormat format);     // "text/html; charset=utf-8"
+QString formatName(ReportFormat format);     // "json"
+QByteArray contentType(ReportFormat format); // "text/html; charset=utf-8"
 
 class ReportBuilder {
 public:
@@ -57,6 +57,7 @@ private:
 // 400), NotFound (unknown session: 404), anything else (500).
 Result<QByteArray> renderReport(const TraceStore &store, std::int64_t sessionId, const QString &format);
 // The same with the error as text, empty on success.
-QByteArray renderReport(const TraceStore &store, std::int64_t sessionId, const QString &format, QString *error);
+QByteArray renderReport(const TraceStore &store, std::int64_t sessionId, const QString &format,
+                        QString *error);
 
 } // namespace bp::report

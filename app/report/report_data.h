@@ -19,7 +19,7 @@
 //    comparison rows (comparisonRows / comparisonJson) of (source, replay).
 #pragma once
 
-#include "engine/result.h"
+#include "engine/core/result.h"
 #include "engine/store/session_summary.h"
 #include "engine/store/store_types.h"
 #include "engine/store/tuning_store.h"
@@ -44,9 +44,9 @@ struct Percentiles {
 // Figures of completed requests that TraceStore::summary() does not carry.
 struct ExtraFigures {
     double queueWaitP90Ms = 0;
-    Percentiles compute;            // the batch's compute time, per completed request
-    std::optional<Percentiles> ttft; // time to first token; only when something was generated
-    std::uint64_t timeouts = 0;     // deadline_exceeded (expired in the queue or past the deadline)
+    Percentiles compute;               // the batch's compute time, per completed request
+    std::optional<Percentiles> ttft;   // time to first token; only when something was generated
+    std::uint64_t timeouts = 0;        // deadline_exceeded (expired in the queue or past the deadline)
     std::uint64_t generatedTokens = 0; // output tokens of completed requests
     std::uint64_t tpotRequests = 0;    // completed requests with 2+ tokens: those TPOT is over
 };

@@ -3,7 +3,7 @@
 #include "report_figures.h"
 #include "report_recommendation.h"
 
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 
 namespace bp::report {
 
@@ -11,8 +11,7 @@ namespace {
 
 using nlohmann::json;
 
-template <typename T>
-json orNull(const std::optional<T> &v)
+template <typename T> json orNull(const std::optional<T> &v)
 {
     return v ? json(*v) : json(nullptr);
 }
@@ -85,11 +84,11 @@ json timelineJson(const ReportData &d)
 // Column-wise: one array per figure, index-aligned with "t_s".
 json seriesJson(const ReportData &d)
 {
-    json t = json::array(), rps = json::array(), inTok = json::array(), outTok = json::array(), p50 = json::array(),
-         p90 = json::array(), p99 = json::array(), waitP99 = json::array(), depth = json::array(),
-         inFlight = json::array(), meanBatch = json::array(), maxBatch = json::array(), padding = json::array(),
-         busy = json::array(), submitted = json::array(), completed = json::array(), failed = json::array(),
-         version = json::array(), dropped = json::array();
+    json t = json::array(), rps = json::array(), inTok = json::array(), outTok = json::array(),
+         p50 = json::array(), p90 = json::array(), p99 = json::array(), waitP99 = json::array(),
+         depth = json::array(), inFlight = json::array(), meanBatch = json::array(), maxBatch = json::array(),
+         padding = json::array(), busy = json::array(), submitted = json::array(), completed = json::array(),
+         failed = json::array(), version = json::array(), dropped = json::array();
     for (std::size_t i = 0; i < d.samples.size(); ++i) {
         const MetricSample &m = d.samples[i];
         t.push_back(toSeconds(m.at));
@@ -136,11 +135,13 @@ json seriesJson(const ReportData &d)
 json sourceJson(const ReportData &d)
 {
     if (d.sourceSummary)
-        return {{"kind", "session"}, {"id", d.sourceSummary->sessionId}, {"summary", toJson(*d.sourceSummary)}};
+        return {
+            {"kind", "session"}, {"id", d.sourceSummary->sessionId}, {"summary", toJson(*d.sourceSummary)}};
     if (d.sourceTrace) {
         const TraceInfo &t = *d.sourceTrace;
-        return {{"kind", "trace"},        {"id", t.id},          {"name", t.name},
-                {"format", traceFormatName(t.format)}, {"rows", t.rows}, {"skipped_rows", t.skippedRows},
+        return {{"kind", "trace"},          {"id", t.id},
+                {"name", t.name},           {"format", traceFormatName(t.format)},
+                {"rows", t.rows},           {"skipped_rows", t.skippedRows},
                 {"duration_s", t.durationS}};
     }
     return nullptr;
@@ -150,7 +151,8 @@ json comparisonRowsJson(const SessionSummary &a, const SessionSummary &b)
 {
     json rows = json::array();
     for (const ComparisonRow &r : comparisonRows(a, b))
-        rows.push_back({{"label", r.label}, {"key", r.key}, {"source", r.a}, {"replay", r.b}, {"change", r.change}});
+        rows.push_back(
+            {{"label", r.label}, {"key", r.key}, {"source", r.a}, {"replay", r.b}, {"change", r.change}});
     return rows;
 }
 
@@ -158,10 +160,11 @@ json comparisonRowsJson(const SessionSummary &a, const SessionSummary &b)
 
 json reportToJson(const ReportData &d)
 {
-    json j{{"report", {{"format", "batchpilot-session-report"},
-                       {"version", kReportJsonVersion},
-                       {"generated_at_us", d.generatedAtUs},
-                       {"generated_at", isoTime(d.generatedAtUs).toStdString()}}},
+    json j{{"report",
+            {{"format", "batchpilot-session-report"},
+             {"version", kReportJsonVersion},
+             {"generated_at_us", d.generatedAtUs},
+             {"generated_at", isoTime(d.generatedAtUs).toStdString()}}},
            {"session", sessionJson(d)},
            {"time_span", timeSpanJson(d)},
            {"headline", headlineJson(d)},

@@ -62,10 +62,13 @@ QString recommendationHtml(const ReportData &d, const QString &tableOpen, const 
     for (const StoredTuning &t : d.tunings) {
         const nlohmann::json &r = t.result;
         const nlohmann::json rec = r.value("recommended", nlohmann::json::object());
-        const nlohmann::json predicted = rec.value("predicted", nlohmann::json::object());
         const nlohmann::json verification = r.value("verification", nlohmann::json());
         const nlohmann::json measured =
             verification.is_object() ? verification.value("measured", nlohmann::json()) : nlohmann::json();
+        // Verified over a window (or partially): compared with the prediction of the same arrivals.
+        const nlohmann::json predicted = verification.is_object() && verification.contains("predicted")
+                                             ? verification["predicted"]
+                                             : rec.value("predicted", nlohmann::json::object());
         const bool verifies = t.verifySessionId == d.session.id;
         QString role =
             verifies ? QStringLiteral("This session is the real-clock replay that verified it.")
@@ -87,6 +90,16 @@ QString recommendationHtml(const ReportData &d, const QString &tableOpen, const 
                  .arg(r.value("origin", std::string()) == "console advisor"
                           ? QStringLiteral("The console's Advisor")
                           : QStringLiteral("<code>batchpilot tune</code>"));
+        if (verification.is_object() && verification.contains("window"))
+            h += QStringLiteral(
+                     "<p>The real-clock check replayed %1 of the %2 requests (window <code>%3</code>)%4; "
+                     "both columns are over those requests.</p>\n")
+                     .arg(verification.value("compared", 0))
+                     .arg(r.value("requests", 0))
+                     .arg(e(verification["window"].value("spec", std::string())))
+                     .arg(verification.value("partial", false)
+                              ? QStringLiteral(", cut short by a cancel (partial)")
+                              : QString());
         h += tableOpen +
              QStringLiteral("<tr><th></th><th>predicted</th>%1</tr>\n")
                  .arg(measured.is_object() ? QStringLiteral("<th>measured</th><th>error</th>") : QString());

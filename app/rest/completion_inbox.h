@@ -10,7 +10,7 @@
 // gone writes nothing and touches nothing that was freed.
 #pragma once
 
-#include "engine/request.h"
+#include "engine/core/request.h"
 
 #include <QObject>
 
@@ -53,7 +53,7 @@ private:
     std::vector<Delivery> m_pending;
     bool m_wakePosted = false;
 
-    Sink m_sink; // server thread only
+    Sink m_sink;                    // server thread only
     std::vector<Delivery> m_taking; // server thread only; reused to keep its capacity
 };
 

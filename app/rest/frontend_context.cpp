@@ -1,6 +1,6 @@
 #include "frontend_context.h"
 
-#include "engine/nvtx.h"
+#include "engine/core/nvtx.h"
 
 namespace bp::rest {
 

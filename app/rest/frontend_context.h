@@ -11,7 +11,7 @@
 #include "http_reply.h"
 #include "rest_options.h"
 
-#include "engine/engine.h"
+#include "engine/exec/engine.h"
 
 #include <atomic>
 #include <chrono>

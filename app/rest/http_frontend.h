@@ -29,7 +29,7 @@
 #include "v1_api.h"
 #include "waiting_room.h"
 
-#include "engine/engine.h"
+#include "engine/exec/engine.h"
 
 #include <QAbstractHttpServer>
 

@@ -10,7 +10,7 @@
 // that answers an error can forget the OpenAI shape.
 #pragma once
 
-#include "engine/status.h"
+#include "engine/core/status.h"
 
 #include <QByteArray>
 #include <QHttpServerResponder>

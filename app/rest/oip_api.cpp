@@ -2,7 +2,7 @@
 
 #include "oip_codec.h"
 
-#include "engine/nvtx.h"
+#include "engine/core/nvtx.h"
 
 namespace bp::rest {
 

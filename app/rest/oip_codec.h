@@ -15,8 +15,8 @@
 // The binary tensor extension is not supported (400).
 #pragma once
 
-#include "engine/backend.h"
-#include "engine/result.h"
+#include "engine/core/result.h"
+#include "engine/model/backend.h"
 
 #include <nlohmann/json.hpp>
 
@@ -27,9 +27,9 @@
 namespace bp::rest {
 
 struct OipInferRequest {
-    std::string id;          // empty when the client sent none
+    std::string id; // empty when the client sent none
     std::vector<Request> rows;
-    bool wantIds = true;     // from "outputs"; both when absent
+    bool wantIds = true; // from "outputs"; both when absent
     bool wantValues = true;
 };
 

@@ -3,7 +3,7 @@
 #include "oip_codec.h"
 #include "openai_chat.h"
 
-#include "engine/nvtx.h"
+#include "engine/core/nvtx.h"
 
 #include <chrono>
 

@@ -2,7 +2,7 @@
 
 #include "v1_codec.h"
 
-#include "engine/tokenizer.h"
+#include "engine/core/tokenizer.h"
 
 #include <algorithm>
 #include <optional>

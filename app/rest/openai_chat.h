@@ -3,7 +3,7 @@
 // the answer is one assistant message.
 //
 // The chat template (the engine's tokenizer is byte-level: one token per
-// UTF-8 byte, engine/tokenizer.h), for each message in order
+// UTF-8 byte, engine/core/tokenizer.h), for each message in order
 //     <|ROLE|>\n CONTENT \n
 // then the assistant's header, where generation starts:
 //     <|assistant|>\n

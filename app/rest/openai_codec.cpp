@@ -3,7 +3,7 @@
 #include "oip_codec.h"
 #include "v1_codec.h"
 
-#include "engine/tokenizer.h"
+#include "engine/core/tokenizer.h"
 
 #include <algorithm>
 #include <limits>

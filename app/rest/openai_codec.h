@@ -11,9 +11,9 @@
 // null. Any other field is an error naming it, as on the other routes.
 #pragma once
 
-#include "engine/backend.h"
-#include "engine/request.h"
-#include "engine/result.h"
+#include "engine/core/request.h"
+#include "engine/core/result.h"
+#include "engine/model/backend.h"
 
 #include <nlohmann/json.hpp>
 

@@ -2,7 +2,7 @@
 
 #include "http_reply.h"
 
-#include "engine/tokenizer.h"
+#include "engine/core/tokenizer.h"
 
 namespace bp::rest {
 

@@ -1,6 +1,6 @@
 #include "prometheus_exporter.h"
 
-#include "engine/knobs.h"
+#include "engine/config/knobs.h"
 
 #include <array>
 #include <charconv>
@@ -130,8 +130,9 @@ std::string renderPrometheus(const ExporterInput &in)
              "1");
     w.gauge("batchpilot_uptime_seconds", "Seconds since the engine started.", s.uptimeS);
 
-    w.family("batchpilot_requests_total", "counter",
-             "Requests by final engine status (ok, queue_full, deadline_exceeded, ...), rejections included.");
+    w.family(
+        "batchpilot_requests_total", "counter",
+        "Requests by final engine status (ok, queue_full, deadline_exceeded, ...), rejections included.");
     for (int c = 0; c < kStatusCodeCount; ++c)
         w.sample("batchpilot_requests_total", "status=\"" + std::string(statusCodeName(StatusCode(c))) + "\"",
                  num(s.byStatus[std::size_t(c)]));
@@ -142,8 +143,8 @@ std::string renderPrometheus(const ExporterInput &in)
 
     w.latencyHistogram("batchpilot_request_duration_seconds",
                        "Request latency from arrival to completion (completed requests).", s.totalHist);
-    w.latencyHistogram("batchpilot_queue_wait_seconds", "Time from arrival until the request's batch was dispatched.",
-                       s.queueWaitHist);
+    w.latencyHistogram("batchpilot_queue_wait_seconds",
+                       "Time from arrival until the request's batch was dispatched.", s.queueWaitHist);
     w.latencyHistogram("batchpilot_compute_seconds", "Execution time of the batch each request ran in.",
                        s.computeHist);
 
@@ -213,7 +214,8 @@ std::string renderPrometheus(const ExporterInput &in)
     w.gauge("batchpilot_effective_queue_delay_seconds",
             "The queue delay in force: the adaptive delay when it is on, else max_queue_delay.",
             std::chrono::duration<double>(s.effectiveDelay).count());
-    w.gauge("batchpilot_batches_in_flight", "Batches formed and not yet finished.", double(s.inFlightBatches));
+    w.gauge("batchpilot_batches_in_flight", "Batches formed and not yet finished.",
+            double(s.inFlightBatches));
     w.gauge("batchpilot_padding_efficiency_ratio",
             "Real tokens / padded tokens over the last window (1 = no padding).", s.paddingEfficiency);
     w.gauge("batchpilot_padding_efficiency_lifetime_ratio", "Real tokens / padded tokens since start.",
@@ -234,19 +236,22 @@ std::string renderPrometheus(const ExporterInput &in)
                          PolicyKind::Hybrid, PolicyKind::Continuous})
         w.sample("batchpilot_config_policy", "policy=\"" + std::string(policyName(p)) + "\"",
                  c.policy == p ? "1" : "0");
-    w.gauge("batchpilot_config_version", "Config version: 1 at start, +1 per change.", double(s.configVersion));
-    // One gauge per knob, named and documented by the knob table (engine/knobs.h).
+    w.gauge("batchpilot_config_version", "Config version: 1 at start, +1 per change.",
+            double(s.configVersion));
+    // One gauge per knob, named and documented by the knob table (engine/config/knobs.h).
     for (const Knob &k : knobs()) {
         if (k.type == KnobType::Policy)
             continue; // the one-hot family above
         const std::string name = knobGaugeName(k);
-        const std::string help = "Knob " + std::string(k.key) + " (" + knobPolicies(k) + "): " + std::string(k.doc) +
+        const std::string help = "Knob " + std::string(k.key) + " (" + knobPolicies(k) +
+                                 "): " + std::string(k.doc) +
                                  (k.type == KnobType::Duration ? "; seconds." : ".");
         if (k.type == KnobType::IntList) {
             w.family(name.c_str(), "gauge", help.c_str());
             const std::vector<int> &items = k.items(c);
             for (std::size_t i = 0; i < items.size(); ++i)
-                w.sample(name, std::string(k.itemLabel) + "=\"" + std::to_string(i) + "\"", num(double(items[i])));
+                w.sample(name, std::string(k.itemLabel) + "=\"" + std::to_string(i) + "\"",
+                         num(double(items[i])));
         } else {
             w.gauge(name.c_str(), help.c_str(), knobGaugeValue(k, c));
         }
@@ -254,13 +259,15 @@ std::string renderPrometheus(const ExporterInput &in)
 
     w.counter("batchpilot_cache_hits_total", "Requests answered from the response cache.", s.cache.hits);
     w.counter("batchpilot_cache_misses_total", "Cache look-ups that missed.", s.cache.misses);
-    w.counter("batchpilot_cache_evictions_total", "Entries evicted from the response cache.", s.cache.evictions);
+    w.counter("batchpilot_cache_evictions_total", "Entries evicted from the response cache.",
+              s.cache.evictions);
     w.gauge("batchpilot_cache_entries", "Entries in the response cache.", double(s.cache.entries));
     w.gauge("batchpilot_cache_bytes", "Bytes held by the response cache.", double(s.cache.bytes));
 
     w.counter("batchpilot_trace_dropped_rows_total",
-              in.traceSinkAttached ? "Trace rows dropped because the SQLite writer fell behind."
-                                   : "Trace rows dropped because the SQLite writer fell behind (no trace sink attached).",
+              in.traceSinkAttached
+                  ? "Trace rows dropped because the SQLite writer fell behind."
+                  : "Trace rows dropped because the SQLite writer fell behind (no trace sink attached).",
               in.droppedTraceRows);
 
     w.family("batchpilot_http_responses_total", "counter", "HTTP responses by status code.");

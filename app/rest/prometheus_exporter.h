@@ -14,7 +14,7 @@
 //   batchpilot_trace_dropped_rows_total, batchpilot_http_responses_total{code}, ...
 #pragma once
 
-#include "engine/snapshot.h"
+#include "engine/metrics/snapshot.h"
 
 #include <cstdint>
 #include <map>

@@ -15,7 +15,7 @@
 #include "rest_options.h"
 #include "routes.h"
 
-#include "engine/backend.h"
+#include "engine/model/backend.h"
 
 #include <QHostAddress>
 #include <QHttpServerRequest>

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "app/app_options.h"
-#include "engine/status.h"
+#include "engine/core/status.h"
 
 #include <QHostAddress>
 #include <QString>

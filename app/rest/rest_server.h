@@ -10,7 +10,7 @@
 
 #include "rest_options.h"
 
-#include "engine/engine.h"
+#include "engine/exec/engine.h"
 
 #include <QThread>
 
@@ -48,7 +48,7 @@ private:
     const RestOptions m_options;
     const QString m_version;
     QThread m_thread;
-    QObject *m_anchor = nullptr;     // lives on m_thread; runs the set-up and tear-down
+    QObject *m_anchor = nullptr;        // lives on m_thread; runs the set-up and tear-down
     HttpFrontend *m_frontend = nullptr; // lives on m_thread
     quint16 m_port = 0;
 };

@@ -3,8 +3,8 @@
 #include "v1_codec.h"
 
 #include "app/report/report_builder.h"
-#include "engine/config_json.h"
-#include "engine/nvtx.h"
+#include "engine/config/config_json.h"
+#include "engine/core/nvtx.h"
 
 #include <QUrlQuery>
 

@@ -1,6 +1,6 @@
 #include "v1_codec.h"
 
-#include "engine/tokenizer.h"
+#include "engine/core/tokenizer.h"
 
 #include <cmath>
 #include <limits>
@@ -23,7 +23,8 @@ Status checkMaxNewTokens(long long value, const ModelInfo &model)
     if (value > 0 && !model.generative)
         return invalid("model " + model.name + " does not generate tokens: max_new_tokens must be 0");
     if (model.generative && model.maxNewTokensLimit > 0 && value > model.maxNewTokensLimit)
-        return {StatusCode::OutOfRange, "max_new_tokens " + std::to_string(value) + " is above the model's limit of " +
+        return {StatusCode::OutOfRange, "max_new_tokens " + std::to_string(value) +
+                                            " is above the model's limit of " +
                                             std::to_string(model.maxNewTokensLimit)};
     return Status::ok();
 }
@@ -51,16 +52,19 @@ Result<Request> parseV1Infer(std::string_view body, const ModelInfo &model, Time
     for (const auto &[key, value] : j.items()) {
         if (key == "input_ids") {
             if (!value.is_array())
-                return invalid(std::string("field 'input_ids' must be an array of integers, got ") + value.type_name());
+                return invalid(std::string("field 'input_ids' must be an array of integers, got ") +
+                               value.type_name());
             r.tokens.reserve(value.size());
             for (std::size_t i = 0; i < value.size(); ++i) {
                 const json &t = value[i];
                 if (!t.is_number_integer())
-                    return invalid("input_ids[" + std::to_string(i) + "] must be an integer, got " + t.type_name());
+                    return invalid("input_ids[" + std::to_string(i) + "] must be an integer, got " +
+                                   t.type_name());
                 const long long id = t.get<long long>();
                 if (id < 0 || id >= model.vocabSize)
-                    return Status(StatusCode::OutOfRange, "input_ids[" + std::to_string(i) + "] = " +
-                                                              std::to_string(id) + " is outside the vocabulary [0, " +
+                    return Status(StatusCode::OutOfRange, "input_ids[" + std::to_string(i) +
+                                                              "] = " + std::to_string(id) +
+                                                              " is outside the vocabulary [0, " +
                                                               std::to_string(model.vocabSize) + ")");
                 r.tokens.push_back(TokenId(id));
             }
@@ -72,7 +76,8 @@ Result<Request> parseV1Infer(std::string_view body, const ModelInfo &model, Time
             haveInput = true;
         } else if (key == "max_new_tokens") {
             if (!value.is_number_integer())
-                return invalid(std::string("field 'max_new_tokens' must be an integer, got ") + value.type_name());
+                return invalid(std::string("field 'max_new_tokens' must be an integer, got ") +
+                               value.type_name());
             const long long n = value.get<long long>();
             if (Status s = checkMaxNewTokens(n, model); !s)
                 return s;
@@ -83,7 +88,8 @@ Result<Request> parseV1Infer(std::string_view body, const ModelInfo &model, Time
             const double ms = value.get<double>();
             if (!(ms >= 0) || ms > 1e9)
                 return invalid("field 'timeout_ms' must be in [0, 1e9]");
-            r.deadline = now + std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(ms));
+            r.deadline =
+                now + std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(ms));
         } else if (key == "priority") {
             if (!value.is_number_integer())
                 return invalid(std::string("field 'priority' must be an integer, got ") + value.type_name());
@@ -92,7 +98,8 @@ Result<Request> parseV1Infer(std::string_view body, const ModelInfo &model, Time
                 return invalid("field 'priority' is out of range");
             r.priority = int(p);
         } else {
-            return invalid("unknown field '" + key + "' (input_ids, text, max_new_tokens, timeout_ms, priority)");
+            return invalid("unknown field '" + key +
+                           "' (input_ids, text, max_new_tokens, timeout_ms, priority)");
         }
     }
     if (!haveInput)

@@ -11,8 +11,8 @@
 // of the batch the request ran in; see docs/rest.md.
 #pragma once
 
-#include "engine/backend.h"
-#include "engine/result.h"
+#include "engine/core/result.h"
+#include "engine/model/backend.h"
 
 #include <nlohmann/json.hpp>
 
@@ -26,7 +26,7 @@ Result<Request> parseV1Infer(std::string_view body, const ModelInfo &model, Time
 
 nlohmann::json v1ResponseJson(const Response &response, const std::string &modelName);
 
-// Timings go out in µs through bp::toMicros (engine/clock.h), the one
+// Timings go out in µs through bp::toMicros (engine/core/clock.h), the one
 // conversion every writer (REST, replay, config JSON, bench) uses.
 // max_new_tokens against what the model can do.
 Status checkMaxNewTokens(long long value, const ModelInfo &model);

@@ -1,37 +1,13 @@
 #include "calibration.h"
 
-#include "engine/store/session_summary.h"
-#include "engine/store/trace_store.h"
-#include "engine/workload.h"
+#include "statistics.h"
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <map>
-#include <optional>
-#include <random>
 #include <sstream>
-#include <thread>
 
 namespace bp {
-
-namespace {
-
-double median(std::vector<double> v)
-{
-    if (v.empty())
-        return 0;
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-Status cancelledStatus()
-{
-    return {StatusCode::InvalidArgument, "calibration cancelled"};
-}
-
-} // namespace
 
 Calibration Calibration::forModel(const ModelInfo &info, const std::string &preset, int threads)
 {
@@ -88,413 +64,6 @@ CalibrationGrid CalibrationGrid::quick()
     return g;
 }
 
-namespace {
-
-// Iterations of StepModel::step (policy continuous) at each context length
-// in `lengths` over each number of running sequences: the prompt's prefill
-// (one sequence), decode steps over all of them, and decode steps with a
-// prompt chunk joining. Each observation is the median of its timed runs.
-// False when a length does not fit the model (skipped).
-Status measureSteps(StepModel &model, const std::vector<int> &lengths, const CalibrationGrid &grid,
-                    const std::atomic<bool> *cancel, std::vector<CostObservation> &out)
-{
-    std::uint64_t nextId = 1ull << 40; // far from any live sequence of a running engine
-    auto timed = [&](const std::vector<StepItem> &items, bool &fits) -> double {
-        std::vector<StepOutcome> outcomes;
-        const TimePoint start = SteadyClock::now();
-        Status s = model.step(items, outcomes);
-        const double took = toSeconds(SteadyClock::now() - start);
-        for (const StepOutcome &o : outcomes)
-            if (s.isOk() && !o.status.isOk())
-                s = o.status;
-        if (!s)
-            fits = false;
-        return took;
-    };
-    auto observe = [&](const StepShape &shape, std::vector<double> times) {
-        if (times.empty())
-            return;
-        out.push_back(
-            {CostObservation::Kind::Iteration, CostModel::iterationTerms(shape), median(std::move(times))});
-    };
-    { // warm-up: the first step of a process pays for allocations
-        bool fits = true;
-        const std::uint64_t id = nextId++;
-        timed({{id, std::vector<TokenId>(8, 1), true}}, fits);
-        for (int i = 0; i < grid.warmup; ++i)
-            timed({{id, {1}, true}}, fits);
-        model.release(id);
-    }
-    for (int L : lengths) {
-        for (int b : grid.stepSequences) {
-            if (cancel && cancel->load())
-                return cancelledStatus();
-            if (b < 1)
-                continue;
-            bool fits = true;
-            std::vector<std::uint64_t> ids;
-            std::vector<double> prefill;
-            for (int i = 0; i < b && fits; ++i) {
-                ids.push_back(nextId++);
-                std::vector<StepItem> items(1);
-                items[0].sequence = ids.back();
-                items[0].tokens.assign(std::size_t(L), 1);
-                prefill.push_back(timed(items, fits));
-            }
-            std::int64_t cached = L;
-            std::vector<double> decode, mixed;
-            StepShape decodeShape, mixedShape;
-            const int chunk = std::max(1, std::min(grid.stepChunk, L));
-            for (int run = 0; fits && run < grid.warmup + grid.repeats; ++run) {
-                std::vector<StepItem> items(ids.size());
-                for (std::size_t i = 0; i < ids.size(); ++i)
-                    items[i] = {ids[i], {1}, true};
-                StepShape shape;
-                for (std::size_t i = 0; i < ids.size(); ++i)
-                    shape.add(cached, 1);
-                const double took = timed(items, fits);
-                ++cached;
-                if (run >= grid.warmup) {
-                    decode.push_back(took);
-                    decodeShape = shape;
-                }
-                // the same decodes (one token further) with a prompt chunk joining
-                StepItem joining{nextId++, std::vector<TokenId>(std::size_t(chunk), 1), true};
-                items.push_back(joining);
-                shape = {};
-                for (std::size_t i = 0; i < ids.size(); ++i)
-                    shape.add(cached, 1);
-                shape.add(0, chunk);
-                const double tookMixed = timed(items, fits);
-                model.release(joining.sequence);
-                ++cached;
-                if (run >= grid.warmup) {
-                    mixed.push_back(tookMixed);
-                    mixedShape = shape;
-                }
-            }
-            for (std::uint64_t id : ids)
-                model.release(id);
-            if (!fits)
-                continue; // past the model's positions
-            StepShape prefillShape;
-            prefillShape.add(0, L);
-            observe(prefillShape, prefill);
-            observe(decodeShape, decode);
-            observe(mixedShape, mixed);
-        }
-    }
-    return Status::ok();
-}
-
-} // namespace
-
-Result<std::vector<CostObservation>>
-measureBackend(Backend &backend, const CalibrationGrid &grid,
-               const std::function<void(const CalibrationProgress &)> &progress,
-               const std::atomic<bool> *cancel)
-{
-    const ModelInfo &info = backend.info();
-    std::vector<int> lengths;
-    for (int L : grid.lengths)
-        if (L >= 1 && L <= info.maxSequenceLength)
-            lengths.push_back(L);
-    if (lengths.empty() || grid.batchSizes.empty())
-        return Status(StatusCode::InvalidArgument, "calibration grid has no length the model accepts");
-    std::vector<int> wants = info.generative ? grid.newTokens : std::vector<int>{0};
-    if (info.generative)
-        std::erase_if(wants, [&](int w) {
-            return w < 1 || (info.maxNewTokensLimit > 0 && w > info.maxNewTokensLimit);
-        });
-    if (wants.empty())
-        return Status(StatusCode::InvalidArgument,
-                      "calibration grid has no new-token count the model accepts");
-
-    std::mt19937_64 rng(grid.seed);
-    std::uniform_int_distribution<TokenId> token(0, std::max(0, std::min(info.vocabSize, 256) - 1));
-    std::vector<CostObservation> out;
-    CalibrationProgress p;
-    p.total = lengths.size() * grid.batchSizes.size() * wants.size();
-    for (int L : lengths) {
-        for (int want : wants) {
-            for (int b : grid.batchSizes) {
-                if (cancel && cancel->load())
-                    return cancelledStatus();
-                std::vector<Request> requests(static_cast<std::size_t>(b));
-                for (Request &r : requests) {
-                    r.tokens.resize(std::size_t(L));
-                    for (TokenId &t : r.tokens)
-                        t = token(rng);
-                    r.maxNewTokens = want;
-                }
-                BatchInput input;
-                input.paddedLength = L;
-                for (const Request &r : requests)
-                    input.requests.push_back(&r);
-                std::vector<double> whole, prefill, step;
-                bool doesNotFit = false;
-                for (int run = 0; run < grid.warmup + grid.repeats; ++run) {
-                    std::vector<SequenceResult> results(requests.size());
-                    const TimePoint start = SteadyClock::now();
-                    Status s = backend.run(input, results);
-                    const double took = toSeconds(SteadyClock::now() - start);
-                    for (const SequenceResult &r : results)
-                        if (s.isOk() && !r.status.isOk())
-                            s = r.status;
-                    if (s.code() == StatusCode::OutOfRange) { // input + new tokens past the model's positions
-                        doesNotFit = true;
-                        break;
-                    }
-                    if (!s)
-                        return Status(s.code(), "calibration batch " + std::to_string(b) + " x length " +
-                                                    std::to_string(L) + ": " + s.message());
-                    if (run < grid.warmup)
-                        continue;
-                    whole.push_back(took);
-                    if (info.generative && !results.empty()) {
-                        const SequenceResult &r = results.front();
-                        prefill.push_back(toSeconds(r.firstTokenAfter));
-                        if (r.tokens.size() > 1 && r.lastTokenAfter > r.firstTokenAfter)
-                            step.push_back(toSeconds(r.lastTokenAfter - r.firstTokenAfter) /
-                                           double(r.tokens.size() - 1));
-                    }
-                }
-                ++p.done;
-                if (doesNotFit)
-                    continue;
-                std::vector<int> memberWants(std::size_t(b), want);
-                out.push_back({CostObservation::Kind::Batch,
-                               CostModel::batchTerms(info.generative, b, L, memberWants), median(whole)});
-                if (!prefill.empty())
-                    out.push_back(
-                        {CostObservation::Kind::Prefill, CostModel::passTerms(b, L), median(prefill)});
-                if (!step.empty()) // the mean step runs at the mean context
-                    out.push_back(
-                        {CostObservation::Kind::Step, CostModel::stepTerms(b, L + want / 2), median(step)});
-                p.batch = b;
-                p.length = L;
-                p.newTokens = want;
-                p.seconds = median(whole);
-                if (progress)
-                    progress(p);
-            }
-        }
-    }
-    if (StepModel *steps = backend.steps(); steps && info.generative)
-        if (Status s = measureSteps(*steps, lengths, grid, cancel, out); !s)
-            return s;
-    return out;
-}
-
-Result<std::vector<double>> measureConcurrency(Backend &backend, int maxUnits, int repeats)
-{
-    const ModelInfo &info = backend.info();
-    const int length = std::max(1, std::min(128, info.maxSequenceLength - (info.generative ? 8 : 0)));
-    const int want = info.generative ? std::min(8, std::max(1, info.maxNewTokensLimit)) : 0;
-    std::vector<Request> requests(4);
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-        requests[i].tokens.assign(std::size_t(length), TokenId(1 + i));
-        requests[i].maxNewTokens = want;
-    }
-    BatchInput input;
-    input.paddedLength = length;
-    for (const Request &r : requests)
-        input.requests.push_back(&r);
-    // `units` threads each run the batch `repeats` times (after one
-    // warm-up); the median of every timed run.
-    auto timedAt = [&](int units) -> Result<double> {
-        std::vector<std::vector<double>> times(static_cast<std::size_t>(units));
-        std::vector<Status> failures(static_cast<std::size_t>(units));
-        std::vector<std::thread> threads;
-        for (int u = 0; u < units; ++u)
-            threads.emplace_back([&, u] {
-                for (int run = 0; run <= repeats; ++run) {
-                    std::vector<SequenceResult> results(requests.size());
-                    const TimePoint start = SteadyClock::now();
-                    Status s = backend.run(input, results);
-                    const double took = toSeconds(SteadyClock::now() - start);
-                    if (!s) {
-                        failures[std::size_t(u)] = s;
-                        return;
-                    }
-                    if (run > 0)
-                        times[std::size_t(u)].push_back(took);
-                }
-            });
-        for (std::thread &t : threads)
-            t.join();
-        for (const Status &s : failures)
-            if (!s)
-                return Status(s.code(), "concurrency probe: " + s.message());
-        std::vector<double> all;
-        for (const auto &t : times)
-            all.insert(all.end(), t.begin(), t.end());
-        return median(all);
-    };
-    auto alone = timedAt(1);
-    if (!alone)
-        return alone.status();
-    std::vector<double> out;
-    for (int k = 2; k <= maxUnits; ++k) {
-        auto t = timedAt(k);
-        if (!t)
-            return t.status();
-        out.push_back(*alone > 0 ? std::max(1.0, *t / *alone) : 1.0);
-    }
-    return out;
-}
-
-Result<SessionObservations> sessionObservations(const TraceStore &store, std::int64_t sessionId,
-                                                bool generative)
-{
-    auto batches = store.batches(sessionId);
-    if (!batches)
-        return batches.status();
-    auto requests = store.requests(sessionId);
-    if (!requests)
-        return requests.status();
-    // Members of each batch row: their output tokens (the decoder's wants)
-    // and the hand-off (total − queue wait − compute: dispatch to start).
-    struct Members {
-        std::vector<int> wants;
-        Duration handoff{};
-    };
-    std::vector<Members> members(batches->size());
-    // Batch ids are unique in a session (issue 23 item 5); sessions recorded
-    // before that repeat them after a switch of policy kind. A request is
-    // joined to the request-level row of its id that was dispatched when it
-    // left the queue (arrival + queue wait = dispatch, exactly), and by id
-    // alone only where the id names one row. A step's members are not used.
-    std::map<std::uint64_t, std::vector<std::size_t>> rowsById;
-    for (std::size_t i = 0; i < batches->size(); ++i)
-        rowsById[(*batches)[i].batchId].push_back(i);
-    for (const StoredRequest &r : *requests) {
-        const auto rows = rowsById.find(r.batchId);
-        if (r.batchId == 0 || rows == rowsById.end())
-            continue;
-        std::optional<std::size_t> row;
-        for (std::size_t i : rows->second)
-            if ((*batches)[i].policy != PolicyKind::Continuous &&
-                (*batches)[i].dispatched == r.arrival + r.queueWait)
-                row = i;
-        if (!row && rows->second.size() == 1)
-            row = rows->second.front();
-        if (!row)
-            continue;
-        Members &m = members[*row];
-        m.wants.push_back(r.outputTokens);
-        m.handoff = r.total - r.queueWait - r.compute;
-    }
-    // Step rows (policy continuous) record their items and the tokens fed
-    // (prompt chunks and decodes apart, schema 6), not the context each
-    // attends to: the decodes are charged the session's mean decode context
-    // (over the completed requests' generated tokens), and the prompt chunks
-    // of a step are taken as equal and attending only to themselves. A row
-    // without the split (older sessions) is taken as one prompt chunk (its
-    // tokens beyond the decodes) beside n − 1 decodes when it fed more than
-    // one token to an item.
-    double contextSum = 0, decodeTokens = 0;
-    for (const StoredRequest &r : *requests)
-        if (r.status == StatusCode::Ok && r.outputTokens > 0) {
-            contextSum += r.outputTokens * (r.inputTokens + (r.outputTokens + 1) / 2.0);
-            decodeTokens += r.outputTokens;
-        }
-    const double meanContext = decodeTokens > 0 ? contextSum / decodeTokens : 0;
-    auto stepShapeOf = [&](const StoredBatch &b) {
-        StepShape shape;
-        if (b.decodeTokens + b.prefillTokens > 0) {
-            shape.decodes = b.decodeTokens;
-            shape.prefills = std::max(0, b.size - b.decodeTokens);
-            shape.prefillTokens = b.prefillTokens;
-            if (shape.prefills > 0)
-                shape.prefillAttention = shape.prefillTokens * shape.prefillTokens / shape.prefills;
-        } else {
-            shape.decodes = b.paddedLength > 1 ? b.size - 1 : b.size;
-            if (b.paddedLength > 1) {
-                shape.prefills = 1;
-                shape.prefillTokens = std::max<std::int64_t>(1, b.realTokens - shape.decodes);
-                shape.prefillAttention = shape.prefillTokens * shape.prefillTokens;
-            }
-        }
-        shape.decodeContext = std::int64_t(std::llround(shape.decodes * meanContext));
-        return shape;
-    };
-    // Which batches overlapped another one (several executors): sorted by
-    // start, a batch overlaps when an earlier one ends after its start or
-    // the next one starts before its end.
-    std::vector<std::pair<Duration, Duration>> spans; // start, end
-    std::vector<std::size_t> order;
-    for (std::size_t index = 0; index < batches->size(); ++index) {
-        const StoredBatch &b = (*batches)[index];
-        const Duration start = b.dispatched + members[index].handoff;
-        spans.push_back({start, start + b.compute});
-        order.push_back(order.size());
-    }
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return spans[a] < spans[b]; });
-    std::vector<bool> overlapped(spans.size(), false);
-    Duration reach = Duration::min();
-    for (std::size_t k = 0; k < order.size(); ++k) {
-        const auto &[start, end] = spans[order[k]];
-        if (reach > start || (k + 1 < order.size() && spans[order[k + 1]].first < end))
-            overlapped[order[k]] = true;
-        reach = std::max(reach, end);
-    }
-
-    SessionObservations out;
-    std::vector<double> handoffs, gaps, stepGaps;
-    std::map<int, std::size_t> lastOnExecutor; // executor -> its last batch row
-    for (std::size_t index = 0; index < batches->size(); ++index) {
-        const StoredBatch &b = (*batches)[index];
-        if (b.status != StatusCode::Ok || b.compute <= Duration::zero())
-            continue;
-        const Members &m = members[index];
-        const bool step = b.policy == PolicyKind::Continuous;
-        if (overlapped[index])
-            ++out.overlapped;
-        else if (step)
-            out.batches.push_back({CostObservation::Kind::Iteration,
-                                   CostModel::iterationTerms(stepShapeOf(b)), toSeconds(b.compute)});
-        else
-            out.batches.push_back({CostObservation::Kind::Batch,
-                                   CostModel::batchTerms(generative, b.size, b.paddedLength, m.wants),
-                                   toSeconds(b.compute)});
-        if (!step)
-            handoffs.push_back(toSeconds(m.handoff));
-        const auto it = lastOnExecutor.find(b.executor);
-        // Lateness: a batch due while its executor was idle (nothing ran on
-        // it, or its previous batch had ended) waited only for a wake-up.
-        if (!step && b.dispatched >= b.intended &&
-            (it == lastOnExecutor.end() || (*batches)[it->second].dispatched + members[it->second].handoff +
-                                                   (*batches)[it->second].compute <
-                                               b.intended))
-            out.lateness.push_back(toSeconds(b.dispatched - b.intended));
-        if (it != lastOnExecutor.end()) {
-            const StoredBatch &prev = (*batches)[it->second];
-            const Duration prevEnd = prev.dispatched + members[it->second].handoff + prev.compute;
-            if (step && prev.policy == PolicyKind::Continuous) {
-                // A step with decodes follows one whose sequences were still
-                // running when it ended: the gap is the serving path's.
-                if (b.decodeTokens > 0 && b.dispatched >= prevEnd)
-                    stepGaps.push_back(toSeconds(b.dispatched - prevEnd));
-            } else if (!step && b.intended <= prevEnd && b.dispatched >= prevEnd) {
-                // A batch that was ready before its executor's previous
-                // batch ended waited only for the executor: the gap between
-                // that end and its dispatch is the serving path's per-batch
-                // cost.
-                gaps.push_back(toSeconds(b.dispatched - prevEnd));
-            }
-        }
-        lastOnExecutor[b.executor] = index;
-    }
-    if (!handoffs.empty()) {
-        out.overheadS = std::max(0.0, median(handoffs)) + median(gaps);
-        out.overheadSamples = handoffs.size();
-    }
-    out.stepOverheadS = median(stepGaps);
-    out.stepOverheadSamples = stepGaps.size();
-    return out;
-}
-
 Result<Calibration> calibrate(const Calibration &key, std::span<const CostObservation> observations)
 {
     auto fit = fitCostModel(observations, key.generative);
@@ -514,7 +83,52 @@ Result<Calibration> calibrate(const Calibration &key, std::span<const CostObserv
     c.batchError = fit->batchError;
     c.iterationError = fit->iterationError;
     c.observations = fit->error.observations;
+    c.measuredLength = 0;
+    for (const CostObservation &o : observations) // pass terms [1, b, b·L, b·L²]
+        if ((o.kind == CostObservation::Kind::Batch || o.kind == CostObservation::Kind::Prefill) &&
+            o.terms[1] > 0)
+            c.measuredLength = std::max(c.measuredLength, int(std::lround(o.terms[2] / o.terms[1])));
+    std::vector<double> spreads;
+    for (const CostObservation &o : observations)
+        if (o.kind == CostObservation::Kind::Batch && o.spread >= 0)
+            spreads.push_back(o.spread);
+    c.runSpread = spreads.empty() ? -1 : median(std::move(spreads));
     return c;
+}
+
+std::optional<std::string> interferenceWarning(const Calibration &c)
+{
+    std::vector<std::string> signs;
+    char buf[200];
+    if (c.batchError.observations > 0 && c.batchError.medianRel > kInterferenceFitError) {
+        std::snprintf(
+            buf, sizeof buf,
+            "its fit to whole batches is off by a median %.0f%% (worst %.0f%%; a quiet machine fits "
+            "within about %.0f%%)",
+            100 * c.batchError.medianRel, 100 * c.batchError.maxRel, 100 * kInterferenceFitError);
+        signs.push_back(buf);
+    }
+    if (c.runSpread > kInterferenceSpread) {
+        std::snprintf(
+            buf, sizeof buf,
+            "the same batch timed again differed by a median %.0f%% (a quiet machine: under %.0f%%)",
+            100 * c.runSpread, 100 * kInterferenceSpread);
+        signs.push_back(buf);
+    }
+    if (signs.empty())
+        return std::nullopt;
+    std::string text = "calibration " + (c.id > 0 ? std::to_string(c.id) + " " : std::string()) +
+                       "looks disturbed by other work on the machine: ";
+    for (std::size_t i = 0; i < signs.size(); ++i)
+        text += (i ? "; " : "") + signs[i];
+    text += ". Predictions made with it are off by as much. For a clean calibration: stop other work "
+            "(builds, benchmarks, replays, a busy server) until `uptime` shows a load average well below "
+            "the core count, then run it again: batchpilot calibrate --model " +
+            c.model + (c.preset.empty() ? std::string() : " --preset " + c.preset) +
+            (c.threads > 0 ? " --threads " + std::to_string(c.threads) : std::string()) +
+            " (the full grid repeats each batch more than --quick); or fit it to a session recorded while "
+            "serving (--session ID).";
+    return text;
 }
 
 nlohmann::json toJson(const Calibration &c)
@@ -538,6 +152,8 @@ nlohmann::json toJson(const Calibration &c)
             {"fit_error", toJson(c.error)},
             {"batch_fit_error", toJson(c.batchError)},
             {"iteration_fit_error", toJson(c.iterationError)},
+            {"run_spread", c.runSpread},
+            {"measured_length", c.measuredLength},
             {"remote", c.remote ? toJson(*c.remote) : nlohmann::json()}};
 }
 
@@ -575,6 +191,8 @@ Result<Calibration> calibrationFromJson(const nlohmann::json &j)
                 return remote.status();
             c.remote = std::move(*remote);
         }
+        c.runSpread = j.value("run_spread", -1.0); // absent before it was measured
+        c.measuredLength = j.value("measured_length", 0);
         if (c.model.empty() || c.vocabSize < 1 || c.maxSequenceLength < 1 || c.maxNewTokensLimit < 0 ||
             c.positions < 0)
             return Status(StatusCode::InvalidArgument,

@@ -22,12 +22,14 @@
 #include "cost_model.h"
 #include "remote_calibration.h"
 
-#include "engine/backend.h"
-#include "engine/result.h"
+#include "engine/core/clock.h"
+#include "engine/core/result.h"
+#include "engine/model/backend.h"
 
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +62,14 @@ struct Calibration {
     // URL and kind (the key beside `model`, its name there), its settings,
     // the limits it showed and the probe's rows. Empty for the embedded engine.
     std::optional<RemoteCalibration> remote;
+    // The longest padded length among the measured batches (0: unknown). A
+    // longer input's cost is extrapolated from the fit: past a cache cliff it
+    // can be several times the prediction (docs/simulation.md).
+    int measuredLength = 0;
+    // The profile's run-to-run spread: the median over its cells of (max −
+    // min) / median of the repeated timings of one batch (statistics.h).
+    // -1: unknown (no profile, or made before it was kept).
+    double runSpread = -1;
 
     // The key and the facts of a loaded model (`preset` for built-ins).
     static Calibration forModel(const ModelInfo &info, const std::string &preset, int threads);
@@ -92,10 +102,34 @@ struct CalibrationProgress {
     double seconds = 0; // the cell's median
 };
 
-// Runs the grid on `backend` (lengths above the model's maximum are
-// skipped). Cancel stops between cells with InvalidArgument "cancelled".
+// Runs the grid on `backend` (timeBackend(), backend_timing.h; lengths
+// above the model's maximum are skipped). Each whole-batch observation
+// carries its cell's run-to-run spread. Cancel stops between cells with
+// InvalidArgument "cancelled". `clock` times the runs (tests: a FakeClock).
 Result<std::vector<CostObservation>>
 measureBackend(Backend &backend, const CalibrationGrid &grid,
+               const std::function<void(const CalibrationProgress &)> &progress = {},
+               const std::atomic<bool> *cancel = nullptr, const Clock &clock = RealClock::instance());
+
+// What an idle engine pays to start a batch beyond what a warm one pays:
+// `probes` pairs of one request (batch 1) through a real Engine (policy
+// none) on `backend`, the first after `idle` of nothing, the second straight
+// after it; each sample is the first's end to end time minus the second's
+// (seconds, >= 0). It holds the scheduler's wake-up and the slower first run
+// of a cold core — what a profile timed back to back cannot see and a server
+// between arrivals pays on every batch (docs/simulation.md, "Scheduler
+// lateness"). Lengths cycle through `lengths`.
+Result<std::vector<double>> measureIdleStart(const std::shared_ptr<Backend> &backend,
+                                             const std::vector<int> &lengths, int probes = 32,
+                                             Duration idle = std::chrono::milliseconds(50));
+
+// The profile part of a calibration, as `batchpilot calibrate` and the
+// fidelity bench take it: the grid (measureBackend), the contention probe
+// (measureConcurrency, into key.cost.concurrency) and the idle-start probe
+// (measureIdleStart, into key.cost.dispatchLateness: the simulator charges
+// it to every unit an idle executor starts). Returns the grid's observations for calibrate().
+Result<std::vector<CostObservation>>
+measureProfile(const std::shared_ptr<Backend> &backend, const CalibrationGrid &grid, Calibration &key,
                const std::function<void(const CalibrationProgress &)> &progress = {},
                const std::atomic<bool> *cancel = nullptr);
 
@@ -136,6 +170,16 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
 // source, cost.overheadS, cost.stepOverheadS, cost.dispatchLateness,
 // cost.concurrency) is taken from `key`.
 Result<Calibration> calibrate(const Calibration &key, std::span<const CostObservation> observations);
+
+// Interference (issue 23 defect 12): a calibration measured while other
+// work shared the cores fits badly and times the same batch differently
+// from run to run. Past either limit the calibration is suspect.
+inline constexpr double kInterferenceFitError = 0.25; // median relative error over whole batches
+inline constexpr double kInterferenceSpread = 0.20;   // median run-to-run spread of the profile's cells
+// The warning to show with `c` (what gives it away, and how to get a clean
+// calibration: the command to run again on a quiet machine); nullopt when
+// neither limit is passed.
+std::optional<std::string> interferenceWarning(const Calibration &c);
 
 nlohmann::json toJson(const Calibration &c);
 Result<Calibration> calibrationFromJson(const nlohmann::json &json);

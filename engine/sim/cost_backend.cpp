@@ -61,7 +61,7 @@ Status CostBackend::run(const BatchInput &input, std::vector<SequenceResult> &ou
     out.assign(n, SequenceResult{});
     std::vector<int> wants;
     std::vector<bool> runs(n, true);
-    int longest = 0, longestOutput = 0;
+    int longest = 0;
     for (std::size_t i = 0; i < n; ++i) {
         const Request &r = *input.requests[i];
         if (m_output == OutputKind::Generated && m_positions > 0 &&
@@ -73,30 +73,35 @@ Status CostBackend::run(const BatchInput &input, std::vector<SequenceResult> &ou
         }
         wants.push_back(r.maxNewTokens);
         longest = std::max(longest, int(r.tokens.size()));
-        longestOutput = std::max(longestOutput, outputTokens(r));
     }
     if (wants.empty())
         return Status::ok();
     const CostModel::BatchCost cost =
         m_cost.batchCost(int(wants.size()), std::max(input.paddedLength, longest), wants);
     const Duration charged = charge(toSeconds(cost.run) * m_cost.slowdownAt(m_units), false);
-    // The prefill's share of the charged run; request-level generation then
-    // decodes the whole batch in lockstep, one step per token of the longest.
-    Duration first = cost.firstToken;
-    if (cost.run > Duration::zero())
-        first = Duration(std::int64_t(double(cost.firstToken.count()) *
-                                      (double(charged.count()) / double(cost.run.count()))));
-    const Duration perStep = longestOutput > 1 && charged > first
-                                 ? (charged - first) / std::int64_t(longestOutput - 1)
-                                 : Duration::zero();
+    // The charged run scales every predicted token time alike: the
+    // prefill's share of it, and each member's own last token (the decode
+    // steps up to its want, over the rows still running then), as the
+    // decoder reports them — so the engine's outcome gives the simulated
+    // request the one TPOT (timePerOutputToken, engine/core/request.h).
+    auto scaled = [&](Duration d) {
+        return cost.run > Duration::zero()
+                   ? Duration(std::int64_t(double(d.count()) *
+                                           (double(charged.count()) / double(cost.run.count()))))
+                   : d;
+    };
+    const Duration first = scaled(cost.firstToken);
+    std::size_t member = 0; // a running member's index in `wants` and cost.lastToken
     for (std::size_t i = 0; i < n; ++i) {
         if (!runs[i])
             continue;
+        const std::size_t k = member++;
         const int tokens = outputTokens(*input.requests[i]);
         out[i].tokens.assign(std::size_t(tokens), 0);
         if (first > Duration::zero() && tokens > 0) {
             out[i].firstTokenAfter = first;
-            out[i].lastTokenAfter = first + perStep * std::int64_t(tokens - 1);
+            out[i].lastTokenAfter =
+                k < cost.lastToken.size() ? std::max(first, scaled(cost.lastToken[k])) : first;
         }
     }
     m_clock.charge(charged);

@@ -1,6 +1,6 @@
 // The simulator's model: a Backend (and StepModel) whose run charges the
 // cost model's predicted time to a virtual clock instead of computing. The
-// engine's executor step (engine/engine_core.h) runs on it unchanged: it
+// engine's executor step (engine/exec/engine_core.h) runs on it unchanged: it
 // reads the clock before and after the model call, and the difference is
 // the prediction (times a residual drawn from the calibration's fit, as
 // SimulatorOptions::costNoise says).
@@ -12,7 +12,7 @@
 // first- and last-token times follow the prediction: the prefill's share of
 // the charged run, then the decode steps in lockstep (a member's last token
 // comes when its own output is complete), so TTFT and TPOT come out of the
-// engine's one definition (engine/outcome.h).
+// engine's one definition (engine/exec/outcome.h).
 //
 // Steps (policy `continuous`): it keeps each live sequence's cached length,
 // as the real decoder keeps its KV cache, so that it can price what each
@@ -23,8 +23,8 @@
 
 #include "cost_model.h"
 
-#include "engine/backend.h"
-#include "engine/clock.h"
+#include "engine/core/clock.h"
+#include "engine/model/backend.h"
 
 #include <cstdint>
 #include <random>

@@ -40,8 +40,8 @@
 // batch's.
 #pragma once
 
-#include "engine/clock.h"
-#include "engine/result.h"
+#include "engine/core/clock.h"
+#include "engine/core/result.h"
 
 #include <nlohmann/json.hpp>
 
@@ -127,6 +127,11 @@ struct CostModel {
     struct BatchCost {
         Duration run{};        // Backend::run: prefill + every decode step
         Duration firstToken{}; // generative: when the first token of every row exists (the prefill)
+        // generative: when each member's own last token exists (the order of
+        // `wants`): the prefill and the decode steps up to its want, each
+        // over the rows still running then — as the decoder reports
+        // SequenceResult::lastTokenAfter. Empty otherwise.
+        std::vector<Duration> lastToken;
     };
     // `wants`: each member's max_new_tokens (generative; ignored otherwise,
     // values < 1 count as 1, as the decoder generates at least one token).
@@ -158,6 +163,9 @@ struct CostObservation {
     Kind kind = Kind::Batch;
     std::array<double, CostModel::kTerms> terms{};
     double seconds = 0; // measured
+    // Run-to-run spread of the timings behind `seconds` ((max − min) /
+    // median); -1: not repeated (a recorded batch).
+    double spread = -1;
 };
 
 // How well the fit matches the observations it came from: relative errors

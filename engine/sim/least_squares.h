@@ -9,7 +9,7 @@
 // from σ² (AₚᵀWAₚ)⁻¹ over the free columns P, σ² = Σ wᵢ rᵢ² / (rows − |P|).
 #pragma once
 
-#include "engine/result.h"
+#include "engine/core/result.h"
 
 #include <cstddef>
 #include <vector>

@@ -8,7 +8,7 @@
 #include "calibration.h"
 #include "remote_calibration.h"
 
-#include "engine/result.h"
+#include "engine/core/result.h"
 
 #include <string>
 

@@ -31,7 +31,7 @@
 #include "cost_model.h"
 #include "remote_settings.h"
 
-#include "engine/clock.h"
+#include "engine/core/clock.h"
 #include "engine/store/store_types.h"
 
 #include <nlohmann/json.hpp>

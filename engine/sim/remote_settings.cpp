@@ -1,7 +1,7 @@
 #include "remote_settings.h"
 
-#include "engine/config_json.h"
-#include "engine/knobs.h"
+#include "engine/config/config_json.h"
+#include "engine/config/knobs.h"
 
 #include <algorithm>
 #include <charconv>

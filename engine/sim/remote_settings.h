@@ -20,9 +20,9 @@
 // simulation can start from the server's current configuration.
 #pragma once
 
-#include "engine/config_import.h"
-#include "engine/result.h"
-#include "engine/store/prometheus_text.h"
+#include "engine/config/config_import.h"
+#include "engine/core/result.h"
+#include "engine/telemetry/prometheus_text.h"
 
 #include <nlohmann/json.hpp>
 

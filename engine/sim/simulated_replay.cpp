@@ -1,11 +1,11 @@
 #include "simulated_replay.h"
 
 #include "simulator.h"
+#include "tune_pipeline.h"
 
-#include "engine/store/host_facts.h"
 #include "engine/store/metric_sampler.h"
-#include "engine/store/replay_plan.h"
 #include "engine/store/trace_sink.h"
+#include "engine/telemetry/host_facts.h"
 
 namespace bp {
 
@@ -29,9 +29,10 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
     ReplayOptions o = options;
     o.clock = ReplayClock::Simulated;
     const Calibration &cal = m_calibration;
-    auto plan = planReplay(*m_store, o, cal.modelInfo());
-    if (!plan)
-        return plan.status();
+    auto source = planTuneSource(*m_store, o, cal); // stage 1 of the tune pipeline
+    if (!source)
+        return source.status();
+    const ReplayPlan *plan = &source->plan;
     if (plan->config.policy == PolicyKind::Continuous && !cal.generative)
         return Status(StatusCode::InvalidArgument,
                       "policy continuous needs a model with step-level generation; " + cal.model +
@@ -58,16 +59,8 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
     if (!sessionId)
         return sessionId.status();
 
-    SimulatorOptions so;
+    SimulatorOptions so = simulatorOptionsFor(cal, m_noise, m_seed);
     so.config = plan->config;
-    so.limits = cal.modelInfo().limits();
-    so.cost = cal.cost;
-    so.output = cal.model == "builtin:echo" ? OutputKind::Echo
-                : cal.generative            ? OutputKind::Generated
-                                            : OutputKind::None;
-    so.positions = cal.positions;
-    so.costNoise = m_noise;
-    so.noiseSeed = m_seed;
     // Every row must reach the database: the sink's queue holds the whole
     // session (a simulation outruns any writer; nothing waits on it).
     TraceSinkOptions sinkOptions = o.recorder.sink;
@@ -106,12 +99,11 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
         progress(p);
     };
 
-    std::vector<SimArrival> arrivals(plan->requests.size());
-    for (std::size_t i = 0; i < arrivals.size(); ++i) {
-        const PlannedRequest &r = plan->requests[i];
-        arrivals[i] = {r.offset, r.inputTokens, r.maxNewTokens, i + 1, 0, std::nullopt};
-    }
+    m_interval.reset();
+    const std::vector<SimArrival> arrivals = source->arrivals();
     const SimOutcome sim = Simulator(so).run(arrivals);
+    if (const auto spread = fitSpread(cal, plan->config.policy); spread && !sim.cancelled)
+        m_interval = simulatedInterval(so, arrivals, *spread);
 
     (*sink)->stop();
     SessionEnd end;
@@ -132,6 +124,8 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
     out.cancelled = sim.cancelled;
     out.config = plan->config;
     out.warning = (*sink)->warning();
+    if (const std::string w = source->extrapolationWarning(cal); !w.empty())
+        out.warning += (out.warning.empty() ? "" : "; ") + w;
     out.wallSeconds = toSeconds(SteadyClock::now() - wallStart);
     if (progress) {
         p.submitted = out.submitted;

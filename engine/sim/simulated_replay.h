@@ -12,9 +12,10 @@
 #pragma once
 
 #include "calibration.h"
+#include "sim_interval.h"
 #include "simulator.h"
 
-#include "engine/store/replayer.h"
+#include "engine/replay/replayer.h"
 
 namespace bp {
 
@@ -34,11 +35,17 @@ public:
     Result<ReplayOutcome> run(const ReplayOptions &options, const Replayer::ProgressFn &progress = {},
                               const std::atomic<bool> *cancel = nullptr);
 
+    // The last run's latency figures with the fit's spread carried through
+    // (sim_interval.h); none when it was cancelled or the calibration has
+    // no fit error for its units.
+    const std::optional<SimulatedInterval> &interval() const { return m_interval; }
+
 private:
     std::shared_ptr<TraceStore> m_store;
     Calibration m_calibration;
     CostNoise m_noise = CostNoise::Drawn;
     std::uint64_t m_seed = 1;
+    std::optional<SimulatedInterval> m_interval;
 };
 
 } // namespace bp

@@ -1,7 +1,7 @@
 #include "simulator.h"
 
-#include "engine/continuous_scheduler.h"
-#include "engine/engine_core.h"
+#include "engine/exec/engine_core.h"
+#include "engine/sched/continuous_scheduler.h"
 
 #include <algorithm>
 

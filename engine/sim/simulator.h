@@ -1,4 +1,4 @@
-// The simulator: the engine's executor step (engine/engine_core.h) on a
+// The simulator: the engine's executor step (engine/exec/engine_core.h) on a
 // virtual clock, over a cost-model backend (cost_backend.h) whose run
 // charges the calibration's predicted time instead of computing. Nothing is
 // computed; an hour of trace takes about a second. What it keeps of its own
@@ -41,9 +41,9 @@
 #include "cost_backend.h"
 #include "cost_model.h"
 
-#include "engine/records.h"
-#include "engine/scheduler.h"
-#include "engine/snapshot.h"
+#include "engine/core/records.h"
+#include "engine/metrics/snapshot.h"
+#include "engine/sched/scheduler.h"
 
 #include <atomic>
 #include <functional>

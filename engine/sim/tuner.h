@@ -61,8 +61,8 @@
 
 #include "simulator.h"
 
-#include "engine/batching_config.h"
-#include "engine/result.h"
+#include "engine/core/batching_config.h"
+#include "engine/core/result.h"
 
 #include <atomic>
 #include <functional>
@@ -108,12 +108,16 @@ struct TuneSample {
     Duration arrival{}; // offset from the run's start
     Duration total{};   // arrival -> completion (OK only)
     Duration ttft{};    // arrival -> first token (0 = none)
+    // As the engine recorded it (timePerOutputToken(), engine/core/request.h);
+    // 0 = none (fewer than two tokens).
+    Duration tpot{};
     int outputTokens = 0;
     bool ok = false;
     // Refused because the model cannot take it under any config (input +
     // new tokens beyond its positions: out_of_range): left out of every
     // figure and counted in TuneFigures::unservable.
     bool unservable = false;
+    std::uint64_t id = 0; // the request's (the replay's position + 1)
 };
 
 // What one config does with the trace (predicted by the simulator, or
@@ -131,8 +135,9 @@ struct TuneFigures {
     bool sloMet = false;
 };
 // The figures of `samples` (`requests` of them were sent; the missing ones
-// count as failed; the unservable ones are left out) under `slo`. TPOT of a request with 2+ tokens:
-// (total - ttft) / (tokens - 1).
+// count as failed; the unservable ones are left out) under `slo`. TPOT: each
+// sample's own (the engine's definition); a request without one (fewer than
+// two tokens) meets any TPOT bound.
 TuneFigures figuresOf(std::span<const TuneSample> samples, std::size_t requests, const TuneSlo &slo);
 
 struct TuneCandidate {
@@ -156,23 +161,34 @@ using TuneEvaluator = std::function<TuneFigures(const BatchingConfig &config, do
 // What the simulation evaluator needs: the trace and the cost model's facts.
 struct TuneWorkload {
     std::vector<SimArrival> arrivals; // in offset order
-    ModelLimits limits;
-    CostModel cost;
-    OutputKind output = OutputKind::None;
-    int positions = 0;
-    // How each batch and step is charged (SimulatorOptions::costNoise): the
+    // The simulator's view of the model: limits, cost model, output kind,
+    // positions, and how each batch and step is charged (costNoise: the
     // drawn residuals and scheduler lateness of the calibration by default,
-    // seeded, so every candidate meets the same draws.
-    CostNoise noise = CostNoise::Drawn;
-    std::uint64_t noiseSeed = 1;
+    // seeded, so every candidate meets the same draws). The config, the
+    // observer and the sampling are set per evaluation.
+    // simulatorOptionsFor() (tune_pipeline.h) fills it from a calibration.
+    SimulatorOptions model = [] {
+        SimulatorOptions o;
+        o.costNoise = CostNoise::Drawn;
+        return o;
+    }();
     // A remote server's per-request path outside its steps (the remote
     // calibration's `o`: HTTP, tokenisation, network): added to every
     // request's TTFT and end-to-end time. Zero for the embedded engine.
     Duration requestOverhead{};
-    bool generative() const { return output == OutputKind::Generated; }
+    bool generative() const { return model.output == OutputKind::Generated; }
 };
 // Runs the Simulator for each call (nothing is recorded). Thread-safe.
 TuneEvaluator simulationEvaluator(const TuneWorkload &workload, const TuneSlo &slo);
+
+// One simulation: every request as it ended (in completion order), the mean
+// batch and the outcome. `options.observer` is replaced; no samples are taken.
+struct SimulatedSamples {
+    std::vector<TuneSample> samples;
+    double meanBatch = 0;
+    SimOutcome outcome;
+};
+SimulatedSamples simulateSamples(SimulatorOptions options, std::span<const SimArrival> arrivals);
 
 struct TuneOptions {
     TuneSlo slo;

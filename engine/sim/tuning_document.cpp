@@ -1,6 +1,6 @@
 #include "tuning_document.h"
 
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 
 #include <cmath>
 

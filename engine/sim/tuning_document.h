@@ -8,7 +8,7 @@
 #include "calibration.h"
 #include "tuner.h"
 
-#include "engine/store/replayer.h"
+#include "engine/replay/replayer.h"
 #include "engine/store/tuning_store.h"
 
 #include <nlohmann/json.hpp>

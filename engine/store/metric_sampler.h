@@ -10,7 +10,7 @@
 #include "store_types.h"
 #include "trace_sink.h"
 
-#include "engine/engine.h"
+#include "engine/exec/engine.h"
 
 #include <condition_variable>
 #include <functional>

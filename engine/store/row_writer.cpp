@@ -2,7 +2,7 @@
 
 #include "schema.h"
 
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 
 #include <sqlite3.h>
 
@@ -29,7 +29,8 @@ std::string insertRequests(int rows)
     return sql;
 }
 constexpr const char *kInsertBatch =
-    "INSERT INTO batches (session_id, batch_id, dispatched_ns, intended_ns, size, padded_length, real_tokens, "
+    "INSERT INTO batches (session_id, batch_id, dispatched_ns, intended_ns, size, padded_length, "
+    "real_tokens, "
     "padded_tokens, compute_ns, reason, policy, bucket, executor, config_version, status, prefill_tokens, "
     "decode_tokens, joined, running, waiting, kv_tokens, preempted) "
     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
@@ -74,7 +75,8 @@ Result<RowWriter> RowWriter::open(const std::string &dbPath, std::int64_t sessio
     if (!id)
         return id.status();
     if (id->applicationId != kApplicationId || id->userVersion != kSchemaVersion)
-        return Status(StatusCode::InvalidArgument, "'" + dbPath + "' is not a BatchPilot trace database of schema " +
+        return Status(StatusCode::InvalidArgument, "'" + dbPath +
+                                                       "' is not a BatchPilot trace database of schema " +
                                                        std::to_string(kSchemaVersion));
     if (Status s = configureConnection(w.m_db); !s)
         return s;
@@ -87,10 +89,10 @@ Result<RowWriter> RowWriter::open(const std::string &dbPath, std::int64_t sessio
             return set.status();
     }
     const std::string one = insertRequests(1), chunk = insertRequests(kRequestChunk);
-    for (auto [stmt, sql] : {std::pair{&w.m_request, one.c_str()}, std::pair{&w.m_requestChunk, chunk.c_str()},
-                             std::pair{&w.m_batch, kInsertBatch}, std::pair{&w.m_config, kInsertConfig},
-                             std::pair{&w.m_sample, kInsertSample},
-                             std::pair{&w.m_targetSample, kInsertTargetSample}}) {
+    for (auto [stmt, sql] :
+         {std::pair{&w.m_request, one.c_str()}, std::pair{&w.m_requestChunk, chunk.c_str()},
+          std::pair{&w.m_batch, kInsertBatch}, std::pair{&w.m_config, kInsertConfig},
+          std::pair{&w.m_sample, kInsertSample}, std::pair{&w.m_targetSample, kInsertTargetSample}}) {
         auto prepared = w.m_db.prepare(sql);
         if (!prepared)
             return prepared.status();
@@ -189,7 +191,8 @@ Status RowWriter::write(const PendingRows &rows)
         m_targetSample.bind(2, std::int64_t(t.at.count()));
         m_targetSample.bind(3, t.server);
         int column = 4;
-        for (const std::optional<double> &v : {t.batchSize, t.queue, t.running, t.waiting, t.kvUsage, t.tokensPerStep})
+        for (const std::optional<double> &v :
+             {t.batchSize, t.queue, t.running, t.waiting, t.kvUsage, t.tokensPerStep})
             v ? m_targetSample.bind(column++, *v) : m_targetSample.bindNull(column++);
         m_targetSample.bind(10, t.error);
         if (Status s = run(m_targetSample, "write a target sample"); !s)

@@ -6,7 +6,7 @@
 #include "sqlite_db.h"
 #include "store_types.h"
 
-#include "engine/records.h"
+#include "engine/core/records.h"
 
 #include <vector>
 

@@ -1,11 +1,12 @@
 #include "session_recorder.h"
 
-#include "host_facts.h"
+#include "engine/telemetry/host_facts.h"
 
 namespace bp {
 
-Result<std::unique_ptr<SessionRecorder>> SessionRecorder::start(std::shared_ptr<TraceStore> store, Engine &engine,
-                                                                SessionStart info, RecorderOptions options)
+Result<std::unique_ptr<SessionRecorder>> SessionRecorder::start(std::shared_ptr<TraceStore> store,
+                                                                Engine &engine, SessionStart info,
+                                                                RecorderOptions options)
 {
     if (!store)
         return Status(StatusCode::InvalidArgument, "session recorder needs a trace store");

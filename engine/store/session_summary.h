@@ -23,7 +23,7 @@
 //    duration. With no bound set every completed request is good.
 #pragma once
 
-#include "engine/batching_config.h"
+#include "engine/core/batching_config.h"
 
 #include <nlohmann/json.hpp>
 
@@ -39,8 +39,8 @@ struct SessionSummary {
     std::string kind;
     std::string model;
     std::string device;
-    std::string config;           // the last config, e.g. "dynamic max_batch_size=16 max_queue_delay=5ms"
-    std::uint64_t configChanges = 0; // after the initial one
+    std::string config;               // the last config, e.g. "dynamic max_batch_size=16 max_queue_delay=5ms"
+    std::uint64_t configChanges = 0;  // after the initial one
     std::int64_t sourceSessionId = 0; // replays: what they re-drove (0 = none)
     std::int64_t sourceTraceId = 0;
 

@@ -7,7 +7,7 @@
 // thread owns its own connection). Not copyable; movable.
 #pragma once
 
-#include "engine/result.h"
+#include "engine/core/result.h"
 
 #include <cstdint>
 #include <string>

@@ -1,6 +1,6 @@
 #include "store_types.h"
 
-#include "engine/snapshot.h"
+#include "engine/metrics/snapshot.h"
 
 #include <chrono>
 

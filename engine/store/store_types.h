@@ -4,9 +4,10 @@
 // epoch; engine times are Durations from the session's start.
 #pragma once
 
-#include "engine/batching_config.h"
-#include "engine/records.h"
-#include "engine/trace_csv.h"
+#include "engine/core/batching_config.h"
+#include "engine/core/records.h"
+#include "engine/telemetry/target_sample.h"
+#include "engine/workload/trace_csv.h"
 
 #include <nlohmann/json.hpp>
 
@@ -133,26 +134,6 @@ struct MetricSample {
     std::uint64_t droppedRows = 0; // logger rows dropped so far (TraceSink::droppedRows)
 
     bool operator==(const MetricSample &) const = default;
-};
-
-// One scrape of a remote target's Prometheus /metrics, mapped from the
-// server's own names (vllm:*, nv_inference_*, tgi_*, sglang:*,
-// batchpilot_*) to one set of series (engine/store/target_metrics.h says
-// which name feeds which series). nullopt: the server does not expose it
-// (or, for a rate, this was the first scrape). A failed scrape is a sample
-// with `error` set and every series empty.
-struct TargetSample {
-    Duration at{};      // offset from the session's start
-    std::string server; // "vllm", "triton", "tgi", "sglang", "batchpilot"; empty when unknown
-    std::optional<double> batchSize;     // sequences per batch / step
-    std::optional<double> queue;         // requests queued in the server
-    std::optional<double> running;       // sequences running
-    std::optional<double> waiting;       // sequences waiting for a slot
-    std::optional<double> kvUsage;       // KV cache in use, 0..1
-    std::optional<double> tokensPerStep; // tokens per engine step
-    std::string error;
-
-    bool operator==(const TargetSample &) const = default;
 };
 
 struct TraceInfo {

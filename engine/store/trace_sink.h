@@ -33,8 +33,8 @@
 
 #include "store_types.h"
 
-#include "engine/records.h"
-#include "engine/result.h"
+#include "engine/core/records.h"
+#include "engine/core/result.h"
 
 #include <atomic>
 #include <condition_variable>

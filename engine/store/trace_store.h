@@ -16,7 +16,7 @@
 
 #include "store_types.h"
 
-#include "engine/result.h"
+#include "engine/core/result.h"
 
 #include <memory>
 #include <mutex>
@@ -41,7 +41,8 @@ public:
     // Opens `path`, migrating an older schema to the current one.
     // Errors: NotFound (MustExist and no file), InvalidArgument (not ours,
     // newer schema), Unavailable (cannot open or write).
-    static Result<std::shared_ptr<TraceStore>> open(const std::string &path, OpenMode mode = OpenMode::Create);
+    static Result<std::shared_ptr<TraceStore>> open(const std::string &path,
+                                                    OpenMode mode = OpenMode::Create);
     ~TraceStore();
     TraceStore(const TraceStore &) = delete;
     TraceStore &operator=(const TraceStore &) = delete;
@@ -84,7 +85,7 @@ public:
     Result<SessionSummary> summary(std::int64_t sessionId) const;
 
     // --- traces ------------------------------------------------------------
-    // Parses a trace file in any format engine/trace_csv.h reads and stores it as one trace in one
+    // Parses a trace file in any format engine/workload/trace_csv.h reads and stores it as one trace in one
     // transaction. Errors: NotFound (no file), InvalidArgument (bad header,
     // malformed row under RejectFile, no valid rows, cancelled).
     Result<ImportResult> importTrace(const std::string &csvPath, const ImportOptions &options = {});

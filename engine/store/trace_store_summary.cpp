@@ -1,11 +1,11 @@
 // TraceStore::summary: a session's figures from its stored records.
-#include "server_settings.h"
+#include "engine/telemetry/server_settings.h"
 #include "session_summary.h"
 #include "trace_store.h"
 
 #include "sqlite_db.h"
 
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 
 #include <sqlite3.h>
 
@@ -162,7 +162,8 @@ Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
     if ((rc = batches->step()) != SQLITE_ROW)
         return fail(rc, "summarize batches");
     s.batches = std::uint64_t(batches->int64At(0));
-    const std::int64_t members = batches->int64At(1), real = batches->int64At(2), padded = batches->int64At(3);
+    const std::int64_t members = batches->int64At(1), real = batches->int64At(2),
+                       padded = batches->int64At(3);
     s.meanBatchSize = s.batches ? double(members) / double(s.batches) : 0.0;
     s.paddingEfficiency = padded > 0 ? double(real) / double(padded) : 1.0;
     return s;

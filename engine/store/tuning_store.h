@@ -11,7 +11,7 @@
 // migrated) first. Thread-safe: every call uses its own connection.
 #pragma once
 
-#include "engine/result.h"
+#include "engine/core/result.h"
 
 #include <nlohmann/json.hpp>
 

@@ -13,7 +13,7 @@
 // encoder adds a classifier head of `classes` outputs instead.
 #pragma once
 
-#include "engine/result.h"
+#include "engine/core/result.h"
 
 #include <cstdint>
 #include <string>
@@ -29,7 +29,7 @@ struct TransformerShape {
     int dFF = 0;
     int maxPositions = 0; // input + generated tokens must fit
     int vocab = 256;
-    int classes = 4;      // encoder only: class logits per sequence
+    int classes = 4; // encoder only: class logits per sequence
 
     int headDim() const { return dModel / heads; }
 };

@@ -1,6 +1,6 @@
 #include "tiny_decoder.h"
 
-#include "engine/nvtx.h"
+#include "engine/core/nvtx.h"
 
 #include "torch_backend.h"
 #include "transformer_layers.h"
@@ -15,8 +15,8 @@ namespace {
 // Per-call bookkeeping of a generation: which requests take part and how
 // many tokens each still needs. Plain C++; the tensors live in generate*().
 struct Plan {
-    std::vector<std::size_t> members;         // request indices that run, in batch order
-    std::vector<int> want;                    // tokens each member asks for (>= 1)
+    std::vector<std::size_t> members; // request indices that run, in batch order
+    std::vector<int> want;            // tokens each member asks for (>= 1)
     std::vector<const std::vector<TokenId> *> rows;
     std::vector<const Request *> requests; // every request of the batch (Request::onToken)
     int paddedLength = 0;
@@ -37,9 +37,10 @@ public:
         m_info.generative = true;
         m_info.maxNewTokensLimit = shape.maxPositions - 1;
         m_info.parameters = countParameters(m_weights);
-        m_info.description = "GPT-style decoder with a KV cache, preset '" + shape.preset + "': " +
-                             std::to_string(shape.layers) + " layers, d_model " + std::to_string(shape.dModel) +
-                             ", " + std::to_string(shape.heads) + " heads, vocab " + std::to_string(shape.vocab) +
+        m_info.description = "GPT-style decoder with a KV cache, preset '" + shape.preset +
+                             "': " + std::to_string(shape.layers) + " layers, d_model " +
+                             std::to_string(shape.dModel) + ", " + std::to_string(shape.heads) +
+                             " heads, vocab " + std::to_string(shape.vocab) +
                              "; greedy generation, seeded random weights";
     }
 
@@ -60,7 +61,8 @@ public:
         return Status::ok();
     }
 
-    Status generate(const BatchInput &input, const GenerateOptions &options, std::vector<Generation> &out) override
+    Status generate(const BatchInput &input, const GenerateOptions &options,
+                    std::vector<Generation> &out) override
     {
         out.assign(input.requests.size(), Generation{});
         const Plan plan = makePlan(input, out);
@@ -94,9 +96,9 @@ private:
             }
             if (length + want > m_shape.maxPositions) {
                 out[i].status = Status(StatusCode::OutOfRange,
-                                       "input of " + std::to_string(length) + " tokens + " + std::to_string(want) +
-                                           " new tokens exceeds the model's " + std::to_string(m_shape.maxPositions) +
-                                           " positions");
+                                       "input of " + std::to_string(length) + " tokens + " +
+                                           std::to_string(want) + " new tokens exceeds the model's " +
+                                           std::to_string(m_shape.maxPositions) + " positions");
                 continue;
             }
             plan.members.push_back(i);
@@ -228,7 +230,8 @@ private:
 
     // The reference: no cache; every step runs the full (input + generated)
     // sequence through the trunk and reads the last column.
-    void generateRecomputing(const Plan &plan, const GenerateOptions &options, std::vector<Generation> &out) const
+    void generateRecomputing(const Plan &plan, const GenerateOptions &options,
+                             std::vector<Generation> &out) const
     {
         const TimePoint start = SteadyClock::now();
         std::vector<std::vector<TokenId>> sequences;

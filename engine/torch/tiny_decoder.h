@@ -26,8 +26,8 @@
 // read-only, all per-call state is local.
 #pragma once
 
-#include "engine/backend.h"
-#include "engine/model_registry.h"
+#include "engine/model/backend.h"
+#include "engine/model/model_registry.h"
 
 namespace bp {
 

@@ -8,8 +8,8 @@
 // Torch-free header; the model lives in tiny_encoder.cpp.
 #pragma once
 
-#include "engine/backend.h"
-#include "engine/model_registry.h"
+#include "engine/model/backend.h"
+#include "engine/model/model_registry.h"
 
 namespace bp {
 

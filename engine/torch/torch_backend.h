@@ -9,7 +9,7 @@
 // Internal to engine/torch/ (includes ATen).
 #pragma once
 
-#include "engine/model_registry.h"
+#include "engine/model/model_registry.h"
 #include "torch_device.h"
 
 #include <ATen/ATen.h>

@@ -1,6 +1,6 @@
 #include "torch_device.h"
 
-#include "engine/out_of_memory.h"
+#include "engine/core/out_of_memory.h"
 
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
@@ -40,10 +40,11 @@ Result<TorchDevice> resolveTorchDevice(const std::string &spec)
                       "unknown device '" + spec + "': expected auto, cpu, cuda or cuda:N");
     }
     if (count == 0)
-        return Status(StatusCode::Unavailable,
-                      "device '" + spec +
-                          "' requested, but libtorch sees no CUDA device (this libtorch is CPU-only or no GPU is "
-                          "visible); use --device cpu, or auto to fall back to the CPU");
+        return Status(
+            StatusCode::Unavailable,
+            "device '" + spec +
+                "' requested, but libtorch sees no CUDA device (this libtorch is CPU-only or no GPU is "
+                "visible); use --device cpu, or auto to fall back to the CPU");
     if (index >= count)
         return Status(StatusCode::Unavailable, "device '" + spec + "' requested, but libtorch sees only " +
                                                    std::to_string(count) + " CUDA device(s)");

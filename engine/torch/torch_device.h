@@ -11,8 +11,8 @@
 // libtorch (Debian's) and on a CUDA one; no CUDA symbol is referenced.
 #pragma once
 
-#include "engine/backend.h"
-#include "engine/result.h"
+#include "engine/core/result.h"
+#include "engine/model/backend.h"
 
 #include <exception>
 #include <optional>

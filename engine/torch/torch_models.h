@@ -1,5 +1,5 @@
 // Entry point of the libtorch backends for the model registry
-// (engine/model_registry.cpp). Torch-free header: including it costs nothing.
+// (engine/model/model_registry.cpp). Torch-free header: including it costs nothing.
 //
 // Names:
 //   builtin:tiny-encoder   transformer encoder classifier (tiny_encoder.h)
@@ -11,7 +11,7 @@
 // threads (0 = every core).
 #pragma once
 
-#include "engine/model_registry.h"
+#include "engine/model/model_registry.h"
 
 #include <memory>
 #include <string>

@@ -35,8 +35,8 @@
 // Torch-free header; torchscript_backend.cpp includes torch/script.h.
 #pragma once
 
-#include "engine/backend.h"
-#include "engine/model_registry.h"
+#include "engine/model/backend.h"
+#include "engine/model/model_registry.h"
 
 namespace bp {
 

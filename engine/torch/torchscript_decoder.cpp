@@ -1,6 +1,6 @@
 #include "torchscript_decoder.h"
 
-#include "engine/nvtx.h"
+#include "engine/core/nvtx.h"
 
 #include <algorithm>
 #include <atomic>

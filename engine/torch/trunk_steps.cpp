@@ -1,6 +1,6 @@
 #include "trunk_steps.h"
 
-#include "engine/nvtx.h"
+#include "engine/core/nvtx.h"
 #include "torch_backend.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Step-level generation (StepModel, engine/backend.h) over a decoder trunk
+// Step-level generation (StepModel, engine/model/backend.h) over a decoder trunk
 // (transformer_layers.h): builtin:tiny-decoder's iteration-level path.
 //
 // Every live sequence owns a KV cache per layer ([1, heads, capacity,
@@ -20,7 +20,7 @@
 // sequence table is locked only to look up, insert and erase.
 #pragma once
 
-#include "engine/backend.h"
+#include "engine/model/backend.h"
 #include "transformer_layers.h"
 
 #include <atomic>

@@ -54,8 +54,9 @@ const QByteArray kTrace = "arrival_s,input_tokens,output_tokens\n" // 1
                           "0.250,64,1\n"                           // 6
                           "0.251,8,1\n";                           // 7
 
-#define VERIFY_RUN(r, expected)                                                                                  \
-    QVERIFY2((r).code == (expected), qPrintable(QString("exit %1, stdout: %2, stderr: %3").arg((r).code).arg((r).out, (r).err)))
+#define VERIFY_RUN(r, expected)                                                                              \
+    QVERIFY2((r).code == (expected),                                                                         \
+             qPrintable(QString("exit %1, stdout: %2, stderr: %3").arg((r).code).arg((r).out, (r).err)))
 
 } // namespace
 
@@ -85,11 +86,13 @@ private slots:
         // Replay the trace on the virtual clock: a new session linked to it.
         r = cli.run({"replay", "1", "--trace", "--virtual"});
         VERIFY_RUN(r, 0);
-        QVERIFY2(r.out.contains("replay session 1 (replay of trace 1, virtual clock): 5 requests"), qPrintable(r.out));
+        QVERIFY2(r.out.contains("replay session 1 (replay of trace 1, virtual clock): 5 requests"),
+                 qPrintable(r.out));
         QVERIFY(r.out.contains("latency p99 (ms)"));
 
         // Replay that session under another config, as JSON.
-        const QString config = cli.write("wide.json", R"({"max_batch_size": 4, "max_queue_delay_us": 50000})");
+        const QString config =
+            cli.write("wide.json", R"({"max_batch_size": 4, "max_queue_delay_us": 50000})");
         r = cli.run({"replay", "1", "--virtual", "--config", config, "--json"});
         VERIFY_RUN(r, 0);
         auto j = json(r);
@@ -101,7 +104,8 @@ private slots:
         QCOMPARE(j["comparison"]["b"]["completed"].get<double>(), 5.0);
         QVERIFY(j["comparison"]["change"].contains("latency_p99_ms"));
         // 5 requests in 2 batches (4 arrive within 50 ms, then 2 more... capped at 4)
-        QVERIFY(j["comparison"]["b"]["mean_batch_size"].get<double>() > j["comparison"]["a"]["mean_batch_size"].get<double>());
+        QVERIFY(j["comparison"]["b"]["mean_batch_size"].get<double>() >
+                j["comparison"]["a"]["mean_batch_size"].get<double>());
 
         // The table form prints both sessions side by side.
         r = cli.run({"replay", "1", "--virtual", "--config", config});
@@ -126,6 +130,41 @@ private slots:
         QVERIFY(r.out.contains("trace 1") && r.out.contains("session 1"));
     }
 
+    // A simulated replay shows each latency figure with the range the
+    // calibration's fit spread gives it, and how to narrow it (issue 23,
+    // "The first prediction").
+    void simulationShowsTheFitSpread()
+    {
+        Cli cli;
+        VERIFY_RUN(cli.run({"import-trace", cli.write("small.csv", kTrace)}), 0);
+        Run r;
+        nlohmann::json j;
+        // With its fit's error: each latency figure with the range the fit's
+        // spread gives it, and how to narrow it.
+        VERIFY_RUN(
+            cli.run({"calibrate", "--import",
+                     cli.write("echo2.json", R"({"format": "batchpilot-calibration", "model": "builtin:echo",
+            "device": "cpu", "threads": 1, "generative": true, "max_sequence_length": 8192,
+            "max_new_tokens_limit": 8192, "cost_model": {"pass": [0.001, 0, 0, 0], "step": [0, 0, 0]},
+            "batch_fit_error": {"observations": 9, "median_rel": 0.02, "rms_rel": 0.2, "max_rel": 0.5}})")}),
+            0);
+        r = cli.run({"replay", "1", "--trace", "--simulate", "--calibration", "1", "--json"});
+        VERIFY_RUN(r, 0);
+        j = json(r);
+        QCOMPARE(j["interval"]["cost_spread"].get<double>(), 0.2);
+        for (const char *f : {"p50_s", "p99_s", "mean_s"}) {
+            const double lo = j["interval"]["low"][f], mid = j["interval"]["simulated"][f],
+                         hi = j["interval"]["high"][f];
+            QVERIFY2(lo <= mid && mid <= hi && lo < hi, f);
+        }
+        r = cli.run({"replay", "1", "--trace", "--simulate", "--calibration", "1"});
+        VERIFY_RUN(r, 0);
+        QVERIFY2(r.out.contains("with the fit's spread (every cost x0.80 to x1.20: its rms error): p50 ") &&
+                     r.out.contains("calibrate from that session (batchpilot calibrate --model builtin:echo "
+                                    "--threads 1 --session SESSION)"),
+                 qPrintable(r.out));
+    }
+
     // calibrate (here: --import of an exported calibration, and a fit to a
     // recorded session's batch rows), then replay --simulate with it: a
     // session marked as a simulation, its calibration named.
@@ -133,7 +172,8 @@ private slots:
     {
         Cli cli;
         VERIFY_RUN(cli.run({"import-trace", cli.write("small.csv", kTrace)}), 0);
-        const QString calibration = cli.write("echo.json", R"({"format": "batchpilot-calibration", "model": "builtin:echo",
+        const QString calibration =
+            cli.write("echo.json", R"({"format": "batchpilot-calibration", "model": "builtin:echo",
             "device": "cpu", "threads": 1, "generative": true, "max_sequence_length": 8192,
             "max_new_tokens_limit": 8192, "cost_model": {"pass": [0.001, 0, 0, 0], "step": [0, 0, 0]}})");
         Run r = cli.run({"calibrate", "--import", calibration});
@@ -152,6 +192,7 @@ private slots:
         QCOMPARE(j["comparison"]["b"]["kind"].get<std::string>(), std::string("simulation"));
         // every request took at least the 1 ms its batch was charged
         QVERIFY(j["comparison"]["b"]["latency_p50_ms"].get<double>() >= 1.0);
+        QVERIFY(!j.contains("interval")); // an imported calibration without a fit error: no spread known
         // without --calibration: the newest for --model
         r = cli.run({"replay", "1", "--trace", "--simulate", "--model", "builtin:echo"});
         VERIFY_RUN(r, 0);

@@ -85,6 +85,14 @@ private slots:
         const auto &v = j["verification"];
         const int session = v["session_id"].get<int>();
         QVERIFY(session > 0);
+        // The default window, the busiest 3 minutes, holds the whole 1.2 s
+        // trace; its expected duration was said before it started.
+        QCOMPARE(v["window"]["spec"].get<std::string>(), std::string("busiest:3m"));
+        QCOMPARE(v["window"]["requests"].get<int>(), 300);
+        QCOMPARE(v["partial"].get<bool>(), false);
+        QVERIFY2(r.err.contains("replay of the busiest 3 min of arrivals: 300 of 300 requests") &&
+                     r.err.contains("expected about"),
+                 qPrintable(r.err));
         QCOMPARE(v["measured"]["requests"].get<int>(), 300);
         QCOMPARE(v["measured"]["completed"].get<int>(), 300);
         QVERIFY(v["measured"]["p99_ms"].get<double>() > 0);
@@ -115,6 +123,16 @@ private slots:
         QVERIFY(page.contains(QString::fromStdString(rec["label"].get<std::string>()).toHtmlEscaped()));
         QVERIFY(page.contains("<th>measured</th>"));
 
+        // A window: the first 0.4 s of arrivals (100 requests), its own session.
+        r = cli.run({"tune", "--trace", "1", "--slo", "p99<=50ms", "--budget", "20", "--calibration", "1",
+                     "--verify-window", "first:400ms"});
+        VERIFY_RUN(r, 0);
+        for (const char *text :
+             {"Verification: real-clock replay of the first 400 ms of arrivals (requests 1-100",
+              "throughput/s", "p99 ms"})
+            QVERIFY2(r.out.contains(text), qPrintable(text + QStringLiteral(" missing from:\n") + r.out));
+        QVERIFY2(r.err.contains("100 of 300 requests"), qPrintable(r.err));
+
         // Text form, without the check, the recommendation written as a config.
         const QString output = cli.path("rec.json");
         r = cli.run({"tune", "--trace", "1", "--slo", "p99<=50ms", "--budget", "30", "--model",
@@ -131,6 +149,31 @@ private slots:
         // The written config is one the replay accepts.
         VERIFY_RUN(
             cli.run({"replay", "1", "--trace", "--simulate", "--calibration", "1", "--config", output}), 0);
+    }
+
+    // tune's prediction carries the fit's spread, as replay --simulate's.
+    void predictionCarriesTheFitSpread()
+    {
+        Cli cli;
+        VERIFY_RUN(cli.run({"import-trace", cli.write("t.csv", trace())}), 0);
+        QByteArray calibration = kCalibration;
+        calibration.replace(
+            R"("cost_model")",
+            R"("batch_fit_error": {"observations": 9, "median_rel": 0.02, "rms_rel": 0.3, "max_rel": 0.6}, "cost_model")");
+        VERIFY_RUN(cli.run({"calibrate", "--import", cli.write("echo.json", calibration)}), 0);
+        Run r = cli.run({"tune", "--trace", "1", "--slo", "p99<=50ms", "--budget", "20", "--calibration", "1",
+                         "--no-verify"});
+        VERIFY_RUN(r, 0);
+        QVERIFY2(r.out.contains("with the fit's spread (every cost x0.70 to x1.30: its rms error): p50 ") &&
+                     r.out.contains("--session SESSION)"),
+                 qPrintable(r.out));
+        r = cli.run({"tune", "--trace", "1", "--slo", "p99<=50ms", "--budget", "20", "--calibration", "1",
+                     "--no-verify", "--json"});
+        VERIFY_RUN(r, 0);
+        const auto j = nlohmann::json::parse(r.out.toStdString(), nullptr, false);
+        QCOMPARE(j["recommended"]["interval"]["cost_spread"].get<double>(), 0.3);
+        QVERIFY(j["recommended"]["interval"]["low"]["p99_s"].get<double>() <=
+                j["recommended"]["interval"]["high"]["p99_s"].get<double>());
     }
 
     void clearErrors()
@@ -151,6 +194,11 @@ private slots:
         r = cli.run({"tune", "--trace", "1"});
         VERIFY_RUN(r, 2);
         QVERIFY2(r.err.contains("--slo is required"), qPrintable(r.err));
+        r = cli.run({"tune", "--trace", "1", "--slo", "p99<=1s", "--verify-window", "last:3m"});
+        VERIFY_RUN(r, 2);
+        QVERIFY2(r.err.contains("--verify-window 'last:3m': unknown window 'last'") &&
+                     r.err.contains("busiest:3m"),
+                 qPrintable(r.err));
         r = cli.run({"tune", "--trace", "42", "--slo", "p99<=1s"});
         VERIFY_RUN(r, 1);
         QVERIFY2(r.err.contains("no trace 42"), qPrintable(r.err));

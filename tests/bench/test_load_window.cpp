@@ -4,7 +4,7 @@
 // drain counts; throughput = those completed / window length.
 #include "bench/load_run.h"
 
-#include "engine/model_registry.h"
+#include "engine/model/model_registry.h"
 
 #include <QtTest>
 

@@ -5,7 +5,7 @@
 // tokens the live sequences have fed.
 #pragma once
 
-#include "engine/backend.h"
+#include "engine/model/backend.h"
 
 #include <QString>
 

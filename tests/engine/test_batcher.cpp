@@ -1,5 +1,5 @@
 // Queues + policy on a fake clock: admission, buckets, deadlines, live reconfigure.
-#include "engine/batcher.h"
+#include "engine/sched/batcher.h"
 
 #include <QtTest>
 

@@ -4,8 +4,8 @@
 // arguments); each field checked against the config, across policies. And
 // the knob table's promise: every knob appears in every export, mapped or
 // listed as having no equivalent, never dropped.
-#include "engine/config_export.h"
-#include "engine/knobs.h"
+#include "engine/config/config_export.h"
+#include "engine/config/knobs.h"
 
 #include <QtTest>
 

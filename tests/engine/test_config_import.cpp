@@ -1,12 +1,12 @@
-// import-config, the inverse of export-config (engine/config_import.h):
+// import-config, the inverse of export-config (engine/config/config_import.h):
 //  - import(export(config)) gives back every knob the export maps, on every
 //    format, policy and a spread of values (data-driven), and the export
 //    maps what each format can carry (no vacuous identity);
 //  - hand-written files and Triton's served JSON read as the server means
 //    them; flags BatchPilot does not model are kept, never an error;
 //  - malformed input fails with the line it is on.
-#include "engine/config_import.h"
-#include "engine/knobs.h"
+#include "engine/config/config_import.h"
+#include "engine/config/knobs.h"
 
 #include <QtTest>
 

@@ -1,4 +1,4 @@
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 
 #include <QtTest>
 
@@ -42,18 +42,30 @@ private slots:
     {
         QTest::addColumn<QString>("body");
         QTest::addColumn<QString>("mention");
-        QTest::newRow("wrong type") << R"({"max_batch_size": "8"})" << "max_batch_size' must be an integer";
-        QTest::newRow("out of range") << R"({"max_batch_size": 0})" << "max_batch_size = 0";
-        QTest::newRow("unknown field") << R"({"batch": 3})" << "unknown config field 'batch'";
-        QTest::newRow("unknown policy") << R"({"policy": "magic"})" << "unknown policy 'magic'";
-        QTest::newRow("unsorted edges") << R"({"bucket_edges": [64, 32]})" << "strictly increasing";
-        QTest::newRow("float") << R"({"instances": 1.5})" << "instances' must be an integer";
-        QTest::newRow("not object") << R"([1,2])" << "must be a JSON object";
-        QTest::newRow("negative delay") << R"({"max_queue_delay_us": -1})" << "max_queue_delay";
-        QTest::newRow("nested unknown") << R"({"slo": {"target": 1}})" << "unknown config field 'slo.target'";
-        QTest::newRow("nested type") << R"({"cache": {"enabled": 1}})" << "cache.enabled' must be a boolean";
-        QTest::newRow("slo bounds") << R"({"slo": {"min_batch": 8, "max_batch": 4}})" << "slo.max_batch";
-        QTest::newRow("hybrid sizes") << R"({"hybrid": {"static_sizes": [16, 8]}})" << "strictly increasing";
+        QTest::newRow("wrong type") << R"({"max_batch_size": "8"})"
+                                    << "max_batch_size' must be an integer";
+        QTest::newRow("out of range") << R"({"max_batch_size": 0})"
+                                      << "max_batch_size = 0";
+        QTest::newRow("unknown field") << R"({"batch": 3})"
+                                       << "unknown config field 'batch'";
+        QTest::newRow("unknown policy") << R"({"policy": "magic"})"
+                                        << "unknown policy 'magic'";
+        QTest::newRow("unsorted edges") << R"({"bucket_edges": [64, 32]})"
+                                        << "strictly increasing";
+        QTest::newRow("float") << R"({"instances": 1.5})"
+                               << "instances' must be an integer";
+        QTest::newRow("not object") << R"([1,2])"
+                                    << "must be a JSON object";
+        QTest::newRow("negative delay") << R"({"max_queue_delay_us": -1})"
+                                        << "max_queue_delay";
+        QTest::newRow("nested unknown") << R"({"slo": {"target": 1}})"
+                                        << "unknown config field 'slo.target'";
+        QTest::newRow("nested type") << R"({"cache": {"enabled": 1}})"
+                                     << "cache.enabled' must be a boolean";
+        QTest::newRow("slo bounds") << R"({"slo": {"min_batch": 8, "max_batch": 4}})"
+                                    << "slo.max_batch";
+        QTest::newRow("hybrid sizes") << R"({"hybrid": {"static_sizes": [16, 8]}})"
+                                      << "strictly increasing";
     }
     void errorsNameTheField()
     {

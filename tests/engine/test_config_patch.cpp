@@ -2,9 +2,9 @@
 // fields it names, applied to the config in force under the engine lock, and
 // never reverts a field it did not touch; every writer, controllers
 // included, goes through validate().
-#include "engine/config_json.h"
-#include "engine/config_patch.h"
-#include "engine/engine.h"
+#include "engine/config/config_json.h"
+#include "engine/config/config_patch.h"
+#include "engine/exec/engine.h"
 
 #include <QtTest>
 
@@ -117,7 +117,8 @@ private slots:
         auto engine = manualEngine(clock);
         auto patch = patchFromJson(nlohmann::json::parse(R"({"max_batch_size": 32})")); // the handler's parse
         QVERIFY(patch);
-        QVERIFY(engine->update(ConfigPatch::lowerMemoryBatchLimit(4), std::string(kMemoryGuardOrigin))); // meanwhile
+        QVERIFY(engine->update(ConfigPatch::lowerMemoryBatchLimit(4),
+                               std::string(kMemoryGuardOrigin))); // meanwhile
         auto updated = engine->update(*patch, "rest");
         QVERIFY(updated);
         QCOMPARE(updated->after.maxBatchSize, 32);

@@ -1,9 +1,9 @@
 // Policy `continuous` (issue 14 item 2) on a fake clock: the iteration-level
 // scheduler driven step by step against a deterministic greedy StepModel.
-#include "engine/backend.h"
-#include "engine/continuous_scheduler.h"
-#include "engine/engine.h"
-#include "engine/outcome.h"
+#include "engine/exec/engine.h"
+#include "engine/exec/outcome.h"
+#include "engine/model/backend.h"
+#include "engine/sched/continuous_scheduler.h"
 
 #include <QtTest>
 

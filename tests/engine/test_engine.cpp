@@ -1,7 +1,7 @@
 // The threaded engine: scheduling on a fake clock (manual scheduling), the
 // exactly-one-completion invariant under concurrent submitters, live
 // reconfiguration, shutdown modes and backend failures.
-#include "engine/engine.h"
+#include "engine/exec/engine.h"
 #include "engine/store/trace_sink.h"
 #include "engine/store/trace_store.h"
 

@@ -1,7 +1,7 @@
 // The knob table is the one declaration of the batching knobs: validation,
 // change summaries, JSON and docs/configuration.md must agree with it.
-#include "engine/config_json.h"
-#include "engine/knobs.h"
+#include "engine/config/config_json.h"
+#include "engine/config/knobs.h"
 
 #include <QtTest>
 
@@ -55,7 +55,7 @@ private slots:
             return;
         }
         QVERIFY2(current == table,
-                 ("docs/configuration.md's knob table differs from engine/knob_table.cpp; regenerate "
+                 ("docs/configuration.md's knob table differs from engine/config/knob_table.cpp; regenerate "
                   "it with: BATCHPILOT_UPDATE_DOCS=1 ctest --preset default -R test_knobs\n"
                   "expected:\n" +
                   table)

@@ -1,11 +1,11 @@
 // Issue-8 strategies on a fake clock: adaptive delay, the SLO (AIMD)
 // controller, hybrid routing, the response cache, the memory guard and
 // priorities.
-#include "engine/adaptive.h"
-#include "engine/batcher.h"
-#include "engine/engine.h"
-#include "engine/rate_estimator.h"
-#include "engine/response_cache.h"
+#include "engine/exec/engine.h"
+#include "engine/exec/response_cache.h"
+#include "engine/sched/adaptive.h"
+#include "engine/sched/batcher.h"
+#include "engine/sched/rate_estimator.h"
 
 #include <QtTest>
 

@@ -1,5 +1,5 @@
 // The policies as pure functions: queue views, config and `now` in, decision out.
-#include "engine/policy.h"
+#include "engine/sched/policy.h"
 
 #include <QtTest>
 

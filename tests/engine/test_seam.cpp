@@ -2,14 +2,14 @@
 // items 1, 2, 6): the out-of-memory matcher, the memory guard decorator,
 // config versions, record/response building, the interceptors, and an
 // Engine driven through the seam on a fake clock.
-#include "engine/batcher.h"
-#include "engine/config_versions.h"
-#include "engine/engine.h"
-#include "engine/interceptors.h"
-#include "engine/memory_guard.h"
-#include "engine/out_of_memory.h"
-#include "engine/outcome.h"
-#include "engine/scheduler.h"
+#include "engine/config/config_versions.h"
+#include "engine/core/out_of_memory.h"
+#include "engine/exec/engine.h"
+#include "engine/exec/interceptors.h"
+#include "engine/exec/memory_guard.h"
+#include "engine/exec/outcome.h"
+#include "engine/sched/batcher.h"
+#include "engine/sched/scheduler.h"
 
 #include <QtTest>
 

@@ -5,7 +5,7 @@
 #include "app/rest/openai_chat.h"
 #include "app/rest/openai_codec.h"
 
-#include "engine/tokenizer.h"
+#include "engine/core/tokenizer.h"
 
 #include <QtTest>
 

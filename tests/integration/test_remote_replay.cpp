@@ -22,8 +22,8 @@
 #include "tests/process_run.h"
 
 #include "app/remote/http_remote_target.h"
-#include "engine/config_json.h"
-#include "engine/store/replayer.h"
+#include "engine/config/config_json.h"
+#include "engine/replay/replayer.h"
 #include "engine/store/session_summary.h"
 
 #include <QFile>

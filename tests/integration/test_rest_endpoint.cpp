@@ -158,7 +158,7 @@ private slots:
             httpRequest(m_port, "POST", "/v1/infer", toJson({{"text", "hello"}, {"max_new_tokens", 3}}));
         QCOMPARE(r.status, 200);
         const QJsonObject out = r.json().value("output").toObject();
-        // builtin:echo generates from a hash of the sequence (engine/echo_backend.cpp)
+        // builtin:echo generates from a hash of the sequence (engine/model/echo_backend.cpp)
         QCOMPARE(out.value("tokens").toArray(), QJsonArray({105, 102, 112}));
         QCOMPARE(out.value("text").toString(), QStringLiteral("ifp"));
     }

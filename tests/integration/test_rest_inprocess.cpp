@@ -8,7 +8,7 @@
 #include "app/rest/http_reply.h"
 #include "app/rest/rest_server.h"
 #include "app/rest/routes.h"
-#include "engine/model_registry.h"
+#include "engine/model/model_registry.h"
 #include "engine/store/trace_store.h"
 #include "rest_test_util.h"
 

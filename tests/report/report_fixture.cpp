@@ -1,8 +1,8 @@
 #include "report_fixture.h"
 
-#include "engine/clock.h"
-#include "engine/engine.h"
-#include "engine/store/replayer.h"
+#include "engine/core/clock.h"
+#include "engine/exec/engine.h"
+#include "engine/replay/replayer.h"
 #include "engine/store/session_recorder.h"
 
 #include <algorithm>
@@ -49,7 +49,10 @@ private:
     ModelInfo m_info;
 };
 
-QString q(const Status &s) { return QString::fromStdString(s.toString()); }
+QString q(const Status &s)
+{
+    return QString::fromStdString(s.toString());
+}
 
 } // namespace
 
@@ -102,7 +105,8 @@ std::unique_ptr<ReportFixture> buildReportFixture()
     for (Duration t = Duration::zero(); t <= span + 50ms; t += 1ms) {
         if (clock.now() < t0 + t)
             clock.set(t0 + t);
-        while (Duration(std::int64_t(next) * gap) <= clock.now() - t0 && Duration(std::int64_t(next) * gap) < span) {
+        while (Duration(std::int64_t(next) * gap) <= clock.now() - t0 &&
+               Duration(std::int64_t(next) * gap) < span) {
             const Duration at = std::int64_t(next) * gap;
             // one request per slot, then after 3 s a burst of 12 every 50 ms
             const int count = at < 3s ? 1 : next % 10 == 0 ? 12 : 0;

@@ -9,7 +9,7 @@
 
 #include "app/report/report_builder.h"
 #include "app/report/report_json.h"
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 #include "engine/store/session_summary.h"
 
 #include <QtTest>
@@ -88,7 +88,8 @@ private slots:
         QVERIFY(timeouts > 0);
         QVERIFY(!ttft.empty());
         QCOMPARE(h["timeouts"].get<std::uint64_t>(), timeouts);
-        QCOMPARE(h["timeouts"].get<std::uint64_t>(), h["by_status"]["deadline_exceeded"].get<std::uint64_t>());
+        QCOMPARE(h["timeouts"].get<std::uint64_t>(),
+                 h["by_status"]["deadline_exceeded"].get<std::uint64_t>());
         QCOMPARE(h["generated_tokens"].get<std::uint64_t>(), generated);
         QCOMPARE(h["queue_wait_p90_ms"].get<double>(), rankMs(wait, 0.90));
         QCOMPARE(h["queue_wait_p50_ms"].get<double>(), rankMs(wait, 0.50)); // the store's, same definition

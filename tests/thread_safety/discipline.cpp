@@ -1,7 +1,7 @@
 // Must compile under clang -Wthread-safety -Werror (the `thread_safety_holds`
 // test): the same member written with its lock, and a function that states
 // it needs the lock called with it held.
-#include "engine/thread_annotations.h"
+#include "engine/core/thread_annotations.h"
 
 namespace {
 class Counter {

@@ -1,6 +1,6 @@
 // Must NOT compile under clang -Wthread-safety -Werror (the
 // `thread_safety_catches` test): a guarded member written without its lock.
-#include "engine/thread_annotations.h"
+#include "engine/core/thread_annotations.h"
 
 namespace {
 class Counter {

@@ -2,7 +2,7 @@
 // suite stays fast) and a temporary trace store.
 #pragma once
 
-#include "engine/engine.h"
+#include "engine/exec/engine.h"
 #include "engine/store/trace_store.h"
 
 #include <QStandardPaths>

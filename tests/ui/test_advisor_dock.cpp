@@ -10,12 +10,14 @@
 #include "ui/advisor_candidates_model.h"
 #include "ui/advisor_chart.h"
 #include "ui/advisor_dock.h"
+#include "ui/advisor_verify_panel.h"
 #include "ui/charts_view.h"
 #include "ui/duration_spin_box.h"
 #include "ui/time_chart_view.h"
 #include "ui/trace_list_model.h"
 
 #include "engine/sim/calibration_store.h"
+#include "engine/store/tuning_store.h"
 
 #include <QAbstractItemModelTester>
 #include <QComboBox>
@@ -56,6 +58,7 @@ class TestAdvisorDock : public QObject {
                 c.cost.coef[0] = 0.4e-3;
                 c.cost.coef[1] = 0.2e-3;
                 c.cost.coef[2] = 2e-6;
+                c.batchError = {9, 0.02, 0.2, 0.5};
                 c.source = "test";
                 if (!saveCalibration(*temp.store, c))
                     qFatal("cannot store the calibration");
@@ -100,6 +103,11 @@ private slots:
         QVERIFY(r.candidates.size() >= 10);
         QCOMPARE(f.dock->result()->requests, std::size_t(300));
         QVERIFY(f.dock->result()->tuningId > 0); // stored as `batchpilot tune` stores one
+        // the prediction with the fit's spread, and how to narrow it
+        QVERIFY2(f.dock->summaryText()->text().contains(QStringLiteral(
+                     "with the fit's spread (every cost x0.80 to x1.20: its rms error): p50 ")) &&
+                     f.dock->summaryText()->text().contains(QStringLiteral("--session SESSION")),
+                 qPrintable(f.dock->summaryText()->text()));
 
         // The table: the best candidates, the recommendation first, each a
         // config with its predicted figures.
@@ -158,6 +166,93 @@ private slots:
         QVERIFY(f.dock->statusText()->text().startsWith(QStringLiteral("Cancelled")));
         QVERIFY(!f.dock->search()->running());
         QVERIFY(f.dock->runButton()->isEnabled());
+    }
+
+    // "Verify for real": the window's arrivals replayed on the served model
+    // (echo) under the recommendation, its expected duration said first,
+    // predicted vs measured shown and stored with the search.
+    void verifyReplaysTheWindow()
+    {
+        Fixture f(300, 0.004);
+        f.dock->p99Box()->setValueUs(20'000);
+        f.search(30);
+        QVERIFY(f.dock->result().has_value());
+        AdvisorVerifyPanel *panel = f.dock->verifyPanel();
+        QVERIFY(panel->verifyButton()->isEnabled());
+        // the default window holds the whole 1.2 s trace: said up front
+        QVERIFY2(
+            panel->expectedText()->text().contains(QStringLiteral("300 of 300 requests; expected about")),
+            qPrintable(panel->expectedText()->text()));
+        panel->windowBox()->setEditText(QStringLiteral("first:400ms"));
+        QVERIFY2(panel->expectedText()->text().contains(QStringLiteral("100 of 300 requests")),
+                 qPrintable(panel->expectedText()->text()));
+        QSignalSpy started(f.dock->search(), &AdvisorSearch::verificationStarted);
+        QSignalSpy finished(f.dock.get(), &AdvisorDock::verificationFinished);
+        panel->verifyButton()->click();
+        QVERIFY(f.dock->cancelButton()->isEnabled());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QCOMPARE(started.count(), 1);
+        QVERIFY2(panel->verification().has_value(), qPrintable(f.dock->statusText()->text()));
+        const Verification &v = panel->verification()->verification;
+        QVERIFY(!v.partial);
+        QCOMPARE(v.compared, std::size_t(100));
+        QCOMPARE(v.measured.completed, std::size_t(100));
+        QVERIFY(panel->resultText()->text().contains(QStringLiteral("measured")));
+        QVERIFY(f.dock->statusText()->text().startsWith(QStringLiteral("Verified over 100 requests")));
+        const auto stored = tuningsForSession(*f.temp.store, v.replay.sessionId).value();
+        QCOMPARE(stored.size(), std::size_t(1));
+        QCOMPARE(stored[0].id, f.dock->result()->tuningId);
+        QCOMPARE(stored[0].result["verification"]["window"]["spec"].get<std::string>(),
+                 std::string("first:400ms"));
+    }
+
+    // Cancel during the verification keeps what was verified: shown and
+    // stored, marked partial.
+    void cancelKeepsThePartialVerification()
+    {
+        Fixture f(3000, 0.002); // 6 s of arrivals
+        f.search(15);
+        QVERIFY(f.dock->result().has_value());
+        AdvisorVerifyPanel *panel = f.dock->verifyPanel();
+        panel->windowBox()->setEditText(QStringLiteral("all"));
+        QSignalSpy finished(f.dock.get(), &AdvisorDock::verificationFinished);
+        connect(f.dock->search(), &AdvisorSearch::verificationProgress, f.dock.get(), [&f](int done) {
+            if (done > 0)
+                f.dock->cancelButton()->click();
+        });
+        panel->verifyButton()->click();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QVERIFY2(panel->verification().has_value(), qPrintable(f.dock->statusText()->text()));
+        const Verification &v = panel->verification()->verification;
+        QVERIFY(v.partial);
+        QVERIFY(v.replay.submitted < 3000);
+        QVERIFY(panel->resultText()->text().contains(QStringLiteral("Partial")));
+        QVERIFY2(f.dock->statusText()->text().contains(QStringLiteral("marked partial")),
+                 qPrintable(f.dock->statusText()->text()));
+        const auto stored = tuningsForSession(*f.temp.store, v.replay.sessionId).value();
+        QCOMPARE(stored.size(), std::size_t(1));
+        QCOMPARE(stored[0].result["verification"]["partial"].get<bool>(), true);
+        QVERIFY(f.dock->runButton()->isEnabled());
+    }
+
+    // A calibration measured on a busy machine: the dock says so, and how to
+    // get a clean one.
+    void aDisturbedCalibrationIsFlagged()
+    {
+        Fixture f(50, 0.01, false);
+        Calibration c = Calibration::forModel(f.engine->model(), "", 1);
+        c.cost.coef[0] = 0.4e-3;
+        c.runSpread = 0.6;
+        c.source = "profile (quick)";
+        QVERIFY(saveCalibration(*f.temp.store, c));
+        f.dock->refreshCalibrations();
+        QTRY_VERIFY(f.dock->calibrationBox()->count() == 1);
+        QVERIFY(f.dock->calibrationBox()->itemText(0).contains(QStringLiteral("disturbed")));
+        QTRY_VERIFY(f.dock->calibrationNote()->isVisibleTo(f.dock.get()));
+        const QString note = f.dock->calibrationNote()->text();
+        QVERIFY2(note.contains(QStringLiteral("disturbed by other work")) &&
+                     note.contains(QStringLiteral("batchpilot calibrate --model builtin:echo")),
+                 qPrintable(note));
     }
 
     void applyLiveIsAnAdvisorChange()

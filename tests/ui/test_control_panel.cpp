@@ -345,7 +345,7 @@ private slots:
     }
 
     // Issue 13, item 3: the console's editors take range, step, unit, default
-    // and tooltip from engine/knobs.h. Every knob of the table has exactly one
+    // and tooltip from engine/config/knobs.h. Every knob of the table has exactly one
     // editor, and each editor's range and tooltip are the table's.
     void editorsFollowTheKnobTable()
     {

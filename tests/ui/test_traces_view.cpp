@@ -15,7 +15,7 @@
 #include "ui/traces_view.h"
 
 #include "engine/store/session_recorder.h"
-#include "engine/workload.h"
+#include "engine/workload/workload.h"
 
 #include <QComboBox>
 #include <QLabel>

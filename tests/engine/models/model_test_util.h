@@ -2,8 +2,8 @@
 // a Backend, and comparing float outputs. Torch-free.
 #pragma once
 
-#include "engine/backend.h"
-#include "engine/model_registry.h"
+#include "engine/model/backend.h"
+#include "engine/model/model_registry.h"
 
 #include <QtTest>
 

@@ -2,7 +2,7 @@
 // padding invariance, compaction of finished members changes nothing,
 // generation stops at max_new_tokens, over-long requests fail alone, and the
 // engine end to end (tokens, time to first token, time per output token).
-#include "engine/engine.h"
+#include "engine/exec/engine.h"
 #include "engine/torch/model_presets.h"
 #include "engine/torch/tiny_decoder.h"
 #include "model_test_util.h"
@@ -28,8 +28,8 @@ std::shared_ptr<DecoderModel> decoder()
     return made.value();
 }
 
-std::vector<Generation> generate(DecoderModel &model, const std::vector<Request> &reqs, GenerateOptions options,
-                                 int paddedLength = 0)
+std::vector<Generation> generate(DecoderModel &model, const std::vector<Request> &reqs,
+                                 GenerateOptions options, int paddedLength = 0)
 {
     BatchInput input;
     for (const auto &r : reqs) {
@@ -138,8 +138,9 @@ private slots:
         auto model = decoder();
         QVERIFY(model);
         std::mt19937 rng(11);
-        std::vector<Request> reqs{makeRequest(randomTokens(rng, 4), 12), makeRequest(randomTokens(rng, 17), 5),
-                                  makeRequest(randomTokens(rng, 9), 20), makeRequest(randomTokens(rng, 1), 7)};
+        std::vector<Request> reqs{
+            makeRequest(randomTokens(rng, 4), 12), makeRequest(randomTokens(rng, 17), 5),
+            makeRequest(randomTokens(rng, 9), 20), makeRequest(randomTokens(rng, 1), 7)};
         const auto cached = generate(*model, reqs, withLogits(true));
         const auto reference = generate(*model, reqs, withLogits(false));
         QCOMPARE(cached.size(), reqs.size());
@@ -181,7 +182,8 @@ private slots:
         std::mt19937 rng(13);
         std::vector<Request> reqs;
         for (int i = 0; i < 6; ++i)
-            reqs.push_back(makeRequest(randomTokens(rng, 3 + 5 * i), 2 + 3 * i)); // ragged: finish at different steps
+            reqs.push_back(
+                makeRequest(randomTokens(rng, 3 + 5 * i), 2 + 3 * i)); // ragged: finish at different steps
         const auto compacted = generate(*model, reqs, withLogits(true, true));
         const auto full = generate(*model, reqs, withLogits(true, false));
         for (std::size_t i = 0; i < reqs.size(); ++i) {

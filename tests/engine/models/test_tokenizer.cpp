@@ -1,6 +1,6 @@
 // The byte-level tokenizer: exact round trips, ids outside the byte range and
 // invalid UTF-8 become U+FFFD.
-#include "engine/tokenizer.h"
+#include "engine/core/tokenizer.h"
 
 #include <QtTest>
 
@@ -41,7 +41,8 @@ private slots:
         QVERIFY(!ByteTokenizer::isByteSequence(std::vector<TokenId>{1, 256}));
         // a lone continuation byte, a truncated 3-byte sequence, an overlong '/'
         QCOMPARE(ByteTokenizer::decode(std::vector<TokenId>{0x80}), replacement);
-        QCOMPARE(ByteTokenizer::decode(std::vector<TokenId>{0xE6, 0x97, 65}), replacement + replacement + "A");
+        QCOMPARE(ByteTokenizer::decode(std::vector<TokenId>{0xE6, 0x97, 65}),
+                 replacement + replacement + "A");
         QCOMPARE(ByteTokenizer::decode(std::vector<TokenId>{0xC0, 0xAF}), replacement + replacement);
     }
 };

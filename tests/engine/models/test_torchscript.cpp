@@ -9,7 +9,7 @@
 // does not grow is refused at load.
 #include "model_test_util.h"
 
-#include "engine/engine.h"
+#include "engine/exec/engine.h"
 #include "tests/engine/step_driver.h"
 
 #include <QJsonArray>
@@ -137,7 +137,8 @@ private slots:
         const Status s = loadError(path);
         QCOMPARE(s.code(), StatusCode::InvalidArgument);
         QVERIFY(s.message().find(path) != std::string::npos);
-        QVERIFY2(s.message().find("not a loadable TorchScript file") != std::string::npos, s.message().c_str());
+        QVERIFY2(s.message().find("not a loadable TorchScript file") != std::string::npos,
+                 s.message().c_str());
         QVERIFY(s.message().find('\n') == std::string::npos); // one line, no C++ backtrace
     }
 
@@ -239,7 +240,8 @@ private slots:
         QCOMPARE(s.code(), StatusCode::InvalidArgument);
         QVERIFY(s.message().find(path) != std::string::npos);
         QVERIFY2(s.message().find("wrong signature") != std::string::npos, s.message().c_str());
-        QVERIFY2(s.message().find("forward(") != std::string::npos, s.message().c_str()); // shows what it found
+        QVERIFY2(s.message().find("forward(") != std::string::npos,
+                 s.message().c_str()); // shows what it found
     }
 
     void wrongReturnType()

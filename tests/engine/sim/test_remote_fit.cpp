@@ -10,7 +10,7 @@
 //  - the settings parsers on fixtures written from the servers' sources;
 //  - a remote calibration survives its JSON and the trace store (schema 8),
 //    and is found by its target.
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 #include "engine/sim/calibration_store.h"
 #include "engine/sim/least_squares.h"
 #include "engine/sim/remote_calibration.h"

@@ -3,10 +3,11 @@
 // deadlines and the drain; and a simulated replay of builtin:echo (zero
 // cost) agrees batch for batch and request for request with the virtual
 // replay it replaces, under every request-level policy.
-#include "engine/continuous_scheduler.h"
+#include "engine/replay/replayer.h"
+#include "engine/sched/continuous_scheduler.h"
+#include "engine/sim/sim_interval.h"
 #include "engine/sim/simulated_replay.h"
 #include "engine/sim/simulator.h"
-#include "engine/store/replayer.h"
 #include "engine/store/session_summary.h"
 #include "engine/store/trace_store.h"
 
@@ -163,6 +164,51 @@ private slots:
         QVERIFY2(
             std::abs(mean - expected) / expected < 0.05,
             qPrintable(QStringLiteral("mean wait %1 ms, M/D/1 %2 ms").arg(mean * 1e3).arg(expected * 1e3)));
+    }
+
+    // The first prediction's interval (sim_interval.h): the fit's spread
+    // carried through the simulation. M/D/1 at rho 0.8 with costs 10% down
+    // and up (rho 0.72 and 0.88): the latency moves by far more than 10%
+    // (saturation amplifies), each figure's range holds the simulation, and
+    // the middle is the simulation as run.
+    void intervalCarriesTheFitSpread()
+    {
+        std::mt19937_64 rng(5);
+        std::exponential_distribution<double> gap(80);
+        std::vector<SimArrival> arrivals(5'000);
+        double t = 0;
+        for (auto &a : arrivals) {
+            t += gap(rng);
+            a.offset = fromSeconds(t);
+        }
+        const SimulatorOptions o = optionsFor(PolicyKind::None, 10ms);
+        const SimulatedInterval i = simulatedInterval(o, arrivals, 0.1);
+        QCOMPARE(i.spread, 0.1);
+        const LatencyFigures as = latencyFigures(simulateSamples(o, arrivals).samples);
+        QCOMPARE(i.mid.meanS, as.meanS);
+        QCOMPARE(i.mid.p99S, as.p99S);
+        QCOMPARE(i.mid.completed, arrivals.size());
+        for (auto f :
+             {&LatencyFigures::p50S, &LatencyFigures::p90S, &LatencyFigures::p99S, &LatencyFigures::meanS})
+            QVERIFY(i.low.*f <= i.mid.*f && i.mid.*f <= i.high.*f);
+        QVERIFY2(i.high.meanS > 1.3 * i.mid.meanS && i.low.meanS < 0.85 * i.mid.meanS,
+                 qPrintable(QStringLiteral("%1 %2 %3").arg(i.low.meanS).arg(i.mid.meanS).arg(i.high.meanS)));
+        // what it says
+        SimulatedInterval shown;
+        shown.mid = {1, 0.012, 0.02, 1.4, 0.013};
+        shown.low = {1, 0.010, 0.018, 1.1, 0.011};
+        shown.high = {1, 0.015, 0.03, 2.2, 0.02};
+        QCOMPARE(describeInterval(shown), std::string("p50 12.0 ms [10.0-15.0], p90 20.0 ms [18.0-30.0], "
+                                                      "p99 1.40 s [1.10-2.20], mean 13.0 ms [11.0-20.0]"));
+        // The spread: the fit's rms error over the policy's units.
+        Calibration c;
+        QVERIFY(!fitSpread(c, PolicyKind::Dynamic)); // nothing measured
+        c.batchError = {9, 0.02, 0.19, 0.55};
+        c.iterationError = {30, 0.01, 0.04, 0.1};
+        QCOMPARE(*fitSpread(c, PolicyKind::Dynamic), 0.19);
+        QCOMPARE(*fitSpread(c, PolicyKind::Continuous), 0.04);
+        c.batchError.rmsRel = 3;
+        QCOMPARE(*fitSpread(c, PolicyKind::Static), 0.9);
     }
 
     // Several instances run batches side by side; a batch forms only when

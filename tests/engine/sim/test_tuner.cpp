@@ -4,6 +4,7 @@
 // wrong, proposes bucket edges from a length distribution, bisects capacity,
 // and on a real simulation recommends a config that meets the SLO with a
 // capacity no higher than the server's analytic limit.
+#include "engine/exec/outcome.h"
 #include "engine/sim/tuner.h"
 
 #include <QtTest>
@@ -105,9 +106,10 @@ private slots:
             samples.push_back({std::chrono::milliseconds(10 * i),
                                std::chrono::milliseconds(i < 50 ? 10 : 40),
                                {},
+                               {},
                                0,
                                true});
-        samples.push_back({990ms, 60ms, {}, 0, true}); // ok, over the bound: not good
+        samples.push_back({990ms, 60ms, {}, {}, 0, true}); // ok, over the bound: not good
         // 100 were sent; the 100th never came back: it counts as failed (infinitely late).
         const TuneFigures f = figuresOf(samples, 100, slo);
         QCOMPARE(f.requests, std::size_t(100));
@@ -129,22 +131,97 @@ private slots:
 
         // A request the model cannot take under any config is left out.
         std::vector<TuneSample> withRefused = samples;
-        withRefused.push_back({995ms, {}, {}, 0, false, true});
+        withRefused.push_back({995ms, {}, {}, {}, 0, false, true});
         const TuneFigures refused = figuresOf(withRefused, 101, slo);
         QCOMPARE(refused.unservable, std::size_t(1));
         QCOMPARE(refused.requests, std::size_t(100));
         QCOMPARE(refused.p99S, 0.060);
         QVERIFY(refused.sloMet);
 
-        // Token level: TPOT = (total - ttft) / (tokens - 1).
+        // Token level: each request's own TPOT, as the engine recorded it.
         TuneSlo token;
         token.tpotP99 = 10ms;
-        const std::vector<TuneSample> gen = {{0ms, 100ms, 20ms, 9, true}, {5ms, 100ms, 10ms, 1, true}};
+        const std::vector<TuneSample> gen = {{0ms, 100ms, 20ms, 10ms, 9, true},
+                                             {5ms, 100ms, 10ms, {}, 1, true}};
         const TuneFigures g = figuresOf(gen, 2, token);
         QCOMPARE(g.tpotP99S, 0.010);
         QCOMPARE(g.ttftP99S, 0.020);
         QVERIFY(g.sloMet);
         QCOMPARE(g.good, std::size_t(2));
+    }
+
+    // Issue 23 defect 4: one TPOT definition. Two requests share a
+    // request-level batch: one wants 2 tokens, the other 64. The decoder
+    // reports each member's own last token (finished rows leave the batch),
+    // so the engine's TPOT of the short one is its one decode step over two
+    // rows; it then waits for the batch to end. The simulator must report
+    // what the engine does for the same token times, and the tuner must
+    // judge the SLO on that figure: (e2e − TTFT) / (n − 1) would charge the
+    // short request the long one's 62 extra steps and reject a config that
+    // meets the bound.
+    void oneTpotDefinition()
+    {
+        TuneWorkload w;
+        w.model.output = OutputKind::Generated;
+        w.model.limits.maxSequenceLength = 512;
+        w.model.cost.generative = true;
+        w.model.cost.coef[0] = 0.010; // the prefill: 10 ms
+        w.model.cost.coef[4] = 0.001; // a decode step: 1 ms + 1 ms per running row
+        w.model.cost.coef[5] = 0.001;
+        w.model.costNoise = CostNoise::None;
+        w.arrivals = {{0ms, 16, 2, 1, 0, std::nullopt}, {0ms, 16, 64, 2, 0, std::nullopt}};
+        BatchingConfig config;
+        config.maxBatchSize = 2;
+        config.maxQueueDelay = 50ms;
+
+        // The engine's TPOT for these token times (outcome.cpp).
+        const CostModel::BatchCost cost = w.model.cost.batchCost(2, 16, std::vector<int>{2, 64});
+        QCOMPARE(cost.lastToken.size(), std::size_t(2));
+        QCOMPARE(cost.lastToken[0], cost.firstToken + Duration(3ms)); // one step over 2 rows
+        Batch batch;
+        batch.id = 1;
+        batch.paddedLength = 16;
+        batch.items.resize(2);
+        UnitRun run;
+        run.end = run.start + cost.run;
+        run.results.resize(2);
+        for (std::size_t i = 0; i < 2; ++i) {
+            batch.items[i].request.tokens.assign(16, 1);
+            run.results[i].tokens.assign(i == 0 ? 2 : 64, 1);
+            run.results[i].firstTokenAfter = cost.firstToken;
+            run.results[i].lastTokenAfter = cost.lastToken[i];
+        }
+        std::vector<Response> responses;
+        batchResponses(batch, run, responses);
+        std::vector<RequestRecord> engineRecords;
+        for (std::size_t i = 0; i < 2; ++i)
+            engineRecords.push_back(completedRecord(batch.items[i].request, responses[i], batch.id));
+        QCOMPARE(engineRecords[0].timePerOutputToken, Duration(3ms));
+
+        // The simulator reports the same per member.
+        struct Records final : EngineObserver {
+            std::vector<RequestRecord> requests;
+            void onBatchCompleted(const BatchRecord &, std::span<const RequestRecord> rs) override
+            {
+                requests.insert(requests.end(), rs.begin(), rs.end());
+            }
+        } sim;
+        SimulatorOptions so = w.model;
+        so.config = config;
+        so.observer = &sim;
+        Simulator(so).run(w.arrivals);
+        QCOMPARE(sim.requests.size(), std::size_t(2));
+        for (std::size_t i = 0; i < 2; ++i)
+            QCOMPARE(sim.requests[i].timePerOutputToken, engineRecords[i].timePerOutputToken);
+
+        // The tuner meets a 3.5 ms TPOT bound on it; the e2e-based figure
+        // (the short request ends with the 137 ms batch) would not.
+        TuneSlo slo;
+        slo.tpotP99 = 3500us;
+        const TuneFigures f = simulationEvaluator(w, slo)(config, 1);
+        QVERIFY2(f.sloMet, std::to_string(f.tpotP99S).c_str());
+        QVERIFY(std::fabs(f.tpotP99S - 0.003) < 1e-9);
+        QCOMPARE(f.good, std::size_t(2));
     }
 
     void extractsTheParetoFront()
@@ -283,7 +360,7 @@ private slots:
             a.inputTokens = 8 + i % 57;
             w.arrivals.push_back(a);
         }
-        w.cost.coef[0] = 0.003;
+        w.model.cost.coef[0] = 0.003;
         TuneSlo slo;
         slo.e2eP99 = 20ms;
         const TuneEvaluator sim = simulationEvaluator(w, slo);

@@ -5,9 +5,9 @@
 // "batch" range per stored batch with its policy, size, padded length, bucket
 // and reason, scheduling ranges in the engine category, backend ranges inside
 // the batches, and every push matched by a pop. No GPU is involved.
-#include "engine/model_registry.h"
-#include "engine/nvtx.h"
-#include "engine/store/replayer.h"
+#include "engine/core/nvtx.h"
+#include "engine/model/model_registry.h"
+#include "engine/replay/replayer.h"
 #include "engine/store/trace_store.h"
 
 #include <QtTest>

@@ -1,12 +1,12 @@
 // The Prometheus text reader and the mapping of each server's metric names
-// to one set of series (engine/store/prometheus_text.h, target_metrics.h).
+// to one set of series (engine/telemetry/prometheus_text.h, target_metrics.h).
 // The expositions below are written from the servers' documented metric
 // names (vLLM "Production Metrics", Triton "Metrics" + the TensorRT-LLM
 // backend's custom metrics, TGI "Metrics" reference, SGLang "Production
 // Metrics"); BatchPilot's own /metrics is checked against the real server
 // in tests/integration/test_remote_replay.cpp.
-#include "engine/store/prometheus_text.h"
-#include "engine/store/target_metrics.h"
+#include "engine/telemetry/prometheus_text.h"
+#include "engine/telemetry/target_metrics.h"
 
 #include <QTest>
 

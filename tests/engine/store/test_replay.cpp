@@ -3,7 +3,7 @@
 // an accelerated real clock), honours speed and length scaling, the request
 // limit, the chosen config, progress and cancellation, and links the new
 // session to its source. The virtual clock makes batching deterministic.
-#include "engine/store/replayer.h"
+#include "engine/replay/replayer.h"
 #include "engine/store/session_summary.h"
 #include "engine/store/trace_store.h"
 
@@ -122,7 +122,8 @@ private slots:
     {
         Fixture f;
         auto small = makeEchoBackend(256, 64);
-        const auto traceId = f.store->addTrace("long", "", TraceFormat::Plain, {{0, 10, 1}, {0.1, 500, 1}})->id;
+        const auto traceId =
+            f.store->addTrace("long", "", TraceFormat::Plain, {{0, 10, 1}, {0.1, 500, 1}})->id;
         ReplayOptions o;
         o.source = {ReplaySource::Kind::Trace, traceId};
         o.clock = ReplayClock::Virtual;
@@ -142,9 +143,10 @@ private slots:
     void virtualClockBatchingIsExact()
     {
         Fixture f;
-        const auto traceId =
-            f.store->addTrace("tiny", "", TraceFormat::Plain, {{0, 8, 0}, {0.001, 8, 0}, {0.002, 8, 0}, {0.010, 8, 0}})
-                ->id;
+        const auto traceId = f.store
+                                 ->addTrace("tiny", "", TraceFormat::Plain,
+                                            {{0, 8, 0}, {0.001, 8, 0}, {0.002, 8, 0}, {0.010, 8, 0}})
+                                 ->id;
         BatchingConfig config;
         config.maxBatchSize = 2;
         config.maxQueueDelay = 5ms;
@@ -280,14 +282,15 @@ private slots:
         o.progressInterval = Duration::zero();
         std::atomic<bool> cancel{false};
         std::vector<ReplayProgress> seen;
-        auto out = Replayer(f.store, f.backend).run(
-            o,
-            [&](const ReplayProgress &p) {
-                seen.push_back(p);
-                if (p.submitted >= 25)
-                    cancel = true;
-            },
-            &cancel);
+        auto out = Replayer(f.store, f.backend)
+                       .run(
+                           o,
+                           [&](const ReplayProgress &p) {
+                               seen.push_back(p);
+                               if (p.submitted >= 25)
+                                   cancel = true;
+                           },
+                           &cancel);
         QVERIFY(out);
         QVERIFY(out->cancelled);
         QCOMPARE(out->submitted, std::size_t(25));

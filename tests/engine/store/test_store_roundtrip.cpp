@@ -2,7 +2,7 @@
 // delete), config history, requests, batches and metric samples (through
 // the TraceSink, as live logging writes them), traces and their rows; and
 // the session summary computed from the stored records.
-#include "engine/config_json.h"
+#include "engine/config/config_json.h"
 #include "engine/store/session_summary.h"
 #include "engine/store/trace_sink.h"
 #include "engine/store/trace_store.h"
@@ -28,8 +28,8 @@ struct Fixture {
     }
 };
 
-RequestRecord request(std::uint64_t id, TimePoint epoch, Duration arrival, Duration total, std::uint64_t batch,
-                      StatusCode status = StatusCode::Ok)
+RequestRecord request(std::uint64_t id, TimePoint epoch, Duration arrival, Duration total,
+                      std::uint64_t batch, StatusCode status = StatusCode::Ok)
 {
     RequestRecord r;
     r.id = id;
@@ -138,7 +138,8 @@ private slots:
         changedConfig.maxBatchSize = 32;
         changedConfig.maxQueueDelay = 2ms;
         changedConfig.bucketEdges = {32, 64};
-        ConfigChange changed{epoch + 1500ms, 2, describeChange(BatchingConfig{}, changedConfig), "rest", changedConfig};
+        ConfigChange changed{epoch + 1500ms, 2, describeChange(BatchingConfig{}, changedConfig), "rest",
+                             changedConfig};
 
         BatchRecord batch;
         batch.id = 5;
@@ -154,7 +155,8 @@ private slots:
         batch.bucket = 1;
         batch.executor = 2;
         batch.configVersion = 2;
-        std::vector<RequestRecord> members = {request(1, epoch, 10ms, 14ms, 5), request(2, epoch, 11ms, 13ms, 5),
+        std::vector<RequestRecord> members = {request(1, epoch, 10ms, 14ms, 5),
+                                              request(2, epoch, 11ms, 13ms, 5),
                                               request(3, epoch, 12ms, 12ms, 5)};
         RequestRecord rejected = request(4, epoch, 30ms, 0ms, 0, StatusCode::QueueFull);
 
@@ -412,7 +414,8 @@ private slots:
         SessionSummary slower = *s;
         slower.latencyP99Ms = 99.0 * 1.5;
         const auto rows = comparisonRows(*s, slower);
-        const auto p99 = std::find_if(rows.begin(), rows.end(), [](const ComparisonRow &r) { return r.key == "latency_p99_ms"; });
+        const auto p99 = std::find_if(rows.begin(), rows.end(),
+                                      [](const ComparisonRow &r) { return r.key == "latency_p99_ms"; });
         QVERIFY(p99 != rows.end());
         QCOMPARE(p99->a, std::string("99.000"));
         QCOMPARE(p99->change, std::string("+50.0%"));

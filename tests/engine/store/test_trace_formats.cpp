@@ -1,4 +1,4 @@
-// The trace formats of the field (engine/trace_csv.h): Azure 2024 timestamps
+// The trace formats of the field (engine/workload/trace_csv.h): Azure 2024 timestamps
 // beside 2023's, BurstGPT (failed requests kept or dropped), Mooncake JSONL
 // (hash ids kept, sorted with their rows, stored and read back, prefix reuse),
 // genai-perf payloads (lengths from input_length, text or hash_ids), detection
@@ -6,7 +6,7 @@
 // numbers, and the Mooncake export read back unchanged (directly and through
 // the store). Fixtures: tests/engine/store/traces/.
 #include "engine/store/trace_store.h"
-#include "engine/trace_export.h"
+#include "engine/workload/trace_export.h"
 
 #include <QtTest>
 

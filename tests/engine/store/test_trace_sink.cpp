@@ -3,7 +3,7 @@
 // turns logging off with a visible warning while the engine keeps serving;
 // the session recorder writes config history, samples and the session end in
 // the right order.
-#include "engine/engine.h"
+#include "engine/exec/engine.h"
 #include "engine/store/session_recorder.h"
 #include "engine/store/session_summary.h"
 #include "engine/store/trace_sink.h"
@@ -251,7 +251,8 @@ private slots:
     void unopenableDatabaseIsAnError()
     {
         QTemporaryDir dir;
-        auto sink = TraceSink::create(dir.filePath("no/such/dir/t.sqlite").toStdString(), 1, SteadyClock::now());
+        auto sink =
+            TraceSink::create(dir.filePath("no/such/dir/t.sqlite").toStdString(), 1, SteadyClock::now());
         QVERIFY(!sink);
         QCOMPARE(sink.status().code(), StatusCode::Unavailable);
         QVERIFY(sink.status().message().find("cannot open") != std::string::npos);
@@ -266,7 +267,8 @@ private slots:
         auto sink = TraceSink::create(f.path, id, SteadyClock::now());
         QVERIFY(sink);
         f.store.reset();
-        std::filesystem::permissions(f.path, std::filesystem::perms::owner_read | std::filesystem::perms::group_read);
+        std::filesystem::permissions(f.path,
+                                     std::filesystem::perms::owner_read | std::filesystem::perms::group_read);
         (*sink)->onBatchCompleted(batchOf(1, 2), membersOf(1, 2));
         (*sink)->start();
         (*sink)->flush();

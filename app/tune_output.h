@@ -1,0 +1,26 @@
+// The text `batchpilot tune` prints: the Pareto front, the recommendation
+// and the verification table (cmd_tune.cpp runs the pipeline; this only
+// formats its result).
+#pragma once
+
+#include "engine/sim/tune_pipeline.h"
+
+#include <QString>
+#include <QTextStream>
+
+namespace bp::app {
+
+// "12.3", "inf" (seconds as milliseconds).
+QString msText(double seconds);
+// "+4%", "-" when either figure is not a finite number.
+QString errorText(double predicted, double measured);
+// "about 3 min 20 s".
+QString durationText(double seconds);
+
+// The front, the recommendation, its changes and capacity.
+void printSearch(QTextStream &out, const TuneRun &run, const QString &objectiveName, const QString &baseName,
+                 CostNoise noise);
+// Predicted vs measured over the verified window (partial: the arrivals sent).
+void printVerification(QTextStream &out, const Verification &v, bool tokenLevel);
+
+} // namespace bp::app

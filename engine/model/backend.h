@@ -1,0 +1,105 @@
+// A model the engine runs batches on.
+//
+// Threading: run() is called concurrently from every executor thread (one
+// per model instance). Implementations keep per-call state on the stack and
+// treat weights as read-only.
+#pragma once
+
+#include "engine/core/request.h"
+#include "engine/core/result.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bp {
+
+// What the model accepts; a scheduler's admit() checks every request against it.
+struct ModelLimits {
+    int maxSequenceLength = 1024;
+    int vocabSize = 256;
+};
+
+struct ModelInfo {
+    std::string name; // "builtin:echo", "builtin:tiny-decoder", "/path/model.pt"
+    std::string device = "cpu";
+    int vocabSize = 256;
+    int maxSequenceLength = 1024;
+    bool generative = false;   // produces tokens up to max_new_tokens
+    int maxNewTokensLimit = 0; // largest max_new_tokens accepted (generative only)
+    std::int64_t parameters = 0;
+    std::string description;
+
+    ModelLimits limits() const { return {maxSequenceLength, vocabSize}; }
+};
+
+// One request's part of a batch result.
+struct SequenceResult {
+    Status status;
+    std::vector<float> values;
+    std::vector<TokenId> tokens;
+    Duration firstTokenAfter{}; // from the start of run() to this sequence's first token
+    Duration lastTokenAfter{};  // from the start of run() to its last token (generative; 0 = unknown)
+};
+
+struct BatchInput {
+    std::vector<const Request *> requests; // in batch order
+    int paddedLength = 0;                  // >= every request's length
+};
+
+// Iteration-level generation (policy `continuous`). The backend keeps each
+// live sequence's KV cache between steps, keyed by an id the scheduler chooses.
+struct StepItem {
+    std::uint64_t sequence = 0;  // live-sequence id (unique while live)
+    std::vector<TokenId> tokens; // tokens to append now: a prompt chunk (prefill)
+                                 // or the previously sampled token (decode)
+    bool sample = true;          // return the next token after these; false for a
+                                 // non-final prefill chunk
+};
+
+struct StepOutcome {
+    Status status;    // per sequence
+    TokenId next = 0; // greedy next token when sample && status.isOk()
+};
+
+class StepModel {
+public:
+    virtual ~StepModel() = default;
+    // One iteration over `items` (each sequence at most once per call). An id
+    // not seen before starts a sequence; a known id continues it. out is
+    // resized to items.size(). A non-OK return fails the whole step.
+    // Thread-safety: concurrent calls are allowed for disjoint sequence sets.
+    virtual Status step(const std::vector<StepItem> &items, std::vector<StepOutcome> &out) = 0;
+    // Frees a sequence's KV cache (finished, cancelled, preempted). Unknown ids are ignored.
+    virtual void release(std::uint64_t sequence) = 0;
+    // Tokens currently held in KV caches over all live sequences.
+    virtual std::int64_t cachedTokens() const = 0;
+};
+
+// step()'s precondition, for implementations to check first: InvalidArgument
+// naming the first sequence that appears twice in `items`.
+Status checkDistinctSequences(const std::vector<StepItem> &items);
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual const ModelInfo &info() const = 0;
+    // Fills out[i] for requests[i]; out is resized by the caller. A non-OK
+    // return fails the whole batch with that status (e.g. ResourceExhausted).
+    virtual Status run(const BatchInput &input, std::vector<SequenceResult> &out) = 0;
+    // Memory probe, for devices where memory is the limit (CUDA): the
+    // largest batch of `paddedLength`-token sequences that runs without an
+    // out-of-memory error, found by trying. nullopt = no limit known (CPU).
+    virtual std::optional<int> probeMaxBatch(int /*paddedLength*/, int /*upTo*/) { return std::nullopt; }
+    // Step-level generation (policy `continuous`); nullptr when the model has
+    // none. The returned object lives as long as the backend.
+    virtual StepModel *steps() { return nullptr; }
+};
+
+// builtin:echo — no compute: returns the input tokens (or the first
+// max_new_tokens of them). Measures the serving path alone.
+std::shared_ptr<Backend> makeEchoBackend(int vocabSize = 256, int maxSequenceLength = 8192);
+
+} // namespace bp

@@ -1,0 +1,42 @@
+#include "model_registry.h"
+
+#ifdef BATCHPILOT_HAVE_TORCH
+#include "engine/torch/torch_models.h"
+#endif
+
+namespace bp {
+
+Result<std::shared_ptr<Backend>> createBackend(const ModelSpec &spec)
+{
+    if (spec.name == "builtin:echo")
+        return makeEchoBackend();
+#ifdef BATCHPILOT_HAVE_TORCH
+    return createTorchBackend(spec);
+#else
+    return Status(StatusCode::NotFound,
+                  "model '" + spec.name +
+                      "' needs libtorch, and this build has none (BATCHPILOT_TORCH=OFF); "
+                      "only builtin:echo is available");
+#endif
+}
+
+std::vector<std::string> builtinModelNames()
+{
+    std::vector<std::string> names{"builtin:echo"};
+#ifdef BATCHPILOT_HAVE_TORCH
+    for (auto &n : torchBuiltinNames())
+        names.push_back(n);
+#endif
+    return names;
+}
+
+bool torchAvailable()
+{
+#ifdef BATCHPILOT_HAVE_TORCH
+    return true;
+#else
+    return false;
+#endif
+}
+
+} // namespace bp

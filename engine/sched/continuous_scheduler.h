@@ -1,0 +1,100 @@
+// The iteration-level Scheduler (policy `continuous`, issue 14 item 2), after
+// vLLM's and Orca's schedulers: the unit of work is one step over a running
+// set of sequences (StepModel::step), not a batch of whole requests.
+//  - A finished sequence leaves the running set after the step that produced
+//    its last token; a waiting one joins at the next step.
+//  - Every step spends at most max_num_batched_tokens tokens: one per
+//    decoding sequence, and prompt tokens of prefilling ones. With chunked
+//    prefill a prompt is fed in chunks of at most prefill_chunk tokens, so a
+//    long prompt shares steps with running decodes; without it a prompt is
+//    fed whole, in a step with room for all of it.
+//  - decode_first: decodes take the budget before prefills (lower
+//    time-per-token for the running); otherwise prefills first (lower
+//    time-to-first-token for the waiting).
+//  - kv_cache_tokens (0 = unlimited) bounds the tokens held in KV caches.
+//    When the running sequences' next tokens do not fit, the most recently
+//    joined sequence is preempted by recompute: its cache is released and it
+//    goes back to the front of the queue with the tokens it generated; when
+//    it runs again its prompt and those tokens are prefilled, so greedy
+//    decoding produces exactly the same output.
+//  - Order of joining: FCFS, or by priority then arrival.
+//    A sequence preempted by a decision does not rejoin in that decision.
+//  - kv_cache_tokens lowered live: a sequence (waiting or running) whose
+//    prompt plus max_new_tokens no longer fit it is failed with OutOfRange
+//    at the next decision, so that it cannot stall those behind it.
+//  - A request whose `cancelled` flag is set is completed with Cancelled at
+//    the next decision and its cache released.
+//  - onToken is called for every generated token, in order, under the engine
+//    lock (from finished()), before the completion.
+// One step is in flight at a time. Not thread-safe (see Scheduler).
+#pragma once
+
+#include "engine/model/backend.h"
+#include "rate_estimator.h"
+#include "scheduler.h"
+#include "work_unit.h"
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace bp {
+
+class ContinuousScheduler : public Scheduler {
+public:
+    // `model` must outlive the scheduler; it is called (release()) under the
+    // engine lock.
+    // `ids`: the engine's unit ids (null: a fresh sequence from 1).
+    ContinuousScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
+                        std::shared_ptr<UnitIds> ids = nullptr);
+    ~ContinuousScheduler() override;
+
+    Status admit(Pending &pending, TimePoint now) override;
+    Poll poll(TimePoint now, bool draining, bool mayDispatch = true) override;
+    bool finished(WorkUnit &unit, UnitRun &run, TimePoint now, UnitDone &done) override;
+    void reconfigure(const BatchingConfig &config, std::uint64_t version) override;
+    std::vector<Pending> takeAll() override;
+
+    // Waiting and running sequences together (the engine drains until 0).
+    std::size_t size() const override { return m_waiting.size() + m_running.size(); }
+    // One queue: the waiting requests (iteration gauges have the rest).
+    SchedulerGauges gauges(TimePoint now) const override;
+    IterationGauges iterationGauges() const;
+
+    std::size_t waiting() const { return m_waiting.size(); }
+    std::size_t running() const { return m_running.size(); }
+    // Tokens this scheduler counts in KV caches (its own books; equals the
+    // model's cachedTokens() between steps).
+    std::int64_t kvTokens() const { return m_kvTokens; }
+    std::uint64_t preemptions() const { return m_preemptions; }
+
+private:
+    struct Sequence;
+    using SequencePtr = std::unique_ptr<Sequence>;
+
+    Status check(const Request &request, TimePoint now) const;
+    void enqueueWaiting(SequencePtr s);
+    void preempt(std::size_t runningIndex);
+    void release(Sequence &s);
+    // Completes `s` (removed from its list by the caller) into `done`.
+    void complete(SequencePtr s, Status status, TimePoint now, UnitDone &done);
+    bool fitsKv(std::int64_t tokens) const;
+    // OutOfRange when `s` can never fit the current KV budget (its prompt
+    // plus max_new_tokens exceed kv_cache_tokens), else nullopt.
+    std::optional<Status> neverFits(const Sequence &s) const;
+
+    ModelLimits m_limits;
+    StepModel &m_model;
+    std::uint64_t m_configVersion = 1;
+    std::deque<SequencePtr> m_waiting;  // join order: front first
+    std::vector<SequencePtr> m_running; // in the order they joined
+    std::int64_t m_kvTokens = 0;
+    std::uint64_t m_nextSequenceId = 1;
+    std::uint64_t m_nextSeq = 1;
+    std::uint64_t m_preemptions = 0;
+    int m_preemptedUnreported = 0; // preempted since the last step handed out
+    RateEstimator m_rate;
+};
+
+} // namespace bp

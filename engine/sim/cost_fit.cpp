@@ -1,0 +1,206 @@
+// Fitting a cost model (cost_model.h): weighted non-negative least squares
+// over the observations, and the fit's relative error.
+#include "cost_model.h"
+
+#include "statistics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <optional>
+
+namespace bp {
+
+namespace {
+
+using Terms = std::array<double, CostModel::kTerms>;
+constexpr int N = CostModel::kTerms;
+
+// Solves G[P,P] s = h[P] by Gaussian elimination with partial pivoting.
+// False when the system is (numerically) singular.
+bool solveSubset(const std::array<std::array<double, N>, N> &G, const Terms &h, const std::vector<int> &P,
+                 Terms &s)
+{
+    const std::size_t n = P.size();
+    std::vector<std::vector<double>> m(n, std::vector<double>(n + 1));
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t j = 0; j < n; ++j)
+            m[i][j] = G[std::size_t(P[i])][std::size_t(P[j])];
+        m[i][n] = h[std::size_t(P[i])];
+    }
+    for (std::size_t c = 0; c < n; ++c) {
+        std::size_t pivot = c;
+        for (std::size_t r = c + 1; r < n; ++r)
+            if (std::abs(m[r][c]) > std::abs(m[pivot][c]))
+                pivot = r;
+        // The columns are scaled to unit norm: a pivot this small means
+        // the subset's columns are linearly dependent.
+        if (std::abs(m[pivot][c]) < 1e-12)
+            return false;
+        std::swap(m[c], m[pivot]);
+        for (std::size_t r = 0; r < n; ++r) {
+            if (r == c)
+                continue;
+            const double f = m[r][c] / m[c][c];
+            for (std::size_t k = c; k <= n; ++k)
+                m[r][k] -= f * m[c][k];
+        }
+    }
+    s.fill(0);
+    for (std::size_t i = 0; i < n; ++i)
+        s[std::size_t(P[i])] = m[i][n] / m[i][i];
+    return true;
+}
+
+// Lawson–Hanson non-negative least squares on the normal equations
+// (G = AᵀA, h = Aᵀb) over the columns in `usable`.
+bool nnls(const std::array<std::array<double, N>, N> &G, const Terms &h, const std::vector<int> &usable,
+          Terms &x)
+{
+    x.fill(0);
+    std::vector<bool> inP(N, false);
+    auto gradient = [&] {
+        Terms w{};
+        for (int i = 0; i < N; ++i) {
+            w[std::size_t(i)] = h[std::size_t(i)];
+            for (int j = 0; j < N; ++j)
+                w[std::size_t(i)] -= G[std::size_t(i)][std::size_t(j)] * x[std::size_t(j)];
+        }
+        return w;
+    };
+    constexpr double tol = 1e-10;
+    for (int outer = 0; outer < 3 * N; ++outer) {
+        const Terms w = gradient();
+        int t = -1;
+        for (int j : usable)
+            if (!inP[std::size_t(j)] && w[std::size_t(j)] > tol &&
+                (t < 0 || w[std::size_t(j)] > w[std::size_t(t)]))
+                t = j;
+        if (t < 0)
+            return true;
+        inP[std::size_t(t)] = true;
+        for (int inner = 0; inner < 3 * N; ++inner) {
+            std::vector<int> P;
+            for (int j = 0; j < N; ++j)
+                if (inP[std::size_t(j)])
+                    P.push_back(j);
+            Terms s{};
+            if (!solveSubset(G, h, P, s)) {
+                inP[std::size_t(t)] = false; // t adds nothing the others do not
+                break;
+            }
+            bool allPositive = true;
+            for (int j : P)
+                allPositive = allPositive && s[std::size_t(j)] > tol;
+            if (allPositive) {
+                x = s;
+                break;
+            }
+            double alpha = 1;
+            for (int j : P)
+                if (s[std::size_t(j)] <= tol)
+                    alpha = std::min(alpha, x[std::size_t(j)] / (x[std::size_t(j)] - s[std::size_t(j)]));
+            for (int j = 0; j < N; ++j)
+                x[std::size_t(j)] += alpha * (s[std::size_t(j)] - x[std::size_t(j)]);
+            for (int j : P)
+                if (x[std::size_t(j)] <= tol) {
+                    x[std::size_t(j)] = 0;
+                    inP[std::size_t(j)] = false;
+                }
+        }
+    }
+    return true;
+}
+
+// Over every observation, or over those of one kind.
+FitError errorOf(const CostModel &m, std::span<const CostObservation> obs,
+                 std::optional<CostObservation::Kind> only = std::nullopt)
+{
+    std::vector<double> rel;
+    for (const CostObservation &o : obs) {
+        if (o.seconds <= 0 || (only && o.kind != *only))
+            continue;
+        rel.push_back(std::abs(m.predict(o.terms) - o.seconds) / o.seconds);
+    }
+    FitError e;
+    e.observations = rel.size();
+    if (rel.empty())
+        return e;
+    e.medianRel = median(rel);
+    e.maxRel = *std::max_element(rel.begin(), rel.end());
+    e.rmsRel = std::sqrt(std::inner_product(rel.begin(), rel.end(), rel.begin(), 0.0) / double(rel.size()));
+    return e;
+}
+
+} // namespace
+
+FitError fitError(const CostModel &model, std::span<const CostObservation> observations)
+{
+    return errorOf(model, observations);
+}
+
+Result<FitResult> fitCostModel(std::span<const CostObservation> observations, bool generative)
+{
+    // Rows scaled by 1/measured: the fit minimises relative error.
+    std::array<std::array<double, N>, N> G{};
+    Terms h{};
+    std::size_t rows = 0;
+    for (const CostObservation &o : observations) {
+        if (!(o.seconds > 0) || !std::isfinite(o.seconds))
+            continue;
+        if (!generative &&
+            (o.kind == CostObservation::Kind::Step || o.kind == CostObservation::Kind::Iteration))
+            continue;
+        Terms a = o.terms;
+        if (!generative)
+            std::fill(a.begin() + CostModel::kPassTerms, a.end(), 0.0);
+        for (double &v : a)
+            v /= o.seconds;
+        for (std::size_t i = 0; i < std::size_t(N); ++i) {
+            h[i] += a[i];
+            for (std::size_t j = 0; j < std::size_t(N); ++j)
+                G[i][j] += a[i] * a[j];
+        }
+        ++rows;
+    }
+    if (rows == 0)
+        return Status(StatusCode::InvalidArgument, "no usable measurements to fit a cost model to");
+    // Unit-norm columns for conditioning; a column no row touches is left out.
+    Terms scale{};
+    std::vector<int> usable;
+    for (std::size_t j = 0; j < std::size_t(N); ++j) {
+        scale[j] = G[j][j] > 0 ? 1 / std::sqrt(G[j][j]) : 0;
+        if (scale[j] > 0)
+            usable.push_back(int(j));
+    }
+    for (std::size_t i = 0; i < std::size_t(N); ++i) {
+        h[i] *= scale[i];
+        for (std::size_t j = 0; j < std::size_t(N); ++j)
+            G[i][j] *= scale[i] * scale[j];
+    }
+    Terms x{};
+    if (!nnls(G, h, usable, x))
+        return Status(StatusCode::InvalidArgument, "the measurements do not determine a cost model");
+    FitResult r;
+    r.model.generative = generative;
+    for (std::size_t j = 0; j < std::size_t(N); ++j)
+        r.model.coef[j] = x[j] * scale[j];
+    r.error = errorOf(r.model, observations);
+    r.batchError = errorOf(r.model, observations, CostObservation::Kind::Batch);
+    r.iterationError = errorOf(r.model, observations, CostObservation::Kind::Iteration);
+    std::vector<double> batches, iterations;
+    for (const CostObservation &o : observations) {
+        const double predicted = r.model.predict(o.terms);
+        if (!(o.seconds > 0) || !std::isfinite(o.seconds) || !(predicted > 0))
+            continue;
+        if (o.kind == CostObservation::Kind::Batch)
+            batches.push_back(o.seconds / predicted);
+        else if (o.kind == CostObservation::Kind::Iteration)
+            iterations.push_back(o.seconds / predicted);
+    }
+    r.model.residuals = sampleQuantiles(std::move(batches));
+    r.model.iterationResiduals = sampleQuantiles(std::move(iterations));
+    return r;
+}
+
+} // namespace bp

@@ -1,0 +1,169 @@
+// The Advisor's inputs: the sources it offers (the Traces dock's lists),
+// the SLO rows, the calibrations (with what the dock says about them: none,
+// none of the served model, or one measured on a busy machine) and the
+// request the form describes.
+#include "advisor_dock.h"
+
+#include "duration_spin_box.h"
+#include "session_list_model.h"
+#include "trace_list_model.h"
+
+#include "engine/sim/calibration_store.h"
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QLabel>
+#include <QSpinBox>
+#include <QThread>
+
+#include <algorithm>
+
+namespace bp::ui {
+
+namespace {
+constexpr int kTrace = 0, kSession = 1; // the source box's Qt::UserRole + 1
+} // namespace
+
+void AdvisorDock::rebuildSources()
+{
+    const QVariant kept = m_source->currentData();
+    const QVariant keptKind = m_source->currentData(Qt::UserRole + 1);
+    QSignalBlocker block(m_source);
+    m_source->clear();
+    if (m_traces)
+        for (const TraceInfo &t : m_traces->traces())
+            m_source->addItem(tr("trace %1: %2 (%3 requests, %4 s)")
+                                  .arg(t.id)
+                                  .arg(QString::fromStdString(t.name))
+                                  .arg(t.rows)
+                                  .arg(t.durationS, 0, 'f', 0),
+                              qlonglong(t.id));
+    const int sessionsFrom = m_source->count();
+    if (m_sessions)
+        for (const SessionInfo &s : m_sessions->sessions())
+            m_source->addItem(tr("session %1: %2, %3 requests")
+                                  .arg(s.id)
+                                  .arg(m_sessions->describeKind(s))
+                                  .arg(s.requestCount),
+                              qlonglong(s.id));
+    for (int i = 0; i < m_source->count(); ++i)
+        m_source->setItemData(i, i < sessionsFrom ? kTrace : kSession, Qt::UserRole + 1);
+    int index = 0;
+    for (int i = 0; i < m_source->count(); ++i)
+        if (m_source->itemData(i) == kept && m_source->itemData(i, Qt::UserRole + 1) == keptKind)
+            index = i;
+    m_source->setCurrentIndex(m_source->count() ? index : -1);
+    updateButtons();
+}
+
+void AdvisorDock::updateSloRows()
+{
+    const bool tokens = m_sloKind->currentIndex() == 1;
+    for (QWidget *w : m_e2eRows)
+        w->setVisible(!tokens);
+    for (QWidget *w : m_tokenRows)
+        w->setVisible(tokens);
+}
+
+void AdvisorDock::updateCalibrationNote()
+{
+    const ModelInfo &model = m_bridge.engine().model();
+    const bool served = std::any_of(m_calibrations.begin(), m_calibrations.end(),
+                                    [&](const Calibration &c) { return c.model == model.name; });
+    const int index = m_calibration->currentIndex();
+    const Calibration *selected = index >= 0 && std::size_t(index) < m_calibrations.size()
+                                      ? &m_calibrations[std::size_t(index)]
+                                      : nullptr;
+    QString note;
+    if (m_calibrations.empty())
+        note = tr("No calibration yet: calibrate first. The search simulates with a cost model of the model: "
+                  "run\n  batchpilot calibrate --model %1 --quick\n(or --session ID to fit a recorded "
+                  "session), then press ↻.")
+                   .arg(QString::fromStdString(model.name));
+    else if (!served)
+        note = tr("No calibration of %1, the model this console serves: the search would predict another "
+                  "model. Calibrate first: batchpilot calibrate --model %1 --quick")
+                   .arg(QString::fromStdString(model.name));
+    else if (const auto warning = selected ? interferenceWarning(*selected) : std::nullopt)
+        note = QString::fromStdString(*warning);
+    m_calibrationNote->setText(note);
+    m_calibrationNote->setVisible(!note.isEmpty());
+}
+
+void AdvisorDock::refreshCalibrations()
+{
+    if (!m_store) {
+        m_calibrationNote->setText(tr("No trace database: calibrations are stored in it."));
+        m_calibrationNote->show();
+        return;
+    }
+    m_calibrationJobs.startJob(
+        [store = m_store](const JobTracker::Ticket &) { return listCalibrations(*store); },
+        [this](Result<std::vector<Calibration>> list) {
+            const QVariant kept = m_calibration->currentData();
+            QSignalBlocker block(m_calibration);
+            m_calibration->clear();
+            if (!list) {
+                showProblem(QString::fromStdString(list.status().message()));
+                emit calibrationsListed();
+                return;
+            }
+            m_calibrations = std::move(*list);
+            const ModelInfo &model = m_bridge.engine().model();
+            int match = -1;
+            for (const Calibration &c : m_calibrations) { // newest first
+                m_calibration->addItem(
+                    tr("#%1 %2 — %3, fit error %4%%5")
+                        .arg(c.id)
+                        .arg(QString::fromStdString(c.describe()), QString::fromStdString(c.source))
+                        .arg(100 * c.batchError.medianRel, 0, 'f', 1)
+                        .arg(interferenceWarning(c) ? tr(" ⚠ disturbed") : QString()),
+                    qlonglong(c.id));
+                if (match < 0 && c.model == model.name)
+                    match = m_calibration->count() - 1;
+            }
+            const int kept_ = m_calibration->findData(kept);
+            m_calibration->setCurrentIndex(kept_ >= 0 ? kept_ : std::max(0, match));
+            updateCalibrationNote();
+            updateButtons();
+            emit calibrationsListed();
+        });
+}
+
+Result<AdvisorRequest> AdvisorDock::request() const
+{
+    if (m_source->currentIndex() < 0)
+        return Status(StatusCode::InvalidArgument,
+                      "no trace or session to tune for: import a trace or record a session first");
+    if (m_calibration->currentIndex() < 0)
+        return Status(StatusCode::InvalidArgument,
+                      "no calibration: calibrate first (batchpilot calibrate --model " +
+                          m_bridge.engine().model().name + " --quick)");
+    AdvisorRequest r;
+    r.source = {m_source->currentData(Qt::UserRole + 1).toInt() == kTrace ? ReplaySource::Kind::Trace
+                                                                          : ReplaySource::Kind::Session,
+                m_source->currentData().toLongLong()};
+    r.speed = m_speed->value();
+    r.lengthScale = m_lengthScale->value();
+    r.limit = std::size_t(m_limit->value());
+    if (m_sloKind->currentIndex() == 0) {
+        r.slo.e2eP99 = std::chrono::microseconds(m_p99->valueUs());
+    } else {
+        r.slo.ttftP99 = std::chrono::microseconds(m_ttft->valueUs());
+        r.slo.tpotP99 = std::chrono::microseconds(m_tpot->valueUs());
+    }
+    r.objective = TuneObjective(m_objective->currentData().toInt());
+    r.calibrationId = m_calibration->currentData().toLongLong();
+    r.base = m_bridge.engine().config();
+    r.budget = std::size_t(m_budget->value());
+    r.maxInstances = m_instances->value();
+    // Leave a core to the GUI and the live engine.
+    r.threads = std::clamp(QThread::idealThreadCount() - 1, 1, 16);
+    auto window = m_verifyPanel->window();
+    if (!window)
+        return window.status();
+    r.verifyWindow = *window;
+    return r;
+}
+
+} // namespace bp::ui
