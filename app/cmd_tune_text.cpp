@@ -3,16 +3,11 @@
 // table (cmd_tune_text.h).
 #include "cmd_tune_text.h"
 
+#include "engine/sim/tune_verify.h"
+
 #include <cmath>
 
 namespace bp::app {
-
-QString ms(double seconds)
-{
-    if (std::isinf(seconds))
-        return QStringLiteral("inf");
-    return QString::number(seconds * 1e3, 'f', seconds < 0.01 ? 2 : 1);
-}
 
 // The measured figures of a recorded session (the verification replay).
 Result<TuneFigures> measuredFigures(const TraceStore &store, std::int64_t sessionId, std::size_t requests,
@@ -24,8 +19,7 @@ Result<TuneFigures> measuredFigures(const TraceStore &store, std::int64_t sessio
     std::vector<TuneSample> samples;
     samples.reserve(rows->size());
     for (const StoredRequest &r : *rows)
-        samples.push_back({r.arrival, r.total, r.timeToFirstToken, r.outputTokens, r.status == StatusCode::Ok,
-                           r.status == StatusCode::OutOfRange});
+        samples.push_back(tuneSampleOf(r));
     TuneFigures f = figuresOf(samples, requests, slo);
     auto batches = store.batches(sessionId);
     if (!batches)
@@ -35,39 +29,6 @@ Result<TuneFigures> measuredFigures(const TraceStore &store, std::int64_t sessio
         members += std::size_t(b.size);
     f.meanBatch = batches->empty() ? 0 : double(members) / double(batches->size());
     return f;
-}
-
-QString row(const QString &label, const TuneFigures &f, bool tokenLevel, int width)
-{
-    QString s = QStringLiteral("  %1 %2 %3 %4 %5")
-                    .arg(label, -width)
-                    .arg(QString::number(f.throughputPerS, 'f', 1), 9)
-                    .arg(QString::number(f.goodputPerS, 'f', 1), 9)
-                    .arg(ms(f.p50S), 9)
-                    .arg(ms(f.p99S), 9);
-    if (tokenLevel)
-        s += QStringLiteral(" %1 %2").arg(ms(f.ttftP99S), 9).arg(ms(f.tpotP99S), 9);
-    s += QStringLiteral(" %1 %2 %3")
-             .arg(std::isinf(f.sloRatio) ? QStringLiteral("inf") : QString::number(f.sloRatio, 'f', 2), 6)
-             .arg(QString::number(f.meanBatch, 'f', 1), 6)
-             .arg(f.sloMet ? QStringLiteral("yes") : QStringLiteral("no"), 4);
-    return s + "\n";
-}
-
-QString header(bool tokenLevel, int width)
-{
-    QString s = QStringLiteral("  %1 %2 %3 %4 %5")
-                    .arg(QStringLiteral("config"), -width)
-                    .arg(QStringLiteral("thr/s"), 9)
-                    .arg(QStringLiteral("goodput/s"), 9)
-                    .arg(QStringLiteral("p50 ms"), 9)
-                    .arg(QStringLiteral("p99 ms"), 9);
-    if (tokenLevel)
-        s += QStringLiteral(" %1 %2").arg(QStringLiteral("ttft p99"), 9).arg(QStringLiteral("tpot p99"), 9);
-    return s + QStringLiteral(" %1 %2 %3\n")
-                   .arg(QStringLiteral("ratio"), 6)
-                   .arg(QStringLiteral("batch"), 6)
-                   .arg(QStringLiteral("SLO"), 4);
 }
 
 void printVerification(QTextStream &out, const TuneFigures &p, const TuneFigures &m, bool tokenLevel)

@@ -13,12 +13,9 @@
 
 namespace bp::app {
 
-QString ms(double seconds);
 // The figures of a recorded session (a verification replay) against `slo`.
 Result<TuneFigures> measuredFigures(const TraceStore &store, std::int64_t sessionId, std::size_t requests,
                                     const TuneSlo &slo);
-QString row(const QString &label, const TuneFigures &f, bool tokenLevel, int width);
-QString header(bool tokenLevel, int width);
 // figure / predicted / measured / error, one line each.
 void printVerification(QTextStream &out, const TuneFigures &predicted, const TuneFigures &measured,
                        bool tokenLevel);

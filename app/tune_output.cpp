@@ -11,6 +11,8 @@ QString q(const std::string &s)
     return QString::fromStdString(s);
 }
 
+} // namespace
+
 QString row(const QString &label, const TuneFigures &f, bool tokenLevel, int width)
 {
     QString s = QStringLiteral("  %1 %2 %3 %4 %5")
@@ -43,8 +45,6 @@ QString header(bool tokenLevel, int width)
                    .arg(QStringLiteral("batch"), 6)
                    .arg(QStringLiteral("SLO"), 4);
 }
-
-} // namespace
 
 QString msText(double seconds)
 {

@@ -17,6 +17,10 @@ QString errorText(double predicted, double measured);
 // "about 3 min 20 s".
 QString durationText(double seconds);
 
+// One candidate's figures as a table row, and the table's header.
+QString row(const QString &label, const TuneFigures &f, bool tokenLevel, int width);
+QString header(bool tokenLevel, int width);
+
 // The front, the recommendation, its changes and capacity.
 void printSearch(QTextStream &out, const TuneRun &run, const QString &objectiveName, const QString &baseName,
                  CostNoise noise);
