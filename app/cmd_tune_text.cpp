@@ -31,35 +31,4 @@ Result<TuneFigures> measuredFigures(const TraceStore &store, std::int64_t sessio
     return f;
 }
 
-void printVerification(QTextStream &out, const TuneFigures &p, const TuneFigures &m, bool tokenLevel)
-{
-    out << QStringLiteral("  %1 %2 %3 %4\n")
-               .arg(QStringLiteral("figure"), -16)
-               .arg(QStringLiteral("predicted"), 10)
-               .arg(QStringLiteral("measured"), 10)
-               .arg(QStringLiteral("error"), 7);
-    auto line = [&](const QString &name, double a, double b, int decimals, double scale) {
-        out << QStringLiteral("  %1 %2 %3 %4\n")
-                   .arg(name, -16)
-                   .arg(std::isfinite(a) ? QString::number(a * scale, 'f', decimals) : QStringLiteral("inf"),
-                        10)
-                   .arg(std::isfinite(b) ? QString::number(b * scale, 'f', decimals) : QStringLiteral("inf"),
-                        10)
-                   .arg(errorText(a, b), 7);
-    };
-    line(QStringLiteral("throughput/s"), p.throughputPerS, m.throughputPerS, 1, 1);
-    line(QStringLiteral("goodput/s"), p.goodputPerS, m.goodputPerS, 1, 1);
-    line(QStringLiteral("p50 ms"), p.p50S, m.p50S, 2, 1e3);
-    line(QStringLiteral("p99 ms"), p.p99S, m.p99S, 2, 1e3);
-    if (tokenLevel) {
-        line(QStringLiteral("TTFT p99 ms"), p.ttftP99S, m.ttftP99S, 2, 1e3);
-        line(QStringLiteral("TPOT p99 ms"), p.tpotP99S, m.tpotP99S, 2, 1e3);
-    }
-    line(QStringLiteral("mean batch"), p.meanBatch, m.meanBatch, 1, 1);
-    out << QStringLiteral("  %1 %2 %3\n")
-               .arg(QStringLiteral("SLO met"), -16)
-               .arg(p.sloMet ? QStringLiteral("yes") : QStringLiteral("no"), 10)
-               .arg(m.sloMet ? QStringLiteral("yes") : QStringLiteral("no"), 10);
-}
-
 } // namespace bp::app

@@ -16,8 +16,5 @@ namespace bp::app {
 // The figures of a recorded session (a verification replay) against `slo`.
 Result<TuneFigures> measuredFigures(const TraceStore &store, std::int64_t sessionId, std::size_t requests,
                                     const TuneSlo &slo);
-// figure / predicted / measured / error, one line each.
-void printVerification(QTextStream &out, const TuneFigures &predicted, const TuneFigures &measured,
-                       bool tokenLevel);
 
 } // namespace bp::app

@@ -145,6 +145,38 @@ void printSearch(QTextStream &out, const TuneRun &run, const QString &objectiveN
         out << QStringLiteral("  capacity: misses the SLO even at 1/64 of this load\n");
 }
 
+void printVerification(QTextStream &out, const TuneFigures &p, const TuneFigures &m, bool tokenLevel)
+{
+    out << QStringLiteral("  %1 %2 %3 %4\n")
+               .arg(QStringLiteral("figure"), -16)
+               .arg(QStringLiteral("predicted"), 10)
+               .arg(QStringLiteral("measured"), 10)
+               .arg(QStringLiteral("error"), 7);
+    auto line = [&](const QString &name, double a, double b, int decimals, double scale) {
+        auto number = [&](double x) {
+            return std::isfinite(x) ? QString::number(x * scale, 'f', decimals) : QStringLiteral("inf");
+        };
+        out << QStringLiteral("  %1 %2 %3 %4\n")
+                   .arg(name, -16)
+                   .arg(number(a), 10)
+                   .arg(number(b), 10)
+                   .arg(errorText(a, b), 7);
+    };
+    line(QStringLiteral("throughput/s"), p.throughputPerS, m.throughputPerS, 1, 1);
+    line(QStringLiteral("goodput/s"), p.goodputPerS, m.goodputPerS, 1, 1);
+    line(QStringLiteral("p50 ms"), p.p50S, m.p50S, 2, 1e3);
+    line(QStringLiteral("p99 ms"), p.p99S, m.p99S, 2, 1e3);
+    if (tokenLevel) {
+        line(QStringLiteral("TTFT p99 ms"), p.ttftP99S, m.ttftP99S, 2, 1e3);
+        line(QStringLiteral("TPOT p99 ms"), p.tpotP99S, m.tpotP99S, 2, 1e3);
+    }
+    line(QStringLiteral("mean batch"), p.meanBatch, m.meanBatch, 1, 1);
+    out << QStringLiteral("  %1 %2 %3\n")
+               .arg(QStringLiteral("SLO met"), -16)
+               .arg(p.sloMet ? QStringLiteral("yes") : QStringLiteral("no"), 10)
+               .arg(m.sloMet ? QStringLiteral("yes") : QStringLiteral("no"), 10);
+}
+
 void printVerification(QTextStream &out, const Verification &v, bool tokenLevel)
 {
     out << QStringLiteral("\nVerification: real-clock replay of %1 (requests %2-%3 of the source, %4 s of "
@@ -162,35 +194,7 @@ void printVerification(QTextStream &out, const Verification &v, bool tokenLevel)
                    .arg(v.replay.submitted)
                    .arg(v.plan.window.size())
                    .arg(v.compared);
-    out << QStringLiteral("  %1 %2 %3 %4\n")
-               .arg(QStringLiteral("figure"), -16)
-               .arg(QStringLiteral("predicted"), 10)
-               .arg(QStringLiteral("measured"), 10)
-               .arg(QStringLiteral("error"), 7);
-    auto line = [&](const QString &name, double a, double b, int decimals, double scale) {
-        auto number = [&](double x) {
-            return std::isfinite(x) ? QString::number(x * scale, 'f', decimals) : QStringLiteral("inf");
-        };
-        out << QStringLiteral("  %1 %2 %3 %4\n")
-                   .arg(name, -16)
-                   .arg(number(a), 10)
-                   .arg(number(b), 10)
-                   .arg(errorText(a, b), 7);
-    };
-    const TuneFigures &p = v.predicted, &m = v.measured;
-    line(QStringLiteral("throughput/s"), p.throughputPerS, m.throughputPerS, 1, 1);
-    line(QStringLiteral("goodput/s"), p.goodputPerS, m.goodputPerS, 1, 1);
-    line(QStringLiteral("p50 ms"), p.p50S, m.p50S, 2, 1e3);
-    line(QStringLiteral("p99 ms"), p.p99S, m.p99S, 2, 1e3);
-    if (tokenLevel) {
-        line(QStringLiteral("TTFT p99 ms"), p.ttftP99S, m.ttftP99S, 2, 1e3);
-        line(QStringLiteral("TPOT p99 ms"), p.tpotP99S, m.tpotP99S, 2, 1e3);
-    }
-    line(QStringLiteral("mean batch"), p.meanBatch, m.meanBatch, 1, 1);
-    out << QStringLiteral("  %1 %2 %3\n")
-               .arg(QStringLiteral("SLO met"), -16)
-               .arg(p.sloMet ? QStringLiteral("yes") : QStringLiteral("no"), 10)
-               .arg(m.sloMet ? QStringLiteral("yes") : QStringLiteral("no"), 10);
+    printVerification(out, v.predicted, v.measured, tokenLevel);
     out << QStringLiteral("  submissions were at most %1 ms late\n")
                .arg(toMicros(v.replay.maxLateness) / 1000, 0, 'f', 2);
 }

@@ -24,6 +24,9 @@ QString header(bool tokenLevel, int width);
 // The front, the recommendation, its changes and capacity.
 void printSearch(QTextStream &out, const TuneRun &run, const QString &objectiveName, const QString &baseName,
                  CostNoise noise);
+// figure / predicted / measured / error, one line each.
+void printVerification(QTextStream &out, const TuneFigures &predicted, const TuneFigures &measured,
+                       bool tokenLevel);
 // Predicted vs measured over the verified window (partial: the arrivals sent).
 void printVerification(QTextStream &out, const Verification &v, bool tokenLevel);
 
