@@ -5,6 +5,33 @@
 
 namespace bp::remote {
 
+HttpEndpoint endpointOf(const QUrl &url)
+{
+    HttpEndpoint e;
+    e.tls = url.scheme() == QLatin1String("https");
+    e.host = url.host();
+    e.port = quint16(url.port(e.tls ? 443 : 80));
+    return e;
+}
+
+QByteArray basePathOf(const QUrl &url)
+{
+    QByteArray p = url.path(QUrl::FullyEncoded).toUtf8();
+    while (p.endsWith('/'))
+        p.chop(1);
+    return p;
+}
+
+QByteArray requestPathOf(const QUrl &url)
+{
+    QByteArray p = url.path(QUrl::FullyEncoded).toUtf8();
+    if (p.isEmpty())
+        p = "/";
+    if (url.hasQuery())
+        p += '?' + url.query(QUrl::FullyEncoded).toUtf8();
+    return p;
+}
+
 QByteArray HttpResult::header(const QByteArray &lowerName) const
 {
     for (const auto &[name, value] : headers)

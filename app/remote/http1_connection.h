@@ -29,6 +29,7 @@
 #include <QPair>
 #include <QString>
 #include <QTimer>
+#include <QUrl>
 
 #include <functional>
 #include <memory>
@@ -42,6 +43,14 @@ struct HttpEndpoint {
     QString host;
     quint16 port = 80;
 };
+
+// The endpoint of an http:// or https:// URL (its port, or the scheme's).
+HttpEndpoint endpointOf(const QUrl &url);
+// The URL's path without trailing '/': the base a route is appended to
+// (a gateway prefix such as http://gw/llama).
+QByteArray basePathOf(const QUrl &url);
+// The URL as a request target: its path ("/" when empty) and query.
+QByteArray requestPathOf(const QUrl &url);
 
 struct HttpExchange {
     QByteArray method = "GET";

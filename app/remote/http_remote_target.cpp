@@ -23,23 +23,6 @@ nlohmann::json latencyJson(const LatencyHistogram &h)
             {"p90", ms(h.quantile(0.9))}, {"p99", ms(h.quantile(0.99))}, {"max", ms(h.max())}};
 }
 
-HttpEndpoint endpointOf(const QUrl &url)
-{
-    HttpEndpoint e;
-    e.tls = url.scheme() == QLatin1String("https");
-    e.host = url.host();
-    e.port = quint16(url.port(e.tls ? 443 : 80));
-    return e;
-}
-
-QByteArray pathOf(const QUrl &url)
-{
-    QByteArray p = url.path(QUrl::FullyEncoded).toUtf8();
-    while (p.endsWith('/'))
-        p.chop(1);
-    return p;
-}
-
 } // namespace
 
 // Everything that runs on the HTTP thread, plus the few thread-safe figures
@@ -48,7 +31,7 @@ class HttpRemoteTarget::Worker : public QObject {
 public:
     explicit Worker(const RemoteOptions &o)
         : metrics(SteadyClock::now()), m_options(o), m_endpoint(endpointOf(o.target)),
-          m_basePath(pathOf(o.target)),
+          m_basePath(basePathOf(o.target)),
           m_scraper(o.metricsUrl.isEmpty()
                         ? QUrl(o.target.adjusted(QUrl::RemovePath)).resolved(QUrl("/metrics"))
                         : o.metricsUrl,

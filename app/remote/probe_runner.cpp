@@ -24,28 +24,11 @@ std::size_t ProbeRun::failed() const
 
 namespace {
 
-HttpEndpoint endpointOf(const QUrl &url)
-{
-    HttpEndpoint e;
-    e.tls = url.scheme() == QLatin1String("https");
-    e.host = url.host();
-    e.port = quint16(url.port(e.tls ? 443 : 80));
-    return e;
-}
-
-QByteArray pathOf(const QUrl &url)
-{
-    QByteArray p = url.path(QUrl::FullyEncoded).toUtf8();
-    while (p.endsWith('/'))
-        p.chop(1);
-    return p;
-}
-
 class ProbeDriver : public QObject {
 public:
     explicit ProbeDriver(const ProbeRunOptions &o)
         : m_o(o), m_rounds(o.plan.rounds()), m_endpoint(endpointOf(o.remote.target)),
-          m_route(pathOf(o.remote.target) + routeFor(o.remote.protocol, o.remote.model)),
+          m_route(basePathOf(o.remote.target) + routeFor(o.remote.protocol, o.remote.model)),
           m_streaming(isStreaming(o.remote.protocol)), m_rng(o.seed)
     {
         if (!o.remote.token.isEmpty())

@@ -45,13 +45,8 @@ void MetricsScraper::scrape(bool last)
 {
     if (!m_sink)
         return;
-    if (!m_connection) {
-        HttpEndpoint e;
-        e.tls = m_url.scheme() == QLatin1String("https");
-        e.host = m_url.host();
-        e.port = quint16(m_url.port(e.tls ? 443 : 80));
-        m_connection = new Http1Connection(e, this);
-    }
+    if (!m_connection)
+        m_connection = new Http1Connection(endpointOf(m_url), this);
     if (m_connection->busy()) {
         if (!last)
             return; // the previous one is still out: skip this tick rather than pile up
@@ -63,11 +58,7 @@ void MetricsScraper::scrape(bool last)
     }
     HttpExchange ex;
     ex.method = "GET";
-    ex.path = m_url.path(QUrl::FullyEncoded).toUtf8();
-    if (ex.path.isEmpty())
-        ex.path = "/";
-    if (m_url.hasQuery())
-        ex.path += '?' + m_url.query(QUrl::FullyEncoded).toUtf8();
+    ex.path = requestPathOf(m_url);
     ex.headers = {{"Accept", "text/plain;version=0.0.4"}};
     if (!m_token.isEmpty())
         ex.headers.append({"Authorization", "Bearer " + m_token.toUtf8()});

@@ -46,17 +46,9 @@ HttpGet httpGet(const QUrl &url, const QString &token, Duration timeout)
 HttpGet httpSend(const QUrl &url, const QByteArray &method, const QByteArray &body, const QString &token,
                  Duration timeout)
 {
-    HttpEndpoint e;
-    e.tls = url.scheme() == QLatin1String("https");
-    e.host = url.host();
-    e.port = quint16(url.port(e.tls ? 443 : 80));
-    Http1Connection connection(e);
+    Http1Connection connection(endpointOf(url));
     HttpExchange ex;
-    ex.path = url.path(QUrl::FullyEncoded).toUtf8();
-    if (ex.path.isEmpty())
-        ex.path = "/";
-    if (url.hasQuery())
-        ex.path += '?' + url.query(QUrl::FullyEncoded).toUtf8();
+    ex.path = requestPathOf(url);
     if (!token.isEmpty())
         ex.headers.append({"Authorization", "Bearer " + token.toUtf8()});
     ex.timeout = timeout;
