@@ -37,6 +37,11 @@ struct RequestRecord {
     StatusCode status = StatusCode::Ok;
     bool cacheHit = false; // answered from the response cache
     int priority = 0;
+    // A fleet simulation (engine/sim/simulator.h): the replica that served
+    // it, and how long it waited in the router's queue before that (part of
+    // queueWait). 0 for a single engine.
+    int replica = 0;
+    Duration routerWait{};
 };
 
 struct BatchRecord {
@@ -56,6 +61,7 @@ struct BatchRecord {
     PolicyKind policy = PolicyKind::None;
     int bucket = 0;
     int executor = 0;
+    int replica = 0; // a fleet simulation's replica (0 for a single engine)
     std::uint64_t configVersion = 0;
     StatusCode status = StatusCode::Ok;
     // Out-of-memory retries: how many times the batch was split in halves

@@ -3,6 +3,7 @@
 #include "simulator.h"
 #include "tune_pipeline.h"
 
+#include "engine/store/fleet_store.h"
 #include "engine/store/metric_sampler.h"
 #include "engine/store/trace_sink.h"
 #include "engine/telemetry/host_facts.h"
@@ -18,6 +19,13 @@ void SimulatedReplay::setCostNoise(CostNoise noise, std::uint64_t seed)
 {
     m_noise = noise;
     m_seed = seed;
+}
+
+void SimulatedReplay::setFleet(int replicas, RouterOptions router, int routerQueueLimit)
+{
+    m_replicas = std::max(1, replicas);
+    m_router = router;
+    m_routerQueueLimit = std::max(0, routerQueueLimit);
 }
 
 Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const Replayer::ProgressFn &progress,
@@ -55,12 +63,20 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
                                  : m_noise == CostNoise::Mean
                                      ? "mean residual"
                                      : "drawn residual, seed " + std::to_string(m_seed);
+    if (m_replicas > 1 || m_routerQueueLimit > 0)
+        start.replay["fleet"] = {{"replicas", m_replicas},
+                                 {"router", routerPolicyName(m_router.policy)},
+                                 {"load_bound", m_router.loadBound},
+                                 {"router_queue_limit", m_routerQueueLimit}};
     auto sessionId = m_store->startSession(start);
     if (!sessionId)
         return sessionId.status();
 
     SimulatorOptions so = simulatorOptionsFor(cal, m_noise, m_seed);
     so.config = plan->config;
+    so.replicas = m_replicas;
+    so.router = m_router;
+    so.routerQueueLimit = m_routerQueueLimit;
     // Every row must reach the database: the sink's queue holds the whole
     // session (a simulation outruns any writer; nothing waits on it).
     TraceSinkOptions sinkOptions = o.recorder.sink;
@@ -100,12 +116,34 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
     };
 
     m_interval.reset();
-    const std::vector<SimArrival> arrivals = source->arrivals();
+    std::vector<SimArrival> arrivals = source->arrivals();
+    if (m_replicas > 1 && m_router.policy == RouterPolicy::PrefixAffinity &&
+        o.source.kind == ReplaySource::Kind::Trace)
+        if (auto ids = m_store->traceHashIds(o.source.id); ids && !ids->empty())
+            for (std::size_t i = 0; i < arrivals.size() && o.skip + i < ids->size(); ++i)
+                arrivals[i].prefixKey = prefixKeyOf((*ids)[o.skip + i]);
     const SimOutcome sim = Simulator(so).run(arrivals);
     if (const auto spread = fitSpread(cal, plan->config.policy); spread && !sim.cancelled)
         m_interval = simulatedInterval(so, arrivals, *spread);
 
     (*sink)->stop();
+    if (m_replicas > 1 || m_routerQueueLimit > 0) {
+        std::vector<StoredReplica> rows;
+        for (const ReplicaFigures &f : sim.replicas)
+            rows.push_back({f.replica, std::int64_t(f.routed), std::int64_t(f.completed),
+                            std::int64_t(f.failed), std::int64_t(f.batches), f.busyS, f.peakOutstanding,
+                            f.peakKvTokens, std::int64_t(f.preemptions), std::int64_t(f.outputTokens)});
+        if (Status s = saveReplicaFigures(*m_store, *sessionId, rows); !s)
+            return s;
+        nlohmann::json replay = start.replay;
+        replay["fleet"]["router_queued"] = sim.routerQueued;
+        replay["fleet"]["router_wait_mean_s"] =
+            sim.routerQueued ? toSeconds(sim.routerWaitTotal) / double(sim.routerQueued) : 0.0;
+        replay["fleet"]["router_wait_max_s"] = toSeconds(sim.routerWaitMax);
+        replay["fleet"]["affinity_routed"] = sim.router.affinity;
+        replay["fleet"]["affinity_spilled"] = sim.router.spilled;
+        (void)m_store->setSessionReplay(*sessionId, replay);
+    }
     SessionEnd end;
     end.droppedRows = (*sink)->droppedRows();
     end.loggingError = (*sink)->warning();

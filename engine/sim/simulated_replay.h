@@ -28,6 +28,11 @@ public:
     // scheduler lateness drawn too, seeded). Stated in the session's replay
     // facts.
     void setCostNoise(CostNoise noise, std::uint64_t seed = 1);
+    // A fleet (issue 26): `replicas` engines behind a router
+    // (SimulatorOptions::replicas, router, routerQueueLimit). The session's
+    // rows then name their replica, each replica's figures are stored
+    // (engine/store/fleet_store.h) and sessions.replay.fleet says the fleet.
+    void setFleet(int replicas, RouterOptions router, int routerQueueLimit = 0);
 
     // `options.clock` is ignored (the session says "simulated"); the other
     // options mean what they mean for Replayer::run. The model's limits
@@ -45,6 +50,9 @@ private:
     Calibration m_calibration;
     CostNoise m_noise = CostNoise::Drawn;
     std::uint64_t m_seed = 1;
+    int m_replicas = 1;
+    RouterOptions m_router;
+    int m_routerQueueLimit = 0;
     std::optional<SimulatedInterval> m_interval;
 };
 

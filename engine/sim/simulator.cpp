@@ -1,98 +1,97 @@
 #include "simulator.h"
 
-#include "engine/exec/engine_core.h"
+#include "sim_replica.h"
+
 #include "engine/sched/continuous_scheduler.h"
 
 #include <algorithm>
+#include <deque>
 
 namespace bp {
 
-struct Simulator::Impl final : ExecutorDriver {
-    // A unit on a virtual executor: its model call ends at run.end (it is
-    // then handed back and its requests complete, as the engine's executor
-    // does right after the model returns); the executor is free at `free`,
-    // after the serving overhead.
-    struct Running {
-        WorkUnit unit;
-        UnitRun run;
-        TimePoint free{};
-        bool finished = false;
-        TimePoint nextEvent() const { return finished ? free : run.end; }
+namespace {
+
+// The config history's changes after the first, for SimOutcome.
+struct ChangeCounter final : EngineObserver {
+    std::size_t changes = 0;
+    void onConfigChanged(const ConfigChange &) override { ++changes; }
+};
+
+} // namespace
+
+struct Simulator::Impl {
+    using Replica = sim::Replica;
+
+    struct Waiting {
+        std::size_t index;
+        TimePoint arrival;
     };
 
-    // The config history's changes after the first, for SimOutcome.
-    struct ChangeCounter final : EngineObserver {
-        std::size_t changes = 0;
-        void onConfigChanged(const ConfigChange &) override { ++changes; }
-    };
-
+    sim::Shared shared;
     const SimulatorOptions &o;
-    VirtualClock clock;
-    NoiseDraws noise;
-    std::shared_ptr<CostBackend> backend;
-    EngineCore core;
+    NoiseDraws &noise;
+    TimePoint &now;
+    SimOutcome &out;
+    std::vector<std::unique_ptr<Replica>> replicas;
     std::shared_ptr<ChangeCounter> changes = std::make_shared<ChangeCounter>();
-    std::vector<bool> busy;
-    std::vector<TimePoint> idleSince; // per executor: when it last became free
-    // Units in flight; by pointer, so that sorting them moves no unit.
-    std::vector<std::unique_ptr<Running>> running;
-    std::optional<TimePoint> wakeAt; // the scheduler's next decision time, when an executor is free
-    TimePoint now;
-    bool draining = false;
-    SimOutcome out;
+    Router router;
+    std::vector<ReplicaLoad> loads;
+    std::unique_ptr<bool[]> eligible; // per replica: below the router's limit
+    std::deque<Waiting> routerQueue;
+    std::span<const SimArrival> arrivals;
 
     explicit Impl(const SimulatorOptions &options)
-        : o(options), clock(options.start), noise(options.costNoise, options.noiseSeed),
-          backend(std::make_shared<CostBackend>(options.cost, clock, noise, options.limits, options.output,
-                                                options.positions)),
-          core(options.config, backend, clock, *this),
-          busy(std::size_t(std::max(1, options.config.instances)), false),
-          idleSince(busy.size(), TimePoint::min()), now(options.start)
+        : shared{options, NoiseDraws(options.costNoise, options.noiseSeed), options.start, {}, {}},
+          o(options), noise(shared.noise), now(shared.now), out(shared.out), router([&] {
+              RouterOptions r = options.router;
+              r.replicas = std::max(1, options.replicas);
+              return r;
+          }())
     {
-        core.addObserver(changes);
-        if (o.observer) // not owned: the caller keeps it alive across run()
-            core.addObserver(std::shared_ptr<EngineObserver>(o.observer, [](EngineObserver *) {}));
-    }
-
-    // ExecutorDriver: the event loop decides after every event anyway.
-    bool pokeLocked() override { return false; }
-    void wake() override {}
-    void instancesChangedLocked(int instances) override
-    {
-        // Executors past the new count finish what they run and are not used again.
-        const auto n = std::size_t(std::max(1, instances));
-        if (n > busy.size()) {
-            busy.resize(n, false);
-            idleSince.resize(n, TimePoint::min());
+        const int n = std::max(1, o.replicas);
+        for (int i = 0; i < n; ++i) {
+            replicas.push_back(std::make_unique<Replica>(shared, i));
+            Replica &r = *replicas.back();
+            r.core.addObserver(changes);
+            if (!o.observer)
+                continue;
+            if (n == 1 && o.routerQueueLimit <= 0) // not owned: the caller keeps it alive across run()
+                r.core.addObserver(std::shared_ptr<EngineObserver>(o.observer, [](EngineObserver *) {}));
+            else
+                r.core.addObserver(std::make_shared<sim::ReplicaTagger>(*o.observer, shared, i, n));
         }
-        m_instances = n;
+        loads.resize(replicas.size());
+        eligible = std::make_unique<bool[]>(replicas.size());
     }
-    std::size_t m_instances = busy.size();
 
-    // The scheduler lateness charged to a unit `executor` starts now: none
-    // when it only just became free (the engine's leader goes straight on to
-    // the next unit), else its wake-up (CostModel::dispatchLateness).
-    Duration lateness(int executor)
+    void setClocks()
     {
-        if (o.cost.dispatchLateness.empty() || idleSince[std::size_t(executor)] >= now)
-            return Duration::zero();
-        switch (o.costNoise) {
-        case CostNoise::None: return fromSeconds(o.cost.latenessAt(0.5));
-        case CostNoise::Mean: return fromSeconds(o.cost.meanLateness());
-        case CostNoise::Drawn: return fromSeconds(o.cost.latenessAt(noise.uniform()));
+        for (auto &r : replicas)
+            r->clock.set(now);
+    }
+
+    // Routes arrival `index` (it arrived at `arrival`) to a replica below
+    // the router's limit; false when every replica is at it.
+    bool route(std::size_t index, TimePoint arrival)
+    {
+        const SimArrival &a = arrivals[index];
+        bool any = false;
+        for (std::size_t k = 0; k < replicas.size(); ++k) {
+            loads[k] = {replicas[k]->outstanding, replicas[k]->backend->cachedTokens()};
+            eligible[k] = o.routerQueueLimit <= 0 || replicas[k]->outstanding < o.routerQueueLimit;
+            any = any || eligible[k];
         }
-        return Duration::zero();
+        if (!any)
+            return false;
+        const int k =
+            replicas.size() == 1
+                ? 0
+                : router.route(a.prefixKey, loads, std::span<const bool>(eligible.get(), replicas.size()));
+        submit(*replicas[std::size_t(k)], a, index, arrival);
+        return true;
     }
 
-    int freeExecutor() const
-    {
-        for (std::size_t i = 0; i < m_instances; ++i)
-            if (!busy[i])
-                return int(i);
-        return -1;
-    }
-
-    void submit(const SimArrival &a, std::size_t index)
+    void submit(Replica &rep, const SimArrival &a, std::size_t index, TimePoint arrival)
     {
         Request r;
         r.id = a.id ? a.id : index + 1;
@@ -101,97 +100,49 @@ struct Simulator::Impl final : ExecutorDriver {
             for (std::size_t k = 0; k < r.tokens.size(); ++k)
                 r.tokens[k] = TokenId((r.id * 2654435761u + k) % std::uint64_t(o.limits.vocabSize));
         r.maxNewTokens = a.maxNewTokens;
-        r.arrival = now;
+        r.arrival = arrival; // before now when it waited in the router's queue
         r.priority = a.priority;
         if (a.timeout)
-            r.deadline = now + *a.timeout;
-        ++out.submitted;
-        clock.set(now);
-        const Status s = core.submit(std::move(r), [this](Response &&response) {
-            ++(response.status.isOk() ? out.completed : out.failed);
+            r.deadline = arrival + *a.timeout;
+        const Duration waited = now - arrival;
+        if (waited > Duration::zero()) {
+            if (o.observer)
+                shared.routerWaits[r.id] = waited;
+            out.routerWaitTotal += waited;
+            out.routerWaitMax = std::max(out.routerWaitMax, waited);
+        }
+        rep.clock.set(now);
+        ++rep.fig.routed;
+        ++rep.outstanding;
+        rep.fig.peakOutstanding = std::max(rep.fig.peakOutstanding, rep.outstanding);
+        Replica *p = &rep;
+        const Status s = rep.core.submit(std::move(r), [this, p](Response &&response) {
+            const bool ok = response.status.isOk();
+            ++(ok ? out.completed : out.failed);
+            ++(ok ? p->fig.completed : p->fig.failed);
+            p->fig.outputTokens += response.tokens.size();
+            --p->outstanding;
         });
         ++(s.isOk() ? out.accepted : out.rejected);
-    }
-
-    // The engine's executor starts `unit` now, late by its wake-up: the
-    // model call runs on the virtual clock, which the cost backend advances
-    // by the unit's charged cost.
-    void start(WorkUnit &&unit, int executor)
-    {
-        const Duration late = lateness(executor);
-        unit.delayDispatch(late); // the engine's clock reads the late dispatch
-        backend->setConcurrentUnits(1 + int(std::count(busy.begin(), busy.end(), true)));
-        clock.set(now + late);
-        UnitRun run = core.run(unit, executor);
-        clock.set(now);
-        const bool step = unit.isStep();
-        auto r = std::make_unique<Running>(Running{std::move(unit), std::move(run)});
-        r->free = r->run.end + fromSeconds(step ? o.cost.stepOverhead() : o.cost.overheadS);
-        busy[std::size_t(executor)] = true;
-        running.push_back(std::move(r));
-        ++out.batches;
-    }
-
-    std::optional<TimePoint> nextCompletion() const
-    {
-        std::optional<TimePoint> t;
-        for (const auto &r : running)
-            if (!t || r->nextEvent() < *t)
-                t = r->nextEvent();
-        return t;
-    }
-
-    void completeDue()
-    {
-        // In event order (ties by executor), as the executors would finish.
-        std::sort(running.begin(), running.end(), [](const auto &a, const auto &b) {
-            return a->nextEvent() != b->nextEvent() ? a->nextEvent() < b->nextEvent()
-                                                    : a->run.executor < b->run.executor;
-        });
-        for (const auto &p : running) {
-            Running &r = *p;
-            if (r.nextEvent() > now)
-                break;
-            if (!r.finished) {
-                clock.set(r.run.end);
-                core.finish(r.unit, r.run);
-                r.finished = true;
-                out.end = std::max(out.end, r.unit.isStep() ? r.run.end : r.free);
-            }
-            if (r.free <= now) {
-                busy[std::size_t(r.run.executor)] = false;
-                idleSince[std::size_t(r.run.executor)] = r.free;
-            }
+        if (!s.isOk()) {
+            ++rep.fig.failed;
+            --rep.outstanding;
         }
-        std::erase_if(running, [&](const auto &r) { return r->finished && r->free <= now; });
-        clock.set(now);
     }
 
-    // The leader's part of the engine loop: while an executor is free, the
-    // engine decides (EngineCore::decide, the same call its threads make).
-    void dispatchReady()
+    void arrive(std::size_t index)
     {
-        for (;;) {
-            const int executor = freeExecutor();
-            if (executor < 0) {
-                wakeAt.reset(); // no leader: the next decision comes with a free executor
-                return;
-            }
-            clock.set(now);
-            EngineCore::Decision d;
-            {
-                MutexLock lock(core.mutex());
-                d = core.decide();
-            }
-            if (d.unit) {
-                start(std::move(*d.unit), executor);
-                continue;
-            }
-            wakeAt = d.wakeAt;
-            if (wakeAt && *wakeAt <= now)
-                wakeAt = now + Duration(1); // never the same instant again
-            return;
+        ++out.submitted;
+        if (!routerQueue.empty() || !route(index, now)) {
+            routerQueue.push_back({index, now});
+            ++out.routerQueued;
         }
+    }
+
+    void drainRouterQueue()
+    {
+        while (!routerQueue.empty() && route(routerQueue.front().index, routerQueue.front().arrival))
+            routerQueue.pop_front();
     }
 
     void moveTo(TimePoint t, TimePoint &nextSample)
@@ -199,26 +150,36 @@ struct Simulator::Impl final : ExecutorDriver {
         if (o.onSample && o.samplePeriod > Duration::zero())
             while (nextSample <= t) {
                 now = std::max(now, nextSample);
-                clock.set(now);
-                o.onSample(core.snapshot());
+                setClocks();
+                o.onSample(snapshot());
                 nextSample += o.samplePeriod;
             }
         now = std::max(now, t);
-        clock.set(now);
+        setClocks();
     }
 
-    void stop(ShutdownMode mode)
+    Snapshot snapshot() const
     {
-        std::vector<Pending> rest;
-        {
-            MutexLock lock(core.mutex());
-            rest = core.stopLocked(mode);
-        }
-        core.fail(rest, StatusCode::ShuttingDown, "engine shut down before the request ran");
+        if (replicas.size() == 1)
+            return replicas[0]->core.snapshot();
+        std::vector<Snapshot> each;
+        each.reserve(replicas.size());
+        for (const auto &r : replicas)
+            each.push_back(r->core.snapshot());
+        return fleetSnapshot(each);
     }
 
-    void run(std::span<const SimArrival> arrivals)
+    std::size_t queued() const
     {
+        std::size_t n = routerQueue.size();
+        for (const auto &r : replicas)
+            n += r->core.queueDepth();
+        return n;
+    }
+
+    void run(std::span<const SimArrival> all)
+    {
+        arrivals = all;
         if (o.observer)
             o.observer->onConfigChanged({o.start, 1, "initial", "start", o.config});
         TimePoint nextSample = o.start + o.samplePeriod;
@@ -230,70 +191,159 @@ struct Simulator::Impl final : ExecutorDriver {
             }
             const std::optional<TimePoint> arrival =
                 i < arrivals.size() ? std::optional(o.start + arrivals[i].offset) : std::nullopt;
-            const std::optional<TimePoint> done = nextCompletion();
-            const std::optional<TimePoint> wakeUp = freeExecutor() >= 0 ? wakeAt : std::nullopt;
-            std::optional<TimePoint> next;
-            for (const auto &t : {arrival, done, wakeUp})
-                if (t && (!next || *t < *next))
-                    next = t;
+            std::optional<TimePoint> done, next = arrival;
+            for (const auto &r : replicas) {
+                const std::optional<TimePoint> d = r->nextCompletion();
+                if (d && (!done || *d < *done))
+                    done = d;
+                for (const auto &t : {d, r->wakeUp()})
+                    if (t && (!next || *t < *next))
+                        next = t;
+            }
             if (!next) {
-                if (core.queueDepth() == 0)
+                if (queued() == 0)
                     break;
-                if (draining) {
-                    // decide() fails what a draining policy will not run;
-                    // whatever is still held could never run.
-                    std::vector<Pending> rest;
-                    {
-                        MutexLock lock(core.mutex());
-                        rest = core.takeAllLocked();
+                // Every arrival is in and no replica plans anything more:
+                // each engine shuts down (Drain), partial batches may leave;
+                // one already draining fails what it still holds (decide()
+                // failed what a draining policy will not run; the rest could
+                // never run).
+                bool drained = false;
+                for (auto &r : replicas) {
+                    if (r->core.queueDepth() == 0 && routerQueue.empty())
+                        continue;
+                    if (r->draining) {
+                        r->failHeld();
+                    } else {
+                        r->draining = true;
+                        drained = true;
+                        r->stop(ShutdownMode::Drain);
                     }
-                    core.fail(rest, StatusCode::ShuttingDown, "engine shut down before the request ran");
+                }
+                if (!drained) {
+                    for (const Waiting &w : routerQueue) // every replica is shut down
+                        route(w.index, w.arrival);
+                    routerQueue.clear();
                     break;
                 }
-                // Every arrival is in and the policy plans nothing more: the
-                // engine shuts down (Drain), partial batches may leave.
-                draining = true;
-                stop(ShutdownMode::Drain);
-                dispatchReady();
+                for (auto &r : replicas)
+                    r->dispatchReady();
                 continue;
             }
             moveTo(*next, nextSample);
             if (done && *done <= now) {
-                completeDue();
+                for (auto &r : replicas)
+                    if (const auto d = r->nextCompletion(); d && *d <= now)
+                        r->completeDue();
             } else if (arrival && *arrival <= now) {
-                submit(arrivals[i], i);
+                arrive(i);
                 ++i;
                 if (o.onProgress && i % o.progressEvery == 0)
                     o.onProgress(out);
             }
-            dispatchReady();
+            drainRouterQueue();
+            for (auto &r : replicas)
+                r->dispatchReady();
         }
-        if (out.cancelled) {
-            stop(ShutdownMode::Fail); // queued requests fail; units in flight finish
-            while (!running.empty()) {
-                moveTo(*nextCompletion(), nextSample);
-                completeDue();
-            }
-            // continuous: sequences that were running when the last step ended
-            std::vector<Pending> left;
-            {
-                MutexLock lock(core.mutex());
-                left = core.takeAllLocked();
-            }
-            core.fail(left, StatusCode::ShuttingDown, "engine shut down before the request ran");
+        if (out.cancelled)
+            cancelRest(nextSample);
+        out.replicas.clear();
+        for (auto &r : replicas) {
+            MutexLock lock(r->core.mutex());
+            if (const auto *c = dynamic_cast<const ContinuousScheduler *>(&r->core.schedulerLocked()))
+                r->fig.preemptions = c->preemptions();
+            out.preemptions += r->fig.preemptions;
+            out.replicas.push_back(r->fig);
         }
-        {
-            MutexLock lock(core.mutex());
-            if (const auto *c = dynamic_cast<const ContinuousScheduler *>(&core.schedulerLocked()))
-                out.preemptions = c->preemptions();
-        }
+        out.router = router.counters();
         out.configChanges = changes->changes;
-        clock.set(now);
-        out.last = core.snapshot();
+        setClocks();
+        out.last = snapshot();
         if (o.onSample)
             o.onSample(out.last);
     }
+
+    void cancelRest(TimePoint &nextSample)
+    {
+        for (const Waiting &w : routerQueue) { // never routed: failed at the router
+            RequestRecord rec;
+            rec.id = arrivals[w.index].id ? arrivals[w.index].id : w.index + 1;
+            rec.arrival = w.arrival;
+            rec.inputTokens = arrivals[w.index].inputTokens;
+            rec.status = StatusCode::ShuttingDown;
+            rec.routerWait = now - w.arrival;
+            ++out.failed;
+            if (o.observer)
+                o.observer->onRequestFailed(rec);
+        }
+        routerQueue.clear();
+        for (auto &r : replicas)
+            r->stop(ShutdownMode::Fail); // queued requests fail; units in flight finish
+        for (;;) {
+            std::optional<TimePoint> t;
+            for (const auto &r : replicas)
+                if (const auto d = r->nextCompletion(); d && (!t || *d < *t))
+                    t = d;
+            if (!t)
+                break;
+            moveTo(*t, nextSample);
+            for (auto &r : replicas)
+                r->completeDue();
+        }
+        for (auto &r : replicas) // continuous: sequences running when the last step ended
+            r->failHeld();
+    }
 };
+
+Snapshot fleetSnapshot(std::span<const Snapshot> replicas)
+{
+    if (replicas.empty())
+        return {};
+    Snapshot f = replicas[0];
+    if (replicas.size() == 1)
+        return f;
+    auto merge = [](LatencySummary &into, const LatencySummary &s) {
+        const std::uint64_t n = into.count + s.count;
+        if (n)
+            into.meanUs = (into.meanUs * double(into.count) + s.meanUs * double(s.count)) / double(n);
+        into.count = n;
+        into.p50Us = std::max(into.p50Us, s.p50Us);
+        into.p90Us = std::max(into.p90Us, s.p90Us);
+        into.p99Us = std::max(into.p99Us, s.p99Us);
+        into.p999Us = std::max(into.p999Us, s.p999Us);
+        into.maxUs = std::max(into.maxUs, s.maxUs);
+    };
+    double busy = f.busyFraction;
+    for (std::size_t i = 1; i < replicas.size(); ++i) {
+        const Snapshot &s = replicas[i];
+        f.submitted += s.submitted;
+        f.completed += s.completed;
+        for (std::size_t k = 0; k < f.byStatus.size(); ++k)
+            f.byStatus[k] += s.byStatus[k];
+        f.batches += s.batches;
+        f.inputTokens += s.inputTokens;
+        f.outputTokens += s.outputTokens;
+        f.queueDepth += s.queueDepth;
+        f.inFlightBatches += s.inFlightBatches;
+        f.arrivalRate += s.arrivalRate;
+        f.requestsPerS += s.requestsPerS;
+        f.inputTokensPerS += s.inputTokensPerS;
+        f.outputTokensPerS += s.outputTokensPerS;
+        f.goodputPerS += s.goodputPerS;
+        busy += s.busyFraction;
+        for (auto [into, from] : {std::pair{&f.total, &s.total},
+                                  {&f.queueWait, &s.queueWait},
+                                  {&f.compute, &s.compute},
+                                  {&f.timeToFirstToken, &s.timeToFirstToken},
+                                  {&f.totalAll, &s.totalAll},
+                                  {&f.queueWaitAll, &s.queueWaitAll},
+                                  {&f.computeAll, &s.computeAll},
+                                  {&f.timePerOutputToken, &s.timePerOutputToken}})
+            merge(*into, *from);
+    }
+    f.busyFraction = busy / double(replicas.size());
+    return f;
+}
 
 Simulator::Simulator(SimulatorOptions options) : m_options(std::move(options)) {}
 
@@ -301,7 +351,7 @@ SimOutcome Simulator::run(std::span<const SimArrival> arrivals)
 {
     Impl impl(m_options);
     impl.run(arrivals);
-    return std::move(impl.out);
+    return std::move(impl.shared.out);
 }
 
 } // namespace bp

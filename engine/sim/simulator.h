@@ -40,6 +40,7 @@
 
 #include "cost_backend.h"
 #include "cost_model.h"
+#include "router.h"
 
 #include "engine/core/records.h"
 #include "engine/metrics/snapshot.h"
@@ -61,6 +62,21 @@ struct SimArrival {
     std::uint64_t id = 0; // 0 = position + 1
     int priority = 0;
     std::optional<Duration> timeout; // deadline = arrival + timeout
+    std::uint64_t prefixKey = 0;     // the router's key (prefixKeyOf(); 0 = none)
+};
+
+// One replica's share of a fleet simulation (SimulatorOptions::replicas).
+struct ReplicaFigures {
+    int replica = 0;
+    std::size_t routed = 0;    // requests the router sent to it
+    std::size_t completed = 0; // ok
+    std::size_t failed = 0;    // refused, expired or shut down
+    std::size_t batches = 0;   // units (batches or steps)
+    double busyS = 0;          // Σ of its units' model time (virtual seconds)
+    int peakOutstanding = 0;   // routed and not yet ended, at most
+    std::int64_t peakKvTokens = 0;
+    std::uint64_t preemptions = 0;
+    std::uint64_t outputTokens = 0;
 };
 
 struct SimOutcome {
@@ -74,7 +90,13 @@ struct SimOutcome {
     std::uint64_t preemptions = 0; // continuous: sequences preempted by the KV budget
     TimePoint end{};               // the last completion (virtual)
     bool cancelled = false;
-    Snapshot last; // the final snapshot
+    Snapshot last; // the final snapshot (with replicas: fleetSnapshot() of theirs)
+    // Per replica (one entry for a single engine), and the router's queue:
+    // requests that waited there for a replica below routerQueueLimit.
+    std::vector<ReplicaFigures> replicas;
+    std::size_t routerQueued = 0;
+    Duration routerWaitTotal{}, routerWaitMax{};
+    Router::Counters router;
 };
 
 struct SimulatorOptions {
@@ -96,7 +118,26 @@ struct SimulatorOptions {
     std::function<void(const SimOutcome &soFar)> onProgress;
     std::size_t progressEvery = 4096;
     const std::atomic<bool> *cancel = nullptr; // checked between arrivals
+    // A fleet (issue 26): `replicas` engines, each with this config, its own
+    // scheduler, KV budget and executors and the same cost model, on one
+    // virtual clock and one event queue, behind a router (router.h). Each
+    // arrival is routed when it arrives, unless routerQueueLimit > 0: then a
+    // replica takes at most that many outstanding requests and the rest wait
+    // in the router's FIFO queue (their queue wait includes it) — with
+    // limit 1 and policy none, the fleet is an M/D/c queue. Records carry
+    // the replica (BatchRecord/RequestRecord::replica); batch ids are
+    // renumbered so they stay unique across replicas (local k of replica r
+    // of N: (k − 1)·N + r + 1). Config changes are reported for replica 0.
+    int replicas = 1;
+    RouterOptions router;
+    int routerQueueLimit = 0;
 };
+
+// The fleet's snapshot for a metric sample: counters, rates and depths
+// summed; busy fraction the mean; window latency percentiles the largest
+// of the replicas' (conservative), means weighted by their counts. One
+// snapshot: itself.
+Snapshot fleetSnapshot(std::span<const Snapshot> replicas);
 
 class Simulator {
 public:

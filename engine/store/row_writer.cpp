@@ -11,11 +11,13 @@
 namespace bp::store {
 
 namespace {
-constexpr int kRequestColumns = 16;
+constexpr int kRequestColumns = 18;
 constexpr int kRequestChunk = 32;
 constexpr const char *kInsertRequestHead =
     "INSERT INTO requests (session_id, request_id, arrival_ns, queue_wait_ns, compute_ns, total_ns, ttft_ns, "
-    "input_tokens, output_tokens, bucket, batch_id, status, source, tpot_ns, itl_p50_ns, itl_max_ns) VALUES ";
+    "input_tokens, output_tokens, bucket, batch_id, status, source, tpot_ns, itl_p50_ns, itl_max_ns, "
+    "replica, "
+    "router_wait_ns) VALUES ";
 
 std::string insertRequests(int rows)
 {
@@ -32,8 +34,8 @@ constexpr const char *kInsertBatch =
     "INSERT INTO batches (session_id, batch_id, dispatched_ns, intended_ns, size, padded_length, "
     "real_tokens, "
     "padded_tokens, compute_ns, reason, policy, bucket, executor, config_version, status, prefill_tokens, "
-    "decode_tokens, joined, running, waiting, kv_tokens, preempted) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    "decode_tokens, joined, running, waiting, kv_tokens, preempted, replica) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 
 // The median and the largest of a request's inter-token gaps (0 without
 // gaps). Nearest-rank median, as the session summary's percentiles.
@@ -149,6 +151,7 @@ Status RowWriter::write(const PendingRows &rows)
         m_batch.bind(20, std::int64_t(b.waiting));
         m_batch.bind(21, b.kvTokens);
         m_batch.bind(22, std::int64_t(b.preempted));
+        m_batch.bind(23, std::int64_t(b.replica));
         if (Status s = run(m_batch, "write a batch"); !s)
             return s;
     }
@@ -220,6 +223,8 @@ void RowWriter::bindRequest(sqlite::Statement &st, int base, const RequestRecord
     const auto [itlP50, itlMax] = gapSummary(r.interTokenLatencies);
     st.bind(base + 15, itlP50);
     st.bind(base + 16, itlMax);
+    st.bind(base + 17, std::int64_t(r.replica));
+    st.bind(base + 18, std::int64_t(r.routerWait.count()));
 }
 
 } // namespace bp::store

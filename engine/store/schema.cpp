@@ -147,7 +147,6 @@ ALTER TABLE traces ADD COLUMN block_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE trace_requests ADD COLUMN hash_ids TEXT;
 )sql";
 
-
 // Version 5: cost-model calibrations (engine/sim/calibration.h) for
 // simulated replays; the whole calibration is one JSON document, the key
 // columns are there to find it.
@@ -209,8 +208,50 @@ ALTER TABLE calibrations ADD COLUMN server TEXT NOT NULL DEFAULT '';
 CREATE INDEX calibrations_by_target ON calibrations(target_url, model, server);
 )sql";
 
-constexpr const char *kMigrations[] = {kMigration1, kMigration2, kMigration3, kMigration4,
-                                       kMigration5, kMigration6, kMigration7, kMigration8};
+// Versions 9 and 10 are taken by work on other branches (issues 24 and 25);
+// until they land here they change nothing.
+constexpr const char *kMigration9 = "";
+constexpr const char *kMigration10 = "";
+
+// Version 11: fleets (issue 26). A simulated fleet's requests and batches
+// name the replica that served them, a request how long it waited in the
+// router's queue; each replica's figures are a row of `replica_figures`;
+// capacity plans (`batchpilot plan`) are rows of `capacity_plans`, the
+// plan itself one JSON document.
+constexpr const char *kMigration11 = R"sql(
+ALTER TABLE requests ADD COLUMN replica INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE requests ADD COLUMN router_wait_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN replica INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE replica_figures (
+  session_id       INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  replica          INTEGER NOT NULL,
+  routed           INTEGER NOT NULL,
+  completed        INTEGER NOT NULL,
+  failed           INTEGER NOT NULL,
+  batches          INTEGER NOT NULL,
+  busy_s           REAL    NOT NULL,
+  peak_outstanding INTEGER NOT NULL,
+  peak_kv_tokens   INTEGER NOT NULL,
+  preemptions      INTEGER NOT NULL,
+  output_tokens    INTEGER NOT NULL,
+  PRIMARY KEY (session_id, replica)
+) WITHOUT ROWID;
+CREATE TABLE capacity_plans (
+  id                INTEGER PRIMARY KEY,
+  created_at_us     INTEGER NOT NULL,
+  source_session_id INTEGER REFERENCES sessions(id) ON DELETE SET NULL,
+  source_trace_id   INTEGER REFERENCES traces(id) ON DELETE SET NULL,
+  calibration_id    INTEGER NOT NULL DEFAULT 0,
+  slo               TEXT    NOT NULL,
+  result            TEXT    NOT NULL
+);
+CREATE INDEX capacity_plans_by_session ON capacity_plans(source_session_id);
+CREATE INDEX capacity_plans_by_trace ON capacity_plans(source_trace_id);
+)sql";
+
+constexpr const char *kMigrations[] = {kMigration1, kMigration2,  kMigration3, kMigration4,
+                                       kMigration5, kMigration6,  kMigration7, kMigration8,
+                                       kMigration9, kMigration10, kMigration11};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 } // namespace

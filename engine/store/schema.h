@@ -18,6 +18,9 @@
 //      kv_tokens, preempted (one row per step under policy continuous)
 //   7  tunings (batchpilot tune's results and their verification sessions)
 //   8  calibrations.target_url, server (remote servers calibrated from outside)
+//   9, 10  taken by other branches (issues 24, 25); empty here until they land
+//   11 fleets: requests.replica, router_wait_ns; batches.replica;
+//      replica_figures (a simulated fleet's replicas); capacity_plans
 #pragma once
 
 #include "sqlite_db.h"
@@ -26,7 +29,7 @@
 
 namespace bp::store {
 
-constexpr int kSchemaVersion = 8;
+constexpr int kSchemaVersion = 11;
 // 'BPTS' (BatchPilot trace store)
 constexpr std::int64_t kApplicationId = 0x42505453;
 

@@ -102,6 +102,15 @@ public:
     // none (TraceInfo::blockTokens == 0). NotFound for an unknown id.
     Result<std::vector<PrefixBlocks>> traceHashIds(std::int64_t id) const;
     Status deleteTrace(std::int64_t id);
+    // Streaming a long trace window by window (the capacity planner): the
+    // index of the first row of each window `window` long (offsets from the
+    // first arrival; windows [k·window, (k+1)·window)), with row_count last
+    // — one pass over the arrival column, nothing else kept.
+    Result<std::vector<std::int64_t>> traceWindowStarts(std::int64_t id, Duration window) const;
+    // Rows [begin, end) by index, with their hash ids when the trace has
+    // them (`hashIds` empty otherwise).
+    Status traceSlice(std::int64_t id, std::int64_t begin, std::int64_t end, std::vector<TraceRow> &rows,
+                      std::vector<PrefixBlocks> &hashIds) const;
 
 private:
     explicit TraceStore(std::string path);

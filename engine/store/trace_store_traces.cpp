@@ -275,6 +275,63 @@ Result<std::vector<PrefixBlocks>> TraceStore::traceHashIds(std::int64_t id) cons
     return out;
 }
 
+Result<std::vector<std::int64_t>> TraceStore::traceWindowStarts(std::int64_t id, Duration window) const
+{
+    if (window <= Duration::zero())
+        return Status(StatusCode::InvalidArgument, "a window must be longer than zero");
+    if (auto t = trace(id); !t)
+        return t.status();
+    std::lock_guard lock(m_mutex);
+    auto st = m_db->prepare("SELECT arrival_ns FROM trace_requests WHERE trace_id = ? ORDER BY idx");
+    if (!st)
+        return st.status();
+    st->bind(1, id);
+    std::vector<std::int64_t> starts;
+    std::int64_t row = 0;
+    int rc;
+    while ((rc = st->step()) == SQLITE_ROW) {
+        const std::int64_t k = st->int64At(0) / window.count();
+        while (std::int64_t(starts.size()) <= k)
+            starts.push_back(row);
+        ++row;
+    }
+    if (rc != SQLITE_DONE)
+        return m_db->error(rc, "read trace " + std::to_string(id));
+    starts.push_back(row);
+    return starts;
+}
+
+Status TraceStore::traceSlice(std::int64_t id, std::int64_t begin, std::int64_t end,
+                              std::vector<TraceRow> &rows, std::vector<PrefixBlocks> &hashIds) const
+{
+    rows.clear();
+    hashIds.clear();
+    std::lock_guard lock(m_mutex);
+    auto st = m_db->prepare("SELECT arrival_ns, input_tokens, output_tokens, hash_ids FROM trace_requests "
+                            "WHERE trace_id = ? AND idx >= ? AND idx < ? ORDER BY idx");
+    if (!st)
+        return st.status();
+    st->bind(1, id);
+    st->bind(2, begin);
+    st->bind(3, end);
+    rows.reserve(std::size_t(std::max<std::int64_t>(0, end - begin)));
+    int rc;
+    while ((rc = st->step()) == SQLITE_ROW) {
+        rows.push_back({double(st->int64At(0)) / 1e9, int(st->int64At(1)), int(st->int64At(2))});
+        if (!st->isNullAt(3)) {
+            hashIds.resize(rows.size());
+            if (!splitIds(st->textAt(3), hashIds.back()))
+                return Status(StatusCode::InvalidArgument,
+                              "trace " + std::to_string(id) + ": bad hash_ids '" + st->textAt(3) + "'");
+        }
+    }
+    if (rc != SQLITE_DONE)
+        return m_db->error(rc, "read trace " + std::to_string(id));
+    if (!hashIds.empty())
+        hashIds.resize(rows.size());
+    return Status::ok();
+}
+
 Status TraceStore::deleteTrace(std::int64_t id)
 {
     std::lock_guard lock(m_mutex);

@@ -1,0 +1,52 @@
+// Fleets in the trace database (issue 26, docs/schema.md): a simulated
+// fleet session's per-replica figures (`replica_figures`) and capacity
+// plans (`capacity_plans`, `batchpilot plan`: the plan as one JSON
+// document). Reports show a "Fleet" table for a session with replica rows
+// and a "Capacity plan" section for a session or trace that has a plan.
+//
+// Every call opens its own connection to the store's file (the store must
+// have been opened, and so migrated, first). Thread-safe.
+#pragma once
+
+#include "engine/core/result.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bp {
+
+class TraceStore;
+
+struct StoredReplica {
+    int replica = 0;
+    std::int64_t routed = 0, completed = 0, failed = 0, batches = 0;
+    double busyS = 0;
+    std::int64_t peakOutstanding = 0, peakKvTokens = 0, preemptions = 0, outputTokens = 0;
+};
+
+// Replaces session `sessionId`'s replica rows.
+Status saveReplicaFigures(const TraceStore &store, std::int64_t sessionId,
+                          const std::vector<StoredReplica> &rows);
+// In replica order; empty for a session of one engine.
+Result<std::vector<StoredReplica>> replicaFigures(const TraceStore &store, std::int64_t sessionId);
+
+struct StoredPlan {
+    std::int64_t id = 0; // 0 = not stored
+    std::int64_t createdAtUs = 0;
+    std::optional<std::int64_t> sourceSessionId, sourceTraceId;
+    std::int64_t calibrationId = 0; // 0 = a calibration file
+    std::string slo;                // "p99 <= 2 s"
+    nlohmann::json result;          // the document `plan --json` prints
+};
+// Stores `p` (createdAtUs 0 = now); returns the new id.
+Result<std::int64_t> saveCapacityPlan(const TraceStore &store, const StoredPlan &p);
+// The plans made from a session (sessionId) or a trace (traceId), newest first.
+Result<std::vector<StoredPlan>> capacityPlansFor(const TraceStore &store,
+                                                 std::optional<std::int64_t> sessionId,
+                                                 std::optional<std::int64_t> traceId);
+
+} // namespace bp
