@@ -57,7 +57,8 @@ int fail(const QString &message, int code = 1)
 
 constexpr const char *kUsage =
     "usage: batchpilot replay ID [--trace] [--speed X] [--length-scale S] [--limit N] [--config FILE] "
-    "[--virtual | --simulate [--calibration ID|FILE] [--noise none|mean|drawn]] [--no-clamp] [--compare "
+    "[--virtual | --simulate [--calibration ID|FILE] [--noise none|mean|drawn] [--replicas N] [--router P]] "
+    "[--no-clamp] [--compare "
     "SESSION] [--notes TEXT] [--json]\n"
     "       batchpilot replay ID --target URL --model NAME [--protocol oip|openai|openai-chat] [--token T] "
     "[--max-concurrency N] [--max-queued N] [--timeout MS] [--scrape-interval MS] [--metrics-url URL] "
@@ -142,6 +143,17 @@ int runReplay(const AppOptions &options)
     auto noise = costNoiseFor(args);
     if (!noise)
         return fail(q(noise.status().message()), 2);
+    const auto replicas = args.number("replicas", 1, 1, 256);
+    if (!replicas)
+        return fail(args.error(), 2);
+    const auto router =
+        parseRouterPolicy(args.value("router", QStringLiteral("least-outstanding")).toStdString());
+    if (!router)
+        return fail(
+            QStringLiteral("--router must be round-robin, least-outstanding, least-kv or prefix-affinity"),
+            2);
+    if ((args.has("replicas") || args.has("router")) && !simulate)
+        return fail(QStringLiteral("--replicas and --router need --simulate\n") + kUsage, 2);
 
     auto store = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
     if (!store)
@@ -227,6 +239,7 @@ int runReplay(const AppOptions &options)
     if (simulate) {
         simulated.emplace(*store, *calibration);
         simulated->setCostNoise(*noise);
+        simulated->setFleet(int(*replicas), {*router, int(*replicas)});
     }
     auto outcome = simulate ? simulated->run(ro, progress, &g_interrupted)
                    : target ? replayer.runRemote(ro, *target, progress, &g_interrupted)

@@ -13,7 +13,10 @@ namespace bp::app {
 
 namespace {
 
-QString q(const std::string &s) { return QString::fromStdString(s); }
+QString q(const std::string &s)
+{
+    return QString::fromStdString(s);
+}
 
 int fail(const QString &command, const QString &message, int code = 1)
 {
@@ -83,6 +86,19 @@ int runImportTrace(const AppOptions &options)
         return fail("import-trace", q(store.status().message()));
     import.badRows = args.has("reject-bad-rows") ? BadRowPolicy::RejectFile : BadRowPolicy::SkipBadRows;
     import.name = args.value("name").toStdString();
+    if (args.has("repeat-to")) {
+        const QString to = args.value("repeat-to");
+        const double unit = to.endsWith('d') ? 86400 : to.endsWith('h') ? 3600 : to.endsWith('m') ? 60 : 1;
+        bool ok = false;
+        const double v = (to.back().isLetter() ? to.chopped(1) : to).toDouble(&ok);
+        if (!ok || v <= 0 || v * unit > 366 * 86400.0)
+            return fail(
+                "import-trace",
+                QStringLiteral("--repeat-to must be a length such as 7d or 24h (at most a year), not '%1'")
+                    .arg(to),
+                2);
+        import.repeatTo = fromSeconds(v * unit);
+    }
     auto r = (*store)->importTrace(file.toStdString(), import);
     if (!r)
         return fail("import-trace", q(r.status().message()));
@@ -106,7 +122,8 @@ int runImportTrace(const AppOptions &options)
         return 0;
     }
     QTextStream out(stdout);
-    out << QStringLiteral("imported trace %1 '%2' (%3 format): %4 requests over %5 s, %6 malformed rows skipped\n")
+    out << QStringLiteral(
+               "imported trace %1 '%2' (%3 format): %4 requests over %5 s, %6 malformed rows skipped\n")
                .arg(t.id)
                .arg(q(t.name), q(std::string(traceFormatName(t.format))))
                .arg(t.rows)
@@ -183,7 +200,8 @@ int runSessions(const AppOptions &options)
 {
     CommandArgs args(options.commandArgs, commandOptions("sessions"));
     if (!args.error().isEmpty() || !args.positional().isEmpty())
-        return fail("sessions", args.error().isEmpty() ? "usage: batchpilot sessions [--json]" : args.error(), 2);
+        return fail("sessions", args.error().isEmpty() ? "usage: batchpilot sessions [--json]" : args.error(),
+                    2);
     auto store = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
     if (!store)
         return fail("sessions", q(store.status().message()));
@@ -193,27 +211,29 @@ int runSessions(const AppOptions &options)
     if (args.has("json")) {
         nlohmann::json j = nlohmann::json::array();
         for (const SessionInfo &s : *list)
-            j.push_back({{"id", s.id},
-                         {"kind", s.kind},
-                         {"started_at_us", s.startedAtUs},
-                         {"ended_at_us", s.endedAtUs ? nlohmann::json(*s.endedAtUs) : nlohmann::json(nullptr)},
-                         {"model", s.model},
-                         {"device", s.device},
-                         {"requests", s.requestCount},
-                         {"batches", s.batchCount},
-                         {"source_session_id", s.sourceSessionId ? nlohmann::json(*s.sourceSessionId) : nullptr},
-                         {"source_trace_id", s.sourceTraceId ? nlohmann::json(*s.sourceTraceId) : nullptr},
-                         {"dropped_rows", s.droppedRows},
-                         {"logging_error", s.loggingError},
-                         {"target_url", s.targetUrl},
-                         {"notes", s.notes}});
+            j.push_back(
+                {{"id", s.id},
+                 {"kind", s.kind},
+                 {"started_at_us", s.startedAtUs},
+                 {"ended_at_us", s.endedAtUs ? nlohmann::json(*s.endedAtUs) : nlohmann::json(nullptr)},
+                 {"model", s.model},
+                 {"device", s.device},
+                 {"requests", s.requestCount},
+                 {"batches", s.batchCount},
+                 {"source_session_id", s.sourceSessionId ? nlohmann::json(*s.sourceSessionId) : nullptr},
+                 {"source_trace_id", s.sourceTraceId ? nlohmann::json(*s.sourceTraceId) : nullptr},
+                 {"dropped_rows", s.droppedRows},
+                 {"logging_error", s.loggingError},
+                 {"target_url", s.targetUrl},
+                 {"notes", s.notes}});
         QTextStream(stdout) << q(j.dump(2)) << "\n";
         return 0;
     }
     QList<QStringList> rows;
     for (const SessionInfo &s : *list) {
-        const QString length = s.endedAtUs ? QString::number(double(*s.endedAtUs - s.startedAtUs) / 1e6, 'f', 1)
-                                           : QStringLiteral("unended");
+        const QString length = s.endedAtUs
+                                   ? QString::number(double(*s.endedAtUs - s.startedAtUs) / 1e6, 'f', 1)
+                                   : QStringLiteral("unended");
         const QString source = s.sourceSessionId ? QStringLiteral("session %1").arg(*s.sourceSessionId)
                                : s.sourceTraceId ? QStringLiteral("trace %1").arg(*s.sourceTraceId)
                                                  : QStringLiteral("-");
@@ -222,10 +242,17 @@ int runSessions(const AppOptions &options)
             notes = QStringLiteral("target %1").arg(q(s.targetUrl)) + (notes.isEmpty() ? "" : "; ") + notes;
         if (!s.loggingError.empty())
             notes += (notes.isEmpty() ? "" : "; ") + QStringLiteral("logging stopped");
-        rows << QStringList{QString::number(s.id), q(s.kind),      wallTime(s.startedAtUs),
-                            length,                q(s.model),     q(s.device),
-                            QString::number(s.requestCount), QString::number(s.batchCount), source,
-                            QString::number(s.droppedRows), notes};
+        rows << QStringList{QString::number(s.id),
+                            q(s.kind),
+                            wallTime(s.startedAtUs),
+                            length,
+                            q(s.model),
+                            q(s.device),
+                            QString::number(s.requestCount),
+                            QString::number(s.batchCount),
+                            source,
+                            QString::number(s.droppedRows),
+                            notes};
     }
     QTextStream out(stdout);
     if (rows.isEmpty())

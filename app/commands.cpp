@@ -2,6 +2,7 @@
 
 #include "cmd_calibrate.h"
 #include "cmd_interop.h"
+#include "cmd_plan.h"
 #include "cmd_store.h"
 #include "cmd_tune.h"
 #include "report/cmd_report.h"
@@ -25,6 +26,9 @@ const std::vector<Command> &commands()
           {"skip-failed", "",
            "BurstGPT: drop failed requests (0 response tokens; default: keep them, prefill only)"},
           {"reject-bad-rows", "", "fail on the first malformed row (default: skip and report them)"},
+          {"repeat-to", "LEN",
+           "repeat the file's rows back to back until the trace spans LEN (e.g. 7d: a week of an hour's "
+           "shape)"},
           {"json", "", "print the result as JSON"}},
          runImportTrace},
         {"export-trace",
@@ -67,6 +71,11 @@ const std::vector<Command> &commands()
           {"limit", "N", "replay only the first N arrivals (default 0 = all)"},
           {"virtual", "", "virtual clock: batching and queueing only, the model runs but takes no time"},
           {"simulate", "", "simulated: no model runs; each batch costs what a calibration predicts"},
+          {"replicas", "N",
+           "with --simulate: a fleet of N replicas of the engine behind a router (default 1)"},
+          {"router", "P",
+           "with --simulate --replicas: round-robin, least-outstanding (default), least-kv or "
+           "prefix-affinity"},
           {"calibration", "ID|FILE",
            "with --simulate: a stored calibration or a JSON file (default: the newest for --model/--preset)"},
           {"noise", "none|mean|drawn",
@@ -162,6 +171,32 @@ const std::vector<Command> &commands()
           {"apply", "",
            "with --target: send the pick (PUT /v1/config), then verify it with a replay into the server"}},
          runTune},
+        {"plan",
+         "plan a fleet: the fewest replicas (and router) meeting an SLO in each window of a trace, in "
+         "simulation",
+         "(--trace ID | --session ID) --slo SPEC [OPTIONS]",
+         {{"trace", "ID", "plan for this imported trace (streamed window by window)"},
+          {"session", "ID", "plan for this recorded session's arrivals"},
+          {"slo", "SPEC", "'p99<=2s' (end to end) or 'ttft_p99<=500ms,tpot_p99<=50ms'; units us, ms, s"},
+          {"replicas", "LO..HI", "replica counts to search (default 1..16; N means 1..N)"},
+          {"router", "P[,P...]|all",
+           "routers to compare: round-robin, least-outstanding, least-kv, prefix-affinity, or all "
+           "(default least-outstanding; the first is searched fully, the others below its answer)"},
+          {"window", "LEN", "plan each LEN of the trace (default 1h; ms, s, m, h, d)"},
+          {"rate-scale", "K", "plan for K times the trace's rate (every gap divided by K; default 1)"},
+          {"replica-cost", "PER_HOUR",
+           "a replica's price per hour: the plan's cost, per hour and per 1M output tokens"},
+          {"router-queue", "N",
+           "hold requests at the router while every replica has N outstanding (default 0: route on arrival)"},
+          {"jobs", "N", "windows planned in parallel (default: the number of cores)"},
+          {"calibration", "ID|FILE",
+           "the cost model: a stored calibration or a JSON file (default: the newest for --model/--preset)"},
+          {"noise", "none|mean|drawn", "how each simulated batch is charged (default drawn, seeded)"},
+          {"export", "FORMAT",
+           "print the plan as ray-serve (autoscaling_config), vllm (--data-parallel-size) or hpa"},
+          {"no-store", "", "do not store the plan in the trace database"},
+          {"json", "", "print the plan as JSON"}},
+         runPlan},
         {"report",
          "write a session report: report SESSION -o FILE.html|FILE.pdf|FILE.json",
          "SESSION -o FILE.html|FILE.pdf|FILE.json [OPTIONS]",

@@ -69,7 +69,8 @@ Result<ReportData> loadReportData(const TraceStore &store, std::int64_t sessionI
     auto session = store.session(sessionId);
     if (!session) {
         if (session.status().code() == StatusCode::NotFound)
-            return Status(StatusCode::NotFound, "no session " + std::to_string(sessionId) + " in " + store.path());
+            return Status(StatusCode::NotFound,
+                          "no session " + std::to_string(sessionId) + " in " + store.path());
         return session.status();
     }
     auto summary = store.summary(sessionId);
@@ -116,6 +117,10 @@ Result<ReportData> loadReportData(const TraceStore &store, std::int64_t sessionI
     }
     if (auto tunings = tuningsForSession(store, sessionId))
         d.tunings = std::move(*tunings);
+    if (auto replicas = replicaFigures(store, sessionId))
+        d.replicas = std::move(*replicas);
+    if (auto plans = capacityPlansFor(store, sessionId, d.session.sourceTraceId))
+        d.plans = std::move(*plans);
     d.generatedAtUs = wallClockMicros();
     return d;
 }

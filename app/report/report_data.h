@@ -20,6 +20,7 @@
 #pragma once
 
 #include "engine/core/result.h"
+#include "engine/store/fleet_store.h"
 #include "engine/store/session_summary.h"
 #include "engine/store/store_types.h"
 #include "engine/store/tuning_store.h"
@@ -70,6 +71,10 @@ struct ReportData {
     // `batchpilot tune` results this session verified or was the source of
     // (report_recommendation.h), newest first.
     std::vector<StoredTuning> tunings;
+    // A simulated fleet's replicas, and the capacity plans made from this
+    // session or the trace it replays (report_fleet.h).
+    std::vector<StoredReplica> replicas;
+    std::vector<StoredPlan> plans;
 
     std::int64_t generatedAtUs = 0; // wall clock when the report was built
 };

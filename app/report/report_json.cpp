@@ -1,6 +1,7 @@
 #include "report_json.h"
 
 #include "report_figures.h"
+#include "report_fleet.h"
 #include "report_recommendation.h"
 
 #include "engine/config/config_json.h"
@@ -185,6 +186,8 @@ json reportToJson(const ReportData &d)
         j["comparison"] = nullptr;
     }
     j["recommendation"] = recommendationJson(d);
+    j["fleet"] = fleetJson(d);
+    j["capacity_plans"] = capacityPlanJson(d);
     return j;
 }
 

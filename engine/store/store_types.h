@@ -161,6 +161,11 @@ struct ImportOptions {
     // BurstGPT: drop failed requests (0 response tokens) instead of keeping
     // them as prefill-only arrivals (TraceParseOptions::skipFailed).
     bool skipFailed = false;
+    // Repeat the file's rows (and hash ids) back to back until the trace
+    // spans at least this long (0: as they are): a week of one hour's
+    // shape, for planning (issue 26). Each copy starts one mean gap after
+    // the previous copy's last arrival.
+    Duration repeatTo{};
 };
 
 struct ImportResult {

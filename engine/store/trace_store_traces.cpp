@@ -121,6 +121,30 @@ Result<std::int64_t> insertTrace(sqlite::Connection &db, const std::string &name
     return id;
 }
 
+// ImportOptions::repeatTo: copies of `rows` back to back.
+void repeatRows(std::vector<TraceRow> &rows, std::vector<PrefixBlocks> &hashIds, Duration to)
+{
+    if (rows.size() < 2 || to <= Duration::zero())
+        return;
+    const double span = rows.back().arrivalS - rows.front().arrivalS;
+    const double period = span + span / double(rows.size() - 1);
+    if (!(period > 0))
+        return;
+    const std::size_t n = rows.size();
+    const auto copies = std::size_t(std::ceil(toSeconds(to) / period));
+    rows.reserve(n * copies);
+    if (!hashIds.empty())
+        hashIds.reserve(n * copies);
+    for (std::size_t c = 1; c < copies; ++c)
+        for (std::size_t i = 0; i < n; ++i) {
+            TraceRow r = rows[i];
+            r.arrivalS += double(c) * period;
+            rows.push_back(r);
+            if (!hashIds.empty())
+                hashIds.push_back(hashIds[i]);
+        }
+}
+
 } // namespace
 
 Result<ImportResult> TraceStore::importTrace(const std::string &csvPath, const ImportOptions &options)
@@ -145,6 +169,7 @@ Result<ImportResult> TraceStore::importTrace(const std::string &csvPath, const I
     if (ec)
         absolute = csvPath;
 
+    repeatRows(parsed->rows, parsed->hashIds, options.repeatTo);
     const auto &rows = parsed->rows;
     std::function<bool(std::size_t)> rowProgress;
     if (options.progress)

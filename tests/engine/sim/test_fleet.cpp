@@ -4,6 +4,7 @@
 // surface (and on a simulated trace).
 #include "engine/model/backend.h"
 #include "engine/sim/capacity_plan.h"
+#include "engine/sim/fleet_export.h"
 #include "engine/sim/fleet_plan.h"
 #include "engine/sim/router.h"
 #include "engine/sim/simulated_replay.h"
@@ -428,6 +429,65 @@ private slots:
         auto doc = planDocument(*plan, r, cal);
         QCOMPARE(doc["windows"][1]["replicas"].get<int>(), second);
         QVERIFY(doc.contains("cost"));
+    }
+
+    // import-trace --repeat-to: an hour's rows repeated to a day, each copy
+    // one mean gap after the last; the windows of the store's streaming read
+    // each hold one copy.
+    void importRepeatsToALength()
+    {
+        QTemporaryDir dir;
+        auto store = TraceStore::open(dir.filePath("t.sqlite").toStdString()).value();
+        QFile csv(dir.filePath("hour.csv"));
+        QVERIFY(csv.open(QIODevice::WriteOnly));
+        csv.write("arrival_s,input_tokens,output_tokens\n");
+        for (int i = 0; i <= 10; ++i) // 0, 360, ..., 3600 s: a mean gap of 360 s
+            csv.write(QStringLiteral("%1,%2,1\n").arg(i * 360).arg(10 + i).toUtf8());
+        csv.close();
+        ImportOptions o;
+        o.repeatTo = 24h;
+        o.format = TraceFormat::Plain;
+        auto imported = store->importTrace(csv.fileName().toStdString(), o);
+        QVERIFY2(imported, imported.status().toString().c_str());
+        // period 3600 + 360 s: ceil(86400 / 3960) = 22 copies
+        QCOMPARE(imported->trace.rows, std::uint64_t(22 * 11));
+        const auto rows = store->traceRows(imported->trace.id).value();
+        QCOMPARE(rows[11].arrivalS, 3960.0);
+        QCOMPARE(rows[11].inputTokens, 10);
+        const auto starts = store->traceWindowStarts(imported->trace.id, 3960s).value();
+        QCOMPARE(starts.size(), std::size_t(23));
+        for (std::size_t k = 0; k < starts.size(); ++k)
+            QCOMPARE(starts[k], std::int64_t(11 * k));
+        std::vector<TraceRow> slice;
+        std::vector<PrefixBlocks> ids;
+        QVERIFY(store->traceSlice(imported->trace.id, 11, 22, slice, ids));
+        QCOMPARE(slice.size(), std::size_t(11));
+        QCOMPARE(slice.front().arrivalS, 3960.0);
+        QVERIFY(ids.empty());
+    }
+
+    // The plan in each stack's form: the peak, the least and the hourly schedule.
+    void exportsThePlan()
+    {
+        nlohmann::json plan = {
+            {"slo", "p99 <= 2 s"},
+            {"peak_replicas", 5},
+            {"daily_schedule", std::vector<int>(24, 2)},
+            {"windows",
+             {{{"done", true}, {"replicas", 2}, {"replica_busy", {0.5, 0.4}}},
+              {{"done", true}, {"replicas", 5}, {"replica_busy", {0.7, 0.8, 0.6, 0.7, 0.5}}}}}};
+        const std::string ray = exportFleetPlan(plan, "ray-serve").value();
+        QVERIFY(ray.find("min_replicas: 2") != std::string::npos);
+        QVERIFY(ray.find("max_replicas: 5") != std::string::npos);
+        QVERIFY(ray.find("num_replicas: 5") != std::string::npos);
+        const std::string vllm = exportFleetPlan(plan, "vllm").value();
+        QVERIFY(vllm.find("--data-parallel-size 5\n") != std::string::npos);
+        QVERIFY(vllm.find("23:00  --data-parallel-size 2") != std::string::npos);
+        const std::string hpa = exportFleetPlan(plan, "hpa").value();
+        QVERIFY(hpa.find("minReplicas: 2") != std::string::npos);
+        QVERIFY(hpa.find("maxReplicas: 5") != std::string::npos);
+        QVERIFY(hpa.find("desiredReplicas: \"2\"") != std::string::npos);
+        QVERIFY(!exportFleetPlan(plan, "triton"));
     }
 };
 

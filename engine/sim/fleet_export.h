@@ -1,0 +1,30 @@
+// A capacity plan (fleet_plan.h) in each serving stack's own form (issue 26
+// item 6, docs/export.md "Replicas and autoscaling"):
+//  - ray-serve: a Serve deployment with autoscaling_config (min_replicas =
+//    the plan's least, max_replicas = its peak, target_ongoing_requests
+//    from the simulated load per replica at the peak), and num_replicas for
+//    a fixed fleet; the hour-of-day schedule as a comment;
+//  - vllm: `vllm serve ... --data-parallel-size N` for the peak (vLLM's
+//    data parallelism: N engine replicas behind its own load balancer) and
+//    the per-hour sizes as comments;
+//  - hpa: a Kubernetes HorizontalPodAutoscaler sketch (min/max replicas, a
+//    per-pod requests-in-flight target) plus the hour-of-day schedule as a
+//    KEDA cron trigger list.
+// Pure functions of the plan's document (planDocument()). Qt-free.
+#pragma once
+
+#include "engine/core/result.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace bp {
+
+// "ray-serve", "vllm", "hpa"
+inline constexpr std::string_view kFleetExportFormats = "ray-serve, vllm, hpa";
+// InvalidArgument for another format.
+Result<std::string> exportFleetPlan(const nlohmann::json &plan, std::string_view format);
+
+} // namespace bp

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Traces for fleet planning (issue 26, docs/capacity.md).
+
+week:   the shared Azure hour repeated over 7 days with a daily shape: each
+        copy of the hour keeps a row with probability p(hour of day), a
+        sinusoid from 0.35 at 04:00 to 1.0 at 16:00 (seeded). Plain CSV
+        (arrival_s,input_tokens,output_tokens).
+prefix: one hour of Poisson arrivals whose prompts open with one of a few
+        shared system prompts (Zipf popularity) before their own blocks: a
+        Mooncake JSON Lines file with hash_ids (prefix-affinity's key).
+
+usage: make_fleet_traces.py week   AZURE_CSV OUT.csv [--seed N]
+       make_fleet_traces.py prefix OUT.jsonl [--rate R] [--prompts K] [--seed N]
+"""
+import argparse
+import csv
+import datetime
+import json
+import math
+import random
+
+
+def week(args):
+    rng = random.Random(args.seed)
+    rows = []
+    with open(args.input) as f:
+        reader = csv.reader(f)
+        next(reader)
+        start = None
+        for ts, ctx, gen in reader:
+            t = datetime.datetime.fromisoformat(ts[:26])
+            start = start or t
+            rows.append(((t - start).total_seconds(), int(ctx), int(gen)))
+    span = rows[-1][0] - rows[0][0]
+    period = span + span / (len(rows) - 1)
+    copies = math.ceil(7 * 86400 / period)
+    kept = 0
+    with open(args.output, "w") as out:
+        out.write("arrival_s,input_tokens,output_tokens\n")
+        for c in range(copies):
+            for s, i, o in rows:
+                at = c * period + s
+                if at >= 7 * 86400:
+                    break
+                hour = (at / 3600) % 24
+                p = 0.675 - 0.325 * math.cos(2 * math.pi * (hour - 4) / 24)
+                if rng.random() < p:
+                    out.write(f"{at:.6f},{i},{o}\n")
+                    kept += 1
+    print(f"{kept} rows over 7 days ({copies} copies of {len(rows)} rows)")
+
+
+def prefix(args):
+    rng = random.Random(args.seed)
+    weights = [1 / (k + 1) for k in range(args.prompts)]
+    next_block = 1_000_000
+    t = 0.0
+    n = 0
+    with open(args.output, "w") as out:
+        while t < 3600:
+            t += rng.expovariate(args.rate)
+            k = rng.choices(range(args.prompts), weights)[0]
+            system = [k * 100 + b for b in range(4)]  # 4 shared blocks per system prompt
+            own = list(range(next_block, next_block + rng.randint(1, 3)))
+            next_block += len(own)
+            row = {"timestamp": int(t * 1000), "input_length": rng.randint(200, 600),
+                   "output_length": rng.randint(16, 128), "hash_ids": system + own}
+            out.write(json.dumps(row) + "\n")
+            n += 1
+    print(f"{n} requests, {args.prompts} system prompts")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="what", required=True)
+    w = sub.add_parser("week")
+    w.add_argument("input")
+    w.add_argument("output")
+    w.add_argument("--seed", type=int, default=1)
+    p = sub.add_parser("prefix")
+    p.add_argument("output")
+    p.add_argument("--rate", type=float, default=20)
+    p.add_argument("--prompts", type=int, default=16)
+    p.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    (week if args.what == "week" else prefix)(args)
+
+
+if __name__ == "__main__":
+    main()
