@@ -92,7 +92,7 @@ Result<FleetPlanRequest> parse(const AppOptions &options, CommandArgs &args)
         return slo.status();
     r.slo = *slo;
     const auto sourceId = args.number(args.has("trace") ? "trace" : "session", 0, 1, 9e18);
-    const auto rate = args.number("rate-scale", 1, 1e-3, 1e3);
+    const auto rate = args.number("rate-scale", 1, 1e-3, 1e5);
     const auto cost = args.number("replica-cost", 0, 0, 1e9);
     const auto queue = args.number("router-queue", 0, 0, 1e6);
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));

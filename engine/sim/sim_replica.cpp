@@ -108,6 +108,7 @@ void Replica::start(WorkUnit &&unit, int executor)
 
 void Replica::completeDue()
 {
+    dirty = true;
     const TimePoint now = sim.now;
     // In event order (ties by executor), as the executors would finish.
     std::sort(running.begin(), running.end(), [](const auto &a, const auto &b) {
@@ -135,6 +136,7 @@ void Replica::completeDue()
 
 void Replica::dispatchReady()
 {
+    dirty = false;
     for (;;) {
         const int executor = freeExecutor();
         if (executor < 0) {
@@ -160,6 +162,7 @@ void Replica::dispatchReady()
 
 void Replica::stop(ShutdownMode mode)
 {
+    dirty = true;
     std::vector<Pending> rest;
     {
         MutexLock lock(core.mutex());

@@ -73,6 +73,11 @@ struct Replica final : ExecutorDriver {
     std::optional<TimePoint> wakeAt; // the scheduler's next decision time, when an executor is free
     std::size_t instances;
     bool draining = false;
+    // Something happened to it since it last decided (a request came, a
+    // unit ended, it shut down): it decides after this event. A replica
+    // with nothing new decides only at its wake-up, as the engine's idle
+    // leader sleeps until then.
+    bool dirty = true;
     int outstanding = 0;
     ReplicaFigures fig;
 

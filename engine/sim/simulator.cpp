@@ -36,6 +36,8 @@ struct Simulator::Impl {
     std::shared_ptr<ChangeCounter> changes = std::make_shared<ChangeCounter>();
     Router router;
     std::vector<ReplicaLoad> loads;
+    std::vector<std::optional<TimePoint>> completions; // per replica, this event's
+
     std::unique_ptr<bool[]> eligible; // per replica: below the router's limit
     std::deque<Waiting> routerQueue;
     std::span<const SimArrival> arrivals;
@@ -61,6 +63,7 @@ struct Simulator::Impl {
                 r.core.addObserver(std::make_shared<sim::ReplicaTagger>(*o.observer, shared, i, n));
         }
         loads.resize(replicas.size());
+        completions.resize(replicas.size());
         eligible = std::make_unique<bool[]>(replicas.size());
     }
 
@@ -112,6 +115,7 @@ struct Simulator::Impl {
             out.routerWaitMax = std::max(out.routerWaitMax, waited);
         }
         rep.clock.set(now);
+        rep.dirty = true;
         ++rep.fig.routed;
         ++rep.outstanding;
         rep.fig.peakOutstanding = std::max(rep.fig.peakOutstanding, rep.outstanding);
@@ -192,11 +196,13 @@ struct Simulator::Impl {
             const std::optional<TimePoint> arrival =
                 i < arrivals.size() ? std::optional(o.start + arrivals[i].offset) : std::nullopt;
             std::optional<TimePoint> done, next = arrival;
-            for (const auto &r : replicas) {
-                const std::optional<TimePoint> d = r->nextCompletion();
+            for (std::size_t k = 0; k < replicas.size(); ++k) {
+                const Replica &r = *replicas[k];
+                const std::optional<TimePoint> d = r.nextCompletion();
+                completions[k] = d;
                 if (d && (!done || *d < *done))
                     done = d;
-                for (const auto &t : {d, r->wakeUp()})
+                for (const auto &t : {d, r.wakeUp()})
                     if (t && (!next || *t < *next))
                         next = t;
             }
@@ -232,9 +238,9 @@ struct Simulator::Impl {
             }
             moveTo(*next, nextSample);
             if (done && *done <= now) {
-                for (auto &r : replicas)
-                    if (const auto d = r->nextCompletion(); d && *d <= now)
-                        r->completeDue();
+                for (std::size_t k = 0; k < replicas.size(); ++k)
+                    if (completions[k] && *completions[k] <= now)
+                        replicas[k]->completeDue();
             } else if (arrival && *arrival <= now) {
                 arrive(i);
                 ++i;
@@ -242,8 +248,9 @@ struct Simulator::Impl {
                     o.onProgress(out);
             }
             drainRouterQueue();
-            for (auto &r : replicas)
-                r->dispatchReady();
+            for (auto &r : replicas) // those with news, or due to wake up
+                if (r->dirty || (r->wakeAt && *r->wakeAt <= now))
+                    r->dispatchReady();
         }
         if (out.cancelled)
             cancelRest(nextSample);
