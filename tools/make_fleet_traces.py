@@ -6,8 +6,8 @@ week:   the shared Azure hour repeated over 7 days with a daily shape: each
         sinusoid from 0.35 at 04:00 to 1.0 at 16:00 (seeded). Plain CSV
         (arrival_s,input_tokens,output_tokens).
 prefix: one hour of Poisson arrivals whose prompts open with one of a few
-        shared system prompts (Zipf popularity) before their own blocks: a
-        Mooncake JSON Lines file with hash_ids (prefix-affinity's key).
+        shared system prompts (Zipf popularity): a Mooncake JSON Lines file
+        whose one hash id per row is the system prompt (prefix-affinity's key).
 
 usage: make_fleet_traces.py week   AZURE_CSV OUT.csv [--seed N]
        make_fleet_traces.py prefix OUT.jsonl [--rate R] [--prompts K] [--seed N]
@@ -53,18 +53,16 @@ def week(args):
 def prefix(args):
     rng = random.Random(args.seed)
     weights = [1 / (k + 1) for k in range(args.prompts)]
-    next_block = 1_000_000
     t = 0.0
     n = 0
     with open(args.output, "w") as out:
         while t < 3600:
             t += rng.expovariate(args.rate)
             k = rng.choices(range(args.prompts), weights)[0]
-            system = [k * 100 + b for b in range(4)]  # 4 shared blocks per system prompt
-            own = list(range(next_block, next_block + rng.randint(1, 3)))
-            next_block += len(own)
-            row = {"timestamp": int(t * 1000), "input_length": rng.randint(200, 600),
-                   "output_length": rng.randint(16, 128), "hash_ids": system + own}
+            # a prompt of one 512-token block at most: its one hash id is the system prompt's
+            # (a Mooncake row has at most ceil(input_length / 512) hash ids)
+            row = {"timestamp": int(t * 1000), "input_length": rng.randint(200, 500),
+                   "output_length": rng.randint(16, 128), "hash_ids": [k]}
             out.write(json.dumps(row) + "\n")
             n += 1
     print(f"{n} requests, {args.prompts} system prompts")
