@@ -86,8 +86,8 @@ private slots:
     {
         QTest::addColumn<QString>("name");
         // import-trace, export-trace, export-config, import-config, traces, sessions, replay, calibrate,
-        // tune, report
-        QCOMPARE(commands().size(), std::size_t(10));
+        // tune, plan, report
+        QCOMPARE(commands().size(), std::size_t(11));
         for (const Command &c : commands())
             QTest::newRow(qPrintable(c.name)) << c.name;
     }
