@@ -149,7 +149,7 @@ Result<FleetPlan> planFleet(const TraceStore &store, const Calibration &calibrat
     plan.cost = plan.replicaHours * request.replicaCostPerHour;
     plan.costPerMillionOutput = tokens > 0 ? plan.cost / (tokens / 1e6) : 0;
     const double day = 86400.0;
-    if (std::fmod(day, windowS) == 0 && windowS < day) {
+    if (std::fmod(day, windowS) == 0 && windowS < day && double(windows) * windowS >= day) {
         const auto slots = std::size_t(day / windowS);
         plan.daily.assign(slots, 0);
         for (const PlannedWindow &pw : plan.windows)

@@ -53,7 +53,8 @@ struct PlannedWindow {
 struct FleetPlan {
     std::vector<PlannedWindow> windows;
     // Hour-of-day slots (window length; empty when a day is not a whole
-    // number of windows): the most replicas any day's window in that slot needed.
+    // number of windows or the trace spans less than a day): the most
+    // replicas any day's window in that slot needed.
     std::vector<int> daily;
     int peakReplicas = 0;
     double replicaHours = 0; // Σ replicas × window hours (in real time at rateScale)
