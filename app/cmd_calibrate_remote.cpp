@@ -6,6 +6,7 @@
 // --session ID refines the newest calibration of that target with a
 // recorded remote session's requests.
 #include "cmd_calibrate_remote.h"
+#include "sigint_flag.h"
 
 #include "remote/probe_runner.h"
 #include "remote/settings_fetch.h"
@@ -13,24 +14,17 @@
 #include "engine/config/config_import.h"
 #include "engine/sim/calibration_store.h"
 #include "engine/sim/remote_calibrate.h"
-#include "engine/telemetry/target_metrics.h"
 #include "engine/store/trace_store.h"
+#include "engine/telemetry/target_metrics.h"
 
 #include <QFile>
 #include <QTextStream>
 
 #include <atomic>
-#include <csignal>
 
 namespace bp::app {
 
 namespace {
-
-std::atomic<bool> g_probeInterrupted{false};
-extern "C" void onProbeInterrupt(int)
-{
-    g_probeInterrupted.store(true);
-}
 
 QString q(const std::string &s)
 {
@@ -280,15 +274,16 @@ int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
     po.remote = ro;
     po.plan = plan;
     po.scrapeInterval = std::chrono::milliseconds(qint64(*scrape));
-    po.interrupt = &g_probeInterrupted;
     po.progress = [&err](const std::string &line) {
         err << "  " << q(line) << "\n";
         err.flush();
     };
-    g_probeInterrupted = false;
-    const auto old = std::signal(SIGINT, onProbeInterrupt);
-    remote::ProbeRun run = remote::runProbe(po);
-    std::signal(SIGINT, old);
+    remote::ProbeRun run;
+    {
+        SigintFlag sigint;
+        po.interrupt = sigint.flag();
+        run = remote::runProbe(po);
+    }
     if (server.empty() || server == "auto")
         server = run.server;
 

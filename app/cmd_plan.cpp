@@ -1,4 +1,5 @@
 #include "cmd_plan.h"
+#include "sigint_flag.h"
 
 #include "cmd_calibrate.h"
 #include "command_args.h"
@@ -13,29 +14,11 @@
 #include <QTextStream>
 
 #include <atomic>
-#include <csignal>
 #include <thread>
 
 namespace bp::app {
 
 namespace {
-
-std::atomic<bool> g_interrupted{false};
-extern "C" void onPlanInterrupt(int)
-{
-    g_interrupted.store(true);
-}
-
-// Ctrl-C stops the search; the windows planned so far are kept (printed,
-// stored, marked cancelled). Restored on scope exit.
-class InterruptGuard {
-public:
-    InterruptGuard() : m_old(std::signal(SIGINT, onPlanInterrupt)) { g_interrupted = false; }
-    ~InterruptGuard() { std::signal(SIGINT, m_old); }
-
-private:
-    void (*m_old)(int);
-};
 
 QString q(const std::string &s)
 {
@@ -251,8 +234,8 @@ int runPlan(const AppOptions &options)
         return fail(q(s.message()), 2);
 
     QTextStream err(stderr);
-    InterruptGuard guard;
-    request.search.cancel = &g_interrupted;
+    SigintFlag sigint;
+    request.search.cancel = sigint.flag();
     request.search.progress = [&](std::size_t done, std::size_t total) {
         err << QStringLiteral("plan: %1/%2 windows\n").arg(done).arg(total);
         err.flush();

@@ -3,6 +3,7 @@
 // --device / --preset flags and --config (default: the source session's
 // last config), records it as a new session, and prints the comparison.
 #include "cmd_store.h"
+#include "sigint_flag.h"
 
 #include "cmd_calibrate.h"
 
@@ -21,28 +22,10 @@
 #include <QTextStream>
 
 #include <atomic>
-#include <csignal>
 
 namespace bp::app {
 
 namespace {
-
-std::atomic<bool> g_interrupted{false};
-extern "C" void onInterrupt(int)
-{
-    g_interrupted.store(true);
-}
-
-// Ctrl-C cancels the replay (which then ends its session cleanly) instead
-// of killing the process; restored on scope exit.
-class InterruptGuard {
-public:
-    InterruptGuard() : m_old(std::signal(SIGINT, onInterrupt)) { g_interrupted = false; }
-    ~InterruptGuard() { std::signal(SIGINT, m_old); }
-
-private:
-    void (*m_old)(int);
-};
 
 QString q(const std::string &s)
 {
@@ -233,7 +216,7 @@ int runReplay(const AppOptions &options)
                    .arg(p.sourceSeconds, 0, 'f', 1);
         err.flush();
     };
-    InterruptGuard guard;
+    SigintFlag sigint;
     Replayer replayer(*store, backend);
     std::optional<SimulatedReplay> simulated;
     if (simulate) {
@@ -241,9 +224,9 @@ int runReplay(const AppOptions &options)
         simulated->setCostNoise(*noise);
         simulated->setFleet(int(*replicas), {*router, int(*replicas)});
     }
-    auto outcome = simulate ? simulated->run(ro, progress, &g_interrupted)
-                   : target ? replayer.runRemote(ro, *target, progress, &g_interrupted)
-                            : replayer.run(ro, progress, &g_interrupted);
+    auto outcome = simulate ? simulated->run(ro, progress, sigint.flag())
+                   : target ? replayer.runRemote(ro, *target, progress, sigint.flag())
+                            : replayer.run(ro, progress, sigint.flag());
     if (!outcome)
         return fail(q(outcome.status().message()));
     const ReplayOutcome &o = *outcome;

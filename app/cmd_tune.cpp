@@ -1,4 +1,5 @@
 #include "cmd_tune.h"
+#include "sigint_flag.h"
 
 #include "cmd_tune_remote.h"
 #include "cmd_tune_text.h"
@@ -19,30 +20,11 @@
 #include <QTextStream>
 
 #include <atomic>
-#include <csignal>
 #include <thread>
 
 namespace bp::app {
 
 namespace {
-
-std::atomic<bool> g_interrupted{false};
-extern "C" void onTuneInterrupt(int)
-{
-    g_interrupted.store(true);
-}
-
-// Ctrl-C stops the search (what was evaluated is reported) or the
-// verification replay (what was verified is kept, marked partial);
-// restored on scope exit.
-class InterruptGuard {
-public:
-    InterruptGuard() : m_old(std::signal(SIGINT, onTuneInterrupt)) { g_interrupted = false; }
-    ~InterruptGuard() { std::signal(SIGINT, m_old); }
-
-private:
-    void (*m_old)(int);
-};
 
 QString q(const std::string &s)
 {
@@ -225,8 +207,8 @@ int runTune(const AppOptions &options)
         err << QStringLiteral("verify: %1/%2 done\n").arg(p.finished).arg(p.total);
         err.flush();
     };
-    InterruptGuard guard;
-    hooks.cancel = &g_interrupted;
+    SigintFlag sigint;
+    hooks.cancel = sigint.flag();
     auto run = runTunePipeline(store, *calibration, req, backend, hooks);
     if (!run)
         return fail(q(run.status().message()));
@@ -264,7 +246,7 @@ int runTune(const AppOptions &options)
             real.notes = "tune: verifies " + rec.label + " on " +
                          remoteTarget->options.target.toString().toStdString();
             real.progressInterval = std::chrono::seconds(2);
-            auto outcome = replayOnTarget(store, *remoteTarget, real, hooks.verifyProgress, &g_interrupted);
+            auto outcome = replayOnTarget(store, *remoteTarget, real, hooks.verifyProgress, sigint.flag());
             if (!outcome)
                 return fail(QStringLiteral("verification replay: ") + q(outcome.status().message()));
             verified = *outcome;
