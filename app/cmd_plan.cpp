@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "engine_host.h"
 
+#include "engine/core/span_text.h"
 #include "engine/sim/fleet_export.h"
 #include "engine/sim/fleet_plan.h"
 #include "engine/store/fleet_store.h"
@@ -36,23 +37,6 @@ int fail(const QString &message, int code = 1)
 {
     QTextStream(stderr) << "batchpilot plan: " << message << "\n";
     return code;
-}
-
-// "90s", "15m", "1h", "1d"; nullopt otherwise.
-std::optional<Duration> parseSpan(const QString &text)
-{
-    static const std::pair<const char *, double> units[] = {
-        {"ms", 1e-3}, {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}};
-    for (const auto &[unit, seconds] : units) {
-        if (!text.endsWith(QLatin1String(unit)) ||
-            (QLatin1String(unit) == QLatin1String("s") && text.endsWith("ms")))
-            continue;
-        bool ok = false;
-        const double v = text.chopped(int(std::strlen(unit))).toDouble(&ok);
-        if (ok && v > 0 && v * seconds <= 7 * 86400.0)
-            return fromSeconds(v * seconds);
-    }
-    return std::nullopt;
 }
 
 Result<FleetPlanRequest> parse(const AppOptions &options, CommandArgs &args)
@@ -111,7 +95,8 @@ Result<FleetPlanRequest> parse(const AppOptions &options, CommandArgs &args)
             r.search.routers.push_back(*p);
         }
     }
-    const auto window = parseSpan(args.value("window", QStringLiteral("1h")));
+    const auto window =
+        parseSpan(args.value("window", QStringLiteral("1h")).toStdString(), fromSeconds(7 * 86400.0));
     if (!window)
         return usage(QStringLiteral("--window must be a length such as 15m, 1h or 1d (at most 7d), not '%1'")
                          .arg(args.value("window")));

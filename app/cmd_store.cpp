@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "data_paths.h"
 
+#include "engine/core/span_text.h"
 #include "engine/store/trace_store.h"
 
 #include <QDateTime>
@@ -88,16 +89,14 @@ int runImportTrace(const AppOptions &options)
     import.name = args.value("name").toStdString();
     if (args.has("repeat-to")) {
         const QString to = args.value("repeat-to");
-        const double unit = to.endsWith('d') ? 86400 : to.endsWith('h') ? 3600 : to.endsWith('m') ? 60 : 1;
-        bool ok = false;
-        const double v = (to.back().isLetter() ? to.chopped(1) : to).toDouble(&ok);
-        if (!ok || v <= 0 || v * unit > 366 * 86400.0)
+        const auto length = parseSpan(to.toStdString(), fromSeconds(366 * 86400.0));
+        if (!length)
             return fail(
                 "import-trace",
                 QStringLiteral("--repeat-to must be a length such as 7d or 24h (at most a year), not '%1'")
                     .arg(to),
                 2);
-        import.repeatTo = fromSeconds(v * unit);
+        import.repeatTo = *length;
     }
     auto r = (*store)->importTrace(file.toStdString(), import);
     if (!r)

@@ -1,5 +1,7 @@
 #include "verify_window.h"
 
+#include "engine/core/span_text.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,24 +11,6 @@
 namespace bp {
 
 namespace {
-
-// "3m" -> 3 minutes; nullopt unless a positive number and a unit.
-std::optional<Duration> parseLength(const std::string &text)
-{
-    const char *begin = text.c_str();
-    char *end = nullptr;
-    const double number = std::strtod(begin, &end);
-    if (end == begin || !(number > 0) || !std::isfinite(number))
-        return std::nullopt;
-    const std::string unit(end);
-    const double scale = unit == "ms" ? 1e-3 : unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : 0;
-    if (scale == 0 || number * scale > 7 * 86400)
-        return std::nullopt;
-    const Duration d = fromSeconds(number * scale);
-    if (d <= Duration::zero())
-        return std::nullopt;
-    return d;
-}
 
 std::string lengthText(Duration d, bool words)
 {
@@ -68,7 +52,7 @@ Result<VerifyWindowSpec> parseVerifyWindow(std::string_view text)
         return bad("unknown window '" + kind + "'");
     if (colon == std::string_view::npos)
         return bad("'" + kind + "' needs a length");
-    const auto length = parseLength(std::string(text.substr(colon + 1)));
+    const auto length = parseSpan(text.substr(colon + 1), fromSeconds(7 * 86400.0));
     if (!length)
         return bad("the length must be a positive number with a unit, at most a week");
     spec.length = *length;
