@@ -13,7 +13,10 @@ namespace bp::app {
 
 namespace {
 
-QString q(const std::string &s) { return QString::fromStdString(s); }
+QString q(const std::string &s)
+{
+    return QString::fromStdString(s);
+}
 
 int fail(const QString &command, const QString &message, int code = 1)
 {
@@ -78,6 +81,16 @@ int runImportTrace(const AppOptions &options)
                         2);
     }
     import.skipFailed = args.has("skip-failed");
+    if (args.has("block-tokens")) {
+        bool ok = false;
+        import.blockTokens = args.value("block-tokens").toInt(&ok);
+        if (!ok || import.blockTokens < 1 || import.blockTokens > (1 << 20))
+            return fail(
+                "import-trace",
+                QStringLiteral("--block-tokens must be a whole number of tokens in [1, 1048576], got '%1'")
+                    .arg(args.value("block-tokens")),
+                2);
+    }
     auto store = TraceStore::open(options.db.toStdString());
     if (!store)
         return fail("import-trace", q(store.status().message()));
@@ -101,12 +114,16 @@ int runImportTrace(const AppOptions &options)
                                {"block_tokens", t.blockTokens},
                                {"prefix_blocks", r->prefix.blocks},
                                {"reused_prefix_blocks", r->prefix.reusedBlocks},
+                               {"prompt_tokens", r->share.promptTokens},
+                               {"reusable_prefix_tokens", r->share.reusableTokens},
+                               {"reusable_prefix_share", r->share.share()},
                                {"errors", errors}};
         QTextStream(stdout) << q(j.dump(2)) << "\n";
         return 0;
     }
     QTextStream out(stdout);
-    out << QStringLiteral("imported trace %1 '%2' (%3 format): %4 requests over %5 s, %6 malformed rows skipped\n")
+    out << QStringLiteral(
+               "imported trace %1 '%2' (%3 format): %4 requests over %5 s, %6 malformed rows skipped\n")
                .arg(t.id)
                .arg(q(t.name), q(std::string(traceFormatName(t.format))))
                .arg(t.rows)
@@ -124,6 +141,12 @@ int runImportTrace(const AppOptions &options)
                    .arg(t.blockTokens)
                    .arg(r->prefix.reusedBlocks)
                    .arg(100.0 * r->prefix.reuseRatio(), 0, 'f', 1);
+    if (r->share.reusableTokens)
+        out << QStringLiteral("reusable prefix: %1 of %2 prompt tokens (%3%) are in blocks seen before%4\n")
+                   .arg(r->share.reusableTokens)
+                   .arg(r->share.promptTokens)
+                   .arg(100.0 * r->share.share(), 0, 'f', 1)
+                   .arg(t.format == TraceFormat::MultiTurn ? " (conversations resend their context)" : "");
     if (sample) // one step from here to something on the charts
         out << QStringLiteral(
                    "replay it (how batches form on this traffic, on the virtual clock: about a second):\n"
@@ -183,7 +206,8 @@ int runSessions(const AppOptions &options)
 {
     CommandArgs args(options.commandArgs, commandOptions("sessions"));
     if (!args.error().isEmpty() || !args.positional().isEmpty())
-        return fail("sessions", args.error().isEmpty() ? "usage: batchpilot sessions [--json]" : args.error(), 2);
+        return fail("sessions", args.error().isEmpty() ? "usage: batchpilot sessions [--json]" : args.error(),
+                    2);
     auto store = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
     if (!store)
         return fail("sessions", q(store.status().message()));
@@ -193,27 +217,29 @@ int runSessions(const AppOptions &options)
     if (args.has("json")) {
         nlohmann::json j = nlohmann::json::array();
         for (const SessionInfo &s : *list)
-            j.push_back({{"id", s.id},
-                         {"kind", s.kind},
-                         {"started_at_us", s.startedAtUs},
-                         {"ended_at_us", s.endedAtUs ? nlohmann::json(*s.endedAtUs) : nlohmann::json(nullptr)},
-                         {"model", s.model},
-                         {"device", s.device},
-                         {"requests", s.requestCount},
-                         {"batches", s.batchCount},
-                         {"source_session_id", s.sourceSessionId ? nlohmann::json(*s.sourceSessionId) : nullptr},
-                         {"source_trace_id", s.sourceTraceId ? nlohmann::json(*s.sourceTraceId) : nullptr},
-                         {"dropped_rows", s.droppedRows},
-                         {"logging_error", s.loggingError},
-                         {"target_url", s.targetUrl},
-                         {"notes", s.notes}});
+            j.push_back(
+                {{"id", s.id},
+                 {"kind", s.kind},
+                 {"started_at_us", s.startedAtUs},
+                 {"ended_at_us", s.endedAtUs ? nlohmann::json(*s.endedAtUs) : nlohmann::json(nullptr)},
+                 {"model", s.model},
+                 {"device", s.device},
+                 {"requests", s.requestCount},
+                 {"batches", s.batchCount},
+                 {"source_session_id", s.sourceSessionId ? nlohmann::json(*s.sourceSessionId) : nullptr},
+                 {"source_trace_id", s.sourceTraceId ? nlohmann::json(*s.sourceTraceId) : nullptr},
+                 {"dropped_rows", s.droppedRows},
+                 {"logging_error", s.loggingError},
+                 {"target_url", s.targetUrl},
+                 {"notes", s.notes}});
         QTextStream(stdout) << q(j.dump(2)) << "\n";
         return 0;
     }
     QList<QStringList> rows;
     for (const SessionInfo &s : *list) {
-        const QString length = s.endedAtUs ? QString::number(double(*s.endedAtUs - s.startedAtUs) / 1e6, 'f', 1)
-                                           : QStringLiteral("unended");
+        const QString length = s.endedAtUs
+                                   ? QString::number(double(*s.endedAtUs - s.startedAtUs) / 1e6, 'f', 1)
+                                   : QStringLiteral("unended");
         const QString source = s.sourceSessionId ? QStringLiteral("session %1").arg(*s.sourceSessionId)
                                : s.sourceTraceId ? QStringLiteral("trace %1").arg(*s.sourceTraceId)
                                                  : QStringLiteral("-");
@@ -222,10 +248,17 @@ int runSessions(const AppOptions &options)
             notes = QStringLiteral("target %1").arg(q(s.targetUrl)) + (notes.isEmpty() ? "" : "; ") + notes;
         if (!s.loggingError.empty())
             notes += (notes.isEmpty() ? "" : "; ") + QStringLiteral("logging stopped");
-        rows << QStringList{QString::number(s.id), q(s.kind),      wallTime(s.startedAtUs),
-                            length,                q(s.model),     q(s.device),
-                            QString::number(s.requestCount), QString::number(s.batchCount), source,
-                            QString::number(s.droppedRows), notes};
+        rows << QStringList{QString::number(s.id),
+                            q(s.kind),
+                            wallTime(s.startedAtUs),
+                            length,
+                            q(s.model),
+                            q(s.device),
+                            QString::number(s.requestCount),
+                            QString::number(s.batchCount),
+                            source,
+                            QString::number(s.droppedRows),
+                            notes};
     }
     QTextStream out(stdout);
     if (rows.isEmpty())

@@ -41,6 +41,18 @@ Setup workloadFromArgs(const Args &args, const ModelInfo &model)
             std::to_string(std::max(w.outputCap, w.maxNewTokens)) + " new tokens does not fit the model's " +
             std::to_string(model.maxSequenceLength + (generative ? 1 : 0)) + " positions");
 
+    // Shared prefixes and conversations (traffic_pacer.h); validated with the rest of the spec.
+    w.systemPromptTokens = int(args.num("system-prompt", 0));
+    w.systemPromptShare = args.num("system-prompt-share", 1);
+    const double conversations = args.num("conversations", 0);
+    if (conversations < 0 || conversations != std::floor(conversations))
+        throw std::invalid_argument("--conversations must be a whole number >= 0");
+    w.conversations = std::size_t(conversations);
+    w.turnsPerConversation = int(args.num("turns", 1));
+    w.thinkTimeS = args.num("think-time", 0);
+    if (Status st = w.validate(); !st) // the defaults of everything else are valid
+        throw std::invalid_argument(st.message());
+
     if (args.has("trace")) {
         const std::string path = args.str("trace", "");
         auto parsed = parseTraceFile(path);

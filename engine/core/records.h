@@ -37,6 +37,8 @@ struct RequestRecord {
     StatusCode status = StatusCode::Ok;
     bool cacheHit = false; // answered from the response cache
     int priority = 0;
+    std::int64_t conversation = 0; // multi-turn (Request::conversation); 0 = none
+    int turn = 0;
 };
 
 struct BatchRecord {

@@ -3,7 +3,11 @@
 #include "engine/exec/engine_core.h"
 #include "engine/sched/continuous_scheduler.h"
 
+#include "engine/workload/prefix_tokens.h"
+
 #include <algorithm>
+#include <queue>
+#include <unordered_map>
 
 namespace bp {
 
@@ -40,6 +44,13 @@ struct Simulator::Impl final : ExecutorDriver {
     TimePoint now;
     bool draining = false;
     SimOutcome out;
+    // Multi-turn: follow-ups released by their previous turn's completion
+    // (virtual time, arrival position), and each turn's prompt and answer
+    // until its follow-up is built.
+    using Due = std::pair<TimePoint, std::size_t>;
+    std::priority_queue<Due, std::vector<Due>, std::greater<Due>> released;
+    std::unordered_map<std::size_t, std::vector<TokenId>> prompts, answers;
+    std::span<const SimArrival> all;
 
     explicit Impl(const SimulatorOptions &options)
         : o(options), clock(options.start), noise(options.costNoise, options.noiseSeed),
@@ -92,14 +103,59 @@ struct Simulator::Impl final : ExecutorDriver {
         return -1;
     }
 
+    // The prompt: distinct ids (a trace's prompts do not repeat), the
+    // trace's blocks in front, a follow-up's context before it.
+    std::vector<TokenId> promptOf(const SimArrival &a, std::uint64_t id)
+    {
+        const bool content = o.config.cache.enabled || !a.blocks.empty() || a.conversation != 0;
+        std::vector<TokenId> t(std::size_t(std::max(0, a.inputTokens)));
+        if (!content)
+            return t;
+        const auto vocab = std::uint64_t(std::max(1, o.limits.vocabSize));
+        for (std::size_t k = 0; k < t.size(); ++k)
+            t[k] = TokenId((id * 2654435761u + k) % vocab);
+        std::size_t at = 0;
+        for (std::int64_t block : a.blocks) {
+            if (at >= t.size() || a.blockTokens <= 0)
+                break;
+            const std::vector<TokenId> ids = blockTokenIds(block, a.blockTokens, int(vocab));
+            const std::size_t n = std::min(ids.size(), t.size() - at);
+            std::copy_n(ids.begin(), n, t.begin() + std::ptrdiff_t(at));
+            at += n;
+        }
+        if (a.previous < 0)
+            return t;
+        const auto prev = std::size_t(a.previous);
+        std::vector<TokenId> before = std::move(prompts[prev]), answer = std::move(answers[prev]);
+        prompts.erase(prev);
+        answers.erase(prev);
+        const std::uint64_t seed = std::uint64_t(a.conversation) * 1'000'003u + std::uint64_t(a.turn);
+        return nextTurnPrompt(before, answer, all[prev].maxNewTokens, seed, t, int(vocab));
+    }
+
+    // A turn completed (or was refused) now: its follow-up is due after its think time.
+    void release(std::size_t index, std::vector<TokenId> answer)
+    {
+        const SimArrival &a = all[index];
+        if (a.next < 0)
+            return;
+        if (a.maxNewTokens > 0)
+            answers[index] = std::move(answer);
+        released.push({clock.now() + all[std::size_t(a.next)].think, std::size_t(a.next)});
+    }
+
     void submit(const SimArrival &a, std::size_t index)
     {
         Request r;
         r.id = a.id ? a.id : index + 1;
-        r.tokens.resize(std::size_t(std::max(0, a.inputTokens)));
-        if (o.config.cache.enabled) // distinct contents: a trace's prompts do not repeat
-            for (std::size_t k = 0; k < r.tokens.size(); ++k)
-                r.tokens[k] = TokenId((r.id * 2654435761u + k) % std::uint64_t(o.limits.vocabSize));
+        r.tokens = promptOf(a, r.id);
+        if (a.previous >= 0 && o.limits.maxSequenceLength > 0 &&
+            int(r.tokens.size()) > o.limits.maxSequenceLength)
+            r.tokens.resize(std::size_t(o.limits.maxSequenceLength)); // keeps the shared prefix
+        if (a.next >= 0)
+            prompts[index] = r.tokens;
+        r.conversation = a.conversation;
+        r.turn = a.turn;
         r.maxNewTokens = a.maxNewTokens;
         r.arrival = now;
         r.priority = a.priority;
@@ -107,10 +163,13 @@ struct Simulator::Impl final : ExecutorDriver {
             r.deadline = now + *a.timeout;
         ++out.submitted;
         clock.set(now);
-        const Status s = core.submit(std::move(r), [this](Response &&response) {
+        const Status s = core.submit(std::move(r), [this, index](Response &&response) {
             ++(response.status.isOk() ? out.completed : out.failed);
+            release(index, std::move(response.tokens));
         });
         ++(s.isOk() ? out.accepted : out.rejected);
+        if (!s.isOk())
+            release(index, {});
     }
 
     // The engine's executor starts `unit` now, late by its wake-up: the
@@ -219,17 +278,27 @@ struct Simulator::Impl final : ExecutorDriver {
 
     void run(std::span<const SimArrival> arrivals)
     {
+        all = arrivals;
         if (o.observer)
             o.observer->onConfigChanged({o.start, 1, "initial", "start", o.config});
         TimePoint nextSample = o.start + o.samplePeriod;
-        std::size_t i = 0;
+        std::size_t i = 0; // the next open-loop arrival
         for (;;) {
-            if (i < arrivals.size() && o.cancel && o.cancel->load(std::memory_order_relaxed)) {
+            while (i < arrivals.size() && arrivals[i].previous >= 0)
+                ++i;
+            const bool more = i < arrivals.size() || !released.empty();
+            if (more && o.cancel && o.cancel->load(std::memory_order_relaxed)) {
                 out.cancelled = true;
                 break;
             }
+            // The next arrival: open loop at its offset, or a released follow-up (ties: the lower position).
+            std::optional<Due> nextArrival;
+            if (i < arrivals.size())
+                nextArrival = Due{o.start + arrivals[i].offset, i};
+            if (!released.empty() && (!nextArrival || released.top() < *nextArrival))
+                nextArrival = released.top();
             const std::optional<TimePoint> arrival =
-                i < arrivals.size() ? std::optional(o.start + arrivals[i].offset) : std::nullopt;
+                nextArrival ? std::optional(nextArrival->first) : std::nullopt;
             const std::optional<TimePoint> done = nextCompletion();
             const std::optional<TimePoint> wakeUp = freeExecutor() >= 0 ? wakeAt : std::nullopt;
             std::optional<TimePoint> next;
@@ -261,9 +330,13 @@ struct Simulator::Impl final : ExecutorDriver {
             if (done && *done <= now) {
                 completeDue();
             } else if (arrival && *arrival <= now) {
-                submit(arrivals[i], i);
-                ++i;
-                if (o.onProgress && i % o.progressEvery == 0)
+                const std::size_t index = nextArrival->second;
+                if (index == i)
+                    ++i;
+                else
+                    released.pop();
+                submit(arrivals[index], index);
+                if (o.onProgress && out.submitted % o.progressEvery == 0)
                     o.onProgress(out);
             }
             dispatchReady();

@@ -18,6 +18,9 @@
 //      kv_tokens, preempted (one row per step under policy continuous)
 //   7  tunings (batchpilot tune's results and their verification sessions)
 //   8  calibrations.target_url, server (remote servers calibrated from outside)
+//   9  reserved for the prefix cache (issue 25: requests.cached_tokens)
+//  10  multi-turn: trace_requests.conversation_id, turn, think_time_ns;
+//      requests.conversation_id, turn; target_samples.prefix_cache_hit_rate
 #pragma once
 
 #include "sqlite_db.h"
@@ -26,7 +29,7 @@
 
 namespace bp::store {
 
-constexpr int kSchemaVersion = 8;
+constexpr int kSchemaVersion = 10;
 // 'BPTS' (BatchPilot trace store)
 constexpr std::int64_t kApplicationId = 0x42505453;
 

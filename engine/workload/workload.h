@@ -5,7 +5,8 @@
 // (offset from start, input length, output tokens). A LoadGenerator thread
 // submits them open-loop at their scheduled times; each request's arrival is
 // its *scheduled* time, so a late generator or a full queue never hides
-// latency (no coordinated omission).
+// latency (no coordinated omission). Conversations' later turns are closed
+// loop: released a think time after the previous answer (traffic_pacer.h).
 #pragma once
 
 #include "engine/exec/engine.h"
@@ -49,26 +50,53 @@ struct WorkloadSpec {
     std::shared_ptr<const std::vector<TraceRow>> trace; // for Trace arrivals or lengths
     std::size_t limit = 0; // stop after this many requests (0 = unlimited; Trace: its length)
 
+    // Shared prefixes and conversations (traffic_pacer.h runs them):
+    // a system prompt of `systemPromptTokens` ids, the same in every
+    // request that has it, at the head of a `systemPromptShare` fraction of
+    // prompts (of conversations, when there are conversations).
+    int systemPromptTokens = 0;
+    double systemPromptShare = 1.0;
+    // 0: single requests. N > 0: the arrivals start N conversations (the
+    // limit counts conversations) of `turnsPerConversation` turns; each turn
+    // after the first is sent `thinkTimeS` after the previous answer
+    // completes (closed loop), its prompt the previous prompt + answer + new
+    // text of a length drawn like any input.
+    std::size_t conversations = 0;
+    int turnsPerConversation = 1;
+    double thinkTimeS = 0;
+
     Status validate() const;
 };
 
 struct Arrival {
-    Duration offset{};
-    int inputTokens = 0;
+    Duration offset{};   // a follow-up turn: from the start, when it was released
+    int inputTokens = 0; // a follow-up turn: its new text
     int outputTokens = 0;
+    std::int64_t conversation = 0; // 0 = none
+    int turn = 0;                  // 1-based within its conversation
+    bool systemPrompt = false;     // starts with the shared system prompt
 };
 
 class WorkloadSchedule {
 public:
     explicit WorkloadSchedule(WorkloadSpec spec);
-    // nullopt when the schedule is exhausted (limit or end of trace).
+    // nullopt when the schedule is exhausted (limit or end of trace). With
+    // conversations, each arrival is a conversation's first turn.
     std::optional<Arrival> next();
+    // The turn after `previous` in its conversation (new text drawn like
+    // any input), or nullopt after the last turn.
+    std::optional<Arrival> followUp(const Arrival &previous, Duration releasedAt);
     std::size_t produced() const { return m_index; }
     // Token ids for a request of `length` tokens (deterministic in the seed).
     std::vector<TokenId> tokens(int length);
+    // An arrival's own tokens: the shared system prompt (when it has it),
+    // then inputTokens drawn ids.
+    std::vector<TokenId> tokens(const Arrival &arrival);
+    const WorkloadSpec &spec() const { return m_spec; }
 
 private:
     Duration gap();
+    void drawLengths(Arrival &a, std::size_t row);
     WorkloadSpec m_spec;
     std::mt19937_64 m_rng;
     std::size_t m_index = 0;
@@ -110,7 +138,7 @@ private:
     };
 
     Engine &m_engine;
-    WorkloadSchedule m_schedule;
+    std::shared_ptr<class TrafficPacer> m_pacer;
     std::shared_ptr<Shared> m_shared;
     std::thread m_thread;
     std::atomic<bool> m_stop{false}, m_running{false};
