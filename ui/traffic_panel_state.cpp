@@ -39,6 +39,7 @@ void TrafficPanel::updateVisibility()
     m_form->setRowVisible(m_trace, lengths == LengthKind::Trace);
     m_form->setRowVisible(m_lengthScale, lengths == LengthKind::Trace);
     m_form->setRowVisible(m_remoteForm, remoteTarget());
+    m_form->setRowVisible(m_systemShare, m_systemPrompt->value() > 0);
     m_form->setRowVisible(m_turns, m_conversations->value() > 0);
     m_form->setRowVisible(m_think, m_conversations->value() > 0);
     // The target is chosen before starting; a running remote session keeps its server.

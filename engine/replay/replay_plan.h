@@ -20,7 +20,7 @@ struct PlannedRequest {
     int maxNewTokens = 0;
     // The trace's prefix blocks (hash ids), ReplayPlan::blockTokens each:
     // replayed as the same token ids for the same id (prefix_tokens.h).
-    PrefixBlocks blocks;
+    PrefixBlocks blocks{};
     // Multi-turn: the conversation and turn, and the plan indices of the
     // previous and next turn (-1: none). A request with a previous turn is
     // sent `think` after that turn's answer completes (closed loop), its

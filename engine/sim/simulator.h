@@ -66,7 +66,7 @@ struct SimArrival {
     std::optional<Duration> timeout; // deadline = arrival + timeout
     // The trace's prefix blocks (hash ids, blockTokens each): the prompt's
     // leading ids are the blocks' (prefix_tokens.h), as in the replayer.
-    PrefixBlocks blocks;
+    PrefixBlocks blocks{};
     int blockTokens = 0;
     // Multi-turn (ReplayPlan's PlannedRequest): positions of the previous
     // and next turn in `arrivals` (-1: none). A follow-up is released

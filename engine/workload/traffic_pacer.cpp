@@ -49,6 +49,10 @@ std::optional<TrafficPacer::Item> TrafficPacer::take(TimePoint start)
     } else {
         return std::nullopt;
     }
+    // The context grows each turn: past the longest input the target takes,
+    // the prompt is cut to it (the shared prefix kept), as first turns are.
+    if (const int cap = m_schedule.spec().lengthCap; cap > 0 && item.tokens.size() > std::size_t(cap))
+        item.tokens.resize(std::size_t(cap));
     item.key = m_nextKey++;
     if (item.arrival.conversation != 0 && item.arrival.turn < m_schedule.spec().turnsPerConversation)
         m_waiting.emplace(item.key, Pending{item.arrival, item.tokens});

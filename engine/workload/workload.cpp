@@ -1,6 +1,5 @@
 #include "workload.h"
 
-#include "prefix_tokens.h"
 #include "traffic_pacer.h"
 
 #include <algorithm>
@@ -31,10 +30,11 @@ Status WorkloadSpec::validate() const
         return {StatusCode::InvalidArgument, "uniform lengths need 1 <= min <= max"};
     if (maxNewTokens < 0 || vocabSize < 1)
         return {StatusCode::InvalidArgument, "max_new_tokens must be >= 0 and the vocabulary non-empty"};
-    if (systemPromptTokens < 0 || systemPromptTokens > (1 << 20))
-        return {StatusCode::InvalidArgument, "system prompt length must be in [0, 1048576] tokens"};
-    if (!(systemPromptShare >= 0 && systemPromptShare <= 1))
-        return {StatusCode::InvalidArgument, "the share of prompts with the system prompt must be in [0, 1]"};
+    if (systemPromptTokens < 0 || !(systemPromptShare >= 0 && systemPromptShare <= 1))
+        return {StatusCode::InvalidArgument,
+                "the system prompt's length must be >= 0 and its share in [0, 1]"};
+    if (systemPromptTokens > (1 << 20))
+        return {StatusCode::InvalidArgument, "the system prompt's length must be at most 1048576 tokens"};
     if (turnsPerConversation < 1 || turnsPerConversation > 10000)
         return {StatusCode::InvalidArgument, "turns per conversation must be in [1, 10000]"};
     if (turnsPerConversation > 1 && conversations == 0)
@@ -90,9 +90,8 @@ std::optional<Arrival> WorkloadSchedule::next()
         a.conversation = std::int64_t(m_index) + 1;
         a.turn = 1;
     }
-    a.systemPrompt = m_spec.systemPromptTokens > 0 &&
-                     (m_spec.systemPromptShare >= 1 ||
-                      std::uniform_real_distribution<double>(0, 1)(m_rng) < m_spec.systemPromptShare);
+    if (m_spec.systemPromptTokens > 0) // its own generator: the other draws stay as they were
+        a.systemPrompt = std::uniform_real_distribution<double>(0, 1)(m_shareRng) < m_spec.systemPromptShare;
     ++m_index;
     return a;
 }
@@ -145,14 +144,19 @@ std::vector<TokenId> WorkloadSchedule::tokens(int length)
     return t;
 }
 
-std::vector<TokenId> WorkloadSchedule::tokens(const Arrival &a)
+std::vector<TokenId> WorkloadSchedule::tokens(const Arrival &arrival)
 {
-    std::vector<TokenId> own = tokens(a.inputTokens);
-    if (!a.systemPrompt)
-        return own;
-    // The same ids in every request (and every run with this seed): a prefix cache's hit.
-    std::vector<TokenId> t = blockTokenIds(std::int64_t(m_spec.seed) ^ 0x5359535445ll,
-                                           m_spec.systemPromptTokens, m_spec.vocabSize);
+    if (!arrival.systemPrompt || m_spec.systemPromptTokens <= 0)
+        return tokens(arrival.inputTokens);
+    if (m_systemPrompt.empty()) { // drawn once, from its own seed
+        std::mt19937_64 rng(m_spec.seed ^ 0x5157'5052'4f4d'5054ULL);
+        std::uniform_int_distribution<TokenId> dist(0, m_spec.vocabSize - 1);
+        m_systemPrompt.resize(std::size_t(m_spec.systemPromptTokens));
+        for (auto &id : m_systemPrompt)
+            id = dist(rng);
+    }
+    std::vector<TokenId> t = m_systemPrompt;
+    const std::vector<TokenId> own = tokens(arrival.inputTokens);
     t.insert(t.end(), own.begin(), own.end());
     return t;
 }

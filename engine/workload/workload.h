@@ -50,17 +50,18 @@ struct WorkloadSpec {
     std::shared_ptr<const std::vector<TraceRow>> trace; // for Trace arrivals or lengths
     std::size_t limit = 0; // stop after this many requests (0 = unlimited; Trace: its length)
 
-    // Shared prefixes and conversations (traffic_pacer.h runs them):
-    // a system prompt of `systemPromptTokens` ids, the same in every
-    // request that has it, at the head of a `systemPromptShare` fraction of
-    // prompts (of conversations, when there are conversations).
+    // A shared system prompt: `systemPromptTokens` ids, the same in every
+    // request that has it, in front of a `systemPromptShare` fraction of the
+    // prompts (drawn per request; the rest of the workload's draws do not
+    // change with it). 0 = none.
     int systemPromptTokens = 0;
     double systemPromptShare = 1.0;
-    // 0: single requests. N > 0: the arrivals start N conversations (the
-    // limit counts conversations) of `turnsPerConversation` turns; each turn
-    // after the first is sent `thinkTimeS` after the previous answer
-    // completes (closed loop), its prompt the previous prompt + answer + new
-    // text of a length drawn like any input.
+    // Conversations (traffic_pacer.h runs them): 0 = single requests.
+    // N > 0: the arrivals start N conversations (the limit counts
+    // conversations) of `turnsPerConversation` turns; each turn after the
+    // first is sent `thinkTimeS` after the previous answer completes (closed
+    // loop), its prompt the previous prompt + answer + new text of a length
+    // drawn like any input (cut to lengthCap, the prefix kept).
     std::size_t conversations = 0;
     int turnsPerConversation = 1;
     double thinkTimeS = 0;
@@ -70,11 +71,11 @@ struct WorkloadSpec {
 
 struct Arrival {
     Duration offset{};   // a follow-up turn: from the start, when it was released
-    int inputTokens = 0; // a follow-up turn: its new text
+    int inputTokens = 0; // its own tokens, after the system prompt when it has it (a follow-up: its new text)
     int outputTokens = 0;
+    bool systemPrompt = false;     // starts with the shared system prompt
     std::int64_t conversation = 0; // 0 = none
     int turn = 0;                  // 1-based within its conversation
-    bool systemPrompt = false;     // starts with the shared system prompt
 };
 
 class WorkloadSchedule {
@@ -89,8 +90,8 @@ public:
     std::size_t produced() const { return m_index; }
     // Token ids for a request of `length` tokens (deterministic in the seed).
     std::vector<TokenId> tokens(int length);
-    // An arrival's own tokens: the shared system prompt (when it has it),
-    // then inputTokens drawn ids.
+    // An arrival's tokens: the shared system prompt (when it has it), then
+    // inputTokens drawn ids.
     std::vector<TokenId> tokens(const Arrival &arrival);
     const WorkloadSpec &spec() const { return m_spec; }
 
@@ -99,6 +100,8 @@ private:
     void drawLengths(Arrival &a, std::size_t row);
     WorkloadSpec m_spec;
     std::mt19937_64 m_rng;
+    std::mt19937_64 m_shareRng{m_spec.seed ^ 0x5348'4152'4544ULL}; // who gets the system prompt
+    std::vector<TokenId> m_systemPrompt;                           // drawn at first use
     std::size_t m_index = 0;
     Duration m_clock{};
 };

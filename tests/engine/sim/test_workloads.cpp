@@ -354,7 +354,7 @@ private slots:
             QVERIFY(!st.isOk());
             QVERIFY2(st.message().find(why) != std::string::npos, st.message().c_str());
         };
-        invalid([](WorkloadSpec &s) { s.systemPromptTokens = -1; }, "system prompt length");
+        invalid([](WorkloadSpec &s) { s.systemPromptTokens = -1; }, "system prompt's length");
         invalid([](WorkloadSpec &s) { s.systemPromptShare = 1.5; }, "share");
         invalid([](WorkloadSpec &s) { s.turnsPerConversation = 3; }, "conversations > 0");
         invalid(
@@ -408,6 +408,18 @@ private slots:
         QCOMPARE(d->tokens.size(), std::size_t(22 + 3 + 6)); // a stand-in of the 3-token answer
         pacer.completed(d->key, start + 8s, {});
         QVERIFY(pacer.finished());
+
+        // A context past the longest input the target takes is cut to it, the prefix kept.
+        s.lengthCap = 25;
+        s.conversations = 1;
+        TrafficPacer capped(s);
+        auto first = capped.take(start);
+        QVERIFY(first);
+        capped.completed(first->key, start, answer);
+        auto second = capped.take(start);
+        QVERIFY(second);
+        QCOMPARE(second->tokens.size(), std::size_t(25));
+        QCOMPARE(commonPrefix(second->tokens, first->tokens), std::size_t(22));
     }
 };
 
