@@ -336,11 +336,11 @@ private slots:
                              "vllm:prefix_cache_queries_total{engine=\"0\",model_name=\"m\"} 3000\n"
                              "# TYPE vllm:prefix_cache_hits counter\n"
                              "vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 1300\n";
-        QVERIFY(!m.map(parsed(first), {}).prefixCacheHitRate); // a rate needs two scrapes
+        QVERIFY(!m.map(parsed(first), {}).prefixCacheHitRate);        // a rate needs two scrapes
         QCOMPARE(*m.map(parsed(second), {}).prefixCacheHitRate, 0.6); // 1200 hits / 2000 queried tokens
         TargetMetricsMapper v0;
-        const TargetSample old =
-            v0.map(parsed("# TYPE vllm:gpu_prefix_cache_hit_rate gauge\nvllm:gpu_prefix_cache_hit_rate 0.42\n"), {});
+        const TargetSample old = v0.map(
+            parsed("# TYPE vllm:gpu_prefix_cache_hit_rate gauge\nvllm:gpu_prefix_cache_hit_rate 0.42\n"), {});
         QCOMPARE(*old.prefixCacheHitRate, 0.42);
         QVERIFY(!m.map(parsed(kVllm1), {}).prefixCacheHitRate); // not exported
     }
