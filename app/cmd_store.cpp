@@ -82,6 +82,16 @@ int runImportTrace(const AppOptions &options)
                         2);
     }
     import.skipFailed = args.has("skip-failed");
+    if (args.has("block-tokens")) {
+        bool ok = false;
+        import.blockTokens = args.value("block-tokens").toInt(&ok);
+        if (!ok || import.blockTokens < 1 || import.blockTokens > (1 << 20))
+            return fail(
+                "import-trace",
+                QStringLiteral("--block-tokens must be a whole number of tokens in [1, 1048576], got '%1'")
+                    .arg(args.value("block-tokens")),
+                2);
+    }
     auto store = TraceStore::open(options.db.toStdString());
     if (!store)
         return fail("import-trace", q(store.status().message()));
@@ -116,6 +126,9 @@ int runImportTrace(const AppOptions &options)
                                {"block_tokens", t.blockTokens},
                                {"prefix_blocks", r->prefix.blocks},
                                {"reused_prefix_blocks", r->prefix.reusedBlocks},
+                               {"prompt_tokens", r->share.promptTokens},
+                               {"reusable_prefix_tokens", r->share.reusableTokens},
+                               {"reusable_prefix_share", r->share.share()},
                                {"errors", errors}};
         QTextStream(stdout) << q(j.dump(2)) << "\n";
         return 0;
@@ -140,6 +153,12 @@ int runImportTrace(const AppOptions &options)
                    .arg(t.blockTokens)
                    .arg(r->prefix.reusedBlocks)
                    .arg(100.0 * r->prefix.reuseRatio(), 0, 'f', 1);
+    if (r->share.reusableTokens)
+        out << QStringLiteral("reusable prefix: %1 of %2 prompt tokens (%3%) are in blocks seen before%4\n")
+                   .arg(r->share.reusableTokens)
+                   .arg(r->share.promptTokens)
+                   .arg(100.0 * r->share.share(), 0, 'f', 1)
+                   .arg(t.format == TraceFormat::MultiTurn ? " (conversations resend their context)" : "");
     if (sample) // one step from here to something on the charts
         out << QStringLiteral(
                    "replay it (how batches form on this traffic, on the virtual clock: about a second):\n"

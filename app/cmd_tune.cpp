@@ -275,8 +275,13 @@ int runTune(const AppOptions &options)
     }
 
     QTextStream out(stdout);
+    // How much of the prompt a prefix cache could serve (hash ids, conversations): before the search's table.
+    const PrefixShare share = run->source.prefixShare();
     if (args.has("json")) {
         nlohmann::json j = run->stored.document;
+        j["reusable_prefix"] = {{"prompt_tokens", share.promptTokens},
+                                {"reusable_tokens", share.reusableTokens},
+                                {"share", share.share()}};
         nlohmann::json candidates = nlohmann::json::array();
         for (const TuneCandidate &c : r.candidates)
             candidates.push_back({{"label", c.label},
@@ -296,6 +301,10 @@ int runTune(const AppOptions &options)
                              : request.source.source.kind == ReplaySource::Kind::Session
                                  ? QStringLiteral("session's")
                                  : QStringLiteral("default");
+    out << QStringLiteral("Reusable prefix: %1% of %2 prompt tokens are in blocks seen before%3\n")
+               .arg(100.0 * share.share(), 0, 'f', 1)
+               .arg(share.promptTokens)
+               .arg(share.reusableTokens ? QString() : QStringLiteral(" (no hash ids or conversations)"));
     printSearch(out, *run, parsed->objectiveName, baseName, request.settings.noise);
     if (run->interval)
         out << "  " << q(describeSpread(*run->interval)) << "\n  " << q(narrowIntervalHint(*calibration))

@@ -16,13 +16,14 @@ const std::vector<Command> &commands()
     // read the same list.
     static const std::vector<Command> list = {
         {"import-trace",
-         "import a trace (Azure 2023/2024, plain CSV, BurstGPT, Mooncake, genai-perf) into the trace "
-         "database",
+         "import a trace (Azure 2023/2024, plain CSV, BurstGPT, Mooncake, genai-perf, multi-turn) into the "
+         "trace database",
          "FILE|--sample [OPTIONS]",
          {{"sample", "", "import the bundled sample trace (Azure LLM conversation trace 2023, CC-BY 4.0)"},
           {"name", "NAME", "the trace's name (default: the file name)"},
           {"format", "F",
-           "azure, plain, burstgpt, mooncake or genai-perf (default: detected from the content)"},
+           "azure, plain, burstgpt, mooncake, genai-perf or multi-turn (default: detected from the content)"},
+          {"block-tokens", "N", "tokens per hash id (default 512, Mooncake's block size)"},
           {"skip-failed", "",
            "BurstGPT: drop failed requests (0 response tokens; default: keep them, prefill only)"},
           {"reject-bad-rows", "", "fail on the first malformed row (default: skip and report them)"},

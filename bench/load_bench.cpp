@@ -65,6 +65,8 @@ const StageOptions &loadStage()
                 {"length-cap", "N", "cap input lengths (default: what the model's positions allow)"},
                 {"output-cap", "N", "decoders: cap output lengths (default 256, at most half the positions)"},
                 {"workload-seed", "S", "seed of arrivals, lengths and tokens (default 1)"},
+                {"system-prompt", "N", "a shared system prompt of N tokens in front of prompts (default 0)"},
+                {"system-prompt-share", "F", "the fraction of prompts with it (default 1)"},
                 {"warmup", "S", "warm-up seconds (default 2)"},
                 {"duration", "S", "measurement window in seconds (default 10)"},
                 {"drain", "S", "seconds the window's requests may take to finish after it (default 5)"},
@@ -101,6 +103,7 @@ const StageOptions &loadStage()
                  "window's arrivals met the SLO (DistServe's rule; default 0.9)"},
                 {"json", "FILE", "write every run as JSON"},
             });
+        s.options.insert(s.options.end(), conversationOptions().begin(), conversationOptions().end());
         return s;
     }();
     return stage;
@@ -130,12 +133,10 @@ int runLoadBench(const Args &args)
     const ModelInfo &model = backend->info();
     const bool generative = model.generative;
     const Setup setup = workloadFromArgs(args, model);
-    if (args.has("slo")) {
-        if (slo.tokenLevel() && !generative) {
-            std::cerr << "batchpilot-bench load: --slo ttft/tpot need a generative model (" << model.name
-                      << " generates no tokens); use e2e=\n";
-            return 2;
-        }
+    if (args.has("slo") && slo.tokenLevel() && !generative) {
+        std::cerr << "batchpilot-bench load: --slo ttft/tpot need a generative model (" << model.name
+                  << " generates no tokens); use e2e=\n";
+        return 2;
     }
     const double attainmentTarget = args.num("slo-attainment", 0.9);
     if (!(attainmentTarget > 0 && attainmentTarget <= 1)) {

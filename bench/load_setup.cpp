@@ -11,6 +11,16 @@
 
 namespace bp::bench {
 
+const std::vector<OptionHelp> &conversationOptions()
+{
+    static const std::vector<OptionHelp> options = {
+        {"conversations", "N", "arrivals start N conversations (default 0: single requests)"},
+        {"turns", "N", "turns per conversation (default 1); later turns resend the context"},
+        {"think-time", "S", "seconds from an answer to the next turn, closed loop (default 0)"},
+    };
+    return options;
+}
+
 Setup workloadFromArgs(const Args &args, const ModelInfo &model)
 {
     Setup s;
@@ -40,6 +50,28 @@ Setup workloadFromArgs(const Args &args, const ModelInfo &model)
             "--length-cap " + std::to_string(w.lengthCap) + " plus " +
             std::to_string(std::max(w.outputCap, w.maxNewTokens)) + " new tokens does not fit the model's " +
             std::to_string(model.maxSequenceLength + (generative ? 1 : 0)) + " positions");
+
+    // A shared system prompt in front of a share of the prompts (prefix caching).
+    w.systemPromptTokens = int(args.num("system-prompt", 0));
+    w.systemPromptShare = args.num("system-prompt-share", 1);
+    if (w.systemPromptTokens < 0 || !(w.systemPromptShare >= 0 && w.systemPromptShare <= 1))
+        throw std::invalid_argument("--system-prompt must be >= 0 and --system-prompt-share in [0, 1]");
+    if (w.systemPromptTokens > 0) { // the prompt's own tokens make room for it
+        if (w.systemPromptTokens >= w.lengthCap)
+            throw std::invalid_argument("--system-prompt " + std::to_string(w.systemPromptTokens) +
+                                        " leaves no room for the prompts' own tokens within --length-cap " +
+                                        std::to_string(w.lengthCap));
+        w.lengthCap -= w.systemPromptTokens;
+    }
+    // Conversations (traffic_pacer.h): later turns resend the context, cut to the length cap.
+    const double conversations = args.num("conversations", 0);
+    if (conversations < 0 || conversations != std::floor(conversations))
+        throw std::invalid_argument("--conversations must be a whole number >= 0");
+    w.conversations = std::size_t(conversations);
+    w.turnsPerConversation = int(args.num("turns", 1));
+    w.thinkTimeS = args.num("think-time", 0);
+    if (Status st = w.validate(); !st) // the defaults of everything else are valid
+        throw std::invalid_argument(st.message());
 
     if (args.has("trace")) {
         const std::string path = args.str("trace", "");

@@ -22,6 +22,8 @@ struct Setup {
     std::string describe;
 };
 
+// The conversation flags (--conversations, --turns, --think-time), beside the load stage's table.
+const std::vector<OptionHelp> &conversationOptions();
 // The workload flags for `model`. Throws std::invalid_argument on a bad value.
 Setup workloadFromArgs(const Args &args, const ModelInfo &model);
 // --config FILE and the knob flags on top. Throws std::invalid_argument.

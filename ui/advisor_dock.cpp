@@ -50,6 +50,9 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
     m_source = new QComboBox(this);
     m_source->setToolTip(tr("The arrivals to tune for: an imported trace or a recorded session"));
     form->addRow(tr("&Source"), m_source);
+    m_prefixShare = new QLabel(this); // the source's reusable prefix, before a search (advisor_sources.cpp)
+    m_prefixShare->setWordWrap(true);
+    form->addRow(m_prefixShare);
 
     // A row whose field is a layout gets no buddy from QFormLayout (its
     // mnemonic would show as a literal '&'): label it with one.
@@ -204,6 +207,7 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
     connect(m_calibration, &QComboBox::currentIndexChanged, this, &AdvisorDock::updateButtons);
     connect(m_calibration, &QComboBox::currentIndexChanged, this, &AdvisorDock::updateCalibrationNote);
     connect(m_source, &QComboBox::currentIndexChanged, this, &AdvisorDock::updateButtons);
+    connect(m_source, &QComboBox::currentIndexChanged, this, &AdvisorDock::updatePrefixShare);
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             [this](const QModelIndex &current) {
                 m_chart->setHighlighted(m_model->candidateAt(current.row()));

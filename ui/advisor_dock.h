@@ -66,6 +66,8 @@ public:
     QComboBox *objectiveBox() const { return m_objective; }
     QComboBox *calibrationBox() const { return m_calibration; }
     QLabel *calibrationNote() const { return m_calibrationNote; }
+    // The selected source's reusable-prefix share (prefix_tokens.h), shown before a search.
+    QLabel *prefixShareText() const { return m_prefixShare; }
     QDoubleSpinBox *speedBox() const { return m_speed; }
     QDoubleSpinBox *lengthScaleBox() const { return m_lengthScale; }
     QSpinBox *limitBox() const { return m_limit; }
@@ -102,6 +104,8 @@ signals:
     void searchFinished();
     void verificationFinished(); // also after a cancel (partial) or a failure
     void calibrationsListed();
+    // The source's reusable-prefix share was worked out (off the GUI thread).
+    void prefixShareShown();
     // A candidate was applied live; the charts show its prediction.
     void predictionApplied(const bp::ui::AdvisorPrediction &prediction);
     void configApplied(const QString &summary);
@@ -114,6 +118,7 @@ private:
     void showResult(const AdvisorResult &result);
     void showProblem(const QString &text);
     void updateCalibrationNote();
+    void updatePrefixShare();
     const TuneCandidate *selectedCandidate(std::size_t *index) const;
 
     app::EngineBridge &m_bridge;
@@ -123,6 +128,7 @@ private:
     QUndoStack *m_undo;
     QThreadPool m_pool;
     JobTracker m_calibrationJobs{this, &m_pool};
+    JobTracker m_shareJobs{this, &m_pool};
     AdvisorSearch *m_search = nullptr;
     std::optional<AdvisorResult> m_result;
     std::vector<Calibration> m_calibrations; // as listed, newest first
@@ -138,6 +144,7 @@ private:
     QComboBox *m_objective = nullptr;
     QComboBox *m_calibration = nullptr;
     QLabel *m_calibrationNote = nullptr;
+    QLabel *m_prefixShare = nullptr;
     QSpinBox *m_budget = nullptr;
     QSpinBox *m_instances = nullptr;
     QPushButton *m_run = nullptr, *m_cancel = nullptr, *m_apply = nullptr;

@@ -9,6 +9,7 @@
 #include "trace_list_model.h"
 
 #include "engine/sim/calibration_store.h"
+#include "engine/workload/prefix_tokens.h"
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -54,6 +55,50 @@ void AdvisorDock::rebuildSources()
             index = i;
     m_source->setCurrentIndex(m_source->count() ? index : -1);
     updateButtons();
+    updatePrefixShare();
+}
+
+void AdvisorDock::updatePrefixShare()
+{
+    if (!m_store || m_source->currentIndex() < 0) {
+        m_prefixShare->clear();
+        return;
+    }
+    const ReplaySource source{m_source->currentData(Qt::UserRole + 1).toInt() == kTrace
+                                  ? ReplaySource::Kind::Trace
+                                  : ReplaySource::Kind::Session,
+                              m_source->currentData().toLongLong()};
+    m_prefixShare->setText(tr("Reusable prefix: …"));
+    m_shareJobs.startJob(
+        [store = m_store, source](const JobTracker::Ticket &) -> Result<PrefixShare> {
+            if (source.kind == ReplaySource::Kind::Session) {
+                auto rows = store->sessionArrivals(source.id); // conversations, no hash ids
+                if (!rows)
+                    return rows.status();
+                return prefixShare(*rows, {}, kPrefixBlockTokens);
+            }
+            auto info = store->trace(source.id);
+            auto rows = store->traceRows(source.id);
+            auto ids = store->traceHashIds(source.id);
+            for (const Status &s : {info.status(), rows.status(), ids.status()})
+                if (!s)
+                    return s;
+            return prefixShare(*rows, *ids, info->blockTokens > 0 ? info->blockTokens : kPrefixBlockTokens);
+        },
+        [this](Result<PrefixShare> share) {
+            if (!share)
+                m_prefixShare->setText(QString::fromStdString(share.status().message()));
+            else
+                m_prefixShare->setText(
+                    share->reusableTokens
+                        ? tr("Reusable prefix: %1% of the prompt tokens (%2 of %3) are in blocks seen before "
+                             "— what a prefix cache could serve")
+                              .arg(100.0 * share->share(), 0, 'f', 1)
+                              .arg(share->reusableTokens)
+                              .arg(share->promptTokens)
+                        : tr("Reusable prefix: none (no shared hash ids or conversations)"));
+            emit prefixShareShown();
+        });
 }
 
 void AdvisorDock::updateSloRows()

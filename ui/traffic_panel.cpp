@@ -101,6 +101,38 @@ TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore
                              : tr("%1 does not generate tokens").arg(QString::fromStdString(model.name)));
     m_form->addRow(tr("max_new_&tokens"), m_maxNew);
 
+    // Shared prefixes and conversations (engine/workload/traffic_pacer.h).
+    m_systemPrompt = new QSpinBox(this);
+    m_systemPrompt->setRange(0, cap);
+    m_systemPrompt->setSuffix(tr(" tokens"));
+    m_systemPrompt->setToolTip(tr("A system prompt of this many tokens, the same ids in every prompt that "
+                                  "has it: what a prefix cache reuses (0 = none)"));
+    m_form->addRow(tr("S&ystem prompt"), m_systemPrompt);
+    m_systemShare = new QDoubleSpinBox(this);
+    m_systemShare->setRange(0, 100);
+    m_systemShare->setDecimals(0);
+    m_systemShare->setValue(100);
+    m_systemShare->setSuffix(tr(" %"));
+    m_systemShare->setToolTip(
+        tr("The share of prompts (of conversations) that start with the system prompt"));
+    m_form->addRow(tr("Shared by"), m_systemShare);
+    m_conversations = new QSpinBox(this);
+    m_conversations->setRange(0, 10'000'000);
+    m_conversations->setSpecialValueText(tr("single requests"));
+    m_conversations->setToolTip(tr("Arrivals start this many conversations; each later turn resends the "
+                                   "conversation so far (0 = single requests)"));
+    m_form->addRow(tr("&Conversations"), m_conversations);
+    m_turns = new QSpinBox(this);
+    m_turns->setRange(1, 10'000);
+    m_turns->setToolTip(tr("Turns per conversation"));
+    m_form->addRow(tr("Turns"), m_turns);
+    m_think = new QDoubleSpinBox(this);
+    m_think->setRange(0, 86'400);
+    m_think->setDecimals(2);
+    m_think->setSuffix(tr(" s"));
+    m_think->setToolTip(tr("From an answer to the next turn (closed loop: a turn waits for its answer)"));
+    m_form->addRow(tr("Think time"), m_think);
+
     m_start = new QPushButton(tr("Start traffic"), this);
     m_start->setCheckable(true);
     m_start->setToolTip(tr("Start or stop the synthetic load (Ctrl+T)"));
@@ -152,7 +184,7 @@ TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore
     });
     connect(m_lengths, &QComboBox::currentIndexChanged, this, &TrafficPanel::edited);
     connect(m_trace, &QComboBox::currentIndexChanged, this, &TrafficPanel::edited);
-    for (QDoubleSpinBox *box : {m_rate, m_lengthScale})
+    for (QDoubleSpinBox *box : {m_rate, m_lengthScale, m_systemShare, m_think})
         connect(box, &QDoubleSpinBox::valueChanged, this, &TrafficPanel::edited);
     connect(m_rate, &QDoubleSpinBox::valueChanged, this, [this] {
         if (!m_settingRate)
@@ -160,7 +192,7 @@ TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore
         updateLoad();
     });
     connect(&m_bridge, &app::EngineBridge::snapshotReady, this, &TrafficPanel::observe);
-    for (QSpinBox *box : {m_burst, m_fixed, m_min, m_max, m_maxNew})
+    for (QSpinBox *box : {m_burst, m_fixed, m_min, m_max, m_maxNew, m_systemPrompt, m_conversations, m_turns})
         connect(box, &QSpinBox::valueChanged, this, &TrafficPanel::edited);
     updateVisibility();
     updateCounters();
@@ -215,6 +247,11 @@ WorkloadSpec TrafficPanel::formSpec() const
     spec.outputCap = model.generative ? model.maxNewTokensLimit : 0;
     spec.vocabSize = model.vocabSize;
     spec.seed = m_seed;
+    spec.systemPromptTokens = m_systemPrompt->value();
+    spec.systemPromptShare = m_systemShare->value() / 100.0;
+    spec.conversations = std::size_t(m_conversations->value());
+    spec.turnsPerConversation = spec.conversations ? m_turns->value() : 1;
+    spec.thinkTimeS = m_think->value();
     return spec;
 }
 

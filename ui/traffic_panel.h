@@ -1,6 +1,8 @@
 // Synthetic load from the console itself: an open-loop LoadGenerator
 // (engine/workload/workload.h) with the rate, arrival process, lengths and
-// max_new_tokens chosen here, so an operator can tune with nothing else
+// max_new_tokens chosen here — and shared-prefix and multi-turn traffic: a
+// shared system prompt, conversations whose later turns are closed loop
+// (a think time after the previous answer), so an operator can tune with nothing else
 // running. Edits while it runs restart it with the new shape (debounced).
 // Lengths "from a trace" load the trace's rows from the store off the GUI
 // thread first.
@@ -73,6 +75,11 @@ public:
     QSpinBox *maxLengthBox() const { return m_max; }
     QComboBox *traceBox() const { return m_trace; }
     QSpinBox *maxNewTokensBox() const { return m_maxNew; }
+    QSpinBox *systemPromptBox() const { return m_systemPrompt; }
+    QDoubleSpinBox *systemShareBox() const { return m_systemShare; }
+    QSpinBox *conversationsBox() const { return m_conversations; }
+    QSpinBox *turnsBox() const { return m_turns; }
+    QDoubleSpinBox *thinkTimeBox() const { return m_think; }
     QPushButton *startButton() const { return m_start; }
     QLabel *loadLabel() const { return m_load; }
     QLabel *countersLabel() const { return m_counters; }
@@ -148,6 +155,8 @@ private:
     QComboBox *m_trace = nullptr;
     QDoubleSpinBox *m_lengthScale = nullptr;
     QSpinBox *m_maxNew = nullptr;
+    QSpinBox *m_systemPrompt = nullptr, *m_conversations = nullptr, *m_turns = nullptr;
+    QDoubleSpinBox *m_systemShare = nullptr, *m_think = nullptr;
     QPushButton *m_start = nullptr;
     QLabel *m_counters = nullptr;
     QLabel *m_error = nullptr;

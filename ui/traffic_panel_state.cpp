@@ -39,6 +39,9 @@ void TrafficPanel::updateVisibility()
     m_form->setRowVisible(m_trace, lengths == LengthKind::Trace);
     m_form->setRowVisible(m_lengthScale, lengths == LengthKind::Trace);
     m_form->setRowVisible(m_remoteForm, remoteTarget());
+    m_form->setRowVisible(m_systemShare, m_systemPrompt->value() > 0);
+    m_form->setRowVisible(m_turns, m_conversations->value() > 0);
+    m_form->setRowVisible(m_think, m_conversations->value() > 0);
     // The target is chosen before starting; a running remote session keeps its server.
     m_targetBox->setEnabled(!running());
     m_remoteForm->setEnabled(!running());
@@ -56,6 +59,11 @@ void TrafficPanel::saveSettings(QSettings &s) const
     s.setValue(QStringLiteral("maxLength"), m_max->value());
     s.setValue(QStringLiteral("lengthScale"), m_lengthScale->value());
     s.setValue(QStringLiteral("maxNewTokens"), m_maxNew->value());
+    s.setValue(QStringLiteral("systemPrompt"), m_systemPrompt->value());
+    s.setValue(QStringLiteral("systemShare"), m_systemShare->value());
+    s.setValue(QStringLiteral("conversations"), m_conversations->value());
+    s.setValue(QStringLiteral("turns"), m_turns->value());
+    s.setValue(QStringLiteral("thinkTime"), m_think->value());
     s.setValue(QStringLiteral("remote"), remoteTarget());
     m_remoteForm->save(s);
     s.endGroup();
@@ -78,6 +86,11 @@ void TrafficPanel::restoreSettings(QSettings &s)
     restore(m_max, "maxLength");
     restore(m_lengthScale, "lengthScale");
     restore(m_maxNew, "maxNewTokens");
+    restore(m_systemPrompt, "systemPrompt");
+    restore(m_systemShare, "systemShare");
+    restore(m_conversations, "conversations");
+    restore(m_turns, "turns");
+    restore(m_think, "thinkTime");
     for (const auto &[box, key] : {std::pair{m_arrivals, "arrivals"}, std::pair{m_lengths, "lengths"}}) {
         const int i = s.value(QLatin1String(key), -1).toInt();
         if (i >= 0 && i < box->count())

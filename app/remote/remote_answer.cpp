@@ -12,6 +12,8 @@ RemoteAnswer answerOf(const Request &req, TimePoint sentAt, const HttpResult &r,
     rec.id = req.id;
     rec.arrival = req.arrival;
     rec.inputTokens = int(req.tokens.size());
+    rec.conversation = req.conversation;
+    rec.turn = req.turn;
     rec.queueWait = std::max(Duration::zero(), Duration(sentAt - req.arrival));
     rec.compute = r.finished - r.started;
     rec.total = r.finished - req.arrival;
@@ -73,6 +75,8 @@ RemoteAnswer unsentAnswer(const Request &request, TimePoint now, Status status, 
     rec.id = request.id;
     rec.arrival = request.arrival;
     rec.inputTokens = int(request.tokens.size());
+    rec.conversation = request.conversation;
+    rec.turn = request.turn;
     rec.total = std::max(Duration::zero(), Duration(now - request.arrival));
     rec.queueWait = rec.total;
     rec.status = status.code();

@@ -1,5 +1,7 @@
 #include "remote_load.h"
 
+#include "engine/workload/traffic_pacer.h"
+
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
@@ -25,6 +27,11 @@ nlohmann::json workloadJson(const WorkloadSpec &s)
         j["input_tokens"] = {s.minLength, s.maxLength};
     if (s.lengths == LengthKind::Trace)
         j["length_scale"] = s.lengthScale;
+    if (s.systemPromptTokens > 0)
+        j["system_prompt"] = {{"tokens", s.systemPromptTokens}, {"share", s.systemPromptShare}};
+    if (s.conversations > 0)
+        j["conversations"] = {
+            {"count", s.conversations}, {"turns", s.turnsPerConversation}, {"think_time_s", s.thinkTimeS}};
     return j;
 }
 
@@ -115,25 +122,44 @@ void RemoteLoad::run(WorkloadSpec spec, TimePoint start)
 #ifdef __linux__
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 #endif
-    WorkloadSchedule schedule(std::move(spec));
+    // Open-loop arrivals and conversations' closed-loop turns (traffic_pacer.h).
+    auto pacer = std::make_shared<TrafficPacer>(std::move(spec));
     std::unique_lock lock(m_mutex);
     while (!m_stop) {
-        auto a = schedule.next();
-        if (!a)
-            break;
-        const TimePoint when = start + a->offset;
-        if (m_cv.wait_until(lock, when, [this] { return m_stop; }))
-            break;
+        const std::optional<TimePoint> due = pacer->nextDue(start);
+        const TimePoint now = SteadyClock::now();
+        if (!due || *due > now) {
+            if (!due && pacer->finished())
+                break;
+            const TimePoint until = due ? std::min(*due, now + std::chrono::milliseconds(50))
+                                        : now + std::chrono::milliseconds(50);
+            lock.unlock();
+            pacer->waitUntil(until);
+            lock.lock();
+            continue;
+        }
         lock.unlock();
+        auto item = pacer->take(start);
+        if (!item) {
+            lock.lock();
+            continue;
+        }
         Request r;
         r.id = m_nextId++;
-        r.tokens = schedule.tokens(a->inputTokens);
-        r.maxNewTokens = a->outputTokens;
-        r.arrival = when; // the scheduled time: our own lateness shows as latency
+        r.tokens = std::move(item->tokens);
+        r.maxNewTokens = item->arrival.outputTokens;
+        r.arrival = item->when; // the scheduled time: our own lateness shows as latency
+        r.conversation = item->arrival.conversation;
+        r.turn = item->arrival.turn;
         ++m_tally->sent;
-        const Status s = m_target->submit(std::move(r), [tally = m_tally](Response &&resp) {
+        const std::uint64_t key = item->key;
+        // A remote answer is text: the next turn's context takes a stand-in of its length.
+        const Status s = m_target->submit(std::move(r), [tally = m_tally, pacer, key](Response &&resp) {
+            pacer->completed(key, SteadyClock::now(), resp.tokens);
             ++(resp.status.isOk() ? tally->completed : tally->failed);
         });
+        if (!s.isOk())
+            pacer->completed(key, SteadyClock::now(), {});
         ++(s.isOk() ? m_tally->accepted : m_tally->rejected);
         lock.lock();
     }

@@ -42,6 +42,8 @@ struct RequestRecord {
     // queueWait). 0 for a single engine.
     int replica = 0;
     Duration routerWait{};
+    std::int64_t conversation = 0; // multi-turn (Request::conversation); 0 = none
+    int turn = 0;
 };
 
 struct BatchRecord {

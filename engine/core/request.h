@@ -52,6 +52,10 @@ struct Request {
     std::optional<TimePoint> deadline; // fail with DeadlineExceeded if not started by then
     TimePoint arrival{};               // set by submit() from the engine clock when default
     int priority = 0;                  // higher first within a queue (see docs/scheduling.md)
+    // A multi-turn conversation's id (0 = none) and this request's turn
+    // (1-based), stored with the request (requests.conversation_id, turn).
+    std::int64_t conversation = 0;
+    int turn = 0;
     // Called on an engine thread for every generated token, in order, before
     // the completion. Must be cheap and must not call into the engine. Optional.
     std::function<void(const TokenEvent &)> onToken;

@@ -23,6 +23,8 @@ RequestRecord requestRecordOf(const Request &r)
     rec.arrival = r.arrival;
     rec.inputTokens = int(r.tokens.size());
     rec.priority = r.priority;
+    rec.conversation = r.conversation;
+    rec.turn = r.turn;
     return rec;
 }
 

@@ -3,6 +3,7 @@
 #include "engine/config/config_json.h"
 
 #include <cmath>
+#include <unordered_map>
 
 namespace bp {
 
@@ -55,6 +56,20 @@ Result<ReplayPlan> planReplay(const TraceStore &store, const ReplayOptions &opti
                           " has no requests to replay" +
                           (skip > 0 ? " after the first " + std::to_string(skip) : ""));
 
+    std::vector<PrefixBlocks> hashIds;
+    if (!fromSession) {
+        auto info = store.trace(options.source.id);
+        if (!info)
+            return info.status();
+        auto ids = store.traceHashIds(options.source.id);
+        if (!ids)
+            return ids.status();
+        if (!ids->empty() && ids->size() == rows->size()) {
+            hashIds = std::move(ids.value());
+            plan.blockTokens = std::max(1, int(std::lround(info->blockTokens * options.lengthScale)));
+        }
+    }
+    std::unordered_map<std::int64_t, std::size_t> lastTurn; // conversation -> plan index
     const double originS = skip > 0 ? (*rows)[skip].arrivalS : 0;
     plan.requests.resize(count);
     for (std::size_t i = 0; i < count; ++i) {
@@ -71,6 +86,19 @@ Result<ReplayPlan> planReplay(const TraceStore &store, const ReplayOptions &opti
             p.maxNewTokens = std::max(0, int(std::lround(row.outputTokens * options.lengthScale)));
             if (model.maxNewTokensLimit > 0)
                 p.maxNewTokens = std::min(p.maxNewTokens, model.maxNewTokensLimit);
+        }
+        if (!hashIds.empty())
+            p.blocks = std::move(hashIds[skip + i]);
+        p.conversation = row.conversation;
+        p.turn = row.turn;
+        p.think = fromSeconds(row.thinkS / options.speed);
+        if (row.conversation != 0) {
+            auto [it, first] = lastTurn.try_emplace(row.conversation, i);
+            if (!first) {
+                p.previous = std::ptrdiff_t(it->second);
+                plan.requests[it->second].next = std::ptrdiff_t(i);
+                it->second = i;
+            }
         }
     }
     return plan;
@@ -90,6 +118,7 @@ SessionStart replaySessionStart(const ReplayOptions &options, const ReplayPlan &
                     {"clock", replayClockName(options.clock)},
                     {"clamp_to_model", options.clampToModel},
                     {"requests", plan.requests.size()},
+                    {"block_tokens", plan.blockTokens},
                     {"config", toJson(plan.config)}};
     return start;
 }

@@ -6,20 +6,38 @@
 
 #include "replayer.h"
 
+#include "engine/workload/trace_csv.h"
+
 #include <vector>
 
 namespace bp {
 
 // One arrival as the replay sends it.
 struct PlannedRequest {
-    Duration offset{}; // scaled by speed
+    Duration offset{}; // scaled by speed; a follow-up turn's is only its recorded time
     double sourceS = 0;
-    int inputTokens = 1;
+    int inputTokens = 1; // a follow-up turn: its new user text (the prompt adds the context)
     int maxNewTokens = 0;
+    // The trace's prefix blocks (hash ids), ReplayPlan::blockTokens each:
+    // replayed as the same token ids for the same id (prefix_tokens.h).
+    PrefixBlocks blocks{};
+    // Multi-turn: the conversation and turn, and the plan indices of the
+    // previous and next turn (-1: none). A request with a previous turn is
+    // sent `think` after that turn's answer completes (closed loop), its
+    // prompt the previous prompt + answer + its own new text; one whose
+    // previous turn is outside the replayed window starts open loop at its
+    // offset.
+    std::int64_t conversation = 0;
+    int turn = 0;
+    Duration think{};
+    std::ptrdiff_t previous = -1;
+    std::ptrdiff_t next = -1;
+    bool followUp() const { return previous >= 0; }
 };
 
 struct ReplayPlan {
     std::vector<PlannedRequest> requests;
+    int blockTokens = 0;   // tokens per hash id (0: no blocks)
     BatchingConfig config; // validated
     std::size_t clamped = 0;
     bool fromSession = true;

@@ -3,9 +3,12 @@
 #include "sim_replica.h"
 
 #include "engine/sched/continuous_scheduler.h"
+#include "engine/workload/prefix_tokens.h"
 
 #include <algorithm>
 #include <deque>
+#include <queue>
+#include <unordered_map>
 
 namespace bp {
 
@@ -41,6 +44,12 @@ struct Simulator::Impl {
     std::unique_ptr<bool[]> eligible; // per replica: below the router's limit
     std::deque<Waiting> routerQueue;
     std::span<const SimArrival> arrivals;
+    // Multi-turn: follow-ups released by their previous turn's completion
+    // (virtual time, arrival position), and each turn's prompt and answer
+    // until its follow-up is built.
+    using Due = std::pair<TimePoint, std::size_t>;
+    std::priority_queue<Due, std::vector<Due>, std::greater<Due>> released;
+    std::unordered_map<std::size_t, std::vector<TokenId>> prompts, answers;
 
     explicit Impl(const SimulatorOptions &options)
         : shared{options, NoiseDraws(options.costNoise, options.noiseSeed), options.start, {}, {}},
@@ -89,19 +98,65 @@ struct Simulator::Impl {
         const int k =
             replicas.size() == 1
                 ? 0
-                : router.route(a.prefixKey, loads, std::span<const bool>(eligible.get(), replicas.size()));
+                : router.route(a.prefixKey ? a.prefixKey : prefixKeyOf(a.blocks), loads,
+                               std::span<const bool>(eligible.get(), replicas.size()));
         submit(*replicas[std::size_t(k)], a, index, arrival);
         return true;
+    }
+
+    // The prompt: distinct ids (a trace's prompts do not repeat), the
+    // trace's blocks in front, a follow-up's context before it.
+    std::vector<TokenId> promptOf(const SimArrival &a, std::uint64_t id)
+    {
+        const bool content = o.config.cache.enabled || !a.blocks.empty() || a.conversation != 0;
+        std::vector<TokenId> t(std::size_t(std::max(0, a.inputTokens)));
+        if (!content)
+            return t;
+        const auto vocab = std::uint64_t(std::max(1, o.limits.vocabSize));
+        for (std::size_t k = 0; k < t.size(); ++k)
+            t[k] = TokenId((id * 2654435761u + k) % vocab);
+        std::size_t at = 0;
+        for (std::int64_t block : a.blocks) {
+            if (at >= t.size() || a.blockTokens <= 0)
+                break;
+            const std::vector<TokenId> ids = blockTokenIds(block, a.blockTokens, int(vocab));
+            const std::size_t n = std::min(ids.size(), t.size() - at);
+            std::copy_n(ids.begin(), n, t.begin() + std::ptrdiff_t(at));
+            at += n;
+        }
+        if (a.previous < 0)
+            return t;
+        const auto prev = std::size_t(a.previous);
+        std::vector<TokenId> before = std::move(prompts[prev]), answer = std::move(answers[prev]);
+        prompts.erase(prev);
+        answers.erase(prev);
+        const std::uint64_t seed = std::uint64_t(a.conversation) * 1'000'003u + std::uint64_t(a.turn);
+        return nextTurnPrompt(before, answer, arrivals[prev].maxNewTokens, seed, t, int(vocab));
+    }
+
+    // A turn completed (or was refused) now: its follow-up is due after its think time.
+    void release(std::size_t index, std::vector<TokenId> answer)
+    {
+        const SimArrival &a = arrivals[index];
+        if (a.next < 0)
+            return;
+        if (a.maxNewTokens > 0)
+            answers[index] = std::move(answer);
+        released.push({now + arrivals[std::size_t(a.next)].think, std::size_t(a.next)});
     }
 
     void submit(Replica &rep, const SimArrival &a, std::size_t index, TimePoint arrival)
     {
         Request r;
         r.id = a.id ? a.id : index + 1;
-        r.tokens.resize(std::size_t(std::max(0, a.inputTokens)));
-        if (o.config.cache.enabled) // distinct contents: a trace's prompts do not repeat
-            for (std::size_t k = 0; k < r.tokens.size(); ++k)
-                r.tokens[k] = TokenId((r.id * 2654435761u + k) % std::uint64_t(o.limits.vocabSize));
+        r.tokens = promptOf(a, r.id);
+        if (a.previous >= 0 && o.limits.maxSequenceLength > 0 &&
+            int(r.tokens.size()) > o.limits.maxSequenceLength)
+            r.tokens.resize(std::size_t(o.limits.maxSequenceLength)); // keeps the shared prefix
+        if (a.next >= 0)
+            prompts[index] = r.tokens;
+        r.conversation = a.conversation;
+        r.turn = a.turn;
         r.maxNewTokens = a.maxNewTokens;
         r.arrival = arrival; // before now when it waited in the router's queue
         r.priority = a.priority;
@@ -120,17 +175,19 @@ struct Simulator::Impl {
         ++rep.outstanding;
         rep.fig.peakOutstanding = std::max(rep.fig.peakOutstanding, rep.outstanding);
         Replica *p = &rep;
-        const Status s = rep.core.submit(std::move(r), [this, p](Response &&response) {
+        const Status s = rep.core.submit(std::move(r), [this, p, index](Response &&response) {
             const bool ok = response.status.isOk();
             ++(ok ? out.completed : out.failed);
             ++(ok ? p->fig.completed : p->fig.failed);
             p->fig.outputTokens += response.tokens.size();
             --p->outstanding;
+            release(index, std::move(response.tokens));
         });
         ++(s.isOk() ? out.accepted : out.rejected);
         if (!s.isOk()) {
             ++rep.fig.failed;
             --rep.outstanding;
+            release(index, {});
         }
     }
 
@@ -187,14 +244,23 @@ struct Simulator::Impl {
         if (o.observer)
             o.observer->onConfigChanged({o.start, 1, "initial", "start", o.config});
         TimePoint nextSample = o.start + o.samplePeriod;
-        std::size_t i = 0;
+        std::size_t i = 0; // the next open-loop arrival
         for (;;) {
-            if (i < arrivals.size() && o.cancel && o.cancel->load(std::memory_order_relaxed)) {
+            while (i < arrivals.size() && arrivals[i].previous >= 0)
+                ++i;
+            const bool more = i < arrivals.size() || !released.empty();
+            if (more && o.cancel && o.cancel->load(std::memory_order_relaxed)) {
                 out.cancelled = true;
                 break;
             }
+            // The next arrival: open loop at its offset, or a released follow-up (ties: the lower position).
+            std::optional<Due> nextArrival;
+            if (i < arrivals.size())
+                nextArrival = Due{o.start + arrivals[i].offset, i};
+            if (!released.empty() && (!nextArrival || released.top() < *nextArrival))
+                nextArrival = released.top();
             const std::optional<TimePoint> arrival =
-                i < arrivals.size() ? std::optional(o.start + arrivals[i].offset) : std::nullopt;
+                nextArrival ? std::optional(nextArrival->first) : std::nullopt;
             std::optional<TimePoint> done, next = arrival;
             for (std::size_t k = 0; k < replicas.size(); ++k) {
                 const Replica &r = *replicas[k];
@@ -242,9 +308,13 @@ struct Simulator::Impl {
                     if (completions[k] && *completions[k] <= now)
                         replicas[k]->completeDue();
             } else if (arrival && *arrival <= now) {
-                arrive(i);
-                ++i;
-                if (o.onProgress && i % o.progressEvery == 0)
+                const std::size_t index = nextArrival->second;
+                if (index == i)
+                    ++i;
+                else
+                    released.pop();
+                arrive(index);
+                if (o.onProgress && out.submitted % o.progressEvery == 0)
                     o.onProgress(out);
             }
             drainRouterQueue();

@@ -30,7 +30,9 @@
 // measured (a unit is not re-timed when another starts or ends while it
 // runs), out-of-memory splits (the cost backend never runs out), client
 // cancellation, and content: a trace has lengths, not tokens, so the
-// response cache never hits (each request's tokens are distinct).
+// response cache never hits (each request's tokens are distinct) — except
+// for the prefix blocks a trace names (SimArrival::blocks) and the context
+// a conversation's turns share, which are the same ids the replayer sends.
 //
 // Records: every unit and request produces the same BatchRecord /
 // RequestRecord the engine would, sent to `observer` (a TraceSink), and a
@@ -45,6 +47,7 @@
 #include "engine/core/records.h"
 #include "engine/metrics/snapshot.h"
 #include "engine/sched/scheduler.h"
+#include "engine/workload/trace_csv.h"
 
 #include <atomic>
 #include <functional>
@@ -56,13 +59,26 @@
 namespace bp {
 
 struct SimArrival {
-    Duration offset{}; // from the simulation's start
-    int inputTokens = 1;
+    Duration offset{};   // from the simulation's start (a follow-up turn: not used)
+    int inputTokens = 1; // a follow-up turn: its new text
     int maxNewTokens = 0;
     std::uint64_t id = 0; // 0 = position + 1
     int priority = 0;
     std::optional<Duration> timeout; // deadline = arrival + timeout
-    std::uint64_t prefixKey = 0;     // the router's key (prefixKeyOf(); 0 = none)
+    std::uint64_t prefixKey = 0; // the router's key (0 = prefixKeyOf(blocks); that 0 = none)
+    // The trace's prefix blocks (hash ids, blockTokens each): the prompt's
+    // leading ids are the blocks' (prefix_tokens.h), as in the replayer.
+    PrefixBlocks blocks{};
+    int blockTokens = 0;
+    // Multi-turn (ReplayPlan's PlannedRequest): positions of the previous
+    // and next turn in `arrivals` (-1: none). A follow-up is released
+    // `think` after its previous turn completes on the virtual clock; its
+    // prompt is the previous prompt + answer + its own text.
+    std::ptrdiff_t previous = -1;
+    std::ptrdiff_t next = -1;
+    Duration think{};
+    std::int64_t conversation = 0;
+    int turn = 0;
 };
 
 // One replica's share of a fleet simulation (SimulatorOptions::replicas).

@@ -1,5 +1,7 @@
 #include "tune_pipeline.h"
 
+#include "engine/workload/prefix_tokens.h"
+
 #include "calibration_store.h"
 #include "tuning_document.h"
 
@@ -21,9 +23,43 @@ std::vector<SimArrival> TuneSource::arrivals(std::size_t begin, std::size_t end)
     const Duration origin = begin > 0 ? plan.requests[begin].offset : Duration::zero();
     for (std::size_t i = begin; i < end; ++i) {
         const PlannedRequest &r = plan.requests[i];
-        out.push_back({r.offset - origin, r.inputTokens, r.maxNewTokens, i - begin + 1, 0, std::nullopt});
+        SimArrival a;
+        a.offset = r.offset - origin;
+        a.inputTokens = r.inputTokens;
+        a.maxNewTokens = r.maxNewTokens;
+        a.id = i - begin + 1;
+        a.blocks = r.blocks;
+        a.blockTokens = plan.blockTokens;
+        a.conversation = r.conversation;
+        a.turn = r.turn;
+        a.think = r.think;
+        // A turn whose previous one is outside the window starts open loop.
+        a.previous = r.previous >= std::ptrdiff_t(begin) ? r.previous - std::ptrdiff_t(begin) : -1;
+        a.next = r.next >= 0 && std::size_t(r.next) < end ? r.next - std::ptrdiff_t(begin) : -1;
+        out.push_back(std::move(a));
     }
     return out;
+}
+
+PrefixShare TuneSource::prefixShare() const
+{
+    std::vector<TraceRow> rows;
+    std::vector<PrefixBlocks> ids;
+    rows.reserve(plan.requests.size());
+    bool blocks = false;
+    for (const PlannedRequest &r : plan.requests) {
+        TraceRow row;
+        row.inputTokens = r.inputTokens;
+        row.outputTokens = r.maxNewTokens;
+        row.conversation = r.conversation;
+        row.turn = r.turn;
+        rows.push_back(row);
+        blocks = blocks || !r.blocks.empty();
+    }
+    if (blocks)
+        for (const PlannedRequest &r : plan.requests)
+            ids.push_back(r.blocks);
+    return bp::prefixShare(rows, ids, plan.blockTokens > 0 ? plan.blockTokens : kPrefixBlockTokens);
 }
 
 namespace {

@@ -31,6 +31,7 @@
 #include "verify_window.h"
 
 #include "engine/replay/replay_plan.h"
+#include "engine/workload/prefix_tokens.h"
 
 #include <nlohmann/json.hpp>
 
@@ -62,6 +63,10 @@ struct TuneSource {
     std::vector<SimArrival> arrivals(std::size_t begin = 0, std::size_t end = SIZE_MAX) const;
     std::vector<int> inputLengths() const;
     std::vector<Duration> offsets() const;
+    // The planned prompts' reusable-prefix share (prefix_tokens.h): tokens in
+    // blocks seen before (hash ids, a conversation's resent context) over
+    // all prompt tokens. Shown before a search (`tune`, the Advisor).
+    PrefixShare prefixShare() const;
 };
 // "trace 1 'azure'", "session 4"; NotFound for an unknown one.
 Result<std::string> describeSource(const TraceStore &store, const ReplaySource &source);

@@ -11,13 +11,12 @@
 namespace bp::store {
 
 namespace {
-constexpr int kRequestColumns = 18;
+constexpr int kRequestColumns = 20;
 constexpr int kRequestChunk = 32;
 constexpr const char *kInsertRequestHead =
     "INSERT INTO requests (session_id, request_id, arrival_ns, queue_wait_ns, compute_ns, total_ns, ttft_ns, "
     "input_tokens, output_tokens, bucket, batch_id, status, source, tpot_ns, itl_p50_ns, itl_max_ns, "
-    "replica, "
-    "router_wait_ns) VALUES ";
+    "replica, router_wait_ns, conversation_id, turn) VALUES ";
 
 std::string insertRequests(int rows)
 {
@@ -62,7 +61,7 @@ constexpr const char *kInsertSample =
     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 constexpr const char *kInsertTargetSample =
     "INSERT INTO target_samples (session_id, at_ns, server, batch_size, queue, running, waiting, kv_usage, "
-    "tokens_per_step, error) VALUES (?,?,?,?,?,?,?,?,?,?)";
+    "tokens_per_step, prefix_cache_hit_rate, error) VALUES (?,?,?,?,?,?,?,?,?,?,?)";
 } // namespace
 
 Result<RowWriter> RowWriter::open(const std::string &dbPath, std::int64_t sessionId, TimePoint epoch,
@@ -195,9 +194,9 @@ Status RowWriter::write(const PendingRows &rows)
         m_targetSample.bind(3, t.server);
         int column = 4;
         for (const std::optional<double> &v :
-             {t.batchSize, t.queue, t.running, t.waiting, t.kvUsage, t.tokensPerStep})
+             {t.batchSize, t.queue, t.running, t.waiting, t.kvUsage, t.tokensPerStep, t.prefixCacheHitRate})
             v ? m_targetSample.bind(column++, *v) : m_targetSample.bindNull(column++);
-        m_targetSample.bind(10, t.error);
+        m_targetSample.bind(11, t.error);
         if (Status s = run(m_targetSample, "write a target sample"); !s)
             return s;
     }
@@ -225,6 +224,8 @@ void RowWriter::bindRequest(sqlite::Statement &st, int base, const RequestRecord
     st.bind(base + 16, itlMax);
     st.bind(base + 17, std::int64_t(r.replica));
     st.bind(base + 18, std::int64_t(r.routerWait.count()));
+    st.bind(base + 19, r.conversation);
+    st.bind(base + 20, std::int64_t(r.turn));
 }
 
 } // namespace bp::store

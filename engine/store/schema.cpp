@@ -208,10 +208,23 @@ ALTER TABLE calibrations ADD COLUMN server TEXT NOT NULL DEFAULT '';
 CREATE INDEX calibrations_by_target ON calibrations(target_url, model, server);
 )sql";
 
-// Versions 9 and 10 are taken by work on other branches (issues 24 and 25);
-// until they land here they change nothing.
-constexpr const char *kMigration9 = "";
-constexpr const char *kMigration10 = "";
+// Version 9: reserved for the prefix cache's requests.cached_tokens (issue
+// 25 items 1-2, landed separately); nothing here.
+constexpr const char *kMigration9 = "-- reserved for the prefix cache (issue 25)\n";
+
+// Version 10: multi-turn conversations (issue 25 item 3). A trace row and
+// a session's request name their conversation (0 = none) and turn (1-based;
+// 0 = none); a trace row also keeps its think time (a follow-up turn is sent
+// that long after the previous answer completes). A remote target's scrape
+// keeps the server's prefix-cache hit rate.
+constexpr const char *kMigration10 = R"sql(
+ALTER TABLE trace_requests ADD COLUMN conversation_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE trace_requests ADD COLUMN turn INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE trace_requests ADD COLUMN think_time_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE requests ADD COLUMN conversation_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE requests ADD COLUMN turn INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE target_samples ADD COLUMN prefix_cache_hit_rate REAL;
+)sql";
 
 // Version 11: fleets (issue 26). A simulated fleet's requests and batches
 // name the replica that served them, a request how long it waited in the

@@ -18,8 +18,10 @@
 //      kv_tokens, preempted (one row per step under policy continuous)
 //   7  tunings (batchpilot tune's results and their verification sessions)
 //   8  calibrations.target_url, server (remote servers calibrated from outside)
-//   9, 10  taken by other branches (issues 24, 25); empty here until they land
-//   11 fleets: requests.replica, router_wait_ns; batches.replica;
+//   9  reserved for the prefix cache (issue 25: requests.cached_tokens)
+//  10  multi-turn: trace_requests.conversation_id, turn, think_time_ns;
+//      requests.conversation_id, turn; target_samples.prefix_cache_hit_rate
+//  11 fleets: requests.replica, router_wait_ns; batches.replica;
 //      replica_figures (a simulated fleet's replicas); capacity_plans
 #pragma once
 

@@ -7,6 +7,7 @@
 #include "engine/core/batching_config.h"
 #include "engine/core/records.h"
 #include "engine/telemetry/target_sample.h"
+#include "engine/workload/prefix_tokens.h"
 #include "engine/workload/trace_csv.h"
 
 #include <nlohmann/json.hpp>
@@ -78,7 +79,9 @@ struct StoredRequest {
     int bucket = 0;
     std::uint64_t batchId = 0;
     StatusCode status = StatusCode::Ok;
-    std::string source; // "live", "replay", ... (TraceSinkOptions::requestSource)
+    std::string source;            // "live", "replay", ... (TraceSinkOptions::requestSource)
+    std::int64_t conversation = 0; // multi-turn (schema 10); 0 = none
+    int turn = 0;
     // Answered from the response cache: completed without running in a batch
     // (a remote request has no batch we can see, and is never a cache hit).
     bool cacheHit() const { return status == StatusCode::Ok && batchId == 0 && source != "remote"; }
@@ -145,7 +148,7 @@ struct TraceInfo {
     std::uint64_t rows = 0;
     std::uint64_t skippedRows = 0;
     double durationS = 0; // last arrival offset
-    // Tokens per prefix-block hash id (kPrefixBlockTokens) when the rows carry
+    // Tokens per prefix-block hash id (512 for Mooncake; ImportOptions::blockTokens) when the rows carry
     // hash ids (TraceStore::traceHashIds), else 0.
     int blockTokens = 0;
 };
@@ -166,6 +169,8 @@ struct ImportOptions {
     // shape, for planning (issue 26). Each copy starts one mean gap after
     // the previous copy's last arrival.
     Duration repeatTo{};
+    // Tokens per hash id (TraceParseOptions::blockTokens), stored with the trace.
+    int blockTokens = kPrefixBlockTokens;
 };
 
 struct ImportResult {
@@ -173,6 +178,7 @@ struct ImportResult {
     std::vector<TraceParseError> errors; // skipped rows (at most 100 kept), with line numbers
     std::uint64_t failedRows = 0;        // BurstGPT: failed requests, kept or (skipFailed) dropped
     PrefixReuse prefix;                  // of the stored hash ids (all zero without them)
+    PrefixShare share;                   // reusable prompt tokens (hash ids and conversations)
 };
 
 std::optional<StatusCode> parseStatusCode(std::string_view name);

@@ -90,10 +90,12 @@ public:
     // malformed row under RejectFile, no valid rows, cancelled).
     Result<ImportResult> importTrace(const std::string &csvPath, const ImportOptions &options = {});
     // Stores rows already in memory (offsets must be ascending). `hashIds`:
-    // empty, or one list of prefix-block ids per row (kPrefixBlockTokens each).
+    // empty, or one list of prefix-block ids per row (blockTokens each).
+    // Conversations and turns are stored from the rows (TraceRow::conversation).
     Result<TraceInfo> addTrace(const std::string &name, const std::string &sourcePath, TraceFormat format,
                                const std::vector<TraceRow> &rows, std::uint64_t skippedRows = 0,
-                               const std::vector<PrefixBlocks> &hashIds = {});
+                               const std::vector<PrefixBlocks> &hashIds = {},
+                               int blockTokens = kPrefixBlockTokens);
     // Newest first.
     Result<std::vector<TraceInfo>> traces() const;
     Result<TraceInfo> trace(std::int64_t id) const;

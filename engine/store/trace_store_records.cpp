@@ -1,6 +1,9 @@
 // TraceStore: reading a session's records back.
 #include "trace_store.h"
 
+#include <tuple>
+#include <unordered_map>
+
 #include "sqlite_db.h"
 
 #include "engine/config/config_json.h"
@@ -54,7 +57,8 @@ Result<std::vector<StoredRequest>> TraceStore::requests(std::int64_t sessionId) 
     Status s = forEachRow(
         *m_db,
         "SELECT request_id, arrival_ns, queue_wait_ns, compute_ns, total_ns, ttft_ns, input_tokens, "
-        "output_tokens, bucket, batch_id, status, source, tpot_ns, itl_p50_ns, itl_max_ns "
+        "output_tokens, bucket, batch_id, status, source, tpot_ns, itl_p50_ns, itl_max_ns, conversation_id, "
+        "turn "
         "FROM requests WHERE session_id = ? "
         "ORDER BY arrival_ns, request_id",
         sessionId, "read requests", [&](const sqlite::Statement &st) {
@@ -74,6 +78,8 @@ Result<std::vector<StoredRequest>> TraceStore::requests(std::int64_t sessionId) 
             r.timePerOutputToken = ns(st.int64At(12));
             r.interTokenP50 = ns(st.int64At(13));
             r.interTokenMax = ns(st.int64At(14));
+            r.conversation = st.int64At(15);
+            r.turn = int(st.int64At(16));
             out.push_back(std::move(r));
         });
     if (!s)
@@ -160,23 +166,24 @@ Result<std::vector<TargetSample>> TraceStore::targetSamples(std::int64_t session
     auto opt = [](const sqlite::Statement &st, int c) {
         return st.isNullAt(c) ? std::optional<double>() : std::optional<double>(st.doubleAt(c));
     };
-    Status s =
-        forEachRow(*m_db,
-                   "SELECT at_ns, server, batch_size, queue, running, waiting, kv_usage, tokens_per_step, "
-                   "error FROM target_samples WHERE session_id = ? ORDER BY at_ns, rowid",
-                   sessionId, "read target samples", [&](const sqlite::Statement &st) {
-                       TargetSample t;
-                       t.at = ns(st.int64At(0));
-                       t.server = st.textAt(1);
-                       t.batchSize = opt(st, 2);
-                       t.queue = opt(st, 3);
-                       t.running = opt(st, 4);
-                       t.waiting = opt(st, 5);
-                       t.kvUsage = opt(st, 6);
-                       t.tokensPerStep = opt(st, 7);
-                       t.error = st.textAt(8);
-                       out.push_back(std::move(t));
-                   });
+    Status s = forEachRow(
+        *m_db,
+        "SELECT at_ns, server, batch_size, queue, running, waiting, kv_usage, tokens_per_step, "
+        "error, prefix_cache_hit_rate FROM target_samples WHERE session_id = ? ORDER BY at_ns, rowid",
+        sessionId, "read target samples", [&](const sqlite::Statement &st) {
+            TargetSample t;
+            t.at = ns(st.int64At(0));
+            t.server = st.textAt(1);
+            t.batchSize = opt(st, 2);
+            t.queue = opt(st, 3);
+            t.running = opt(st, 4);
+            t.waiting = opt(st, 5);
+            t.kvUsage = opt(st, 6);
+            t.tokensPerStep = opt(st, 7);
+            t.error = st.textAt(8);
+            t.prefixCacheHitRate = opt(st, 9);
+            out.push_back(std::move(t));
+        });
     if (!s)
         return s;
     if (out.empty())
@@ -229,18 +236,34 @@ Result<std::vector<TraceRow>> TraceStore::sessionArrivals(std::int64_t sessionId
         return s;
     std::vector<TraceRow> out;
     std::int64_t first = 0;
-    Status s = forEachRow(*m_db,
-                          "SELECT arrival_ns, input_tokens, output_tokens FROM requests WHERE session_id = ? "
-                          "ORDER BY arrival_ns, request_id",
-                          sessionId, "read arrivals", [&](const sqlite::Statement &st) {
-                              if (out.empty())
-                                  first = st.int64At(0);
-                              TraceRow r;
-                              r.arrivalS = toSeconds(ns(st.int64At(0) - first));
-                              r.inputTokens = int(st.int64At(1));
-                              r.outputTokens = int(st.int64At(2));
-                              out.push_back(r);
-                          });
+    // per conversation: the previous turn's end (ns), prompt and answer lengths
+    std::unordered_map<std::int64_t, std::tuple<std::int64_t, int, int>> last;
+    Status s = forEachRow(
+        *m_db,
+        "SELECT arrival_ns, input_tokens, output_tokens, conversation_id, turn, total_ns "
+        "FROM requests WHERE session_id = ? ORDER BY arrival_ns, request_id",
+        sessionId, "read arrivals", [&](const sqlite::Statement &st) {
+            if (out.empty())
+                first = st.int64At(0);
+            TraceRow r;
+            r.arrivalS = toSeconds(ns(st.int64At(0) - first));
+            r.inputTokens = int(st.int64At(1));
+            r.outputTokens = int(st.int64At(2));
+            r.conversation = st.int64At(3);
+            r.turn = int(st.int64At(4));
+            // A follow-up turn: its think time is the gap after the
+            // previous turn's completion; its input the new text.
+            if (r.conversation != 0) {
+                auto prev = last.find(r.conversation);
+                if (prev != last.end()) {
+                    const auto &[endNs, prompt, answer] = prev->second;
+                    r.thinkS = std::max(0.0, toSeconds(ns(st.int64At(0) - endNs)));
+                    r.inputTokens = std::max(1, r.inputTokens - prompt - answer);
+                }
+                last[r.conversation] = {st.int64At(0) + st.int64At(5), int(st.int64At(1)), r.outputTokens};
+            }
+            out.push_back(r);
+        });
     if (!s)
         return s;
     return out;

@@ -3,6 +3,8 @@
 
 #include "sqlite_db.h"
 
+#include "engine/workload/prefix_tokens.h"
+
 #include <sqlite3.h>
 
 #include <charconv>
@@ -74,7 +76,7 @@ constexpr double kParseShare = 0.8;
 Result<std::int64_t> insertTrace(sqlite::Connection &db, const std::string &name,
                                  const std::string &sourcePath, TraceFormat format,
                                  const std::vector<TraceRow> &rows, std::uint64_t skippedRows,
-                                 const std::vector<PrefixBlocks> &hashIds,
+                                 const std::vector<PrefixBlocks> &hashIds, int blockTokens,
                                  const std::function<bool(std::size_t)> &progress)
 {
     sqlite::Transaction tx(db);
@@ -91,13 +93,13 @@ Result<std::int64_t> insertTrace(sqlite::Connection &db, const std::string &name
     head->bind(5, std::int64_t(rows.size()));
     head->bind(6, std::int64_t(skippedRows));
     head->bind(7, rows.empty() ? 0.0 : rows.back().arrivalS);
-    head->bind(8, std::int64_t(hashIds.empty() ? 0 : kPrefixBlockTokens));
+    head->bind(8, std::int64_t(hashIds.empty() ? 0 : blockTokens));
     if (int rc = head->step(); rc != SQLITE_DONE)
         return db.error(rc, "store trace '" + name + "'");
     const std::int64_t id = db.lastInsertId();
     auto ins =
         db.prepare("INSERT INTO trace_requests (trace_id, idx, arrival_ns, input_tokens, output_tokens, "
-                   "hash_ids) VALUES (?,?,?,?,?,?)");
+                   "hash_ids, conversation_id, turn, think_time_ns) VALUES (?,?,?,?,?,?,?,?,?)");
     if (!ins)
         return ins.status();
     ins->bind(1, id);
@@ -110,6 +112,9 @@ Result<std::int64_t> insertTrace(sqlite::Connection &db, const std::string &name
             ins->bindNull(6);
         else
             ins->bind(6, joinIds(hashIds[i]));
+        ins->bind(7, rows[i].conversation);
+        ins->bind(8, std::int64_t(rows[i].turn));
+        ins->bind(9, std::int64_t(std::llround(rows[i].thinkS * 1e9)));
         if (int rc = ins->step(); rc != SQLITE_DONE)
             return db.error(rc, "store row " + std::to_string(i) + " of trace '" + name + "'");
         ins->reset();
@@ -153,6 +158,7 @@ Result<ImportResult> TraceStore::importTrace(const std::string &csvPath, const I
     parse.badRows = options.badRows;
     parse.format = options.format;
     parse.skipFailed = options.skipFailed;
+    parse.blockTokens = options.blockTokens;
     if (options.progress)
         parse.progress = [&](std::size_t done, std::size_t total) {
             return options.progress(total ? kParseShare * double(done) / double(total) : 0.0);
@@ -179,8 +185,8 @@ Result<ImportResult> TraceStore::importTrace(const std::string &csvPath, const I
     std::int64_t traceId = 0;
     {
         std::lock_guard lock(m_mutex);
-        auto id =
-            insertTrace(*m_db, name, absolute, parsed->format, rows, skipped, parsed->hashIds, rowProgress);
+        auto id = insertTrace(*m_db, name, absolute, parsed->format, rows, skipped, parsed->hashIds,
+                              parsed->blockTokens, rowProgress);
         if (!id)
             return id.status();
         traceId = *id;
@@ -196,13 +202,17 @@ Result<ImportResult> TraceStore::importTrace(const std::string &csvPath, const I
     result.errors = std::move(parsed->errors);
     result.failedRows = parsed->failedRows;
     result.prefix = prefixReuse(parsed->hashIds);
+    result.share = prefixShare(rows, parsed->hashIds, parsed->blockTokens);
     return result;
 }
 
 Result<TraceInfo> TraceStore::addTrace(const std::string &name, const std::string &sourcePath,
                                        TraceFormat format, const std::vector<TraceRow> &rows,
-                                       std::uint64_t skippedRows, const std::vector<PrefixBlocks> &hashIds)
+                                       std::uint64_t skippedRows, const std::vector<PrefixBlocks> &hashIds,
+                                       int blockTokens)
 {
+    if (blockTokens < 1)
+        return Status(StatusCode::InvalidArgument, "a trace's block size must be at least 1 token");
     if (!hashIds.empty() && hashIds.size() != rows.size())
         return Status(StatusCode::InvalidArgument, "hash ids for " + std::to_string(hashIds.size()) +
                                                        " rows, " + std::to_string(rows.size()) +
@@ -215,7 +225,8 @@ Result<TraceInfo> TraceStore::addTrace(const std::string &name, const std::strin
     std::int64_t id = 0;
     {
         std::lock_guard lock(m_mutex);
-        auto inserted = insertTrace(*m_db, name, sourcePath, format, rows, skippedRows, hashIds, {});
+        auto inserted =
+            insertTrace(*m_db, name, sourcePath, format, rows, skippedRows, hashIds, blockTokens, {});
         if (!inserted)
             return inserted.status();
         id = *inserted;
@@ -259,15 +270,16 @@ Result<std::vector<TraceRow>> TraceStore::traceRows(std::int64_t id) const
         return t.status();
     std::lock_guard lock(m_mutex);
     auto st =
-        m_db->prepare("SELECT arrival_ns, input_tokens, output_tokens FROM trace_requests WHERE trace_id = ? "
-                      "ORDER BY idx");
+        m_db->prepare("SELECT arrival_ns, input_tokens, output_tokens, conversation_id, turn, think_time_ns "
+                      "FROM trace_requests WHERE trace_id = ? ORDER BY idx");
     if (!st)
         return st.status();
     st->bind(1, id);
     std::vector<TraceRow> out;
     int rc;
     while ((rc = st->step()) == SQLITE_ROW)
-        out.push_back({double(st->int64At(0)) / 1e9, int(st->int64At(1)), int(st->int64At(2))});
+        out.push_back({double(st->int64At(0)) / 1e9, int(st->int64At(1)), int(st->int64At(2)), st->int64At(3),
+                       int(st->int64At(4)), double(st->int64At(5)) / 1e9});
     if (rc != SQLITE_DONE)
         return m_db->error(rc, "read trace " + std::to_string(id));
     return out;

@@ -47,12 +47,20 @@ TargetSample TargetMetricsMapper::map(const prom::Exposition &e, Duration at)
                                                       : e.mean("vllm:gpu_cache_usage_perc");
         t.tokensPerStep = deltaRatio("vllm:iteration_tokens_total", e.sum("vllm:iteration_tokens_total_sum"),
                                      e.sum("vllm:iteration_tokens_total_count"));
+        // V1: counters in tokens (prometheus_client adds _total on the wire);
+        // V0: a gauge of the block hit rate.
+        if (e.has("vllm:prefix_cache_queries_total"))
+            t.prefixCacheHitRate = deltaRatio("vllm:prefix_cache", e.sum("vllm:prefix_cache_hits_total"),
+                                              e.sum("vllm:prefix_cache_queries_total"));
+        else
+            t.prefixCacheHitRate = e.mean("vllm:gpu_prefix_cache_hit_rate");
     } else if (t.server == "sglang") {
         t.running = e.sum("sglang:num_running_reqs");
         t.waiting = e.sum("sglang:num_queue_reqs");
         t.queue = t.waiting;
         t.batchSize = t.running;
         t.kvUsage = e.mean("sglang:token_usage");
+        t.prefixCacheHitRate = e.mean("sglang:cache_hit_rate");
     } else if (t.server == "tgi") {
         t.batchSize = e.sum("tgi_batch_current_size");
         t.running = t.batchSize;

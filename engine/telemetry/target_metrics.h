@@ -13,6 +13,8 @@
 //                    (older: gpu_cache_usage_perc)   (else used / max)
 //   tokens_per_step  Δvllm:iteration_tokens_total    —
 //                    _sum / _count
+//   prefix_cache_hit_rate  Δvllm:prefix_cache_hits_total / Δvllm:prefix_cache_queries_total
+//                    (older: vllm:gpu_prefix_cache_hit_rate); SGLang: sglang:cache_hit_rate
 //
 //   series           TGI                     SGLang                  BatchPilot
 //   batch_size       tgi_batch_current_size  = running               Δbatchpilot_batch_size_sum / Δ_count

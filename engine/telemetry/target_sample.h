@@ -25,6 +25,10 @@ struct TargetSample {
     std::optional<double> waiting;   // sequences waiting for a slot
     std::optional<double> kvUsage;   // KV cache in use, 0..1
     std::optional<double> tokensPerStep; // tokens per engine step
+    // Prompt tokens served from the server's prefix cache, 0..1: vLLM
+    // Δvllm:prefix_cache_hits / Δvllm:prefix_cache_queries (older:
+    // vllm:gpu_prefix_cache_hit_rate), SGLang sglang:cache_hit_rate.
+    std::optional<double> prefixCacheHitRate;
     std::string error;
 
     bool operator==(const TargetSample &) const = default;

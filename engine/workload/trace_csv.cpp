@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace bp {
@@ -51,67 +52,6 @@ bool parseDouble(std::string_view s, double &out)
     return r.ec == std::errc() && r.ptr == s.data() + s.size() && std::isfinite(out);
 }
 
-// Days since 1970-01-01 for a proleptic Gregorian date (Howard Hinnant's algorithm).
-long long daysFromCivil(int y, unsigned m, unsigned d)
-{
-    y -= m <= 2;
-    const long long era = (y >= 0 ? y : y - 399) / 400;
-    const unsigned yoe = unsigned(y - era * 400);
-    const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (long long)doe - 719468;
-}
-
-// Azure timestamps -> seconds since the epoch. 2023: "2023-11-16 18:15:46.6805900";
-// 2024: "2024-05-10 00:00:00.009930+00:00", and "2024-05-12 00:00:00+00:00" on
-// whole seconds. Also "T" between date and time, and a "Z" or ±HH[:]MM offset.
-bool parseTimestamp(std::string_view s, double &out)
-{
-    if (s.size() < 19 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') || s[13] != ':' ||
-        s[16] != ':')
-        return false;
-    int y, mo, d, h, mi, sec;
-    if (!parseInt(s.substr(0, 4), y) || !parseInt(s.substr(5, 2), mo) || !parseInt(s.substr(8, 2), d) ||
-        !parseInt(s.substr(11, 2), h) || !parseInt(s.substr(14, 2), mi) || !parseInt(s.substr(17, 2), sec))
-        return false;
-    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || h < 0 || mi < 0 || sec < 0)
-        return false;
-    std::string_view rest = s.substr(19);
-    double frac = 0;
-    if (!rest.empty() && rest.front() == '.') {
-        rest.remove_prefix(1);
-        double scale = 0.1;
-        std::size_t digits = 0;
-        while (!rest.empty() && rest.front() >= '0' && rest.front() <= '9') {
-            frac += (rest.front() - '0') * scale;
-            scale /= 10;
-            rest.remove_prefix(1);
-            ++digits;
-        }
-        if (digits == 0)
-            return false;
-    }
-    double offset = 0; // seconds east of UTC
-    if (rest == "Z") {
-        rest = {};
-    } else if (!rest.empty() && (rest.front() == '+' || rest.front() == '-')) {
-        const int sign = rest.front() == '+' ? 1 : -1;
-        rest.remove_prefix(1);
-        int oh = 0, om = 0;
-        const bool colon = rest.size() == 5 && rest[2] == ':';
-        if ((!colon && rest.size() != 4) || !parseInt(rest.substr(0, 2), oh) ||
-            !parseInt(rest.substr(colon ? 3 : 2, 2), om) || oh > 23 || om > 59 || oh < 0 || om < 0)
-            return false;
-        offset = sign * (oh * 3600.0 + om * 60.0);
-        rest = {};
-    }
-    if (!rest.empty())
-        return false;
-    out = double(daysFromCivil(y, unsigned(mo), unsigned(d))) * 86400.0 + h * 3600.0 + mi * 60.0 + sec +
-          frac - offset;
-    return true;
-}
-
 struct FormatInfo {
     TraceFormat format;
     std::string_view name;
@@ -128,6 +68,7 @@ const std::vector<FormatInfo> &formats()
          {"Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens", "Log Type"}},
         {TraceFormat::Mooncake, "mooncake", {}},
         {TraceFormat::GenAiPerf, "genai-perf", {}},
+        {TraceFormat::MultiTurn, "multi-turn", {}},
     };
     return list;
 }
@@ -181,7 +122,8 @@ std::string parseCsvRow(TraceFormat format, std::string_view line, trace_rows::P
     // BurstGPT: Timestamp, Model, Request tokens, Response tokens, Total tokens, Log Type
     const std::string_view in = format == TraceFormat::BurstGpt ? cols[2] : cols[1];
     const std::string_view outTok = format == TraceFormat::BurstGpt ? cols[3] : cols[2];
-    if (format == TraceFormat::Azure ? !parseTimestamp(cols[0], out.time) : !parseDouble(cols[0], out.time))
+    if (format == TraceFormat::Azure ? !trace_rows::parseAzureTimestamp(cols[0], out.time)
+                                     : !parseDouble(cols[0], out.time))
         return "bad arrival time '" + std::string(cols[0]) + "'";
     if (format != TraceFormat::Azure && out.time < 0)
         return "negative arrival time";
@@ -218,8 +160,10 @@ public:
         ++m_trace.linesRead;
         trace_rows::ParsedRow row;
         std::string problem = isJsonLines(m_trace.format)
-                                  ? trace_rows::parseJsonRow(m_trace.format, line, row)
+                                  ? trace_rows::parseJsonRow(m_trace.format, line, row, m_options.blockTokens)
                                   : parseCsvRow(m_trace.format, line, row);
+        if (problem.empty() && m_trace.format == TraceFormat::MultiTurn)
+            problem = conversationOf(row);
         const bool bad = !problem.empty();
         if (bad) {
             if (m_options.badRows == BadRowPolicy::RejectFile)
@@ -279,8 +223,41 @@ public:
     }
 
 private:
+    // multi-turn: numbers the conversation, checks the turn follows the
+    // previous one, and dates a turn without a timestamp at the previous
+    // turn's time plus its think time. Returns "" or the problem.
+    std::string conversationOf(trace_rows::ParsedRow &row)
+    {
+        auto it = m_conversations.find(row.conversationKey);
+        const std::string shown = row.conversationKey.substr(2);
+        if (it == m_conversations.end()) {
+            if (row.row.turn != 1)
+                return "turn " + std::to_string(row.row.turn) + " of conversation " + shown +
+                       " before its turn 1";
+            it = m_conversations.emplace(row.conversationKey, Conversation{}).first;
+            it->second.id = std::int64_t(m_conversations.size());
+        } else if (row.row.turn != it->second.lastTurn + 1) {
+            return "turn " + std::to_string(row.row.turn) + " of conversation " + shown + " follows turn " +
+                   std::to_string(it->second.lastTurn) + " (turns are consecutive, in file order)";
+        } else if (!row.hasTime) {
+            row.time = it->second.lastTime + row.row.thinkS;
+        } else if (row.time < it->second.lastTime) {
+            return "turn " + std::to_string(row.row.turn) + " of conversation " + shown +
+                   " is timed before turn " + std::to_string(it->second.lastTurn);
+        }
+        // Committed only for a row that is kept (a bad row leaves no trace).
+        it->second.lastTurn = row.row.turn;
+        it->second.lastTime = row.time;
+        row.row.conversation = it->second.id;
+        return {};
+    }
+
     Status start(std::string_view line)
     {
+        if (m_options.blockTokens < 1 || m_options.blockTokens > (1 << 20))
+            return Status(StatusCode::InvalidArgument, "block size " + std::to_string(m_options.blockTokens) +
+                                                           " tokens per hash id (1 to 1048576)");
+        m_trace.blockTokens = m_options.blockTokens;
         if (m_options.format) {
             m_trace.format = *m_options.format;
             if (!isJsonLines(m_trace.format) && !headerMatches(m_trace.format, line))
@@ -331,6 +308,12 @@ private:
     std::size_t m_lineNo = 0, m_errorCount = 0;
     bool m_started = false, m_haveFirst = false, m_anyBlocks = false;
     double m_first = 0;
+    struct Conversation {
+        std::int64_t id = 0;
+        int lastTurn = 0;
+        double lastTime = 0;
+    };
+    std::unordered_map<std::string, Conversation> m_conversations;
 };
 
 } // namespace
@@ -364,9 +347,9 @@ Result<TraceFormat> detectTraceFormat(std::string_view firstLine)
     for (const FormatInfo &f : formats())
         if (!f.header.empty() && headerMatches(f.format, line))
             return f.format;
-    return Status(StatusCode::InvalidArgument, "unknown header '" + std::string(line.substr(0, 120)) +
-                                                   "' (expected " + expectedHeaders() +
-                                                   ", or a Mooncake / genai-perf JSON Lines file)");
+    return Status(StatusCode::InvalidArgument,
+                  "unknown header '" + std::string(line.substr(0, 120)) + "' (expected " + expectedHeaders() +
+                      ", or a Mooncake / genai-perf / multi-turn JSON Lines file)");
 }
 
 Result<ParsedTrace> parseTraceText(const std::string &text, const TraceParseOptions &options)

@@ -17,6 +17,10 @@
 //              "timestamp" ms, and the input length from "input_length", else
 //              "text"/"text_input" (one token per byte, the engine's tokenizer),
 //              else 512 × the number of "hash_ids"; "output_length" (0 when absent)
+//   multi-turn JSONL {"conversation_id", "turn", "timestamp" (ms; turn 1, optional
+//              after), "input_length" (the turn's new user text), "output_length",
+//              "think_time_ms" (after the previous answer), "hash_ids" (optional,
+//              blocks of the new text)}; docs/replay.md has an example
 // docs/replay.md describes each format and its source. Arrival offsets are
 // relative to the earliest row, in seconds; rows come back sorted by arrival.
 #pragma once
@@ -34,13 +38,20 @@ namespace bp {
 
 struct TraceRow {
     double arrivalS = 0; // offset from the first request
-    int inputTokens = 0;
+    int inputTokens = 0; // a follow-up turn: the new user text only (multi-turn)
     int outputTokens = 0;
+    // Multi-turn conversations (format multi-turn, the generator): 0 = a
+    // request of its own. A turn after a conversation's first is released
+    // `thinkS` after the previous turn's answer completes (closed loop);
+    // its arrivalS is only the recorded time (ordering).
+    std::int64_t conversation = 0;
+    int turn = 0; // 1-based within its conversation; 0 without one
+    double thinkS = 0;
 };
 
-enum class TraceFormat { Azure, Plain, BurstGpt, Mooncake, GenAiPerf };
+enum class TraceFormat { Azure, Plain, BurstGpt, Mooncake, GenAiPerf, MultiTurn };
 
-// "azure", "plain", "burstgpt", "mooncake", "genai-perf" (stored in the trace database)
+// "azure", "plain", "burstgpt", "mooncake", "genai-perf", "multi-turn" (stored in the trace database)
 std::string_view traceFormatName(TraceFormat format);
 std::optional<TraceFormat> parseTraceFormat(std::string_view name);
 // "azure, plain, burstgpt, mooncake, genai-perf"
@@ -63,7 +74,8 @@ struct ParsedTrace {
     // Empty when no row carries hash ids; else one entry per row, in the order
     // of `rows` (a row without hash ids has an empty list).
     std::vector<PrefixBlocks> hashIds;
-    std::vector<TraceParseError> errors; // rows skipped (SkipBadRows only)
+    int blockTokens = kPrefixBlockTokens; // tokens per hash id (TraceParseOptions::blockTokens)
+    std::vector<TraceParseError> errors;  // rows skipped (SkipBadRows only)
     std::size_t linesRead = 0;
     std::size_t skippedRows = 0; // every malformed row, whether kept in `errors` or only counted
     std::size_t failedRows = 0;  // BurstGPT rows with 0 response tokens (kept unless skipFailed)
@@ -85,6 +97,9 @@ struct TraceParseOptions {
     // BurstGPT: drop failed requests (0 response tokens) instead of keeping
     // them as prefill-only arrivals. Dropped ones still count in failedRows.
     bool skipFailed = false;
+    // Tokens per hash id: Mooncake's traces use 512; another trace's own
+    // block size can be given (1..1<<20).
+    int blockTokens = kPrefixBlockTokens;
 };
 
 // Parses `path`, reading it line by line (a week of the Azure 2024 trace is

@@ -42,20 +42,61 @@ constexpr std::int64_t kMaxTokens = std::numeric_limits<int>::max();
 
 } // namespace
 
-std::string parseJsonRow(TraceFormat format, std::string_view line, ParsedRow &out)
+namespace {
+
+// multi-turn: conversation_id, turn, think_time_ms. Returns "" or the problem.
+std::string parseTurn(const json &j, ParsedRow &out)
+{
+    const auto c = j.find("conversation_id");
+    if (c == j.end())
+        return "no \"conversation_id\" (a multi-turn row names its conversation)";
+    std::int64_t v = 0;
+    if (c->is_string() && !c->get_ref<const std::string &>().empty())
+        out.conversationKey = "s:" + c->get<std::string>();
+    else if (wholeNumber(*c, 0, std::numeric_limits<std::int64_t>::max(), v))
+        out.conversationKey = "n:" + std::to_string(v);
+    else
+        return "bad \"conversation_id\" " + shown(*c) + " (a non-empty string or a non-negative integer)";
+    const auto t = j.find("turn");
+    if (t == j.end())
+        return "no \"turn\" (1 for a conversation's first request, then 2, 3, ...)";
+    if (!wholeNumber(*t, 1, 1'000'000, v))
+        return "bad \"turn\" " + shown(*t) + " (an integer from 1)";
+    out.row.turn = int(v);
+    if (const auto think = j.find("think_time_ms"); think != j.end()) {
+        if (!think->is_number() || !std::isfinite(think->get<double>()) || think->get<double>() < 0 ||
+            think->get<double>() > 86'400'000)
+            return "bad \"think_time_ms\" " + shown(*think) + " (milliseconds, 0 to a day)";
+        out.row.thinkS = think->get<double>() / 1e3;
+    }
+    return {};
+}
+
+} // namespace
+
+std::string parseJsonRow(TraceFormat format, std::string_view line, ParsedRow &out, int blockTokens)
 {
     const json j = json::parse(line.begin(), line.end(), nullptr, false);
     if (j.is_discarded())
         return "not valid JSON";
     if (!j.is_object())
         return "expected a JSON object, got " + shown(j);
+    const bool multiTurn = format == TraceFormat::MultiTurn;
+    if (multiTurn)
+        if (std::string problem = parseTurn(j, out); !problem.empty())
+            return problem;
 
     const auto ts = j.find("timestamp");
-    if (ts == j.end())
-        return "no \"timestamp\" (the arrival time in ms is needed to replay it)";
-    if (!ts->is_number() || !std::isfinite(ts->get<double>()) || ts->get<double>() < 0)
-        return "bad \"timestamp\" " + shown(*ts) + " (milliseconds, a non-negative number)";
-    out.time = ts->get<double>() / 1e3;
+    if (ts == j.end()) {
+        if (!multiTurn || out.row.turn == 1)
+            return multiTurn ? "no \"timestamp\" on turn 1 (when the conversation starts, in ms)"
+                             : "no \"timestamp\" (the arrival time in ms is needed to replay it)";
+        out.hasTime = false;
+    } else {
+        if (!ts->is_number() || !std::isfinite(ts->get<double>()) || ts->get<double>() < 0)
+            return "bad \"timestamp\" " + shown(*ts) + " (milliseconds, a non-negative number)";
+        out.time = ts->get<double>() / 1e3;
+    }
 
     if (const auto h = j.find("hash_ids"); h != j.end()) {
         if (!h->is_array())
@@ -76,7 +117,7 @@ std::string parseJsonRow(TraceFormat format, std::string_view line, ParsedRow &o
         if (!wholeNumber(*in, 1, kMaxTokens, v))
             return "bad \"input_length\" " + shown(*in) + " (a positive integer)";
         out.row.inputTokens = int(v);
-    } else if (format == TraceFormat::Mooncake) {
+    } else if (format == TraceFormat::Mooncake || multiTurn) {
         return "no \"input_length\"";
     } else {
         const auto text = j.find("text") != j.end() ? j.find("text") : j.find("text_input");
@@ -89,7 +130,7 @@ std::string parseJsonRow(TraceFormat format, std::string_view line, ParsedRow &o
                 int(std::min<std::size_t>(text->get_ref<const std::string &>().size(), kMaxTokens));
         else if (!out.blocks.empty())
             out.row.inputTokens =
-                int(std::min<std::int64_t>(std::int64_t(out.blocks.size()) * kPrefixBlockTokens, kMaxTokens));
+                int(std::min<std::int64_t>(std::int64_t(out.blocks.size()) * blockTokens, kMaxTokens));
         else
             return "no \"input_length\", \"text\", \"text_input\" or \"hash_ids\": the input length is "
                    "unknown";
@@ -99,17 +140,16 @@ std::string parseJsonRow(TraceFormat format, std::string_view line, ParsedRow &o
         if (!wholeNumber(*o, 0, kMaxTokens, v))
             return "bad \"output_length\" " + shown(*o) + " (a non-negative integer)";
         out.row.outputTokens = int(v);
-    } else if (format == TraceFormat::Mooncake) {
+    } else if (format == TraceFormat::Mooncake || multiTurn) {
         return "no \"output_length\"";
     }
 
-    // Each hash id is one 512-token block of the prompt (the last may be partial).
-    const std::int64_t maxBlocks =
-        (std::int64_t(out.row.inputTokens) + kPrefixBlockTokens - 1) / kPrefixBlockTokens;
+    // Each hash id is one block of the prompt (the last may be partial).
+    const std::int64_t maxBlocks = (std::int64_t(out.row.inputTokens) + blockTokens - 1) / blockTokens;
     if (std::int64_t(out.blocks.size()) > maxBlocks)
         return std::to_string(out.blocks.size()) + " hash ids for " + std::to_string(out.row.inputTokens) +
                " input tokens (at most " + std::to_string(maxBlocks) + " blocks of " +
-               std::to_string(kPrefixBlockTokens) + ")";
+               std::to_string(blockTokens) + ")";
     return {};
 }
 
@@ -120,6 +160,8 @@ Result<TraceFormat> detectJsonFormat(std::string_view firstLine)
         return Status(StatusCode::InvalidArgument,
                       "line 1 starts like JSON but is not a JSON object (expected a Mooncake or genai-perf "
                       "JSON Lines trace)");
+    if (j.contains("conversation_id"))
+        return TraceFormat::MultiTurn;
     const bool mooncake = j.contains("timestamp") && j.contains("input_length") &&
                           j.contains("output_length") && j.contains("hash_ids") && !j.contains("text") &&
                           !j.contains("text_input");

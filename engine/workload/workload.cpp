@@ -1,5 +1,7 @@
 #include "workload.h"
 
+#include "traffic_pacer.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -28,6 +30,20 @@ Status WorkloadSpec::validate() const
         return {StatusCode::InvalidArgument, "uniform lengths need 1 <= min <= max"};
     if (maxNewTokens < 0 || vocabSize < 1)
         return {StatusCode::InvalidArgument, "max_new_tokens must be >= 0 and the vocabulary non-empty"};
+    if (systemPromptTokens < 0 || !(systemPromptShare >= 0 && systemPromptShare <= 1))
+        return {StatusCode::InvalidArgument,
+                "the system prompt's length must be >= 0 and its share in [0, 1]"};
+    if (systemPromptTokens > (1 << 20))
+        return {StatusCode::InvalidArgument, "the system prompt's length must be at most 1048576 tokens"};
+    if (turnsPerConversation < 1 || turnsPerConversation > 10000)
+        return {StatusCode::InvalidArgument, "turns per conversation must be in [1, 10000]"};
+    if (turnsPerConversation > 1 && conversations == 0)
+        return {StatusCode::InvalidArgument,
+                "turns per conversation > 1 needs a number of conversations (conversations > 0)"};
+    if (!(thinkTimeS >= 0 && thinkTimeS <= 86400))
+        return {StatusCode::InvalidArgument, "think time must be in [0, 86400] s"};
+    if (conversations > 10'000'000)
+        return {StatusCode::InvalidArgument, "conversations must be at most 10000000"};
     return Status::ok();
 }
 
@@ -57,6 +73,8 @@ std::optional<Arrival> WorkloadSchedule::next()
     const auto &trace = m_spec.trace;
     if (m_spec.limit && m_index >= m_spec.limit)
         return std::nullopt;
+    if (m_spec.conversations && m_index >= m_spec.conversations)
+        return std::nullopt;
     if (m_spec.arrivals == ArrivalKind::Trace && m_index >= trace->size())
         return std::nullopt;
     Arrival a;
@@ -67,6 +85,32 @@ std::optional<Arrival> WorkloadSchedule::next()
             m_clock += gap();
         a.offset = m_clock;
     }
+    drawLengths(a, m_index);
+    if (m_spec.conversations) {
+        a.conversation = std::int64_t(m_index) + 1;
+        a.turn = 1;
+    }
+    if (m_spec.systemPromptTokens > 0) // its own generator: the other draws stay as they were
+        a.systemPrompt = std::uniform_real_distribution<double>(0, 1)(m_shareRng) < m_spec.systemPromptShare;
+    ++m_index;
+    return a;
+}
+
+std::optional<Arrival> WorkloadSchedule::followUp(const Arrival &previous, Duration releasedAt)
+{
+    if (previous.conversation == 0 || previous.turn >= m_spec.turnsPerConversation)
+        return std::nullopt;
+    Arrival a;
+    a.offset = releasedAt;
+    a.conversation = previous.conversation;
+    a.turn = previous.turn + 1;
+    drawLengths(a, std::size_t(previous.conversation - 1) + std::size_t(previous.turn));
+    return a;
+}
+
+void WorkloadSchedule::drawLengths(Arrival &a, std::size_t rowIndex)
+{
+    const auto &trace = m_spec.trace;
     switch (m_spec.lengths) {
     case LengthKind::Fixed:
         a.inputTokens = m_spec.fixedLength;
@@ -77,7 +121,7 @@ std::optional<Arrival> WorkloadSchedule::next()
         a.outputTokens = m_spec.maxNewTokens;
         break;
     case LengthKind::Trace: {
-        const TraceRow &row = (*trace)[m_index % trace->size()];
+        const TraceRow &row = (*trace)[rowIndex % trace->size()];
         a.inputTokens = std::max(1, int(std::lround(row.inputTokens * m_spec.lengthScale)));
         a.outputTokens = m_spec.outputFromTrace
                              ? std::max(1, int(std::lround(row.outputTokens * m_spec.lengthScale)))
@@ -89,8 +133,6 @@ std::optional<Arrival> WorkloadSchedule::next()
         a.inputTokens = std::min(a.inputTokens, m_spec.lengthCap);
     if (m_spec.outputCap > 0)
         a.outputTokens = std::min(a.outputTokens, m_spec.outputCap);
-    ++m_index;
-    return a;
 }
 
 std::vector<TokenId> WorkloadSchedule::tokens(int length)
@@ -102,8 +144,26 @@ std::vector<TokenId> WorkloadSchedule::tokens(int length)
     return t;
 }
 
+std::vector<TokenId> WorkloadSchedule::tokens(const Arrival &arrival)
+{
+    if (!arrival.systemPrompt || m_spec.systemPromptTokens <= 0)
+        return tokens(arrival.inputTokens);
+    if (m_systemPrompt.empty()) { // drawn once, from its own seed
+        std::mt19937_64 rng(m_spec.seed ^ 0x5157'5052'4f4d'5054ULL);
+        std::uniform_int_distribution<TokenId> dist(0, m_spec.vocabSize - 1);
+        m_systemPrompt.resize(std::size_t(m_spec.systemPromptTokens));
+        for (auto &id : m_systemPrompt)
+            id = dist(rng);
+    }
+    std::vector<TokenId> t = m_systemPrompt;
+    const std::vector<TokenId> own = tokens(arrival.inputTokens);
+    t.insert(t.end(), own.begin(), own.end());
+    return t;
+}
+
 LoadGenerator::LoadGenerator(Engine &engine, WorkloadSpec spec, ResponseHook hook)
-    : m_engine(engine), m_schedule(std::move(spec)), m_shared(std::make_shared<Shared>())
+    : m_engine(engine), m_pacer(std::make_shared<TrafficPacer>(std::move(spec))),
+      m_shared(std::make_shared<Shared>())
 {
     m_shared->hook = std::move(hook);
 }
@@ -134,30 +194,44 @@ void LoadGenerator::run(TimePoint start)
 #ifdef __linux__
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 #endif
+    TrafficPacer &pacer = *m_pacer;
     while (!m_stop.load(std::memory_order_relaxed)) {
-        auto a = m_schedule.next();
-        if (!a)
-            break;
-        const TimePoint when = start + a->offset;
-        // sleep in short slices so stop() stays responsive
-        for (TimePoint now = SteadyClock::now(); now < when && !m_stop.load(); now = SteadyClock::now())
-            std::this_thread::sleep_until(std::min(when, now + std::chrono::milliseconds(50)));
-        if (m_stop.load())
-            break;
+        const std::optional<TimePoint> due = pacer.nextDue(start);
+        const TimePoint now = SteadyClock::now();
+        if (!due || *due > now) {
+            if (!due && pacer.finished())
+                break;
+            // in short slices so stop() stays responsive; a completion may release an earlier turn
+            pacer.waitUntil(due ? std::min(*due, now + std::chrono::milliseconds(50))
+                                : now + std::chrono::milliseconds(50));
+            continue;
+        }
+        auto item = pacer.take(start);
+        if (!item)
+            continue;
         Request r;
-        r.tokens = m_schedule.tokens(a->inputTokens);
-        r.maxNewTokens = a->outputTokens;
-        r.arrival = when; // scheduled time: latency includes any lateness of ours
+        r.tokens = std::move(item->tokens);
+        r.maxNewTokens = item->arrival.outputTokens;
+        r.arrival = item->when; // scheduled time: latency includes any lateness of ours
+        r.conversation = item->arrival.conversation;
+        r.turn = item->arrival.turn;
         Shared &sh = *m_shared;
         ++sh.sent;
-        const Arrival arrival = *a;
-        Status s = m_engine.submit(std::move(r), [shared = m_shared, arrival, when](Response &&resp) {
-            if (shared->hook)
-                shared->hook(arrival, when, resp);
-            (resp.status.isOk() ? shared->completed : shared->failed).fetch_add(1);
-            std::lock_guard lock(shared->mutex);
-            shared->cv.notify_all();
-        });
+        const Arrival arrival = item->arrival;
+        const TimePoint when = item->when;
+        const std::uint64_t key = item->key;
+        // The pacer outlives the engine's completions: shared ownership.
+        Status s = m_engine.submit(std::move(r),
+                                   [shared = m_shared, pacer = m_pacer, arrival, when, key](Response &&resp) {
+                                       pacer->completed(key, SteadyClock::now(), resp.tokens);
+                                       if (shared->hook)
+                                           shared->hook(arrival, when, resp);
+                                       (resp.status.isOk() ? shared->completed : shared->failed).fetch_add(1);
+                                       std::lock_guard lock(shared->mutex);
+                                       shared->cv.notify_all();
+                                   });
+        if (!s.isOk())
+            pacer.completed(key, SteadyClock::now(), {});
         (s.isOk() ? sh.accepted : sh.rejected).fetch_add(1);
     }
     std::lock_guard lock(m_shared->mutex);

@@ -5,7 +5,8 @@
 // (offset from start, input length, output tokens). A LoadGenerator thread
 // submits them open-loop at their scheduled times; each request's arrival is
 // its *scheduled* time, so a late generator or a full queue never hides
-// latency (no coordinated omission).
+// latency (no coordinated omission). Conversations' later turns are closed
+// loop: released a think time after the previous answer (traffic_pacer.h).
 #pragma once
 
 #include "engine/exec/engine.h"
@@ -49,28 +50,58 @@ struct WorkloadSpec {
     std::shared_ptr<const std::vector<TraceRow>> trace; // for Trace arrivals or lengths
     std::size_t limit = 0; // stop after this many requests (0 = unlimited; Trace: its length)
 
+    // A shared system prompt: `systemPromptTokens` ids, the same in every
+    // request that has it, in front of a `systemPromptShare` fraction of the
+    // prompts (drawn per request; the rest of the workload's draws do not
+    // change with it). 0 = none.
+    int systemPromptTokens = 0;
+    double systemPromptShare = 1.0;
+    // Conversations (traffic_pacer.h runs them): 0 = single requests.
+    // N > 0: the arrivals start N conversations (the limit counts
+    // conversations) of `turnsPerConversation` turns; each turn after the
+    // first is sent `thinkTimeS` after the previous answer completes (closed
+    // loop), its prompt the previous prompt + answer + new text of a length
+    // drawn like any input (cut to lengthCap, the prefix kept).
+    std::size_t conversations = 0;
+    int turnsPerConversation = 1;
+    double thinkTimeS = 0;
+
     Status validate() const;
 };
 
 struct Arrival {
-    Duration offset{};
-    int inputTokens = 0;
+    Duration offset{};   // a follow-up turn: from the start, when it was released
+    int inputTokens = 0; // its own tokens, after the system prompt when it has it (a follow-up: its new text)
     int outputTokens = 0;
+    bool systemPrompt = false;     // starts with the shared system prompt
+    std::int64_t conversation = 0; // 0 = none
+    int turn = 0;                  // 1-based within its conversation
 };
 
 class WorkloadSchedule {
 public:
     explicit WorkloadSchedule(WorkloadSpec spec);
-    // nullopt when the schedule is exhausted (limit or end of trace).
+    // nullopt when the schedule is exhausted (limit or end of trace). With
+    // conversations, each arrival is a conversation's first turn.
     std::optional<Arrival> next();
+    // The turn after `previous` in its conversation (new text drawn like
+    // any input), or nullopt after the last turn.
+    std::optional<Arrival> followUp(const Arrival &previous, Duration releasedAt);
     std::size_t produced() const { return m_index; }
     // Token ids for a request of `length` tokens (deterministic in the seed).
     std::vector<TokenId> tokens(int length);
+    // An arrival's tokens: the shared system prompt (when it has it), then
+    // inputTokens drawn ids.
+    std::vector<TokenId> tokens(const Arrival &arrival);
+    const WorkloadSpec &spec() const { return m_spec; }
 
 private:
     Duration gap();
+    void drawLengths(Arrival &a, std::size_t row);
     WorkloadSpec m_spec;
     std::mt19937_64 m_rng;
+    std::mt19937_64 m_shareRng{m_spec.seed ^ 0x5348'4152'4544ULL}; // who gets the system prompt
+    std::vector<TokenId> m_systemPrompt;                           // drawn at first use
     std::size_t m_index = 0;
     Duration m_clock{};
 };
@@ -110,7 +141,7 @@ private:
     };
 
     Engine &m_engine;
-    WorkloadSchedule m_schedule;
+    std::shared_ptr<class TrafficPacer> m_pacer;
     std::shared_ptr<Shared> m_shared;
     std::thread m_thread;
     std::atomic<bool> m_stop{false}, m_running{false};

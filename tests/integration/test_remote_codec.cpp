@@ -1,8 +1,10 @@
 // app/remote/remote_codec on its own: the protocols' names, routes and
 // bodies, and the SSE reader on the stream shapes of /v1/completions and
 // /v1/chat/completions (a role delta that is no token, "usage": null on
-// token chunks, the include_usage chunk with empty choices).
+// token chunks, the include_usage chunk with empty choices); a shared
+// prefix of token ids stays a shared prefix of chat text.
 #include "app/remote/remote_codec.h"
+#include "engine/workload/prefix_tokens.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -38,6 +40,19 @@ private slots:
         const QJsonObject message = b.value("messages").toArray().at(0).toObject();
         QCOMPARE(message.value("role").toString(), QStringLiteral("user"));
         QCOMPARE(message.value("content").toString(), QStringLiteral("a b b ")); // one word per token
+    }
+
+    // Issue 25: a trace's shared blocks stay a shared prefix as chat text
+    // (one word per token id), and different blocks give different text.
+    void chatTextKeepsASharedPrefix()
+    {
+        std::mt19937_64 a(1), b(2);
+        const auto p = promptTokens({5, 6, 7}, 64, 180, 32000, a);
+        const auto q = promptTokens({5, 6, 8}, 64, 180, 32000, b);
+        const QByteArray tp = chatText(p), tq = chatText(q);
+        const qsizetype shared = 2 * 64 * 2; // two blocks of 64 one-letter words and their spaces
+        QCOMPARE(tp.left(shared), tq.left(shared));
+        QVERIFY(tp.mid(shared, 2 * 64) != tq.mid(shared, 2 * 64));
     }
 
     void chatStream()

@@ -359,6 +359,30 @@ private slots:
         QCOMPARE(chart.boundSeries()->at(0).x(), 10.0);
     }
 
+    // Issue 25: the source's reusable-prefix share shows before any search.
+    void showsTheSourcesReusablePrefixShare()
+    {
+        Fixture f(50, 0.01, false);
+        QSignalSpy shown(f.dock.get(), &AdvisorDock::prefixShareShown);
+        QTRY_VERIFY(shown.count() > 0);
+        QVERIFY2(f.dock->prefixShareText()->text().contains(QStringLiteral("none")),
+                 qPrintable(f.dock->prefixShareText()->text()));
+        // Blocks of 512: row 2 reuses 2 of its 3 blocks (1024 of 1100 tokens), row 1 none.
+        std::vector<TraceRow> rows = {{0, 1500, 1}, {0.1, 1100, 1}};
+        auto known = f.temp.store->addTrace("known reuse", "", TraceFormat::Mooncake, rows, 0,
+                                            {{1, 2, 3}, {1, 2, 4}}, 512);
+        QVERIFY(known);
+        f.traces.setTraces(f.temp.store->traces().value());
+        const int index = f.dock->sourceBox()->findData(qlonglong(known->id));
+        QVERIFY(index >= 0);
+        shown.clear();
+        f.dock->sourceBox()->setCurrentIndex(index);
+        QTRY_VERIFY(shown.count() > 0);
+        const QString text = f.dock->prefixShareText()->text();
+        QVERIFY2(text.contains(QStringLiteral("39.4%")) && text.contains(QStringLiteral("1024 of 2600")),
+                 qPrintable(text));
+    }
+
     void withoutACalibrationItSaysCalibrateFirst()
     {
         Fixture f(50, 0.01, false);

@@ -92,6 +92,23 @@ private slots:
         QCOMPARE(f.view.traceModel()->traces().front().rows, 30000ull);
     }
 
+    // Issue 25: the console's importer reads the multi-turn format
+    // (detected by its conversation_id) with its conversations.
+    void importsAMultiTurnTrace()
+    {
+        Fixture f;
+        QSignalSpy imported(f.view.importer(), &TraceImporter::imported);
+        f.view.importFile(QStringLiteral(TRACE_FIXTURES "/multi_turn.jsonl"));
+        QTRY_COMPARE_WITH_TIMEOUT(imported.count(), 1, 20000);
+        const ImportResult r = imported.front().front().value<ImportResult>();
+        QCOMPARE(r.trace.format, TraceFormat::MultiTurn);
+        const auto rows = f.temp.store->traceRows(r.trace.id).value();
+        QCOMPARE(rows.size(), std::size_t(5));
+        QCOMPARE(rows[3].conversation, std::int64_t(1));
+        QCOMPARE(rows[3].turn, 3);
+        QCOMPARE(rows[3].thinkS, 1.5);
+    }
+
     void importOfABadFileFailsWithTheReason()
     {
         Fixture f;

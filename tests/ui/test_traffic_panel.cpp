@@ -99,6 +99,44 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(f.engine->snapshot().completed >= 40, 20000);
     }
 
+    // Issue 25: shared-prefix and multi-turn traffic from the panel. Each
+    // conversation's later turns wait for the previous answer (closed loop)
+    // and resend its prompt: the echo engine sees the context grow.
+    void conversationsAndASharedSystemPrompt()
+    {
+        Fixture f;
+        f.choose(f.panel.arrivalsBox(), "constant");
+        f.choose(f.panel.lengthsBox(), "fixed");
+        f.panel.fixedLengthBox()->setValue(10);
+        f.panel.maxNewTokensBox()->setValue(2);
+        f.panel.rateBox()->setValue(200);
+        f.panel.systemPromptBox()->setValue(30);
+        f.panel.systemShareBox()->setValue(100);
+        QVERIFY(f.panel.turnsBox()->isHidden()); // single requests: no turns to set
+        f.panel.conversationsBox()->setValue(5);
+        QVERIFY(!f.panel.turnsBox()->isHidden());
+        f.panel.turnsBox()->setValue(3);
+        f.panel.thinkTimeBox()->setValue(0.01);
+        const WorkloadSpec spec = f.panel.formSpec();
+        QCOMPARE(spec.systemPromptTokens, 30);
+        QCOMPARE(spec.systemPromptShare, 1.0);
+        QCOMPARE(spec.conversations, std::size_t(5));
+        QCOMPARE(spec.turnsPerConversation, 3);
+        QCOMPARE(spec.thinkTimeS, 0.01);
+        QSignalSpy running(&f.panel, &TrafficPanel::runningChanged);
+        f.panel.start();
+        // 5 conversations x 3 turns, then the load ends by itself.
+        QTRY_COMPARE_WITH_TIMEOUT(f.engine->snapshot().completed, std::uint64_t(15), 20000);
+        QTRY_COMPARE_WITH_TIMEOUT(f.panel.counters().sent, std::uint64_t(15), 20000);
+        f.engine->shutdown(ShutdownMode::Drain);
+        // Turn 1: 30 + 10; turn 2: 40 + 2 + 10; turn 3: 52 + 2 + 10 (echo answers max_new_tokens ids).
+        QCOMPARE(f.engine->snapshot().inputTokens, std::uint64_t(5 * (40 + 52 + 64)));
+        f.panel.conversationsBox()->setValue(0);
+        f.panel.turnsBox()->setValue(1);
+        f.panel.systemShareBox()->setValue(150); // clamped by the box
+        QCOMPARE(f.panel.formSpec().systemPromptShare, 1.0);
+    }
+
     void lengthsFromAnImportedTrace()
     {
         Fixture f;

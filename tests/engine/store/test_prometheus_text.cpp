@@ -319,6 +319,30 @@ private slots:
         QCOMPARE(*s.batchSize, 8.0);
         QCOMPARE(*s.queue, 4.0);
         QCOMPARE(*s.kvUsage, 0.28);
+        QCOMPARE(*s.prefixCacheHitRate, 0.007507552643049313); // sglang:cache_hit_rate
+    }
+
+    // Issue 25: the server's prefix-cache hit rate. vLLM V1 exports token
+    // counters (prometheus_client adds `_total` on the wire): the rate
+    // between two scrapes; V0 a gauge.
+    void mapsPrefixCacheHitRates()
+    {
+        TargetMetricsMapper m;
+        const char *first = "# TYPE vllm:prefix_cache_queries counter\n"
+                            "vllm:prefix_cache_queries_total{engine=\"0\",model_name=\"m\"} 1000\n"
+                            "# TYPE vllm:prefix_cache_hits counter\n"
+                            "vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 100\n";
+        const char *second = "# TYPE vllm:prefix_cache_queries counter\n"
+                             "vllm:prefix_cache_queries_total{engine=\"0\",model_name=\"m\"} 3000\n"
+                             "# TYPE vllm:prefix_cache_hits counter\n"
+                             "vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 1300\n";
+        QVERIFY(!m.map(parsed(first), {}).prefixCacheHitRate);        // a rate needs two scrapes
+        QCOMPARE(*m.map(parsed(second), {}).prefixCacheHitRate, 0.6); // 1200 hits / 2000 queried tokens
+        TargetMetricsMapper v0;
+        const TargetSample old = v0.map(
+            parsed("# TYPE vllm:gpu_prefix_cache_hit_rate gauge\nvllm:gpu_prefix_cache_hit_rate 0.42\n"), {});
+        QCOMPARE(*old.prefixCacheHitRate, 0.42);
+        QVERIFY(!m.map(parsed(kVllm1), {}).prefixCacheHitRate); // not exported
     }
 
     void mapsBatchPilotsGenerationSeries()

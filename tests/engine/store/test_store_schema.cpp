@@ -204,6 +204,57 @@ private slots:
         QCOMPARE(summary->goodCompleted, std::uint64_t(1)); // no config, no SLO: every completed one
     }
 
+    void migratesVersion8InPlace()
+    {
+        // Version 10 (issue 25): conversations and turns on requests and
+        // trace rows, think times on trace rows, the target's prefix-cache
+        // hit rate. Old rows read back as single requests, old scrapes
+        // without a hit rate; new rows store all of them.
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("v8.sqlite").toStdString();
+        {
+            auto db = rawOpen(path);
+            QVERIFY(store::migrate(db, 8));
+            QCOMPARE(*db.queryInt("PRAGMA user_version"), std::int64_t(8));
+            QVERIFY(db.exec(
+                "INSERT INTO sessions (id, kind, started_at_us, model) VALUES (4, 'remote', 1000, 'x');"
+                "INSERT INTO requests VALUES (4, 1, 10, 20, 30, 60, 25, 5, 3, 0, 0, 'ok', 'remote', 7, 6, 9);"
+                "INSERT INTO target_samples VALUES (4, 100, 'vllm', 2, 1, 2, 1, 0.5, 40, '');"
+                "INSERT INTO traces (id, name, format, imported_at_us, row_count, duration_s, block_tokens) "
+                "VALUES (2, 'm', 'mooncake', 1, 2, 1.5, 512);"
+                "INSERT INTO trace_requests VALUES (2, 0, 0, 600, 5, '1,2'), (2, 1, 1500000000, 700, 6, '1,3');",
+                "write version-8 rows"));
+            QVERIFY(!db.exec("SELECT conversation_id FROM requests", "probe"));
+        }
+        auto store = TraceStore::open(path);
+        QVERIFY2(store, store.status().toString().c_str());
+        QCOMPARE((*store)->schemaVersion(), store::kSchemaVersion);
+        auto requests = (*store)->requests(4).value();
+        QCOMPARE(requests.size(), std::size_t(1));
+        QCOMPARE(requests[0].inputTokens, 5);
+        QCOMPARE(requests[0].conversation, std::int64_t(0));
+        QCOMPARE(requests[0].turn, 0);
+        auto samples = (*store)->targetSamples(4).value();
+        QCOMPARE(samples.size(), std::size_t(1));
+        QCOMPARE(samples[0].kvUsage, std::optional<double>(0.5));
+        QVERIFY(!samples[0].prefixCacheHitRate);
+        auto rows = (*store)->traceRows(2).value();
+        QCOMPARE(rows.size(), std::size_t(2));
+        QCOMPARE(rows[1].inputTokens, 700);
+        QCOMPARE(rows[1].conversation, std::int64_t(0));
+        QCOMPARE(rows[1].thinkS, 0.0);
+        QCOMPARE((*store)->traceHashIds(2).value().at(1), (PrefixBlocks{1, 3}));
+        // New rows in the migrated file keep their conversations.
+        std::vector<TraceRow> chat = {{0, 10, 2, 1, 1, 0}, {1, 4, 2, 1, 2, 0.75}};
+        auto added = (*store)->addTrace("chat", "", TraceFormat::MultiTurn, chat);
+        QVERIFY2(added, added.status().toString().c_str());
+        auto back = (*store)->traceRows(added->id).value();
+        QCOMPARE(back[1].conversation, std::int64_t(1));
+        QCOMPARE(back[1].turn, 2);
+        QCOMPARE(back[1].thinkS, 0.75);
+        QCOMPARE(added->format, TraceFormat::MultiTurn);
+    }
+
     void refusesNewerSchema()
     {
         QTemporaryDir dir;
