@@ -41,6 +41,19 @@ Setup workloadFromArgs(const Args &args, const ModelInfo &model)
             std::to_string(std::max(w.outputCap, w.maxNewTokens)) + " new tokens does not fit the model's " +
             std::to_string(model.maxSequenceLength + (generative ? 1 : 0)) + " positions");
 
+    // A shared system prompt in front of a share of the prompts (prefix caching).
+    w.systemPromptTokens = int(args.num("system-prompt", 0));
+    w.systemPromptShare = args.num("system-prompt-share", 1);
+    if (w.systemPromptTokens < 0 || !(w.systemPromptShare >= 0 && w.systemPromptShare <= 1))
+        throw std::invalid_argument("--system-prompt must be >= 0 and --system-prompt-share in [0, 1]");
+    if (w.systemPromptTokens > 0) { // the prompt's own tokens make room for it
+        if (w.systemPromptTokens >= w.lengthCap)
+            throw std::invalid_argument("--system-prompt " + std::to_string(w.systemPromptTokens) +
+                                        " leaves no room for the prompts' own tokens within --length-cap " +
+                                        std::to_string(w.lengthCap));
+        w.lengthCap -= w.systemPromptTokens;
+    }
+
     if (args.has("trace")) {
         const std::string path = args.str("trace", "");
         auto parsed = parseTraceFile(path);
@@ -153,6 +166,10 @@ BatchingConfig baseConfig(const Args &args)
         cc.decodeFirst = args.num("decode-first", 1) != 0;
     if (args.has("kv-cache-tokens"))
         cc.kvCacheTokens = int(args.num("kv-cache-tokens", 0));
+    if (args.has("prefix-cache")) // a list: the first here, each in turn by the load bench
+        base.prefixCache.enabled = parseIntList("prefix-cache", args.list("prefix-cache", "")).at(0) != 0;
+    if (args.has("prefix-block"))
+        base.prefixCache.blockTokens = int(args.num("prefix-block", 16));
     return base;
 }
 
@@ -184,7 +201,8 @@ std::string knobs(const BatchingConfig &c)
         const ContinuousConfig &k = c.continuous;
         return "seqs " + std::to_string(k.maxNumSeqs) + ", tok " + std::to_string(k.maxNumBatchedTokens) +
                (k.chunkedPrefill ? ", chunk " + std::to_string(k.prefillChunk) : ", no chunk") +
-               (k.kvCacheTokens > 0 ? ", kv " + std::to_string(k.kvCacheTokens) : "");
+               (k.kvCacheTokens > 0 ? ", kv " + std::to_string(k.kvCacheTokens) : "") +
+               (c.prefixCache.enabled ? ", prefix " + std::to_string(c.prefixCache.blockTokens) : "");
     }
     default: // policies added later: name their main knobs
         return "max " + std::to_string(c.maxBatchSize) + ", " + formatDuration(c.maxQueueDelay);

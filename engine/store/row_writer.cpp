@@ -11,11 +11,12 @@
 namespace bp::store {
 
 namespace {
-constexpr int kRequestColumns = 16;
+constexpr int kRequestColumns = 17;
 constexpr int kRequestChunk = 32;
 constexpr const char *kInsertRequestHead =
     "INSERT INTO requests (session_id, request_id, arrival_ns, queue_wait_ns, compute_ns, total_ns, ttft_ns, "
-    "input_tokens, output_tokens, bucket, batch_id, status, source, tpot_ns, itl_p50_ns, itl_max_ns) VALUES ";
+    "input_tokens, output_tokens, bucket, batch_id, status, source, tpot_ns, itl_p50_ns, itl_max_ns, "
+    "cached_tokens) VALUES ";
 
 std::string insertRequests(int rows)
 {
@@ -220,6 +221,7 @@ void RowWriter::bindRequest(sqlite::Statement &st, int base, const RequestRecord
     const auto [itlP50, itlMax] = gapSummary(r.interTokenLatencies);
     st.bind(base + 15, itlP50);
     st.bind(base + 16, itlMax);
+    st.bind(base + 17, std::int64_t(r.cachedTokens));
 }
 
 } // namespace bp::store

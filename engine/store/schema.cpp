@@ -147,7 +147,6 @@ ALTER TABLE traces ADD COLUMN block_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE trace_requests ADD COLUMN hash_ids TEXT;
 )sql";
 
-
 // Version 5: cost-model calibrations (engine/sim/calibration.h) for
 // simulated replays; the whole calibration is one JSON document, the key
 // columns are there to find it.
@@ -209,8 +208,15 @@ ALTER TABLE calibrations ADD COLUMN server TEXT NOT NULL DEFAULT '';
 CREATE INDEX calibrations_by_target ON calibrations(target_url, model, server);
 )sql";
 
-constexpr const char *kMigrations[] = {kMigration1, kMigration2, kMigration3, kMigration4,
-                                       kMigration5, kMigration6, kMigration7, kMigration8};
+// Version 9: the KV prefix cache (issue 25): a request's prompt tokens served
+// from the cache at its first join (policy continuous with
+// prefix_cache.enabled; 0 otherwise and in older rows).
+constexpr const char *kMigration9 = R"sql(
+ALTER TABLE requests ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+constexpr const char *kMigrations[] = {kMigration1, kMigration2, kMigration3, kMigration4, kMigration5,
+                                       kMigration6, kMigration7, kMigration8, kMigration9};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 } // namespace

@@ -18,6 +18,7 @@
 //      kv_tokens, preempted (one row per step under policy continuous)
 //   7  tunings (batchpilot tune's results and their verification sessions)
 //   8  calibrations.target_url, server (remote servers calibrated from outside)
+//   9  requests.cached_tokens (prompt tokens served from the KV prefix cache)
 #pragma once
 
 #include "sqlite_db.h"
@@ -26,7 +27,7 @@
 
 namespace bp::store {
 
-constexpr int kSchemaVersion = 8;
+constexpr int kSchemaVersion = 9;
 // 'BPTS' (BatchPilot trace store)
 constexpr std::int64_t kApplicationId = 0x42505453;
 

@@ -54,7 +54,7 @@ Result<std::vector<StoredRequest>> TraceStore::requests(std::int64_t sessionId) 
     Status s = forEachRow(
         *m_db,
         "SELECT request_id, arrival_ns, queue_wait_ns, compute_ns, total_ns, ttft_ns, input_tokens, "
-        "output_tokens, bucket, batch_id, status, source, tpot_ns, itl_p50_ns, itl_max_ns "
+        "output_tokens, bucket, batch_id, status, source, tpot_ns, itl_p50_ns, itl_max_ns, cached_tokens "
         "FROM requests WHERE session_id = ? "
         "ORDER BY arrival_ns, request_id",
         sessionId, "read requests", [&](const sqlite::Statement &st) {
@@ -74,6 +74,7 @@ Result<std::vector<StoredRequest>> TraceStore::requests(std::int64_t sessionId) 
             r.timePerOutputToken = ns(st.int64At(12));
             r.interTokenP50 = ns(st.int64At(13));
             r.interTokenMax = ns(st.int64At(14));
+            r.cachedTokens = int(st.int64At(15));
             out.push_back(std::move(r));
         });
     if (!s)

@@ -28,6 +28,9 @@ Status WorkloadSpec::validate() const
         return {StatusCode::InvalidArgument, "uniform lengths need 1 <= min <= max"};
     if (maxNewTokens < 0 || vocabSize < 1)
         return {StatusCode::InvalidArgument, "max_new_tokens must be >= 0 and the vocabulary non-empty"};
+    if (systemPromptTokens < 0 || !(systemPromptShare >= 0 && systemPromptShare <= 1))
+        return {StatusCode::InvalidArgument,
+                "the system prompt's length must be >= 0 and its share in [0, 1]"};
     return Status::ok();
 }
 
@@ -89,8 +92,27 @@ std::optional<Arrival> WorkloadSchedule::next()
         a.inputTokens = std::min(a.inputTokens, m_spec.lengthCap);
     if (m_spec.outputCap > 0)
         a.outputTokens = std::min(a.outputTokens, m_spec.outputCap);
+    if (m_spec.systemPromptTokens > 0) // its own generator: the other draws stay as they were
+        a.systemPrompt = std::uniform_real_distribution<double>(0, 1)(m_shareRng) < m_spec.systemPromptShare;
     ++m_index;
     return a;
+}
+
+std::vector<TokenId> WorkloadSchedule::tokens(const Arrival &arrival)
+{
+    if (!arrival.systemPrompt || m_spec.systemPromptTokens <= 0)
+        return tokens(arrival.inputTokens);
+    if (m_systemPrompt.empty()) { // drawn once, from its own seed
+        std::mt19937_64 rng(m_spec.seed ^ 0x5157'5052'4f4d'5054ULL);
+        std::uniform_int_distribution<TokenId> dist(0, m_spec.vocabSize - 1);
+        m_systemPrompt.resize(std::size_t(m_spec.systemPromptTokens));
+        for (auto &id : m_systemPrompt)
+            id = dist(rng);
+    }
+    std::vector<TokenId> t = m_systemPrompt;
+    const std::vector<TokenId> own = tokens(arrival.inputTokens);
+    t.insert(t.end(), own.begin(), own.end());
+    return t;
 }
 
 std::vector<TokenId> WorkloadSchedule::tokens(int length)
@@ -145,7 +167,7 @@ void LoadGenerator::run(TimePoint start)
         if (m_stop.load())
             break;
         Request r;
-        r.tokens = m_schedule.tokens(a->inputTokens);
+        r.tokens = m_schedule.tokens(*a);
         r.maxNewTokens = a->outputTokens;
         r.arrival = when; // scheduled time: latency includes any lateness of ours
         Shared &sh = *m_shared;

@@ -48,14 +48,21 @@ struct WorkloadSpec {
     std::uint64_t seed = 1;
     std::shared_ptr<const std::vector<TraceRow>> trace; // for Trace arrivals or lengths
     std::size_t limit = 0; // stop after this many requests (0 = unlimited; Trace: its length)
+    // A shared system prompt: `systemPromptTokens` ids, the same in every
+    // request that has it, in front of a `systemPromptShare` fraction of the
+    // prompts (drawn per request; the rest of the workload's draws do not
+    // change with it). 0 = none.
+    int systemPromptTokens = 0;
+    double systemPromptShare = 1.0;
 
     Status validate() const;
 };
 
 struct Arrival {
     Duration offset{};
-    int inputTokens = 0;
+    int inputTokens = 0; // its own tokens, after the system prompt when it has it
     int outputTokens = 0;
+    bool systemPrompt = false; // starts with the shared system prompt
 };
 
 class WorkloadSchedule {
@@ -66,11 +73,16 @@ public:
     std::size_t produced() const { return m_index; }
     // Token ids for a request of `length` tokens (deterministic in the seed).
     std::vector<TokenId> tokens(int length);
+    // An arrival's tokens: the shared system prompt (when it has it), then
+    // inputTokens drawn ids.
+    std::vector<TokenId> tokens(const Arrival &arrival);
 
 private:
     Duration gap();
     WorkloadSpec m_spec;
     std::mt19937_64 m_rng;
+    std::mt19937_64 m_shareRng{m_spec.seed ^ 0x5348'4152'4544ULL}; // who gets the system prompt
+    std::vector<TokenId> m_systemPrompt;                           // drawn at first use
     std::size_t m_index = 0;
     Duration m_clock{};
 };
