@@ -161,7 +161,7 @@ int runLoadBench(const Args &args)
     // --prefix-cache 0,1: continuous with the prefix cache off and on, one
     // run each (the second labelled +prefix).
     const std::vector<int> prefixModes = args.has("prefix-cache")
-                                             ? parseIntList("prefix-cache", args.list("prefix-cache", ""))
+                                             ? parseSwitchList("prefix-cache", args.list("prefix-cache", ""))
                                              : std::vector<int>{int(base.prefixCache.enabled)};
     for (const auto &name : args.list("compare", "dynamic")) {
         BatchingConfig c = base;

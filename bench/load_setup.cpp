@@ -128,6 +128,19 @@ Setup workloadFromArgs(const Args &args, const ModelInfo &model)
     return s;
 }
 
+std::vector<int> parseSwitchList(const std::string &key, const std::vector<std::string> &items)
+{
+    std::vector<int> out;
+    for (const std::string &item : items) {
+        if (item != "0" && item != "1")
+            throw std::invalid_argument("--" + key + " expects 0 or 1 (or a list: 0,1), got '" + item + "'");
+        out.push_back(item == "1");
+    }
+    if (out.empty())
+        throw std::invalid_argument("--" + key + " expects 0 or 1 (or a list: 0,1)");
+    return out;
+}
+
 BatchingConfig baseConfig(const Args &args)
 {
     BatchingConfig base;
@@ -167,7 +180,7 @@ BatchingConfig baseConfig(const Args &args)
     if (args.has("kv-cache-tokens"))
         cc.kvCacheTokens = int(args.num("kv-cache-tokens", 0));
     if (args.has("prefix-cache")) // a list: the first here, each in turn by the load bench
-        base.prefixCache.enabled = parseIntList("prefix-cache", args.list("prefix-cache", "")).at(0) != 0;
+        base.prefixCache.enabled = parseSwitchList("prefix-cache", args.list("prefix-cache", "")).at(0) != 0;
     if (args.has("prefix-block"))
         base.prefixCache.blockTokens = int(args.num("prefix-block", 16));
     return base;
