@@ -126,7 +126,6 @@ void tightenTimerSlack()
 #endif
 }
 
-
 int writeJsonOption(const Args &args, const nlohmann::json &json)
 {
     std::ofstream out(args.str("json", ""));

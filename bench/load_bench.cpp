@@ -89,6 +89,9 @@ const StageOptions &loadStage()
                 {"prefill-chunk", "N", "continuous: tokens per prefill chunk (default 128)"},
                 {"decode-first", "0|1", "continuous: decodes take the budget first (default 1)"},
                 {"kv-cache-tokens", "N", "continuous: KV budget in tokens, 0 = unlimited (default 0)"},
+                {"prefix-cache", "0|1|0,1",
+                 "continuous: the KV prefix cache off (default), on, or both (a run each)"},
+                {"prefix-block", "N", "continuous: prefix-cache block in tokens (default 16)"},
                 // reporting
                 {"ceiling", "PROFILE.json",
                  "take the ceiling from a saved profile (default: measure it inline)"},
@@ -154,6 +157,11 @@ int runLoadBench(const Args &args)
         args.has("max-num-batched-tokens")
             ? parseIntList("max-num-batched-tokens", args.list("max-num-batched-tokens", ""))
             : std::vector<int>{base.continuous.maxNumBatchedTokens};
+    // --prefix-cache 0,1: continuous with the prefix cache off and on, one
+    // run each (the second labelled +prefix).
+    const std::vector<int> prefixModes = args.has("prefix-cache")
+                                             ? parseSwitchList("prefix-cache", args.list("prefix-cache", ""))
+                                             : std::vector<int>{int(base.prefixCache.enabled)};
     for (const auto &name : args.list("compare", "dynamic")) {
         BatchingConfig c = base;
         std::string label = name;
@@ -175,18 +183,23 @@ int runLoadBench(const Args &args)
         // continuous with several --max-num-batched-tokens: one run each
         // (the knee of the token budget), labelled continuous@T.
         const bool sweep = c.policy == PolicyKind::Continuous && tokenBudgets.size() > 1;
-        for (std::size_t ti = 0; ti < (sweep ? tokenBudgets.size() : 1); ++ti) {
-            BatchingConfig v = c;
-            if (sweep)
-                v.continuous.maxNumBatchedTokens = tokenBudgets[ti];
-            if (Status s = validate(v); !s) {
-                std::cerr << "batchpilot-bench load: " << s.toString() << "\n";
-                return 2;
+        const bool prefixSweep = c.policy == PolicyKind::Continuous && prefixModes.size() > 1;
+        for (std::size_t ti = 0; ti < (sweep ? tokenBudgets.size() : 1); ++ti)
+            for (std::size_t pi = 0; pi < (prefixSweep ? prefixModes.size() : 1); ++pi) {
+                BatchingConfig v = c;
+                if (sweep)
+                    v.continuous.maxNumBatchedTokens = tokenBudgets[ti];
+                if (prefixSweep)
+                    v.prefixCache.enabled = prefixModes[pi] != 0;
+                if (Status s = validate(v); !s) {
+                    std::cerr << "batchpilot-bench load: " << s.toString() << "\n";
+                    return 2;
+                }
+                configs.push_back(v);
+                labels.push_back((sweep ? label + "@" + std::to_string(tokenBudgets[ti]) : label) +
+                                 (prefixSweep && v.prefixCache.enabled ? "+prefix" : ""));
+                rateKeys.push_back(label);
             }
-            configs.push_back(v);
-            labels.push_back(sweep ? label + "@" + std::to_string(tokenBudgets[ti]) : label);
-            rateKeys.push_back(label);
-        }
     }
 
     // The ceiling: a saved profile, or a small grid measured now.
@@ -245,7 +258,7 @@ int runLoadBench(const Args &args)
                 "req/s", "rej", generative ? "out tok/s" : "in tok/s", "p50 ms", "p90 ms", "p99 ms",
                 "pad eff", "batch", "ceil", "");
     if (generative)
-        std::printf(" %9s %9s %9s %9s", "ttft p50", "ttft p99", "tpot p50", "tpot p99");
+        std::printf(" %9s %9s %9s %9s %6s", "ttft p50", "ttft p99", "tpot p50", "tpot p99", "hit%");
     if (slo.any())
         std::printf(" %8s %6s", "goodput", "slo%");
     std::printf("\n");
@@ -306,8 +319,8 @@ int runLoadBench(const Args &args)
                         ceilingAt ? (std::to_string(int(std::lround(fraction * 100))) + "%").c_str() : "-",
                         r.clean() ? "" : "OVERLD");
             if (generative)
-                std::printf(" %9.1f %9.1f %9.2f %9.2f", ms(r.ttft, 0.5), ms(r.ttft, 0.99), ms(r.tpot, 0.5),
-                            ms(r.tpot, 0.99));
+                std::printf(" %9.1f %9.1f %9.2f %9.2f %6.1f", ms(r.ttft, 0.5), ms(r.ttft, 0.99),
+                            ms(r.tpot, 0.5), ms(r.tpot, 0.99), 100 * r.prefixHitRate);
             if (slo.any())
                 std::printf(" %8.2f %5.0f%%", r.goodputPerS, r.attainment * 100);
             std::printf("\n");

@@ -93,7 +93,7 @@ WindowFigures summarizeWindow(const std::vector<LoadSample> &samples, Duration w
                               Duration windowEnd, const Slo &slo)
 {
     WindowFigures f;
-    std::uint64_t inputTokens = 0, outputTokens = 0, tpotCount = 0;
+    std::uint64_t inputTokens = 0, outputTokens = 0, tpotCount = 0, cachedTokens = 0;
     double tpotSumMs = 0;
     for (const LoadSample &s : samples) {
         if (s.arrival < windowStart || s.arrival >= windowEnd)
@@ -109,6 +109,7 @@ WindowFigures summarizeWindow(const std::vector<LoadSample> &samples, Duration w
         if (meetsSlo(s, slo))
             ++f.good;
         inputTokens += s.inputTokens;
+        cachedTokens += s.cachedTokens;
         outputTokens += s.outputTokens;
         f.latency.record(s.latency.count());
         if (s.ttft > Duration::zero())
@@ -127,6 +128,7 @@ WindowFigures summarizeWindow(const std::vector<LoadSample> &samples, Duration w
         f.goodputPerS = double(f.good) / windowS;
     }
     f.meanTpotMs = tpotCount ? tpotSumMs / double(tpotCount) : 0;
+    f.prefixHitRate = inputTokens ? double(cachedTokens) / double(inputTokens) : 0;
     return f;
 }
 
@@ -167,12 +169,14 @@ Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const Loa
         tally->samples.reserve(copy.produced());
     }
 
-    auto hook = [tally](const Arrival &a, TimePoint scheduled, const Response &r) {
+    const int systemPrompt = o.workload.systemPromptTokens;
+    auto hook = [tally, systemPrompt](const Arrival &a, TimePoint scheduled, const Response &r) {
         LoadSample sample;
         sample.latency = SteadyClock::now() - scheduled;
         sample.arrival = a.offset;
         sample.status = r.status.code();
-        sample.inputTokens = std::uint64_t(a.inputTokens);
+        sample.inputTokens = std::uint64_t(a.inputTokens + (a.systemPrompt ? systemPrompt : 0));
+        sample.cachedTokens = std::uint64_t(std::max(0, r.cachedTokens));
         sample.outputTokens = r.tokens.size();
         // The engine times the first token from the request's arrival in
         // the engine; the bench counts from the scheduled arrival (as the
@@ -238,6 +242,7 @@ Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const Loa
     r.good = f.good;
     r.goodputPerS = f.goodputPerS;
     r.attainment = f.attainment();
+    r.prefixHitRate = f.prefixHitRate;
     return r;
 }
 
@@ -256,6 +261,7 @@ nlohmann::json toJson(const LoadRunResult &r)
                      {"requests_per_s", r.requestsPerS},
                      {"input_tokens_per_s", r.inputTokensPerS},
                      {"output_tokens_per_s", r.outputTokensPerS},
+                     {"prefix_cache_hit_rate", r.prefixHitRate},
                      {"latency_ms",
                       {{"p50", ms(r.latency, 0.5)},
                        {"p90", ms(r.latency, 0.9)},

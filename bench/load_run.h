@@ -66,8 +66,9 @@ struct LoadSample {
     StatusCode status = StatusCode::Ok;
     std::uint64_t inputTokens = 0;
     std::uint64_t outputTokens = 0;
-    Duration ttft{}; // generative: scheduled arrival -> first token (0 = none)
-    Duration tpot{}; // generative, 2+ tokens (0 = none)
+    Duration ttft{};                // generative: scheduled arrival -> first token (0 = none)
+    Duration tpot{};                // generative, 2+ tokens (0 = none)
+    std::uint64_t cachedTokens = 0; // of inputTokens, served from the KV prefix cache
 };
 
 // What the requests that arrived in [windowStart, windowEnd) add up to; a
@@ -82,8 +83,9 @@ struct WindowFigures {
     double outputTokensPerS = 0;
     LatencyHistogram latency, ttft, tpot; // ns, over the completed ones (tpot: those with 2+ tokens)
     double meanTpotMs = 0;
-    std::uint64_t good = 0; // completed ones that met every bound of the SLO
-    double goodputPerS = 0; // good / window length (= requestsPerS without an SLO)
+    std::uint64_t good = 0;   // completed ones that met every bound of the SLO
+    double goodputPerS = 0;   // good / window length (= requestsPerS without an SLO)
+    double prefixHitRate = 0; // of the completed ones' prompt tokens, those served from the prefix cache
     double attainment() const { return arrived ? double(good) / double(arrived) : 0; }
 };
 bool meetsSlo(const LoadSample &sample, const Slo &slo);
@@ -107,9 +109,10 @@ struct LoadRunResult {
     LatencyHistogram tpot;    // ns, generative, requests with 2+ tokens
     double meanTpotMs = 0;    // generative, requests with 2+ tokens
     Slo slo;
-    std::uint64_t good = 0; // window arrivals that completed OK within the SLO
-    double goodputPerS = 0; // good / window
-    double attainment = 0;  // good / arrived
+    std::uint64_t good = 0;   // window arrivals that completed OK within the SLO
+    double goodputPerS = 0;   // good / window
+    double attainment = 0;    // good / arrived
+    double prefixHitRate = 0; // prompt tokens served from the KV prefix cache / prompt tokens
     double paddingEfficiency = 1;
     double meanBatchSize = 0;
     std::uint64_t batches = 0;

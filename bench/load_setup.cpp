@@ -147,6 +147,19 @@ Setup workloadFromArgs(const Args &args, const ModelInfo &model)
     return s;
 }
 
+std::vector<int> parseSwitchList(const std::string &key, const std::vector<std::string> &items)
+{
+    std::vector<int> out;
+    for (const std::string &item : items) {
+        if (item != "0" && item != "1")
+            throw std::invalid_argument("--" + key + " expects 0 or 1 (or a list: 0,1), got '" + item + "'");
+        out.push_back(item == "1");
+    }
+    if (out.empty())
+        throw std::invalid_argument("--" + key + " expects 0 or 1 (or a list: 0,1)");
+    return out;
+}
+
 BatchingConfig baseConfig(const Args &args)
 {
     BatchingConfig base;
@@ -185,6 +198,10 @@ BatchingConfig baseConfig(const Args &args)
         cc.decodeFirst = args.num("decode-first", 1) != 0;
     if (args.has("kv-cache-tokens"))
         cc.kvCacheTokens = int(args.num("kv-cache-tokens", 0));
+    if (args.has("prefix-cache")) // a list: the first here, each in turn by the load bench
+        base.prefixCache.enabled = parseSwitchList("prefix-cache", args.list("prefix-cache", "")).at(0) != 0;
+    if (args.has("prefix-block"))
+        base.prefixCache.blockTokens = int(args.num("prefix-block", 16));
     return base;
 }
 
@@ -216,7 +233,8 @@ std::string knobs(const BatchingConfig &c)
         const ContinuousConfig &k = c.continuous;
         return "seqs " + std::to_string(k.maxNumSeqs) + ", tok " + std::to_string(k.maxNumBatchedTokens) +
                (k.chunkedPrefill ? ", chunk " + std::to_string(k.prefillChunk) : ", no chunk") +
-               (k.kvCacheTokens > 0 ? ", kv " + std::to_string(k.kvCacheTokens) : "");
+               (k.kvCacheTokens > 0 ? ", kv " + std::to_string(k.kvCacheTokens) : "") +
+               (c.prefixCache.enabled ? ", prefix " + std::to_string(c.prefixCache.blockTokens) : "");
     }
     default: // policies added later: name their main knobs
         return "max " + std::to_string(c.maxBatchSize) + ", " + formatDuration(c.maxQueueDelay);

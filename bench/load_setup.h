@@ -27,6 +27,9 @@ const std::vector<OptionHelp> &conversationOptions();
 // The workload flags for `model`. Throws std::invalid_argument on a bad value.
 Setup workloadFromArgs(const Args &args, const ModelInfo &model);
 // --config FILE and the knob flags on top. Throws std::invalid_argument.
+// "0" / "1" items of a switch given as a list (--prefix-cache 0,1); throws
+// std::invalid_argument naming the flag otherwise.
+std::vector<int> parseSwitchList(const std::string &key, const std::vector<std::string> &items);
 BatchingConfig baseConfig(const Args &args);
 // The largest batch a config forms.
 int batchLimit(const BatchingConfig &c);

@@ -1,7 +1,7 @@
 // batchpilot-bench: Qt-free benchmarks of the BatchPilot engine.
 #include "bench_util.h"
-#include "load_bench.h"
 #include "fidelity_bench.h"
+#include "load_bench.h"
 #include "profile_bench.h"
 #include "scheduler_bench.h"
 #include "store_bench.h"

@@ -74,6 +74,10 @@ void ChartHistory::add(const Snapshot &s, const app::HostSample *host)
     c.kvPercent = s.kvCapacityTokens > 0 ? 100 * s.kvUsageRatio : ChartSample::kNone;
     c.kvTokens = double(s.kvTokens);
     c.tokensPerStep = s.tokensPerStep;
+    if (s.config.prefixCache.enabled) {
+        c.prefixHitPercent = 100 * s.prefixCacheHitRate;
+        c.prefixCacheTokens = double(s.prefixCacheTokens);
+    }
     m_slos = GoodputSlos::of(s.config);
     m_generated = m_generated || s.timeToFirstTokenAll.count > 0 || s.config.policy == PolicyKind::Continuous;
     if (host) {

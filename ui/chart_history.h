@@ -39,6 +39,9 @@ struct ChartSample {
     double kvPercent = kNone; // of the KV budget; kNone when it is unlimited
     double kvTokens = 0;
     double tokensPerStep = 0;
+    // Prefix caching (kNone while prefix_cache.enabled is off): the window's
+    // hit rate in % of the tokens looked up, and the tokens in cached blocks.
+    double prefixHitPercent = kNone, prefixCacheTokens = kNone;
 };
 
 // The goodput SLOs in force (milliseconds; 0 = not set), from the config.

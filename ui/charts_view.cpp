@@ -112,6 +112,10 @@ ChartsView::ChartsView(QWidget *parent) : QWidget(parent), m_history(std::size_t
     m_sequences->addSeries(tr("waiting"), QColor(210, 100, 0), TimeChartView::Axis::Left, Qt::SolidLine, 1.6);
     m_sequences->addSeries(tr("KV cache"), QColor(150, 90, 200), TimeChartView::Axis::Right, Qt::DashLine,
                            1.6);
+    // Prefix caching: the hit rate on the % axis (the cached blocks' tokens
+    // when the KV budget is unlimited); empty while it is off.
+    m_sequences->addSeries(tr("prefix hits"), QColor(20, 150, 170), TimeChartView::Axis::Right, Qt::DotLine,
+                           1.6);
 
     // Batch-size distribution: bars drawn as one area under a step line, so
     // the whole histogram is still one bulk replace.
@@ -235,6 +239,7 @@ void ChartsView::showSlos(const GoodputSlos &slos, bool kvBounded)
     if (int(kvBounded) != m_kvMode) {
         m_kvMode = int(kvBounded);
         m_sequences->setSeriesName(Kv, kvBounded ? tr("KV cache used") : tr("KV tokens (no budget)"));
+        m_sequences->setSeriesName(PrefixHits, kvBounded ? tr("prefix hit %") : tr("prefix-cached tokens"));
         m_sequences->setRightAxisTitle(kvBounded ? tr("% of KV budget") : tr("KV tokens"));
         m_sequences->setFixedMax(TimeChartView::Axis::Right, kvBounded ? 100 : 0);
     }

@@ -82,6 +82,9 @@ void ChartsView::redraw()
         m_sequences->setPoints(Waiting, points(&ChartSample::waitingSequences));
         m_sequences->setPoints(
             Kv, points(std::isnan(last.kvPercent) ? &ChartSample::kvTokens : &ChartSample::kvPercent));
+        m_sequences->setPoints(PrefixHits,
+                               points(std::isnan(last.kvPercent) ? &ChartSample::prefixCacheTokens
+                                                                 : &ChartSample::prefixHitPercent));
     }
 
     std::vector<TimeChartView::Marker> markers;

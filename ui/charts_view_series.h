@@ -12,7 +12,7 @@ namespace bp::ui::charts {
 enum LatencySeries { TotalP50, TotalP90, TotalP99, QueueP50, QueueP99, PredictedP99 };
 enum ThroughputSeries { Requests, InputTokens, OutputTokens, Goodput };
 enum TokenSeries { TtftP50, TtftP99, TpotP50, TpotP99, TtftSlo, TpotSlo, PredictedTtft, PredictedTpot };
-enum SequenceSeries { Running, Waiting, Kv };
+enum SequenceSeries { Running, Waiting, Kv, PrefixHits };
 enum UtilSeries { Busy, Cpu, Gpu, MemBw, MemUsed };
 enum PaddingSeries { Padding, MeanBatch };
 

@@ -10,7 +10,10 @@ namespace bp::report {
 
 namespace {
 
-QString q(const std::string &s) { return QString::fromStdString(s); }
+QString q(const std::string &s)
+{
+    return QString::fromStdString(s);
+}
 
 QString sourceText(const ReportData &d)
 {
@@ -20,11 +23,12 @@ QString sourceText(const ReportData &d)
                      .arg(*d.session.sourceSessionId)
                      .arg(d.sourceSummary ? QString() : QStringLiteral(" (deleted since)"));
     else if (d.session.sourceTraceId)
-        source = d.sourceTrace ? QStringLiteral("replay of trace %1 '%2' (%3 requests)")
-                                     .arg(d.sourceTrace->id)
-                                     .arg(q(d.sourceTrace->name))
-                                     .arg(d.sourceTrace->rows)
-                               : QStringLiteral("replay of trace %1 (deleted since)").arg(*d.session.sourceTraceId);
+        source = d.sourceTrace
+                     ? QStringLiteral("replay of trace %1 '%2' (%3 requests)")
+                           .arg(d.sourceTrace->id)
+                           .arg(q(d.sourceTrace->name))
+                           .arg(d.sourceTrace->rows)
+                     : QStringLiteral("replay of trace %1 (deleted since)").arg(*d.session.sourceTraceId);
     const nlohmann::json &replay = d.session.replay;
     if (replay.is_object() && replay.value("clock", std::string()) == "virtual")
         source += QStringLiteral("; virtual clock: batching and queueing only, compute took no time");
@@ -62,13 +66,17 @@ QString byStatusText(const SessionSummary &s, bool includeOk)
     return parts.join(QStringLiteral(", "));
 }
 
-double nan() { return std::nan(""); }
+double nan()
+{
+    return std::nan("");
+}
 
 } // namespace
 
 QString displayTime(std::int64_t us)
 {
-    return QDateTime::fromMSecsSinceEpoch(us / 1000, QTimeZone::utc()).toString(QStringLiteral("yyyy-MM-dd HH:mm:ss")) +
+    return QDateTime::fromMSecsSinceEpoch(us / 1000, QTimeZone::utc())
+               .toString(QStringLiteral("yyyy-MM-dd HH:mm:ss")) +
            QStringLiteral(" UTC");
 }
 
@@ -77,7 +85,10 @@ QString isoTime(std::int64_t us)
     return QDateTime::fromMSecsSinceEpoch(us / 1000, QTimeZone::utc()).toString(Qt::ISODateWithMs);
 }
 
-QString formatNumber(double v, int decimals) { return QString::number(v, 'f', decimals); }
+QString formatNumber(double v, int decimals)
+{
+    return QString::number(v, 'f', decimals);
+}
 
 QString formatMs(double ms)
 {
@@ -101,22 +112,23 @@ std::vector<FigureRow> sessionFacts(const ReportData &d)
         {QStringLiteral("Device"), q(s.device), {}},
         {QStringLiteral("Host"), hostText(s.host), {}},
         {QStringLiteral("Started"), displayTime(s.startedAtUs), {}},
-        {QStringLiteral("Ended"),
-         s.endedAtUs ? displayTime(*s.endedAtUs) : QStringLiteral("not ended"),
-         s.endedAtUs ? QStringLiteral("%1 s of wall-clock time").arg(double(*s.endedAtUs - s.startedAtUs) / 1e6, 0, 'f', 1)
+        {QStringLiteral("Ended"), s.endedAtUs ? displayTime(*s.endedAtUs) : QStringLiteral("not ended"),
+         s.endedAtUs ? QStringLiteral("%1 s of wall-clock time")
+                           .arg(double(*s.endedAtUs - s.startedAtUs) / 1e6, 0, 'f', 1)
                      : QStringLiteral("still recording, or the process stopped without ending it")},
-        {QStringLiteral("Traffic span"),
-         QStringLiteral("%1 s").arg(formatNumber(d.summary.durationS, 2)),
-         d.summary.requests ? QStringLiteral("first arrival at %1 s, last completion at %2 s after the session start")
-                                  .arg(formatNumber(d.firstArrivalS, 2), formatNumber(d.lastCompletionS, 2))
-                            : QStringLiteral("no requests")},
+        {QStringLiteral("Traffic span"), QStringLiteral("%1 s").arg(formatNumber(d.summary.durationS, 2)),
+         d.summary.requests
+             ? QStringLiteral("first arrival at %1 s, last completion at %2 s after the session start")
+                   .arg(formatNumber(d.firstArrivalS, 2), formatNumber(d.lastCompletionS, 2))
+             : QStringLiteral("no requests")},
         {QStringLiteral("Config at the end"), q(d.summary.config),
          QStringLiteral("%1 change(s) after the initial config").arg(d.summary.configChanges)},
     };
     if (!s.notes.empty())
         rows.push_back({QStringLiteral("Notes"), q(s.notes), {}});
     if (!s.loggingError.empty())
-        rows.push_back({QStringLiteral("Logging stopped"), q(s.loggingError), QStringLiteral("later records are missing")});
+        rows.push_back({QStringLiteral("Logging stopped"), q(s.loggingError),
+                        QStringLiteral("later records are missing")});
     return rows;
 }
 
@@ -176,8 +188,10 @@ std::vector<FigureRow> headlineFigures(const ReportData &d)
         {QStringLiteral("Output tokens"), QStringLiteral("%1 tok/s").arg(formatNumber(s.outputTokensPerS, 1)),
          QStringLiteral("%1 tokens generated").arg(x.generatedTokens)},
         {QStringLiteral("Batches"), QString::number(s.batches), {}},
-        {QStringLiteral("Mean batch size"), formatNumber(s.meanBatchSize, 2), QStringLiteral("requests per batch")},
-        {QStringLiteral("Padding efficiency"), QStringLiteral("%1 %").arg(formatNumber(s.paddingEfficiency * 100, 1)),
+        {QStringLiteral("Mean batch size"), formatNumber(s.meanBatchSize, 2),
+         QStringLiteral("requests per batch")},
+        {QStringLiteral("Padding efficiency"),
+         QStringLiteral("%1 %").arg(formatNumber(s.paddingEfficiency * 100, 1)),
          QStringLiteral("real tokens / padded tokens")},
         {QStringLiteral("Dropped trace rows"), QString::number(s.droppedRows),
          s.droppedRows ? QStringLiteral("the logger could not keep up: figures miss these rows")
@@ -200,10 +214,16 @@ std::vector<LatencyRow> latencyRows(const ReportData &d)
          QStringLiteral("the batch's run time")},
     };
     if (x.ttft)
-        rows.push_back({QStringLiteral("Time to first token"), x.ttft->p50Ms, x.ttft->p90Ms, x.ttft->p99Ms,
-                        QStringLiteral("%1 generating requests").arg(x.ttft->count)});
+        rows.push_back(
+            {QStringLiteral("Time to first token"), x.ttft->p50Ms, x.ttft->p90Ms, x.ttft->p99Ms,
+             s.prefixCacheHitRate > 0
+                 ? QStringLiteral("%1 generating requests; prefix cache hit rate %2% of prompt tokens")
+                       .arg(x.ttft->count)
+                       .arg(100 * s.prefixCacheHitRate, 0, 'f', 1)
+                 : QStringLiteral("%1 generating requests").arg(x.ttft->count)});
     else
-        rows.push_back({QStringLiteral("Time to first token"), {}, {}, {}, QStringLiteral("nothing was generated")});
+        rows.push_back(
+            {QStringLiteral("Time to first token"), {}, {}, {}, QStringLiteral("nothing was generated")});
     if (x.tpotRequests > 0)
         rows.push_back({QStringLiteral("Time per output token"), s.tpotP50Ms, s.tpotP90Ms, s.tpotP99Ms,
                         QStringLiteral("(last − first token) / (n − 1); %1 requests with 2+ tokens")
@@ -248,7 +268,8 @@ std::vector<LineChart> reportCharts(const ReportData &d)
     for (const StoredConfigChange &c : d.configHistory)
         if (c.version > 1)
             markers.push_back({toSeconds(c.at), QStringLiteral("v%1").arg(c.version),
-                               QStringLiteral("%1 s (%2): %3").arg(formatNumber(toSeconds(c.at), 1), q(c.origin), q(c.summary))});
+                               QStringLiteral("%1 s (%2): %3")
+                                   .arg(formatNumber(toSeconds(c.at), 1), q(c.origin), q(c.summary))});
     // A window with no completed request has no latency: leave a gap.
     auto latency = [](double us, const MetricSample &m) { return m.requestsPerS > 0 ? us / 1000.0 : nan(); };
 
@@ -272,15 +293,21 @@ std::vector<LineChart> reportCharts(const ReportData &d)
         {QStringLiteral("engine busy"), QStringLiteral("#9467bd"),
          column([](const MetricSample &m, std::size_t) { return m.busyFraction * 100; })},
         {QStringLiteral("padding efficiency"), QStringLiteral("#8c564b"),
-         column([](const MetricSample &m, std::size_t) { return m.meanBatchSize > 0 ? m.paddingEfficiency * 100 : nan(); }),
+         column([](const MetricSample &m, std::size_t) {
+             return m.meanBatchSize > 0 ? m.paddingEfficiency * 100 : nan();
+         }),
          true},
     };
     LineChart size{QStringLiteral("Batch sizes"), QStringLiteral("requests per batch")};
     size.series = {
         {QStringLiteral("mean (2 s window)"), QStringLiteral("#1f77b4"),
-         column([](const MetricSample &m, std::size_t) { return m.meanBatchSize > 0 ? m.meanBatchSize : nan(); })},
+         column([](const MetricSample &m, std::size_t) {
+             return m.meanBatchSize > 0 ? m.meanBatchSize : nan();
+         })},
         {QStringLiteral("largest since the previous sample"), QStringLiteral("#ff7f0e"),
-         column([&](const MetricSample &, std::size_t i) { return d.maxBatchSize[i] > 0 ? double(d.maxBatchSize[i]) : nan(); }),
+         column([&](const MetricSample &, std::size_t i) {
+             return d.maxBatchSize[i] > 0 ? double(d.maxBatchSize[i]) : nan();
+         }),
          true},
     };
     std::vector<LineChart> charts = {lat, thr, util, size};

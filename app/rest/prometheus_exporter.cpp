@@ -174,6 +174,17 @@ std::string renderPrometheus(const ExporterInput &in)
               s.stepTokens);
     w.counter("batchpilot_preemptions_total",
               "Sequences preempted (recompute) because the KV-cache budget ran out.", s.preemptions);
+    // Prefix caching (prefix_cache.enabled): named as vLLM's prefix_cache_queries/hits, in tokens.
+    w.counter("batchpilot_prefix_cache_queries_tokens_total",
+              "Context tokens looked up in the KV prefix cache when sequences joined.",
+              s.prefixCacheQueriesTokens);
+    w.counter("batchpilot_prefix_cache_hits_tokens_total",
+              "Of those, tokens found cached (they skipped prefill).", s.prefixCacheHitsTokens);
+    w.gauge("batchpilot_prefix_cache_hit_rate",
+            "Prefix-cache hits / queries, in tokens, over the last window (0 without queries).",
+            s.prefixCacheHitRate);
+    w.gauge("batchpilot_prefix_cache_tokens",
+            "Tokens of batchpilot_kv_cache_tokens held in prefix-cache blocks.", double(s.prefixCacheTokens));
     w.counter(
         "batchpilot_goodput_requests_total",
         "Requests completed OK within every set goodput SLO (goodput.ttft/tpot/e2e; all when none is set).",

@@ -385,6 +385,23 @@ const Knob kKnobs[] = {
      .policies = kContinuous,
      .doc = "join order: false = FCFS, true = by priority, then arrival",
      BP_BOOL(continuous.priorityOrder)},
+    {.key = "prefix_cache.enabled",
+     .type = KnobType::Bool,
+     .unit = "",
+     .lo = 0,
+     .hi = 1,
+     .policies = kContinuous,
+     .doc = "KV prefix cache: a request's leading cached blocks skip prefill (inside kv_cache_tokens; LRU "
+            "eviction of unreferenced blocks)",
+     BP_BOOL(prefixCache.enabled)},
+    {.key = "prefix_cache.block_tokens",
+     .type = KnobType::Int,
+     .unit = "tokens",
+     .lo = 1,
+     .hi = 4096,
+     .policies = kContinuous,
+     .doc = "tokens per cached block (only whole blocks are cached); a live change drops the cache",
+     BP_INT(prefixCache.blockTokens)},
 
     // Not batching knobs but the yardstick goodput is measured against
     // (snapshot, /metrics, session summaries); every policy reads them.

@@ -128,6 +128,8 @@ std::string describeConfig(const BatchingConfig &c)
             s += " prefill_first";
         if (k.priorityOrder)
             s += " priority_order";
+        if (c.prefixCache.enabled)
+            add("prefix_cache_block_tokens", std::to_string(c.prefixCache.blockTokens));
     } else {
         add("max_batch_size", std::to_string(c.maxBatchSize));
         add("max_queue_delay", formatDuration(c.maxQueueDelay));

@@ -90,6 +90,13 @@ struct ContinuousConfig {
     bool priorityOrder = false;    // false: FCFS; true: by priority, then arrival
     bool operator==(const ContinuousConfig &) const = default;
 };
+// Prefix caching under policy `continuous` (engine/sched/prefix_cache.h):
+// a request's leading whole blocks that are cached skip prefill.
+struct PrefixCacheConfig {
+    bool enabled = false; // off by default, as vLLM before V1: opt in per workload
+    int blockTokens = 16; // tokens per cached block, [1, 4096]; a live change drops the cache
+    bool operator==(const PrefixCacheConfig &) const = default;
+};
 // Service-level objectives for goodput (vLLM's benchmark_serving and
 // DistServe define it this way): a request is "good" when it completed OK
 // and meets every bound that is set. Zero = not set. Policy-independent:
@@ -152,6 +159,7 @@ struct BatchingConfig {
     HybridConfig hybrid;
     CacheConfig cache;
     ContinuousConfig continuous;
+    PrefixCacheConfig prefixCache;
     GoodputConfig goodput;
 
     bool operator==(const BatchingConfig &) const = default;

@@ -36,6 +36,9 @@ struct RequestRecord {
     std::uint64_t batchId = 0; // 0 when the request never ran
     StatusCode status = StatusCode::Ok;
     bool cacheHit = false; // answered from the response cache
+    // Prompt tokens served from the KV prefix cache at its first join
+    // (policy `continuous` with prefix_cache.enabled): they skipped prefill.
+    int cachedTokens = 0;
     int priority = 0;
     // A fleet simulation (engine/sim/simulator.h): the replica that served
     // it, and how long it waited in the router's queue before that (part of
@@ -76,6 +79,9 @@ struct BatchRecord {
     int running = 0, waiting = 0;            // sequences after the step
     std::int64_t kvTokens = 0;               // tokens in KV caches after the step
     int preempted = 0;                       // sequences preempted deciding this step
+    // Prefix caching: context tokens looked up for the sequences that
+    // joined for this step, and the cached ones among them.
+    std::int64_t prefixQueryTokens = 0, prefixHitTokens = 0;
 };
 
 struct ConfigChange {

@@ -109,6 +109,7 @@ struct Response {
     std::uint64_t requestId = 0;
     Status status;
     bool cacheHit = false;       // served from the response cache (batch facts are empty)
+    int cachedTokens = 0;        // prompt tokens served from the KV prefix cache (policy continuous)
     std::vector<float> values;   // e.g. class logits of an encoder
     std::vector<TokenId> tokens; // generated tokens (decoder) or the echo
     Timing timing;

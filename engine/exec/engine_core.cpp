@@ -128,6 +128,7 @@ Snapshot EngineCore::snapshot() const
             s.queueDepth = g.iteration->waiting;
             s.kvTokens = g.iteration->kvTokens;
             s.kvCapacityTokens = g.iteration->kvCapacityTokens;
+            s.prefixCacheTokens = g.iteration->prefixCacheTokens;
             s.kvUsageRatio = g.iteration->kvCapacityTokens > 0
                                  ? double(g.iteration->kvTokens) / double(g.iteration->kvCapacityTokens)
                                  : 0.0;

@@ -144,6 +144,8 @@ BatchRecord stepRecordOf(const StepWork &step, const UnitRun &run)
     br.waiting = step.waitingAfter;
     br.kvTokens = step.kvTokensAfter;
     br.preempted = step.preempted;
+    br.prefixQueryTokens = step.prefixQueryTokens;
+    br.prefixHitTokens = step.prefixHitTokens;
     return br;
 }
 
@@ -160,6 +162,7 @@ RequestRecord completedRecord(const Request &request, const Response &r, std::ui
     rec.bucket = r.batch.bucket;
     rec.batchId = batchId;
     rec.status = r.status.code();
+    rec.cachedTokens = r.cachedTokens;
     return rec;
 }
 

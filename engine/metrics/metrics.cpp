@@ -169,6 +169,12 @@ void MetricsRecorder::recordBatch(const BatchRecord &batch, std::span<const Requ
         m_stepTokens += tokens;
         slot.stepTokens += tokens;
         m_preemptions += std::uint64_t(std::max(0, batch.preempted));
+        const auto queries = std::uint64_t(std::max<std::int64_t>(0, batch.prefixQueryTokens));
+        const auto hits = std::uint64_t(std::max<std::int64_t>(0, batch.prefixHitTokens));
+        m_prefixQueries += queries;
+        m_prefixHits += hits;
+        slot.prefixQueries += queries;
+        slot.prefixHits += hits;
     }
     ++m_batches;
     m_batchMembers += std::uint64_t(batch.size);
@@ -207,7 +213,7 @@ void MetricsRecorder::fill(Snapshot &out, TimePoint now) const
     const std::int64_t current = epochOf(now);
     LatencyHistogram total, queueWait, compute, ttft, tpot, itl;
     std::uint64_t requests = 0, inTok = 0, outTok = 0, batches = 0, members = 0;
-    std::uint64_t good = 0, steps = 0, stepTokens = 0;
+    std::uint64_t good = 0, steps = 0, stepTokens = 0, prefixQueries = 0, prefixHits = 0;
     std::int64_t real = 0, padded = 0;
     std::array<std::int64_t, kMaxExecutors> busy{};
     for (const Slot &s : *m_slots) {
@@ -222,6 +228,8 @@ void MetricsRecorder::fill(Snapshot &out, TimePoint now) const
         good += s.good;
         steps += s.steps;
         stepTokens += s.stepTokens;
+        prefixQueries += s.prefixQueries;
+        prefixHits += s.prefixHits;
         requests += s.requests;
         inTok += s.inputTokens;
         outTok += s.outputTokens;
@@ -249,6 +257,7 @@ void MetricsRecorder::fill(Snapshot &out, TimePoint now) const
     out.interTokenLatency = summarize(itl);
     out.goodputPerS = double(good) / spanS;
     out.tokensPerStep = steps ? double(stepTokens) / double(steps) : 0.0;
+    out.prefixCacheHitRate = prefixQueries ? double(prefixHits) / double(prefixQueries) : 0.0;
     out.meanBatchSize = batches ? double(members) / double(batches) : 0.0;
     out.paddingEfficiency = padded ? double(real) / double(padded) : 1.0;
     const int instances = std::max(1, m_instancesSeen);
@@ -275,6 +284,9 @@ void MetricsRecorder::fill(Snapshot &out, TimePoint now) const
     out.steps = m_steps;
     out.stepTokens = m_stepTokens;
     out.preemptions = m_preemptions;
+    out.prefixCacheQueriesTokens = m_prefixQueries;
+    out.prefixCacheHitsTokens = m_prefixHits;
+    out.prefixCacheHitRateAll = m_prefixQueries ? double(m_prefixHits) / double(m_prefixQueries) : 0.0;
     out.totalHist = m_total;
     out.queueWaitHist = m_queueWait;
     out.computeHist = m_compute;

@@ -51,6 +51,7 @@ private:
         LatencyHistogram total, queueWait, compute, ttft, tpot, itl;
         std::uint64_t requests = 0, inputTokens = 0, outputTokens = 0, batches = 0, batchMembers = 0;
         std::uint64_t good = 0, steps = 0, stepTokens = 0;
+        std::uint64_t prefixQueries = 0, prefixHits = 0; // tokens
         std::int64_t realTokens = 0, paddedTokens = 0;
         std::array<std::int64_t, kMaxExecutors> busyNs{};
     };
@@ -71,6 +72,7 @@ private:
     std::uint64_t m_steps GUARDED_BY(m_mutex) = 0;
     std::uint64_t m_stepTokens GUARDED_BY(m_mutex) = 0;
     std::uint64_t m_preemptions GUARDED_BY(m_mutex) = 0;
+    std::uint64_t m_prefixQueries GUARDED_BY(m_mutex) = 0, m_prefixHits GUARDED_BY(m_mutex) = 0;
     std::array<std::uint64_t, kStatusCodeCount> m_byStatus GUARDED_BY(m_mutex){};
     std::uint64_t m_submitted GUARDED_BY(m_mutex) = 0;
     std::uint64_t m_batches GUARDED_BY(m_mutex) = 0;

@@ -104,6 +104,13 @@ struct Snapshot {
     double tokensPerStep = 0;                        // window mean over steps (prefill + decode tokens)
     // Cumulative over the engine's life (policy switches included).
     std::uint64_t steps = 0, stepTokens = 0, preemptions = 0;
+    // KV prefix cache (prefix_cache.enabled): context tokens looked up when
+    // sequences joined, and the cached ones among them (they skipped
+    // prefill), cumulative; hits / queries cumulative and over the window
+    // (0 without queries); tokens of kvTokens held in cached blocks now.
+    std::uint64_t prefixCacheQueriesTokens = 0, prefixCacheHitsTokens = 0;
+    double prefixCacheHitRateAll = 0, prefixCacheHitRate = 0;
+    std::int64_t prefixCacheTokens = 0;
 
     std::vector<BatchRecord> recentBatches; // newest last, at most 256
     ConfigHistory configHistory;            // oldest first, at most 1000 (shared, cheap to copy)

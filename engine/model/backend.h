@@ -49,6 +49,15 @@ struct BatchInput {
     int paddedLength = 0;                  // >= every request's length
 };
 
+// A KV block a step asks the model to keep (prefix caching): the keys and
+// values of the sequence's context positions [start, start + tokens), under
+// `hash` (engine/sched/prefix_cache.h).
+struct KvBlock {
+    std::uint64_t hash = 0;
+    std::int64_t start = 0;
+    std::int64_t tokens = 0;
+};
+
 // Iteration-level generation (policy `continuous`). The backend keeps each
 // live sequence's KV cache between steps, keyed by an id the scheduler chooses.
 struct StepItem {
@@ -57,6 +66,16 @@ struct StepItem {
                                  // or the previously sampled token (decode)
     bool sample = true;          // return the next token after these; false for a
                                  // non-final prefill chunk
+    // Prefix caching (StepModel::cachesPrefixes()). On a sequence's first
+    // item only: the kept blocks its context starts with, in order; the
+    // model starts the sequence from their keys and values (as if it had
+    // been fed their tokens) and `tokens` follow them.
+    std::vector<std::uint64_t> prefix = {};
+    // Blocks of this sequence that are complete once `tokens` are appended:
+    // after a successful step the model keeps them (their keys and values
+    // outlive the sequence) until dropBlocks(). A hash it keeps already is
+    // kept as it is.
+    std::vector<KvBlock> publish = {};
 };
 
 struct StepOutcome {
@@ -76,6 +95,13 @@ public:
     virtual void release(std::uint64_t sequence) = 0;
     // Tokens currently held in KV caches over all live sequences.
     virtual std::int64_t cachedTokens() const = 0;
+    // Prefix caching: whether the model follows StepItem::prefix and
+    // ::publish (the scheduler caches prefixes only on such a model).
+    virtual bool cachesPrefixes() const { return false; }
+    // Forgets kept blocks (evicted from the scheduler's prefix cache).
+    // Unknown hashes are ignored. Never called for a block a step in flight
+    // starts from.
+    virtual void dropBlocks(const std::vector<std::uint64_t> & /*hashes*/) {}
 };
 
 // step()'s precondition, for implementations to check first: InvalidArgument

@@ -1,4 +1,5 @@
 #include "backend.h"
+#include "kept_blocks.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -89,12 +90,30 @@ public:
             const StepItem &item = items[i];
             const auto it = m_sequences.find(item.sequence);
             EchoSequence s = it != m_sequences.end() ? it->second : EchoSequence{};
+            if (it == m_sequences.end() && !item.prefix.empty()) {
+                // Prefix caching: the state after the last kept block (the
+                // hash of everything before it), as a decoder's KV cache.
+                auto blocks = m_kept.chain(item.prefix);
+                if (!blocks) {
+                    out[i].status = blocks.status();
+                    continue;
+                }
+                s = blocks->back();
+            }
             if (Status bad = checkItem(item, s.length, limit); !bad) {
                 out[i].status = std::move(bad);
                 continue; // the sequence stays as it was (a new one is not started)
             }
-            for (TokenId t : item.tokens)
+            std::size_t publish = 0;
+            for (TokenId t : item.tokens) {
                 s.feed(t);
+                while (publish < item.publish.size() &&
+                       item.publish[publish].start + item.publish[publish].tokens <= s.length) {
+                    if (item.publish[publish].start + item.publish[publish].tokens == s.length)
+                        m_kept.keep(item.publish[publish].hash, s);
+                    ++publish;
+                }
+            }
             if (item.sample)
                 out[i].next = s.next(m_info.vocabSize);
             m_cached += s.length - (it != m_sequences.end() ? it->second.length : 0);
@@ -117,6 +136,8 @@ public:
         std::lock_guard lock(m_mutex);
         return m_cached;
     }
+    bool cachesPrefixes() const override { return true; }
+    void dropBlocks(const std::vector<std::uint64_t> &hashes) override { m_kept.drop(hashes); }
 
 private:
     Status checkItem(const StepItem &item, std::int64_t length, std::int64_t limit) const
@@ -139,6 +160,7 @@ private:
     mutable std::mutex m_mutex; // guards the two below; a step is a few hash updates
     std::unordered_map<std::uint64_t, EchoSequence> m_sequences;
     std::int64_t m_cached = 0;
+    KeptBlocks<EchoSequence> m_kept; // prefix caching: the state at each kept block's end
 };
 
 } // namespace

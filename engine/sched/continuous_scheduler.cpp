@@ -1,4 +1,5 @@
 #include "continuous_scheduler.h"
+#include "continuous_sequence.h"
 
 #include "engine/exec/outcome.h"
 
@@ -8,30 +9,6 @@
 #include <utility>
 
 namespace bp {
-
-struct ContinuousScheduler::Sequence {
-    Pending pending;
-    std::uint64_t id = 0; // the model's live-sequence id; a new one on every join
-    std::vector<TokenId> generated;
-    std::int64_t cached = 0; // tokens of the context in the model's KV cache
-    bool joined = false;     // has run at least once
-    TimePoint firstJoin{}, firstToken{}, lastToken{};
-    std::vector<Duration> gaps; // before each generated token after the first
-
-    std::size_t contextSize() const { return pending.request.tokens.size() + generated.size(); }
-    TokenId contextAt(std::size_t i) const
-    {
-        const auto &prompt = pending.request.tokens;
-        return i < prompt.size() ? prompt[i] : generated[i - prompt.size()];
-    }
-    std::int64_t remaining() const { return std::int64_t(contextSize()) - cached; }
-    bool decoding() const { return !generated.empty() && remaining() == 1; }
-    bool isCancelled() const
-    {
-        const auto &flag = pending.request.cancelled;
-        return flag && flag->load(std::memory_order_relaxed);
-    }
-};
 
 ContinuousScheduler::ContinuousScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
                                          std::shared_ptr<UnitIds> ids)
@@ -43,6 +20,8 @@ ContinuousScheduler::~ContinuousScheduler()
 {
     for (const SequencePtr &s : m_running)
         m_model.release(s->id);
+    if (m_prefix)
+        m_model.dropBlocks(m_prefix->clear());
 }
 
 Status ContinuousScheduler::check(const Request &r, TimePoint now) const
@@ -110,15 +89,16 @@ Status ContinuousScheduler::admit(Pending &pending, TimePoint now)
 
 bool ContinuousScheduler::fitsKv(std::int64_t tokens) const
 {
+    // Unreferenced cached blocks are room: they are evicted when needed.
     const int kv = m_config.continuous.kvCacheTokens;
-    return kv <= 0 || m_kvTokens + tokens <= kv;
+    return kv <= 0 || kvTokens() - unreferencedTokens() + tokens <= kv;
 }
 
 void ContinuousScheduler::release(Sequence &s)
 {
     if (s.id != 0)
         m_model.release(s.id);
-    m_kvTokens -= s.cached;
+    releaseBlocks(s); // its own tokens leave m_kvTokens; shared blocks stay cached
     s.cached = 0;
     s.id = 0;
 }
@@ -131,30 +111,6 @@ void ContinuousScheduler::preempt(std::size_t i)
     ++m_preemptions;
     ++m_preemptedUnreported;
     m_waiting.push_front(std::move(s));
-}
-
-void ContinuousScheduler::complete(SequencePtr s, Status status, TimePoint now, UnitDone &done)
-{
-    const Request &req = s->pending.request;
-    Response r;
-    r.requestId = req.id;
-    r.status = std::move(status);
-    if (r.status.isOk())
-        r.tokens = std::move(s->generated);
-    r.timing.total = now - req.arrival;
-    r.timing.queueWait = s->joined ? s->firstJoin - req.arrival : r.timing.total;
-    r.timing.compute = s->joined ? now - s->firstJoin : Duration::zero();
-    const std::size_t n = r.status.isOk() ? r.tokens.size() : s->generated.size();
-    if (n > 0)
-        r.timing.timeToFirstToken = s->firstToken - req.arrival;
-    if (n > 1) {
-        r.timing.timePerOutputToken =
-            timePerOutputToken(s->firstToken - req.arrival, s->lastToken - req.arrival, n);
-        r.timing.interTokenLatencies = std::move(s->gaps);
-    }
-    r.batch.reason = DispatchReason::Single;
-    done.done.push_back(std::move(s->pending));
-    done.responses.push_back(std::move(r));
 }
 
 std::optional<Status> ContinuousScheduler::neverFits(const Sequence &s) const
@@ -204,6 +160,9 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
         result.busy = true; // the step's end (finished()) makes the next decision
         return result;
     }
+    m_now = now;
+    syncPrefixCache();
+    evictOverflow();
     // Running sequences that were cancelled, or can no longer finish within
     // a KV budget lowered live, are freed before the next step.
     for (std::size_t i = 0; i < m_running.size();) {
@@ -235,8 +194,11 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
     auto step = std::make_unique<StepWork>();
     std::int64_t budget = c.maxNumBatchedTokens;
     std::int64_t kvReserved = 0;
-    const std::int64_t kvRoomTotal = c.kvCacheTokens > 0 ? std::int64_t(c.kvCacheTokens) - m_kvTokens
-                                                         : std::numeric_limits<std::int64_t>::max();
+    // Unreferenced cached blocks count as room (evicted when needed); a
+    // joining sequence that starts from some of them reserves them.
+    const std::int64_t kvRoomTotal = c.kvCacheTokens > 0
+                                         ? std::int64_t(c.kvCacheTokens) - (kvTokens() - unreferencedTokens())
+                                         : std::numeric_limits<std::int64_t>::max();
     std::vector<bool> inStep(m_running.size(), false);
 
     // Tokens `s` can feed now: a decode 1, a prefill a chunk (or all of it).
@@ -255,13 +217,16 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
         // waiting forever.
         return remaining > c.maxNumBatchedTokens ? std::max<std::int64_t>(0, room) : 0;
     };
-    auto add = [&](Sequence &s, std::int64_t tokens) {
+    auto add = [&](Sequence &s, std::int64_t tokens, bool joining) {
         StepItem item;
         item.sequence = s.id;
         item.tokens.reserve(std::size_t(tokens));
         for (std::int64_t k = 0; k < tokens; ++k)
             item.tokens.push_back(s.contextAt(std::size_t(s.cached + k)));
         item.sample = s.cached + tokens == std::int64_t(s.contextSize());
+        if (joining)
+            item.prefix = s.blocks;
+        item.publish = blocksToPublish(s, tokens);
         (s.decoding() ? step->decodeTokens : step->prefillTokens) += int(tokens);
         step->items.push_back(std::move(item));
         budget -= tokens;
@@ -273,7 +238,7 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
             if (inStep[i] || s.decoding() != decodes)
                 continue;
             if (const std::int64_t n = take(s); n > 0) {
-                add(s, n);
+                add(s, n, false);
                 inStep[i] = true;
             }
         }
@@ -287,14 +252,34 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
             return;
         while (!m_waiting.empty() && m_running.size() < std::size_t(c.maxNumSeqs) && budget > 0) {
             Sequence &s = *m_waiting.front();
+            // The cached blocks it can start from: they skip prefill, and
+            // the unreferenced ones among them stop being room.
+            const PrefixCache::Match hit = lookupPrefix(s);
+            const std::int64_t hitTokens = m_prefix ? hit.tokens(m_prefix->blockTokens()) : 0;
+            const std::int64_t pinned =
+                m_prefix ? std::int64_t(hit.unreferenced) * m_prefix->blockTokens() : 0;
             // Join only when the KV cache can hold its whole context and a
             // first new token beside what this step adds: joining with less
             // would only be preempted again at once.
-            if (!fitsKv(kvReserved + s.remaining() + 1))
+            if (!fitsKv(kvReserved + pinned + std::int64_t(s.contextSize()) - hitTokens + 1))
                 break;
+            s.cached = hitTokens;
+            kvReserved += pinned;
             const std::int64_t n = take(s);
-            if (n <= 0)
+            if (n <= 0) {
+                s.cached = 0;
+                kvReserved -= pinned;
                 break; // FCFS: the front waits for room; nobody overtakes it
+            }
+            if (m_prefix) {
+                m_prefix->acquire(hit.blocks, now);
+                s.blocks = hit.blocks;
+                s.caching = true;
+                step->prefixQueryTokens += std::int64_t(s.contextSize());
+                step->prefixHitTokens += hitTokens;
+                if (!s.joined)
+                    s.cachedPromptTokens = int(hitTokens);
+            }
             SequencePtr joining = std::move(m_waiting.front());
             m_waiting.pop_front();
             joining->id = m_nextSequenceId++;
@@ -303,7 +288,7 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
                 joining->firstJoin = now;
             }
             ++step->joined;
-            add(*joining, n);
+            add(*joining, n, true);
             m_running.push_back(std::move(joining));
             inStep.push_back(true);
         }
@@ -340,65 +325,6 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
     return result;
 }
 
-bool ContinuousScheduler::finished(WorkUnit &unit, UnitRun &run, TimePoint now, UnitDone &done)
-{
-    if (Batch *batch = unit.batch()) {
-        // dispatched by the request-level scheduler this one replaced
-        batchDone(*batch, run, done);
-        return false;
-    }
-    m_workInFlight = false;
-    StepWork &step = *unit.step();
-    const Status &status = run.guard.status;
-    std::vector<StepOutcome> &outcomes = run.outcomes;
-    for (std::size_t i = 0; i < step.items.size(); ++i) {
-        const StepItem &item = step.items[i];
-        auto it = std::find_if(m_running.begin(), m_running.end(),
-                               [&](const SequencePtr &s) { return s->id == item.sequence; });
-        if (it == m_running.end())
-            continue; // taken by takeAll() meanwhile
-        Sequence &s = **it;
-        const Status &own = status.isOk() && i < outcomes.size() ? outcomes[i].status : status;
-        if (!own) {
-            SequencePtr failed = std::move(*it);
-            m_running.erase(it);
-            release(*failed);
-            complete(std::move(failed), own, now, done);
-            continue;
-        }
-        s.cached += std::int64_t(item.tokens.size());
-        m_kvTokens += std::int64_t(item.tokens.size());
-        if (!item.sample)
-            continue;
-        const TokenId token = outcomes[i].next;
-        s.generated.push_back(token);
-        if (s.generated.size() == 1)
-            s.firstToken = now;
-        else
-            s.gaps.push_back(now - s.lastToken); // a preempted sequence's stall included
-        s.lastToken = now;
-        if (s.pending.request.onToken) {
-            const TokenEvent event{s.pending.request.id, token, int(s.generated.size()) - 1, now};
-            try {
-                s.pending.request.onToken(event);
-            } catch (...) {
-                // a throwing token callback is the client's bug; generation goes on
-            }
-        }
-        if (int(s.generated.size()) >= s.pending.request.maxNewTokens) {
-            SequencePtr ended = std::move(*it);
-            m_running.erase(it);
-            release(*ended);
-            complete(std::move(ended), Status::ok(), now, done);
-        }
-    }
-    step.runningAfter = int(m_running.size());
-    step.waitingAfter = int(m_waiting.size());
-    step.kvTokensAfter = m_kvTokens;
-    done.record = stepRecordOf(step, run);
-    return true;
-}
-
 SchedulerGauges ContinuousScheduler::gauges(TimePoint now) const
 {
     return {{m_waiting.size()}, m_rate.rate(now), Duration::zero(), iterationGauges()};
@@ -409,7 +335,8 @@ IterationGauges ContinuousScheduler::iterationGauges() const
     IterationGauges g;
     g.running = m_running.size();
     g.waiting = m_waiting.size();
-    g.kvTokens = m_kvTokens;
+    g.kvTokens = kvTokens();
+    g.prefixCacheTokens = m_prefix ? m_prefix->tokens() : 0;
     g.kvCapacityTokens = m_config.continuous.kvCacheTokens;
     g.preemptions = m_preemptions;
     return g;

@@ -26,10 +26,20 @@
 //    the next decision and its cache released.
 //  - onToken is called for every generated token, in order, under the engine
 //    lock (from finished()), before the completion.
+//  - prefix_cache.enabled (on a model that cachesPrefixes()): a KV prefix
+//    cache (prefix_cache.h). A joining sequence starts from the cached
+//    whole blocks its context begins with (never its last token: it is fed
+//    so the next token can be sampled) and prefills only the rest; every
+//    whole block a sequence computes is cached. Cached blocks count inside
+//    kv_cache_tokens once, however many sequences share them; unreferenced
+//    ones are evicted LRU when the room is needed. A live change of the
+//    block size (or turning caching off) drops the cache at the next
+//    decision; sequences then running go on without caching.
 // One step is in flight at a time. Not thread-safe (see Scheduler).
 #pragma once
 
 #include "engine/model/backend.h"
+#include "prefix_cache.h"
 #include "rate_estimator.h"
 #include "scheduler.h"
 #include "work_unit.h"
@@ -64,10 +74,15 @@ public:
 
     std::size_t waiting() const { return m_waiting.size(); }
     std::size_t running() const { return m_running.size(); }
-    // Tokens this scheduler counts in KV caches (its own books; equals the
-    // model's cachedTokens() between steps).
-    std::int64_t kvTokens() const { return m_kvTokens; }
+    // Tokens this scheduler counts in KV caches (its own books): the running
+    // sequences' own tokens and the prefix cache's blocks, shared ones once.
+    // Without prefix caching it equals the model's cachedTokens() between
+    // steps.
+    std::int64_t kvTokens() const { return m_kvTokens + (m_prefix ? m_prefix->tokens() : 0); }
     std::uint64_t preemptions() const { return m_preemptions; }
+    // The prefix cache in force; nullptr when prefix caching is off (or the
+    // model does not cache prefixes).
+    const PrefixCache *prefixCache() const { return m_prefix.get(); }
 
 private:
     struct Sequence;
@@ -84,12 +99,32 @@ private:
     // plus max_new_tokens exceed kv_cache_tokens), else nullopt.
     std::optional<Status> neverFits(const Sequence &s) const;
 
+    // Prefix caching (continuous_prefix.cpp).
+    // Builds, rebuilds (block size changed) or drops the cache as the config
+    // says; only between steps.
+    void syncPrefixCache();
+    // Evicts unreferenced blocks while the KV budget is exceeded.
+    void evictOverflow();
+    // The cached blocks `s` may start from (empty when caching is off).
+    PrefixCache::Match lookupPrefix(const Sequence &s) const;
+    // The blocks of `s` that `tokens` more tokens complete, for StepItem::publish.
+    std::vector<KvBlock> blocksToPublish(const Sequence &s, std::int64_t tokens) const;
+    // After a successful step: the blocks `s` published enter the cache.
+    void adoptPublished(Sequence &s, const std::vector<KvBlock> &published);
+    // Drops the references `s` holds to cached blocks.
+    void releaseBlocks(Sequence &s);
+    std::int64_t unreferencedTokens() const { return m_prefix ? m_prefix->unreferencedTokens() : 0; }
+
     ModelLimits m_limits;
     StepModel &m_model;
     std::uint64_t m_configVersion = 1;
     std::deque<SequencePtr> m_waiting;  // join order: front first
     std::vector<SequencePtr> m_running; // in the order they joined
+    // Tokens the running sequences hold outside cached blocks (kvTokens()
+    // adds the cache's).
     std::int64_t m_kvTokens = 0;
+    std::unique_ptr<PrefixCache> m_prefix;
+    TimePoint m_now{}; // of the latest poll() or finished(): the cache's LRU stamps
     std::uint64_t m_nextSequenceId = 1;
     std::uint64_t m_nextSeq = 1;
     std::uint64_t m_preemptions = 0;

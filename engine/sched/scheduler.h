@@ -42,6 +42,7 @@ struct IterationGauges {
     std::int64_t kvTokens = 0;            // tokens held in KV caches
     std::int64_t kvCapacityTokens = 0;    // the KV budget; 0 = unlimited
     std::uint64_t preemptions = 0;        // since this scheduler was built
+    std::int64_t prefixCacheTokens = 0;   // of kvTokens, in prefix-cache blocks
 };
 
 // What the snapshot shows of a scheduler's queues.

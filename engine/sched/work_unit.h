@@ -52,6 +52,9 @@ struct StepWork {
     int decodeTokens = 0;        // tokens of decodes in items
     int joined = 0;              // sequences that joined the running set for this step
     int preempted = 0;           // sequences preempted while deciding this step
+    // Prefix caching: context tokens the joining sequences looked up in the
+    // cache, and how many of them it held (they skip prefill).
+    std::int64_t prefixQueryTokens = 0, prefixHitTokens = 0;
     // Set by the scheduler's finished(): its state once the step's outcome is applied.
     int runningAfter = 0, waitingAfter = 0;
     std::int64_t kvTokensAfter = 0;

@@ -92,7 +92,9 @@ Status measureSteps(StepModel &model, const std::vector<int> &lengths, const Cal
                     decodeShape = shape;
                 }
                 // the same decodes (one token further) with a prompt chunk joining
-                StepItem joining{nextId++, std::vector<TokenId>(std::size_t(chunk), 1), true};
+                StepItem joining;
+                joining.sequence = nextId++;
+                joining.tokens.assign(std::size_t(chunk), 1);
                 items.push_back(joining);
                 shape = {};
                 for (std::size_t i = 0; i < ids.size(); ++i)

@@ -117,7 +117,20 @@ Status CostBackend::step(const std::vector<StepItem> &items, std::vector<StepOut
     for (std::size_t i = 0; i < items.size(); ++i) {
         const auto fed = std::int64_t(items[i].tokens.size());
         const auto it = m_lengths.find(items[i].sequence);
-        const std::int64_t cached = it != m_lengths.end() ? it->second : 0;
+        std::int64_t cached = it != m_lengths.end() ? it->second : 0;
+        std::int64_t prefixed = 0;
+        if (it == m_lengths.end() && !items[i].prefix.empty()) {
+            // Prefix caching: it starts from kept blocks, attends to them and
+            // feeds only the rest: the step is priced on what it feeds.
+            auto blocks = m_kept.chain(items[i].prefix);
+            if (!blocks) {
+                out[i].status = blocks.status();
+                continue;
+            }
+            for (std::int64_t b : *blocks)
+                prefixed += b;
+            cached = prefixed;
+        }
         if (m_positions > 0 && cached + fed > m_positions) {
             out[i].status = {StatusCode::OutOfRange, "the sequence would pass the model's " +
                                                          std::to_string(m_positions) + " positions"};
@@ -125,7 +138,10 @@ Status CostBackend::step(const std::vector<StepItem> &items, std::vector<StepOut
         }
         shape.add(cached, fed);
         m_lengths[items[i].sequence] = cached + fed;
-        m_cached += fed;
+        m_cached += fed + prefixed;
+        for (const KvBlock &kb : items[i].publish)
+            if (kb.start >= 0 && kb.tokens > 0 && kb.start + kb.tokens <= cached + fed)
+                m_kept.keep(kb.hash, kb.tokens);
     }
     m_clock.charge(charge(m_cost.iterationSeconds(shape), true));
     return Status::ok();

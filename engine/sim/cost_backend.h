@@ -16,7 +16,9 @@
 //
 // Steps (policy `continuous`): it keeps each live sequence's cached length,
 // as the real decoder keeps its KV cache, so that it can price what each
-// step feeds and attends to (CostModel::iterationSeconds).
+// step feeds and attends to (CostModel::iterationSeconds). With prefix
+// caching a sequence that starts from kept blocks attends to them but is
+// charged only for the tokens it feeds, as the real step.
 //
 // Single-threaded: the simulator's event loop is its only caller.
 #pragma once
@@ -25,6 +27,7 @@
 
 #include "engine/core/clock.h"
 #include "engine/model/backend.h"
+#include "engine/model/kept_blocks.h"
 
 #include <cstdint>
 #include <random>
@@ -89,6 +92,8 @@ public:
     Status step(const std::vector<StepItem> &items, std::vector<StepOutcome> &out) override;
     void release(std::uint64_t sequence) override;
     std::int64_t cachedTokens() const override { return m_cached; }
+    bool cachesPrefixes() const override { return true; }
+    void dropBlocks(const std::vector<std::uint64_t> &hashes) override { m_kept.drop(hashes); }
 
     // Units running at once, this one included, for the next run(): the
     // calibration's contention slowdown (CostModel::slowdownAt).
@@ -108,6 +113,7 @@ private:
     int m_units = 1;
     std::unordered_map<std::uint64_t, std::int64_t> m_lengths; // live sequence -> cached tokens
     std::int64_t m_cached = 0;
+    KeptBlocks<std::int64_t> m_kept; // prefix caching: each kept block's length
 };
 
 } // namespace bp

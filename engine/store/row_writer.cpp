@@ -11,12 +11,12 @@
 namespace bp::store {
 
 namespace {
-constexpr int kRequestColumns = 20;
+constexpr int kRequestColumns = 21;
 constexpr int kRequestChunk = 32;
 constexpr const char *kInsertRequestHead =
     "INSERT INTO requests (session_id, request_id, arrival_ns, queue_wait_ns, compute_ns, total_ns, ttft_ns, "
     "input_tokens, output_tokens, bucket, batch_id, status, source, tpot_ns, itl_p50_ns, itl_max_ns, "
-    "replica, router_wait_ns, conversation_id, turn) VALUES ";
+    "replica, router_wait_ns, conversation_id, turn, cached_tokens) VALUES ";
 
 std::string insertRequests(int rows)
 {
@@ -226,6 +226,7 @@ void RowWriter::bindRequest(sqlite::Statement &st, int base, const RequestRecord
     st.bind(base + 18, std::int64_t(r.routerWait.count()));
     st.bind(base + 19, r.conversation);
     st.bind(base + 20, std::int64_t(r.turn));
+    st.bind(base + 21, std::int64_t(r.cachedTokens));
 }
 
 } // namespace bp::store

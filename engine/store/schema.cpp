@@ -208,9 +208,12 @@ ALTER TABLE calibrations ADD COLUMN server TEXT NOT NULL DEFAULT '';
 CREATE INDEX calibrations_by_target ON calibrations(target_url, model, server);
 )sql";
 
-// Version 9: reserved for the prefix cache's requests.cached_tokens (issue
-// 25 items 1-2, landed separately); nothing here.
-constexpr const char *kMigration9 = "-- reserved for the prefix cache (issue 25)\n";
+// Version 9: the KV prefix cache (issue 25): a request's prompt tokens served
+// from the cache at its first join (policy continuous with
+// prefix_cache.enabled; 0 otherwise and in older rows).
+constexpr const char *kMigration9 = R"sql(
+ALTER TABLE requests ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+)sql";
 
 // Version 10: multi-turn conversations (issue 25 item 3). A trace row and
 // a session's request name their conversation (0 = none) and turn (1-based;

@@ -18,7 +18,7 @@
 //      kv_tokens, preempted (one row per step under policy continuous)
 //   7  tunings (batchpilot tune's results and their verification sessions)
 //   8  calibrations.target_url, server (remote servers calibrated from outside)
-//   9  reserved for the prefix cache (issue 25: requests.cached_tokens)
+//   9  requests.cached_tokens (prompt tokens served from the KV prefix cache)
 //  10  multi-turn: trace_requests.conversation_id, turn, think_time_ns;
 //      requests.conversation_id, turn; target_samples.prefix_cache_hit_rate
 //  11 fleets: requests.replica, router_wait_ns; batches.replica;

@@ -68,6 +68,8 @@ const std::vector<Metric> &metrics()
         {"TTFT p50 (ms)", "ttft_p50_ms", 3, [](const SessionSummary &s) { return s.ttftP50Ms; }},
         {"TTFT p90 (ms)", "ttft_p90_ms", 3, [](const SessionSummary &s) { return s.ttftP90Ms; }},
         {"TTFT p99 (ms)", "ttft_p99_ms", 3, [](const SessionSummary &s) { return s.ttftP99Ms; }},
+        {"prefix cache hit rate", "prefix_cache_hit_rate", 3,
+         [](const SessionSummary &s) { return s.prefixCacheHitRate; }},
         {"TPOT p50 (ms)", "tpot_p50_ms", 3, [](const SessionSummary &s) { return s.tpotP50Ms; }},
         {"TPOT p90 (ms)", "tpot_p90_ms", 3, [](const SessionSummary &s) { return s.tpotP90Ms; }},
         {"TPOT p99 (ms)", "tpot_p99_ms", 3, [](const SessionSummary &s) { return s.tpotP99Ms; }},
@@ -189,18 +191,15 @@ double nearestRank(const std::vector<std::int64_t> &sorted, double q)
 
 nlohmann::json toJson(const SessionSummary &s)
 {
-    nlohmann::json j{{"session_id", s.sessionId},
-                     {"kind", s.kind},
-                     {"model", s.model},
-                     {"device", s.device},
-                     {"config", s.config},
-                     {"config_changes", s.configChanges},
+    nlohmann::json j{{"session_id", s.sessionId}, {"kind", s.kind},     {"model", s.model},
+                     {"device", s.device},        {"config", s.config}, {"config_changes", s.configChanges},
                      {"by_status", s.byStatus}};
     j["source_session_id"] = s.sourceSessionId ? nlohmann::json(s.sourceSessionId) : nlohmann::json(nullptr);
     j["source_trace_id"] = s.sourceTraceId ? nlohmann::json(s.sourceTraceId) : nlohmann::json(nullptr);
     // the SLO goodput was judged against, in ms (null = bound not set)
     auto bound = [](double ms) { return ms > 0 ? nlohmann::json(ms) : nlohmann::json(nullptr); };
-    j["goodput_slo_ms"] = {{"ttft", bound(s.sloTtftMs)}, {"tpot", bound(s.sloTpotMs)}, {"e2e", bound(s.sloE2eMs)}};
+    j["goodput_slo_ms"] = {
+        {"ttft", bound(s.sloTtftMs)}, {"tpot", bound(s.sloTpotMs)}, {"e2e", bound(s.sloE2eMs)}};
     for (const Metric &m : metrics())
         if (m.decimals >= 0)
             j[m.key] = m.value(s);

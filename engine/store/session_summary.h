@@ -57,6 +57,9 @@ struct SessionSummary {
     double queueWaitP50Ms = 0, queueWaitP99Ms = 0;
     double ttftP50Ms = 0, ttftP90Ms = 0, ttftP99Ms = 0;
     double tpotP50Ms = 0, tpotP90Ms = 0, tpotP99Ms = 0;
+    // Of the completed requests' prompt tokens, the share served from the KV
+    // prefix cache (requests.cached_tokens; 0 without prefix caching).
+    double prefixCacheHitRate = 0;
 
     // The goodput SLO used (0 = bound not set) and what met it.
     double sloTtftMs = 0, sloTpotMs = 0, sloE2eMs = 0;

@@ -75,6 +75,7 @@ struct StoredRequest {
     Duration interTokenP50{};      // median inter-token gap (schema 6)
     Duration interTokenMax{};      // largest inter-token gap (schema 6)
     int inputTokens = 0;
+    int cachedTokens = 0; // of inputTokens, served from the KV prefix cache (schema 9)
     int outputTokens = 0;
     int bucket = 0;
     std::uint64_t batchId = 0;

@@ -58,7 +58,7 @@ Result<std::vector<StoredRequest>> TraceStore::requests(std::int64_t sessionId) 
         *m_db,
         "SELECT request_id, arrival_ns, queue_wait_ns, compute_ns, total_ns, ttft_ns, input_tokens, "
         "output_tokens, bucket, batch_id, status, source, tpot_ns, itl_p50_ns, itl_max_ns, conversation_id, "
-        "turn "
+        "turn, cached_tokens "
         "FROM requests WHERE session_id = ? "
         "ORDER BY arrival_ns, request_id",
         sessionId, "read requests", [&](const sqlite::Statement &st) {
@@ -80,6 +80,7 @@ Result<std::vector<StoredRequest>> TraceStore::requests(std::int64_t sessionId) 
             r.interTokenMax = ns(st.int64At(14));
             r.conversation = st.int64At(15);
             r.turn = int(st.int64At(16));
+            r.cachedTokens = int(st.int64At(17));
             out.push_back(std::move(r));
         });
     if (!s)

@@ -101,9 +101,10 @@ Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
         return fail(rc, "summarize statuses");
 
     // Exact percentiles of completed requests.
-    auto latencies = db.prepare("SELECT total_ns, queue_wait_ns, ttft_ns, tpot_ns, output_tokens, "
-                                "batch_id = 0 AND source <> 'remote' FROM requests "
-                                "WHERE session_id = ? AND status = 'ok'");
+    auto latencies =
+        db.prepare("SELECT total_ns, queue_wait_ns, ttft_ns, tpot_ns, output_tokens, "
+                   "batch_id = 0 AND source <> 'remote', input_tokens, cached_tokens FROM requests "
+                   "WHERE session_id = ? AND status = 'ok'");
     if (!latencies)
         return latencies.status();
     latencies->bind(1, sessionId);
@@ -111,7 +112,10 @@ Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
     total.reserve(s.completed);
     wait.reserve(s.completed);
     double sum = 0;
+    std::int64_t promptTokens = 0, cachedTokens = 0;
     while ((rc = latencies->step()) == SQLITE_ROW) {
+        promptTokens += latencies->int64At(6);
+        cachedTokens += latencies->int64At(7);
         total.push_back(latencies->int64At(0));
         wait.push_back(latencies->int64At(1));
         sum += double(total.back());
@@ -147,6 +151,7 @@ Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
     s.tpotP50Ms = nearestRank(tpot, 0.50) / kMs;
     s.tpotP90Ms = nearestRank(tpot, 0.90) / kMs;
     s.tpotP99Ms = nearestRank(tpot, 0.99) / kMs;
+    s.prefixCacheHitRate = promptTokens > 0 ? double(cachedTokens) / double(promptTokens) : 0.0;
     if (s.durationS > 0) {
         s.throughputRps = double(s.completed) / s.durationS;
         s.goodputRps = double(s.goodCompleted) / s.durationS;

@@ -1,6 +1,7 @@
 #include "torchscript_decoder.h"
 
 #include "engine/core/nvtx.h"
+#include "engine/model/kept_blocks.h"
 
 #include <algorithm>
 #include <atomic>
@@ -211,20 +212,34 @@ public:
         std::vector<std::size_t> running;
         std::vector<Sequence *> sequences;
         std::vector<bool> started;
+        std::vector<std::vector<at::Tensor>> prefixes; // kept blocks a started sequence begins with
         {
             std::lock_guard lock(m_mutex);
             for (std::size_t i = 0; i < items.size(); ++i) {
                 auto it = m_sequences.find(items[i].sequence);
-                const std::int64_t length = it != m_sequences.end() ? it->second->length : 0;
+                const bool starts = it == m_sequences.end();
+                std::int64_t length = starts ? 0 : it->second->length;
+                std::vector<at::Tensor> prefix;
+                if (starts && !items[i].prefix.empty()) {
+                    auto blocks = m_kept.chain(items[i].prefix);
+                    if (!blocks) {
+                        out[i].status = blocks.status();
+                        continue;
+                    }
+                    prefix = std::move(*blocks);
+                    for (const at::Tensor &b : prefix)
+                        length += b.size(4);
+                }
                 if (Status bad = checkItem(items[i], length); !bad) {
                     out[i].status = std::move(bad);
                     continue;
                 }
-                started.push_back(it == m_sequences.end());
-                if (started.back())
+                started.push_back(starts);
+                if (starts)
                     it = m_sequences.emplace(items[i].sequence, std::make_unique<Sequence>()).first;
                 running.push_back(i);
                 sequences.push_back(it->second.get());
+                prefixes.push_back(std::move(prefix));
             }
         }
         if (running.empty())
@@ -237,6 +252,16 @@ public:
             [&] {
                 const nvtx::Range range(nvtx::Category::Backend,
                                         [&] { return "step seqs=" + std::to_string(running.size()); });
+                // Prefix caching: a started sequence's columns begin with
+                // the kept blocks' (the engine's copy of `present`, as
+                // between any two steps: the contract is unchanged).
+                std::int64_t prefixed = 0;
+                for (std::size_t k = 0; k < running.size(); ++k)
+                    if (!prefixes[k].empty()) {
+                        sequences[k]->cache = at::cat(prefixes[k], 4);
+                        sequences[k]->length = sequences[k]->cache.size(4);
+                        prefixed += sequences[k]->length;
+                    }
                 std::vector<const Sequence *> rows(sequences.begin(), sequences.end());
                 std::vector<const std::vector<TokenId> *> tokens;
                 for (std::size_t i : running)
@@ -250,8 +275,11 @@ public:
                     added += std::int64_t(item.tokens.size());
                     if (item.sample)
                         out[running[k]].next = f.next[k];
+                    for (const KvBlock &kb : item.publish)
+                        if (kb.start >= 0 && kb.tokens > 0 && kb.start + kb.tokens <= sequences[k]->length)
+                            m_kept.keep(kb.hash, sequences[k]->cache.narrow(4, kb.start, kb.tokens).clone());
                 }
-                m_cached.fetch_add(added);
+                m_cached.fetch_add(added + prefixed);
                 return Status::ok();
             });
         if (!s) {
@@ -278,6 +306,8 @@ public:
     }
 
     std::int64_t cachedTokens() const override { return m_cached.load(); }
+    bool cachesPrefixes() const override { return true; }
+    void dropBlocks(const std::vector<std::uint64_t> &hashes) override { m_kept.drop(hashes); }
 
 private:
     Status checkItem(const StepItem &item, std::int64_t length) const
@@ -304,6 +334,8 @@ private:
     std::mutex m_mutex; // guards m_sequences (the map; a step owns its sequences)
     std::unordered_map<std::uint64_t, std::unique_ptr<Sequence>> m_sequences;
     std::atomic<std::int64_t> m_cached{0};
+    // Prefix caching: kept blocks, [layers, 2, 1, heads, block, head_dim] each.
+    KeptBlocks<at::Tensor> m_kept;
 };
 
 } // namespace

@@ -64,21 +64,33 @@ Status TrunkStepModel::step(const std::vector<StepItem> &items, std::vector<Step
         std::size_t item;
         Sequence *sequence;
         bool started;
+        std::vector<std::vector<LayerCache>> prefix; // kept blocks a started sequence begins with
     };
     std::vector<Running> running;
     {
         std::lock_guard lock(m_mutex);
         for (std::size_t i = 0; i < items.size(); ++i) {
             auto it = m_sequences.find(items[i].sequence);
-            const std::int64_t length = it != m_sequences.end() ? it->second->length : 0;
+            const bool started = it == m_sequences.end();
+            std::int64_t length = started ? 0 : it->second->length;
+            std::vector<std::vector<LayerCache>> prefix;
+            if (started && !items[i].prefix.empty()) {
+                auto blocks = m_kept.chain(items[i].prefix);
+                if (!blocks) {
+                    out[i].status = blocks.status();
+                    continue;
+                }
+                prefix = std::move(*blocks);
+                for (const std::vector<LayerCache> &b : prefix)
+                    length += b.front().keys.size(2);
+            }
             if (Status bad = checkItem(items[i], length); !bad) {
                 out[i].status = std::move(bad);
                 continue;
             }
-            const bool started = it == m_sequences.end();
             if (started)
                 it = m_sequences.emplace(items[i].sequence, std::make_unique<Sequence>()).first;
-            running.push_back({i, it->second.get(), started});
+            running.push_back({i, it->second.get(), started, std::move(prefix)});
         }
     }
     if (running.empty())
@@ -110,6 +122,7 @@ Status TrunkStepModel::step(const std::vector<StepItem> &items, std::vector<Step
                 const StepItem &item = items[r.item];
                 Sequence &seq = *r.sequence;
                 const auto count = std::int64_t(item.tokens.size());
+                startFromPrefix(seq, r.prefix, count);
                 reserve(seq, seq.length + count);
                 for (std::int64_t j = 0; j < count; ++j) {
                     idp[offset + j] = item.tokens[std::size_t(j)];
@@ -132,13 +145,17 @@ Status TrunkStepModel::step(const std::vector<StepItem> &items, std::vector<Step
                 next.assign(best.data_ptr<std::int64_t>(), best.data_ptr<std::int64_t>() + best.numel());
             }
             std::size_t sampled = 0;
+            std::int64_t prefixed = 0;
             for (const Running &r : running) {
                 const StepItem &item = items[r.item];
                 r.sequence->length += std::int64_t(item.tokens.size());
                 if (item.sample)
                     out[r.item].next = TokenId(next[sampled++]);
+                for (const std::vector<LayerCache> &b : r.prefix)
+                    prefixed += b.front().keys.size(2);
+                keepBlocks(*r.sequence, item.publish);
             }
-            m_cached.fetch_add(total);
+            m_cached.fetch_add(total + prefixed);
             return Status::ok();
         });
     if (!s) {
@@ -150,6 +167,39 @@ Status TrunkStepModel::step(const std::vector<StepItem> &items, std::vector<Step
                 m_sequences.erase(items[r.item].sequence);
     }
     return s;
+}
+
+void TrunkStepModel::startFromPrefix(Sequence &s, const std::vector<std::vector<LayerCache>> &prefix,
+                                     std::int64_t count) const
+{
+    if (prefix.empty() || s.length > 0)
+        return;
+    std::int64_t length = 0;
+    for (const std::vector<LayerCache> &b : prefix)
+        length += b.front().keys.size(2);
+    reserve(s, length + count);
+    for (const std::vector<LayerCache> &b : prefix) {
+        const std::int64_t n = b.front().keys.size(2);
+        for (std::size_t l = 0; l < s.layers.size(); ++l) {
+            s.layers[l].keys.narrow(2, s.length, n).copy_(b[l].keys);
+            s.layers[l].values.narrow(2, s.length, n).copy_(b[l].values);
+        }
+        s.length += n;
+    }
+}
+
+void TrunkStepModel::keepBlocks(const Sequence &s, const std::vector<KvBlock> &blocks)
+{
+    for (const KvBlock &kb : blocks) {
+        if (kb.start < 0 || kb.tokens <= 0 || kb.start + kb.tokens > s.length)
+            continue; // not in this sequence's cache: nothing to keep
+        std::vector<LayerCache> block(s.layers.size());
+        for (std::size_t l = 0; l < s.layers.size(); ++l) {
+            block[l].keys = s.layers[l].keys.narrow(2, kb.start, kb.tokens).clone();
+            block[l].values = s.layers[l].values.narrow(2, kb.start, kb.tokens).clone();
+        }
+        m_kept.keep(kb.hash, std::move(block));
+    }
 }
 
 void TrunkStepModel::release(std::uint64_t sequence)

@@ -6,6 +6,7 @@
 #include "engine/torch/model_presets.h"
 #include "engine/torch/tiny_decoder.h"
 #include "model_test_util.h"
+#include "tests/engine/prefix_driver.h"
 #include "tests/engine/step_driver.h"
 
 #include <algorithm>
@@ -256,6 +257,60 @@ private slots:
             const QString diff = compareToReference(alone[0], d.generated, nullptr);
             QVERIFY2(diff.isEmpty(), qPrintable(QStringLiteral("sequence %1: %2").arg(d.id).arg(diff)));
         }
+    }
+
+    // Prefix caching (issue 25): requests sharing a system prompt through
+    // the continuous scheduler with the cache on and off give the same
+    // tokens, token for token, and the one-at-a-time reference's; with it on
+    // the later requests start from the kept keys and values (fewer prompt
+    // tokens fed). A small KV budget makes the cache evict and a sequence be
+    // preempted and recomputed on the way.
+    void prefixCacheOnAndOffGiveTheSameTokens_data()
+    {
+        QTest::addColumn<int>("kv");
+        QTest::newRow("unlimited") << 0;
+        QTest::newRow("kv 160: evictions and preemption") << 160;
+    }
+    void prefixCacheOnAndOffGiveTheSameTokens()
+    {
+        QFETCH(int, kv);
+        auto model = decoder();
+        QVERIFY(model);
+        std::mt19937 rng(25);
+        const std::vector<TokenId> system = randomTokens(rng, 37);
+        std::vector<std::vector<TokenId>> prompts;
+        for (int i = 0; i < 7; ++i) {
+            std::vector<TokenId> p = system;
+            const std::vector<TokenId> own = randomTokens(rng, 2 + 3 * i);
+            p.insert(p.end(), own.begin(), own.end());
+            prompts.push_back(p);
+        }
+        std::map<bool, std::vector<std::vector<TokenId>>> tokens;
+        std::map<bool, std::int64_t> prefill;
+        for (bool on : {false, true}) {
+            PrefixDriver d(prefixConfig(on, 8, kv, 3, 64, 16), model->info().limits(), *model->steps());
+            for (std::size_t i = 0; i < prompts.size(); ++i)
+                QVERIFY(d.submit(i + 1, prompts[i], 6 + int(i % 3) * 4).isOk());
+            d.runAll();
+            QVERIFY2(d.error.isEmpty(), qPrintable(d.error));
+            QCOMPARE(d.responses.size(), prompts.size());
+            for (std::size_t i = 0; i < prompts.size(); ++i) {
+                QVERIFY2(d.responses[i + 1].status.isOk(), d.responses[i + 1].status.toString().c_str());
+                tokens[on].push_back(d.responses[i + 1].tokens);
+            }
+            prefill[on] = d.prefillTokens();
+            if (on)
+                QVERIFY(d.hits() >= 4 * 32); // at least the later four start from the system prompt's blocks
+        }
+        QCOMPARE(model->steps()->cachedTokens(), std::int64_t(0)); // every sequence released
+        for (std::size_t i = 0; i < prompts.size(); ++i) {
+            QCOMPARE(tokens[true][i], tokens[false][i]);
+            const auto alone = generate(*model, {makeRequest(prompts[i], 6 + int(i % 3) * 4)}, withLogits());
+            const QString diff = compareToReference(alone[0], tokens[true][i], nullptr);
+            QVERIFY2(diff.isEmpty(), qPrintable(QStringLiteral("request %1: %2").arg(i + 1).arg(diff)));
+        }
+        QVERIFY2(prefill[true] <= prefill[false] - 4 * 32,
+                 qPrintable(QStringLiteral("%1 vs %2").arg(prefill[true]).arg(prefill[false])));
     }
 
     // Backend::run reports every token through Request::onToken as it is

@@ -10,6 +10,7 @@
 #include "model_test_util.h"
 
 #include "engine/exec/engine.h"
+#include "tests/engine/prefix_driver.h"
 #include "tests/engine/step_driver.h"
 
 #include <QJsonArray>
@@ -222,6 +223,55 @@ private slots:
         QCOMPARE(steps->cachedTokens(), std::int64_t(2));
         steps->release(9);
         QCOMPARE(steps->cachedTokens(), std::int64_t(0));
+    }
+
+    // Prefix caching through the unchanged step contract: each reference
+    // prompt runs twice through the continuous scheduler with the cache on
+    // (block 2), the second time starting from the kept columns of the
+    // first; both equal the generations the fixture script computed without
+    // any cache, as do prompts sharing a prefix with the cache on and off.
+    void decoderWithPrefixCacheEqualsReference()
+    {
+        auto backend = createOrFail(testSpec(kFixtures + "/tiny_decoder.pt"));
+        QVERIFY(backend);
+        const Expected e = expectedGenerations();
+        QVERIFY(!e.prompts.empty());
+        PrefixDriver d(prefixConfig(true, 2, 0, 2, 32, 4), backend->info().limits(), *backend->steps());
+        const std::uint64_t n = e.prompts.size();
+        for (std::uint64_t i = 0; i < n; ++i)
+            QVERIFY(d.submit(i + 1, e.prompts[i], e.maxNew[i]).isOk());
+        d.runAll();
+        for (std::uint64_t i = 0; i < n; ++i) // again: now cached
+            QVERIFY(d.submit(n + i + 1, e.prompts[i], e.maxNew[i]).isOk());
+        d.runAll();
+        QVERIFY2(d.error.isEmpty(), qPrintable(d.error));
+        int served = 0;
+        for (std::uint64_t i = 0; i < n; ++i) {
+            QCOMPARE(d.responses[i + 1].tokens, e.tokens[i]);
+            QCOMPARE(d.responses[n + i + 1].tokens, e.tokens[i]);
+            served += d.responses[n + i + 1].cachedTokens;
+        }
+        QVERIFY(served > 0);
+
+        // shared prefixes, cache on and off
+        std::map<bool, std::map<std::uint64_t, Response>> got;
+        for (bool on : {false, true}) {
+            PrefixDriver s(prefixConfig(on, 2, 0, 3, 32, 4), backend->info().limits(), *backend->steps());
+            for (std::uint64_t i = 1; i <= 5; ++i) {
+                std::vector<TokenId> p = {5, 9, 13, 2, 7, 11, 3};
+                for (std::uint64_t k = 0; k < i; ++k)
+                    p.push_back(TokenId((7 * i + 3 * k) % 60));
+                QVERIFY(s.submit(i, p, 4).isOk());
+            }
+            s.runAll();
+            QVERIFY2(s.error.isEmpty(), qPrintable(s.error));
+            got[on] = s.responses;
+            if (on)
+                QVERIFY(s.hits() > 0);
+        }
+        for (std::uint64_t i = 1; i <= 5; ++i)
+            QCOMPARE(got[true][i].tokens, got[false][i].tokens);
+        QCOMPARE(backend->steps()->cachedTokens(), std::int64_t(0));
     }
 
     void decoderWithAStalePresentIsRefused()

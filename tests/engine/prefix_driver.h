@@ -1,0 +1,115 @@
+// Drives a ContinuousScheduler over any StepModel like the engine's executor
+// step (poll, step, finished, complete) on a fake clock, for the prefix-cache
+// tests of every model (test_prefix_cache, test_tiny_decoder, test_torchscript).
+#pragma once
+
+#include "engine/core/clock.h"
+#include "engine/sched/continuous_scheduler.h"
+
+#include <QString>
+
+#include <map>
+#include <memory>
+
+namespace bp::testing {
+
+inline BatchingConfig prefixConfig(bool prefix, int block = 4, int kv = 0, int seqs = 4, int budget = 64,
+                                   int chunk = 16)
+{
+    BatchingConfig c;
+    c.policy = PolicyKind::Continuous;
+    c.continuous.maxNumSeqs = seqs;
+    c.continuous.maxNumBatchedTokens = budget;
+    c.continuous.chunkedPrefill = true;
+    c.continuous.prefillChunk = chunk;
+    c.continuous.kvCacheTokens = kv;
+    c.prefixCache.enabled = prefix;
+    c.prefixCache.blockTokens = block;
+    return c;
+}
+
+struct PrefixDriver {
+    FakeClock clock;
+    StepModel &model;
+    std::unique_ptr<ContinuousScheduler> scheduler;
+    std::map<std::uint64_t, Response> responses;
+    std::vector<StepWork> steps;
+    QString error; // the first thing that went wrong
+
+    PrefixDriver(const BatchingConfig &c, ModelLimits limits, StepModel &m)
+        : model(m), scheduler(std::make_unique<ContinuousScheduler>(c, limits, m))
+    {
+    }
+    Status submit(std::uint64_t id, std::vector<TokenId> tokens, int maxNew)
+    {
+        Pending p;
+        p.request.id = id;
+        p.request.tokens = std::move(tokens);
+        p.request.maxNewTokens = maxNew;
+        p.request.arrival = clock.now();
+        p.done = [this, id](Response &&r) { responses[id] = std::move(r); };
+        return scheduler->admit(p, clock.now());
+    }
+    bool stepOnce()
+    {
+        Scheduler::Poll poll = scheduler->poll(clock.now(), false);
+        for (auto &f : poll.failed) {
+            if (error.isEmpty())
+                error = QString::fromStdString("failed: " + f.status.toString());
+            Response r;
+            r.requestId = f.pending.request.id;
+            r.status = f.status;
+            f.pending.done(std::move(r));
+        }
+        if (!poll.step())
+            return false;
+        UnitRun run;
+        run.start = clock.now();
+        run.guard.status = model.step(poll.step()->items, run.outcomes);
+        if (!run.guard.status && error.isEmpty())
+            error = QString::fromStdString("step: " + run.guard.status.toString());
+        for (const StepOutcome &o : run.outcomes)
+            if (!o.status && error.isEmpty())
+                error = QString::fromStdString("item: " + o.status.toString());
+        clock.advance(std::chrono::milliseconds(1));
+        run.end = clock.now();
+        UnitDone done;
+        scheduler->finished(*poll.unit, run, clock.now(), done);
+        steps.push_back(*poll.step());
+        for (std::size_t i = 0; i < done.done.size(); ++i)
+            done.done[i].done(std::move(done.responses[i]));
+        const int kv = scheduler->config().continuous.kvCacheTokens;
+        if (kv > 0 && scheduler->kvTokens() > kv && error.isEmpty())
+            error = QStringLiteral("KV books %1 over the budget %2").arg(scheduler->kvTokens()).arg(kv);
+        return true;
+    }
+    void runAll(int maxSteps = 100000)
+    {
+        for (int i = 0; i < maxSteps && scheduler->size() > 0; ++i)
+            if (!stepOnce())
+                break;
+    }
+    std::int64_t prefillTokens() const
+    {
+        std::int64_t n = 0;
+        for (const StepWork &s : steps)
+            n += s.prefillTokens;
+        return n;
+    }
+    std::int64_t queries() const
+    {
+        std::int64_t n = 0;
+        for (const StepWork &s : steps)
+            n += s.prefixQueryTokens;
+        return n;
+    }
+    std::int64_t hits() const
+    {
+        std::int64_t n = 0;
+        for (const StepWork &s : steps)
+            n += s.prefixHitTokens;
+        return n;
+    }
+};
+
+} // namespace bp::testing
