@@ -2,6 +2,7 @@
 
 #include "engine/exec/engine_core.h"
 #include "engine/sched/continuous_scheduler.h"
+#include "engine/sched/server_models/step_books.h"
 
 #include <algorithm>
 
@@ -286,6 +287,8 @@ struct Simulator::Impl final : ExecutorDriver {
             MutexLock lock(core.mutex());
             if (const auto *c = dynamic_cast<const ContinuousScheduler *>(&core.schedulerLocked()))
                 out.preemptions = c->preemptions();
+            else if (const auto *m = dynamic_cast<const StepBooks *>(&core.schedulerLocked()))
+                out.preemptions = m->preemptions(); // a server model's (vLLM, SGLang)
         }
         out.configChanges = changes->changes;
         clock.set(now);
