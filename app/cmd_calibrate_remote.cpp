@@ -49,34 +49,6 @@ QString percent(double rel)
 
 const QStringList kServers{"auto", "vllm", "tgi", "sglang", "triton", "batchpilot"};
 
-// --server-config FILE: the syntax export-config writes, or a BatchPilot
-// config JSON.
-Result<ServerSettings> settingsFromFile(const QString &path)
-{
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly))
-        return Status(StatusCode::NotFound,
-                      "cannot read '" + path.toStdString() + "': " + f.errorString().toStdString());
-    const std::string text = f.readAll().toStdString();
-    const std::string source = "file " + path.toStdString();
-    if (const auto format = detectServerFormat(text)) {
-        auto imported = importConfig(text, *format);
-        if (!imported)
-            return Status(imported.status().code(), path.toStdString() + ": " + imported.status().message());
-        return settingsFromImport(*imported, source);
-    }
-    const auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_object()) {
-        auto s = batchpilotSettings(j, nullptr);
-        if (s)
-            s->source = source;
-        return s;
-    }
-    return Status(StatusCode::InvalidArgument,
-                  path.toStdString() + ": not a vllm serve or text-generation-launcher command, a Triton "
-                                       "config.pbtxt, or a BatchPilot config JSON");
-}
-
 void printFit(QTextStream &out, const Calibration &c)
 {
     const RemoteCalibration &r = *c.remote;
@@ -181,6 +153,34 @@ int refine(TraceStore &db, const remote::RemoteOptions &ro, const std::string &s
 }
 
 } // namespace
+
+// --server-config FILE: the syntax export-config writes, or a BatchPilot
+// config JSON.
+Result<ServerSettings> settingsFromFile(const QString &path)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return Status(StatusCode::NotFound,
+                      "cannot read '" + path.toStdString() + "': " + f.errorString().toStdString());
+    const std::string text = f.readAll().toStdString();
+    const std::string source = "file " + path.toStdString();
+    if (const auto format = detectServerFormat(text)) {
+        auto imported = importConfig(text, *format);
+        if (!imported)
+            return Status(imported.status().code(), path.toStdString() + ": " + imported.status().message());
+        return settingsFromImport(*imported, source);
+    }
+    const auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_object()) {
+        auto s = batchpilotSettings(j, nullptr);
+        if (s)
+            s->source = source;
+        return s;
+    }
+    return Status(StatusCode::InvalidArgument,
+                  path.toStdString() + ": not a vllm serve or text-generation-launcher command, a Triton "
+                                       "config.pbtxt, or a BatchPilot config JSON");
+}
 
 int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
 {

@@ -231,6 +231,16 @@ int runTune(const AppOptions &options)
                                           {"server", remoteTarget->calibration.remote->server},
                                           {"current_config", toJson(remoteTarget->current)},
                                           {"current_predicted", tuneFiguresJson(*currentFigures)}};
+        if (rec.config.server.kind != ServerKind::BatchPilot) {
+            // The server's own syntax, for the operator to apply and the store to keep.
+            const std::string model = remoteTarget->options.model.toStdString();
+            run->stored.document["target"]["current_settings"] = describeConfig(remoteTarget->current);
+            run->stored.document["target"]["current_launch"] = launchText(remoteTarget->current, model);
+            run->stored.document["target"]["recommended_settings"] = describeConfig(rec.config);
+            run->stored.document["target"]["recommended_launch"] = launchText(rec.config, model);
+            if (Status s = setTuningTarget(*store, run->stored.tuningId, run->stored.document["target"]); !s)
+                return fail(QStringLiteral("cannot store the pick: ") + q(s.message()));
+        }
         if (args.has("apply") && !r.cancelled) {
             if (Status s = applyPick(*remoteTarget, rec.config); !s)
                 return fail(q(s.message()));
@@ -269,7 +279,11 @@ int runTune(const AppOptions &options)
 
     if (args.has("output")) {
         QFile f(args.value("output"));
-        const QByteArray text = QByteArray::fromStdString(toJson(rec.config).dump(2) + "\n");
+        // A server model's pick in that server's syntax; BatchPilot's as its config JSON.
+        const QByteArray text =
+            QByteArray::fromStdString(rec.config.server.kind != ServerKind::BatchPilot && remoteTarget
+                                          ? launchText(rec.config, remoteTarget->options.model.toStdString())
+                                          : toJson(rec.config).dump(2) + "\n");
         if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(text) != text.size())
             return fail(QStringLiteral("cannot write %1: %2").arg(f.fileName(), f.errorString()));
     }

@@ -6,7 +6,10 @@
 #include "remote/http_remote_target.h"
 #include "remote/settings_fetch.h"
 
+#include "cmd_calibrate_remote.h"
+
 #include "engine/config/config_json.h"
+#include "engine/config/server_command.h"
 #include "engine/sim/calibration_store.h"
 
 namespace bp::app {
@@ -43,6 +46,11 @@ nlohmann::json configPatchJson(const BatchingConfig &before, const BatchingConfi
 
 } // namespace
 
+std::string launchText(const BatchingConfig &config, const std::string &model)
+{
+    return serverLaunchText(config, model);
+}
+
 Result<RemoteTune> remoteTune(const TraceStore &store, const AppOptions &options, const CommandArgs &args)
 {
     RemoteTune t;
@@ -64,12 +72,19 @@ Result<RemoteTune> remoteTune(const TraceStore &store, const AppOptions &options
                 " is of the embedded engine, not of a remote server: batchpilot calibrate --target " + url);
     t.calibration = std::move(*c);
     const std::string &server = t.calibration.remote->server;
-    if (server != "batchpilot")
+    const std::optional<ServerKind> kind = parseServerKind(server);
+    if (!kind)
         return Status(StatusCode::InvalidArgument,
-                      "tune --target searches a BatchPilot server's knobs only; " +
-                          (server.empty() ? std::string("this server's kind is not known") : server) +
-                          " needs its own scheduler model (not built yet): tune its settings by hand from "
-                          "`batchpilot calibrate --list` and replay --target to check");
+                      "calibration " + std::to_string(t.calibration.id) + ": the server's kind is " +
+                          (server.empty() ? std::string("not known") : "'" + server + "'") +
+                          "; tune --target models vllm, tgi, sglang, triton and batchpilot: calibrate again "
+                          "with --server KIND");
+    if (args.has("apply") && *kind != ServerKind::BatchPilot)
+        return Status(StatusCode::InvalidArgument,
+                      "--apply sends the pick with PUT /v1/config, which only a BatchPilot server has; " +
+                          server +
+                          " takes its batching settings at launch: drop --apply, restart the server with the "
+                          "printed command, then check it with replay --target");
     if (const auto p = remote::parseProtocol(q(t.calibration.remote->protocol)))
         t.options.protocol = *p;
     if (options.vocabSize > 0)
@@ -79,26 +94,41 @@ Result<RemoteTune> remoteTune(const TraceStore &store, const AppOptions &options
     t.options.maxInputTokens = options.maxLength > 0 ? options.maxLength : t.calibration.maxSequenceLength;
     if (Status st = remote::validate(t.options); !st)
         return st;
-    // The server's settings now, not as they were at calibration time.
-    auto settings = remote::fetchServerSettings(t.options, server, nullptr);
+    // The server's settings now, not as they were at calibration time (or
+    // the operator's file).
+    auto settings = args.has("server-config") ? settingsFromFile(args.value("server-config"))
+                                              : remote::fetchServerSettings(t.options, server, nullptr);
     if (!settings)
         return Status(settings.status().code(),
-                      "the server's current settings: " + settings.status().message());
-    auto current = applyKnobValues(settings->knobs);
+                      "the server's current settings: " + settings.status().message() +
+                          (args.has("server-config") ? "" : " (or give them: --server-config FILE)"));
+    auto current = serverCurrentConfig(server, *settings, t.calibration.remote->limits.kvCapacityTokens);
     if (!current)
         return current.status();
     t.current = *current;
+    t.settingsSource = settings->source;
     return t;
 }
 
 void printRemotePick(QTextStream &out, const RemoteTune &t, const BatchingConfig &pick,
                      const TuneFigures &pickFigures, const TuneFigures &currentFigures, bool tokenLevel)
 {
-    out << QStringLiteral("\nOn %1 (%2), predicted side by side:\n")
+    out << QStringLiteral("\nOn %1 (%2), predicted side by side on the same arrivals:\n")
                .arg(t.options.target.toString(), q(t.calibration.remote->server));
     out << header(tokenLevel, 17);
     out << row(QStringLiteral("server's current"), currentFigures, tokenLevel, 17);
     out << row(QStringLiteral("recommended"), pickFigures, tokenLevel, 17);
+    if (pick.server.kind != ServerKind::BatchPilot) {
+        out << QStringLiteral("  server's current (%1): %2\n  recommended: %3\n")
+                   .arg(q(t.settingsSource), q(describeConfig(t.current)), q(describeConfig(pick)));
+        const bool triton = pick.server.kind == ServerKind::Triton;
+        out << (triton ? QStringLiteral("  to apply, set in the model's config.pbtxt and reload it:\n")
+                       : QStringLiteral("  to apply, restart the server with:\n"));
+        out << q(launchText(pick, t.options.model.toStdString()));
+        out << QStringLiteral("  then check it: batchpilot replay --target %1 --model %2 (the same trace)\n")
+                   .arg(t.options.target.toString(), t.options.model);
+        return;
+    }
     const std::string change = describeChange(t.current, pick);
     out << QStringLiteral("  changes from the server's current settings: %1\n")
                .arg(change.empty() ? QStringLiteral("none") : q(change));

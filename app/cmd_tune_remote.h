@@ -17,9 +17,9 @@
 
 #include "remote/remote_options.h"
 
+#include "engine/replay/replayer.h"
 #include "engine/sim/calibration.h"
 #include "engine/sim/tuner.h"
-#include "engine/replay/replayer.h"
 #include "engine/store/trace_store.h"
 
 #include <QTextStream>
@@ -32,9 +32,14 @@ namespace bp::app {
 struct RemoteTune {
     remote::RemoteOptions options; // the target, the model there, its protocol and token
     Calibration calibration;       // its remote calibration
-    BatchingConfig current;        // the server's settings now (GET /v1/config)
+    BatchingConfig current;        // the server's settings now (read from it, or --server-config)
+    std::string settingsSource;    // where they were read
     bool applied = false;
 };
+
+// The pick in the server's own syntax: the launch command (vLLM, TGI,
+// SGLang) or config.pbtxt fields (Triton); empty for BatchPilot.
+std::string launchText(const BatchingConfig &config, const std::string &model);
 
 // --target URL with --model NAME: the newest calibration of that target
 // (or --calibration ID|FILE, which must be a remote one) and the server's

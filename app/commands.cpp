@@ -167,10 +167,17 @@ const std::vector<Command> &commands()
           {"no-verify", "", "skip the real-clock replay that checks the recommendation"},
           {"json", "", "print every candidate, the front, the recommendation and the check as JSON"},
           {"target", "URL",
-           "tune this remote BatchPilot server (--model: the model's name there): its calibration from "
-           "calibrate --target, its current settings the base; prints the pick as PUT /v1/config"},
+           "tune this remote server (--model: the model's name there): its calibration from calibrate "
+           "--target, its scheduler model (vllm, tgi, sglang, triton or batchpilot) and its current "
+           "settings the base; prints the pick in the server's syntax (launch flags, config.pbtxt, or PUT "
+           "/v1/config)"},
+          {"server-config", "FILE",
+           "with --target: the server's current settings from this file (vllm serve / "
+           "text-generation-launcher flags, config.pbtxt, BatchPilot config JSON) instead of reading them "
+           "from the server"},
           {"apply", "",
-           "with --target: send the pick (PUT /v1/config), then verify it with a replay into the server"}},
+           "with --target on a BatchPilot server: send the pick (PUT /v1/config), then verify it with a "
+           "replay into the server (other servers: restart them with the printed command)"}},
          runTune},
         {"plan",
          "plan a fleet: the fewest replicas (and router) meeting an SLO in each window of a trace, in "

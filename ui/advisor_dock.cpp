@@ -433,8 +433,13 @@ void AdvisorDock::updateButtons()
     const bool running = m_search->running();
     m_run->setEnabled(!running && m_source->currentIndex() >= 0 && m_calibration->currentIndex() >= 0);
     m_cancel->setEnabled(running);
-    m_apply->setEnabled(!running && m_result && m_model->rowCount() > 0);
-    m_verifyPanel->verifyButton()->setEnabled(!running && m_result && m_result->run &&
+    // A remote server's model (vLLM, TGI, SGLang, Triton) is not this
+    // engine: its pick is applied on that server (tune --target prints how).
+    const bool embedded =
+        m_result && (m_result->tune.candidates.empty() ||
+                     m_result->tune.candidates.front().config.server.kind == ServerKind::BatchPilot);
+    m_apply->setEnabled(!running && m_result && embedded && m_model->rowCount() > 0);
+    m_verifyPanel->verifyButton()->setEnabled(!running && m_result && embedded && m_result->run &&
                                               m_model->rowCount() > 0);
 }
 

@@ -1,6 +1,7 @@
 #include "advisor_search.h"
 
 #include "engine/sim/calibration_store.h"
+#include "engine/sim/remote_settings.h"
 
 namespace bp::ui {
 
@@ -31,6 +32,16 @@ Result<AdvisorResult> runSearch(const std::shared_ptr<TraceStore> &store, const 
     TuneRequest tr;
     tr.source.source = request.source;
     tr.source.config = request.base;
+    if (cal->remote &&
+        parseServerKind(cal->remote->server).value_or(ServerKind::BatchPilot) != ServerKind::BatchPilot) {
+        // A remote vLLM, TGI, SGLang or Triton server: its own knobs on its
+        // scheduler model, from its settings as calibrated (docs/remote.md).
+        auto base = serverCurrentConfig(cal->remote->server, cal->remote->settings,
+                                        cal->remote->limits.kvCapacityTokens);
+        if (!base)
+            return base.status();
+        tr.source.config = *base;
+    }
     tr.source.speed = request.speed;
     tr.source.lengthScale = request.lengthScale;
     tr.source.limit = request.limit;

@@ -110,14 +110,16 @@ QString recommendationHtml(const ReportData &d, const QString &tableOpen, const 
                     {"goodput (req/s)", "goodput_rps", 1},
                     {"latency p50 (ms)", "p50_ms", 2},
                     {"latency p99 (ms)", "p99_ms", 2},
+                    {"TTFT p50 (ms)", "ttft_p50_ms", 2},
                     {"TTFT p99 (ms)", "ttft_p99_ms", 2},
+                    {"TPOT p50 (ms)", "tpot_p50_ms", 2},
                     {"TPOT p99 (ms)", "tpot_p99_ms", 2},
                     {"mean batch", "mean_batch", 1},
                     {"SLO met", "slo_met", 0}};
         for (const auto &row : rows) {
             if (predicted.value(row.key, nlohmann::json()).is_number() &&
                 predicted[row.key].get<double>() == 0 &&
-                (std::string(row.key) == "ttft_p99_ms" || std::string(row.key) == "tpot_p99_ms"))
+                (std::string(row.key).rfind("ttft_", 0) == 0 || std::string(row.key).rfind("tpot_", 0) == 0))
                 continue; // nothing generated
             h += QStringLiteral("<tr><td class=\"label\">%1</td><td class=\"num\">%2</td>")
                      .arg(QString::fromUtf8(row.label), figure(predicted, row.key, row.decimals));

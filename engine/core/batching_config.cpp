@@ -79,7 +79,7 @@ Status validate(const BatchingConfig &c)
     for (const Knob &k : knobs())
         if (Status s = checkKnob(k, c); !s)
             return s;
-    return Status::ok();
+    return validateServerModel(c.server, c.policy == PolicyKind::Continuous, c.maxBatchSize);
 }
 
 std::string formatDuration(Duration d)
@@ -101,6 +101,8 @@ std::string formatDuration(Duration d)
 
 std::string describeConfig(const BatchingConfig &c)
 {
+    if (c.server.kind != ServerKind::BatchPilot && c.server.kind != ServerKind::Triton)
+        return describeServerModel(c.server); // the server's knobs, not BatchPilot's
     std::string s(policyName(c.policy));
     auto add = [&s](std::string_view key, const std::string &value) {
         s += ' ';
@@ -153,6 +155,8 @@ std::string describeConfig(const BatchingConfig &c)
     }
     if (c.cache.enabled)
         s += " cache";
+    if (c.server.kind == ServerKind::Triton) // "triton preferred_batch_size=[4,8] dynamic ..."
+        return describeServerModel(c.server) + " " + s;
     return s;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "clock.h"
+#include "server_model.h"
 #include "status.h"
 
 #include <cstdint>
@@ -161,6 +162,10 @@ struct BatchingConfig {
     ContinuousConfig continuous;
     PrefixCacheConfig prefixCache;
     GoodputConfig goodput;
+    // The server whose scheduler runs (engine/core/server_model.h):
+    // BatchPilot's own by default; a model of vLLM, TGI, SGLang or Triton
+    // when simulating a remote server. Not a knob of /v1/config.
+    ServerModelConfig server;
 
     bool operator==(const BatchingConfig &) const = default;
 

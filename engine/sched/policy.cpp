@@ -45,10 +45,26 @@ Decision decideDynamic(std::span<const QueueView> queues, const BatchingConfig &
         const QueueView &q = queues[std::size_t(i)];
         if (q.size == 0)
             continue;
-        const std::size_t fill = std::size_t(q.fill > 0 ? q.fill : c.maxBatchSize);
+        std::size_t fill = std::size_t(q.fill > 0 ? q.fill : c.maxBatchSize);
         const TimePoint due = q.oldestArrival + q.delay.value_or(c.maxQueueDelay);
         const Duration overdue = now - due;
         DispatchReason reason;
+        // Triton's dynamic batcher (dynamic_batch_scheduler.cc): batches grow
+        // to the largest preferred size; with fewer queued, the largest
+        // preferred size reached leaves at once, and the rest wait out
+        // max_queue_delay.
+        const std::vector<int> &preferred = c.server.triton.preferredBatchSize;
+        if (c.server.kind == ServerKind::Triton && !preferred.empty() && !q.isStatic) {
+            const auto largest = std::min(fill, std::size_t(preferred.back()));
+            std::size_t reached = 0;
+            for (int p : preferred)
+                if (std::size_t(p) <= q.size)
+                    reached = std::min(largest, std::size_t(p));
+            if (q.size < largest && reached > 0 && now < due)
+                fill = reached;
+            else
+                fill = largest;
+        }
         if (q.size >= fill)
             reason = q.isStatic ? DispatchReason::StaticFull : DispatchReason::Full;
         else if (now >= due)

@@ -2,6 +2,9 @@
 
 #include "batcher.h"
 #include "continuous_scheduler.h"
+#include "server_models/sglang_scheduler.h"
+#include "server_models/tgi_scheduler.h"
+#include "server_models/vllm_scheduler.h"
 
 namespace bp {
 
@@ -15,12 +18,23 @@ Status schedulerSupports(const BatchingConfig &config, const StepModel *steps, c
 
 bool sameSchedulerKind(const BatchingConfig &a, const BatchingConfig &b)
 {
-    return (a.policy == PolicyKind::Continuous) == (b.policy == PolicyKind::Continuous);
+    return (a.policy == PolicyKind::Continuous) == (b.policy == PolicyKind::Continuous) &&
+           a.server.kind == b.server.kind;
 }
 
 std::unique_ptr<Scheduler> makeScheduler(const BatchingConfig &config, ModelLimits limits, StepModel *steps,
                                          std::shared_ptr<UnitIds> ids)
 {
+    if (config.policy == PolicyKind::Continuous && steps) {
+        switch (config.server.kind) {
+        case ServerKind::Vllm: return std::make_unique<VllmScheduler>(config, limits, *steps, std::move(ids));
+        case ServerKind::Tgi: return std::make_unique<TgiScheduler>(config, limits, *steps, std::move(ids));
+        case ServerKind::Sglang:
+            return std::make_unique<SglangScheduler>(config, limits, *steps, std::move(ids));
+        case ServerKind::BatchPilot:
+        case ServerKind::Triton: break;
+        }
+    }
     if (config.policy == PolicyKind::Continuous && steps)
         return std::make_unique<ContinuousScheduler>(config, limits, *steps, std::move(ids));
     return std::make_unique<Batcher>(config, limits, std::move(ids));

@@ -1,5 +1,7 @@
 #include "remote_settings.h"
 
+#include "engine/config/server_command.h"
+
 #include "engine/config/config_json.h"
 #include "engine/config/knobs.h"
 
@@ -276,6 +278,21 @@ Result<ServerSettings> batchpilotSettings(const nlohmann::json &config, const nl
         s.source += " + GET /v1/models";
     }
     return s;
+}
+
+Result<BatchingConfig> serverCurrentConfig(const std::string &server, const ServerSettings &settings,
+                                           std::optional<double> kvCapacityTokens)
+{
+    const std::optional<ServerKind> kind = parseServerKind(server);
+    if (!kind || *kind == ServerKind::BatchPilot)
+        return applyKnobValues(settings.knobs);
+    std::optional<std::int64_t> kv = settings.kvCapacityTokens;
+    if (!kv && kvCapacityTokens && *kvCapacityTokens > 0)
+        kv = std::int64_t(*kvCapacityTokens);
+    BatchingConfig c = serverConfigFromSettings(*kind, settings.settings, kv);
+    if (Status s = validate(c); !s)
+        return Status(s.code(), server + "'s settings as read: " + s.message());
+    return c;
 }
 
 } // namespace bp

@@ -51,6 +51,15 @@ struct ServerSettings {
 nlohmann::json toJson(const ServerSettings &s);
 Result<ServerSettings> serverSettingsFromJson(const nlohmann::json &j);
 
+// The config that simulates `server` (its kind's name) as `settings` set
+// it: for vLLM, TGI, SGLang and Triton their scheduler model with the
+// server's knobs (engine/config/server_command.h; the KV capacity the
+// settings or `kvCapacityTokens`, the calibration's measure, give); for
+// BatchPilot (or an unknown kind) the knobs it published. InvalidArgument
+// when the settings do not make a valid config.
+Result<BatchingConfig> serverCurrentConfig(const std::string &server, const ServerSettings &settings,
+                                           std::optional<double> kvCapacityTokens);
+
 // From import-config's reading of a file.
 ServerSettings settingsFromImport(const ImportedConfig &imported, const std::string &source);
 

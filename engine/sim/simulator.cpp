@@ -3,6 +3,7 @@
 #include "sim_replica.h"
 
 #include "engine/sched/continuous_scheduler.h"
+#include "engine/sched/server_models/step_books.h"
 #include "engine/workload/prefix_tokens.h"
 
 #include <algorithm>
@@ -329,6 +330,8 @@ struct Simulator::Impl {
             MutexLock lock(r->core.mutex());
             if (const auto *c = dynamic_cast<const ContinuousScheduler *>(&r->core.schedulerLocked()))
                 r->fig.preemptions = c->preemptions();
+            else if (const auto *m = dynamic_cast<const StepBooks *>(&r->core.schedulerLocked()))
+                r->fig.preemptions = m->preemptions(); // a server model's (vLLM, SGLang)
             out.preemptions += r->fig.preemptions;
             out.replicas.push_back(r->fig);
         }

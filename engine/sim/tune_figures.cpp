@@ -166,6 +166,12 @@ TuneFigures figuresOf(std::span<const TuneSample> samples, std::size_t requests,
 
 std::string candidateLabel(const BatchingConfig &c)
 {
+    if (c.server.kind != ServerKind::BatchPilot)
+        return describeServerModel(c.server) +
+               (c.server.kind == ServerKind::Triton
+                    ? " max_batch_size=" + std::to_string(c.maxBatchSize) + " max_queue_delay_microseconds=" +
+                          std::to_string(std::llround(toMicros(c.maxQueueDelay)))
+                    : std::string());
     std::string s;
     switch (c.policy) {
     case PolicyKind::None: s = "none"; break;

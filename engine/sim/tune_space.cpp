@@ -26,6 +26,8 @@ Space::Space(const TuneOptions &options) : o(options)
 
 std::optional<BatchingConfig> Space::makeConfig(const Point &p) const
 {
+    if (p.server != ServerKind::BatchPilot)
+        return serverConfig(o, p);
     BatchingConfig c = o.base;
     c.policy = p.policy;
     c.instances = p.instances;
@@ -79,6 +81,8 @@ std::vector<Point> Space::grid() const
     using std::chrono::microseconds;
     const std::vector<Duration> delays = {microseconds(500),  microseconds(1000),  microseconds(2000),
                                           microseconds(5000), microseconds(10000), microseconds(20000)};
+    if (o.base.server.kind != ServerKind::BatchPilot)
+        return serverGrid(o, longest);
     std::vector<Point> points;
     for (int inst = 1; inst <= o.maxInstances; ++inst) {
         points.push_back({PolicyKind::None, false, 1, {}, inst, 0, 0});
@@ -107,6 +111,8 @@ std::vector<Point> Space::grid() const
 
 std::vector<Point> neighbours(const Point &p, const Steps &s, int maxInstances)
 {
+    if (p.server != ServerKind::BatchPilot)
+        return serverNeighbours(p, s);
     std::vector<Point> out;
     auto add = [&](Point q) { out.push_back(q); };
     if (p.policy != PolicyKind::None) {

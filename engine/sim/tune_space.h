@@ -19,7 +19,19 @@ struct Point {
     int instances = 1;
     int buckets = 0;  // bucketed: the advisor's bucket count
     int tokens = 512; // continuous: max_num_batched_tokens
+    // A server model's point (tune_space_servers.cpp): its kind, and the
+    // knobs the fields above do not name (what each field means per server
+    // is listed there).
+    ServerKind server = ServerKind::BatchPilot;
+    double ratio = 0;  // tgi waiting_served_ratio, sglang schedule_conservativeness
+    bool flag = false; // vllm enable_chunked_prefill, triton preferred sizes {b/2, b}
 };
+
+// The search space of a server model (o.base.server.kind is not BatchPilot):
+// that server's knobs under their own meaning, one instance (the server's
+// replicas are not a scheduler knob).
+std::vector<Point> serverGrid(const TuneOptions &o, int longest);
+std::optional<BatchingConfig> serverConfig(const TuneOptions &o, const Point &p);
 
 struct Space {
     const TuneOptions &o;
@@ -48,5 +60,6 @@ struct Steps {
 
 // The points one step away from `p`.
 std::vector<Point> neighbours(const Point &p, const Steps &s, int maxInstances);
+std::vector<Point> serverNeighbours(const Point &p, const Steps &s);
 
 } // namespace bp::tuning

@@ -77,6 +77,32 @@ Status setTuningVerification(const TraceStore &store, std::int64_t id, std::int6
     return {};
 }
 
+Status setTuningTarget(const TraceStore &store, std::int64_t id, const nlohmann::json &target)
+{
+    auto db = store::openConnection(store.path());
+    if (!db)
+        return db.status();
+    auto read = db->prepare("SELECT result FROM tunings WHERE id = ?");
+    if (!read)
+        return read.status();
+    read->bind(1, id);
+    if (const int rc = read->step(); rc != SQLITE_ROW)
+        return rc == SQLITE_DONE ? Status(StatusCode::NotFound, "no tuning " + std::to_string(id))
+                                 : db->error(rc, "read a tuning result");
+    auto result = nlohmann::json::parse(read->textAt(0), nullptr, false);
+    if (result.is_discarded())
+        return Status(StatusCode::Internal, "tuning " + std::to_string(id) + " is not valid JSON");
+    result["target"] = target;
+    auto st = db->prepare("UPDATE tunings SET result = ? WHERE id = ?");
+    if (!st)
+        return st.status();
+    st->bind(1, result.dump());
+    st->bind(2, id);
+    if (const int rc = st->step(); rc != SQLITE_DONE)
+        return db->error(rc, "store a tuning's target");
+    return {};
+}
+
 Result<std::vector<StoredTuning>> tuningsForSession(const TraceStore &store, std::int64_t sessionId)
 {
     auto db = store::openConnection(store.path());

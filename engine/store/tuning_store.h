@@ -41,6 +41,9 @@ Result<std::int64_t> saveTuning(const TraceStore &store, const StoredTuning &t);
 // (result["verification"]).
 Status setTuningVerification(const TraceStore &store, std::int64_t id, std::int64_t sessionId,
                              const nlohmann::json &verification);
+// Sets result["target"] of tuning `id`: the remote server tuned, its
+// current settings and the pick in the server's own syntax.
+Status setTuningTarget(const TraceStore &store, std::int64_t id, const nlohmann::json &target);
 // The tunings that session `sessionId` verified or was the source of,
 // newest first.
 Result<std::vector<StoredTuning>> tuningsForSession(const TraceStore &store, std::int64_t sessionId);

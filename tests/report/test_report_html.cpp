@@ -6,6 +6,7 @@
 
 #include "app/report/report_builder.h"
 #include "app/report/report_html.h"
+#include "engine/store/tuning_store.h"
 
 #include <QRegularExpression>
 #include <QXmlStreamReader>
@@ -56,8 +57,9 @@ private slots:
         QVERIFY(html.startsWith("<!DOCTYPE html>"));
         QVERIFY(html.size() > 5000);
         const QString lower = html.toLower();
-        for (const char *needle : {"http://", "https://", "//cdn", "url(", "@import", "<script", "<link", "<iframe",
-                                   "<object", "<embed", "<img", "src=", "href=", "xlink:", "file:", "data:"})
+        for (const char *needle :
+             {"http://", "https://", "//cdn", "url(", "@import", "<script", "<link", "<iframe", "<object",
+              "<embed", "<img", "src=", "href=", "xlink:", "file:", "data:"})
             QVERIFY2(!lower.contains(QLatin1String(needle)), needle);
         // any scheme followed by "//" (ftp://, ws://, ...) or a protocol-relative URL in an attribute
         static const QRegularExpression scheme(QStringLiteral("[a-z][a-z0-9+.-]*://"));
@@ -76,7 +78,7 @@ private slots:
             while (!xml.atEnd())
                 xml.readNext();
             QVERIFY2(!xml.hasError(), qPrintable(xml.errorString() + "\n" + svg.left(400)));
-            QVERIFY(svg.contains("<path d=\"M"));            // a data line
+            QVERIFY(svg.contains("<path d=\"M"));              // a data line
             QVERIFY(svg.contains("stroke-dasharray=\"4 3\"")); // the config marker
             QVERIFY(svg.contains(">v2</text>"));
             QVERIFY(svg.contains("max_batch_size 8→16"));
@@ -90,8 +92,9 @@ private slots:
         const QString html = htmlOf(*f->store, f->live);
         const SessionSummary s = f->store->summary(f->live).value();
         QVERIFY(html.contains(QStringLiteral("<td class=\"num\">%1</td>").arg(s.requests)));
-        for (const char *label : {"Time to first token", "Queue wait", "Compute", "Padding efficiency", "Mean batch size",
-                                  "Timeouts", "Rejected", "Dropped trace rows", "Config timeline", "builtin:echo"})
+        for (const char *label :
+             {"Time to first token", "Queue wait", "Compute", "Padding efficiency", "Mean batch size",
+              "Timeouts", "Rejected", "Dropped trace rows", "Config timeline", "builtin:echo"})
             QVERIFY2(html.contains(QLatin1String(label)), label);
         QVERIFY(html.contains("max_batch_size 8→16")); // the timeline's change
         // generation: TPOT and goodput with the SLO it was judged against
@@ -126,6 +129,42 @@ private slots:
         for (int i = 0; i < 4; ++i)
             QVERIFY(html.contains(QStringLiteral("src=\"%1\"").arg(report::chartImageName(i))));
         QVERIFY(!html.contains("<svg"));
+    }
+
+    // Last: it adds a tuning verified by the replay session (issue 24 §5).
+    void recommendationShowsPredictedAgainstMeasuredForAVerification()
+    {
+        StoredTuning t;
+        t.verifySessionId = f->replay;
+        t.slo = "ttft_p99 <= 500ms";
+        t.objective = "goodput";
+        const nlohmann::json predicted = {
+            {"throughput_rps", 20.0}, {"goodput_rps", 18.0},  {"p50_ms", 100.0},    {"p99_ms", 300.0},
+            {"ttft_p50_ms", 40.0},    {"ttft_p99_ms", 120.0}, {"tpot_p50_ms", 8.0}, {"tpot_p99_ms", 12.0},
+            {"mean_batch", 4.0},      {"slo_met", true}};
+        nlohmann::json measured = predicted;
+        measured["ttft_p50_ms"] = 50.0; // predicted 20% low
+        measured["tpot_p50_ms"] = 10.0; // predicted 20% low
+        measured["goodput_rps"] = 20.0; // predicted 10% low
+        t.result = {{"recommended", {{"label", "vllm max_num_seqs=64"}, {"predicted", predicted}}},
+                    {"verification", {{"session_id", f->replay}, {"measured", measured}}}};
+        auto id = saveTuning(*f->store, t);
+        QVERIFY2(id, id.status().message().c_str());
+        const QString html = htmlOf(*f->store, f->replay);
+        QVERIFY(html.contains("<h2>Recommendation</h2>"));
+        QVERIFY(html.contains("This session is the real-clock replay that verified it."));
+        QVERIFY(html.contains("<th>predicted</th><th>measured</th><th>error</th>"));
+        for (const char *row :
+             {"TTFT p50 (ms)</td><td class=\"num\">40.00</td><td class=\"num\">50.00</td>"
+              "<td class=\"num\">-20%</td>",
+              "TPOT p50 (ms)</td><td class=\"num\">8.00</td><td class=\"num\">10.00</td>"
+              "<td class=\"num\">-20%</td>",
+              "TTFT p99 (ms)</td><td class=\"num\">120.00</td><td class=\"num\">120.00</td>",
+              "TPOT p99 (ms)</td><td class=\"num\">12.00</td>",
+              "goodput (req/s)</td><td class=\"num\">18.0</td><td class=\"num\">20.0</td>"
+              "<td class=\"num\">-10%</td>",
+              "throughput (req/s)</td><td class=\"num\">20.0</td><td class=\"num\">20.0</td>"})
+            QVERIFY2(html.contains(QString::fromUtf8(row)), row);
     }
 };
 
