@@ -116,12 +116,9 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
     };
 
     m_interval.reset();
-    std::vector<SimArrival> arrivals = source->arrivals();
-    if (m_replicas > 1 && m_router.policy == RouterPolicy::PrefixAffinity &&
-        o.source.kind == ReplaySource::Kind::Trace)
-        if (auto ids = m_store->traceHashIds(o.source.id); ids && !ids->empty())
-            for (std::size_t i = 0; i < arrivals.size() && o.skip + i < ids->size(); ++i)
-                arrivals[i].prefixKey = prefixKeyOf((*ids)[o.skip + i]);
+    // A trace's prefix blocks ride on each arrival (SimArrival::blocks):
+    // prefix-affinity routing keys on them.
+    const std::vector<SimArrival> arrivals = source->arrivals();
     const SimOutcome sim = Simulator(so).run(arrivals);
     if (const auto spread = fitSpread(cal, plan->config.policy); spread && !sim.cancelled)
         m_interval = simulatedInterval(so, arrivals, *spread);
