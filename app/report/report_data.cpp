@@ -1,6 +1,10 @@
 #include "report_data.h"
 
+#include "engine/store/schema.h"
+#include "engine/store/sqlite_db.h"
 #include "engine/store/trace_store.h"
+
+#include <sqlite3.h>
 
 #include <algorithm>
 
@@ -21,46 +25,74 @@ Percentiles percentiles(std::vector<std::int64_t> values)
     return p;
 }
 
+// Reads a session's request and batch rows one at a time on a connection of
+// its own (WAL: beside the store's), so a report on a session of millions of
+// rows holds a few integers per completed request, never the records.
+struct RecordScan {
+    sqlite::Connection db;
+    std::int64_t session;
+
+    template <typename Row> Status forEach(const char *sql, const char *what, Row row)
+    {
+        auto st = db.prepare(sql);
+        if (!st)
+            return st.status();
+        st->bind(1, session);
+        int rc;
+        while ((rc = st->step()) == SQLITE_ROW)
+            row(*st);
+        return rc == SQLITE_DONE ? Status::ok() : db.error(rc, what);
+    }
+};
+
 // The largest batch dispatched in each sample's interval (previous sample,
 // this sample]; batches after the last sample count towards the last one.
-std::vector<int> largestBatchPerSample(const std::vector<MetricSample> &samples,
-                                       const std::vector<StoredBatch> &batches)
+Result<std::vector<int>> largestBatchPerSample(RecordScan &scan, const std::vector<MetricSample> &samples)
 {
     std::vector<int> out(samples.size(), 0);
     if (samples.empty())
         return out;
-    for (const StoredBatch &b : batches) {
-        auto it = std::lower_bound(samples.begin(), samples.end(), b.dispatched,
-                                   [](const MetricSample &s, Duration t) { return s.at < t; });
-        const std::size_t i = it == samples.end() ? samples.size() - 1 : std::size_t(it - samples.begin());
-        out[i] = std::max(out[i], b.size);
-    }
+    Status s =
+        scan.forEach("SELECT dispatched_ns, size FROM batches WHERE session_id = ?", "read batch sizes",
+                     [&](const sqlite::Statement &st) {
+                         const Duration at(st.int64At(0));
+                         auto it =
+                             std::lower_bound(samples.begin(), samples.end(), at,
+                                              [](const MetricSample &m, Duration t) { return m.at < t; });
+                         const std::size_t i =
+                             it == samples.end() ? samples.size() - 1 : std::size_t(it - samples.begin());
+                         out[i] = std::max(out[i], int(st.int64At(1)));
+                     });
+    if (!s)
+        return s;
     return out;
 }
 
 } // namespace
 
-ExtraFigures extraFigures(const std::vector<StoredRequest> &requests)
+void ExtraFiguresBuilder::add(StatusCode status, Duration queueWait, Duration compute, Duration ttft,
+                              int outputTokens)
 {
-    ExtraFigures f;
-    std::vector<std::int64_t> wait, compute, ttft;
-    for (const StoredRequest &r : requests) {
-        if (r.status == StatusCode::DeadlineExceeded)
-            ++f.timeouts;
-        if (r.status != StatusCode::Ok)
-            continue;
-        wait.push_back(r.queueWait.count());
-        compute.push_back(r.compute.count());
-        f.generatedTokens += std::uint64_t(std::max(0, r.outputTokens));
-        if (r.outputTokens > 0 && r.timeToFirstToken.count() > 0)
-            ttft.push_back(r.timeToFirstToken.count());
-        if (r.outputTokens >= 2)
-            ++f.tpotRequests;
-    }
-    f.queueWaitP90Ms = percentiles(wait).p90Ms;
-    f.compute = percentiles(std::move(compute));
-    if (!ttft.empty())
-        f.ttft = percentiles(std::move(ttft));
+    if (status == StatusCode::DeadlineExceeded)
+        ++m_f.timeouts;
+    if (status != StatusCode::Ok)
+        return;
+    m_wait.push_back(queueWait.count());
+    m_compute.push_back(compute.count());
+    m_f.generatedTokens += std::uint64_t(std::max(0, outputTokens));
+    if (outputTokens > 0 && ttft.count() > 0)
+        m_ttft.push_back(ttft.count());
+    if (outputTokens >= 2)
+        ++m_f.tpotRequests;
+}
+
+ExtraFigures ExtraFiguresBuilder::finish() &&
+{
+    ExtraFigures f = m_f;
+    f.queueWaitP90Ms = percentiles(std::move(m_wait)).p90Ms;
+    f.compute = percentiles(std::move(m_compute));
+    if (!m_ttft.empty())
+        f.ttft = percentiles(std::move(m_ttft));
     return f;
 }
 
@@ -82,26 +114,36 @@ Result<ReportData> loadReportData(const TraceStore &store, std::int64_t sessionI
     auto samples = store.metricSamples(sessionId);
     if (!samples)
         return samples.status();
-    auto requests = store.requests(sessionId);
-    if (!requests)
-        return requests.status();
-    auto batches = store.batches(sessionId);
-    if (!batches)
-        return batches.status();
+    auto db = store::openConnection(store.path());
+    if (!db)
+        return db.status();
+    RecordScan scan{std::move(*db), sessionId};
+    ExtraFiguresBuilder extra;
+    Duration first = Duration::max(), last = Duration::min();
+    Status read = scan.forEach(
+        "SELECT status, queue_wait_ns, compute_ns, ttft_ns, output_tokens, arrival_ns, total_ns "
+        "FROM requests WHERE session_id = ?",
+        "read requests", [&](const sqlite::Statement &st) {
+            extra.add(parseStatusCode(st.textAt(0)).value_or(StatusCode::Internal), Duration(st.int64At(1)),
+                      Duration(st.int64At(2)), Duration(st.int64At(3)), int(st.int64At(4)));
+            const Duration arrival(st.int64At(5));
+            first = std::min(first, arrival);
+            last = std::max(last, arrival + Duration(st.int64At(6)));
+        });
+    if (!read)
+        return read;
+    auto largest = largestBatchPerSample(scan, *samples);
+    if (!largest)
+        return largest.status();
 
     ReportData d;
     d.session = std::move(*session);
     d.summary = std::move(*summary);
-    d.extra = extraFigures(*requests);
+    d.extra = std::move(extra).finish();
     d.configHistory = std::move(*history);
-    d.maxBatchSize = largestBatchPerSample(*samples, *batches);
+    d.maxBatchSize = std::move(*largest);
     d.samples = std::move(*samples);
-    if (!requests->empty()) {
-        Duration first = Duration::max(), last = Duration::min();
-        for (const StoredRequest &r : *requests) {
-            first = std::min(first, r.arrival);
-            last = std::max(last, r.arrival + r.total);
-        }
+    if (first <= last) {
         d.firstArrivalS = toSeconds(first);
         d.lastCompletionS = toSeconds(last);
     }

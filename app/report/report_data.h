@@ -10,9 +10,12 @@
 //  - generation (when the session generated tokens): TPOT percentiles and
 //    goodput with the SLO it was judged against are summary()'s;
 //  - the figures summary() does not have (queue wait p90, compute and time
-//    to first token percentiles, timeouts) are computed here from
-//    TraceStore::requests() with the store's own definitions: completed
-//    (status ok) requests, nearest-rank percentiles (bp::nearestRank);
+//    to first token percentiles, timeouts) are computed here with the
+//    store's own definitions: completed (status ok) requests, nearest-rank
+//    percentiles (bp::nearestRank). The request and batch rows are read one
+//    at a time on a connection of the report's own: a session of millions
+//    of rows costs a few integers per completed request (issue 26 item 3),
+//    never its records;
 //  - the time series are the session's metric samples, the markers its
 //    config history;
 //  - for a replay of a recorded session, the source's summary and the
@@ -84,8 +87,16 @@ struct ReportData {
 // is); takes as long as reading the session's records.
 Result<ReportData> loadReportData(const TraceStore &store, std::int64_t sessionId);
 
-// The figures of ExtraFigures from a session's request records (exposed for
-// tests that check them against the records independently).
-ExtraFigures extraFigures(const std::vector<StoredRequest> &requests);
+// ExtraFigures from a session's requests, given one at a time (the report
+// streams them from the store; tests can feed records).
+class ExtraFiguresBuilder {
+public:
+    void add(StatusCode status, Duration queueWait, Duration compute, Duration ttft, int outputTokens);
+    ExtraFigures finish() &&;
+
+private:
+    ExtraFigures m_f;
+    std::vector<std::int64_t> m_wait, m_compute, m_ttft; // completed requests only
+};
 
 } // namespace bp::report
