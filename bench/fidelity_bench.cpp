@@ -57,6 +57,11 @@ const StageOptions &fidelityStage()
                  "the table's cost noise: the prediction, x the mean residual, or x a residual drawn "
                  "(seeded; default)"},
                 {"full-grid", "", "calibrate with the full grid instead of the quick one"},
+                {"prefix", "",
+                 "one prefix-heavy trace instead (a shared system prompt, then 16-48 own tokens) under "
+                 "continuous "
+                 "with the KV prefix cache off, on, and on under a KV budget; prints the hit rates too"},
+                {"system-prompt", "N", "--prefix: the shared system prompt's tokens (default 128)"},
                 {"db", "FILE", "keep the sessions in this trace database (default: a temporary one)"},
                 {"json", "FILE", "write the table as JSON"},
             });
@@ -135,7 +140,16 @@ int runFidelityBench(const Args &args)
         return 1 / toSeconds(cal->cost.batchCost(1, int(std::lround(meanIn)), want).run);
     };
     std::vector<std::pair<std::string, std::vector<TraceRow>>> traces;
-    {
+    const bool prefixMode = args.has("prefix");
+    PrefixTrace prefixed; // --prefix: the trace's blocks
+    if (prefixMode) {
+        const int system = int(args.num("system-prompt", 128));
+        prefixed = sharedPromptTrace(1000, 1, system, 7);
+        const double rate = load * capacityAt(prefixed.rows);
+        const std::size_t n = std::max<std::size_t>(20, std::size_t(rate * seconds));
+        prefixed = sharedPromptTrace(n, rate, system, 7);
+        traces.push_back({"prefix", fitTrace(prefixed.rows, seconds, 1, info)});
+    } else {
         // the Azure rows, lengths scaled, and as many as `load` of capacity takes in `seconds`
         auto sized = fitTrace(azure->rows, 1, lengthScale, info);
         const double rate = load * capacityAt(sized);
@@ -191,16 +205,23 @@ int runFidelityBench(const Args &args)
     std::vector<double> floorErrors; // --repeat-real: second real run vs first
     const bool repeatReal = args.has("repeat-real");
     const bool steps = (*backend)->steps() != nullptr && info.generative;
+    if (prefixMode && !steps) {
+        std::fprintf(stderr,
+                     "fidelity: --prefix needs a decoder with step-level generation (policy continuous)\n");
+        return 2;
+    }
     for (auto &[traceName, traceRows] : traces) {
         int longest = 1;
         for (const TraceRow &r : traceRows)
             longest = std::max(longest, r.inputTokens);
-        auto added = (*store)->addTrace(traceName, "", TraceFormat::Plain, traceRows);
+        auto added = prefixMode ? (*store)->addTrace(traceName, "", TraceFormat::Mooncake, traceRows, 0,
+                                                     prefixed.ids, prefixed.blockTokens)
+                                : (*store)->addTrace(traceName, "", TraceFormat::Plain, traceRows);
         if (!added) {
             std::fprintf(stderr, "fidelity: %s\n", added.status().message().c_str());
             return 1;
         }
-        auto configs = fidelityConfigs(longest, steps);
+        auto configs = prefixMode ? prefixConfigs() : fidelityConfigs(longest, steps);
         if (args.has("configs"))
             configs.resize(std::min(configs.size(), std::size_t(std::max(1.0, args.num("configs", 20)))));
         std::vector<std::int64_t> realSessions;
@@ -341,6 +362,8 @@ int runFidelityBench(const Args &args)
                         worstWhere = traceName + " / " + nc.name + " / " + metric;
                     }
                 }
+                row["real"]["prefix_hit_rate"] = a.prefixCacheHitRate;
+                row["simulated"]["prefix_hit_rate"] = b.prefixCacheHitRate;
                 rows.push_back(row);
                 std::string tokenText;
                 if (info.generative) {
@@ -354,6 +377,10 @@ int runFidelityBench(const Args &args)
                             traceName.c_str(), nc.name.c_str(), a.throughputRps, b.throughputRps,
                             100 * cell[0].second, a.latencyP50Ms, b.latencyP50Ms, 100 * cell[1].second,
                             a.latencyP99Ms, b.latencyP99Ms, 100 * cell[2].second, tokenText.c_str());
+                if (prefixMode)
+                    std::printf("%-7s %-20s prefix hit rate real %.1f%%, simulated %.1f%% (%+.1f points)\n",
+                                "", "", 100 * a.prefixCacheHitRate, 100 * b.prefixCacheHitRate,
+                                100 * (b.prefixCacheHitRate - a.prefixCacheHitRate));
                 std::fflush(stdout);
             }
         }

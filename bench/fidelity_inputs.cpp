@@ -150,4 +150,50 @@ std::vector<TraceRow> burstyRows(std::size_t n, double rate, int maxLength, std:
     return rows;
 }
 
+std::vector<NamedConfig> prefixConfigs()
+{
+    std::vector<NamedConfig> out;
+    for (int variant = 0; variant < 3; ++variant) {
+        BatchingConfig c;
+        c.queueCapacity = 100000;
+        c.policy = PolicyKind::Continuous;
+        c.continuous.maxNumSeqs = 16;
+        c.continuous.maxNumBatchedTokens = 256;
+        c.continuous.prefillChunk = 64;
+        c.prefixCache.enabled = variant > 0;
+        c.prefixCache.blockTokens = 16;
+        if (variant == 2) {
+            c.continuous.maxNumSeqs = 8;
+            c.continuous.kvCacheTokens = 1024;
+        }
+        out.push_back({variant == 0   ? "continuous s16"
+                       : variant == 1 ? "continuous s16 +prefix"
+                                      : "continuous s8 kv1k +prefix",
+                       c});
+    }
+    return out;
+}
+
+PrefixTrace sharedPromptTrace(std::size_t n, double rate, int systemTokens, std::uint64_t seed)
+{
+    std::mt19937_64 rng(seed);
+    std::exponential_distribution<double> gap(rate);
+    std::uniform_int_distribution<int> own(16, 48), out(8, 24);
+    PrefixTrace t;
+    const int shared = std::max(0, systemTokens) / t.blockTokens;
+    double at = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        at += i ? gap(rng) : 0;
+        const int mine = own(rng);
+        t.rows.push_back({at, shared * t.blockTokens + mine, out(rng)});
+        PrefixBlocks ids;
+        for (int k = 0; k < shared; ++k)
+            ids.push_back(k + 1);
+        for (int k = 0; k * t.blockTokens < mine; ++k)
+            ids.push_back(std::int64_t(1'000'000 + 16 * i + std::size_t(k)));
+        t.ids.push_back(std::move(ids));
+    }
+    return t;
+}
+
 } // namespace bp::bench

@@ -5,6 +5,7 @@
 
 #include "engine/core/batching_config.h"
 #include "engine/model/backend.h"
+#include "engine/workload/trace_csv.h"
 #include "engine/workload/trace_rows.h"
 
 #include <cstdint>
@@ -48,5 +49,21 @@ std::vector<TraceRow> fitTrace(std::vector<TraceRow> rows, double seconds, doubl
 // On/off bursts: `rate` on average, three times that for 0.3 s, then a
 // quiet stretch; lengths log-uniform.
 std::vector<TraceRow> burstyRows(std::size_t n, double rate, int maxLength, std::uint64_t seed);
+
+// --prefix (issue 25 item 4): policy continuous with the KV prefix cache
+// off, on (block 16) and on under a KV budget that evicts.
+std::vector<NamedConfig> prefixConfigs();
+
+// A shared system prompt: every request starts with the same
+// `systemTokens` (16-token blocks, hash ids 1, 2, ...), then 16-48 tokens of
+// its own (blocks of ids of its own) and wants 8-24 new tokens; Poisson
+// arrivals at `rate`. A trace whose reuse the replayer and the simulator
+// both see (prefix_tokens.h).
+struct PrefixTrace {
+    std::vector<TraceRow> rows;
+    std::vector<PrefixBlocks> ids;
+    int blockTokens = 16;
+};
+PrefixTrace sharedPromptTrace(std::size_t n, double rate, int systemTokens, std::uint64_t seed);
 
 } // namespace bp::bench

@@ -66,14 +66,28 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
             decodeTokens += r.outputTokens;
         }
     const double meanContext = decodeTokens > 0 ? contextSum / decodeTokens : 0;
+    // Prefix caching: a request's cached prompt tokens skipped prefill (the
+    // step rows count only the tokens fed), but its first prompt chunk
+    // attends to them. That chunk ran in the step dispatched when it first
+    // joined (arrival + queue wait, exactly): its row's chunks attend to
+    // their mean share of the cached tokens of the requests that joined then.
+    std::map<Duration, std::int64_t> cachedAtJoin;
+    for (const StoredRequest &r : *requests)
+        if (r.cachedTokens > 0)
+            cachedAtJoin[r.arrival + r.queueWait] += r.cachedTokens;
     auto stepShapeOf = [&](const StoredBatch &b) {
         StepShape shape;
         if (b.decodeTokens + b.prefillTokens > 0) {
             shape.decodes = b.decodeTokens;
             shape.prefills = std::max(0, b.size - b.decodeTokens);
             shape.prefillTokens = b.prefillTokens;
-            if (shape.prefills > 0)
+            if (shape.prefills > 0) {
                 shape.prefillAttention = shape.prefillTokens * shape.prefillTokens / shape.prefills;
+                if (const auto c = cachedAtJoin.find(b.dispatched); c != cachedAtJoin.end()) {
+                    shape.prefillAttention += shape.prefillTokens * c->second / shape.prefills;
+                    cachedAtJoin.erase(c); // one step per dispatch time
+                }
+            }
         } else {
             shape.decodes = b.paddedLength > 1 ? b.size - 1 : b.size;
             if (b.paddedLength > 1) {

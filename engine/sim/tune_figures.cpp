@@ -200,6 +200,8 @@ std::string candidateLabel(const BatchingConfig &c)
     case PolicyKind::Continuous:
         s = "continuous seqs" + std::to_string(c.continuous.maxNumSeqs) + " tok" +
             std::to_string(c.continuous.maxNumBatchedTokens);
+        if (c.prefixCache.enabled)
+            s += " prefix" + std::to_string(c.prefixCache.blockTokens);
         break;
     }
     return s + " x" + std::to_string(c.instances);

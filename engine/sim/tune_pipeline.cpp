@@ -188,6 +188,7 @@ Result<TuneResult> searchConfigs(const TuneSource &source, const Calibration &ca
                          .inputLengths = source.inputLengths(),
                          .maxLength = calibration.maxSequenceLength,
                          .generative = calibration.generative,
+                         .prefixBlockTokens = source.plan.blockTokens,
                          .threads = settings.threads,
                          .progress = progress,
                          .cancel = cancel};

@@ -11,6 +11,7 @@ namespace {
 // The simulator runs `continuous` too (the real ContinuousScheduler over a
 // cost-model StepModel); it joins the search for generative models.
 constexpr bool kSimulatesContinuous = true;
+constexpr int kMaxPrefixBlock = 4096; // prefix_cache.block_tokens' range in the knob table
 
 } // namespace
 
@@ -69,6 +70,11 @@ std::optional<BatchingConfig> Space::makeConfig(const Point &p) const
     case PolicyKind::Continuous:
         c.continuous.maxNumSeqs = p.size;
         c.continuous.maxNumBatchedTokens = p.tokens;
+        // The cache off keeps the base's block size, so that every "off"
+        // point is one config (the search deduplicates configs).
+        c.prefixCache.enabled = p.prefixBlock > 0;
+        if (p.prefixBlock > 0)
+            c.prefixCache.blockTokens = p.prefixBlock;
         break;
     }
     if (!validate(c))
@@ -83,6 +89,12 @@ std::vector<Point> Space::grid() const
                                           microseconds(5000), microseconds(10000), microseconds(20000)};
     if (o.base.server.kind != ServerKind::BatchPilot)
         return serverGrid(o, longest);
+    // Continuous: the prefix cache off, on at the default block size, and on
+    // at the trace's own block size; the pattern search moves the block size.
+    std::vector<int> coarseBlocks = {0, PrefixCacheConfig{}.blockTokens};
+    if (o.prefixBlockTokens > 0 && o.prefixBlockTokens <= kMaxPrefixBlock &&
+        o.prefixBlockTokens != coarseBlocks.back())
+        coarseBlocks.push_back(o.prefixBlockTokens);
     std::vector<Point> points;
     for (int inst = 1; inst <= o.maxInstances; ++inst) {
         points.push_back({PolicyKind::None, false, 1, {}, inst, 0, 0});
@@ -104,12 +116,27 @@ std::vector<Point> Space::grid() const
         if (kSimulatesContinuous && o.generative)
             for (int s : {8, 16, 32, 64})
                 for (int t : {256, 1024})
-                    points.push_back({PolicyKind::Continuous, false, s, {}, inst, 0, t});
+                    for (int block : coarseBlocks) {
+                        Point p{PolicyKind::Continuous, false, s, {}, inst, 0, t};
+                        p.prefixBlock = block;
+                        points.push_back(p);
+                    }
     }
     return points;
 }
 
-std::vector<Point> neighbours(const Point &p, const Steps &s, int maxInstances)
+std::vector<int> Space::prefixBlocks() const
+{
+    std::vector<int> blocks = {16, 32, 64};
+    if (o.prefixBlockTokens > 0 && o.prefixBlockTokens <= kMaxPrefixBlock)
+        blocks.push_back(o.prefixBlockTokens);
+    std::sort(blocks.begin(), blocks.end());
+    blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+    return blocks;
+}
+
+std::vector<Point> neighbours(const Point &p, const Steps &s, int maxInstances,
+                              const std::vector<int> &prefixBlocks)
 {
     if (p.server != ServerKind::BatchPilot)
         return serverNeighbours(p, s);
@@ -143,6 +170,22 @@ std::vector<Point> neighbours(const Point &p, const Steps &s, int maxInstances)
             q.tokens = std::clamp(int(std::lround(p.tokens * (1 + sign * s.delay))), 1, 65536);
             if (q.tokens != p.tokens)
                 add(q);
+        }
+        // The prefix cache: toggled (on at the default block size), and its
+        // block size one step smaller or larger among the searched ones.
+        Point q = p;
+        q.prefixBlock = p.prefixBlock > 0 ? 0 : PrefixCacheConfig{}.blockTokens;
+        add(q);
+        const auto at = std::find(prefixBlocks.begin(), prefixBlocks.end(), p.prefixBlock);
+        if (p.prefixBlock > 0 && at != prefixBlocks.end()) {
+            if (at != prefixBlocks.begin()) {
+                q.prefixBlock = *std::prev(at);
+                add(q);
+            }
+            if (std::next(at) != prefixBlocks.end()) {
+                q.prefixBlock = *std::next(at);
+                add(q);
+            }
         }
     }
     for (int sign : {-1, 1}) {

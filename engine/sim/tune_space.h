@@ -25,6 +25,8 @@ struct Point {
     ServerKind server = ServerKind::BatchPilot;
     double ratio = 0;  // tgi waiting_served_ratio, sglang schedule_conservativeness
     bool flag = false; // vllm enable_chunked_prefill, triton preferred sizes {b/2, b}
+    // continuous: prefix_cache.block_tokens with the cache on; 0 = the cache off.
+    int prefixBlock = 0;
 };
 
 // The search space of a server model (o.base.server.kind is not BatchPilot):
@@ -44,6 +46,9 @@ struct Space {
     std::optional<BatchingConfig> makeConfig(const Point &p) const;
     // The coarse grid, every instance count.
     std::vector<Point> grid() const;
+    // Policy continuous: the prefix cache block sizes searched, ascending
+    // (16, 32, 64 and the trace's own block size when it has prefix blocks).
+    std::vector<int> prefixBlocks() const;
 };
 
 // The pattern search's step sizes.
@@ -59,7 +64,10 @@ struct Steps {
 };
 
 // The points one step away from `p`.
-std::vector<Point> neighbours(const Point &p, const Steps &s, int maxInstances);
+// `prefixBlocks`: Space::prefixBlocks() (continuous: the cache toggles, and
+// its block size moves to the next smaller or larger one).
+std::vector<Point> neighbours(const Point &p, const Steps &s, int maxInstances,
+                              const std::vector<int> &prefixBlocks = {});
 std::vector<Point> serverNeighbours(const Point &p, const Steps &s);
 
 } // namespace bp::tuning

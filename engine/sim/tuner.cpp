@@ -94,6 +94,16 @@ bool better(const TuneFigures &a, const BatchingConfig &ac, const TuneFigures &b
         return a.sloRatio < b.sloRatio;
     if (ac.instances != bc.instances)
         return ac.instances < bc.instances;
+    // Policy continuous: the prefix cache stays off (its default) unless it
+    // pays; on, the default block size first.
+    if (ac.policy == PolicyKind::Continuous && bc.policy == PolicyKind::Continuous) {
+        const bool ao = ac.prefixCache.enabled, bo = bc.prefixCache.enabled;
+        if (ao != bo)
+            return !ao;
+        const int def = PrefixCacheConfig{}.blockTokens;
+        if (ao && (ac.prefixCache.blockTokens == def) != (bc.prefixCache.blockTokens == def))
+            return ac.prefixCache.blockTokens == def;
+    }
     return ac.maxBatchSize < bc.maxBatchSize && ac.policy == bc.policy;
 }
 
@@ -308,7 +318,7 @@ Result<TuneResult> tune(const TuneEvaluator &evaluate, const TuneOptions &o)
         Steps steps;
         steps.size = std::max(1, points[seed].size / 2);
         while (!cancelled() && result.candidates.size() < o.budget) {
-            run(neighbours(points[current], steps, o.maxInstances));
+            run(neighbours(points[current], steps, o.maxInstances, space.prefixBlocks()));
             // The current point is always its family's best so far.
             const auto best =
                 bestIndex(0, result.candidates.size(), points[seed].policy, points[seed].adaptive);

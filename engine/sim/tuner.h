@@ -21,14 +21,17 @@
 // b/4, b/2, b; the median length routes), static (padded to the longest
 // input), each × max batch 2..64 (powers of two) × queue delay 0.5..20 ms
 // where it applies, and for a generative model continuous × max_num_seqs
-// 8..64 × max_num_batched_tokens 256 / 1024 — all × instances
-// 1..maxInstances (88 points per instance count, 96 with continuous),
+// 8..64 × max_num_batched_tokens 256 / 1024 × the prefix cache off, on at
+// block 16 and on at the trace's own block size (TuneOptions::
+// prefixBlockTokens, when it has one) — all × instances 1..maxInstances
+// (88 points per instance count, 104 or 112 with continuous),
 // thinned evenly when the grid alone exceeds 3/4 of the budget. Then a
 // pattern search from the best of each policy family, best family first:
 // the integer knob (max batch / static size / max_num_seqs) moves by ± a
 // step (starting at half its value), the delay (continuous: the token
 // budget) by ×(1 ± a relative step, starting at 50%), instances and the
-// bucket count by ± 1; the family's best so far is the next centre; when no
+// bucket count by ± 1, continuous's prefix cache toggles and its block size
+// moves to the next of 16, 32, 64 and the trace's own; the family's best so far is the next centre; when no
 // neighbour improves the steps halve (down to ±1 and ±6.25%) and the family
 // is done when the smallest steps find nothing. Candidates are
 // deduplicated; every config passes validate() (the knob table's ranges)
@@ -36,7 +39,8 @@
 //
 // Ranking (better()): the objective's value, where values within 1% of each
 // other tie; then the lower SLO ratio (the worst p99 / bound); then fewer
-// instances; then the smaller max batch (same policy). For `throughput`
+// instances; then (continuous) the prefix cache off, or on at block 16;
+// then the smaller max batch (same policy). For `throughput`
 // the candidates that meet the SLO come first (among those that do not,
 // the lower SLO ratio). At the trace's own load many configs serve it
 // equally well, so the recommendation is decided by headroom: the
@@ -201,8 +205,12 @@ struct TuneOptions {
     std::vector<int> inputLengths; // the trace's, for the bucket advisor and static's padded length
     int maxLength = 0;             // the model's maximum input length (0 = none)
     bool generative = false;       // the continuous policy applies
-    bool capacity = true;          // run the capacity search for the finalists
-    int threads = 1;               // parallel evaluations, [1, 16]
+    // The trace's prefix block size (tokens per hash id) when it has prefix
+    // blocks, else 0: continuous searches it as prefix_cache.block_tokens
+    // beside 16, 32 and 64.
+    int prefixBlockTokens = 0;
+    bool capacity = true; // run the capacity search for the finalists
+    int threads = 1;      // parallel evaluations, [1, 16]
     // Called after every evaluation (candidates and capacity probes) with
     // (done, total) — total is the budget plus the capacity probes' estimate,
     // so it may shrink when the search ends early.
