@@ -136,7 +136,8 @@ FleetView::FleetView(std::shared_ptr<TraceStore> store, TraceListModel *traces, 
     m_busySet->setColor(QColor(40, 110, 200));
     bars->append(m_busySet);
     m_loadChart->addSeries(bars);
-    auto *bx = new QBarCategoryAxis, *by = new QValueAxis;
+    auto *bx = new QBarCategoryAxis;
+    auto *by = new QValueAxis;
     by->setRange(0, 100);
     by->setLabelFormat(QStringLiteral("%d%%"));
     m_loadChart->addAxis(bx, Qt::AlignBottom);
@@ -271,7 +272,8 @@ void FleetView::refresh()
             if (session) {
                 l.replicas = replicaFigures(*store, id);
                 if (l.replicas && !l.replicas->empty())
-                    l.spanS = sessionSpanS(*store, id).value_or(0);
+                    if (auto span = sessionSpanS(*store, id))
+                        l.spanS = *span;
             }
             return l;
         },
@@ -282,7 +284,9 @@ void FleetView::refresh()
                     emit failed(m_summary->text());
                     return;
                 }
+            // The plan shown stays, unless a newer one was stored since (then the newest).
             const std::int64_t kept = m_plan->currentData().toLongLong();
+            const std::int64_t newestBefore = m_plan->count() ? m_plan->itemData(0).toLongLong() : 0;
             {
                 QSignalBlocker block(m_plan);
                 m_plan->clear();
@@ -295,7 +299,8 @@ void FleetView::refresh()
                                         .arg(h.peakReplicas)
                                         .arg(formatWallClock(h.createdAtUs)),
                                     qlonglong(h.id));
-                const int keptRow = m_plan->findData(qlonglong(kept));
+                const bool newer = !l.plans->empty() && l.plans->front().id != newestBefore;
+                const int keptRow = newer ? -1 : m_plan->findData(qlonglong(kept));
                 m_plan->setCurrentIndex(keptRow >= 0 ? keptRow : m_plan->count() ? 0 : -1);
             }
             m_fleetSession = session && !l.replicas->empty();
