@@ -179,10 +179,10 @@ void FleetView::showPlan(StoredPlan plan)
                     .arg(r["cost"].value("per_million_output_tokens", 0.0), 0, 'f', 4);
     const auto daily = r.value("daily_schedule", std::vector<int>{});
     if (!daily.empty()) {
-        QStringList slots;
+        QStringList hours;
         for (int n : daily)
-            slots << QString::number(n);
-        text += tr("<br>By hour of day (the most any day needed): %1").arg(slots.join(QLatin1Char(' ')));
+            hours << QString::number(n);
+        text += tr("<br>By hour of day (the most any day needed): %1").arg(hours.join(QLatin1Char(' ')));
     }
     if (unmet)
         text += tr("<br><span style='color:#b00020'>%1 windows miss the SLO even with %2 replicas.</span>")
