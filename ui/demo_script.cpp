@@ -20,6 +20,7 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDockWidget>
 #include <QDoubleSpinBox>
 #include <QGroupBox>
 #include <QLabel>
@@ -260,6 +261,16 @@ bool DemoScript::run(const QString &command, const QString &argument)
         });
         traces->refresh();
         return false;
+    }
+    if (command ==
+        QLatin1String("hide")) { // a dock by its name: controls, traffic, timeline, traces, remote, advisor
+        auto *dock = m_window.findChild<QDockWidget *>(argument);
+        if (!dock) {
+            fail(QStringLiteral("no dock '%1'").arg(argument));
+            return false;
+        }
+        dock->hide();
+        return true;
     }
     if (command == QLatin1String("advise"))
         return advise(argument);

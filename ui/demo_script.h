@@ -15,6 +15,7 @@
 //   show=live|compare|fleet|traces|timeline
 //   fleet=trace:latest|trace:ID|session:ID|session:last-replay   the Fleet view
 //                            on that source (waits for its newest plan)
+//   hide=controls|traffic|timeline|traces|remote|advisor   close a dock
 //   import=FILE.csv          import a trace (waits until done)
 //   replay=trace:latest:4[:virtual] | replay=session:ID:1   (waits until done)
 //   compare=A,B | compare=last-replay   (waits until loaded)

@@ -319,6 +319,8 @@ void FleetView::refresh()
                         .arg(router)
                         .arg(l.spanS, 0, 'f', 1));
                 m_replicas->removeRows(0, m_replicas->rowCount());
+                for (int c = 0; c < ReplicaColumns; ++c)
+                    m_replicaTable->setColumnHidden(c, false);
                 QStringList labels;
                 QList<double> busy;
                 for (const StoredReplica &r : *l.replicas) {

@@ -221,6 +221,8 @@ void FleetView::showWindowLoad(int row)
                                 .arg(busy.size())
                                 .arg(QString::fromStdString(w.value("router", std::string("–")))));
     m_replicas->removeRows(0, m_replicas->rowCount());
+    for (int c : {Completed, PeakOutstanding, PeakKv}) // the plan keeps routed and busy only
+        m_replicaTable->setColumnHidden(c, true);
     QStringList labels;
     QList<double> load;
     for (std::size_t i = 0; i < busy.size(); ++i) {

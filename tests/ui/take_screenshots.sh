@@ -86,7 +86,7 @@ run advisor "import=$azure;advise=source:trace:latest;advise=length_scale:0.125;
 #    peak at 16:00), a capacity plan per hour with every router
 #    (`batchpilot plan`), shown in the Fleet tab.
 if [[ " ${STEPS:-console traces compare advisor fleet} " == *" fleet "* ]]; then
-  python3 - "$work/day.csv" "${FLEET_PEAK_RATE:-40}" <<'PY'
+  python3 - "$work/day.csv" "${FLEET_PEAK_RATE:-4}" <<'PY'
 import math, random, sys
 random.seed(11)
 peak, t = float(sys.argv[2]), 0.0
@@ -103,7 +103,7 @@ PY
   db="$work/fleet.sqlite"
   "$app" import-trace "$work/day.csv" --name "a day, daily shape" --db "$db" >/dev/null
   "$app" calibrate --model builtin:tiny-decoder --preset test --quick --db "$db" >/dev/null
-  "$app" plan --trace 1 --slo "${FLEET_SLO:-p99<=300ms}" --replicas 1..16 --router all --replica-cost 2.5 --db "$db"
+  "$app" plan --trace 1 --calibration 1 --slo "${FLEET_SLO:-p99<=8s}" --replicas 1..16 --router all --replica-cost 2.5 --db "$db"
 fi
-run fleet "show=fleet;fleet=trace:latest;wait=1;screenshot=$out/fleet-view.png" --model builtin:tiny-decoder --preset test
+run fleet "hide=timeline;hide=traces;hide=remote;show=fleet;fleet=trace:latest;wait=1;screenshot=$out/fleet-view.png" --model builtin:tiny-decoder --preset test
 ls -l $out
