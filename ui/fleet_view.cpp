@@ -115,7 +115,7 @@ FleetView::FleetView(std::shared_ptr<TraceStore> store, TraceListModel *traces, 
 
     m_planChart = chart(tr("Replicas needed per window"));
     m_chosen = new QLineSeries(m_planChart);
-    m_chosen->setName(tr("fewest replicas (best router)"));
+    m_chosen->setName(tr("fewest replicas"));
     m_chosen->setPen(QPen(QColor(40, 110, 200), 2.5));
     m_planChart->addSeries(m_chosen);
     auto *x = new QValueAxis, *y = new QValueAxis;

@@ -84,7 +84,7 @@ void FleetView::showPlan(StoredPlan plan)
             points->setBorderColor(Qt::transparent);
             s = points;
         }
-        s->setName(tr("%1 alone").arg(QString::fromStdString(routers[i].get<std::string>())));
+        s->setName(QString::fromStdString(routers[i].get<std::string>()));
         m_routerLines << s;
     }
 

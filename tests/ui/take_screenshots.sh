@@ -86,7 +86,7 @@ run advisor "import=$azure;advise=source:trace:latest;advise=length_scale:0.125;
 #    peak at 16:00), a capacity plan per hour with every router
 #    (`batchpilot plan`), shown in the Fleet tab.
 if [[ " ${STEPS:-console traces compare advisor fleet} " == *" fleet "* ]]; then
-  python3 - "$work/day.csv" "${FLEET_PEAK_RATE:-4}" <<'PY'
+  python3 - "$work/day.csv" "${FLEET_PEAK_RATE:-8}" <<'PY'
 import math, random, sys
 random.seed(11)
 peak, t = float(sys.argv[2]), 0.0
