@@ -2,7 +2,7 @@
 
 #include "advisor_candidates_model.h"
 #include "advisor_chart.h"
-#include "config_change_command.h"
+#include "advisor_replicas_panel.h"
 #include "duration_spin_box.h"
 #include "session_list_model.h"
 #include "trace_list_model.h"
@@ -170,6 +170,7 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
     m_table->setWordWrap(false);
 
     m_verifyPanel = new AdvisorVerifyPanel(m_search, this);
+    m_replicas = new AdvisorReplicasPanel(m_store, this);
 
     m_apply = new QPushButton(tr("&Apply live"), this);
     m_apply->setToolTip(tr("Set the selected candidate's knobs (the recommendation when none is selected) "
@@ -183,6 +184,7 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
     topLayout->addWidget(m_status);
     topLayout->addWidget(m_summary);
     topLayout->addWidget(m_verifyPanel);
+    topLayout->addWidget(m_replicas);
     auto *bottom = new QWidget(this);
     auto *bottomLayout = new QVBoxLayout(bottom);
     bottomLayout->setContentsMargins(0, 0, 0, 0);
@@ -229,6 +231,7 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
             emit searchFinished();
     });
     connect(m_verifyPanel, &AdvisorVerifyPanel::verifyRequested, this, &AdvisorDock::verify);
+    connect(m_replicas, &AdvisorReplicasPanel::planRequested, this, &AdvisorDock::planReplicas);
     connect(m_search, &AdvisorSearch::verificationStarted, this, [this](const VerifyPlan &p) {
         m_status->setText(tr("Verifying %1 for real over %2: %3 requests, expected %4 of real time (Cancel "
                              "keeps what was verified)")
@@ -346,6 +349,7 @@ void AdvisorDock::showResult(const AdvisorResult &result)
 {
     m_result = result;
     m_verifyPanel->setResult(&result);
+    m_replicas->setResult(&result);
     const TuneResult &t = result.tune;
     m_chart->setResult(t, result.request.slo);
     m_model->setResult(t, result.request.objective);
@@ -390,42 +394,6 @@ void AdvisorDock::showResult(const AdvisorResult &result)
     }
     updateButtons();
     emit searchFinished();
-}
-
-void AdvisorDock::applyLive()
-{
-    const TuneCandidate *c = selectedCandidate(nullptr);
-    if (!c)
-        return;
-    // Only the knobs the search moved; the rest stays as it is now (other
-    // changes made since the search are kept).
-    const BatchingConfig now = m_bridge.engine().config();
-    const BatchingConfig target =
-        ConfigPatch::fields(c->config, AdvisorSearch::searchedKnobs()).value().appliedTo(now);
-    const std::optional<ConfigUpdate> update = m_bridge.applyPatch(
-        ConfigPatch::diff(now, target), QString::fromStdString(std::string(kAdvisorOrigin)));
-    if (!update) {
-        showProblem(
-            tr("The engine refused %1 (see the Batching dock)").arg(QString::fromStdString(c->label)));
-        return;
-    }
-    const QString summary = update->version == 0
-                                ? tr("the engine already runs %1").arg(QString::fromStdString(c->label))
-                                : QString::fromStdString(describeChange(update->before, update->after));
-    if (update->version != 0 && m_undo)
-        m_undo->push(new ConfigChangeCommand(m_bridge, update->before, update->after));
-    AdvisorPrediction p;
-    p.configVersion = update->version != 0 ? update->version : m_bridge.engine().snapshot().configVersion;
-    p.label = QString::fromStdString(c->label);
-    p.p99Ms = c->figures.p99S * 1e3;
-    if (m_result->request.slo.tokenLevel() || c->figures.ttftP99S > 0) {
-        p.ttftP99Ms = c->figures.ttftP99S * 1e3;
-        p.tpotP99Ms = c->figures.tpotP99S * 1e3;
-    }
-    m_status->setStyleSheet({});
-    m_status->setText(tr("Applied %1 live: %2").arg(p.label, summary));
-    emit configApplied(summary);
-    emit predictionApplied(p);
 }
 
 void AdvisorDock::updateButtons()

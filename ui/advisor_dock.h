@@ -12,6 +12,8 @@
 // the live latency chart can draw the predicted p99 next to the measured.
 // "Verify for real" (AdvisorVerifyPanel) replays a window of the source on
 // the served model under the candidate and shows predicted vs measured.
+// "Plan replicas" (AdvisorReplicasPanel) runs the fleet planner for the
+// candidate: the fewest replicas and the router per window of the source.
 #pragma once
 
 #include "advisor_search.h"
@@ -36,6 +38,7 @@ namespace bp::ui {
 
 class AdvisorCandidatesModel;
 class AdvisorChart;
+class AdvisorReplicasPanel;
 class DurationSpinBox;
 class SessionListModel;
 class TraceListModel;
@@ -83,6 +86,8 @@ public:
     AdvisorChart *chart() const { return m_chart; }
     AdvisorSearch *search() const { return m_search; }
     AdvisorVerifyPanel *verifyPanel() const { return m_verifyPanel; }
+    // "Plan replicas": the fleet planner for the selected candidate (issue 26).
+    AdvisorReplicasPanel *replicasPanel() const { return m_replicas; }
     const std::optional<AdvisorResult> &result() const { return m_result; }
 
     // The request the form describes; InvalidArgument (the reason shown)
@@ -99,6 +104,9 @@ public slots:
     // Verifies the selected candidate (the recommendation when none is) for
     // real on the served model over the panel's window.
     void verify();
+    // Plans the replicas and router per window for the selected candidate
+    // (the recommendation when none is) with the fleet planner.
+    void planReplicas();
 
 signals:
     void searchFinished();
@@ -155,6 +163,7 @@ private:
     QTableView *m_table = nullptr;
     AdvisorCandidatesModel *m_model = nullptr;
     AdvisorVerifyPanel *m_verifyPanel = nullptr;
+    AdvisorReplicasPanel *m_replicas = nullptr;
 };
 
 } // namespace bp::ui

@@ -8,6 +8,7 @@
 #include "compare_view.h"
 #include "control_panel.h"
 #include "duration_spin_box.h"
+#include "fleet_view.h"
 #include "knob_form.h"
 #include "main_window.h"
 #include "session_list_model.h"
@@ -19,6 +20,7 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDockWidget>
 #include <QDoubleSpinBox>
 #include <QGroupBox>
 #include <QLabel>
@@ -175,6 +177,8 @@ bool DemoScript::run(const QString &command, const QString &argument)
             m_window.showPage(MainWindow::Page::Live);
         else if (argument == QLatin1String("compare"))
             m_window.showPage(MainWindow::Page::Compare);
+        else if (argument == QLatin1String("fleet"))
+            m_window.showPage(MainWindow::Page::Fleet);
         else if (argument == QLatin1String("traces"))
             m_window.showTraces();
         else if (argument == QLatin1String("timeline"))
@@ -258,8 +262,41 @@ bool DemoScript::run(const QString &command, const QString &argument)
         traces->refresh();
         return false;
     }
+    if (command ==
+        QLatin1String("hide")) { // a dock by its name: controls, traffic, timeline, traces, remote, advisor
+        auto *dock = m_window.findChild<QDockWidget *>(argument);
+        if (!dock) {
+            fail(QStringLiteral("no dock '%1'").arg(argument));
+            return false;
+        }
+        dock->hide();
+        return true;
+    }
     if (command == QLatin1String("advise"))
         return advise(argument);
+    if (command == QLatin1String("fleet")) { // trace:latest, trace:ID, session:ID, session:last-replay
+        FleetView *fleet = m_window.fleetView();
+        const bool session = argument.startsWith(QLatin1String("session"));
+        const QString which = argument.section(QLatin1Char(':'), 1);
+        const std::size_t count =
+            session ? traces->sessionModel()->sessions().size() : traces->traceModel()->traces().size();
+        std::int64_t id = which == QLatin1String("last-replay") ? m_lastReplay : which.toLongLong();
+        if (which == QLatin1String("latest") && count > 0)
+            id = session ? traces->sessionModel()->sessions().front().id
+                         : traces->traceModel()->traces().front().id;
+        m_window.showPage(MainWindow::Page::Fleet);
+        m_done = connect(fleet, &FleetView::plansListed, this, [this, fleet] {
+            if (fleet->planBox()->count() == 0 ||
+                (fleet->plan() && fleet->plan()->id == fleet->planBox()->currentData().toLongLong()))
+                continueAfter(m_done, m_failed);
+        });
+        m_failed = connect(fleet, &FleetView::planShown, this, [this] { continueAfter(m_done, m_failed); });
+        if (!fleet->setSource(session, id)) {
+            fail(QStringLiteral("no such source in the fleet view"));
+            return false;
+        }
+        return false;
+    }
     if (command == QLatin1String("screenshot")) {
         if (!m_window.grab().save(argument)) {
             fail(QStringLiteral("cannot write %1").arg(argument));

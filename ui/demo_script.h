@@ -12,7 +12,10 @@
 //   lengths=16-64 | lengths=64   traffic: uniform or fixed prompt lengths
 //   new_tokens=32            traffic: max_new_tokens
 //   window=60                chart window in seconds
-//   show=live|compare|traces|timeline
+//   show=live|compare|fleet|traces|timeline
+//   fleet=trace:latest|trace:ID|session:ID|session:last-replay   the Fleet view
+//                            on that source (waits for its newest plan)
+//   hide=controls|traffic|timeline|traces|remote|advisor   close a dock
 //   import=FILE.csv          import a trace (waits until done)
 //   replay=trace:latest:4[:virtual] | replay=session:ID:1   (waits until done)
 //   compare=A,B | compare=last-replay   (waits until loaded)
@@ -50,7 +53,7 @@ private:
     void next();
     bool run(const QString &command, const QString &argument); // false: wait for an event to continue
     bool advise(const QString &argument);
-    bool setKnob(const QString &key, const QString &value);    // any knob of the table; false: unknown
+    bool setKnob(const QString &key, const QString &value); // any knob of the table; false: unknown
     void fail(const QString &message);
     void continueAfter(QMetaObject::Connection &a, QMetaObject::Connection &b);
     // Goes on once the Traces dock has reloaded its lists.

@@ -3,10 +3,12 @@
 #include "export_settings_menu.h"
 
 #include "advisor_dock.h"
+#include "advisor_replicas_panel.h"
 #include "batch_timeline.h"
 #include "charts_view.h"
 #include "compare_view.h"
 #include "control_panel.h"
+#include "fleet_view.h"
 #include "remote_target_view.h"
 #include "session_list_model.h"
 #include "status_info.h"
@@ -20,6 +22,7 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDockWidget>
+#include <QItemSelectionModel>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPushButton>
@@ -28,6 +31,7 @@
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTableView>
 #include <QToolBar>
 #include <QUndoStack>
 
@@ -81,6 +85,9 @@ MainWindow::MainWindow(const ConsoleContext &context, QWidget *parent)
     m_docks[2]->raise();
     m_advisor = new AdvisorDock(bridge, context.store, m_traces->traceModel(), m_traces->sessionModel(),
                                 m_undo, this);
+    // The Fleet view offers the Traces dock's lists and follows its selection.
+    m_fleet = new FleetView(context.store, m_traces->traceModel(), m_traces->sessionModel(), this);
+    m_tabs->addTab(m_fleet, tr("Fleet"));
     m_advisorDock = addDock(tr("Advisor"), QStringLiteral("advisor"), m_advisor, Qt::RightDockWidgetArea);
     m_advisorDock->hide(); // View ▸ Advisor (Alt+5) or the toolbar
     // The right column runs the full height, so the Advisor's chart and
@@ -116,6 +123,15 @@ MainWindow::MainWindow(const ConsoleContext &context, QWidget *parent)
     connect(m_advisor, &AdvisorDock::configApplied, this, [this](const QString &summary) {
         statusBar()->showMessage(tr("Advisor applied: %1").arg(summary), 8000);
     });
+    connect(m_advisor->replicasPanel(), &AdvisorReplicasPanel::planStored, m_fleet,
+            [this](std::int64_t, bool session, std::int64_t source) { m_fleet->setSource(session, source); });
+    for (auto [table, session] :
+         {std::pair{m_traces->traceTable(), false}, std::pair{m_traces->sessionTable(), true}})
+        connect(table->selectionModel(), &QItemSelectionModel::currentRowChanged, m_fleet,
+                [this, session](const QModelIndex &current) {
+                    if (current.isValid())
+                        m_fleet->setSource(session, current.data(Qt::UserRole).toLongLong());
+                });
     connect(m_advisor, &AdvisorDock::message, this,
             [this](const QString &m) { statusBar()->showMessage(m, 8000); });
     bridge.startHostSampling(context.nvmlLibrary, app::NvmlSampler::deviceIndexFor(model.device));
@@ -186,6 +202,8 @@ void MainWindow::createActions()
     QMenu *view = menuBar()->addMenu(tr("&View"));
     view->addAction(tr("&Live charts"), QKeySequence(tr("Ctrl+1")), this, [this] { showPage(Page::Live); });
     view->addAction(tr("&Comparison"), QKeySequence(tr("Ctrl+2")), this, [this] { showPage(Page::Compare); });
+    view->addAction(tr("&Fleet (capacity plans)"), QKeySequence(tr("Ctrl+3")), this,
+                    [this] { showPage(Page::Fleet); });
     view->addSeparator();
     int n = 1;
     for (QDockWidget *dock : m_docks) {
@@ -267,7 +285,9 @@ void MainWindow::createActions()
 
 void MainWindow::showPage(Page page)
 {
-    m_tabs->setCurrentWidget(page == Page::Live ? static_cast<QWidget *>(m_charts) : m_compare);
+    m_tabs->setCurrentWidget(page == Page::Live      ? static_cast<QWidget *>(m_charts)
+                             : page == Page::Compare ? static_cast<QWidget *>(m_compare)
+                                                     : m_fleet);
 }
 
 void MainWindow::showTraces()
@@ -309,7 +329,8 @@ void MainWindow::showShortcuts()
            "<tr><td><b>Esc</b></td><td>drop edits that are pending or were refused</td></tr>"
            "<tr><td><b>Ctrl+T</b></td><td>start / stop synthetic traffic</td></tr>"
            "<tr><td><b>Ctrl+P</b></td><td>pause the charts and the timeline</td></tr>"
-           "<tr><td><b>Ctrl+1</b> / <b>Ctrl+2</b></td><td>live charts / comparison</td></tr>"
+           "<tr><td><b>Ctrl+1</b> / <b>Ctrl+2</b> / <b>Ctrl+3</b></td><td>live charts / comparison / "
+           "fleet</td></tr>"
            "<tr><td><b>Alt+1…5</b></td><td>show or hide the Batching, Traffic, Timeline, Traces, "
            "Advisor docks</td></tr>"
            "<tr><td><b>Ctrl+I</b></td><td>import a CSV trace</td></tr>"

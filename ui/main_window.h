@@ -1,9 +1,9 @@
 // The operations console: live charts (central, with the session comparison
-// as a second tab), docks for the batching controls, synthetic traffic, the
-// batch timeline and the trace store, plus menus, a toolbar, shortcuts and a
-// status bar. The Advisor dock (hidden at first) tunes
-// the knobs for a recorded load in simulation and applies the answer live. Layout, chart window and traffic settings persist in QSettings.
-// The window only ever receives engine state as snapshot values.
+// and the Fleet view of capacity plans as further tabs), docks for the batching controls, synthetic traffic,
+// the batch timeline and the trace store, plus menus, a toolbar, shortcuts and a status bar. The Advisor dock
+// (hidden at first) tunes the knobs for a recorded load in simulation and applies the answer live. Layout,
+// chart window and traffic settings persist in QSettings. The window only ever receives engine state as
+// snapshot values.
 #pragma once
 
 #include "console_context.h"
@@ -21,6 +21,7 @@ class AdvisorDock;
 class BatchTimeline;
 class ChartsView;
 class CompareView;
+class FleetView;
 class ControlPanel;
 class StatusInfo;
 class TracesView;
@@ -38,11 +39,12 @@ public:
     BatchTimeline *batchTimeline() const { return m_timeline; }
     TracesView *tracesView() const { return m_traces; }
     CompareView *compareView() const { return m_compare; }
+    FleetView *fleetView() const { return m_fleet; }
     QUndoStack *undoStack() const { return m_undo; }
     StatusInfo *statusInfo() const { return m_status; }
     AdvisorDock *advisor() const { return m_advisor; }
 
-    enum class Page { Live, Compare };
+    enum class Page { Live, Compare, Fleet };
     void showPage(Page page);
     // Raises the traces dock (and shows it if it was closed).
     void showTraces();
@@ -66,6 +68,7 @@ private:
     QTabWidget *m_tabs = nullptr;
     ChartsView *m_charts = nullptr;
     CompareView *m_compare = nullptr;
+    FleetView *m_fleet = nullptr;
     ControlPanel *m_controls = nullptr;
     TrafficPanel *m_traffic = nullptr;
     BatchTimeline *m_timeline = nullptr;

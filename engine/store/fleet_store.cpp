@@ -84,6 +84,23 @@ Result<std::vector<StoredReplica>> replicaFigures(const TraceStore &store, std::
     return out;
 }
 
+Result<double> sessionSpanS(const TraceStore &store, std::int64_t sessionId)
+{
+    auto db = store::openConnection(store.path());
+    if (!db)
+        return db.status();
+    auto st =
+        db->prepare("SELECT min(arrival_ns), max(arrival_ns + total_ns) FROM requests WHERE session_id = ?");
+    if (!st)
+        return st.status();
+    st->bind(1, sessionId);
+    if (const int rc = st->step(); rc != SQLITE_ROW)
+        return db->error(rc, "read a session's span");
+    if (st->isNullAt(0))
+        return 0.0;
+    return double(st->int64At(1) - st->int64At(0)) / 1e9;
+}
+
 Result<std::int64_t> saveCapacityPlan(const TraceStore &store, const StoredPlan &p)
 {
     auto db = store::openConnection(store.path());
@@ -145,6 +162,81 @@ Result<std::vector<StoredPlan>> capacityPlansFor(const TraceStore &store,
         out.push_back(std::move(p));
     }
     return out;
+}
+
+namespace {
+// `columns` then the plan's result; a row of capacity_plans as a StoredPlan.
+StoredPlan planAt(const sqlite::Statement &st)
+{
+    StoredPlan p;
+    p.id = st.int64At(0);
+    p.createdAtUs = st.int64At(1);
+    if (!st.isNullAt(2))
+        p.sourceSessionId = st.int64At(2);
+    if (!st.isNullAt(3))
+        p.sourceTraceId = st.int64At(3);
+    p.calibrationId = st.int64At(4);
+    p.slo = st.textAt(5);
+    return p;
+}
+} // namespace
+
+Result<std::vector<PlanHeadline>> capacityPlanHeadlines(const TraceStore &store,
+                                                        std::optional<std::int64_t> sessionId,
+                                                        std::optional<std::int64_t> traceId)
+{
+    auto db = store::openConnection(store.path());
+    if (!db)
+        return db.status();
+    auto st = db->prepare(
+        "SELECT id, created_at_us, slo, json_extract(result, '$.window_s'), json_extract(result, "
+        "'$.rate_scale'), json_array_length(result, '$.windows'), json_extract(result, '$.peak_replicas') "
+        "FROM capacity_plans WHERE source_session_id = ? OR source_trace_id = ? ORDER BY id DESC");
+    if (!st)
+        return st.status();
+    st->bind(1, sessionId.value_or(-1));
+    st->bind(2, traceId.value_or(-1));
+    std::vector<PlanHeadline> out;
+    for (;;) {
+        const int rc = st->step();
+        if (rc == SQLITE_DONE)
+            break;
+        if (rc != SQLITE_ROW)
+            return db->error(rc, "list capacity plans");
+        PlanHeadline h;
+        h.id = st->int64At(0);
+        h.createdAtUs = st->int64At(1);
+        h.slo = st->textAt(2);
+        h.windowS = st->doubleAt(3);
+        h.rateScale = st->isNullAt(4) ? 1.0 : st->doubleAt(4);
+        h.windows = int(st->int64At(5));
+        h.peakReplicas = int(st->int64At(6));
+        out.push_back(std::move(h));
+    }
+    return out;
+}
+
+Result<StoredPlan> capacityPlan(const TraceStore &store, std::int64_t id)
+{
+    auto db = store::openConnection(store.path());
+    if (!db)
+        return db.status();
+    auto st =
+        db->prepare("SELECT id, created_at_us, source_session_id, source_trace_id, calibration_id, slo, "
+                    "result FROM capacity_plans WHERE id = ?");
+    if (!st)
+        return st.status();
+    st->bind(1, id);
+    const int rc = st->step();
+    if (rc == SQLITE_DONE)
+        return Status(StatusCode::NotFound, "no capacity plan " + std::to_string(id));
+    if (rc != SQLITE_ROW)
+        return db->error(rc, "read a capacity plan");
+    StoredPlan p = planAt(*st);
+    p.result = nlohmann::json::parse(st->textAt(6), nullptr, false);
+    if (p.result.is_discarded())
+        return Status(StatusCode::Internal, "capacity plan " + std::to_string(id) + " is not valid JSON");
+    return p;
 }
 
 } // namespace bp

@@ -33,6 +33,10 @@ Status saveReplicaFigures(const TraceStore &store, std::int64_t sessionId,
                           const std::vector<StoredReplica> &rows);
 // In replica order; empty for a session of one engine.
 Result<std::vector<StoredReplica>> replicaFigures(const TraceStore &store, std::int64_t sessionId);
+// From the session's first arrival to its last completion, in seconds (an
+// aggregate over its requests; 0 without requests): what a replica's busy
+// time is a fraction of.
+Result<double> sessionSpanS(const TraceStore &store, std::int64_t sessionId);
 
 struct StoredPlan {
     std::int64_t id = 0; // 0 = not stored
@@ -48,5 +52,20 @@ Result<std::int64_t> saveCapacityPlan(const TraceStore &store, const StoredPlan 
 Result<std::vector<StoredPlan>> capacityPlansFor(const TraceStore &store,
                                                  std::optional<std::int64_t> sessionId,
                                                  std::optional<std::int64_t> traceId);
+
+// A stored plan's headline, read without its document (the console's Fleet
+// view lists these and loads one plan at a time).
+struct PlanHeadline {
+    std::int64_t id = 0, createdAtUs = 0;
+    std::string slo;
+    double windowS = 0, rateScale = 1;
+    int windows = 0, peakReplicas = 0;
+};
+// The plans made from a session or a trace, newest first.
+Result<std::vector<PlanHeadline>> capacityPlanHeadlines(const TraceStore &store,
+                                                        std::optional<std::int64_t> sessionId,
+                                                        std::optional<std::int64_t> traceId);
+// One plan with its document; NotFound for an unknown id.
+Result<StoredPlan> capacityPlan(const TraceStore &store, std::int64_t id);
 
 } // namespace bp

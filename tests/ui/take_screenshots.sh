@@ -3,7 +3,7 @@
 # console through BATCHPILOT_CONSOLE_DEMO (docs/console.md). Not a test: run
 # it by hand after a build and look at the pictures.
 #   tests/ui/take_screenshots.sh [build-dir]   (default build/ui)
-#   STEPS="traces compare" tests/ui/take_screenshots.sh build/default   (some of them; also: console, advisor)
+#   STEPS="traces compare" tests/ui/take_screenshots.sh build/default   (some of them; also: console, advisor, fleet)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build/ui}
@@ -39,7 +39,7 @@ PY
 run() { # name, demo script, extra flags...
   local name=$1 script=$2
   shift 2
-  [[ " ${STEPS:-console continuous traces compare} " == *" $name "* ]] || return 0
+  [[ " ${STEPS:-console continuous traces compare fleet} " == *" $name "* ]] || return 0
   echo "== $name"
   BATCHPILOT_CONSOLE_DEMO="$script;quit" timeout 600 "$app" --port 0 --db "$work/$name.sqlite" "$@"
 }
@@ -82,4 +82,28 @@ if [[ " ${STEPS:-console traces compare advisor} " == *" advisor "* ]]; then
 fi
 run advisor "import=$azure;advise=source:trace:latest;advise=length_scale:0.125;advise=limit:3000;advise=slo:ttft_p99<=1s,tpot_p99<=100ms;advise=budget:200;advise=run;advise=apply;window=60;traffic=6;wait=25;screenshot=$out/advisor.png" \
   --model builtin:tiny-decoder --preset test
+# 5. The Fleet view: a day of traffic with a daily shape (low at 04:00,
+#    peak at 16:00), a capacity plan per hour with every router
+#    (`batchpilot plan`), shown in the Fleet tab.
+if [[ " ${STEPS:-console traces compare advisor fleet} " == *" fleet "* ]]; then
+  python3 - "$work/day.csv" "${FLEET_PEAK_RATE:-8}" <<'PY'
+import math, random, sys
+random.seed(11)
+peak, t = float(sys.argv[2]), 0.0
+with open(sys.argv[1], "w") as f:
+    f.write("arrival_s,input_tokens,output_tokens\n")
+    while True:
+        hour = t / 3600
+        rate = peak * (0.15 + 0.85 * (0.5 - 0.5 * math.cos(2 * math.pi * (hour - 4) / 24)))
+        t += random.expovariate(rate)
+        if t >= 86400:
+            break
+        f.write("%.4f,%d,%d\n" % (t, random.choice([24, 48, 96, 200]) + random.randint(0, 40), random.randint(4, 24)))
+PY
+  db="$work/fleet.sqlite"
+  "$app" import-trace "$work/day.csv" --name "a day, daily shape" --db "$db" >/dev/null
+  "$app" calibrate --model builtin:tiny-decoder --preset test --quick --db "$db" >/dev/null
+  "$app" plan --trace 1 --calibration 1 --slo "${FLEET_SLO:-p99<=8s}" --replicas 1..16 --router all --replica-cost 2.5 --db "$db"
+fi
+run fleet "hide=timeline;hide=traces;hide=remote;show=fleet;fleet=trace:latest;wait=1;screenshot=$out/fleet-view.png" --model builtin:tiny-decoder --preset test
 ls -l $out

@@ -1,0 +1,379 @@
+#include "fleet_view.h"
+
+#include "session_list_model.h"
+#include "trace_list_model.h"
+
+#include "engine/store/trace_store.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLegend>
+#include <QLineSeries>
+#include <QPushButton>
+#include <QScatterSeries>
+#include <QSplitter>
+#include <QStandardItemModel>
+#include <QTableView>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <cmath>
+
+namespace bp::ui {
+
+QString windowLength(double seconds)
+{
+    if (seconds >= 3600 && std::fmod(seconds, 3600) == 0)
+        return QObject::tr("%1 h").arg(seconds / 3600);
+    if (seconds >= 60 && std::fmod(seconds, 60) == 0)
+        return QObject::tr("%1 min").arg(seconds / 60);
+    return QObject::tr("%1 s").arg(seconds);
+}
+
+QStandardItem *fleetCell(const QString &text, const QVariant &value)
+{
+    auto *item = new QStandardItem(text);
+    item->setEditable(false);
+    if (value.isValid()) {
+        item->setData(value, Qt::UserRole);
+        item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    }
+    return item;
+}
+
+namespace {
+
+constexpr int kTrace = 0, kSession = 1; // the source box's Qt::UserRole + 1
+
+struct Listing {
+    Result<std::vector<PlanHeadline>> plans = std::vector<PlanHeadline>{};
+    Result<std::vector<StoredReplica>> replicas = std::vector<StoredReplica>{};
+    double spanS = 0;
+};
+
+QTableView *table(QStandardItemModel *model, QWidget *parent)
+{
+    auto *view = new QTableView(parent);
+    view->setModel(model);
+    view->verticalHeader()->hide();
+    view->verticalHeader()->setDefaultSectionSize(view->fontMetrics().height() + 4);
+    view->horizontalHeader()->setStretchLastSection(true);
+    view->setAlternatingRowColors(true);
+    view->setSelectionBehavior(QAbstractItemView::SelectRows);
+    view->setSelectionMode(QAbstractItemView::SingleSelection);
+    view->setWordWrap(false);
+    return view;
+}
+
+QChart *chart(const QString &title)
+{
+    auto *c = new QChart;
+    c->setTitle(title);
+    c->setMargins(QMargins(4, 2, 4, 2));
+    c->setBackgroundRoundness(0);
+    QFont bold;
+    bold.setBold(true);
+    c->setTitleFont(bold);
+    c->legend()->setAlignment(Qt::AlignBottom);
+    return c;
+}
+
+} // namespace
+
+FleetView::FleetView(std::shared_ptr<TraceStore> store, TraceListModel *traces, SessionListModel *sessions,
+                     QWidget *parent)
+    : QWidget(parent), m_store(std::move(store)), m_traces(traces), m_sessions(sessions)
+{
+    m_source = new QComboBox(this);
+    m_source->setToolTip(tr("A trace or a session: its stored capacity plans, and its replicas when it is a "
+                            "simulated fleet"));
+    m_plan = new QComboBox(this);
+    m_plan->setToolTip(tr("The capacity plans stored for this source (batchpilot plan, or the Advisor's "
+                          "Plan replicas), newest first"));
+    auto *refresh = new QPushButton(tr("↻"), this);
+    refresh->setToolTip(tr("List the plans again"));
+    refresh->setFixedWidth(refresh->fontMetrics().horizontalAdvance(QStringLiteral("↻")) + 20);
+    auto *top = new QHBoxLayout;
+    top->addWidget(new QLabel(tr("Source"), this));
+    top->addWidget(m_source, 2);
+    top->addWidget(new QLabel(tr("Plan"), this));
+    top->addWidget(m_plan, 3);
+    top->addWidget(refresh);
+    m_summary = new QLabel(tr("Pick a trace or session with a capacity plan (batchpilot plan --trace ID "
+                              "--slo 'p99<=2s', or the Advisor's Plan replicas)."),
+                           this);
+    m_summary->setWordWrap(true);
+    m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    m_planChart = chart(tr("Replicas needed per window"));
+    m_chosen = new QLineSeries(m_planChart);
+    m_chosen->setName(tr("fewest replicas"));
+    m_chosen->setPen(QPen(QColor(40, 110, 200), 2.5));
+    m_planChart->addSeries(m_chosen);
+    auto *x = new QValueAxis, *y = new QValueAxis;
+    x->setLabelFormat(QStringLiteral("%g"));
+    y->setLabelFormat(QStringLiteral("%d"));
+    y->setTitleText(tr("replicas"));
+    m_planChart->addAxis(x, Qt::AlignBottom);
+    m_planChart->addAxis(y, Qt::AlignLeft);
+    m_chosen->attachAxis(x);
+    m_chosen->attachAxis(y);
+    auto *planView = new QChartView(m_planChart, this);
+    planView->setRenderHint(QPainter::Antialiasing);
+    planView->setMinimumHeight(200);
+
+    m_loadChart = chart(tr("Per-replica load"));
+    auto *bars = new QBarSeries(m_loadChart);
+    m_busySet = new QBarSet(tr("busy %"), bars);
+    m_busySet->setColor(QColor(40, 110, 200));
+    bars->append(m_busySet);
+    m_loadChart->addSeries(bars);
+    auto *bx = new QBarCategoryAxis;
+    auto *by = new QValueAxis;
+    by->setRange(0, 100);
+    by->setLabelFormat(QStringLiteral("%d%%"));
+    m_loadChart->addAxis(bx, Qt::AlignBottom);
+    m_loadChart->addAxis(by, Qt::AlignLeft);
+    bars->attachAxis(bx);
+    bars->attachAxis(by);
+    m_loadChart->legend()->hide();
+    auto *loadView = new QChartView(m_loadChart, this);
+    loadView->setRenderHint(QPainter::Antialiasing);
+
+    m_windows = new QStandardItemModel(0, FirstRouterColumn, this);
+    m_windowTable = table(m_windows, this);
+    m_replicas = new QStandardItemModel(0, ReplicaColumns, this);
+    m_replicas->setHorizontalHeaderLabels({tr("replica"), tr("routed"), tr("completed"), tr("busy"),
+                                           tr("peak outstanding"), tr("peak KV tokens")});
+    m_replicaTable = table(m_replicas, this);
+    m_replicaTitle = new QLabel(this);
+    m_replicaTitle->setWordWrap(true);
+
+    auto *left = new QSplitter(Qt::Vertical, this);
+    left->addWidget(planView);
+    left->addWidget(m_windowTable);
+    left->setStretchFactor(0, 3);
+    left->setStretchFactor(1, 2);
+    auto *right = new QWidget(this);
+    auto *rightLayout = new QVBoxLayout(right);
+    rightLayout->setContentsMargins(0, 0, 0, 0);
+    rightLayout->addWidget(m_replicaTitle);
+    rightLayout->addWidget(loadView, 3);
+    rightLayout->addWidget(m_replicaTable, 2);
+    auto *split = new QSplitter(Qt::Horizontal, this);
+    split->addWidget(left);
+    split->addWidget(right);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    auto *layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addLayout(top);
+    layout->addWidget(m_summary);
+    layout->addWidget(split, 1);
+
+    connect(refresh, &QPushButton::clicked, this, &FleetView::refresh);
+    connect(m_source, &QComboBox::currentIndexChanged, this, &FleetView::sourceChanged);
+    connect(m_plan, &QComboBox::currentIndexChanged, this, &FleetView::loadPlan);
+    connect(m_windowTable->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this](const QModelIndex &current) {
+                if (!m_fleetSession && current.isValid())
+                    showWindowLoad(current.row());
+            });
+    for (QAbstractItemModel *m :
+         {static_cast<QAbstractItemModel *>(m_traces), static_cast<QAbstractItemModel *>(m_sessions)}) {
+        if (!m)
+            continue;
+        connect(m, &QAbstractItemModel::modelReset, this, &FleetView::rebuildSources);
+        connect(m, &QAbstractItemModel::rowsInserted, this, &FleetView::rebuildSources);
+        connect(m, &QAbstractItemModel::rowsRemoved, this, &FleetView::rebuildSources);
+    }
+    rebuildSources();
+}
+
+FleetView::~FleetView()
+{
+    m_listJobs.reset();
+    m_planJobs.reset();
+    m_pool.waitForDone();
+}
+
+void FleetView::rebuildSources()
+{
+    const QVariant kept = m_source->currentData();
+    const QVariant keptKind = m_source->currentData(Qt::UserRole + 1);
+    {
+        QSignalBlocker block(m_source);
+        m_source->clear();
+        if (m_traces)
+            for (const TraceInfo &t : m_traces->traces())
+                m_source->addItem(tr("trace %1: %2 (%3 requests)")
+                                      .arg(t.id)
+                                      .arg(QString::fromStdString(t.name))
+                                      .arg(t.rows),
+                                  qlonglong(t.id));
+        const int sessionsFrom = m_source->count();
+        if (m_sessions)
+            for (const SessionInfo &s : m_sessions->sessions())
+                m_source->addItem(tr("session %1: %2").arg(s.id).arg(m_sessions->describeKind(s)),
+                                  qlonglong(s.id));
+        for (int i = 0; i < m_source->count(); ++i)
+            m_source->setItemData(i, i < sessionsFrom ? kTrace : kSession, Qt::UserRole + 1);
+        int index = m_source->count() ? 0 : -1;
+        for (int i = 0; i < m_source->count(); ++i)
+            if (m_source->itemData(i) == kept && m_source->itemData(i, Qt::UserRole + 1) == keptKind)
+                index = i;
+        m_source->setCurrentIndex(index);
+        if (index >= 0 && m_source->itemData(index) == kept &&
+            m_source->itemData(index, Qt::UserRole + 1) == keptKind)
+            return; // the same source: its plans stay shown
+    }
+    sourceChanged();
+}
+
+bool FleetView::setSource(bool session, std::int64_t id)
+{
+    for (int i = 0; i < m_source->count(); ++i)
+        if (m_source->itemData(i).toLongLong() == id &&
+            m_source->itemData(i, Qt::UserRole + 1).toInt() == (session ? kSession : kTrace)) {
+            if (m_source->currentIndex() == i)
+                refresh();
+            else
+                m_source->setCurrentIndex(i);
+            return true;
+        }
+    return false;
+}
+
+void FleetView::sourceChanged()
+{
+    m_fleetSession = false;
+    refresh();
+}
+
+void FleetView::refresh()
+{
+    if (!m_store || m_source->currentIndex() < 0)
+        return;
+    const bool session = m_source->currentData(Qt::UserRole + 1).toInt() == kSession;
+    const std::int64_t id = m_source->currentData().toLongLong();
+    m_listJobs.startJob(
+        [store = m_store, session, id](const JobTracker::Ticket &) {
+            Listing l;
+            l.plans = capacityPlanHeadlines(*store, session ? std::optional(id) : std::nullopt,
+                                            session ? std::nullopt : std::optional(id));
+            if (session) {
+                l.replicas = replicaFigures(*store, id);
+                if (l.replicas && !l.replicas->empty())
+                    if (auto span = sessionSpanS(*store, id))
+                        l.spanS = *span;
+            }
+            return l;
+        },
+        [this, session, id](Listing l) {
+            for (const Status &s : {l.plans.status(), l.replicas.status()})
+                if (!s) {
+                    m_summary->setText(QString::fromStdString(s.message()));
+                    emit failed(m_summary->text());
+                    return;
+                }
+            // The plan shown stays, unless a newer one was stored since (then the newest).
+            const std::int64_t kept = m_plan->currentData().toLongLong();
+            const std::int64_t newestBefore = m_plan->count() ? m_plan->itemData(0).toLongLong() : 0;
+            {
+                QSignalBlocker block(m_plan);
+                m_plan->clear();
+                for (const PlanHeadline &h : *l.plans)
+                    m_plan->addItem(tr("plan %1: %2, %3 windows of %4, peak %5 replicas (%6)")
+                                        .arg(h.id)
+                                        .arg(QString::fromStdString(h.slo))
+                                        .arg(h.windows)
+                                        .arg(windowLength(h.windowS))
+                                        .arg(h.peakReplicas)
+                                        .arg(formatWallClock(h.createdAtUs)),
+                                    qlonglong(h.id));
+                const bool newer = !l.plans->empty() && l.plans->front().id != newestBefore;
+                const int keptRow = newer ? -1 : m_plan->findData(qlonglong(kept));
+                m_plan->setCurrentIndex(keptRow >= 0 ? keptRow : m_plan->count() ? 0 : -1);
+            }
+            m_fleetSession = session && !l.replicas->empty();
+            if (m_fleetSession) {
+                QString router = QStringLiteral("?");
+                if (m_sessions && m_sessions->rowOf(id) >= 0) {
+                    const SessionInfo &s = m_sessions->sessions()[std::size_t(m_sessions->rowOf(id))];
+                    router = QString::fromStdString(
+                        s.replay.value("fleet", nlohmann::json::object()).value("router", std::string("?")));
+                }
+                m_replicaTitle->setText(
+                    tr("Simulated fleet: session %1, %2 replicas behind the %3 router (busy: of the "
+                       "session's %4 s)")
+                        .arg(id)
+                        .arg(l.replicas->size())
+                        .arg(router)
+                        .arg(l.spanS, 0, 'f', 1));
+                m_replicas->removeRows(0, m_replicas->rowCount());
+                for (int c = 0; c < ReplicaColumns; ++c)
+                    m_replicaTable->setColumnHidden(c, false);
+                QStringList labels;
+                QList<double> busy;
+                for (const StoredReplica &r : *l.replicas) {
+                    const double b = l.spanS > 0 ? 100 * r.busyS / l.spanS : 0;
+                    m_replicas->appendRow(
+                        {fleetCell(QString::number(r.replica), r.replica),
+                         fleetCell(QString::number(r.routed), qlonglong(r.routed)),
+                         fleetCell(QString::number(r.completed), qlonglong(r.completed)),
+                         fleetCell(QStringLiteral("%1%").arg(b, 0, 'f', 1), b),
+                         fleetCell(QString::number(r.peakOutstanding), qlonglong(r.peakOutstanding)),
+                         fleetCell(QString::number(r.peakKvTokens), qlonglong(r.peakKvTokens))});
+                    labels << QString::number(r.replica);
+                    busy << b;
+                }
+                showReplicas(labels, busy);
+            }
+            emit plansListed();
+            if (m_plan->count() == 0) {
+                m_shown.reset();
+                m_windows->removeRows(0, m_windows->rowCount());
+                m_chosen->clear();
+                for (QXYSeries *s : m_routerLines)
+                    s->clear();
+                m_summary->setText(tr("No capacity plan for this source yet: batchpilot plan %1 %2 --slo "
+                                      "'p99<=2s', or the Advisor's Plan replicas.")
+                                       .arg(session ? QStringLiteral("--session") : QStringLiteral("--trace"))
+                                       .arg(id));
+                if (!m_fleetSession) {
+                    m_replicas->removeRows(0, m_replicas->rowCount());
+                    m_replicaTitle->clear();
+                    showReplicas({}, {});
+                }
+            } else if (!m_shown || m_shown->id != m_plan->currentData().toLongLong()) {
+                loadPlan();
+            }
+        });
+}
+
+void FleetView::loadPlan()
+{
+    if (!m_store || m_plan->currentIndex() < 0)
+        return;
+    const std::int64_t id = m_plan->currentData().toLongLong();
+    m_planJobs.startJob(
+        [store = m_store, id](const JobTracker::Ticket &) { return capacityPlan(*store, id); },
+        [this](Result<StoredPlan> plan) {
+            if (!plan) {
+                m_summary->setText(QString::fromStdString(plan.status().message()));
+                emit failed(m_summary->text());
+                return;
+            }
+            showPlan(std::move(*plan));
+        });
+}
+
+} // namespace bp::ui

@@ -1,0 +1,120 @@
+// The Fleet view (issue 26 item 5): capacity plans and simulated fleets in
+// the console. For the picked source (an imported trace or a recorded
+// session, the Traces dock's lists) it lists the stored capacity plans
+// (`batchpilot plan`, or the Advisor's "Plan replicas") and shows the one
+// picked: the replicas each window needs over the trace (a step chart) with
+// each router's own minimum next to it — the router's effect — and a table
+// of the windows. Below, the per-replica load: for a simulated fleet session
+// its replica_figures rows (routed, busy fraction, peak outstanding), else
+// the selected window's replicas from the plan (the peak window at first).
+//
+// Reads go off the GUI thread (JobTracker) and fetch aggregates only: the
+// plans' headlines (json_extract in SQLite, not the documents), one plan's
+// document (a window per row: 168 for a week of hours), one row per replica
+// and the session's span. Never a session's requests.
+#pragma once
+
+#include "job_tracker.h"
+
+#include "engine/store/fleet_store.h"
+
+#include <QThreadPool>
+#include <QWidget>
+
+#include <memory>
+#include <optional>
+
+class QBarSet;
+class QStandardItem;
+class QComboBox;
+class QLabel;
+class QLineSeries;
+class QXYSeries;
+class QStandardItemModel;
+class QTableView;
+class QChart;
+class QChartView;
+
+namespace bp {
+class TraceStore;
+}
+
+namespace bp::ui {
+
+class SessionListModel;
+class TraceListModel;
+
+class FleetView : public QWidget {
+    Q_OBJECT
+public:
+    // `traces` and `sessions` (the Traces dock's lists, may be null) are the sources offered.
+    FleetView(std::shared_ptr<TraceStore> store, TraceListModel *traces, SessionListModel *sessions,
+              QWidget *parent = nullptr);
+    ~FleetView() override;
+
+    enum WindowColumn { Window, Requests, Replicas, Router, P99, Busiest, FirstRouterColumn };
+    enum ReplicaColumn { Replica, Routed, Completed, Busy, PeakOutstanding, PeakKv, ReplicaColumns };
+
+    QComboBox *sourceBox() const { return m_source; }
+    QComboBox *planBox() const { return m_plan; }
+    QLabel *summaryText() const { return m_summary; }
+    QLabel *replicaTitle() const { return m_replicaTitle; }
+    QStandardItemModel *windowsModel() const { return m_windows; }
+    QStandardItemModel *replicasModel() const { return m_replicas; }
+    QTableView *windowsTable() const { return m_windowTable; }
+    // The replicas chosen per window (a step: two points a window, x in hours).
+    QLineSeries *replicasSeries() const { return m_chosen; }
+    // Each searched router's own minimum per window, in the plan's router
+    // order: the first a step line (two points a window), the others a
+    // point a window where they were found.
+    const QList<QXYSeries *> &routerSeries() const { return m_routerLines; }
+    QBarSet *busySet() const { return m_busySet; }
+    const std::optional<StoredPlan> &plan() const { return m_shown; }
+
+public slots:
+    // Picks the source (a trace, or a session when `session`) and lists its
+    // plans; false when the lists do not hold it.
+    bool setSource(bool session, std::int64_t id);
+    // Lists the picked source's plans again (after a plan was stored).
+    void refresh();
+    // Shows the window `row` of the plan's table in the per-replica chart.
+    void showWindowLoad(int row);
+
+signals:
+    void plansListed();
+    void planShown(std::int64_t planId);
+    void replicasShown();
+    void failed(const QString &message);
+
+private:
+    void rebuildSources();
+    void sourceChanged();
+    void loadPlan();
+    void showPlan(StoredPlan plan);
+    void showReplicas(const QStringList &labels, const QList<double> &busy);
+
+    std::shared_ptr<TraceStore> m_store;
+    TraceListModel *m_traces;
+    SessionListModel *m_sessions;
+    QThreadPool m_pool;
+    JobTracker m_listJobs{this, &m_pool};
+    JobTracker m_planJobs{this, &m_pool};
+    std::optional<StoredPlan> m_shown;
+    bool m_fleetSession = false; // the source has replica_figures rows (shown instead of a window's)
+
+    QComboBox *m_source = nullptr, *m_plan = nullptr;
+    QLabel *m_summary = nullptr, *m_replicaTitle = nullptr;
+    QStandardItemModel *m_windows = nullptr, *m_replicas = nullptr;
+    QTableView *m_windowTable = nullptr, *m_replicaTable = nullptr;
+    QChart *m_planChart = nullptr, *m_loadChart = nullptr;
+    QLineSeries *m_chosen = nullptr;
+    QList<QXYSeries *> m_routerLines;
+    QBarSet *m_busySet = nullptr;
+};
+
+// "1 h", "10 min", "30 s".
+QString windowLength(double seconds);
+// A read-only table cell; `value` (Qt::UserRole, right-aligned) when valid.
+QStandardItem *fleetCell(const QString &text, const QVariant &value = {});
+
+} // namespace bp::ui
