@@ -42,8 +42,11 @@ public:
                         : o.metricsUrl,
                     o.token, o.scrapeInterval, this)
     {
-        for (const QUrl &url : targetUrls(o))
-            m_pools.push_back(Pool{endpointOf(url), basePathOf(url) + routeFor(o.protocol, o.model)});
+        for (const QUrl &url : targetUrls(o)) {
+            Pool &pool = m_pools.emplace_back();
+            pool.endpoint = endpointOf(url);
+            pool.route = basePathOf(url) + routeFor(o.protocol, o.model);
+        }
         if (m_pools.size() > 1)
             m_router = std::make_unique<ClientRouter>(o.router, o.replicas);
         m_headers = {{"Content-Type", "application/json"},
