@@ -55,8 +55,9 @@ nlohmann::json describeOptions(const RemoteOptions &options);
 
 // `--target URL[,URL...]`: the comma-separated URLs, trimmed. Sets
 // o.target (the first) and, for two or more, o.replicas and o.router
-// (policy `router`, replica count). InvalidArgument for an empty list or
-// entry, a URL given twice, an unknown policy, or a router without two URLs.
+// (policy `router`, replica count; one URL keeps no router). InvalidArgument
+// for an empty list or entry, a URL given twice or an unknown policy;
+// validate() checks each URL.
 Status setTargets(RemoteOptions &o, const QString &list, const QString &router = {});
 
 } // namespace bp::remote
