@@ -12,10 +12,12 @@ namespace bp {
 namespace {
 
 // The window's rows as the simulator's arrivals: offsets from the window's
-// start divided by the rate scale, lengths clamped to the model.
-std::vector<SimArrival> arrivalsOf(const std::vector<TraceRow> &rows,
-                                   const std::vector<PrefixBlocks> &hashIds, double beginS,
-                                   const FleetPlanRequest &r, const SimulatorOptions &model)
+// start divided by the rate scale, lengths clamped to the model, the
+// trace's prefix blocks (`blockTokens` each) carried along: the router keys
+// on them, and with prefix_cache.enabled the replicas' caches hit on them.
+std::vector<SimArrival> arrivalsOf(const std::vector<TraceRow> &rows, std::vector<PrefixBlocks> &&hashIds,
+                                   int blockTokens, double beginS, const FleetPlanRequest &r,
+                                   const SimulatorOptions &model)
 {
     std::vector<SimArrival> out;
     out.reserve(rows.size());
@@ -32,9 +34,11 @@ std::vector<SimArrival> arrivalsOf(const std::vector<TraceRow> &rows,
             a.maxNewTokens = std::min(a.maxNewTokens, model.positions - a.inputTokens);
         }
         a.id = i + 1;
-        if (i < hashIds.size())
-            a.prefixKey = prefixKeyOf(hashIds[i]);
-        out.push_back(a);
+        if (i < hashIds.size()) {
+            a.blocks = std::move(hashIds[i]);
+            a.blockTokens = blockTokens;
+        }
+        out.push_back(std::move(a));
     }
     return out;
 }
@@ -83,7 +87,12 @@ Result<FleetPlan> planFleet(const TraceStore &store, const Calibration &calibrat
     // The windows: row ranges of a trace (streamed), or of a session's arrivals (in memory).
     std::vector<std::int64_t> starts;
     std::vector<TraceRow> sessionRows;
+    int blockTokens = 0;
     if (request.source.kind == ReplaySource::Kind::Trace) {
+        auto info = store.trace(request.source.id);
+        if (!info)
+            return info.status();
+        blockTokens = info->blockTokens;
         auto s = store.traceWindowStarts(request.source.id, request.window);
         if (!s)
             return s.status();
@@ -124,7 +133,7 @@ Result<FleetPlan> planFleet(const TraceStore &store, const Calibration &calibrat
         for (const TraceRow &row : rows)
             pw.outputTokens += std::max(0, row.outputTokens);
         auto arrivals = std::make_shared<const std::vector<SimArrival>>(
-            arrivalsOf(rows, hashIds, beginS, request, model));
+            arrivalsOf(rows, std::move(hashIds), blockTokens, beginS, request, model));
         return [&model, &request, arrivals, windowS](int n, RouterPolicy r) {
             return judge(model, request, *arrivals, windowS, n, r);
         };

@@ -96,11 +96,10 @@ struct Simulator::Impl {
         }
         if (!any)
             return false;
-        const int k =
-            replicas.size() == 1
-                ? 0
-                : router.route(a.prefixKey ? a.prefixKey : prefixKeyOf(a.blocks), loads,
-                               std::span<const bool>(eligible.get(), replicas.size()));
+        const int k = replicas.size() == 1
+                          ? 0
+                          : router.route(prefixKeyOf(a.blocks), loads,
+                                         std::span<const bool>(eligible.get(), replicas.size()));
         submit(*replicas[std::size_t(k)], a, index, arrival);
         return true;
     }

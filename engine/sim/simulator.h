@@ -65,9 +65,9 @@ struct SimArrival {
     std::uint64_t id = 0; // 0 = position + 1
     int priority = 0;
     std::optional<Duration> timeout; // deadline = arrival + timeout
-    std::uint64_t prefixKey = 0; // the router's key (0 = prefixKeyOf(blocks); that 0 = none)
     // The trace's prefix blocks (hash ids, blockTokens each): the prompt's
-    // leading ids are the blocks' (prefix_tokens.h), as in the replayer.
+    // leading ids are the blocks' (prefix_tokens.h), as in the replayer; a
+    // fleet's router keys on them (prefixKeyOf(); none: no key).
     PrefixBlocks blocks{};
     int blockTokens = 0;
     // Multi-turn (ReplayPlan's PlannedRequest): positions of the previous

@@ -152,10 +152,21 @@ private slots:
         o.observer = &records;
         const std::int64_t block = 42;
         const std::uint64_t key = prefixKeyOf(std::span<const std::int64_t>(&block, 1));
+        // The router keys on an arrival's prefix blocks (prefixKeyOf(blocks)).
+        auto arrival = [&](Duration at, bool keyed) {
+            SimArrival a;
+            a.offset = at;
+            a.inputTokens = 10;
+            if (keyed) {
+                a.blocks = {block};
+                a.blockTokens = 16;
+            }
+            return a;
+        };
         std::vector<SimArrival> arrivals;
         for (int i = 0; i < 12; ++i)
-            arrivals.push_back({Duration(i), 10, 0, 0, 0, std::nullopt, i < 8 ? 0 : key});
-        arrivals.push_back({Duration(20s), 10, 0, 0, 0, std::nullopt, key});
+            arrivals.push_back(arrival(Duration(i), i >= 8));
+        arrivals.push_back(arrival(20s, true));
         const SimOutcome out = Simulator(o).run(arrivals);
         QCOMPARE(out.completed, arrivals.size());
         const int owner = Router({RouterPolicy::PrefixAffinity, 4, 0.5}).owner(key);
