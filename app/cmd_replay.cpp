@@ -43,7 +43,8 @@ constexpr const char *kUsage =
     "[--virtual | --simulate [--calibration ID|FILE] [--noise none|mean|drawn] [--replicas N] [--router P]] "
     "[--no-clamp] [--compare "
     "SESSION] [--notes TEXT] [--json]\n"
-    "       batchpilot replay ID --target URL --model NAME [--protocol oip|openai|openai-chat] [--token T] "
+    "       batchpilot replay ID --target URL[,URL...] [--router P] --model NAME [--protocol "
+    "oip|openai|openai-chat] [--token T] "
     "[--max-concurrency N] [--max-queued N] [--timeout MS] [--scrape-interval MS] [--metrics-url URL] "
     "[--max-new-tokens N] "
     "...";
@@ -54,7 +55,11 @@ std::unique_ptr<remote::HttpRemoteTarget> remoteTargetFor(const AppOptions &opti
                                                           QString &error)
 {
     remote::RemoteOptions ro;
-    ro.target = QUrl(args.value("target"));
+    // One URL, or a fleet: "URL1,URL2,..." behind --router (docs/remote.md).
+    if (Status s = remote::setTargets(ro, args.value("target"), args.value("router")); !s) {
+        error = q(s.message());
+        return nullptr;
+    }
     const QString protocol = args.value("protocol", QStringLiteral("oip"));
     const auto parsed = remote::parseProtocol(protocol);
     if (!parsed) {
@@ -135,8 +140,13 @@ int runReplay(const AppOptions &options)
         return fail(
             QStringLiteral("--router must be round-robin, least-outstanding, least-kv or prefix-affinity"),
             2);
-    if ((args.has("replicas") || args.has("router")) && !simulate)
-        return fail(QStringLiteral("--replicas and --router need --simulate\n") + kUsage, 2);
+    if (args.has("replicas") && !simulate)
+        return fail(QStringLiteral("--replicas needs --simulate (a remote fleet's replicas are its --target "
+                                   "URLs)\n") +
+                        kUsage,
+                    2);
+    if (args.has("router") && !simulate && !args.has("target"))
+        return fail(QStringLiteral("--router needs --simulate or --target URL1,URL2\n") + kUsage, 2);
 
     auto store = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
     if (!store)
@@ -309,6 +319,17 @@ int runReplay(const AppOptions &options)
                            .arg(q(server))
                            .arg(o.client.value("scrapes", 0))
                            .arg(o.client.value("scrape_errors", 0));
+            if (const auto fleet = o.client.find("fleet"); fleet != o.client.end())
+                for (const nlohmann::json &r : fleet->value("replica_figures", nlohmann::json::array()))
+                    out << QStringLiteral("  %1 replica %2 %3: %4 routed, %5 completed, %6 failed, peak %7 "
+                                          "outstanding\n")
+                               .arg(q(fleet->value("router", std::string())))
+                               .arg(r.value("replica", 0))
+                               .arg(q(r.value("url", std::string())))
+                               .arg(r.value("routed", 0))
+                               .arg(r.value("completed", 0))
+                               .arg(r.value("failed", 0))
+                               .arg(r.value("peak_outstanding", 0));
         }
         out << "\n" << q(baseline ? formatComparison(*baseline, *replayed) : formatSummary(*replayed));
     }

@@ -75,8 +75,8 @@ const std::vector<Command> &commands()
           {"replicas", "N",
            "with --simulate: a fleet of N replicas of the engine behind a router (default 1)"},
           {"router", "P",
-           "with --simulate --replicas: round-robin, least-outstanding (default), least-kv or "
-           "prefix-affinity"},
+           "with --simulate --replicas N, or --target URL1,URL2: round-robin, least-outstanding (default), "
+           "least-kv or prefix-affinity"},
           {"calibration", "ID|FILE",
            "with --simulate: a stored calibration or a JSON file (default: the newest for --model/--preset)"},
           {"noise", "none|mean|drawn",
@@ -87,9 +87,10 @@ const std::vector<Command> &commands()
           {"compare", "SESSION", "compare with this session (default: the source session)"},
           {"notes", "TEXT", "notes stored with the new session"},
           {"json", "", "print the comparison as JSON"},
-          {"target", "URL",
+          {"target", "URL[,URL...]",
            "drive this remote server instead of the embedded engine (docs/remote.md); "
-           "--model is then the model's name there, --token its bearer token"},
+           "--model is then the model's name there, --token its bearer token; several URLs, "
+           "comma-separated, are a fleet behind the client-side --router"},
           {"protocol", "oip|openai|openai-chat",
            "remote protocol: KServe v2 infer, OpenAI /v1/completions streaming, or OpenAI "
            "/v1/chat/completions streaming (default oip)"},

@@ -1,5 +1,6 @@
 #include "http_remote_target.h"
 
+#include "client_router.h"
 #include "http1_connection.h"
 #include "remote_answer.h"
 #include "remote_scraper.h"
@@ -7,6 +8,7 @@
 #include "engine/core/histogram.h"
 #include "engine/metrics/metrics.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -29,15 +31,24 @@ nlohmann::json latencyJson(const LatencyHistogram &h)
 // the other threads read.
 class HttpRemoteTarget::Worker : public QObject {
 public:
+    // With several URLs (a fleet), each has its own connections and FIFO
+    // under the same caps, and the ClientRouter picks one per request; the
+    // first URL's /metrics is the one scraped (target_samples has no
+    // replica column).
     explicit Worker(const RemoteOptions &o)
-        : metrics(SteadyClock::now()), m_options(o), m_endpoint(endpointOf(o.target)),
-          m_basePath(basePathOf(o.target)),
+        : metrics(SteadyClock::now()), m_options(o),
           m_scraper(o.metricsUrl.isEmpty()
                         ? QUrl(o.target.adjusted(QUrl::RemovePath)).resolved(QUrl("/metrics"))
                         : o.metricsUrl,
                     o.token, o.scrapeInterval, this)
     {
-        m_route = m_basePath + routeFor(o.protocol, o.model);
+        for (const QUrl &url : targetUrls(o)) {
+            Pool &pool = m_pools.emplace_back();
+            pool.endpoint = endpointOf(url);
+            pool.route = basePathOf(url) + routeFor(o.protocol, o.model);
+        }
+        if (m_pools.size() > 1)
+            m_router = std::make_unique<ClientRouter>(o.router, o.replicas);
         m_headers = {{"Content-Type", "application/json"},
                      {"Accept", isStreaming(o.protocol) ? QByteArray("text/event-stream")
                                                         : QByteArray("application/json")}};
@@ -48,6 +59,8 @@ public:
     struct Pending {
         Request request;
         Completion done;
+        int replica = -1; // the pool it was routed to (-1: not routed, cancelled first)
+        int tokens = 0;  // its prompt's length when routed
     };
 
     // --- HTTP thread ---------------------------------------------------
@@ -69,33 +82,39 @@ public:
         // offered far more than the server serves would otherwise grow it
         // until Stop. What exceeds it is shed at once, recorded as rejected
         // (queue_full) and counted as "client_shed".
-        if (m_options.maxQueued > 0 && m_queue.size() >= std::size_t(m_options.maxQueued)) {
+        p.tokens = int(p.request.tokens.size());
+        p.replica = m_router ? m_router->route(p.request) : 0;
+        Pool &pool = m_pools[std::size_t(p.replica)];
+        if (m_options.maxQueued > 0 && pool.queue.size() >= std::size_t(m_options.maxQueued)) {
             shed.fetch_add(1, std::memory_order_relaxed);
+            const std::size_t waiting = pool.queue.size();
             finishUnsent(
                 std::move(p),
-                Status(StatusCode::QueueFull, "shed by the client: " + std::to_string(m_queue.size()) +
+                Status(StatusCode::QueueFull, "shed by the client: " + std::to_string(waiting) +
                                                   " requests already wait for a connection (--max-queued)"),
                 QStringLiteral("client_shed"));
             return;
         }
-        m_queue.push_back(std::move(p));
-        dispatch();
+        pool.queue.push_back(std::move(p));
+        dispatch(pool);
     }
 
     void cancelAll()
     {
         m_cancelling = true;
         m_scraper.stop();
-        while (!m_queue.empty()) {
-            Pending p = std::move(m_queue.front());
-            m_queue.pop_front();
-            finishUnsent(std::move(p),
-                         Status(StatusCode::ShuttingDown, "replay cancelled before the request was sent"),
-                         QStringLiteral("not_sent"));
+        for (Pool &pool : m_pools) {
+            while (!pool.queue.empty()) {
+                Pending p = std::move(pool.queue.front());
+                pool.queue.pop_front();
+                finishUnsent(std::move(p),
+                             Status(StatusCode::ShuttingDown, "replay cancelled before the request was sent"),
+                             QStringLiteral("not_sent"));
+            }
+            for (Http1Connection *c : pool.connections)
+                if (c->busy())
+                    c->abort(QStringLiteral("replay cancelled"));
         }
-        for (Http1Connection *c : m_connections)
-            if (c->busy())
-                c->abort(QStringLiteral("replay cancelled"));
     }
 
     void stopScraping() { m_scraper.stop(); }
@@ -126,20 +145,26 @@ public:
         nlohmann::json http = nlohmann::json::object();
         for (const auto &[key, n] : m_httpCounts)
             http[key.toStdString()] = n;
-        return {{"protocol", protocolName(m_options.protocol).toStdString()},
-                {"http_status", http},
-                {"ttft_ms", latencyJson(m_ttft)},
-                {"tpot_ms", latencyJson(m_tpot)},
-                {"itl_ms", latencyJson(m_itl)},
-                {"connections_opened", m_connections.size()},
-                {"max_in_flight", m_maxInFlight},
-                {"max_queued", m_options.maxQueued},
-                {"client_shed", shed.load(std::memory_order_relaxed)},
-                {"server", m_scraper.server().toStdString()},
-                {"server_settings", m_scraper.settings()},
-                {"scrapes", m_scraper.scrapes()},
-                {"scrape_errors", m_scraper.errors()},
-                {"metrics_url", m_scraper.url().toString().toStdString()}};
+        std::size_t opened = 0;
+        for (const Pool &pool : m_pools)
+            opened += pool.connections.size();
+        nlohmann::json out = {{"protocol", protocolName(m_options.protocol).toStdString()},
+                              {"http_status", http},
+                              {"ttft_ms", latencyJson(m_ttft)},
+                              {"tpot_ms", latencyJson(m_tpot)},
+                              {"itl_ms", latencyJson(m_itl)},
+                              {"connections_opened", opened},
+                              {"max_in_flight", m_maxInFlight},
+                              {"max_queued", m_options.maxQueued},
+                              {"client_shed", shed.load(std::memory_order_relaxed)},
+                              {"server", m_scraper.server().toStdString()},
+                              {"server_settings", m_scraper.settings()},
+                              {"scrapes", m_scraper.scrapes()},
+                              {"scrape_errors", m_scraper.errors()},
+                              {"metrics_url", m_scraper.url().toString().toStdString()}};
+        if (m_router)
+            out["fleet"] = m_router->json();
+        return out;
     }
 
     // Normally after finish(); also safe without it (a replay that failed
@@ -147,11 +172,13 @@ public:
     void shutdown()
     {
         cancelAll();
-        m_idle.clear();
-        const std::vector<Http1Connection *> connections = std::move(m_connections);
-        m_connections.clear();
-        for (Http1Connection *c : connections)
-            delete c;
+        for (Pool &pool : m_pools) {
+            pool.idle.clear();
+            const std::vector<Http1Connection *> connections = std::move(pool.connections);
+            pool.connections.clear();
+            for (Http1Connection *c : connections)
+                delete c;
+        }
         m_scraper.shutdown();
     }
 
@@ -167,23 +194,32 @@ public:
     bool finalScrapeDone = true; // guarded by mutex
 
 private:
-    void dispatch()
+    // One URL's connections and the requests routed to it that wait for one.
+    struct Pool {
+        HttpEndpoint endpoint;
+        QByteArray route; // the URL's base path + the protocol's route
+        std::deque<Pending> queue;
+        std::vector<Http1Connection *> connections; // children of this worker
+        std::vector<Http1Connection *> idle;
+    };
+
+    void dispatch(Pool &pool)
     {
-        while (!m_queue.empty()) {
+        while (!pool.queue.empty()) {
             Http1Connection *c = nullptr;
-            if (!m_idle.empty()) {
-                c = m_idle.back();
-                m_idle.pop_back();
-            } else if (int(m_connections.size()) < m_options.maxConcurrency) {
-                c = new Http1Connection(m_endpoint, this);
-                m_connections.push_back(c);
+            if (!pool.idle.empty()) {
+                c = pool.idle.back();
+                pool.idle.pop_back();
+            } else if (int(pool.connections.size()) < m_options.maxConcurrency) {
+                c = new Http1Connection(pool.endpoint, this);
+                pool.connections.push_back(c);
             } else {
                 return;
             }
-            Pending p = std::move(m_queue.front());
-            m_queue.pop_front();
+            Pending p = std::move(pool.queue.front());
+            pool.queue.pop_front();
             queued.fetch_sub(1, std::memory_order_relaxed);
-            send(c, std::move(p));
+            send(c, pool.route, std::move(p));
         }
     }
 
@@ -194,14 +230,14 @@ private:
         QByteArray errorBody; // the first KiBs of a streamed answer, for its error text
     };
 
-    void send(Http1Connection *c, Pending p)
+    void send(Http1Connection *c, const QByteArray &route, Pending p)
     {
         auto f = std::make_shared<InFlight>();
         f->p = std::move(p);
         f->sentAt = SteadyClock::now();
         HttpExchange ex;
         ex.method = "POST";
-        ex.path = m_route;
+        ex.path = route;
         ex.headers = m_headers;
         ex.timeout = m_options.timeout;
         ex.body = requestBody(m_options.protocol, f->p.request, m_options.model);
@@ -229,10 +265,11 @@ private:
             for (Duration gap : a.record.interTokenLatencies)
                 m_itl.record(gap.count());
         }
-        complete(std::move(f.p.done), std::move(a), r.finished);
+        Pool &pool = m_pools[std::size_t(f.p.replica)];
+        complete(f.p, std::move(a), r.finished);
         if (!m_cancelling)
-            m_idle.push_back(c);
-        dispatch();
+            pool.idle.push_back(c);
+        dispatch(pool);
     }
 
     // A request that never went out: cancelled while it waited for a
@@ -241,12 +278,17 @@ private:
     {
         queued.fetch_sub(1, std::memory_order_relaxed);
         const TimePoint now = SteadyClock::now();
-        complete(std::move(p.done), unsentAnswer(p.request, now, std::move(status), key), now);
+        complete(p, unsentAnswer(p.request, now, std::move(status), key), now);
     }
 
-    // Records `a`, runs the completion, and settles the outstanding count.
-    void complete(Completion done, RemoteAnswer a, TimePoint at)
+    // Records `a` (the replica that served it on its row), runs p's
+    // completion, and settles the outstanding counts.
+    void complete(Pending &p, RemoteAnswer a, TimePoint at)
     {
+        a.record.replica = std::max(0, p.replica);
+        if (m_router)
+            m_router->ended(p.replica, p.tokens, a.response.status.isOk(), a.record.outputTokens);
+        Completion done = std::move(p.done);
         ++m_httpCounts[a.httpKey];
         if (a.response.status.isOk())
             metrics.recordCacheHit(a.record,
@@ -265,14 +307,10 @@ private:
     }
 
     const RemoteOptions m_options;
-    const HttpEndpoint m_endpoint;
-    const QByteArray m_basePath;
-    QByteArray m_route;
+    std::vector<Pool> m_pools;              // one per URL, in replica order
+    std::unique_ptr<ClientRouter> m_router; // a fleet (two or more URLs) only
     QList<QPair<QByteArray, QByteArray>> m_headers;
     std::shared_ptr<TraceSink> m_sink;
-    std::deque<Pending> m_queue;
-    std::vector<Http1Connection *> m_connections; // children of this worker
-    std::vector<Http1Connection *> m_idle;
     bool m_cancelling = false;
     int m_maxInFlight = 0;
     std::map<QString, std::uint64_t> m_httpCounts;
@@ -312,20 +350,12 @@ HttpRemoteTarget::~HttpRemoteTarget()
 
 std::string HttpRemoteTarget::url() const
 {
-    return m_options.target.toString().toStdString();
+    return targetList(m_options).toStdString();
 }
 
 nlohmann::json HttpRemoteTarget::describe() const
 {
-    return {{"url", url()},
-            {"protocol", protocolName(m_options.protocol).toStdString()},
-            {"model", m_options.model.toStdString()},
-            {"max_concurrency", m_options.maxConcurrency},
-            {"max_queued", m_options.maxQueued},
-            {"timeout_ms", std::chrono::duration_cast<std::chrono::milliseconds>(m_options.timeout).count()},
-            {"scrape_interval_ms",
-             std::chrono::duration_cast<std::chrono::milliseconds>(m_options.scrapeInterval).count()},
-            {"authorization", !m_options.token.isEmpty()}}; // whether a token was sent, never the token
+    return describeOptions(m_options);
 }
 
 Status HttpRemoteTarget::begin(std::shared_ptr<TraceSink> sink, TimePoint epoch)

@@ -16,6 +16,11 @@
 //    for a streamed answer TPOT and the inter-token gaps. HTTP errors,
 //    resets and timeouts are per-request statuses; none of them ends the
 //    replay.
+//  - A fleet (RemoteOptions::replicas, `--target URL1,URL2`): each request
+//    goes to the URL the client-side router picks (client_router.h, the
+//    simulator's Router on the client's own in-flight counts); each URL
+//    has its own connections and FIFO under the same caps, and the stored
+//    row names its replica.
 //  - /metrics of the target is scraped every `scrapeInterval`
 //    (remote_scraper.h) into target_samples, and what it publishes of the
 //    server's own settings is kept for the session's `config` row.

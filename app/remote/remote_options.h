@@ -7,14 +7,24 @@
 #include "remote_codec.h"
 
 #include "engine/core/result.h"
+#include "engine/sim/router.h"
 
+#include <QList>
 #include <QString>
 #include <QUrl>
+
+#include <nlohmann/json.hpp>
 
 namespace bp::remote {
 
 struct RemoteOptions {
     QUrl target; // http[s]://host[:port][/prefix]; routes are appended to the prefix
+    // A fleet (issue 26 item 4, `replay --target URL1,URL2`): every
+    // replica's URL in replica order, replicas[0] == target. Empty: target
+    // alone, no router. Each request goes to the replica the client-side
+    // router picks (engine/sim/router.h, the simulator's Router).
+    QList<QUrl> replicas;
+    RouterOptions router; // policy and load bound; .replicas is replicas.size()
     Protocol protocol = Protocol::Oip;
     QString model;           // the model's name on the server
     QString token;           // sent as "Authorization: Bearer T" when set
@@ -33,5 +43,21 @@ struct RemoteOptions {
 
 // InvalidArgument naming the problem: scheme, host, concurrency, ...
 Status validate(const RemoteOptions &options);
+
+// The URLs a replay drives: options.replicas, or the target alone.
+QList<QUrl> targetUrls(const RemoteOptions &options);
+
+// The URLs comma-separated: sessions.target_url.
+QString targetList(const RemoteOptions &options);
+// sessions.replay's "target": the URLs, protocol, model, caps, timeouts,
+// whether a token is sent (never the token), and a fleet's router.
+nlohmann::json describeOptions(const RemoteOptions &options);
+
+// `--target URL[,URL...]`: the comma-separated URLs, trimmed. Sets
+// o.target (the first) and, for two or more, o.replicas and o.router
+// (policy `router`, replica count; one URL keeps no router). InvalidArgument
+// for an empty list or entry, a URL given twice or an unknown policy;
+// validate() checks each URL.
+Status setTargets(RemoteOptions &o, const QString &list, const QString &router = {});
 
 } // namespace bp::remote

@@ -54,9 +54,12 @@ QString fleetHtml(const ReportData &d, const QString &tableOpen, const QString &
     if (!d.replicas.empty()) {
         const nlohmann::json fleet = d.session.replay.value("fleet", nlohmann::json::object());
         const double span = std::max(1e-9, d.lastCompletionS - d.firstArrivalS);
-        h += QStringLiteral(
-                 "<h2>Fleet</h2>\n<p>%1 simulated replicas behind the <code>%2</code> router%3.</p>\n")
+        // A remote fleet (replay --target URL1,URL2): real servers behind the
+        // client-side router; its "batches" and "busy" are not seen (0).
+        h += QStringLiteral("<h2>Fleet</h2>\n<p>%1 %2 behind the <code>%3</code> router%4.</p>\n")
                  .arg(d.replicas.size())
+                 .arg(d.session.kind == "remote" ? QStringLiteral("remote servers")
+                                                 : QStringLiteral("simulated replicas"))
                  .arg(e(fleet.value("router", std::string("?"))))
                  .arg(fleet.value("router_queued", 0) > 0
                           ? QStringLiteral("; %1 requests waited in its queue (mean %2 ms)")

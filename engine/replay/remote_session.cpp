@@ -1,5 +1,6 @@
 #include "remote_session.h"
 
+#include "engine/store/fleet_store.h"
 #include "engine/telemetry/host_facts.h"
 
 namespace bp {
@@ -74,6 +75,24 @@ void RemoteSession::end(const nlohmann::json &client)
     if (!client.is_null()) {
         nlohmann::json replay = m_replay;
         replay["client"] = client;
+        // A fleet of URLs (its client-side router's figures): the session's
+        // "fleet" and its replica_figures rows, as a simulated fleet has.
+        if (const auto fleet = client.find("fleet"); fleet != client.end() && fleet->is_object()) {
+            replay["fleet"] = *fleet;
+            std::vector<StoredReplica> rows;
+            for (const nlohmann::json &r : fleet->value("replica_figures", nlohmann::json::array())) {
+                StoredReplica row;
+                row.replica = r.value("replica", 0);
+                row.routed = r.value("routed", std::int64_t(0));
+                row.completed = r.value("completed", std::int64_t(0));
+                row.failed = r.value("failed", std::int64_t(0));
+                row.peakOutstanding = r.value("peak_outstanding", std::int64_t(0));
+                row.peakKvTokens = r.value("peak_kv_tokens", std::int64_t(0));
+                row.outputTokens = r.value("output_tokens", std::int64_t(0));
+                rows.push_back(row);
+            }
+            (void)saveReplicaFigures(*m_store, m_id, rows);
+        }
         (void)m_store->setSessionReplay(m_id, replay);
     }
 }
