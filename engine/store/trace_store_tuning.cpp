@@ -7,6 +7,8 @@
 
 #include <sqlite3.h>
 
+#include <optional>
+
 namespace bp {
 
 namespace {
@@ -49,8 +51,12 @@ Result<std::int64_t> saveTuning(const TraceStore &store, const StoredTuning &t)
     return db->lastInsertId();
 }
 
-Status setTuningVerification(const TraceStore &store, std::int64_t id, std::int64_t sessionId,
-                             const nlohmann::json &verification)
+namespace {
+
+// Sets `key` of tuning `id`'s stored result document to `value`, and its
+// verification session when one is given.
+Status updateTuningResult(const TraceStore &store, std::int64_t id, const char *key,
+                          const nlohmann::json &value, std::optional<std::int64_t> verifySession)
 {
     auto db = store::openConnection(store.path());
     if (!db)
@@ -65,42 +71,32 @@ Status setTuningVerification(const TraceStore &store, std::int64_t id, std::int6
     auto result = nlohmann::json::parse(read->textAt(0), nullptr, false);
     if (result.is_discarded())
         return Status(StatusCode::Internal, "tuning " + std::to_string(id) + " is not valid JSON");
-    result["verification"] = verification;
-    auto st = db->prepare("UPDATE tunings SET verify_session_id = ?, result = ? WHERE id = ?");
+    result[key] = value;
+    auto st = db->prepare(verifySession ? "UPDATE tunings SET result = ?, verify_session_id = ? WHERE id = ?"
+                                        : "UPDATE tunings SET result = ? WHERE id = ?");
     if (!st)
         return st.status();
-    st->bind(1, sessionId);
-    st->bind(2, result.dump());
-    st->bind(3, id);
+    int column = 1;
+    st->bind(column++, result.dump());
+    if (verifySession)
+        st->bind(column++, *verifySession);
+    st->bind(column, id);
     if (const int rc = st->step(); rc != SQLITE_DONE)
-        return db->error(rc, "store a tuning's verification");
+        return db->error(rc, std::string("store a tuning's ") + key);
     return {};
+}
+
+} // namespace
+
+Status setTuningVerification(const TraceStore &store, std::int64_t id, std::int64_t sessionId,
+                             const nlohmann::json &verification)
+{
+    return updateTuningResult(store, id, "verification", verification, sessionId);
 }
 
 Status setTuningTarget(const TraceStore &store, std::int64_t id, const nlohmann::json &target)
 {
-    auto db = store::openConnection(store.path());
-    if (!db)
-        return db.status();
-    auto read = db->prepare("SELECT result FROM tunings WHERE id = ?");
-    if (!read)
-        return read.status();
-    read->bind(1, id);
-    if (const int rc = read->step(); rc != SQLITE_ROW)
-        return rc == SQLITE_DONE ? Status(StatusCode::NotFound, "no tuning " + std::to_string(id))
-                                 : db->error(rc, "read a tuning result");
-    auto result = nlohmann::json::parse(read->textAt(0), nullptr, false);
-    if (result.is_discarded())
-        return Status(StatusCode::Internal, "tuning " + std::to_string(id) + " is not valid JSON");
-    result["target"] = target;
-    auto st = db->prepare("UPDATE tunings SET result = ? WHERE id = ?");
-    if (!st)
-        return st.status();
-    st->bind(1, result.dump());
-    st->bind(2, id);
-    if (const int rc = st->step(); rc != SQLITE_DONE)
-        return db->error(rc, "store a tuning's target");
-    return {};
+    return updateTuningResult(store, id, "target", target, std::nullopt);
 }
 
 Result<std::vector<StoredTuning>> tuningsForSession(const TraceStore &store, std::int64_t sessionId)
