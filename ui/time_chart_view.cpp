@@ -114,7 +114,31 @@ void TimeChartView::setPoints(int index, const QList<QPointF> &points)
         if (std::isfinite(p.y()))
             max = std::max(max, p.y());
     s.max = max;
-    s.line->replace(points);
+    s.line->replace(points.size() > kMaxPoints ? thinned(points, kMaxPoints) : points);
+}
+
+QList<QPointF> TimeChartView::thinned(const QList<QPointF> &points, qsizetype maxPoints)
+{
+    const qsizetype n = points.size();
+    if (maxPoints < 2 || n <= maxPoints)
+        return points;
+    const qsizetype bucket = (2 * n + maxPoints - 1) / maxPoints; // two points kept per bucket
+    QList<QPointF> out;
+    out.reserve(2 * (n / bucket + 1));
+    for (qsizetype i = 0; i < n; i += bucket) {
+        const qsizetype end = std::min(n, i + bucket);
+        qsizetype lo = i, hi = i;
+        for (qsizetype k = i + 1; k < end; ++k) {
+            if (points[k].y() < points[lo].y())
+                lo = k;
+            if (points[k].y() > points[hi].y())
+                hi = k;
+        }
+        out.append(points[std::min(lo, hi)]);
+        if (lo != hi)
+            out.append(points[std::max(lo, hi)]);
+    }
+    return out;
 }
 
 void TimeChartView::setSeriesVisible(int index, bool visible)

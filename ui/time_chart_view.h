@@ -37,8 +37,15 @@ public:
     void setTimeAxisTitle(const QString &title);
     void setTitle(const QString &title);
 
-    // Replaces the series' points in one call.
+    // Replaces the series' points in one call. More than kMaxPoints are
+    // thinned first (thinned()): a days-long session's samples, one per
+    // second, drawn in a chart a few hundred pixels wide.
     void setPoints(int series, const QList<QPointF> &points);
+    static constexpr qsizetype kMaxPoints = 4000;
+    // At most about `maxPoints` of `points` (in x order): each bucket of
+    // consecutive points is kept as its lowest and its highest, in the order
+    // they came, so spikes and dips stay visible. Fewer points: unchanged.
+    static QList<QPointF> thinned(const QList<QPointF> &points, qsizetype maxPoints);
     void setSeriesVisible(int series, bool visible);
     void setSeriesName(int series, const QString &name);
     // Keeps a series out of the legend (a reference level the title names).

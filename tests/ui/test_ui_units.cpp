@@ -6,8 +6,12 @@
 #include "ui/time_chart_view.h"
 
 #include <QLineEdit>
+#include <QLineSeries>
 #include <QSignalSpy>
+#include <QValueAxis>
 #include <QtTest>
+
+#include <algorithm>
 
 using namespace bp;
 using namespace bp::ui;
@@ -132,6 +136,32 @@ private slots:
         QFETCH(double, v);
         QFETCH(double, nice);
         QVERIFY(qAbs(TimeChartView::niceCeiling(v) - nice) < 1e-12 * nice);
+    }
+
+    // A days-long session's samples (issue 26: the comparison of a session
+    // of millions of rows drew 346,689 points a series): a chart keeps at
+    // most about kMaxPoints, with every spike and dip.
+    void chartsThinLongSeries()
+    {
+        QList<QPointF> points;
+        for (int i = 0; i < 100000; ++i)
+            points.append(QPointF(i, i % 1000 == 0 ? 0.0 : 5.0 + (i % 7)));
+        points[54321].setY(1000); // one spike
+        const QList<QPointF> thin = TimeChartView::thinned(points, 4000);
+        QVERIFY2(thin.size() <= 4002, qPrintable(QString::number(thin.size())));
+        QVERIFY(thin.size() >= 2000);
+        QVERIFY(std::is_sorted(thin.begin(), thin.end(), [](QPointF a, QPointF b) { return a.x() < b.x(); }));
+        QVERIFY(thin.contains(QPointF(54321, 1000)));
+        QCOMPARE(std::count_if(thin.begin(), thin.end(), [](QPointF p) { return p.y() == 0; }),
+                 qsizetype(100));
+        QCOMPARE(TimeChartView::thinned(points.mid(0, 3000), 4000), points.mid(0, 3000)); // short: unchanged
+
+        TimeChartView chart(QStringLiteral("t"), QStringLiteral("v"));
+        const int s = chart.addSeries(QStringLiteral("s"), Qt::blue);
+        chart.setPoints(s, points);
+        QVERIFY(chart.series(s)->count() <= TimeChartView::kMaxPoints + 2);
+        chart.rescale();
+        QVERIFY(chart.valueAxis(TimeChartView::Axis::Left)->max() >= 1000); // the spike sets the scale
     }
 
     void historyIsARingBuffer()
