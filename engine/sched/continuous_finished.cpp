@@ -2,6 +2,7 @@
 // applied to the running sequences, tokens reported, finished ones completed.
 #include "continuous_scheduler.h"
 #include "continuous_sequence.h"
+#include "sequence_ends.h"
 
 #include "engine/exec/outcome.h"
 
@@ -11,24 +12,7 @@ namespace bp {
 
 void ContinuousScheduler::complete(SequencePtr s, Status status, TimePoint now, UnitDone &done)
 {
-    const Request &req = s->pending.request;
-    Response r;
-    r.requestId = req.id;
-    r.status = std::move(status);
-    if (r.status.isOk())
-        r.tokens = std::move(s->generated);
-    r.timing.total = now - req.arrival;
-    r.timing.queueWait = s->joined ? s->firstJoin - req.arrival : r.timing.total;
-    r.timing.compute = s->joined ? now - s->firstJoin : Duration::zero();
-    const std::size_t n = r.status.isOk() ? r.tokens.size() : s->generated.size();
-    if (n > 0)
-        r.timing.timeToFirstToken = s->firstToken - req.arrival;
-    if (n > 1) {
-        r.timing.timePerOutputToken =
-            timePerOutputToken(s->firstToken - req.arrival, s->lastToken - req.arrival, n);
-        r.timing.interTokenLatencies = std::move(s->gaps);
-    }
-    r.batch.reason = DispatchReason::Single;
+    Response r = sequenceResponse(*s, std::move(status), now);
     r.cachedTokens = s->cachedPromptTokens;
     done.done.push_back(std::move(s->pending));
     done.responses.push_back(std::move(r));

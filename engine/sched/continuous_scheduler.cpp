@@ -1,5 +1,6 @@
 #include "continuous_scheduler.h"
 #include "continuous_sequence.h"
+#include "sequence_ends.h"
 
 #include "engine/exec/outcome.h"
 
@@ -363,13 +364,7 @@ std::vector<Pending> ContinuousScheduler::takeAll()
         }
         m_running.clear();
     }
-    std::sort(all.begin(), all.end(),
-              [](const SequencePtr &a, const SequencePtr &b) { return a->pending.seq < b->pending.seq; });
-    std::vector<Pending> out;
-    out.reserve(all.size());
-    for (SequencePtr &s : all)
-        out.push_back(std::move(s->pending));
-    return out;
+    return pendingInOrder(std::move(all));
 }
 
 } // namespace bp

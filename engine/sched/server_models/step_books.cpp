@@ -1,5 +1,7 @@
 #include "step_books.h"
 
+#include "engine/sched/sequence_ends.h"
+
 #include "engine/exec/outcome.h"
 
 #include <algorithm>
@@ -118,24 +120,7 @@ void StepBooks::feed(Sequence &s, std::int64_t tokens, StepWork &step)
 
 void StepBooks::complete(SequencePtr s, Status status, TimePoint now, UnitDone &done)
 {
-    const Request &req = s->pending.request;
-    Response r;
-    r.requestId = req.id;
-    r.status = std::move(status);
-    if (r.status.isOk())
-        r.tokens = std::move(s->generated);
-    r.timing.total = now - req.arrival;
-    r.timing.queueWait = s->joined ? s->firstJoin - req.arrival : r.timing.total;
-    r.timing.compute = s->joined ? now - s->firstJoin : Duration::zero();
-    const std::size_t n = r.status.isOk() ? r.tokens.size() : s->generated.size();
-    if (n > 0)
-        r.timing.timeToFirstToken = s->firstToken - req.arrival;
-    if (n > 1) {
-        r.timing.timePerOutputToken =
-            timePerOutputToken(s->firstToken - req.arrival, s->lastToken - req.arrival, n);
-        r.timing.interTokenLatencies = std::move(s->gaps);
-    }
-    r.batch.reason = DispatchReason::Single;
+    Response r = sequenceResponse(*s, std::move(status), now);
     done.done.push_back(std::move(s->pending));
     done.responses.push_back(std::move(r));
 }
@@ -280,13 +265,7 @@ std::vector<Pending> StepBooks::takeAll()
         }
         m_running.clear();
     }
-    std::sort(all.begin(), all.end(),
-              [](const SequencePtr &a, const SequencePtr &b) { return a->pending.seq < b->pending.seq; });
-    std::vector<Pending> out;
-    out.reserve(all.size());
-    for (SequencePtr &s : all)
-        out.push_back(std::move(s->pending));
-    return out;
+    return pendingInOrder(std::move(all));
 }
 
 } // namespace bp
