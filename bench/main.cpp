@@ -1,5 +1,6 @@
 // batchpilot-bench: Qt-free benchmarks of the BatchPilot engine.
 #include "bench_util.h"
+#include "device_check_bench.h"
 #include "fidelity_bench.h"
 #include "load_bench.h"
 #include "profile_bench.h"
@@ -48,6 +49,8 @@ int main(int argc, char **argv)
             return bp::bench::runStoreBench(args);
         if (stage == "fidelity")
             return bp::bench::runFidelityBench(args);
+        if (stage == "device-check")
+            return bp::bench::runDeviceCheckBench(args);
     } catch (const std::exception &e) {
         std::cerr << "batchpilot-bench " << stage << ": " << e.what() << "\n";
         return 2;

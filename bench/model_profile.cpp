@@ -21,6 +21,8 @@ std::vector<OptionHelp> modelOptions()
         {"device", "D", "auto (default: CUDA when libtorch sees it), cpu, cuda, cuda:N"},
         {"threads", "N", "torch intra-op threads (default 0 = all cores)"},
         {"seed", "S", "seed of the built-in models' random weights (default 1234)"},
+        {"dtype", "T", "auto (default: bfloat16 on CUDA, float32 on the CPU), float32, bfloat16, float16"},
+        {"cuda-graphs", "on|off", "decode steps as CUDA graphs on a CUDA device (default on)"},
     };
 }
 
@@ -32,6 +34,11 @@ ModelSpec modelSpecFromArgs(const Args &args, const std::string &defaultModel)
     spec.device = args.str("device", spec.device);
     spec.threads = int(args.num("threads", 0));
     spec.seed = std::uint64_t(args.num("seed", double(spec.seed)));
+    spec.dtype = args.str("dtype", spec.dtype);
+    const std::string graphs = args.str("cuda-graphs", "on");
+    if (graphs != "on" && graphs != "off")
+        throw std::invalid_argument("--cuda-graphs expects on or off, got '" + graphs + "'");
+    spec.cudaGraphs = graphs == "on";
     if (spec.threads < 0)
         throw std::invalid_argument("--threads must be >= 0 (0 = all cores)");
     return spec;
@@ -65,6 +72,8 @@ Result<ProfileResult> profileBackend(Backend &backend, const ModelSpec &spec, co
     result.model = info.name;
     result.preset = spec.name.rfind("builtin:", 0) == 0 ? spec.preset : "";
     result.device = info.device;
+    result.dtype = info.dtype;
+    result.kvBytesPerToken = info.kvBytesPerToken;
     result.description = info.description;
     result.parameters = info.parameters;
     result.threads = spec.threads > 0 ? spec.threads : int(std::max(1u, std::thread::hardware_concurrency()));
@@ -109,6 +118,7 @@ Result<ProfileResult> profileBackend(Backend &backend, const ModelSpec &spec, co
         c.decodeTokensPerS = c.tpotMs > 0 ? c.batch / (c.tpotMs / 1e3) : 0;
         result.cells.push_back(c);
     }
+    result.notes = backend.notes();
     return result;
 }
 
@@ -135,9 +145,14 @@ double ceilingValue(const ProfileResult &p, const ProfileCell &c)
 
 void printProfile(const ProfileResult &p)
 {
-    std::printf("model %s%s  device %s  threads %d  parameters %.2f M\n", p.model.c_str(),
-                p.preset.empty() ? "" : (" (preset " + p.preset + ")").c_str(), p.device.c_str(), p.threads,
-                double(p.parameters) / 1e6);
+    std::printf("model %s%s  device %s  dtype %s  threads %d  parameters %.2f M", p.model.c_str(),
+                p.preset.empty() ? "" : (" (preset " + p.preset + ")").c_str(), p.device.c_str(), p.dtype.c_str(),
+                p.threads, double(p.parameters) / 1e6);
+    if (p.kvBytesPerToken > 0)
+        std::printf("  KV %.1f KiB/token", double(p.kvBytesPerToken) / 1024.0);
+    std::printf("\n");
+    for (const std::string &note : p.notes)
+        std::printf("%s\n", note.c_str());
     if (p.generative)
         std::printf("generation: %d new tokens per sequence; latency = prefill + %d decode steps\n",
                     p.newTokens, p.newTokens - 1);
@@ -207,6 +222,8 @@ nlohmann::json toJson(const ProfileResult &p)
                          {"decode_tokens_per_s", c.decodeTokensPerS}});
     return {{"stage", "profile"},           {"model", p.model},
             {"preset", p.preset},           {"device", p.device},
+            {"dtype", p.dtype},             {"kv_bytes_per_token", p.kvBytesPerToken},
+            {"notes", p.notes},
             {"description", p.description}, {"parameters", p.parameters},
             {"threads", p.threads},         {"generative", p.generative},
             {"new_tokens", p.newTokens},    {"cells", cells}};
@@ -219,6 +236,9 @@ Result<ProfileResult> profileFromJson(const nlohmann::json &j)
         p.model = j.at("model").get<std::string>();
         p.preset = j.value("preset", "");
         p.device = j.value("device", "");
+        p.dtype = j.value("dtype", "float32");
+        p.kvBytesPerToken = j.value("kv_bytes_per_token", std::int64_t(0));
+        p.notes = j.value("notes", std::vector<std::string>{});
         p.description = j.value("description", "");
         p.parameters = j.value("parameters", std::int64_t(0));
         p.threads = j.value("threads", 0);

@@ -50,6 +50,9 @@ struct ProfileCell {
 
 struct ProfileResult {
     std::string model, preset, device, description;
+    std::string dtype = "float32";         // part of the profile's key: the same model in bf16 is another ceiling
+    std::int64_t kvBytesPerToken = 0;      // decoders
+    std::vector<std::string> notes;        // the model's start-up notes: KV cache, CUDA graphs
     std::int64_t parameters = 0;
     int threads = 0;
     bool generative = false;

@@ -1,4 +1,5 @@
 #include "bench_util.h"
+#include "device_check_bench.h"
 #include "fidelity_bench.h"
 #include "load_bench.h"
 #include "profile_bench.h"
@@ -9,7 +10,7 @@ namespace bp::bench {
 
 std::vector<const StageOptions *> benchStages()
 {
-    return {&schedulerStage(), &profileStage(), &loadStage(), &storeStage(), &fidelityStage()};
+    return {&schedulerStage(), &profileStage(), &loadStage(), &storeStage(), &fidelityStage(), &deviceCheckStage()};
 }
 
 } // namespace bp::bench

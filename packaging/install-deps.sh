@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package BatchPilot's build, tests and CI need.
-# Idempotent: when everything is present it only runs `dpkg-query` and exits
-# (well under a second). Works as root or through sudo.
+# Installs every Debian 12 package BatchPilot's build, tests and CI need, then
+# libtorch (packaging/install-torch.sh: PyPI's torch wheel, unpacked into a
+# cache folder). Idempotent: when everything is present it only runs
+# `dpkg-query` and checks a stamp (well under a second). Works as root or
+# through sudo.
 set -euo pipefail
 
 PACKAGES=(
@@ -10,10 +12,11 @@ PACKAGES=(
   # Qt 6 (HttpServer needs WebSockets installed to be found by CMake)
   qt6-base-dev qt6-base-dev-tools qt6-charts-dev qt6-httpserver-dev
   qt6-websockets-dev qt6-svg-dev libgl-dev libqt6opengl6-dev
-  # engine
-  libtorch-dev libopenblas0-openmp libsqlite3-dev sqlite3 nlohmann-json3-dev
-  # test fixtures and tests: TorchScript fixture, Prometheus checks, offscreen fonts
-  python3 python3-torch prometheus fonts-dejavu-core
+  # engine (libtorch comes from PyPI: install-torch.sh)
+  libsqlite3-dev sqlite3 nlohmann-json3-dev
+  # fetching and unpacking the torch wheel; tests: TorchScript fixtures (made
+  # with that torch), Prometheus checks, offscreen fonts
+  python3 python3-pip unzip prometheus fonts-dejavu-core
   # GUI screenshots, report rendering, packaging checks, load tests
   xvfb xauth x11-apps imagemagick poppler-utils appstream desktop-file-utils
   dpkg-dev file wrk curl
@@ -29,7 +32,7 @@ done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
-  exit 0
+  exec "$(dirname "$0")/install-torch.sh"
 fi
 
 SUDO=""
@@ -43,3 +46,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 echo "install-deps: done"
+exec "$(dirname "$0")/install-torch.sh"

@@ -375,8 +375,19 @@ const Knob kKnobs[] = {
      .lo = 0,
      .hi = 1e8,
      .policies = kContinuous,
-     .doc = "KV-cache budget; when full the newest running sequence is preempted (recompute); 0 = unlimited",
+     .doc = "KV-cache budget; when full the newest running sequence is preempted (recompute); 0 = the "
+            "model's KV pool (a paged decoder: kv_memory_fraction of free memory), else unlimited. A paged "
+            "model's pool is sized when an engine starts; live, the budget may only go down",
      BP_INT(continuous.kvCacheTokens)},
+    {.key = "continuous.kv_memory_fraction",
+     .type = KnobType::Double,
+     .unit = "",
+     .lo = 0.01,
+     .hi = 1,
+     .policies = kContinuous,
+     .doc = "at kv_cache_tokens 0: the share of the device's free memory a paged model's KV pool takes "
+            "(vLLM's gpu_memory_utilization); applied when an engine starts",
+     BP_DOUBLE(continuous.kvMemoryFraction)},
     {.key = "continuous.priority_order",
      .type = KnobType::Bool,
      .unit = "",

@@ -89,6 +89,10 @@ struct ContinuousConfig {
     bool decodeFirst = true;       // decodes take the budget before prefills
     int kvCacheTokens = 0;         // KV-cache budget in tokens; 0 = unlimited, [0, 1e8]
     bool priorityOrder = false;    // false: FCFS; true: by priority, then arrival
+    // At kv_cache_tokens 0, the share of the device's free memory a paged
+    // model's KV pool takes when an engine starts on it (vLLM's
+    // gpu_memory_utilization, of free rather than total memory), (0, 1].
+    double kvMemoryFraction = 0.9;
     bool operator==(const ContinuousConfig &) const = default;
 };
 // Prefix caching under policy `continuous` (engine/sched/prefix_cache.h):

@@ -15,6 +15,16 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options)
         return Status(StatusCode::InvalidArgument, "engine needs a backend");
     if (Status s = validate(options.batching); !s)
         return s;
+    {
+        // A paged model's KV pool is sized now, from this engine's config
+        // (continuous.kv_cache_tokens, kv_memory_fraction,
+        // prefix_cache.block_tokens). Another engine holding blocks of it
+        // keeps the pool as it is (Unavailable): this one books against it.
+        const BatchingConfig &c = options.batching;
+        const KvPoolRequest kv{c.continuous.kvCacheTokens, c.continuous.kvMemoryFraction, c.prefixCache.blockTokens};
+        if (Status s = options.backend->prepareKv(kv); !s && s.code() != StatusCode::Unavailable)
+            return s;
+    }
     if (Status s =
             schedulerSupports(options.batching, options.backend->steps(), options.backend->info().name);
         !s)

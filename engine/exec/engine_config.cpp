@@ -15,9 +15,10 @@ Status EngineCore::applyLocked(const ConfigPatch &patch, std::string origin, con
     const std::shared_ptr<const BatchingConfig> before = m_config.current();
     const BatchingConfig next = patch.appliedTo(*before);
     const bool switchKind = !sameSchedulerKind(*before, next);
-    if (switchKind) {
+    if (switchKind || next.policy == PolicyKind::Continuous)
         if (Status s = schedulerSupports(next, m_backend->steps(), m_backend->info().name); !s)
             return s;
+    if (switchKind) {
         if (m_scheduler->hasWorkInFlight())
             return {StatusCode::Unavailable,
                     "a generation step is running; switch the policy again in a moment"};

@@ -25,6 +25,10 @@ struct ModelLimits {
 struct ModelInfo {
     std::string name; // "builtin:echo", "builtin:tiny-decoder", "/path/model.pt"
     std::string device = "cpu";
+    std::string dtype = "float32"; // of the weights and activations: float32, bfloat16, float16
+    // Bytes one token's keys and values take over all layers (decoders with a
+    // KV cache; 0 otherwise).
+    std::int64_t kvBytesPerToken = 0;
     int vocabSize = 256;
     int maxSequenceLength = 1024;
     bool generative = false;   // produces tokens up to max_new_tokens
@@ -78,6 +82,25 @@ struct StepItem {
     std::vector<KvBlock> publish = {};
 };
 
+// The KV cache a step model keeps, as its scheduler must book it: a paged
+// model holds keys and values in a fixed pool of blocks (engine/model/
+// kv_block_pool.h), so a sequence of n tokens holds ceil(n / blockTokens)
+// blocks and "KV full" means the pool is full.
+struct KvPoolInfo {
+    std::int64_t capacityTokens = 0; // 0: no fixed pool (the cache grows as needed)
+    int blockTokens = 1;             // held in blocks of this many token slots
+};
+
+// What an engine asks of a model's KV cache when it starts on it
+// (Backend::prepareKv): continuous.kv_cache_tokens, continuous.kv_memory_fraction
+// and prefix_cache.block_tokens.
+struct KvPoolRequest {
+    std::int64_t tokens = 0;     // > 0: this many slots (rounded down to whole blocks); 0: from memory
+    double memoryFraction = 0.9; // of the device's free memory, when tokens is 0
+    int blockTokens = 16;
+    bool operator==(const KvPoolRequest &) const = default;
+};
+
 struct StepOutcome {
     Status status;    // per sequence
     TokenId next = 0; // greedy next token when sample && status.isOk()
@@ -102,6 +125,8 @@ public:
     // Unknown hashes are ignored. Never called for a block a step in flight
     // starts from.
     virtual void dropBlocks(const std::vector<std::uint64_t> & /*hashes*/) {}
+    // The pool the scheduler books KV against (default: none, token by token).
+    virtual KvPoolInfo kvPool() { return {}; }
 };
 
 // step()'s precondition, for implementations to check first: InvalidArgument
@@ -122,6 +147,13 @@ public:
     // Step-level generation (policy `continuous`); nullptr when the model has
     // none. The returned object lives as long as the backend.
     virtual StepModel *steps() { return nullptr; }
+    // Sizes the model's KV cache for an engine about to start on it (paged
+    // decoders; a no-op elsewhere). Unavailable when the cache is in
+    // use and a different size is asked for (the one in use stays);
+    // ResourceExhausted when it does not fit.
+    virtual Status prepareKv(const KvPoolRequest & /*request*/) { return Status::ok(); }
+    // Lines for a start-up log: the KV cache, CUDA graphs (empty by default).
+    virtual std::vector<std::string> notes() const { return {}; }
 };
 
 // builtin:echo — no compute: returns the input tokens (or the first

@@ -1,5 +1,7 @@
 #include "model_registry.h"
 
+#include "device_check.h"
+
 #ifdef BATCHPILOT_HAVE_TORCH
 #include "engine/torch/torch_models.h"
 #endif
@@ -28,6 +30,16 @@ std::vector<std::string> builtinModelNames()
         names.push_back(n);
 #endif
     return names;
+}
+
+Result<DeviceCheckReport> checkDevice(const std::string &device, bool decoder)
+{
+#ifdef BATCHPILOT_HAVE_TORCH
+    return checkTorchDevice(device, decoder);
+#else
+    (void)decoder;
+    return Status(StatusCode::Unavailable, "checking device " + device + " needs libtorch (BATCHPILOT_TORCH=OFF)");
+#endif
 }
 
 bool torchAvailable()

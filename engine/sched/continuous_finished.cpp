@@ -45,8 +45,8 @@ bool ContinuousScheduler::finished(WorkUnit &unit, UnitRun &run, TimePoint now, 
             complete(std::move(failed), own, now, done);
             continue;
         }
+        m_kvTokens += kvGrowth(s, std::int64_t(item.tokens.size()));
         s.cached += std::int64_t(item.tokens.size());
-        m_kvTokens += std::int64_t(item.tokens.size());
         adoptPublished(s, item.publish);
         if (!item.sample)
             continue;

@@ -9,7 +9,8 @@ namespace bp {
 void ContinuousScheduler::syncPrefixCache()
 {
     const PrefixCacheConfig &p = m_config.prefixCache;
-    const int want = p.enabled && m_model.cachesPrefixes() ? p.blockTokens : 0;
+    // On a pooled model a cached block is a whole number of pool blocks.
+    const int want = p.enabled && m_model.cachesPrefixes() ? int(roundUp(p.blockTokens)) : 0;
     const int have = m_prefix ? m_prefix->blockTokens() : 0;
     if (want == have)
         return;
@@ -23,16 +24,31 @@ void ContinuousScheduler::syncPrefixCache()
         for (SequencePtr &s : m_running) {
             s->blocks.clear();
             s->caching = false;
-            m_kvTokens += s->cached;
+            m_kvTokens += roundUp(s->cached);
         }
     }
     if (want > 0)
         m_prefix = std::make_unique<PrefixCache>(want);
 }
 
+void ContinuousScheduler::makeRoom(std::int64_t tokens)
+{
+    const std::int64_t kv = kvBudget();
+    if (!m_prefix || kv <= 0)
+        return;
+    std::vector<std::uint64_t> evicted;
+    while (kvTokens() + tokens > kv)
+        if (const auto h = m_prefix->evictOne())
+            evicted.push_back(*h);
+        else
+            break;
+    if (!evicted.empty())
+        m_model.dropBlocks(evicted);
+}
+
 void ContinuousScheduler::evictOverflow()
 {
-    const int kv = m_config.continuous.kvCacheTokens;
+    const std::int64_t kv = kvBudget();
     if (!m_prefix || kv <= 0)
         return;
     std::vector<std::uint64_t> evicted;
@@ -102,7 +118,7 @@ void ContinuousScheduler::adoptPublished(Sequence &s, const std::vector<KvBlock>
 void ContinuousScheduler::releaseBlocks(Sequence &s)
 {
     const std::int64_t shared = m_prefix ? std::int64_t(s.blocks.size()) * m_prefix->blockTokens() : 0;
-    m_kvTokens -= s.cached - shared;
+    m_kvTokens -= roundUp(s.cached) - shared;
     if (m_prefix)
         m_prefix->release(s.blocks, m_now);
     s.blocks.clear();

@@ -15,6 +15,28 @@ ContinuousScheduler::ContinuousScheduler(BatchingConfig config, ModelLimits limi
                                          std::shared_ptr<UnitIds> ids)
     : Scheduler(std::move(config), std::move(ids)), m_limits(limits), m_model(model)
 {
+    readPool();
+}
+
+void ContinuousScheduler::readPool()
+{
+    const KvPoolInfo pool = m_model.kvPool();
+    m_granule = std::max(1, pool.blockTokens);
+    m_poolTokens = pool.capacityTokens;
+}
+
+std::int64_t ContinuousScheduler::kvBudget() const
+{
+    const std::int64_t kv = m_config.continuous.kvCacheTokens;
+    std::int64_t budget = kv > 0 ? kv : 0;
+    if (m_poolTokens > 0)
+        budget = budget > 0 ? std::min(budget, m_poolTokens) : m_poolTokens;
+    return budget / m_granule * m_granule;
+}
+
+std::int64_t ContinuousScheduler::kvGrowth(const Sequence &s, std::int64_t tokens) const
+{
+    return roundUp(s.cached + tokens) - roundUp(s.cached);
 }
 
 ContinuousScheduler::~ContinuousScheduler()
@@ -43,10 +65,12 @@ Status ContinuousScheduler::check(const Request &r, TimePoint now) const
             return {StatusCode::OutOfRange, "token id " + std::to_string(r.tokens[i]) + " at position " +
                                                 std::to_string(i) + " is outside the vocabulary [0, " +
                                                 std::to_string(m_limits.vocabSize) + ")"};
-    if (c.kvCacheTokens > 0 && len + r.maxNewTokens > c.kvCacheTokens)
+    if (const std::int64_t kv = kvBudget(); kv > 0 && roundUp(len + r.maxNewTokens) > kv)
         return {StatusCode::OutOfRange,
-                "input plus max_new_tokens needs " + std::to_string(len + r.maxNewTokens) +
-                    " KV-cache tokens; kv_cache_tokens is " + std::to_string(c.kvCacheTokens)};
+                "input plus max_new_tokens needs " + std::to_string(roundUp(len + r.maxNewTokens)) +
+                    " KV-cache tokens; the KV budget is " + std::to_string(kv) +
+                    (m_poolTokens > 0 ? " (the model's KV pool, whole blocks of " + std::to_string(m_granule) + ")"
+                                      : " (kv_cache_tokens)")};
     if (!c.chunkedPrefill && len > c.maxNumBatchedTokens)
         return {StatusCode::OutOfRange, "input has " + std::to_string(len) +
                                             " tokens; without chunked prefill a prompt must fit "
@@ -91,7 +115,7 @@ Status ContinuousScheduler::admit(Pending &pending, TimePoint now)
 bool ContinuousScheduler::fitsKv(std::int64_t tokens) const
 {
     // Unreferenced cached blocks are room: they are evicted when needed.
-    const int kv = m_config.continuous.kvCacheTokens;
+    const std::int64_t kv = kvBudget();
     return kv <= 0 || kvTokens() - unreferencedTokens() + tokens <= kv;
 }
 
@@ -119,14 +143,13 @@ std::optional<Status> ContinuousScheduler::neverFits(const Sequence &s) const
     // Prompt plus every token it may generate: what its cache holds at the
     // end. admit() refuses such a request; kv_cache_tokens lowered live can
     // make one that was admitted (waiting, preempted or running) impossible.
-    const int kv = m_config.continuous.kvCacheTokens;
+    const std::int64_t kv = kvBudget();
     const std::int64_t needs =
-        std::int64_t(s.pending.request.tokens.size()) + std::int64_t(s.pending.request.maxNewTokens);
+        roundUp(std::int64_t(s.pending.request.tokens.size()) + std::int64_t(s.pending.request.maxNewTokens));
     if (kv <= 0 || needs <= kv)
         return std::nullopt;
     return Status(StatusCode::OutOfRange, "input plus max_new_tokens needs " + std::to_string(needs) +
-                                              " KV-cache tokens; kv_cache_tokens is now " +
-                                              std::to_string(kv));
+                                              " KV-cache tokens; the KV budget is now " + std::to_string(kv));
 }
 
 Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool mayDispatch)
@@ -187,7 +210,13 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
     // KV budget: every running sequence needs room for at least one more
     // token; preempt the most recently joined until they all have it.
     int preemptedNow = 0;
-    while (m_running.size() > 1 && !fitsKv(std::int64_t(m_running.size()))) {
+    auto nextTokens = [&] {
+        std::int64_t n = 0;
+        for (const SequencePtr &s : m_running)
+            n += kvGrowth(*s, 1);
+        return n;
+    };
+    while (m_running.size() > 1 && !fitsKv(nextTokens())) {
         preempt(m_running.size() - 1);
         ++preemptedNow;
     }
@@ -195,17 +224,23 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
     auto step = std::make_unique<StepWork>();
     std::int64_t budget = c.maxNumBatchedTokens;
     std::int64_t kvReserved = 0;
+    std::int64_t kvPinned = 0; // of kvReserved: cached blocks joining sequences start from
     // Unreferenced cached blocks count as room (evicted when needed); a
     // joining sequence that starts from some of them reserves them.
-    const std::int64_t kvRoomTotal = c.kvCacheTokens > 0
-                                         ? std::int64_t(c.kvCacheTokens) - (kvTokens() - unreferencedTokens())
-                                         : std::numeric_limits<std::int64_t>::max();
+    const std::int64_t budgetKv = kvBudget();
+    const std::int64_t kvRoomTotal = budgetKv > 0 ? budgetKv - (kvTokens() - unreferencedTokens())
+                                                  : std::numeric_limits<std::int64_t>::max() / 2;
     std::vector<bool> inStep(m_running.size(), false);
 
     // Tokens `s` can feed now: a decode 1, a prefill a chunk (or all of it).
     auto take = [&](const Sequence &s) -> std::int64_t {
         const std::int64_t remaining = s.remaining();
-        const std::int64_t room = std::min(budget, kvRoomTotal - kvReserved);
+        // The most tokens of `s` the KV room takes: whole blocks of it, after
+        // the part of a block `s` already holds.
+        const std::int64_t kvRoom = kvRoomTotal - kvReserved;
+        const std::int64_t kvFit =
+            kvRoom < 0 ? 0 : roundUp(s.cached) + kvRoom / m_granule * m_granule - s.cached;
+        const std::int64_t room = std::min(budget, kvFit);
         if (s.decoding())
             return room >= 1 ? 1 : 0;
         if (c.chunkedPrefill)
@@ -231,7 +266,7 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
         (s.decoding() ? step->decodeTokens : step->prefillTokens) += int(tokens);
         step->items.push_back(std::move(item));
         budget -= tokens;
-        kvReserved += tokens;
+        kvReserved += kvGrowth(s, tokens);
     };
     auto runRunning = [&](bool decodes) {
         for (std::size_t i = 0; i < m_running.size() && budget > 0; ++i) {
@@ -262,7 +297,7 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
             // Join only when the KV cache can hold its whole context and a
             // first new token beside what this step adds: joining with less
             // would only be preempted again at once.
-            if (!fitsKv(kvReserved + pinned + std::int64_t(s.contextSize()) - hitTokens + 1))
+            if (!fitsKv(kvReserved + pinned + roundUp(std::int64_t(s.contextSize()) - hitTokens + 1)))
                 break;
             s.cached = hitTokens;
             kvReserved += pinned;
@@ -272,6 +307,7 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
                 kvReserved -= pinned;
                 break; // FCFS: the front waits for room; nobody overtakes it
             }
+            kvPinned += pinned;
             if (m_prefix) {
                 m_prefix->acquire(hit.blocks, now);
                 s.blocks = hit.blocks;
@@ -307,7 +343,7 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
         // Nothing can run: only possible when kv_cache_tokens was lowered
         // live below what the oldest running sequence holds. Fail it rather
         // than wait forever (it cannot be preempted: it would never fit).
-        if (!m_running.empty() && c.kvCacheTokens > 0 && !fitsKv(1)) {
+        if (!m_running.empty() && budgetKv > 0 && !fitsKv(m_granule)) {
             SequencePtr s = std::move(m_running.front());
             m_running.erase(m_running.begin());
             release(*s);
@@ -317,6 +353,8 @@ Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool
         }
         return result;
     }
+    if (m_poolTokens > 0)
+        makeRoom(kvReserved - kvPinned);
     step->id = m_ids->next();
     step->preempted = std::exchange(m_preemptedUnreported, 0);
     step->dispatchedAt = now;
@@ -338,7 +376,7 @@ IterationGauges ContinuousScheduler::iterationGauges() const
     g.waiting = m_waiting.size();
     g.kvTokens = kvTokens();
     g.prefixCacheTokens = m_prefix ? m_prefix->tokens() : 0;
-    g.kvCapacityTokens = m_config.continuous.kvCacheTokens;
+    g.kvCapacityTokens = kvBudget();
     g.preemptions = m_preemptions;
     return g;
 }
@@ -349,6 +387,7 @@ void ContinuousScheduler::reconfigure(const BatchingConfig &config, std::uint64_
     // running set is below it, a smaller KV budget preempts at the next step.
     m_config = config;
     m_configVersion = version;
+    readPool();
 }
 
 std::vector<Pending> ContinuousScheduler::takeAll()

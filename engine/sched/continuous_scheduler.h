@@ -12,6 +12,10 @@
 //    time-per-token for the running); otherwise prefills first (lower
 //    time-to-first-token for the waiting).
 //  - kv_cache_tokens (0 = unlimited) bounds the tokens held in KV caches.
+//    On a model with a KV pool (StepModel::kvPool(): a paged decoder) the
+//    budget is the pool: kv_cache_tokens, or at 0 the pool's capacity, in
+//    whole blocks; a sequence of n tokens is booked as ceil(n / block)
+//    blocks, as the pool holds it, so "KV full" is the pool being full.
 //    When the running sequences' next tokens do not fit, the most recently
 //    joined sequence is preempted by recompute: its cache is released and it
 //    goes back to the front of the queue with the tokens it generated; when
@@ -95,6 +99,16 @@ private:
     // Completes `s` (removed from its list by the caller) into `done`.
     void complete(SequencePtr s, Status status, TimePoint now, UnitDone &done);
     bool fitsKv(std::int64_t tokens) const;
+    // The KV budget in tokens (0 = unlimited): kv_cache_tokens, capped by
+    // the model's pool and rounded down to whole blocks.
+    std::int64_t kvBudget() const;
+    // `tokens` rounded up to whole pool blocks (the model's granule; 1 when
+    // it has no pool).
+    std::int64_t roundUp(std::int64_t tokens) const { return (tokens + m_granule - 1) / m_granule * m_granule; }
+    // KV `s` takes on when `tokens` more of its context are fed.
+    std::int64_t kvGrowth(const Sequence &s, std::int64_t tokens) const;
+    // The model's pool, read at construction and at every reconfigure.
+    void readPool();
     // OutOfRange when `s` can never fit the current KV budget (its prompt
     // plus max_new_tokens exceed kv_cache_tokens), else nullopt.
     std::optional<Status> neverFits(const Sequence &s) const;
@@ -105,6 +119,10 @@ private:
     void syncPrefixCache();
     // Evicts unreferenced blocks while the KV budget is exceeded.
     void evictOverflow();
+    // With a pool: evicts unreferenced blocks until `tokens` more fit the
+    // pool itself (a step is about to fill them; the books counted the
+    // unreferenced blocks as room).
+    void makeRoom(std::int64_t tokens);
     // The cached blocks `s` may start from (empty when caching is off).
     PrefixCache::Match lookupPrefix(const Sequence &s) const;
     // The blocks of `s` that `tokens` more tokens complete, for StepItem::publish.
@@ -120,9 +138,11 @@ private:
     std::uint64_t m_configVersion = 1;
     std::deque<SequencePtr> m_waiting;  // join order: front first
     std::vector<SequencePtr> m_running; // in the order they joined
-    // Tokens the running sequences hold outside cached blocks (kvTokens()
-    // adds the cache's).
+    // Tokens the running sequences hold outside cached blocks, in whole pool
+    // blocks (kvTokens() adds the cache's).
     std::int64_t m_kvTokens = 0;
+    std::int64_t m_granule = 1;    // the pool's block size (1: no pool)
+    std::int64_t m_poolTokens = 0; // the pool's capacity (0: no pool)
     std::unique_ptr<PrefixCache> m_prefix;
     TimePoint m_now{}; // of the latest poll() or finished(): the cache's LRU stamps
     std::uint64_t m_nextSequenceId = 1;

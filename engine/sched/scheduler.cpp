@@ -8,11 +8,30 @@
 
 namespace bp {
 
-Status schedulerSupports(const BatchingConfig &config, const StepModel *steps, const std::string &modelName)
+Status schedulerSupports(const BatchingConfig &config, StepModel *steps, const std::string &modelName)
 {
-    if (config.policy == PolicyKind::Continuous && !steps)
+    if (config.policy != PolicyKind::Continuous)
+        return Status::ok();
+    if (!steps)
         return {StatusCode::InvalidArgument,
                 "policy continuous needs a model with step-level generation; " + modelName + " has none"};
+    // A paged model's KV pool was sized when the engine started: the budget
+    // may shrink inside it, never grow past it; a cached prefix block is a
+    // whole number of its blocks.
+    const KvPoolInfo pool = steps->kvPool();
+    if (pool.capacityTokens > 0) {
+        const std::int64_t kv = config.continuous.kvCacheTokens;
+        if (kv / pool.blockTokens * pool.blockTokens > pool.capacityTokens)
+            return {StatusCode::InvalidArgument,
+                    "continuous.kv_cache_tokens " + std::to_string(kv) + " exceeds the KV pool of " +
+                        std::to_string(pool.capacityTokens) + " tokens " + modelName +
+                        " holds; the pool is sized when an engine starts (restart with the larger budget)"};
+        if (config.prefixCache.enabled && config.prefixCache.blockTokens % pool.blockTokens != 0)
+            return {StatusCode::InvalidArgument,
+                    "prefix_cache.block_tokens " + std::to_string(config.prefixCache.blockTokens) +
+                        " is not a multiple of the KV pool's block of " + std::to_string(pool.blockTokens) +
+                        " tokens (" + modelName + " shares cached prefixes block by block)"};
+    }
     return Status::ok();
 }
 

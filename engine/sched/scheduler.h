@@ -133,7 +133,7 @@ protected:
 
 // Whether `config.policy` can run on a model with (`steps` non-null) or
 // without step-level generation: OK, or InvalidArgument saying why.
-Status schedulerSupports(const BatchingConfig &config, const StepModel *steps, const std::string &modelName);
+Status schedulerSupports(const BatchingConfig &config, StepModel *steps, const std::string &modelName);
 // Both configs are served by the same kind of scheduler (reconfigure()
 // suffices; else the engine builds a new one and moves the queue over).
 bool sameSchedulerKind(const BatchingConfig &a, const BatchingConfig &b);

@@ -26,25 +26,36 @@ struct Plan {
 class TinyDecoder final : public TorchBackend<DecoderModel> {
 public:
     TinyDecoder(const TransformerShape &shape, const TorchPlacement &placement, std::uint64_t seed)
-        : TorchBackend(placement), m_shape(shape),
-          m_steps("builtin:tiny-decoder", shape, m_weights, placement.atDevice, placement.threads)
+        : TorchBackend(placement), m_shape(shape), m_trunk(shape, m_weights),
+          m_decoder("builtin:tiny-decoder", m_trunk,
+                    KvPoolShape{shape.layers, shape.heads, shape.headDim(), placement.dtype}, shape.maxPositions,
+                    placement.atDevice, placement.cudaGraphs),
+          m_steps("builtin:tiny-decoder", m_decoder, shape.vocab, shape.maxPositions, placement.threads)
     {
         at::Generator gen = at::detail::createCPUGenerator(seed);
-        m_weights = initTrunk(shape, gen, m_device);
+        m_weights = initTrunk(shape, gen, m_device, placement.dtype);
         m_info.name = "builtin:tiny-decoder";
         m_info.vocabSize = shape.vocab;
         m_info.maxSequenceLength = shape.maxPositions - 1; // room for at least one generated token
         m_info.generative = true;
         m_info.maxNewTokensLimit = shape.maxPositions - 1;
         m_info.parameters = countParameters(m_weights);
-        m_info.description = "GPT-style decoder with a KV cache, preset '" + shape.preset +
+        m_info.kvBytesPerToken = m_decoder.shape().bytesPerToken();
+        m_info.description = "GPT-style decoder with a paged KV cache, preset '" + shape.preset +
                              "': " + std::to_string(shape.layers) + " layers, d_model " +
                              std::to_string(shape.dModel) + ", " + std::to_string(shape.heads) +
-                             " heads, vocab " + std::to_string(shape.vocab) +
+                             " heads, vocab " + std::to_string(shape.vocab) + ", " + m_info.dtype +
                              "; greedy generation, seeded random weights";
     }
 
     StepModel *steps() override { return &m_steps; }
+
+    Status prepareKv(const KvPoolRequest &request) override
+    {
+        return guarded([] { return std::string("builtin:tiny-decoder: KV cache"); },
+                       [&] { return m_decoder.prepare(request); });
+    }
+    std::vector<std::string> notes() const override { return m_decoder.notes(); }
 
     Status run(const BatchInput &input, std::vector<SequenceResult> &out) override
     {
@@ -73,10 +84,23 @@ public:
                 return "builtin:tiny-decoder failed on a batch of " + std::to_string(plan.members.size());
             },
             [&] {
-                if (options.useKvCache)
-                    generateCached(plan, options, out);
-                else
+                if (!options.useKvCache) {
                     generateRecomputing(plan, options, out);
+                    return Status::ok();
+                }
+                std::vector<const Request *> requests;
+                for (std::size_t i : plan.members)
+                    requests.push_back(plan.requests[i]);
+                std::vector<PagedGeneration> gens;
+                if (Status s = m_decoder.generate(plan.rows, plan.want, requests, options.keepLogits, gens); !s)
+                    return s;
+                for (std::size_t k = 0; k < plan.members.size(); ++k) {
+                    Generation &g = out[plan.members[k]];
+                    g.tokens = std::move(gens[k].tokens);
+                    g.logits = std::move(gens[k].logits);
+                    g.firstTokenAfter = gens[k].firstTokenAfter;
+                    g.lastTokenAfter = gens[k].lastTokenAfter;
+                }
                 return Status::ok();
             });
     }
@@ -107,16 +131,8 @@ private:
             plan.paddedLength = std::max(plan.paddedLength, length);
             plan.maxWant = std::max(plan.maxWant, want);
         }
-        // Honour the policy's padded shape (static pads to a fixed length):
-        // padding costs compute, never positions (they count real tokens).
-        plan.paddedLength = std::max(plan.paddedLength, input.paddedLength);
         return plan;
     }
-
-    at::Tensor lmHead(const at::Tensor &lastHidden) const
-    {
-        return tiedLmHead(m_weights, lastHidden);
-    } // [b, vocab]
 
     // Request::onToken for the token just appended to `tokens` (streaming).
     static void reportToken(const Request &r, const std::vector<TokenId> &tokens)
@@ -125,111 +141,9 @@ private:
             r.onToken(TokenEvent{r.id, tokens.back(), int(tokens.size()) - 1, SteadyClock::now()});
     }
 
-    static void appendLogits(const at::Tensor &logits, const std::vector<std::size_t> &requestOfRow,
-                             const std::vector<int> &remaining, std::vector<Generation> &out)
-    {
-        const at::Tensor cpu = logits.to(at::kCPU).contiguous();
-        const float *p = cpu.data_ptr<float>();
-        const auto vocab = std::size_t(cpu.size(1));
-        for (std::size_t r = 0; r < requestOfRow.size(); ++r)
-            if (remaining[r] > 0)
-                out[requestOfRow[r]].logits.emplace_back(p + r * vocab, p + (r + 1) * vocab);
-    }
-
-    void generateCached(const Plan &plan, const GenerateOptions &options, std::vector<Generation> &out) const
-    {
-        const TimePoint start = SteadyClock::now();
-        const std::int64_t L = plan.paddedLength, H = m_shape.heads, hd = m_shape.headDim();
-        const std::int64_t capacity = L + plan.maxWant - 1; // the last token is never fed back
-        const PaddedBatch batch = makeLeftPaddedBatch(plan.rows, plan.paddedLength, m_device);
-        std::int64_t B = batch.ids.size(0);
-
-        // Prefill: the whole padded batch at once, filling every layer's cache.
-        std::vector<LayerCache> cache(m_weights.blocks.size());
-        const auto fopts = at::TensorOptions().dtype(at::kFloat).device(m_device);
-        for (auto &c : cache) {
-            c.keys = at::empty({B, H, capacity, hd}, fopts);
-            c.values = at::empty({B, H, capacity, hd}, fopts);
-        }
-        at::Tensor logits;
-        at::Tensor x;
-        {
-            const nvtx::Range range(nvtx::Category::Backend, [&] {
-                return "prefill b=" + std::to_string(B) + " L=" + std::to_string(L);
-            });
-            x = embed(m_weights, batch.ids, batch.positions);
-            const at::Tensor prefillBias = causalBias(batch.mask);
-            for (std::size_t l = 0; l < m_weights.blocks.size(); ++l)
-                x = blockForward(m_weights.blocks[l], m_shape, x, prefillBias, &cache[l], 0);
-            logits = lmHead(x.select(1, L - 1));
-        }
-
-        // Decode-step state, compacted as members finish.
-        at::Tensor keyBias = at::zeros({B, 1, 1, capacity}, fopts);
-        keyBias.narrow(3, 0, L).copy_(keyPaddingBias(batch.mask));
-        at::Tensor position = batch.lengths.clone(); // next token's position per row
-        std::vector<std::size_t> requestOfRow = plan.members;
-        std::vector<int> remaining = plan.want;
-
-        for (int step = 0;; ++step) {
-            if (options.keepLogits)
-                appendLogits(logits, requestOfRow, remaining, out);
-            at::Tensor next = logits.argmax(-1); // [B]
-            const at::Tensor nextCpu = next.to(at::kCPU);
-            const auto *ids = nextCpu.data_ptr<std::int64_t>();
-            const Duration now = SteadyClock::now() - start;
-            std::vector<std::int64_t> keep;
-            keep.reserve(requestOfRow.size());
-            for (std::size_t r = 0; r < requestOfRow.size(); ++r) {
-                if (remaining[r] == 0)
-                    continue; // finished earlier; still in the batch only without compaction
-                Generation &g = out[requestOfRow[r]];
-                g.tokens.push_back(TokenId(ids[r]));
-                reportToken(*plan.requests[requestOfRow[r]], g.tokens);
-                if (step == 0)
-                    g.firstTokenAfter = now;
-                if (--remaining[r] == 0)
-                    g.lastTokenAfter = now;
-                else
-                    keep.push_back(std::int64_t(r));
-            }
-            if (keep.empty())
-                break;
-            if (options.compact && std::int64_t(keep.size()) < B) {
-                const at::Tensor index = at::tensor(keep, at::kLong).to(m_device);
-                for (auto &c : cache) {
-                    c.keys = c.keys.index_select(0, index);
-                    c.values = c.values.index_select(0, index);
-                }
-                keyBias = keyBias.index_select(0, index);
-                position = position.index_select(0, index);
-                next = next.index_select(0, index);
-                std::vector<std::size_t> rows;
-                std::vector<int> left;
-                for (std::int64_t r : keep) {
-                    rows.push_back(requestOfRow[std::size_t(r)]);
-                    left.push_back(remaining[std::size_t(r)]);
-                }
-                requestOfRow = std::move(rows);
-                remaining = std::move(left);
-                B = std::int64_t(keep.size());
-            }
-            // One decode step: the new token of every running row.
-            const nvtx::Range range(nvtx::Category::Backend, [&] {
-                return "decode step=" + std::to_string(step + 1) + " b=" + std::to_string(B);
-            });
-            const std::int64_t offset = L + step; // cache slot of the token fed now
-            x = embed(m_weights, next.unsqueeze(1), position.unsqueeze(1));
-            const at::Tensor bias = keyBias.narrow(3, 0, offset + 1);
-            for (std::size_t l = 0; l < m_weights.blocks.size(); ++l)
-                x = blockForward(m_weights.blocks[l], m_shape, x, bias, &cache[l], offset);
-            logits = lmHead(x.select(1, 0));
-            position.add_(1);
-        }
-    }
-
-    // The reference: no cache; every step runs the full (input + generated)
-    // sequence through the trunk and reads the last column.
+    // The reference: no cache, no pool; every step runs the full (input +
+    // generated) sequence through the trunk, left-padded, and reads the
+    // last column.
     void generateRecomputing(const Plan &plan, const GenerateOptions &options,
                              std::vector<Generation> &out) const
     {
@@ -247,7 +161,7 @@ private:
             const at::Tensor bias = causalBias(batch.mask);
             for (const auto &block : m_weights.blocks)
                 x = blockForward(block, m_shape, x, bias);
-            const at::Tensor logits = lmHead(x.select(1, x.size(1) - 1));
+            const at::Tensor logits = tiedLmHead(m_weights, x.select(1, x.size(1) - 1)).to(at::kFloat);
             const at::Tensor next = logits.argmax(-1).to(at::kCPU);
             const Duration now = SteadyClock::now() - start;
             const at::Tensor logitsCpu = options.keepLogits ? logits.to(at::kCPU).contiguous() : at::Tensor();
@@ -273,7 +187,9 @@ private:
 
     TransformerShape m_shape;
     TrunkWeights m_weights;
-    TrunkStepModel m_steps; // reads m_weights
+    Gpt2PagedTrunk m_trunk; // reads m_weights
+    PagedDecoder m_decoder; // reads m_trunk
+    PagedStepModel m_steps; // reads m_decoder
 };
 
 } // namespace

@@ -7,12 +7,13 @@
 //    weights are random, so generation always stops at n); 0 means 1 token,
 //    the prefill's prediction. input + n must fit the model's positions,
 //    else that request alone fails with OutOfRange.
-//  - one batched prefill over the left-padded batch (padded to
-//    BatchInput::paddedLength, the shape the policy chose), then one batched
-//    decode step per further token, reading and extending the KV cache;
-//  - a member that has all its tokens leaves the batch: the cache and the
-//    step tensors are compacted to the still-running rows, so finished
-//    members stop costing compute;
+//  - the KV cache is paged (paged_decoder.h): every request gets its blocks
+//    up front; one prefill over all prompts (no padding: the layout is flat,
+//    so BatchInput::paddedLength costs a decoder nothing), then one decode
+//    step per further token over the members still generating — a member
+//    with all its tokens leaves the batch at once;
+//  - on CUDA, decode steps replay CUDA graphs captured per batch-size bucket;
+//    the next tokens are the argmax on the device, one copy back per step;
 //  - SequenceResult::tokens holds the generated ids, firstTokenAfter the time
 //    from the start of run() to the prefill's token (the engine adds the
 //    queue wait to get time to first token), lastTokenAfter the time to the
@@ -33,8 +34,7 @@ namespace bp {
 
 struct GenerateOptions {
     bool useKvCache = true;  // false: recompute the whole sequence every step (the reference)
-    bool compact = true;     // drop finished members from the batch (KV-cache mode)
-    bool keepLogits = false; // return every step's next-token logits
+    bool keepLogits = false; // return every step's next-token logits (float)
 };
 
 struct Generation {
@@ -46,7 +46,7 @@ struct Generation {
 };
 
 // The decoder's own interface beyond Backend: generation with options, used
-// by tests (KV cache vs recomputation, compaction) and tools.
+// by tests (KV cache vs recomputation) and tools.
 class DecoderModel : public Backend {
 public:
     // out is resized to the batch; a non-OK return fails the whole batch.

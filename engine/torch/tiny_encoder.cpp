@@ -15,10 +15,10 @@ public:
         : TorchBackend(placement), m_shape(shape)
     {
         at::Generator gen = at::detail::createCPUGenerator(seed);
-        m_weights = initTrunk(shape, gen, m_device);
+        m_weights = initTrunk(shape, gen, m_device, placement.dtype);
         const std::int64_t d = shape.dModel;
-        m_headWeight = at::normal(0.0, 0.02, {shape.classes, d}, gen, at::kFloat).to(m_device);
-        m_headBias = at::zeros({shape.classes}, at::kFloat).to(m_device);
+        m_headWeight = at::normal(0.0, 0.02, {shape.classes, d}, gen, at::kFloat).to(m_device, placement.dtype);
+        m_headBias = at::zeros({shape.classes}, at::kFloat).to(m_device, placement.dtype);
 
         m_info.name = "builtin:tiny-encoder";
         m_info.vocabSize = shape.vocab;
@@ -62,9 +62,10 @@ private:
             x = blockForward(block, m_shape, x, bias);
         x = finalNorm(m_weights, x);
         // mean over the real tokens only
-        const at::Tensor maskF = batch.mask.unsqueeze(-1).to(at::kFloat);
-        const at::Tensor pooled = (x * maskF).sum(1) / batch.lengths.unsqueeze(-1).to(at::kFloat);
-        const at::Tensor logits = at::linear(pooled, m_headWeight, m_headBias).to(at::kCPU).contiguous();
+        const at::Tensor maskF = batch.mask.unsqueeze(-1).to(x.scalar_type());
+        const at::Tensor pooled = (x * maskF).sum(1) / batch.lengths.unsqueeze(-1).to(x.scalar_type());
+        const at::Tensor logits =
+            at::linear(pooled, m_headWeight, m_headBias).to(at::kFloat).to(at::kCPU).contiguous();
 
         const float *p = logits.data_ptr<float>();
         const std::size_t classes = std::size_t(m_shape.classes);

@@ -26,11 +26,20 @@ struct TorchPlacement {
     TorchDevice device;
     at::Device atDevice{at::kCPU};
     int threads = 1;
+    at::ScalarType dtype = at::kFloat;
+    std::string dtypeName = "float32";
+    bool cudaGraphs = true;
 };
 
-// resolveTorchDevice + resolveTorchThreads, and the process-wide set-up a
-// torch backend needs before it builds anything (this thread's intra-op
-// threads, keepHostMemoryMapped()). Unavailable / InvalidArgument for the device.
+// ModelSpec::dtype on `device`: auto is bfloat16 on CUDA and float32 on the
+// CPU; float32|fp32, bfloat16|bf16, float16|fp16|half. InvalidArgument
+// otherwise.
+Result<std::pair<at::ScalarType, std::string>> resolveDtype(const std::string &spec, const TorchDevice &device);
+
+// resolveTorchDevice + resolveTorchThreads + resolveDtype, and the
+// process-wide set-up a torch backend needs before it builds anything (this
+// thread's intra-op threads, keepHostMemoryMapped()). Unavailable /
+// InvalidArgument for the device or dtype.
 Result<TorchPlacement> prepareTorch(const ModelSpec &spec);
 
 // Runs `work()` (returning a Status) on `threads` intra-op threads under
@@ -80,6 +89,7 @@ protected:
         : m_device(placement.atDevice), m_threads(placement.threads)
     {
         m_info.device = placement.device.name;
+        m_info.dtype = placement.dtypeName;
     }
 
     // runTorch() on this backend's threads.

@@ -1,5 +1,7 @@
 #include "transformer_layers.h"
 
+#include "kernels/paged_attention.h"
+
 #include <cmath>
 #include <limits>
 
@@ -22,7 +24,7 @@ at::Device toAtDevice(const TorchDevice &device)
     return device.cuda ? at::Device(at::kCUDA, at::DeviceIndex(device.index)) : at::Device(at::kCPU);
 }
 
-TrunkWeights initTrunk(const TransformerShape &s, at::Generator &gen, const at::Device &device)
+TrunkWeights initTrunk(const TransformerShape &s, at::Generator &gen, const at::Device &device, at::ScalarType dtype)
 {
     const std::int64_t d = s.dModel, f = s.dFF;
     const double std = 0.02, residualStd = 0.02 / std::sqrt(2.0 * s.layers);
@@ -47,8 +49,8 @@ TrunkWeights initTrunk(const TransformerShape &s, at::Generator &gen, const at::
     }
     w.lnFWeight = ones({d});
     w.lnFBias = zeros({d});
-    if (device.type() != at::kCPU) {
-        auto move = [&](at::Tensor &t) { t = t.to(device); };
+    if (device.type() != at::kCPU || dtype != at::kFloat) {
+        auto move = [&](at::Tensor &t) { t = t.to(device, dtype); };
         move(w.tokenEmbedding);
         move(w.positionEmbedding);
         for (auto &b : w.blocks)
@@ -124,20 +126,14 @@ at::Tensor embed(const TrunkWeights &w, const at::Tensor &ids, const at::Tensor 
 }
 
 at::Tensor blockForward(const BlockWeights &w, const TransformerShape &shape, const at::Tensor &x,
-                        const at::Tensor &bias, LayerCache *cache, std::int64_t cacheOffset)
+                        const at::Tensor &bias)
 {
     const std::int64_t B = x.size(0), T = x.size(1), d = shape.dModel, H = shape.heads, hd = shape.headDim();
     at::Tensor h = at::layer_norm(x, {d}, w.ln1Weight, w.ln1Bias, 1e-5);
     at::Tensor qkv = at::linear(h, w.qkvWeight, w.qkvBias).view({B, T, 3, H, hd}).permute({2, 0, 3, 1, 4});
     at::Tensor q = qkv[0].mul(1.0 / std::sqrt(double(hd))); // [B, H, T, hd]
-    at::Tensor k = qkv[1], v = qkv[2];
-    if (cache) {
-        cache->keys.narrow(2, cacheOffset, T).copy_(k);
-        cache->values.narrow(2, cacheOffset, T).copy_(v);
-        k = cache->keys.narrow(2, 0, cacheOffset + T);
-        v = cache->values.narrow(2, 0, cacheOffset + T);
-    }
-    at::Tensor scores = at::matmul(q, k.transpose(-2, -1)).add_(bias); // [B, H, T, S]
+    const at::Tensor k = qkv[1], v = qkv[2];
+    at::Tensor scores = at::matmul(q, k.transpose(-2, -1)).add_(bias.to(q.scalar_type())); // [B, H, T, S]
     at::Tensor attended = at::matmul(at::softmax(scores, -1), v);      // [B, H, T, hd]
     attended = attended.transpose(1, 2).reshape({B, T, d});
     at::Tensor out = x + at::linear(attended, w.projWeight, w.projBias);
@@ -156,37 +152,25 @@ at::Tensor tiedLmHead(const TrunkWeights &w, const at::Tensor &hidden)
     return at::linear(finalNorm(w, hidden), w.tokenEmbedding);
 }
 
-at::Tensor blockForwardPacked(const BlockWeights &w, const TransformerShape &shape, const at::Tensor &x,
-                              const std::vector<PackedSegment> &segments)
+at::Tensor Gpt2PagedTrunk::logits(const StepTensors &step, KvPool &pool) const
 {
-    const std::int64_t T = x.size(1), d = shape.dModel, H = shape.heads, hd = shape.headDim();
-    at::Tensor h = at::layer_norm(x, {d}, w.ln1Weight, w.ln1Bias, 1e-5);
-    at::Tensor qkv = at::linear(h, w.qkvWeight, w.qkvBias).view({1, T, 3, H, hd}).permute({2, 0, 3, 1, 4});
-    at::Tensor q = qkv[0].mul(1.0 / std::sqrt(double(hd))); // [1, H, T, hd]
-    at::Tensor k = qkv[1], v = qkv[2];
-    std::vector<at::Tensor> parts;
-    parts.reserve(segments.size());
-    for (const PackedSegment &s : segments) {
-        const std::int64_t S = s.past + s.count;
-        s.cache->keys.narrow(2, s.past, s.count).copy_(k.narrow(2, s.offset, s.count));
-        s.cache->values.narrow(2, s.past, s.count).copy_(v.narrow(2, s.offset, s.count));
-        const at::Tensor keys = s.cache->keys.narrow(2, 0, S), values = s.cache->values.narrow(2, 0, S);
-        at::Tensor scores =
-            at::matmul(q.narrow(2, s.offset, s.count), keys.transpose(-2, -1)); // [1, H, count, S]
-        if (s.count > 1) {
-            // new token i sees the cache and new tokens 0..i: key j allowed while j <= past + i
-            const at::Tensor allowed =
-                at::ones({s.count, S}, x.options().dtype(at::kBool)).tril(s.past).view({1, 1, s.count, S});
-            scores.masked_fill_(allowed.logical_not(), -std::numeric_limits<float>::infinity());
-        }
-        at::Tensor attended = at::matmul(at::softmax(scores, -1), values); // [1, H, count, hd]
-        parts.push_back(attended.transpose(1, 2).reshape({1, s.count, d}));
+    const std::int64_t T = step.tokens, d = m_shape.dModel, H = m_shape.heads, hd = m_shape.headDim();
+    const double scale = 1.0 / std::sqrt(double(hd));
+    const TrunkWeights &w = m_weights;
+    at::Tensor x = at::embedding(w.tokenEmbedding, step.ids).add_(at::embedding(w.positionEmbedding, step.positions));
+    for (std::size_t l = 0; l < w.blocks.size(); ++l) {
+        const BlockWeights &b = w.blocks[l];
+        const at::Tensor h = at::layer_norm(x, {d}, b.ln1Weight, b.ln1Bias, 1e-5);
+        const at::Tensor qkv = at::linear(h, b.qkvWeight, b.qkvBias).view({T, 3, H, hd});
+        writeKv(pool.keys(int(l)), pool.values(int(l)), qkv.select(1, 1), qkv.select(1, 2), step.slots);
+        const at::Tensor attended = pagedAttention(qkv.select(1, 0), pool.keys(int(l)), pool.values(int(l)),
+                                                   step.blockTables, step.querySeq, step.positions,
+                                                   pool.blockTokens(), scale);
+        x.add_(at::linear(attended.view({T, d}), b.projWeight, b.projBias));
+        const at::Tensor h2 = at::layer_norm(x, {d}, b.ln2Weight, b.ln2Bias, 1e-5);
+        x.add_(at::linear(at::gelu(at::linear(h2, b.fc1Weight, b.fc1Bias), "tanh"), b.fc2Weight, b.fc2Bias));
     }
-    const at::Tensor attended = parts.size() == 1 ? parts.front() : at::cat(parts, 1);
-    at::Tensor out = x + at::linear(attended, w.projWeight, w.projBias);
-    at::Tensor h2 = at::layer_norm(out, {d}, w.ln2Weight, w.ln2Bias, 1e-5);
-    out.add_(at::linear(at::gelu(at::linear(h2, w.fc1Weight, w.fc1Bias), "tanh"), w.fc2Weight, w.fc2Bias));
-    return out;
+    return tiedLmHead(w, x.index_select(0, step.sampleRows));
 }
 
 } // namespace bp

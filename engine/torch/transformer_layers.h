@@ -17,6 +17,7 @@
 #pragma once
 
 #include "model_presets.h"
+#include "paged_runner.h"
 #include "torch_device.h"
 
 #include <ATen/ATen.h>
@@ -41,16 +42,12 @@ struct TrunkWeights {
     at::Tensor lnFWeight, lnFBias;
 };
 
-// One layer's cache, [batch, heads, capacity, headDim] each.
-struct LayerCache {
-    at::Tensor keys, values;
-};
-
 // GPT-2's initialisation from `generator` (normal(0, 0.02); residual output
 // projections scaled by 1/sqrt(2·layers); LayerNorms 1/0; biases 0), drawn on
-// the CPU in a fixed order and then moved, so a seed gives the same weights
-// on every device.
-TrunkWeights initTrunk(const TransformerShape &shape, at::Generator &generator, const at::Device &device);
+// the CPU in float32 in a fixed order and then moved and cast, so a seed
+// gives the same weights on every device (up to the dtype's rounding).
+TrunkWeights initTrunk(const TransformerShape &shape, at::Generator &generator, const at::Device &device,
+                       at::ScalarType dtype = at::kFloat);
 std::int64_t countParameters(const TrunkWeights &weights);
 
 at::Device toAtDevice(const TorchDevice &device);
@@ -75,31 +72,30 @@ at::Tensor causalBias(const at::Tensor &mask);
 
 at::Tensor embed(const TrunkWeights &w, const at::Tensor &ids, const at::Tensor &positions);
 
-// One pre-LN block on x [B, T, d]. With a cache, the T new keys/values are
-// written at `cacheOffset` and attention runs over cache[0, cacheOffset+T).
-// `bias` broadcasts to [B, heads, T, S].
+// One pre-LN block on x [B, T, d], dense attention (the encoder, and the
+// decoder's recomputing reference). `bias` broadcasts to [B, heads, T, T].
 at::Tensor blockForward(const BlockWeights &w, const TransformerShape &shape, const at::Tensor &x,
-                        const at::Tensor &bias, LayerCache *cache = nullptr, std::int64_t cacheOffset = 0);
+                        const at::Tensor &bias);
 
 at::Tensor finalNorm(const TrunkWeights &w, const at::Tensor &x);
 // A decoder's next-token logits from hidden states [..., d]: the final norm,
 // then the LM head tied to the token embedding: [..., vocab].
 at::Tensor tiedLmHead(const TrunkWeights &w, const at::Tensor &hidden);
 
-// Packed (ragged) steps: several sequences' new tokens side by side in one
-// row, x [1, T, d], each sequence with its own cache. The linear layers run
-// once over all T tokens; attention runs per sequence over its own cache, so
-// no sequence is padded to another's length. A sequence's tokens are columns
-// [offset, offset + count) of x; its cache holds `past` tokens before them and
-// has room for past + count (cache->keys [1, heads, capacity, headDim]).
-struct PackedSegment {
-    std::int64_t offset = 0, count = 0, past = 0;
-    LayerCache *cache = nullptr; // this layer's cache of the sequence
+// The GPT-2 trunk over a paged step (paged_runner.h): per layer, LayerNorm,
+// the fused QKV projection, its keys and values written into the pool, one
+// paged-attention call for every token of every sequence, the output
+// projection, the MLP; then the final norm and the tied LM head over the
+// sampled rows only. The same ops in the same number whatever the step holds.
+class Gpt2PagedTrunk final : public PagedTrunk {
+public:
+    // `weights` must outlive this object.
+    Gpt2PagedTrunk(const TransformerShape &shape, const TrunkWeights &weights) : m_shape(shape), m_weights(weights) {}
+    at::Tensor logits(const StepTensors &step, KvPool &pool) const override;
+
+private:
+    TransformerShape m_shape;
+    const TrunkWeights &m_weights;
 };
-// One pre-LN block over a packed step; writes each segment's new keys and
-// values into its cache at `past`. For one segment it computes what
-// blockForward() computes for that sequence alone with a cache.
-at::Tensor blockForwardPacked(const BlockWeights &w, const TransformerShape &shape, const at::Tensor &x,
-                              const std::vector<PackedSegment> &segments);
 
 } // namespace bp

@@ -7,100 +7,101 @@
 
 namespace bp {
 
-TrunkStepModel::TrunkStepModel(std::string name, const TransformerShape &shape, const TrunkWeights &weights,
-                               at::Device device, int threads)
-    : m_name(std::move(name)), m_shape(shape), m_weights(weights), m_device(device), m_threads(threads)
+PagedStepModel::PagedStepModel(std::string name, PagedDecoder &decoder, int vocab, int maxPositions, int threads)
+    : m_name(std::move(name)), m_decoder(decoder), m_vocab(vocab), m_maxPositions(maxPositions), m_threads(threads)
 {
 }
 
-Status TrunkStepModel::checkItem(const StepItem &item, std::int64_t length) const
+Status PagedStepModel::checkItem(const StepItem &item, std::int64_t length) const
 {
     if (item.tokens.empty())
         return Status(StatusCode::InvalidArgument,
                       "a step item without tokens (sequence " + std::to_string(item.sequence) + ")");
     for (TokenId t : item.tokens)
-        if (t < 0 || t >= m_shape.vocab)
-            return Status(StatusCode::OutOfRange, "token " + std::to_string(t) +
-                                                      " outside the vocabulary of " +
-                                                      std::to_string(m_shape.vocab));
-    if (length + std::int64_t(item.tokens.size()) > m_shape.maxPositions)
+        if (t < 0 || t >= m_vocab)
+            return Status(StatusCode::OutOfRange,
+                          "token " + std::to_string(t) + " outside the vocabulary of " + std::to_string(m_vocab));
+    if (length + std::int64_t(item.tokens.size()) > m_maxPositions)
         return Status(StatusCode::OutOfRange, "sequence of " + std::to_string(length) + " + " +
                                                   std::to_string(item.tokens.size()) +
-                                                  " tokens exceeds the model's " +
-                                                  std::to_string(m_shape.maxPositions) + " positions");
+                                                  " tokens exceeds the model's " + std::to_string(m_maxPositions) +
+                                                  " positions");
     return Status::ok();
 }
 
-void TrunkStepModel::reserve(Sequence &s, std::int64_t needed) const
-{
-    if (needed <= s.capacity)
-        return;
-    const std::int64_t capacity =
-        std::min<std::int64_t>(m_shape.maxPositions, std::max<std::int64_t>({needed, 2 * s.capacity, 16}));
-    const auto opts = at::TensorOptions().dtype(at::kFloat).device(m_device);
-    const std::int64_t H = m_shape.heads, hd = m_shape.headDim();
-    if (s.layers.empty())
-        s.layers.resize(m_weights.blocks.size());
-    for (LayerCache &c : s.layers) {
-        at::Tensor keys = at::empty({1, H, capacity, hd}, opts),
-                   values = at::empty({1, H, capacity, hd}, opts);
-        if (s.length > 0) {
-            keys.narrow(2, 0, s.length).copy_(c.keys.narrow(2, 0, s.length));
-            values.narrow(2, 0, s.length).copy_(c.values.narrow(2, 0, s.length));
-        }
-        c.keys = std::move(keys);
-        c.values = std::move(values);
-    }
-    s.capacity = capacity;
-}
-
-Status TrunkStepModel::step(const std::vector<StepItem> &items, std::vector<StepOutcome> &out)
+Status PagedStepModel::step(const std::vector<StepItem> &items, std::vector<StepOutcome> &out)
 {
     out.assign(items.size(), StepOutcome{});
     if (Status s = checkDistinctSequences(items); !s)
         return s;
-    // The items that run, with their sequences (found or started).
+    Status held;
+    const auto hold = m_decoder.acquire(held);
+    if (!held)
+        return held;
+    KvBlockPool &books = m_decoder.pool().books();
+
     struct Running {
         std::size_t item;
-        Sequence *sequence;
+        PagedSequence *sequence;
         bool started;
-        std::vector<std::vector<LayerCache>> prefix; // kept blocks a started sequence begins with
+        std::size_t blocksBefore; // to give back what this step added, if it fails
     };
     std::vector<Running> running;
     {
         std::lock_guard lock(m_mutex);
         for (std::size_t i = 0; i < items.size(); ++i) {
-            auto it = m_sequences.find(items[i].sequence);
+            const StepItem &item = items[i];
+            auto it = m_sequences.find(item.sequence);
             const bool started = it == m_sequences.end();
-            std::int64_t length = started ? 0 : it->second->length;
-            std::vector<std::vector<LayerCache>> prefix;
-            if (started && !items[i].prefix.empty()) {
-                auto blocks = m_kept.chain(items[i].prefix);
+            auto fresh = std::make_unique<PagedSequence>();
+            PagedSequence *seq = started ? fresh.get() : it->second.get();
+            if (started && !item.prefix.empty()) {
+                auto blocks = books.chain(item.prefix, &fresh->tokens);
                 if (!blocks) {
                     out[i].status = blocks.status();
                     continue;
                 }
-                prefix = std::move(*blocks);
-                for (const std::vector<LayerCache> &b : prefix)
-                    length += b.front().keys.size(2);
+                fresh->blocks = std::move(*blocks);
+                fresh->length = std::int64_t(fresh->tokens.size());
             }
-            if (Status bad = checkItem(items[i], length); !bad) {
+            if (Status bad = checkItem(item, seq->length); !bad) {
                 out[i].status = std::move(bad);
+                books.unref(fresh->blocks);
                 continue;
             }
+            const std::size_t before = seq->blocks.size();
+            const std::int64_t need =
+                books.blocksFor(seq->length + std::int64_t(item.tokens.size())) - std::int64_t(before);
+            if (need > 0) {
+                auto more = books.allocate(need);
+                if (!more) {
+                    out[i].status = Status(StatusCode::ResourceExhausted,
+                                           m_name + ": the KV cache is full (" +
+                                               std::to_string(books.totalBlocks()) + " blocks of " +
+                                               std::to_string(books.blockTokens()) + " tokens)");
+                    books.unref(fresh->blocks);
+                    continue;
+                }
+                seq->blocks.insert(seq->blocks.end(), more->begin(), more->end());
+            }
             if (started)
-                it = m_sequences.emplace(items[i].sequence, std::make_unique<Sequence>()).first;
-            running.push_back({i, it->second.get(), started, std::move(prefix)});
+                it = m_sequences.emplace(item.sequence, std::move(fresh)).first;
+            running.push_back({i, it->second.get(), started, started ? 0 : before});
         }
     }
     if (running.empty())
         return Status::ok();
 
     std::int64_t total = 0, prefills = 0;
+    std::vector<PagedItem> paged;
+    paged.reserve(running.size());
     for (const Running &r : running) {
-        total += std::int64_t(items[r.item].tokens.size());
-        prefills += items[r.item].tokens.size() > 1 || r.started;
+        const StepItem &item = items[r.item];
+        total += std::int64_t(item.tokens.size());
+        prefills += item.tokens.size() > 1 || r.started;
+        paged.push_back({r.sequence, std::span<const TokenId>(item.tokens), item.sample});
     }
+    PagedStepResult result;
     const Status s = runTorch(
         m_threads,
         [&] {
@@ -112,99 +113,61 @@ Status TrunkStepModel::step(const std::vector<StepItem> &items, std::vector<Step
                 return "step seqs=" + std::to_string(running.size()) + " tokens=" + std::to_string(total) +
                        " prefill=" + std::to_string(prefills);
             });
-            at::Tensor ids = at::empty({1, total}, at::kLong), positions = at::empty({1, total}, at::kLong);
-            auto *idp = ids.data_ptr<std::int64_t>();
-            auto *pp = positions.data_ptr<std::int64_t>();
-            std::vector<std::int64_t> sampleRows;
-            std::vector<std::vector<PackedSegment>> segments(m_weights.blocks.size());
-            std::int64_t offset = 0;
-            for (const Running &r : running) {
-                const StepItem &item = items[r.item];
-                Sequence &seq = *r.sequence;
-                const auto count = std::int64_t(item.tokens.size());
-                startFromPrefix(seq, r.prefix, count);
-                reserve(seq, seq.length + count);
-                for (std::int64_t j = 0; j < count; ++j) {
-                    idp[offset + j] = item.tokens[std::size_t(j)];
-                    pp[offset + j] = seq.length + j;
-                }
-                for (std::size_t l = 0; l < segments.size(); ++l)
-                    segments[l].push_back({offset, count, seq.length, &seq.layers[l]});
-                if (item.sample)
-                    sampleRows.push_back(offset + count - 1);
-                offset += count;
-            }
-            at::Tensor x = embed(m_weights, ids.to(m_device), positions.to(m_device));
-            for (std::size_t l = 0; l < m_weights.blocks.size(); ++l)
-                x = blockForwardPacked(m_weights.blocks[l], m_shape, x, segments[l]);
-            std::vector<std::int64_t> next;
-            if (!sampleRows.empty()) {
-                const at::Tensor rows = at::tensor(sampleRows, at::kLong).to(m_device);
-                const at::Tensor logits = tiedLmHead(m_weights, x.select(0, 0).index_select(0, rows));
-                const at::Tensor best = logits.argmax(-1).to(at::kCPU);
-                next.assign(best.data_ptr<std::int64_t>(), best.data_ptr<std::int64_t>() + best.numel());
-            }
-            std::size_t sampled = 0;
-            std::int64_t prefixed = 0;
-            for (const Running &r : running) {
-                const StepItem &item = items[r.item];
-                r.sequence->length += std::int64_t(item.tokens.size());
-                if (item.sample)
-                    out[r.item].next = TokenId(next[sampled++]);
-                for (const std::vector<LayerCache> &b : r.prefix)
-                    prefixed += b.front().keys.size(2);
-                keepBlocks(*r.sequence, item.publish);
-            }
-            m_cached.fetch_add(total + prefixed);
+            result = m_decoder.runner().run(paged);
             return Status::ok();
         });
     if (!s) {
-        // Nothing was appended (lengths move only on success); sequences this
-        // step started are dropped again.
+        // Nothing was appended (lengths move only on success): sequences this
+        // step started are dropped, the others give back the blocks it added.
         std::lock_guard lock(m_mutex);
-        for (const Running &r : running)
-            if (r.started)
+        for (const Running &r : running) {
+            PagedSequence &seq = *r.sequence;
+            if (r.started) {
+                books.unref(seq.blocks);
                 m_sequences.erase(items[r.item].sequence);
-    }
-    return s;
-}
-
-void TrunkStepModel::startFromPrefix(Sequence &s, const std::vector<std::vector<LayerCache>> &prefix,
-                                     std::int64_t count) const
-{
-    if (prefix.empty() || s.length > 0)
-        return;
-    std::int64_t length = 0;
-    for (const std::vector<LayerCache> &b : prefix)
-        length += b.front().keys.size(2);
-    reserve(s, length + count);
-    for (const std::vector<LayerCache> &b : prefix) {
-        const std::int64_t n = b.front().keys.size(2);
-        for (std::size_t l = 0; l < s.layers.size(); ++l) {
-            s.layers[l].keys.narrow(2, s.length, n).copy_(b[l].keys);
-            s.layers[l].values.narrow(2, s.length, n).copy_(b[l].values);
+            } else {
+                books.unref(std::span<const std::int32_t>(seq.blocks).subspan(r.blocksBefore));
+                seq.blocks.resize(r.blocksBefore);
+            }
         }
-        s.length += n;
+        return s;
     }
+    std::size_t sampled = 0;
+    for (const Running &r : running) {
+        const StepItem &item = items[r.item];
+        PagedSequence &seq = *r.sequence;
+        seq.length += std::int64_t(item.tokens.size());
+        seq.tokens.insert(seq.tokens.end(), item.tokens.begin(), item.tokens.end());
+        if (item.sample)
+            out[r.item].next = result.next[sampled++];
+        publish(seq, item.publish, books);
+    }
+    return Status::ok();
 }
 
-void TrunkStepModel::keepBlocks(const Sequence &s, const std::vector<KvBlock> &blocks)
+void PagedStepModel::publish(PagedSequence &s, const std::vector<KvBlock> &blocks, KvBlockPool &books)
 {
+    const std::int64_t B = books.blockTokens();
     for (const KvBlock &kb : blocks) {
-        if (kb.start < 0 || kb.tokens <= 0 || kb.start + kb.tokens > s.length)
-            continue; // not in this sequence's cache: nothing to keep
-        std::vector<LayerCache> block(s.layers.size());
-        for (std::size_t l = 0; l < s.layers.size(); ++l) {
-            block[l].keys = s.layers[l].keys.narrow(2, kb.start, kb.tokens).clone();
-            block[l].values = s.layers[l].values.narrow(2, kb.start, kb.tokens).clone();
+        if (kb.start < 0 || kb.tokens <= 0 || kb.start % B != 0 || kb.tokens % B != 0 ||
+            kb.start + kb.tokens > s.length)
+            continue; // not whole pool blocks of this sequence: nothing to keep
+        const auto first = std::size_t(kb.start / B), count = std::size_t(kb.tokens / B);
+        const std::span<const std::int32_t> mine(s.blocks.data() + first, count);
+        const std::span<const TokenId> tokens(s.tokens.data() + kb.start, std::size_t(kb.tokens));
+        if (books.keep(kb.hash, mine, tokens))
+            continue;
+        // Kept already: point at the kept copy and give ours back.
+        if (auto kept = books.share(kb.hash, tokens)) {
+            books.unref(mine);
+            std::copy(kept->begin(), kept->end(), s.blocks.begin() + std::ptrdiff_t(first));
         }
-        m_kept.keep(kb.hash, std::move(block));
     }
 }
 
-void TrunkStepModel::release(std::uint64_t sequence)
+void PagedStepModel::release(std::uint64_t sequence)
 {
-    std::unique_ptr<Sequence> gone;
+    std::unique_ptr<PagedSequence> gone;
     {
         std::lock_guard lock(m_mutex);
         const auto it = m_sequences.find(sequence);
@@ -213,8 +176,33 @@ void TrunkStepModel::release(std::uint64_t sequence)
         gone = std::move(it->second);
         m_sequences.erase(it);
     }
-    m_cached.fetch_sub(gone->length);
-    // the cache tensors are freed here, outside the lock
+    Status held;
+    const auto hold = m_decoder.acquire(held);
+    if (held)
+        m_decoder.pool().books().unref(gone->blocks);
+}
+
+std::int64_t PagedStepModel::cachedTokens() const
+{
+    return m_decoder.usedTokens();
+}
+
+void PagedStepModel::dropBlocks(const std::vector<std::uint64_t> &hashes)
+{
+    Status held;
+    const auto hold = m_decoder.acquire(held);
+    if (held)
+        m_decoder.pool().books().drop(hashes);
+}
+
+KvPoolInfo PagedStepModel::kvPool()
+{
+    Status held;
+    const auto hold = m_decoder.acquire(held);
+    if (!held)
+        return {};
+    const KvPool &pool = m_decoder.pool();
+    return {pool.capacityTokens(), pool.blockTokens()};
 }
 
 } // namespace bp

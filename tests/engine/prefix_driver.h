@@ -81,6 +81,12 @@ struct PrefixDriver {
         const int kv = scheduler->config().continuous.kvCacheTokens;
         if (kv > 0 && scheduler->kvTokens() > kv && error.isEmpty())
             error = QStringLiteral("KV books %1 over the budget %2").arg(scheduler->kvTokens()).arg(kv);
+        // A model with a KV pool: the scheduler's books are the pool's blocks.
+        if (model.kvPool().capacityTokens > 0 && scheduler->kvTokens() != model.cachedTokens() && error.isEmpty())
+            error = QStringLiteral("step %1: the scheduler books %2 KV tokens, the pool holds %3")
+                        .arg(steps.size())
+                        .arg(scheduler->kvTokens())
+                        .arg(model.cachedTokens());
         return true;
     }
     void runAll(int maxSteps = 100000)

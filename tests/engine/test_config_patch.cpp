@@ -43,7 +43,7 @@ BatchingConfig everyFieldChanged()
     c.slo.decrease = 0.25;
     c.hybrid = {{4, 8}, 64, 20, 30ms};
     c.cache = {true, 50, 1 << 20};
-    c.continuous = {4, 256, false, 32, false, 4096, true};
+    c.continuous = {4, 256, false, 32, false, 4096, true, 0.5};
     c.prefixCache = {true, 32};
     c.goodput = {50ms, 5ms, 2s};
     return c;

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The GPU check (docs/gpu.md): on a machine with an NVIDIA GPU and a CUDA
+# libtorch (python3's torch), builds the engine and batchpilot-bench (engine
+# only: such a box may have no Qt) and runs a fixed set of figures on the
+# first GPU, about 6 minutes in all, each stage under its own time limit:
+#
+#   device-check   the paged-attention ops and tokens against the CPU
+#   profile        tiny-decoder --preset gpt2, bf16 and fp32, batch 1..128,
+#                  prompts of 128 tokens, 64 new tokens: the decode step and
+#                  the offline ceiling
+#   hf-baseline    transformers generate() on GPT-2's shape, same batch and
+#                  lengths (tools/hf_generate_baseline.py), when transformers
+#                  is installed
+#   load           none, dynamic (max_batch_size 16, 64, 128) and continuous
+#                  at rates taken from the bf16 profile's ceiling, goodput at
+#                  TTFT <= 500 ms and TPOT <= 50 ms; then continuous at 1.5x
+#                  the ceiling: served / offline
+#   fidelity       the simulator against real replays on the GPU
+#   llama8b        (with --llama) the Llama-3-8B shape, bf16, random weights
+#
+# Writes OUT/summary.txt, OUT/summary.json and every stage's JSON and log.
+# Usage: bench/gpu/check.sh [OUT] (default gpu-check)
+#   BATCHPILOT_DEBS=DIR  .deb files to unpack (dpkg -x) when the system lacks
+#                        libsqlite3-dev / nlohmann-json3-dev (a bare GPU image)
+#   BATCHPILOT_GPU_BUILD=DIR  the build folder (default build/gpu)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${1:-gpu-check}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+BUILD=${BATCHPILOT_GPU_BUILD:-build/gpu}
+SUMMARY="$OUT/summary.txt"
+: >"$SUMMARY"
+say() { echo "[$(date +%T)] $*" | tee -a "$SUMMARY"; }
+# stage NAME LIMIT_S COMMAND...: runs it with its output in OUT/NAME.log
+stage() {
+  local name=$1 limit=$2
+  shift 2
+  local start=$(date +%s)
+  say "$name: start (limit ${limit} s)"
+  timeout --kill-after=10 "$limit" "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  say "$name: exit $rc after $(($(date +%s) - start)) s"
+  tail -n 40 "$OUT/$name.log" | sed "s/^/  $name| /"
+  return $rc
+}
+
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv >"$OUT/gpu.csv" 2>&1
+say "GPU: $(tail -n 1 "$OUT/gpu.csv")"
+PY=${PYTHON:-python3}
+TORCH_PREFIX=$($PY -c 'import torch.utils; print(torch.utils.cmake_prefix_path)') || {
+  say "no python torch: cannot build"; exit 1; }
+say "torch $($PY -c 'import torch; print(torch.__version__, torch.version.cuda)')"
+
+# --- build -------------------------------------------------------------------
+PREFIXES="$TORCH_PREFIX"
+EXTRA=()
+if [[ -n "${BATCHPILOT_DEBS:-}" && -d "$BATCHPILOT_DEBS" ]]; then
+  ROOT=/tmp/batchpilot-debs
+  mkdir -p "$ROOT"
+  for f in "$BATCHPILOT_DEBS"/*.deb; do dpkg -x "$f" "$ROOT"; done
+  PREFIXES="$PREFIXES;$ROOT/usr"
+  EXTRA+=(-DSQLite3_INCLUDE_DIR="$ROOT/usr/include"
+          -DSQLite3_LIBRARY="$(ls "$ROOT"/usr/lib/x86_64-linux-gnu/libsqlite3.so | head -1)")
+  export LD_LIBRARY_PATH="$ROOT/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+stage configure 120 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBATCHPILOT_CONSOLE=OFF \
+  -DBATCHPILOT_TESTS=OFF -DCMAKE_PREFIX_PATH="$PREFIXES" "${EXTRA[@]}" || exit 1
+stage build 300 cmake --build "$BUILD" -j "$(nproc)" --target batchpilot-bench || exit 1
+B="$BUILD/bench/batchpilot-bench"
+
+# --- correctness first ---------------------------------------------------------
+stage device-check 120 "$B" device-check --device cuda --json "$OUT/device_check.json"
+
+# --- the ceiling -----------------------------------------------------------------
+for dtype in bfloat16 float32; do
+  stage "profile-$dtype" 150 "$B" profile --model builtin:tiny-decoder --preset gpt2 --device cuda \
+    --dtype "$dtype" --batches 1,2,4,8,16,32,64,128 --lengths 128 --new-tokens 64 --warmup 1 --repeats 3 \
+    --quiet --json "$OUT/profile_$dtype.json"
+done
+if $PY -c 'import transformers' 2>/dev/null; then
+  stage hf-baseline 180 $PY tools/hf_generate_baseline.py --batch 128 --prompt 128 --new 64 \
+    --dtypes bfloat16,float32 --json "$OUT/hf_baseline.json"
+else
+  say "hf-baseline: transformers not installed, skipped"
+fi
+
+# --- serving: goodput at the SLO, and served / offline at saturation -------------
+RATES=$($PY - "$OUT/profile_bfloat16.json" <<'EOF'
+import json, sys
+p = json.load(open(sys.argv[1]))
+best = max(c["tokens_per_s"] for c in p["cells"]) / p["new_tokens"]  # requests/s at the ceiling
+print(",".join(str(round(best * f, 1)) for f in (0.25, 0.5, 0.75, 1.0)), round(best * 1.5, 1), round(best, 1))
+EOF
+)
+read -r RATE_LIST RATE_SAT CEIL_RPS <<<"$RATES"
+say "profile ceiling ${CEIL_RPS:-?} req/s; load rates ${RATE_LIST:-?}; saturation ${RATE_SAT:-?}"
+for n in 16 64 128; do
+  echo "{\"policy\": \"dynamic\", \"max_batch_size\": $n, \"max_queue_delay_us\": 5000, \"queue_capacity\": 100000}" \
+    >"$OUT/dynamic-$n.json"
+done
+LOAD_COMMON=(--model builtin:tiny-decoder --preset gpt2 --device cuda --dtype bfloat16 --length 128
+  --max-new-tokens 64 --slo ttft=500ms,tpot=50ms --warmup 1 --duration 4 --drain 4 --queue 100000
+  --ceiling "$OUT/profile_bfloat16.json" --max-num-seqs 256 --max-num-batched-tokens 2048 --prefill-chunk 512)
+if [[ -n "${RATE_LIST:-}" ]]; then
+  stage load 300 "$B" load "${LOAD_COMMON[@]}" \
+    --compare none,"$OUT/dynamic-16.json","$OUT/dynamic-64.json","$OUT/dynamic-128.json",continuous \
+    --rates "$RATE_LIST" --rates-none "$(echo "$RATE_LIST" | cut -d, -f1)" --json "$OUT/load.json"
+  stage saturation 120 "$B" load "${LOAD_COMMON[@]}" --compare continuous --rates "$RATE_SAT" \
+    --json "$OUT/saturation.json"
+fi
+
+# --- the simulator on this GPU ----------------------------------------------------
+stage fidelity 240 "$B" fidelity --model builtin:tiny-decoder --preset gpt2 --device cuda --seconds 2 \
+  --json "$OUT/fidelity.json"
+
+if [[ " $* " == *" --llama "* ]]; then
+  say "llama8b: not yet"
+fi
+
+$PY tools/gpu_check_summary.py "$OUT" | tee -a "$SUMMARY"
+say "done"

@@ -1,0 +1,98 @@
+# Finds libtorch: the one version this project pins (packaging/install-torch.sh
+# unpacks PyPI's torch wheel into a cache folder), through the wheel's own CMake
+# config. Looked for, first found wins:
+#   -DTorch_DIR=... or CMAKE_PREFIX_PATH    what the caller says
+#   $BATCHPILOT_TORCH_HOME/site             install-torch.sh's folder, moved
+#   ~/.cache/batchpilot/torch-2.11.0/site   install-torch.sh's folder
+#   python3's torch                         torch.utils.cmake_prefix_path (a GPU box
+#                                           with PyTorch installed, docs/gpu.md)
+#
+# PyPI's torch is a CUDA build: its config enables the CUDA language and needs
+# the CUDA toolkit (nvcc) of the version it was built with. Our own kernels
+# (engine/torch/kernels/) are compiled for the GPU of this machine when
+# nvidia-smi sees one, else for Hopper (sm_90, the H100/H200 the GPU figures
+# are measured on), which is what CI compiles.
+#
+# Sets BATCHPILOT_TORCH_CUDA (the libtorch has CUDA and nvcc works) and
+# BATCHPILOT_TORCH_SITE (the folder holding the `torch` Python package, for the
+# TorchScript fixtures; empty when torch came from elsewhere).
+set(BATCHPILOT_TORCH_VERSION 2.11.0)
+
+# torch's config sets the nvcc -gencode flags from TORCH_CUDA_ARCH_LIST (and
+# ignores CMAKE_CUDA_ARCHITECTURES): left unset, it detects this machine's GPU;
+# without a GPU we ask for Hopper.
+if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+  find_program(_bp_nvidia_smi nvidia-smi)
+  set(_bp_gpu "")
+  if(_bp_nvidia_smi)
+    execute_process(COMMAND ${_bp_nvidia_smi} --query-gpu=name --format=csv,noheader
+                    RESULT_VARIABLE _bp_smi_rc OUTPUT_VARIABLE _bp_gpu OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    if(NOT _bp_smi_rc EQUAL 0)
+      set(_bp_gpu "")
+    endif()
+  endif()
+  if(_bp_gpu)
+    message(STATUS "CUDA kernels for this machine's GPU: ${_bp_gpu}")
+  else()
+    set(TORCH_CUDA_ARCH_LIST "9.0")
+  endif()
+endif()
+
+# The folder of the `torch` package (lib/, include/, share/cmake/) goes first
+# on CMAKE_PREFIX_PATH, so that its Torch and Caffe2 configs and its libraries
+# win over any other libtorch installed on the system (Debian's libtorch-dev
+# 1.13 in /usr would otherwise be found by the configs' own searches).
+set(_bp_torch_prefixes)
+if(DEFINED ENV{BATCHPILOT_TORCH_HOME})
+  list(APPEND _bp_torch_prefixes "$ENV{BATCHPILOT_TORCH_HOME}/site/torch")
+endif()
+if(DEFINED ENV{XDG_CACHE_HOME})
+  list(APPEND _bp_torch_prefixes "$ENV{XDG_CACHE_HOME}/batchpilot/torch-${BATCHPILOT_TORCH_VERSION}/site/torch")
+endif()
+list(APPEND _bp_torch_prefixes "$ENV{HOME}/.cache/batchpilot/torch-${BATCHPILOT_TORCH_VERSION}/site/torch")
+find_program(_bp_py NAMES python3)
+if(_bp_py)
+  execute_process(COMMAND ${_bp_py} -c "import os, torch; print(os.path.dirname(torch.__file__))"
+                  RESULT_VARIABLE _bp_py_rc OUTPUT_VARIABLE _bp_py_torch OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(_bp_py_rc EQUAL 0)
+    list(APPEND _bp_torch_prefixes "${_bp_py_torch}")
+  endif()
+endif()
+if(NOT Torch_DIR)
+  foreach(prefix IN LISTS _bp_torch_prefixes)
+    if(EXISTS "${prefix}/share/cmake/Torch/TorchConfig.cmake")
+      list(PREPEND CMAKE_PREFIX_PATH "${prefix}")
+      break()
+    endif()
+  endforeach()
+endif()
+
+# Our .cu files are C++17 (CMake 3.25 knows no CUDA20 dialect for nvcc); torch's
+# config would otherwise copy CMAKE_CXX_STANDARD (20).
+set(CMAKE_CUDA_STANDARD 17)
+set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+# One CUDA runtime in the process, libtorch's shared one: a static copy linked
+# into our kernels would keep its own state beside it.
+set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+find_package(Torch REQUIRED)
+if(Torch_VERSION VERSION_LESS 2.4)
+  message(FATAL_ERROR "libtorch ${Torch_VERSION} at ${Torch_DIR} is too old: BatchPilot needs 2.4 or newer "
+                      "(${BATCHPILOT_TORCH_VERSION} is the tested one; run packaging/install-torch.sh)")
+endif()
+if(NOT Torch_VERSION VERSION_EQUAL BATCHPILOT_TORCH_VERSION)
+  message(WARNING "libtorch ${Torch_VERSION} (${Torch_DIR}); the tested version is ${BATCHPILOT_TORCH_VERSION}")
+endif()
+
+set(BATCHPILOT_TORCH_CUDA OFF)
+if(TARGET torch_cuda AND CMAKE_CUDA_COMPILER)
+  set(BATCHPILOT_TORCH_CUDA ON)
+endif()
+message(STATUS "libtorch ${Torch_VERSION} at ${Torch_DIR}; CUDA kernels: ${BATCHPILOT_TORCH_CUDA}")
+
+# The folder holding the `torch` package (share/cmake/Torch -> ../../../..)
+get_filename_component(_bp_site "${Torch_DIR}/../../../.." ABSOLUTE)
+if(EXISTS "${_bp_site}/torch/__init__.py")
+  set(BATCHPILOT_TORCH_SITE "${_bp_site}")
+else()
+  set(BATCHPILOT_TORCH_SITE "")
+endif()

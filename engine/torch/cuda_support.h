@@ -1,0 +1,61 @@
+// What the paged step needs from the device beyond tensors: free memory (to
+// size the KV pool), staging buffers for the step's one upload and one
+// download, a stream sync, and CUDA graphs. The one file with CUDA runtime
+// calls (cuda_support.cpp); with a CPU-only libtorch it compiles to the CPU
+// answers and CudaGraphs is never built.
+//
+// Internal to engine/torch/ (includes ATen).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace bp {
+
+// Memory a KV pool may take on `device`: CUDA, the device's free memory
+// (after handing libtorch's cached blocks back); CPU, the host's
+// MemAvailable, capped at kCpuKvCap (vLLM's CPU backend reserves 4 GiB for
+// its KV cache by default: VLLM_CPU_KVCACHE_SPACE).
+constexpr std::int64_t kCpuKvCap = std::int64_t(4) << 30;
+std::int64_t freeDeviceMemory(const at::Device &device);
+std::int64_t totalDeviceMemory(const at::Device &device);
+// Bytes libtorch's allocator holds on a CUDA device (0 on the CPU).
+std::int64_t reservedDeviceMemory(const at::Device &device);
+
+// A host tensor for a copy to or from `device`: page-locked when the device
+// is CUDA (so the copy is one DMA and can be asynchronous), plain otherwise.
+at::Tensor stagingTensor(std::int64_t elements, at::ScalarType type, const at::Device &device);
+// Waits for the work queued on `device`'s current stream (nothing on the CPU).
+void synchronize(const at::Device &device);
+
+// CUDA graphs captured by key (the decode step's batch-size bucket), sharing
+// one memory pool. capture() runs `body` twice on a side stream to warm it
+// up, then captures a third run; `body` reads inputs from buffers the caller
+// owns and returns the output, which stays valid (and is rewritten by each
+// replay). Replays must not overlap (the caller serialises them). Throws on
+// a failed capture.
+class CudaGraphs {
+public:
+    explicit CudaGraphs(const at::Device &device);
+    ~CudaGraphs();
+    CudaGraphs(const CudaGraphs &) = delete;
+    CudaGraphs &operator=(const CudaGraphs &) = delete;
+
+    void capture(int key, const std::function<at::Tensor()> &body);
+    bool has(int key) const;
+    // Replays graph `key` on the current stream and returns its output.
+    const at::Tensor &replay(int key);
+    std::size_t size() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m;
+};
+
+// Whether CUDA graphs can be captured here (a CUDA build and device).
+bool cudaGraphsAvailable(const at::Device &device);
+
+} // namespace bp

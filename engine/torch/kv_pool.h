@@ -1,0 +1,69 @@
+// The device-resident KV cache of a paged decoder: one allocation holding,
+// for every layer, a key pool and a value pool of [slots, kvHeads, headDim],
+// cut into blocks of blockTokens slots whose books KvBlockPool keeps
+// (engine/model/kv_block_pool.h). Sized once, when an engine starts on the
+// model (Backend::prepareKv), from kv_cache_tokens or, at 0, from the
+// device's free memory times continuous.kv_memory_fraction
+// (cuda_support.h, freeDeviceMemory).
+//
+// Block 0 is scratch, never handed out: the padded rows of a CUDA-graph
+// decode step write their keys and values there.
+//
+// Internal to engine/torch/ (includes ATen).
+#pragma once
+
+#include "engine/core/result.h"
+#include "engine/model/backend.h"
+#include "engine/model/kv_block_pool.h"
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <string>
+
+namespace bp {
+
+struct KvPoolShape {
+    int layers = 0;
+    int kvHeads = 0;
+    int headDim = 0;
+    at::ScalarType dtype = at::kFloat;
+    // Bytes one token's keys and values take over all layers.
+    std::int64_t bytesPerToken() const
+    {
+        return std::int64_t(layers) * 2 * kvHeads * headDim * std::int64_t(c10::elementSize(dtype));
+    }
+};
+
+class KvPool {
+public:
+    // ResourceExhausted naming the bytes asked and free when the pool does not
+    // fit; InvalidArgument for a request out of range.
+    static Result<std::unique_ptr<KvPool>> create(const KvPoolShape &shape, const KvPoolRequest &request,
+                                                  const at::Device &device);
+
+    KvBlockPool &books() { return m_books; }
+    const KvBlockPool &books() const { return m_books; }
+    const KvPoolShape &shape() const { return m_shape; }
+    const KvPoolRequest &request() const { return m_request; }
+    int blockTokens() const { return m_books.blockTokens(); }
+    // Usable slots (the scratch block left out).
+    std::int64_t capacityTokens() const { return m_books.totalBlocks() * m_books.blockTokens(); }
+    std::int64_t bytes() const { return m_storage.numel() * std::int64_t(m_storage.element_size()); }
+    // Layer `layer`'s pools, [slots, kvHeads, headDim] (views of one allocation).
+    at::Tensor &keys(int layer) { return m_keys[std::size_t(layer)]; }
+    at::Tensor &values(int layer) { return m_values[std::size_t(layer)]; }
+    // "8,192 slots (512 blocks of 16), 96.0 MiB bf16 on cuda:0"
+    std::string describe() const;
+
+private:
+    KvPool(const KvPoolShape &shape, const KvPoolRequest &request, std::int64_t blocks, at::Tensor storage);
+
+    KvPoolShape m_shape;
+    KvPoolRequest m_request;
+    KvBlockPool m_books;
+    at::Tensor m_storage; // [layers, 2, slots, kvHeads, headDim]
+    std::vector<at::Tensor> m_keys, m_values;
+};
+
+} // namespace bp
