@@ -19,22 +19,33 @@
 set(BATCHPILOT_TORCH_VERSION 2.11.0)
 
 # torch's config sets the nvcc -gencode flags from TORCH_CUDA_ARCH_LIST (and
-# ignores CMAKE_CUDA_ARCHITECTURES): left unset, it detects this machine's GPU;
-# without a GPU we ask for Hopper.
+# ignores CMAKE_CUDA_ARCHITECTURES). We set it from the GPUs nvidia-smi lists
+# (their compute capabilities), else to Hopper (9.0) so that a machine without
+# a GPU (CI) still compiles every CUDA path.
+set(BATCHPILOT_GPUS "" CACHE INTERNAL "")
 if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
-  find_program(_bp_nvidia_smi nvidia-smi)
-  set(_bp_gpu "")
-  if(_bp_nvidia_smi)
-    execute_process(COMMAND ${_bp_nvidia_smi} --query-gpu=name --format=csv,noheader
-                    RESULT_VARIABLE _bp_smi_rc OUTPUT_VARIABLE _bp_gpu OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-    if(NOT _bp_smi_rc EQUAL 0)
-      set(_bp_gpu "")
+  find_program(BATCHPILOT_NVIDIA_SMI nvidia-smi)
+  set(_bp_caps "")
+  if(BATCHPILOT_NVIDIA_SMI)
+    execute_process(COMMAND ${BATCHPILOT_NVIDIA_SMI} --query-gpu=name,compute_cap --format=csv,noheader
+                    RESULT_VARIABLE _bp_smi_rc OUTPUT_VARIABLE _bp_smi OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    if(_bp_smi_rc EQUAL 0 AND _bp_smi)
+      string(REPLACE "\n" ";" _bp_lines "${_bp_smi}")
+      foreach(line IN LISTS _bp_lines)
+        if(line MATCHES "^(.*), *([0-9]+\\.[0-9]+)$")
+          list(APPEND _bp_caps "${CMAKE_MATCH_2}")
+          set(BATCHPILOT_GPUS "${BATCHPILOT_GPUS}${CMAKE_MATCH_1} (sm_${CMAKE_MATCH_2}) " CACHE INTERNAL "")
+        endif()
+      endforeach()
+      list(REMOVE_DUPLICATES _bp_caps)
     endif()
   endif()
-  if(_bp_gpu)
-    message(STATUS "CUDA kernels for this machine's GPU: ${_bp_gpu}")
+  if(_bp_caps)
+    set(TORCH_CUDA_ARCH_LIST "${_bp_caps}")
+    message(STATUS "CUDA kernels for this machine's GPU: ${BATCHPILOT_GPUS}")
   else()
     set(TORCH_CUDA_ARCH_LIST "9.0")
+    message(STATUS "CUDA kernels for sm_90 (no GPU seen by nvidia-smi: they compile, the engine runs on the CPU)")
   endif()
 endif()
 

@@ -15,6 +15,7 @@ Calibration Calibration::forModel(const ModelInfo &info, const std::string &pres
     c.model = info.name;
     c.preset = info.name.rfind("builtin:", 0) == 0 && info.name != "builtin:echo" ? preset : "";
     c.device = info.device;
+    c.dtype = info.dtype;
     c.threads = threads;
     c.vocabSize = info.vocabSize;
     c.maxSequenceLength = info.maxSequenceLength;
@@ -49,7 +50,10 @@ std::string Calibration::describe() const
     s << model << " (";
     if (!preset.empty())
         s << preset << ", ";
-    s << device << ", " << threads << (threads == 1 ? " thread)" : " threads)");
+    s << device << ", ";
+    if (dtype != "float32")
+        s << dtype << ", ";
+    s << threads << (threads == 1 ? " thread)" : " threads)");
     return s.str();
 }
 
@@ -140,6 +144,7 @@ nlohmann::json toJson(const Calibration &c)
             {"model", c.model},
             {"preset", c.preset},
             {"device", c.device},
+            {"dtype", c.dtype},
             {"threads", c.threads},
             {"vocab_size", c.vocabSize},
             {"max_sequence_length", c.maxSequenceLength},
@@ -169,6 +174,7 @@ Result<Calibration> calibrationFromJson(const nlohmann::json &j)
         c.model = j.at("model").get<std::string>();
         c.preset = j.value("preset", std::string());
         c.device = j.value("device", std::string("cpu"));
+        c.dtype = j.value("dtype", std::string("float32")); // absent before dtypes: float32
         c.threads = j.value("threads", 0);
         c.vocabSize = j.value("vocab_size", 256);
         c.maxSequenceLength = j.value("max_sequence_length", 1024);

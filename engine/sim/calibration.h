@@ -44,6 +44,7 @@ struct Calibration {
     std::string model;  // "builtin:tiny-decoder", a .pt path, ...
     std::string preset; // built-in models; empty otherwise
     std::string device;
+    std::string dtype = "float32"; // the same model in bfloat16 is another model to time
     int threads = 0;
     // The model's facts (ModelInfo) a simulation needs.
     int vocabSize = 256;

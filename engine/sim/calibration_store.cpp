@@ -64,7 +64,7 @@ Result<std::int64_t> saveCalibration(const TraceStore &store, const Calibration 
     if (c.createdAtUs == 0)
         c.createdAtUs = wallClockMicros();
     auto st = db->prepare("INSERT INTO calibrations (created_at_us, model, preset, device, threads, source, "
-                          "calibration, target_url, server) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                          "calibration, target_url, server, dtype) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     if (!st)
         return st.status();
     c.id = 0;
@@ -77,6 +77,7 @@ Result<std::int64_t> saveCalibration(const TraceStore &store, const Calibration 
     st->bind(7, toJson(c).dump());
     st->bind(8, c.remote ? c.remote->url : std::string());
     st->bind(9, c.remote ? c.remote->server : std::string());
+    st->bind(10, c.dtype);
     if (const int rc = st->step(); rc != SQLITE_DONE)
         return db->error(rc, "store a calibration");
     return db->lastInsertId();
@@ -99,26 +100,29 @@ Result<Calibration> loadCalibration(const TraceStore &store, std::int64_t id)
 
 Result<Calibration> latestCalibration(const TraceStore &store, const std::string &model,
                                       const std::string &preset, const std::string &device,
-                                      std::optional<int> threads)
+                                      std::optional<int> threads, const std::string &dtype)
 {
-    auto rows = query(
-        store,
-        "WHERE model = ? AND (? = '' OR preset = ?) AND (? = '' OR device = ?) AND (? < 0 OR threads = ?)",
-        [&](sqlite::Statement &st) {
-            st.bind(1, model);
-            st.bind(2, preset);
-            st.bind(3, preset);
-            st.bind(4, device);
-            st.bind(5, device);
-            st.bind(6, std::int64_t(threads.value_or(-1)));
-            st.bind(7, std::int64_t(threads.value_or(-1)));
-        });
+    auto rows = query(store,
+                      "WHERE model = ? AND (? = '' OR preset = ?) AND (? = '' OR device = ?) AND (? < 0 OR "
+                      "threads = ?) AND (? = '' OR dtype = ?)",
+                      [&](sqlite::Statement &st) {
+                          st.bind(1, model);
+                          st.bind(2, preset);
+                          st.bind(3, preset);
+                          st.bind(4, device);
+                          st.bind(5, device);
+                          st.bind(6, std::int64_t(threads.value_or(-1)));
+                          st.bind(7, std::int64_t(threads.value_or(-1)));
+                          st.bind(8, dtype);
+                          st.bind(9, dtype);
+                      });
     if (!rows)
         return rows.status();
     if (rows->empty())
         return Status(StatusCode::NotFound, "no calibration for " + model +
                                                 (preset.empty() ? "" : " (" + preset + ")") +
                                                 (device.empty() ? "" : " on " + device) +
+                                                (dtype.empty() ? "" : " in " + dtype) +
                                                 "; run: batchpilot calibrate --model " + model);
     return rows->front();
 }

@@ -58,9 +58,17 @@ void StepShape::add(std::int64_t cached, std::int64_t fed)
     }
 }
 
+Terms CostModel::withKnee(Terms terms, double knee)
+{
+    const std::size_t i = std::size_t(kIterationStart);
+    terms[i + 4] = terms[i] > 0 && knee > 0 ? std::max(0.0, terms[i + 2] - knee * terms[i]) : 0.0;
+    return terms;
+}
+
 double CostModel::predict(const Terms &terms) const
 {
-    return clampSeconds(std::inner_product(terms.begin(), terms.end(), coef.begin(), 0.0));
+    const Terms t = withKnee(terms, kneeTokens);
+    return clampSeconds(std::inner_product(t.begin(), t.end(), coef.begin(), 0.0));
 }
 
 Terms CostModel::passTerms(int batch, int paddedLength)
@@ -83,6 +91,7 @@ Terms CostModel::iterationTerms(const StepShape &shape)
     t[i + 1] = shape.items();
     t[i + 2] = double(shape.tokens());
     t[i + 3] = double(shape.attention());
+    t[i + 5] = shape.prefills > 0 ? 1 : 0;
     return t;
 }
 
@@ -220,7 +229,8 @@ nlohmann::json toJson(const CostModel &m)
     return {{"generative", m.generative},
             {"pass", {m.coef[0], m.coef[1], m.coef[2], m.coef[3]}},
             {"step", {m.coef[4], m.coef[5], m.coef[6]}},
-            {"iteration", {m.coef[7], m.coef[8], m.coef[9], m.coef[10]}},
+            {"iteration", {m.coef[7], m.coef[8], m.coef[9], m.coef[10], m.coef[11], m.coef[12]}},
+            {"iteration_knee_tokens", m.kneeTokens},
             {"overhead_s", m.overheadS},
             {"step_overhead_s", m.stepOverheadS},
             {"residuals", m.residuals},
@@ -228,7 +238,8 @@ nlohmann::json toJson(const CostModel &m)
             {"concurrency_slowdown", m.concurrency},
             {"dispatch_lateness_s", m.dispatchLateness},
             {"form", "pass(b,L) = p0 + p1*b + p2*b*L + p3*b*L^2; step(b,c) = d0 + d1*b + d2*b*c; "
-                     "iteration(n,T,A) = s0 + s1*n + s2*T + s3*A (seconds); residuals = measured/predicted"}};
+                     "iteration(n,T,A,E) = s0 + s1*n + s2*T + s3*A + s4*max(0,T-K) + s5*E (seconds; K = "
+                     "iteration_knee_tokens, E = 1 for a step with prompt tokens); residuals = measured/predicted"}};
 }
 
 nlohmann::json toJson(const FitError &e)
@@ -255,11 +266,15 @@ Result<CostModel> costModelFromJson(const nlohmann::json &j)
         for (std::size_t i = 0; i < std::size_t(CostModel::kStepTerms); ++i)
             m.coef[std::size_t(CostModel::kPassTerms) + i] = step[i].get<double>();
         if (j.contains("iteration")) { // absent before continuous was simulated
+            // 4 coefficients before the knee and the eager step were terms
             const auto &iteration = j.at("iteration");
-            if (!iteration.is_array() || iteration.size() != CostModel::kIterationTerms)
-                return Status(StatusCode::InvalidArgument, "cost model: 'iteration' needs 4 coefficients");
-            for (std::size_t i = 0; i < std::size_t(CostModel::kIterationTerms); ++i)
+            if (!iteration.is_array() || (iteration.size() != CostModel::kIterationTerms && iteration.size() != 4))
+                return Status(StatusCode::InvalidArgument, "cost model: 'iteration' needs 6 (or 4) coefficients");
+            for (std::size_t i = 0; i < iteration.size(); ++i)
                 m.coef[std::size_t(CostModel::kIterationStart) + i] = iteration[i].get<double>();
+            m.kneeTokens = j.value("iteration_knee_tokens", 0.0);
+            if (!std::isfinite(m.kneeTokens) || m.kneeTokens < 0)
+                return Status(StatusCode::InvalidArgument, "cost model: iteration_knee_tokens must be >= 0");
         }
         m.overheadS = j.value("overhead_s", 0.0);
         m.stepOverheadS = j.value("step_overhead_s", 0.0); // absent before it was measured

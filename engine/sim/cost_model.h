@@ -19,7 +19,14 @@
 //   StepModel::step over a packed set of sequences: n items, T tokens fed —
 //   prompt chunks and one per decode — and A = Σ_i t_i·(k_i + t_i), each
 //   fed token attending to the context before it, k_i tokens cached):
-//       iter(n, T, A) = s0 + s1·n + s2·T + s3·A
+//       iter(n, T, A) = s0 + s1·n + s2·T + s3·A + s4·max(0, T − K) + s5·E
+//   On a GPU a step costs about the same whatever its size until the
+//   device is busy (the knee K, in tokens), then grows with its tokens:
+//   s2 is the slope below the knee (small on a GPU), s2 + s4 above it. E is
+//   1 for a step with prompt tokens: on CUDA only a pure decode step replays
+//   a CUDA graph, a step with a prefill chunk runs eagerly (launch-bound).
+//   The fit chooses K among the observed token counts (none: no knee)
+//   for the least error; on a CPU it usually finds none.
 //   A calibration without iteration measurements (made before they
 //   existed) predicts an iteration from pass() and step() instead
 //   (iterationSeconds()).
@@ -71,11 +78,13 @@ struct StepShape {
 struct CostModel {
     static constexpr int kPassTerms = 4;
     static constexpr int kStepTerms = 3;
-    static constexpr int kIterationTerms = 4;
+    static constexpr int kIterationTerms = 6;
     static constexpr int kIterationStart = kPassTerms + kStepTerms;
     static constexpr int kTerms = kPassTerms + kStepTerms + kIterationTerms;
-    // [p0, p1, p2, p3, d0, d1, d2, s0, s1, s2, s3], seconds per unit of each term.
+    // [p0, p1, p2, p3, d0, d1, d2, s0, s1, s2, s3, s4, s5], seconds per unit of each term.
     std::array<double, kTerms> coef{};
+    // The iteration knee K in tokens (0: none): the s4 term's threshold.
+    double kneeTokens = 0;
     double overheadS = 0;     // per batch, outside Backend::run
     double stepOverheadS = 0; // per continuous step; 0: unmeasured, overheadS is charged
     // What a continuous step is charged beside its iteration.
@@ -143,8 +152,12 @@ struct CostModel {
                                                  std::span<const int> wants);
     static std::array<double, kTerms> passTerms(int batch, int paddedLength);
     static std::array<double, kTerms> stepTerms(int batch, int context);
+    // An iteration's row: [.., 1, n, T, A, 0, E]; the knee term (slot
+    // kIterationStart + 4) is derived from T and kneeTokens by predict().
     static std::array<double, kTerms> iterationTerms(const StepShape &shape);
     double predict(const std::array<double, kTerms> &terms) const;
+    // `terms` with the knee term filled in for `knee` (iteration rows only).
+    static std::array<double, kTerms> withKnee(std::array<double, kTerms> terms, double knee);
 
     bool operator==(const CostModel &) const = default;
 };

@@ -159,8 +159,9 @@ CostModel remoteCostModel(const RemoteFit &fit)
     const auto s = [&](int i) {
         return fit.terms.size() > std::size_t(i) ? fit.terms[std::size_t(i)].value : 0.0;
     };
-    // iter(n, T, A) = s0 + s1·n + s2·T + s3·A
-    for (int i = 0; i < CostModel::kIterationTerms; ++i)
+    // iter(n, T, A) = s0 + s1·n + s2·T + s3·A (no knee, no eager term: the
+    // probe measures a server's steps from outside)
+    for (int i = 0; i < 4; ++i)
         m.coef[std::size_t(CostModel::kIterationStart + i)] = s(i + 1);
     // The request-level forms it implies: a pass over b prompts of L is one
     // step of b items, b·L tokens, b·L² attention; a decode step over b rows

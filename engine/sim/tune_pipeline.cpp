@@ -159,7 +159,7 @@ Result<Calibration> chooseCalibration(const TraceStore &store, const Calibration
 {
     if (!choice.ref.empty())
         return resolveCalibration(store, choice.ref);
-    return latestCalibration(store, choice.model, choice.preset, choice.device, choice.threads);
+    return latestCalibration(store, choice.model, choice.preset, choice.device, choice.threads, choice.dtype);
 }
 
 TuneWorkload tuneWorkloadFor(const TuneSource &source, const Calibration &calibration,

@@ -87,6 +87,7 @@ struct CalibrationChoice {
     std::string ref; // an id in the store or a JSON file; empty: the newest for the key below
     std::string model, preset, device; // empty preset/device: any
     std::optional<int> threads;
+    std::string dtype; // empty: any
 };
 // NotFound says which `batchpilot calibrate` to run.
 Result<Calibration> chooseCalibration(const TraceStore &store, const CalibrationChoice &choice);

@@ -265,9 +265,15 @@ CREATE INDEX capacity_plans_by_session ON capacity_plans(source_session_id);
 CREATE INDEX capacity_plans_by_trace ON capacity_plans(source_trace_id);
 )sql";
 
-constexpr const char *kMigrations[] = {kMigration1, kMigration2,  kMigration3, kMigration4,
-                                       kMigration5, kMigration6,  kMigration7, kMigration8,
-                                       kMigration9, kMigration10, kMigration11};
+// Version 12: a calibration's dtype is part of its key (the same model in
+// bfloat16 and float32 are two models to time; docs/schema.md).
+constexpr const char *kMigration12 = R"sql(
+ALTER TABLE calibrations ADD COLUMN dtype TEXT NOT NULL DEFAULT 'float32';
+)sql";
+
+constexpr const char *kMigrations[] = {kMigration1, kMigration2,  kMigration3,  kMigration4,
+                                       kMigration5, kMigration6,  kMigration7,  kMigration8,
+                                       kMigration9, kMigration10, kMigration11, kMigration12};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 } // namespace

@@ -31,7 +31,7 @@
 
 namespace bp::store {
 
-constexpr int kSchemaVersion = 11;
+constexpr int kSchemaVersion = 12;
 // 'BPTS' (BatchPilot trace store)
 constexpr std::int64_t kApplicationId = 0x42505453;
 

@@ -231,6 +231,38 @@ private slots:
         QVERIFY(!calibrationFromJson(nlohmann::json{{"model", "x"}})); // no format marker
     }
 
+    // A GPU's step (issue 33 item 3): flat in its tokens up to a knee, then
+    // growing, and a step with a prompt chunk (eager, no CUDA graph) dearer
+    // than a pure decode step. The fit finds the knee and the eager term and
+    // predicts every step within 3%.
+    void gpuStepsHaveAKneeAndAnEagerTerm()
+    {
+        const auto gpu = [](const StepShape &s) {
+            const double T = double(s.tokens());
+            return 4e-4 + 1e-6 * T + 4e-6 * std::max(0.0, T - 256) + (s.prefills > 0 ? 1.2e-3 : 0.0);
+        };
+        std::vector<CostObservation> obs;
+        for (int n : {1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 384, 512})
+            for (int chunk : {0, 64, 512}) {
+                StepShape shape;
+                for (int i = 0; i < n; ++i)
+                    shape.add(200, 1);
+                if (chunk)
+                    shape.add(0, chunk);
+                obs.push_back({CostObservation::Kind::Iteration, CostModel::iterationTerms(shape), gpu(shape)});
+            }
+        auto fit = fitCostModel(obs, true);
+        QVERIFY(fit);
+        QVERIFY2(fit->model.kneeTokens >= 192 && fit->model.kneeTokens <= 320,
+                 qPrintable(QString::number(fit->model.kneeTokens)));
+        QVERIFY(fit->model.coef[std::size_t(CostModel::kIterationStart) + 5] > 1e-3); // the eager step
+        QVERIFY2(fit->iterationError.maxRel < 0.03, qPrintable(QString::number(fit->iterationError.maxRel)));
+        // the knee survives JSON
+        auto back = costModelFromJson(toJson(fit->model));
+        QVERIFY(back);
+        QCOMPARE(back->kneeTokens, fit->model.kneeTokens);
+    }
+
     // Iterations of step-level generation (policy continuous): the fit
     // recovers s0 + s1·n + s2·T + s3·A exactly from decode, prefill and
     // mixed steps; the residuals are kept (sorted) and survive JSON; a cost
