@@ -5,14 +5,14 @@
 # first GPU, about 6 minutes in all, each stage under its own time limit:
 #
 #   device-check   the paged-attention ops and tokens against the CPU
-#   profile        tiny-decoder --preset gpt2, bf16 and fp32, batch 1..128,
+#   profile        tiny-decoder --preset gpt2, bf16 (and fp32 last), batch 1..128,
 #                  prompts of 128 tokens, 64 new tokens: the decode step and
 #                  the offline ceiling
 #   hf-baseline    transformers generate() on GPT-2's shape, same batch and
 #                  lengths (tools/hf_generate_baseline.py), when transformers
 #                  is installed
 #   load           none, dynamic (max_batch_size 16, 64, 128) and continuous
-#                  at rates taken from the bf16 profile's ceiling, goodput at
+#                  at 1/3, 2/3 and 1 of the bf16 ceiling's request rate, goodput at
 #                  TTFT <= 500 ms and TPOT <= 50 ms; then continuous at 1.5x
 #                  the ceiling: served / offline
 #   fidelity       the simulator against real replays on the GPU
@@ -23,6 +23,8 @@
 #   BATCHPILOT_DEBS=DIR  .deb files to unpack (dpkg -x) when the system lacks
 #                        libsqlite3-dev / nlohmann-json3-dev (a bare GPU image)
 #   BATCHPILOT_GPU_BUILD=DIR  the build folder (default build/gpu)
+#   BATCHPILOT_CHECK_BUDGET_S=S  stop starting stages after S seconds (default 540):
+#                        a stage never runs past the budget, so the run ends on time
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:-gpu-check}
@@ -31,12 +33,21 @@ OUT=$(cd "$OUT" && pwd)
 BUILD=${BATCHPILOT_GPU_BUILD:-build/gpu}
 SUMMARY="$OUT/summary.txt"
 : >"$SUMMARY"
+BEGIN=$(date +%s)
+BUDGET=${BATCHPILOT_CHECK_BUDGET_S:-540}
 say() { echo "[$(date +%T)] $*" | tee -a "$SUMMARY"; }
-# stage NAME LIMIT_S COMMAND...: runs it with its output in OUT/NAME.log
+# stage NAME LIMIT_S COMMAND...: runs it with its output in OUT/NAME.log,
+# for at most LIMIT_S seconds and never past the budget
 stage() {
   local name=$1 limit=$2
   shift 2
   local start=$(date +%s)
+  local left=$((BUDGET - (start - BEGIN)))
+  if ((left < 15)); then
+    say "$name: skipped, the budget is spent"
+    return 99
+  fi
+  ((limit > left)) && limit=$left
   say "$name: start (limit ${limit} s)"
   timeout --kill-after=10 "$limit" "$@" >"$OUT/$name.log" 2>&1
   local rc=$?
@@ -73,14 +84,15 @@ B="$BUILD/bench/batchpilot-bench"
 stage device-check 120 "$B" device-check --device cuda --json "$OUT/device_check.json"
 
 # --- the ceiling -----------------------------------------------------------------
-for dtype in bfloat16 float32; do
-  stage "profile-$dtype" 150 "$B" profile --model builtin:tiny-decoder --preset gpt2 --device cuda \
-    --dtype "$dtype" --batches 1,2,4,8,16,32,64,128 --lengths 128 --new-tokens 64 --warmup 1 --repeats 3 \
-    --quiet --json "$OUT/profile_$dtype.json"
-done
+profile() { # profile DTYPE
+  stage "profile-$1" 150 "$B" profile --model builtin:tiny-decoder --preset gpt2 --device cuda \
+    --dtype "$1" --batches 1,2,4,8,16,32,64,128 --lengths 128 --new-tokens 64 --warmup 1 --repeats 3 \
+    --quiet --json "$OUT/profile_$1.json"
+}
+profile bfloat16
 if $PY -c 'import transformers' 2>/dev/null; then
-  stage hf-baseline 180 $PY tools/hf_generate_baseline.py --batch 128 --prompt 128 --new 64 \
-    --dtypes bfloat16,float32 --json "$OUT/hf_baseline.json"
+  stage hf-baseline 120 $PY tools/hf_generate_baseline.py --batch 128 --prompt 128 --new 64 \
+    --dtypes bfloat16 --json "$OUT/hf_baseline.json"
 else
   say "hf-baseline: transformers not installed, skipped"
 fi
@@ -90,7 +102,7 @@ RATES=$($PY - "$OUT/profile_bfloat16.json" <<'EOF'
 import json, sys
 p = json.load(open(sys.argv[1]))
 best = max(c["tokens_per_s"] for c in p["cells"]) / p["new_tokens"]  # requests/s at the ceiling
-print(",".join(str(round(best * f, 1)) for f in (0.25, 0.5, 0.75, 1.0)), round(best * 1.5, 1), round(best, 1))
+print(",".join(str(round(best * f, 1)) for f in (1 / 3, 2 / 3, 1.0)), round(best * 1.5, 1), round(best, 1))
 EOF
 )
 read -r RATE_LIST RATE_SAT CEIL_RPS <<<"$RATES"
@@ -100,7 +112,7 @@ for n in 16 64 128; do
     >"$OUT/dynamic-$n.json"
 done
 LOAD_COMMON=(--model builtin:tiny-decoder --preset gpt2 --device cuda --dtype bfloat16 --length 128
-  --max-new-tokens 64 --slo ttft=500ms,tpot=50ms --warmup 1 --duration 4 --drain 4 --queue 100000
+  --max-new-tokens 64 --slo ttft=500ms,tpot=50ms --warmup 1 --duration 3 --drain 3 --queue 100000
   --ceiling "$OUT/profile_bfloat16.json" --max-num-seqs 256 --max-num-batched-tokens 2048 --prefill-chunk 512)
 if [[ -n "${RATE_LIST:-}" ]]; then
   stage load 300 "$B" load "${LOAD_COMMON[@]}" \
@@ -111,8 +123,9 @@ if [[ -n "${RATE_LIST:-}" ]]; then
 fi
 
 # --- the simulator on this GPU ----------------------------------------------------
-stage fidelity 240 "$B" fidelity --model builtin:tiny-decoder --preset gpt2 --device cuda --seconds 2 \
+stage fidelity 150 "$B" fidelity --model builtin:tiny-decoder --preset gpt2 --device cuda --seconds 2 \
   --json "$OUT/fidelity.json"
+profile float32
 
 if [[ " $* " == *" --llama "* ]]; then
   say "llama8b: not yet"
