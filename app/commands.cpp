@@ -211,7 +211,7 @@ const std::vector<Command> &commands()
          "SESSION -o FILE.html|FILE.pdf|FILE.json [OPTIONS]",
          {{"output", "FILE", "the report to write (-o FILE also works); the extension picks the format"}},
          runReport,
-         true},
+         /*paints=*/true},
     };
     return list;
 }

@@ -18,8 +18,15 @@ struct Command {
     // Runs inside a QCoreApplication; returns the process exit code. Writes
     // results to stdout, errors to stderr.
     std::function<int(const AppOptions &options)> run;
-    // Runs inside a QGuiApplication instead (fonts, painting: PDF reports),
-    // on the offscreen platform unless QT_QPA_PLATFORM says otherwise.
+    // Paints some of its outputs (PDF reports): in a build with Qt Gui it
+    // runs inside a QGuiApplication instead (fonts), on the offscreen
+    // platform unless QT_QPA_PLATFORM says otherwise. In a build without
+    // (BATCHPILOT_GUI=OFF) it runs inside a QCoreApplication and refuses
+    // those outputs itself, saying why; its other outputs work in both.
+    bool paints = false;
+    // Needs Qt Gui for everything it does: a build without it refuses the
+    // command before it runs, as it refuses the console (entry/console.h).
+    // No command needs it today; `report` only paints.
     bool needsGui = false;
 };
 

@@ -1,6 +1,7 @@
 #include "cmd_report.h"
 
 #include "report_builder.h"
+#include "report_pdf.h"
 
 #include "app/command_args.h"
 #include "app/commands.h"
@@ -45,6 +46,8 @@ int runReport(const AppOptions &options)
         return fail(QStringLiteral("cannot tell the format from '%1': the file name must end in .html, .pdf or .json")
                         .arg(path),
                     2);
+    if (*format == report::ReportFormat::Pdf && !report::pdfAvailable())
+        return fail(QString::fromLatin1(report::kPdfUnavailable)); // before the store is even opened
 
     auto store = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
     if (!store)

@@ -6,7 +6,8 @@
 //
 // Threading: ReportBuilder is a value holding a shared store (thread-safe);
 // build() and write() may run on any thread, several at once. PDF needs a
-// QGuiApplication to exist (fonts); HTML and JSON need only Qt Core.
+// QGuiApplication to exist (fonts), and a build with Qt Gui
+// (report_pdf.h: pdfAvailable()); HTML and JSON need only Qt Core.
 #pragma once
 
 #include "report_data.h"
@@ -40,7 +41,8 @@ public:
 
     // NotFound for an unknown session.
     Result<ReportData> load(std::int64_t sessionId) const;
-    // Unavailable: PDF without a QGuiApplication.
+    // Unavailable: PDF without a QGuiApplication, or in a build without Qt
+    // Gui (report_pdf.h: kPdfUnavailable).
     static Result<QByteArray> render(const ReportData &data, ReportFormat format);
     Result<QByteArray> build(std::int64_t sessionId, ReportFormat format) const;
     // Renders and writes `path` atomically (a partial file never replaces

@@ -22,6 +22,11 @@ constexpr double kMarginMm = 14;
 
 } // namespace
 
+bool pdfAvailable()
+{
+    return true;
+}
+
 Result<QByteArray> renderPdf(const ReportData &data)
 {
     if (!qobject_cast<QGuiApplication *>(QCoreApplication::instance()))

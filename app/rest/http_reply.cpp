@@ -58,6 +58,7 @@ std::string errorCodeFor(HttpStatus status)
     case 413: return "payload_too_large";
     case 429: return "too_many_requests";
     case 431: return "headers_too_large";
+    case 501: return "not_implemented";
     case 503: return "unavailable";
     default: return "error";
     }

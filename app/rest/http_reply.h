@@ -70,7 +70,8 @@ HttpStatus httpStatusFor(StatusCode code);
 // The code of an error the HTTP layer answers itself: 401 "invalid_api_key",
 // 403 "host_not_allowed", 404 "not_found", 405 "method_not_allowed",
 // 411 "length_required", 413 "payload_too_large", 429 "too_many_requests",
-// 431 "headers_too_large", 503 "unavailable", else "error".
+// 431 "headers_too_large", 501 "not_implemented" (a PDF report in a build
+// without Qt Gui), 503 "unavailable", else "error".
 std::string errorCodeFor(HttpStatus status);
 
 // The OpenAI error object for an error answered with `status`:

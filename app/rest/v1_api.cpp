@@ -3,6 +3,7 @@
 #include "v1_codec.h"
 
 #include "app/report/report_builder.h"
+#include "app/report/report_pdf.h"
 #include "engine/config/config_json.h"
 #include "engine/core/nvtx.h"
 
@@ -119,6 +120,8 @@ void V1Api::startReport(const RouteMatch &match, const QHttpServerRequest &reque
         return m_context.send(ticket,
                               errorReply(HttpStatus::BadRequest, "format must be html, pdf or json, got '" +
                                                                      formatName.toStdString() + "'"));
+    if (*format == report::ReportFormat::Pdf && !report::pdfAvailable())
+        return m_context.send(ticket, errorReply(HttpStatus::NotImplemented, report::kPdfUnavailable));
     bool ok = false;
     const qint64 sessionId = match.session.toLongLong(&ok);
     if (!ok || sessionId < 1)

@@ -1,6 +1,6 @@
 // BatchPilot's own API (docs/rest.md): POST /v1/infer, GET/PUT /v1/config,
 // GET /v1/stats, GET /metrics and GET /v1/sessions/{id}/report. Errors are
-// {"error": "message"}.
+// {"error": "message"}; a PDF report in a build without Qt Gui is 501.
 //
 // Session reports render on a pool thread of their own; the finished bytes
 // come back to the server thread as a queued call, so a PDF being drawn
