@@ -24,6 +24,9 @@ const QList<OptionSpec> &appOptionSpecs()
          "builtin:tiny-decoder (default), builtin:tiny-encoder, builtin:echo, or TorchScript"},
         {"device", "D", "auto (default), cpu, cuda, cuda:N"},
         {"preset", "P", "size preset of the built-in models (default small)"},
+        {"dtype", "auto|float32|bfloat16|float16",
+         "the model's weights and activations (default auto: bfloat16 on CUDA, float32 on the CPU)"},
+        {"cuda-graphs", "on|off", "replay decode steps as CUDA graphs, CUDA only (default on)"},
         {"threads", "N", "torch threads (default 0 = all cores)"},
         {"vocab-size", "N", "TorchScript: token ids the model accepts (default: read from the model)"},
         {"max-length", "N", "TorchScript: longest input in tokens (default: read from the model, else 512)"},
@@ -149,6 +152,21 @@ ParseOutcome parseAppOptions(const QStringList &arguments)
             else if (key == "model") { o.model = value; o.modelGiven = true; }
             else if (key == "device") o.device = value;
             else if (key == "preset") o.preset = value;
+            else if (key == "dtype") {
+                static const QStringList dtypes = {"auto", "float32", "bfloat16", "float16"};
+                if (!dtypes.contains(value)) {
+                    out.error = QStringLiteral("--dtype must be auto, float32, bfloat16 or float16, got '%1'")
+                                    .arg(value);
+                    return out;
+                }
+                o.dtype = value;
+            } else if (key == "cuda-graphs") {
+                if (value != "on" && value != "off") {
+                    out.error = QStringLiteral("--cuda-graphs must be on or off, got '%1'").arg(value);
+                    return out;
+                }
+                o.cudaGraphs = value == "on";
+            }
             else if (key == "config") o.config = value;
             else if (key == "spin-us") {
                 o.spinUs = value.toInt(&ok);

@@ -21,6 +21,8 @@ struct AppOptions {
     bool modelGiven = false;        // --model was on the command line (a remote replay needs the server's name)
     QString device = QStringLiteral("auto");
     QString preset = QStringLiteral("small");
+    QString dtype = QStringLiteral("auto"); // auto | float32 | bfloat16 | float16 (ModelSpec::dtype)
+    bool cudaGraphs = true;         // decode steps as CUDA graphs (ModelSpec::cudaGraphs)
     int threads = 0;                // torch threads, 0 = all cores
     int vocabSize = 0;              // TorchScript: token ids accepted, 0 = from the model
     int maxLength = 0;              // TorchScript: longest input, 0 = from the model

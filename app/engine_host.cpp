@@ -33,6 +33,12 @@ QString startRecording(const AppOptions &o, Engine &engine, EngineHostResult &ou
     SessionStart info;
     info.kind = "live";
     info.host = hostFacts();
+    // The model's facts the session row has no column for, for its report
+    // (app/report: the session's model rows).
+    const ModelInfo &model = engine.model();
+    info.host["model"] = {{"dtype", model.dtype},
+                          {"kv_bytes_per_token", model.kvBytesPerToken},
+                          {"parameters", model.parameters}};
     info.notes = o.headless ? "headless" : "console";
     auto recorder = SessionRecorder::start(*store, engine, info);
     if (!recorder)
@@ -66,6 +72,8 @@ Result<std::shared_ptr<Backend>> backendFor(const AppOptions &o)
     spec.name = o.model.toStdString();
     spec.device = o.device.toStdString();
     spec.preset = o.preset.toStdString();
+    spec.dtype = o.dtype.toStdString();
+    spec.cudaGraphs = o.cudaGraphs;
     spec.threads = o.threads;
     spec.vocabSize = o.vocabSize;
     spec.maxSequenceLength = o.maxLength;

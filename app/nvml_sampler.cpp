@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 
 namespace bp::app {
@@ -146,6 +147,12 @@ unsigned NvmlSampler::deviceIndexFor(const std::string &device)
     const char *first = device.data() + prefix.size(), *last = device.data() + device.size();
     auto [end, ec] = std::from_chars(first, last, index);
     return ec == std::errc() && end == last ? index : 0;
+}
+
+std::string NvmlSampler::libraryFromEnvironment()
+{
+    const char *path = std::getenv("BATCHPILOT_NVML_LIBRARY");
+    return path ? std::string(path) : std::string(kDefaultLibrary);
 }
 
 } // namespace bp::app

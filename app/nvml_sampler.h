@@ -48,6 +48,10 @@ public:
 
     // "cuda:2" -> 2; "cuda", "auto", "cpu" and anything else -> 0.
     static unsigned deviceIndexFor(const std::string &device);
+    // The library to load: $BATCHPILOT_NVML_LIBRARY when set (the tests
+    // point it at their fake; set but empty: none, do not try NVML), else
+    // kDefaultLibrary.
+    static std::string libraryFromEnvironment();
 
 private:
     struct Api; // resolved entry points

@@ -3,6 +3,7 @@
 
 #include "app/engine_bridge.h"
 #include "app/data_paths.h"
+#include "app/nvml_sampler.h"
 #include "app/rest/serve.h"
 
 #include "ui/demo_script.h"
@@ -44,8 +45,7 @@ int runConsole(QCoreApplication &app, const app::AppOptions &options, app::Engin
     // Replays build their own copy of the model, once, on first use.
     console.replayBackend = ui::ReplayRunner::cached([options] { return app::backendFor(options); });
     console.sampleTrace = app::sampleTracePath(); // offered while the store holds no trace
-    if (qEnvironmentVariableIsSet("BATCHPILOT_NVML_LIBRARY"))
-        console.nvmlLibrary = qEnvironmentVariable("BATCHPILOT_NVML_LIBRARY");
+    console.nvmlLibrary = QString::fromStdString(app::NvmlSampler::libraryFromEnvironment());
     ui::MainWindow window(console);
     window.show();
     if (const QString demo = qEnvironmentVariable(ui::DemoScript::kEnvironmentVariable); !demo.isEmpty())

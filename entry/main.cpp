@@ -96,9 +96,15 @@ int main(int argc, char **argv)
     auto host = bp::app::createEngine(options);
     if (!host.engine)
         return fail(host.error);
+    // NVML for the endpoint's GPU gauges (/metrics, /v1/stats); absent
+    // without a library or a GPU.
+    auto gpu = bp::rest::openGpuSampler(host.engine->model());
+    // Stderr: stdout carries only the listening line, which scripts read.
+    for (const QString &note : bp::rest::startupNotes(*host.engine, gpu.get()))
+        QTextStream(stderr) << "batchpilot: " << note << "\n";
     // Both the console and --headless serve the REST endpoint.
     auto endpoint = bp::rest::startEndpoint(
-        *host.engine, options, [&host] { return host.droppedRows(); }, host.store);
+        *host.engine, options, [&host] { return host.droppedRows(); }, host.store, std::move(gpu));
     if (options.headless) {
         if (!endpoint)
             return fail(QString::fromStdString(endpoint.status().message()));

@@ -167,4 +167,22 @@ Result<ReportData> loadReportData(const TraceStore &store, std::int64_t sessionI
     return d;
 }
 
+ModelFacts modelFacts(const SessionInfo &session)
+{
+    ModelFacts f;
+    const nlohmann::json &host = session.host;
+    if (!host.is_object())
+        return f;
+    const auto model = host.find("model");
+    if (model == host.end() || !model->is_object())
+        return f;
+    if (auto it = model->find("dtype"); it != model->end() && it->is_string())
+        f.dtype = it->get<std::string>();
+    if (auto it = model->find("kv_bytes_per_token"); it != model->end() && it->is_number_integer())
+        f.kvBytesPerToken = it->get<std::int64_t>();
+    if (auto it = model->find("parameters"); it != model->end() && it->is_number_integer())
+        f.parameters = it->get<std::int64_t>();
+    return f;
+}
+
 } // namespace bp::report

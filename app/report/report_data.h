@@ -55,6 +55,16 @@ struct ExtraFigures {
     std::uint64_t tpotRequests = 0;    // completed requests with 2+ tokens: those TPOT is over
 };
 
+// The model's facts a live session records with its host facts
+// (app/engine_host.cpp: host["model"]); each unset where not recorded (a
+// replay, a session recorded before they were).
+struct ModelFacts {
+    std::optional<std::string> dtype;            // "bfloat16"
+    std::optional<std::int64_t> kvBytesPerToken; // 0: no KV cache
+    std::optional<std::int64_t> parameters;
+};
+ModelFacts modelFacts(const SessionInfo &session);
+
 struct ReportData {
     SessionInfo session;
     SessionSummary summary;

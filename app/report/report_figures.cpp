@@ -1,6 +1,7 @@
 #include "report_figures.h"
 
 #include <QDateTime>
+#include <QLocale>
 #include <QStringList>
 #include <QTimeZone>
 
@@ -57,6 +58,24 @@ QString hostText(const nlohmann::json &host)
     return parts.isEmpty() ? QStringLiteral("not recorded") : parts.join(QStringLiteral(", "));
 }
 
+// "bfloat16, 3,487,232 parameters, 16,384 bytes of KV cache per token";
+// empty when the session recorded none of them.
+QString modelText(const ModelFacts &m)
+{
+    QLocale c = QLocale::c(); // the same digit groups, whatever the machine's locale
+    c.setNumberOptions(QLocale::DefaultNumberOptions);
+    QStringList parts;
+    if (m.dtype)
+        parts << q(*m.dtype);
+    if (m.parameters && *m.parameters > 0)
+        parts << QStringLiteral("%1 parameters").arg(c.toString(qlonglong(*m.parameters)));
+    if (m.kvBytesPerToken)
+        parts << (*m.kvBytesPerToken > 0 ? QStringLiteral("%1 bytes of KV cache per token")
+                                               .arg(c.toString(qlonglong(*m.kvBytesPerToken)))
+                                         : QStringLiteral("no KV cache"));
+    return parts.join(QStringLiteral(", "));
+}
+
 QString byStatusText(const SessionSummary &s, bool includeOk)
 {
     QStringList parts;
@@ -108,7 +127,7 @@ std::vector<FigureRow> sessionFacts(const ReportData &d)
     const SessionInfo &s = d.session;
     std::vector<FigureRow> rows = {
         {QStringLiteral("Session"), QStringLiteral("%1 (%2)").arg(s.id).arg(q(s.kind)), sourceText(d)},
-        {QStringLiteral("Model"), q(s.model), {}},
+        {QStringLiteral("Model"), q(s.model), modelText(modelFacts(s))},
         {QStringLiteral("Device"), q(s.device), {}},
         {QStringLiteral("Host"), hostText(s.host), {}},
         {QStringLiteral("Started"), displayTime(s.startedAtUs), {}},

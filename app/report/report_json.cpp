@@ -27,10 +27,15 @@ void percentiles(const std::optional<Percentiles> &p, const char *prefix, json &
 json sessionJson(const ReportData &d)
 {
     const SessionInfo &s = d.session;
+    const ModelFacts model = modelFacts(s);
     return {{"id", s.id},
             {"kind", s.kind},
             {"model", s.model},
             {"device", s.device},
+            // null where the session did not record them (replays, older sessions)
+            {"dtype", orNull(model.dtype)},
+            {"kv_bytes_per_token", orNull(model.kvBytesPerToken)},
+            {"parameters", orNull(model.parameters)},
             {"host", s.host},
             {"notes", s.notes},
             {"source_session_id", orNull(s.sourceSessionId)},

@@ -11,7 +11,8 @@ namespace bp::rest {
 HttpFrontend::HttpFrontend(Engine &engine, RestOptions options, QString version, QObject *parent)
     : QAbstractHttpServer(parent), m_context(engine, std::move(options), std::move(version)),
       m_gate(m_context.options, engine.model()), m_calls(m_context, this), m_waiting(m_context, m_calls),
-      m_v1(m_context, m_waiting, this, [this] { return httpFigures(); }), m_oip(m_context, m_waiting),
+      m_gpu(m_context.options.gpu, m_context.options.gpuSamplePeriod),
+      m_v1(m_context, m_waiting, this, [this] { return httpFigures(); }, m_gpu), m_oip(m_context, m_waiting),
       m_openAi(m_context, m_waiting)
 {
     // The queue has moved: make room for who waits.

@@ -8,6 +8,7 @@
 //   openai_api.h        the OpenAI-compatible routes (openai_stream.h streams)
 //   waiting_room.h      admission: waiting for room in a full queue
 //   call_table.h        calls in flight to the engine, and their answers
+//   gpu_gauges.h        NVML sampled once a second for /metrics and /v1/stats
 //
 // Asynchronous answers (the Qt 6.4 trap in DESIGN.md): no handler returns a
 // QFuture and no thread waits for a batch. A request's responder is moved
@@ -23,6 +24,7 @@
 
 #include "call_table.h"
 #include "frontend_context.h"
+#include "gpu_gauges.h"
 #include "oip_api.h"
 #include "openai_api.h"
 #include "request_gate.h"
@@ -67,6 +69,7 @@ private:
     RequestGate m_gate;
     CallTable m_calls;
     WaitingRoom m_waiting;
+    GpuGauges m_gpu;
     V1Api m_v1;
     OipApi m_oip;
     OpenAiApi m_openAi;

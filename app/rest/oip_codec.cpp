@@ -307,6 +307,8 @@ json oipModelMetadata(const ModelInfo &model)
                 {"outputs", std::move(outputs)},
                 {"parameters",
                  {{"device", model.device},
+                  {"dtype", model.dtype},
+                  {"kv_bytes_per_token", model.kvBytesPerToken},
                   {"vocab_size", model.vocabSize},
                   {"max_sequence_length", model.maxSequenceLength},
                   {"generative", model.generative},

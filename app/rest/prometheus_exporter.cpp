@@ -289,6 +289,26 @@ std::string renderPrometheus(const ExporterInput &in)
     w.gauge("batchpilot_http_connections", "Open HTTP client connections.", double(in.http.connections));
     w.gauge("batchpilot_http_requests_waiting",
             "HTTP inference requests waiting for room in the full admission queue.", double(in.http.waiting));
+
+    // NVML, sampled once a second on the server thread (gpu_gauges.h);
+    // ratios as the other *_ratio gauges, 0..1.
+    if (const GpuReading *g = in.gpu) {
+        const std::string labels = "gpu=\"" + std::to_string(g->index) + "\",name=\"" + escape(g->name) + "\"";
+        auto gpuGauge = [&](const char *name, const char *help, const std::string &value) {
+            w.family(name, "gauge", help);
+            w.sample(name, labels, value);
+        };
+        gpuGauge("batchpilot_gpu_utilization_ratio",
+                 "Fraction of NVML's last sample period in which a kernel ran on the GPU.",
+                 num(g->sample.gpuUtilPercent / 100.0));
+        gpuGauge("batchpilot_gpu_memory_bandwidth_utilization_ratio",
+                 "Fraction of NVML's last sample period in which device memory was read or written.",
+                 num(g->sample.memoryUtilPercent / 100.0));
+        gpuGauge("batchpilot_gpu_memory_used_bytes", "Device memory in use (all processes).",
+                 num(std::uint64_t(g->sample.memoryUsedBytes)));
+        gpuGauge("batchpilot_gpu_memory_total_bytes", "Device memory in total.",
+                 num(std::uint64_t(g->sample.memoryTotalBytes)));
+    }
     return w.take();
 }
 

@@ -11,8 +11,11 @@
 //   batchpilot_batch_size                        histogram, requests per batch
 //   batchpilot_queue_depth, batchpilot_padding_efficiency_ratio,
 //   batchpilot_utilization_ratio, batchpilot_config_* (live knobs),
-//   batchpilot_trace_dropped_rows_total, batchpilot_http_responses_total{code}, ...
+//   batchpilot_trace_dropped_rows_total, batchpilot_http_responses_total{code},
+//   batchpilot_gpu_* {gpu, name} (NVML, only when there is a reading), ...
 #pragma once
+
+#include "gpu_gauges.h"
 
 #include "engine/metrics/snapshot.h"
 
@@ -35,6 +38,9 @@ struct ExporterInput {
     std::uint64_t droppedTraceRows = 0; // 0 without a trace sink
     bool traceSinkAttached = false;
     std::string version;
+    // NVML's latest sample (gpu_gauges.h); null: no NVML, and the
+    // batchpilot_gpu_* families are left out altogether.
+    const GpuReading *gpu = nullptr;
 };
 
 std::string renderPrometheus(const ExporterInput &input);

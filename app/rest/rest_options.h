@@ -19,6 +19,9 @@ class QThreadPool;
 namespace bp {
 class TraceStore;
 }
+namespace bp::app {
+class NvmlSampler;
+}
 
 namespace bp::rest {
 
@@ -64,6 +67,13 @@ struct RestOptions {
     // The trace database, for GET /v1/sessions/{id}/report; null = no
     // database (the route answers 503).
     std::shared_ptr<const TraceStore> store;
+    // NVML for the GPU gauges (batchpilot_gpu_* in /metrics, "gpu" in
+    // /v1/stats; gpu_gauges.h), sampled on the server thread every
+    // `gpuSamplePeriod`. Null, or a sampler that is not available: the
+    // gauges are absent. Handed to the server thread: the caller must not
+    // use it once the server has started.
+    std::shared_ptr<app::NvmlSampler> gpu;
+    std::chrono::milliseconds gpuSamplePeriod{1000};
 };
 
 RestOptions restOptionsFrom(const app::AppOptions &options);

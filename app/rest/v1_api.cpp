@@ -19,8 +19,9 @@ std::string_view view(const QByteArray &bytes)
 } // namespace
 
 V1Api::V1Api(FrontendContext &context, WaitingRoom &waiting, QObject *thread,
-             std::function<HttpFigures()> httpFigures)
-    : m_context(context), m_waiting(waiting), m_thread(thread), m_httpFigures(std::move(httpFigures))
+             std::function<HttpFigures()> httpFigures, const GpuGauges &gpu)
+    : m_context(context), m_waiting(waiting), m_thread(thread), m_httpFigures(std::move(httpFigures)),
+      m_gpu(gpu)
 {
     m_ownReportPool.setMaxThreadCount(1);
     m_reportPool = context.options.reportPool ? context.options.reportPool : &m_ownReportPool;
@@ -42,7 +43,7 @@ void V1Api::handle(Route route, const RouteMatch &match, const QHttpServerReques
     case Route::SessionReport: return startReport(match, request, ticket);
     case Route::GetConfig: return m_context.send(ticket, jsonReply(toJson(m_context.engine.config())));
     case Route::PutConfig: return m_context.send(ticket, putConfig(request.body()));
-    case Route::Stats: return m_context.send(ticket, jsonReply(toJson(m_context.engine.snapshot())));
+    case Route::Stats: return m_context.send(ticket, stats());
     case Route::Metrics: return m_context.send(ticket, metrics());
     default: return m_context.send(ticket, errorReply(HttpStatus::InternalServerError, "unhandled route"));
     }
@@ -90,11 +91,25 @@ HttpReply V1Api::putConfig(const QByteArray &body)
     return jsonReply(toJson(updated->after));
 }
 
+HttpReply V1Api::stats()
+{
+    nlohmann::json j = toJson(m_context.engine.snapshot());
+    // The model's facts the snapshot does not carry, beside its name and device.
+    const ModelInfo &model = m_context.engine.model();
+    j["dtype"] = model.dtype;
+    j["kv_bytes_per_token"] = model.kvBytesPerToken;
+    if (const auto &gpu = m_gpu.latest())
+        j["gpu"] = toJson(*gpu);
+    return jsonReply(j);
+}
+
 HttpReply V1Api::metrics()
 {
     const Snapshot snapshot = m_context.engine.snapshot();
     ExporterInput in;
     in.snapshot = &snapshot;
+    if (const auto &gpu = m_gpu.latest())
+        in.gpu = &*gpu;
     in.version = m_context.version.toStdString();
     in.http = m_httpFigures();
     ++in.http.responsesByCode[200]; // this answer

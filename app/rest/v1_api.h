@@ -11,6 +11,7 @@
 
 #include "call_table.h"
 #include "frontend_context.h"
+#include "gpu_gauges.h"
 #include "prometheus_exporter.h"
 #include "routes.h"
 #include "waiting_room.h"
@@ -26,9 +27,10 @@ namespace bp::rest {
 class V1Api : public CallHandler {
 public:
     // `thread` lives on the server thread (reports post back to it);
-    // `httpFigures` gives the HTTP layer's own figures for /metrics.
+    // `httpFigures` gives the HTTP layer's own figures for /metrics; `gpu`
+    // (outlives this) the GPU gauges for /metrics and /v1/stats.
     V1Api(FrontendContext &context, WaitingRoom &waiting, QObject *thread,
-          std::function<HttpFigures()> httpFigures);
+          std::function<HttpFigures()> httpFigures, const GpuGauges &gpu);
     // Waits for a report still rendering.
     ~V1Api() override;
 
@@ -41,12 +43,14 @@ private:
     void startInfer(const QByteArray &body, const ReplyTicket &ticket);
     HttpReply putConfig(const QByteArray &body);
     HttpReply metrics();
+    HttpReply stats();
     void startReport(const RouteMatch &match, const QHttpServerRequest &request, const ReplyTicket &ticket);
 
     FrontendContext &m_context;
     WaitingRoom &m_waiting;
     QObject *m_thread;
     std::function<HttpFigures()> m_httpFigures;
+    const GpuGauges &m_gpu;
     // Reports being rendered: job id -> where the answer goes.
     std::unordered_map<quint64, ReplyTicket> m_reports;
     quint64 m_nextReportId = 1;

@@ -1,8 +1,12 @@
 /* A stand-in for libnvidia-ml.so.1 with the same symbol names and C types,
  * so the NvmlSampler's dlopen path runs on machines without an NVIDIA GPU.
- * The test steers it through fake_nvml_configure() (looked up with dlsym on
- * the same handle the sampler loaded). */
+ * A test in the same process steers it through fake_nvml_configure() (looked
+ * up with dlsym on the same handle the sampler loaded); a test that runs
+ * the real binary (BATCHPILOT_NVML_LIBRARY=this library) through the
+ * environment instead: FAKE_NVML_SAMPLE="GPU%,MEMORY%,USED_BYTES,TOTAL_BYTES"
+ * sets what every device reports, read at the first nvmlInit_v2. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef int nvmlReturn_t;
@@ -50,8 +54,23 @@ void fake_nvml_calls(int *inits, int *shutdowns)
     *shutdowns = shutdown_calls;
 }
 
+static void configure_from_environment(void)
+{
+    const char *sample = getenv("FAKE_NVML_SAMPLE");
+    unsigned int gpu = 0, memory = 0;
+    unsigned long long used = 0, total = 0;
+    if (sample && sscanf(sample, "%u,%u,%llu,%llu", &gpu, &memory, &used, &total) == 4) {
+        gpu_util = gpu;
+        memory_util = memory;
+        memory_used = used;
+        memory_total = total;
+    }
+}
+
 nvmlReturn_t nvmlInit_v2(void)
 {
+    if (init_calls == 0)
+        configure_from_environment();
     ++init_calls;
     if (init_result != NVML_SUCCESS)
         return init_result;

@@ -69,7 +69,11 @@ private slots:
             if (o.name == "help" || o.name == "version")
                 continue;
             QStringList args{"batchpilot", "--" + o.name};
-            if (!o.value.isEmpty())
+            if (o.name == "dtype")
+                args << QStringLiteral("bfloat16");
+            else if (o.name == "cuda-graphs")
+                args << QStringLiteral("off");
+            else if (!o.value.isEmpty())
                 args << (o.name == "bind" || o.name == "token" || o.name == "db" || o.name == "model" ||
                                  o.name == "device" || o.name == "preset" || o.name == "config"
                              ? QStringLiteral("x")
@@ -80,6 +84,40 @@ private slots:
         const ParseOutcome bad = parseAppOptions({"batchpilot", "--no-such-option"});
         QVERIFY(!bad.options);
         QVERIFY(bad.error.contains("unknown option --no-such-option"));
+    }
+
+    // --dtype and --cuda-graphs take their listed values only (ModelSpec::dtype, ::cudaGraphs).
+    void modelFlags_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("dtype");      // empty: refused
+        QTest::addColumn<bool>("cudaGraphs");
+        QTest::addColumn<QString>("error");
+        QTest::newRow("defaults") << QStringList{} << "auto" << true << "";
+        for (const char *t : {"auto", "float32", "bfloat16", "float16"})
+            QTest::newRow(t) << QStringList{"--dtype", t} << t << true << "";
+        QTest::newRow("=form") << QStringList{"--dtype=float16", "--cuda-graphs=off"} << "float16" << false << "";
+        QTest::newRow("graphs on") << QStringList{"--cuda-graphs", "on"} << "auto" << true << "";
+        QTest::newRow("fp8") << QStringList{"--dtype", "fp8"} << "" << true
+                             << "--dtype must be auto, float32, bfloat16 or float16, got 'fp8'";
+        QTest::newRow("graphs yes") << QStringList{"--cuda-graphs", "yes"} << "" << true
+                                    << "--cuda-graphs must be on or off, got 'yes'";
+    }
+    void modelFlags()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(QString, dtype);
+        QFETCH(bool, cudaGraphs);
+        QFETCH(QString, error);
+        const ParseOutcome parsed = parseAppOptions(QStringList{"batchpilot", "--headless"} + args);
+        if (dtype.isEmpty()) {
+            QVERIFY(!parsed.options);
+            QCOMPARE(parsed.error, error);
+            return;
+        }
+        QVERIFY2(parsed.options, qPrintable(parsed.error));
+        QCOMPARE(parsed.options->dtype, dtype);
+        QCOMPARE(parsed.options->cudaGraphs, cudaGraphs);
     }
 
     void commandHelp_data()

@@ -69,6 +69,8 @@ private slots:
         r = batchpilot({"--help"});
         VERIFY_RUN(r, 0);
         QVERIFY(r.out.contains("--headless"));
+        QVERIFY(r.out.contains("--dtype auto|float32|bfloat16|float16"));
+        QVERIFY(r.out.contains("--cuda-graphs on|off"));
     }
 
     void consoleNeedsQtGui()

@@ -460,6 +460,8 @@ private slots:
         r = httpRequest(m_port, "GET", "/v1/stats");
         QCOMPARE(r.status, 200);
         QCOMPARE(r.json().value("model").toString(), QStringLiteral("builtin:echo"));
+        QCOMPARE(r.json().value("dtype").toString(), QStringLiteral("float32"));
+        QCOMPARE(r.json().value("kv_bytes_per_token").toInt(-1), 0);
         QVERIFY(r.json().value("completed").toInt() > 0);
         QVERIFY(r.json().value("window").isObject());
         // PUT /v1/config is recorded in the session's history as coming from REST.

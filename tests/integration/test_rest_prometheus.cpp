@@ -25,7 +25,11 @@ class TestRestPrometheus : public QObject {
 private slots:
     void initTestCase()
     {
-        m_server = std::make_unique<HeadlessProcess>(QStringList{"--model", "builtin:echo"});
+        // With the fake NVML (tests/app/fake_nvml.c): the exposition has the GPU gauges too.
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("BATCHPILOT_NVML_LIBRARY", QStringLiteral(FAKE_NVML_PATH));
+        env.insert("FAKE_NVML_SAMPLE", "73,41,3221225472,85899345920");
+        m_server = std::make_unique<HeadlessProcess>(QStringList{"--model", "builtin:echo"}, env);
         QVERIFY2(m_server->start(), qPrintable(m_server->output()));
         m_port = m_server->port();
         // Some traffic of every kind the counters distinguish.
@@ -56,6 +60,7 @@ private slots:
         QVERIFY2(!promtool.isEmpty(), "promtool not found (Debian package 'prometheus', see packaging/install-deps.sh)");
         const HttpResponse metrics = httpRequest(m_port, "GET", "/metrics");
         QCOMPARE(metrics.status, 200);
+        QVERIFY(metrics.body.contains("\nbatchpilot_gpu_utilization_ratio{gpu=\"0\",name=\"Fake GPU 0\"} 0.73\n"));
         QProcess check;
         check.start(promtool, {"check", "metrics"});
         QVERIFY(check.waitForStarted());
