@@ -27,6 +27,13 @@ StatusInfo::StatusInfo(const ConsoleContext &context, QStatusBar *bar)
     field(tr("Model: %1").arg(QString::fromStdString(model.name)),
           QString::fromStdString(model.description.empty() ? model.name : model.description), bar);
     field(tr("Device: %1").arg(QString::fromStdString(model.device)), tr("Where the model runs"), bar);
+    field(tr("Data type: %1").arg(QString::fromStdString(model.dtype)),
+          model.parameters > 0 ? tr("The model's weights and activations (%L1 parameters)").arg(model.parameters)
+                               : tr("The model's weights and activations"),
+          bar);
+    if (model.kvBytesPerToken > 0)
+        field(tr("KV: %L1 B/token").arg(model.kvBytesPerToken),
+              tr("Bytes of KV cache one token takes, over all layers"), bar);
 
     m_rest = new QToolButton(bar);
     m_rest->setAutoRaise(true);

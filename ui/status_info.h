@@ -1,6 +1,7 @@
-// The status bar's permanent fields: model, device, REST URL (click to
-// copy), database path, live session id and, once non-zero, the trace rows
-// the logger had to drop.
+// The status bar's permanent fields: model, device, data type (the
+// parameter count in its tooltip), KV cache bytes per token (models with
+// one), REST URL (click to copy), database path, live session id and, once
+// non-zero, the trace rows the logger had to drop.
 #pragma once
 
 #include "console_context.h"

@@ -89,6 +89,8 @@ private slots:
         const QStringList status = statusTexts(w);
         QVERIFY2(status.contains("Model: builtin:echo"), qPrintable(status.join(" | ")));
         QVERIFY(status.contains("Device: cpu"));
+        QVERIFY(status.contains("Data type: float32")); // builtin:echo's; it keeps no KV cache
+        QVERIFY(!status.join(" | ").contains("B/token"));
         QVERIFY(status.contains("REST: http://127.0.0.1:8321"));
         QVERIFY(status.contains("DB: t.sqlite"));
         QVERIFY(status.contains(QStringLiteral("Session: %1").arg(c.recorder->sessionId())));
