@@ -94,6 +94,13 @@ if(NOT Torch_VERSION VERSION_EQUAL BATCHPILOT_TORCH_VERSION)
   message(WARNING "libtorch ${Torch_VERSION} (${Torch_DIR}); the tested version is ${BATCHPILOT_TORCH_VERSION}")
 endif()
 
+# PyPI's libtorch.so and libtorch_cpu.so export their own copy of
+# std::filesystem (built with the wheel's toolchain). A program that needs
+# libtorch before libstdc++ resolves its std::filesystem calls to that copy,
+# which crashed here (std::filesystem::remove_all). libstdc++ first among
+# every program's libraries keeps our calls on the system's implementation.
+add_link_options("LINKER:--push-state,--no-as-needed" "-lstdc++" "LINKER:--pop-state")
+
 set(BATCHPILOT_TORCH_CUDA OFF)
 if(TARGET torch_cuda AND CMAKE_CUDA_COMPILER)
   set(BATCHPILOT_TORCH_CUDA ON)

@@ -54,14 +54,9 @@ std::vector<TokenId> ByteTokenizer::encode(std::string_view text)
     return out;
 }
 
-std::string ByteTokenizer::decode(std::span<const TokenId> tokens)
+std::string repairUtf8(std::string_view view)
 {
-    // First the raw bytes (ids >= 256 marked by an invalid byte 0xFF, which
-    // the UTF-8 pass below turns into U+FFFD), then a validating copy.
-    std::string bytes;
-    bytes.reserve(tokens.size());
-    for (TokenId t : tokens)
-        bytes.push_back(t >= 0 && t < kVocabSize ? static_cast<char>(t) : static_cast<char>(0xFF));
+    const std::string bytes(view);
     std::string out;
     out.reserve(bytes.size());
     for (std::size_t i = 0; i < bytes.size();) {
@@ -75,6 +70,72 @@ std::string ByteTokenizer::decode(std::span<const TokenId> tokens)
         }
     }
     return out;
+}
+
+std::size_t incompleteUtf8Tail(std::string_view bytes)
+{
+    // A lead byte among the last three whose sequence runs past the end, with
+    // only continuation bytes after it.
+    for (std::size_t back = 1; back <= 3 && back <= bytes.size(); ++back) {
+        const auto c = static_cast<unsigned char>(bytes[bytes.size() - back]);
+        if (c < 0x80)
+            return 0;
+        if (c >= 0xC0) {
+            const std::size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+            return need > back ? back : 0;
+        }
+    }
+    return 0;
+}
+
+std::string ByteTokenizer::decode(std::span<const TokenId> tokens)
+{
+    // The raw bytes (ids >= 256 marked by an invalid byte 0xFF, which the
+    // UTF-8 pass turns into U+FFFD), then a validating copy.
+    std::string bytes;
+    bytes.reserve(tokens.size());
+    for (TokenId t : tokens)
+        bytes.push_back(t >= 0 && t < kVocabSize ? static_cast<char>(t) : static_cast<char>(0xFF));
+    return repairUtf8(bytes);
+}
+
+std::string TextTokenizer::decode(std::span<const TokenId> ids, bool skipSpecial) const
+{
+    std::string bytes;
+    for (TokenId id : ids)
+        bytes += tokenBytes(id, skipSpecial);
+    return repairUtf8(bytes);
+}
+
+namespace {
+
+class ByteTextTokenizer final : public TextTokenizer {
+public:
+    std::string describe() const override { return "bytes (256 ids, one per byte)"; }
+    std::vector<TokenId> encode(std::string_view text, bool) const override { return ByteTokenizer::encode(text); }
+    std::string tokenBytes(TokenId id, bool) const override
+    {
+        return id >= 0 && id < ByteTokenizer::kVocabSize ? std::string(1, static_cast<char>(id))
+                                                          : std::string(1, static_cast<char>(0xFF));
+    }
+    Result<std::string> chatPrompt(const std::vector<ChatMessage> &messages) const override
+    {
+        // A plain layout (the built-ins' weights are random: no template was
+        // trained into them).
+        std::string out;
+        for (const ChatMessage &m : messages)
+            out += "<|" + m.role + "|>\n" + m.content + "\n";
+        out += "<|assistant|>\n";
+        return out;
+    }
+};
+
+} // namespace
+
+const TextTokenizer &ByteTokenizer::instance()
+{
+    static const ByteTextTokenizer tokenizer;
+    return tokenizer;
 }
 
 bool ByteTokenizer::isByteSequence(std::span<const TokenId> tokens)

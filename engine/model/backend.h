@@ -7,6 +7,7 @@
 
 #include "engine/core/request.h"
 #include "engine/core/result.h"
+#include "engine/core/tokenizer.h"
 
 #include <cstdint>
 #include <memory>
@@ -26,6 +27,9 @@ struct ModelInfo {
     std::string name; // "builtin:echo", "builtin:tiny-decoder", "/path/model.pt"
     std::string device = "cpu";
     std::string dtype = "float32"; // of the weights and activations: float32, bfloat16, float16
+    // What the model is, beside its name: "LlamaForCausalLM" for a Hugging
+    // Face folder, "GPT-2" for builtin:tiny-decoder; empty when unknown.
+    std::string architecture;
     // Bytes one token's keys and values take over all layers (decoders with a
     // KV cache; 0 otherwise).
     std::int64_t kvBytesPerToken = 0;
@@ -80,6 +84,9 @@ struct StepItem {
     // outlive the sequence) until dropBlocks(). A hash it keeps already is
     // kept as it is.
     std::vector<KvBlock> publish = {};
+    // Tests and tools: return the next-token logits too (StepOutcome::logits;
+    // a paged model then runs the step eagerly). Models without logits ignore it.
+    bool logits = false;
 };
 
 // The KV cache a step model keeps, as its scheduler must book it: a paged
@@ -104,6 +111,7 @@ struct KvPoolRequest {
 struct StepOutcome {
     Status status;    // per sequence
     TokenId next = 0; // greedy next token when sample && status.isOk()
+    std::vector<float> logits; // with StepItem::logits (and sample): the row next was taken from
 };
 
 class StepModel {
@@ -154,6 +162,9 @@ public:
     virtual Status prepareKv(const KvPoolRequest & /*request*/) { return Status::ok(); }
     // Lines for a start-up log: the KV cache, CUDA graphs (empty by default).
     virtual std::vector<std::string> notes() const { return {}; }
+    // The model's text codec; nullptr: the byte tokenizer
+    // (ByteTokenizer::instance()), what the built-in models read.
+    virtual std::shared_ptr<const TextTokenizer> tokenizer() const { return nullptr; }
 };
 
 // builtin:echo — no compute: returns the input tokens (or the first

@@ -14,20 +14,20 @@
 namespace bp {
 
 struct ModelSpec {
-    std::string name = "builtin:echo"; // builtin:NAME or a path to a .pt file
+    std::string name = "builtin:echo"; // builtin:NAME, hf:FOLDER, hf-config:FILE.json or a .pt file
     std::string device = "auto";       // auto | cpu | cuda | cuda:N
     std::string preset = "small";      // size preset of the built-ins (see docs/models.md)
     int threads = 0;                   // torch intra-op threads; 0 = all cores
-    // Weights and activations: auto (bfloat16 on CUDA, float32 on the CPU),
-    // float32, bfloat16 or float16 (docs/models.md).
-    std::string dtype = "auto";
-    bool cudaGraphs = true; // decode steps as CUDA graphs (CUDA only)
     std::uint64_t seed = 1234;         // weights of the built-ins
     // TorchScript files: the token ids (vocabSize) and the input length
     // (maxSequenceLength) the engine admits; 0 = read them from the model
     // (docs/models.md, "Limits of a TorchScript model").
     int vocabSize = 0;
     int maxSequenceLength = 0;
+    // Weights and activations: auto (bfloat16 on CUDA, float32 on the CPU),
+    // float32, bfloat16 or float16 (docs/models.md).
+    std::string dtype = "auto";
+    bool cudaGraphs = true; // decode steps as CUDA graphs (CUDA only)
 };
 
 // NotFound for an unknown name or missing file, Unavailable for a device

@@ -1,5 +1,7 @@
 #include "cuda_support.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -7,6 +9,7 @@
 #include <string>
 
 #ifdef BATCHPILOT_TORCH_CUDA
+#include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -46,6 +49,26 @@ std::int64_t freeDeviceMemory(const at::Device &device)
 #endif
     (void)device;
     return std::min(hostMeminfo("MemAvailable"), kCpuKvCap);
+}
+
+std::int64_t availableDeviceMemory(const at::Device &device)
+{
+    if (device.is_cuda())
+        return freeDeviceMemory(device);
+    return hostMeminfo("MemAvailable");
+}
+
+at::Generator deviceGenerator(const at::Device &device, std::uint64_t seed)
+{
+#ifdef BATCHPILOT_TORCH_CUDA
+    if (device.is_cuda()) {
+        at::Generator g = at::cuda::detail::createCUDAGenerator(device.index());
+        g.set_current_seed(seed);
+        return g;
+    }
+#endif
+    (void)device;
+    return at::detail::createCPUGenerator(seed);
 }
 
 std::int64_t totalDeviceMemory(const at::Device &device)

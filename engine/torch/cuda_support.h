@@ -21,6 +21,11 @@ namespace bp {
 // its KV cache by default: VLLM_CPU_KVCACHE_SPACE).
 constexpr std::int64_t kCpuKvCap = std::int64_t(4) << 30;
 std::int64_t freeDeviceMemory(const at::Device &device);
+// What a model's weights may take: the device's free memory (CUDA) or the
+// host's MemAvailable, uncapped.
+std::int64_t availableDeviceMemory(const at::Device &device);
+// A generator on `device` seeded with `seed` (random weights drawn where they live).
+at::Generator deviceGenerator(const at::Device &device, std::uint64_t seed);
 std::int64_t totalDeviceMemory(const at::Device &device);
 // Bytes libtorch's allocator holds on a CUDA device (0 on the CPU).
 std::int64_t reservedDeviceMemory(const at::Device &device);

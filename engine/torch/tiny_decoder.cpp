@@ -2,9 +2,8 @@
 
 #include "engine/core/nvtx.h"
 
-#include "torch_backend.h"
+#include "paged_model.h"
 #include "transformer_layers.h"
-#include "trunk_steps.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -12,25 +11,13 @@ namespace bp {
 
 namespace {
 
-// Per-call bookkeeping of a generation: which requests take part and how
-// many tokens each still needs. Plain C++; the tensors live in generate*().
-struct Plan {
-    std::vector<std::size_t> members; // request indices that run, in batch order
-    std::vector<int> want;            // tokens each member asks for (>= 1)
-    std::vector<const std::vector<TokenId> *> rows;
-    std::vector<const Request *> requests; // every request of the batch (Request::onToken)
-    int paddedLength = 0;
-    int maxWant = 0;
-};
-
-class TinyDecoder final : public TorchBackend<DecoderModel> {
+class TinyDecoder final : public PagedModel {
 public:
     TinyDecoder(const TransformerShape &shape, const TorchPlacement &placement, std::uint64_t seed)
-        : TorchBackend(placement), m_shape(shape), m_trunk(shape, m_weights),
-          m_decoder("builtin:tiny-decoder", m_trunk,
-                    KvPoolShape{shape.layers, shape.heads, shape.headDim(), placement.dtype}, shape.maxPositions,
-                    placement.atDevice, placement.cudaGraphs),
-          m_steps("builtin:tiny-decoder", m_decoder, shape.vocab, shape.maxPositions, placement.threads)
+        : PagedModel(placement, "builtin:tiny-decoder", m_trunk,
+                     KvPoolShape{shape.layers, shape.heads, shape.headDim(), placement.dtype}, shape.maxPositions,
+                     shape.vocab),
+          m_shape(shape), m_trunk(shape, m_weights)
     {
         at::Generator gen = at::detail::createCPUGenerator(seed);
         m_weights = initTrunk(shape, gen, m_device, placement.dtype);
@@ -40,7 +27,6 @@ public:
         m_info.generative = true;
         m_info.maxNewTokensLimit = shape.maxPositions - 1;
         m_info.parameters = countParameters(m_weights);
-        m_info.kvBytesPerToken = m_decoder.shape().bytesPerToken();
         m_info.description = "GPT-style decoder with a paged KV cache, preset '" + shape.preset +
                              "': " + std::to_string(shape.layers) + " layers, d_model " +
                              std::to_string(shape.dModel) + ", " + std::to_string(shape.heads) +
@@ -48,92 +34,7 @@ public:
                              "; greedy generation, seeded random weights";
     }
 
-    StepModel *steps() override { return &m_steps; }
-
-    Status prepareKv(const KvPoolRequest &request) override
-    {
-        return guarded([] { return std::string("builtin:tiny-decoder: KV cache"); },
-                       [&] { return m_decoder.prepare(request); });
-    }
-    std::vector<std::string> notes() const override { return m_decoder.notes(); }
-
-    Status run(const BatchInput &input, std::vector<SequenceResult> &out) override
-    {
-        std::vector<Generation> gens;
-        Status s = generate(input, GenerateOptions{}, gens);
-        if (!s)
-            return s;
-        for (std::size_t i = 0; i < gens.size(); ++i) {
-            out[i].status = std::move(gens[i].status);
-            out[i].tokens = std::move(gens[i].tokens);
-            out[i].firstTokenAfter = gens[i].firstTokenAfter;
-            out[i].lastTokenAfter = gens[i].lastTokenAfter;
-        }
-        return Status::ok();
-    }
-
-    Status generate(const BatchInput &input, const GenerateOptions &options,
-                    std::vector<Generation> &out) override
-    {
-        out.assign(input.requests.size(), Generation{});
-        const Plan plan = makePlan(input, out);
-        if (plan.members.empty())
-            return Status::ok();
-        return guarded(
-            [&] {
-                return "builtin:tiny-decoder failed on a batch of " + std::to_string(plan.members.size());
-            },
-            [&] {
-                if (!options.useKvCache) {
-                    generateRecomputing(plan, options, out);
-                    return Status::ok();
-                }
-                std::vector<const Request *> requests;
-                for (std::size_t i : plan.members)
-                    requests.push_back(plan.requests[i]);
-                std::vector<PagedGeneration> gens;
-                if (Status s = m_decoder.generate(plan.rows, plan.want, requests, options.keepLogits, gens); !s)
-                    return s;
-                for (std::size_t k = 0; k < plan.members.size(); ++k) {
-                    Generation &g = out[plan.members[k]];
-                    g.tokens = std::move(gens[k].tokens);
-                    g.logits = std::move(gens[k].logits);
-                    g.firstTokenAfter = gens[k].firstTokenAfter;
-                    g.lastTokenAfter = gens[k].lastTokenAfter;
-                }
-                return Status::ok();
-            });
-    }
-
 private:
-    Plan makePlan(const BatchInput &input, std::vector<Generation> &out) const
-    {
-        Plan plan;
-        plan.requests = input.requests;
-        for (std::size_t i = 0; i < input.requests.size(); ++i) {
-            const Request &r = *input.requests[i];
-            const int want = std::max(1, r.maxNewTokens);
-            const int length = int(r.tokens.size());
-            if (length < 1) {
-                out[i].status = Status(StatusCode::InvalidArgument, "empty input sequence");
-                continue;
-            }
-            if (length + want > m_shape.maxPositions) {
-                out[i].status = Status(StatusCode::OutOfRange,
-                                       "input of " + std::to_string(length) + " tokens + " +
-                                           std::to_string(want) + " new tokens exceeds the model's " +
-                                           std::to_string(m_shape.maxPositions) + " positions");
-                continue;
-            }
-            plan.members.push_back(i);
-            plan.want.push_back(want);
-            plan.rows.push_back(&r.tokens);
-            plan.paddedLength = std::max(plan.paddedLength, length);
-            plan.maxWant = std::max(plan.maxWant, want);
-        }
-        return plan;
-    }
-
     // Request::onToken for the token just appended to `tokens` (streaming).
     static void reportToken(const Request &r, const std::vector<TokenId> &tokens)
     {
@@ -144,8 +45,8 @@ private:
     // The reference: no cache, no pool; every step runs the full (input +
     // generated) sequence through the trunk, left-padded, and reads the
     // last column.
-    void generateRecomputing(const Plan &plan, const GenerateOptions &options,
-                             std::vector<Generation> &out) const
+    Status generateRecomputing(const GenerationPlan &plan, const GenerateOptions &options,
+                               std::vector<Generation> &out) const override
     {
         const TimePoint start = SteadyClock::now();
         std::vector<std::vector<TokenId>> sequences;
@@ -183,13 +84,12 @@ private:
                     g.lastTokenAfter = now;
             }
         }
+        return Status::ok();
     }
 
     TransformerShape m_shape;
     TrunkWeights m_weights;
-    Gpt2PagedTrunk m_trunk; // reads m_weights
-    PagedDecoder m_decoder; // reads m_trunk
-    PagedStepModel m_steps; // reads m_decoder
+    Gpt2PagedTrunk m_trunk; // reads m_weights; the base holds a reference to it
 };
 
 } // namespace

@@ -1,5 +1,6 @@
 #include "torch_models.h"
 
+#include "llama_model.h"
 #include "tiny_decoder.h"
 #include "tiny_encoder.h"
 #include "torchscript_backend.h"
@@ -16,13 +17,17 @@ Result<std::shared_ptr<Backend>> createTorchBackend(const ModelSpec &spec)
             return decoder.status();
         return std::shared_ptr<Backend>(std::move(decoder.value()));
     }
+    if (isHfModelName(spec.name))
+        return makeHfDecoder(spec);
     if (looksLikeModelFile(spec.name))
         return loadTorchScriptModel(spec);
     std::string known = "builtin:echo";
     for (const auto &n : torchBuiltinNames())
         known += ", " + n;
     return Status(StatusCode::NotFound,
-                  "unknown model '" + spec.name + "' (known: " + known + ", or a TorchScript file path ending in .pt)");
+                  "unknown model '" + spec.name + "' (known: " + known +
+                      ", hf:FOLDER (a Hugging Face model folder), hf-config:CONFIG.json, or a TorchScript file path "
+                      "ending in .pt)");
 }
 
 std::vector<std::string> torchBuiltinNames()

@@ -93,12 +93,14 @@ Status PagedStepModel::step(const std::vector<StepItem> &items, std::vector<Step
         return Status::ok();
 
     std::int64_t total = 0, prefills = 0;
+    bool wantLogits = false;
     std::vector<PagedItem> paged;
     paged.reserve(running.size());
     for (const Running &r : running) {
         const StepItem &item = items[r.item];
         total += std::int64_t(item.tokens.size());
         prefills += item.tokens.size() > 1 || r.started;
+        wantLogits = wantLogits || (item.logits && item.sample);
         paged.push_back({r.sequence, std::span<const TokenId>(item.tokens), item.sample});
     }
     PagedStepResult result;
@@ -113,7 +115,7 @@ Status PagedStepModel::step(const std::vector<StepItem> &items, std::vector<Step
                 return "step seqs=" + std::to_string(running.size()) + " tokens=" + std::to_string(total) +
                        " prefill=" + std::to_string(prefills);
             });
-            result = m_decoder.runner().run(paged);
+            result = m_decoder.runner().run(paged, wantLogits);
             return Status::ok();
         });
     if (!s) {
@@ -138,8 +140,13 @@ Status PagedStepModel::step(const std::vector<StepItem> &items, std::vector<Step
         PagedSequence &seq = *r.sequence;
         seq.length += std::int64_t(item.tokens.size());
         seq.tokens.insert(seq.tokens.end(), item.tokens.begin(), item.tokens.end());
-        if (item.sample)
+        if (item.sample) {
+            if (item.logits && result.logits.defined()) {
+                const float *p = result.logits.data_ptr<float>() + std::int64_t(sampled) * result.logits.size(1);
+                out[r.item].logits.assign(p, p + result.logits.size(1));
+            }
             out[r.item].next = result.next[sampled++];
+        }
         publish(seq, item.publish, books);
     }
     return Status::ok();

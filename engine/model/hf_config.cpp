@@ -1,0 +1,123 @@
+#include "hf_config.h"
+
+#include <fstream>
+
+namespace bp {
+
+namespace {
+
+Status bad(const std::string &where, const std::string &what)
+{
+    return Status(StatusCode::InvalidArgument, where + ": " + what);
+}
+
+} // namespace
+
+std::int64_t HfModelConfig::parameterCount() const
+{
+    const std::int64_t d = hiddenSize, q = std::int64_t(heads) * headDim, kv = std::int64_t(kvHeads) * headDim;
+    const std::int64_t attention = d * q + 2 * d * kv + q * d + (qkvBias ? q + 2 * kv : 0) + (oBias ? d : 0);
+    const std::int64_t mlp = 3 * d * std::int64_t(intermediateSize);
+    const std::int64_t perLayer = attention + mlp + 2 * d; // + two RMSNorms
+    const std::int64_t embeddings = std::int64_t(vocabSize) * d * (tieEmbeddings ? 1 : 2);
+    return embeddings + layers * perLayer + d; // + the final norm
+}
+
+std::string HfModelConfig::describe() const
+{
+    return architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(hiddenSize) + ", " +
+           std::to_string(heads) + " heads / " + std::to_string(kvHeads) + " KV heads of " + std::to_string(headDim) +
+           ", MLP " + std::to_string(intermediateSize) + ", vocab " + std::to_string(vocabSize) + ", " +
+           std::to_string(maxPositions) + " positions" + (tieEmbeddings ? ", tied embeddings" : "");
+}
+
+Result<HfModelConfig> parseHfConfig(const nlohmann::json &j, const std::string &where)
+{
+    if (!j.is_object())
+        return bad(where, "not a JSON object");
+    HfModelConfig c;
+    try {
+        const auto archs = j.value("architectures", std::vector<std::string>{});
+        if (archs.empty())
+            return bad(where, "no \"architectures\"");
+        c.architecture = archs.front();
+        if (c.architecture != "LlamaForCausalLM" && c.architecture != "Qwen2ForCausalLM" &&
+            c.architecture != "MistralForCausalLM")
+            return bad(where, "architecture " + c.architecture +
+                                  " is not one BatchPilot runs (LlamaForCausalLM, Qwen2ForCausalLM, "
+                                  "MistralForCausalLM)");
+        c.vocabSize = j.at("vocab_size").get<int>();
+        c.hiddenSize = j.at("hidden_size").get<int>();
+        c.intermediateSize = j.at("intermediate_size").get<int>();
+        c.layers = j.at("num_hidden_layers").get<int>();
+        c.heads = j.at("num_attention_heads").get<int>();
+        c.kvHeads = j.value("num_key_value_heads", c.heads);
+        c.headDim = j.contains("head_dim") && !j["head_dim"].is_null() ? j["head_dim"].get<int>()
+                                                                        : (c.heads > 0 ? c.hiddenSize / c.heads : 0);
+        c.maxPositions = j.value("max_position_embeddings", 2048);
+        c.rmsEps = j.value("rms_norm_eps", 1e-6);
+        c.tieEmbeddings = j.value("tie_word_embeddings", false);
+        c.initializerRange = j.value("initializer_range", 0.02);
+        c.torchDtype = j.value("torch_dtype", j.value("dtype", std::string()));
+        const bool qwen2 = c.architecture == "Qwen2ForCausalLM";
+        const bool attentionBias = j.value("attention_bias", false);
+        c.qkvBias = qwen2 || attentionBias;
+        c.oBias = !qwen2 && attentionBias;
+        if (j.value("mlp_bias", false))
+            return bad(where, "mlp_bias is not supported");
+        if (j.value("hidden_act", std::string("silu")) != "silu")
+            return bad(where, "hidden_act " + j.value("hidden_act", std::string()) + " is not supported (silu is)");
+        // rope: transformers 5 keeps it in rope_parameters, 4 in rope_theta / rope_scaling
+        nlohmann::json rope = j.value("rope_parameters", nlohmann::json());
+        if (rope.is_null()) {
+            rope = j.value("rope_scaling", nlohmann::json());
+            if (rope.is_null())
+                rope = nlohmann::json::object();
+            rope["rope_theta"] = j.value("rope_theta", 10000.0);
+        }
+        c.ropeTheta = rope.value("rope_theta", j.value("rope_theta", 10000.0));
+        const std::string type = rope.value("rope_type", rope.value("type", std::string("default")));
+        if (type == "llama3") {
+            c.llama3Rope = true;
+            c.ropeFactor = rope.at("factor").get<double>();
+            c.lowFreqFactor = rope.value("low_freq_factor", 1.0);
+            c.highFreqFactor = rope.value("high_freq_factor", 4.0);
+            c.originalMaxPositions = rope.value("original_max_position_embeddings", 8192);
+        } else if (type != "default") {
+            return bad(where, "rope type " + type + " is not supported (default and llama3 are)");
+        }
+        const auto window = j.value("sliding_window", nlohmann::json());
+        const bool windowUsed = qwen2 ? j.value("use_sliding_window", false) : !window.is_null();
+        if (windowUsed && window.is_number() && window.get<int>() < c.maxPositions)
+            return bad(where, "a sliding window of " + std::to_string(window.get<int>()) +
+                                  " tokens shorter than the positions is not supported");
+        const auto eos = j.value("eos_token_id", nlohmann::json());
+        if (eos.is_number())
+            c.eosTokenIds.push_back(eos.get<int>());
+        else if (eos.is_array())
+            c.eosTokenIds = eos.get<std::vector<int>>();
+    } catch (const nlohmann::json::exception &e) {
+        return bad(where, std::string("malformed: ") + e.what());
+    }
+    if (c.vocabSize < 1 || c.hiddenSize < 1 || c.intermediateSize < 1 || c.layers < 1 || c.heads < 1 ||
+        c.kvHeads < 1 || c.headDim < 1 || c.maxPositions < 2)
+        return bad(where, "sizes must be positive (vocab, hidden, intermediate, layers, heads, positions)");
+    if (c.heads % c.kvHeads != 0)
+        return bad(where, "num_attention_heads must be a multiple of num_key_value_heads");
+    if (c.headDim % 2 != 0)
+        return bad(where, "head_dim must be even (rotary embeddings rotate pairs)");
+    return c;
+}
+
+Result<HfModelConfig> loadHfConfig(const std::string &path)
+{
+    std::ifstream in(path);
+    if (!in)
+        return Status(StatusCode::NotFound, path + ": cannot read it");
+    const auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded())
+        return bad(path, "not JSON");
+    return parseHfConfig(j, path);
+}
+
+} // namespace bp

@@ -1,0 +1,60 @@
+// A Hugging Face config.json of the Llama family (LlamaForCausalLM,
+// Qwen2ForCausalLM, MistralForCausalLM): the shape BatchPilot's paged decoder
+// builds (engine/torch/llama_model.h). Torch-free, so the registry, the docs
+// table and the tests read it without torch.
+//
+// Both config formats are read: transformers 4's rope_theta / rope_scaling
+// and transformers 5's rope_parameters. Anything the decoder does not
+// implement is refused by name: another architecture, a rope type other
+// than default and llama3, a sliding window shorter than the positions.
+#pragma once
+
+#include "engine/core/result.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bp {
+
+struct HfModelConfig {
+    std::string architecture; // LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM
+    int vocabSize = 0;
+    int hiddenSize = 0;
+    int intermediateSize = 0;
+    int layers = 0;
+    int heads = 0;
+    int kvHeads = 0;
+    int headDim = 0;
+    int maxPositions = 0;
+    double rmsEps = 1e-6;
+    double ropeTheta = 10000;
+    // rope_type llama3 (Llama 3.1+): the long-context frequency adjustment.
+    bool llama3Rope = false;
+    double ropeFactor = 1, lowFreqFactor = 1, highFreqFactor = 4;
+    int originalMaxPositions = 8192;
+    bool tieEmbeddings = false;
+    bool qkvBias = false; // Qwen 2 always; Llama with attention_bias
+    bool oBias = false;   // Llama with attention_bias
+    double initializerRange = 0.02;
+    std::string torchDtype; // what the checkpoint was saved in ("bfloat16"), informational
+    std::vector<int> eosTokenIds;
+
+    std::int64_t parameterCount() const;
+    // Bytes one token's keys and values take over all layers at `elementSize`.
+    std::int64_t kvBytesPerToken(int elementSize) const
+    {
+        return std::int64_t(layers) * 2 * kvHeads * headDim * elementSize;
+    }
+    // "Qwen2ForCausalLM: 24 layers, hidden 896, 14 heads / 2 KV heads of 64, ..."
+    std::string describe() const;
+};
+
+// InvalidArgument naming `where` and the field.
+Result<HfModelConfig> parseHfConfig(const nlohmann::json &config, const std::string &where);
+Result<HfModelConfig> loadHfConfig(const std::string &path);
+
+} // namespace bp

@@ -1,0 +1,333 @@
+#include "llama_model.h"
+
+#include "cuda_support.h"
+#include "kernels/paged_attention.h"
+#include "paged_model.h"
+
+#include "engine/model/bpe_tokenizer.h"
+#include "engine/model/hf_config.h"
+#include "engine/model/safetensors.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+
+namespace bp {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char *kHf = "hf:";
+constexpr const char *kHfConfig = "hf-config:";
+
+struct LayerWeights {
+    at::Tensor inNorm, qkvW, qkvB, oW, oB, postNorm, gateUpW, downW;
+};
+
+struct LlamaWeights {
+    at::Tensor embed, norm, lmHead;
+    std::vector<LayerWeights> layers;
+    at::Tensor cos, sin; // rotary tables [positions, headDim]
+};
+
+// Where the weights come from: a checkpoint, or seeded random numbers.
+class WeightSource {
+public:
+    virtual ~WeightSource() = default;
+    // The tensor `name` of `shape` on the device in the dtype (throws naming it).
+    virtual at::Tensor get(const std::string &name, std::vector<std::int64_t> shape) = 0;
+};
+
+at::ScalarType scalarTypeOf(const std::string &dtype, const std::string &name)
+{
+    if (dtype == "F32")
+        return at::kFloat;
+    if (dtype == "BF16")
+        return at::kBFloat16;
+    if (dtype == "F16")
+        return at::kHalf;
+    if (dtype == "F64")
+        return at::kDouble;
+    throw std::runtime_error("tensor " + name + " is stored as " + dtype + ", not a float type");
+}
+
+class CheckpointSource final : public WeightSource {
+public:
+    CheckpointSource(std::shared_ptr<SafetensorsCheckpoint> checkpoint, at::TensorOptions options)
+        : m_checkpoint(std::move(checkpoint)), m_options(options)
+    {
+    }
+    at::Tensor get(const std::string &name, std::vector<std::int64_t> shape) override
+    {
+        auto found = m_checkpoint->find(name);
+        if (!found)
+            throw std::runtime_error(found.status().message());
+        const SafetensorsTensor &t = **found;
+        if (t.shape != shape) {
+            std::string want, got;
+            for (auto d : shape)
+                want += (want.empty() ? "" : "x") + std::to_string(d);
+            for (auto d : t.shape)
+                got += (got.empty() ? "" : "x") + std::to_string(d);
+            throw std::runtime_error("tensor " + name + " is " + got + "; config.json says " + want);
+        }
+        // The mapping read in place, copied once into the dtype and device.
+        const at::Tensor mapped = at::from_blob(const_cast<void *>(t.data), t.shape,
+                                                at::TensorOptions().dtype(scalarTypeOf(t.dtype, name)));
+        return mapped.to(m_options, /*non_blocking=*/false, /*copy=*/true);
+    }
+
+private:
+    std::shared_ptr<SafetensorsCheckpoint> m_checkpoint;
+    at::TensorOptions m_options;
+};
+
+class RandomSource final : public WeightSource {
+public:
+    RandomSource(at::TensorOptions options, double stddev, at::Generator generator)
+        : m_options(options), m_std(stddev), m_generator(std::move(generator))
+    {
+    }
+    at::Tensor get(const std::string &name, std::vector<std::int64_t> shape) override
+    {
+        // As transformers initialises them: norms 1, biases 0, the rest normal(0, initializer_range).
+        if (name.size() >= 11 && name.compare(name.size() - 11, 11, "norm.weight") == 0)
+            return at::ones(shape, m_options);
+        if (name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0)
+            return at::zeros(shape, m_options);
+        return at::empty(shape, m_options).normal_(0, m_std, m_generator);
+    }
+
+private:
+    at::TensorOptions m_options;
+    double m_std;
+    at::Generator m_generator;
+};
+
+// transformers' inverse frequencies (default and llama3), in float32.
+at::Tensor inverseFrequencies(const HfModelConfig &c)
+{
+    const std::int64_t D = c.headDim;
+    at::Tensor inv =
+        1.0 / at::pow(c.ropeTheta, at::arange(0, D, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) / double(D));
+    if (!c.llama3Rope)
+        return inv;
+    const double oldContext = c.originalMaxPositions;
+    const double lowWavelen = oldContext / c.lowFreqFactor, highWavelen = oldContext / c.highFreqFactor;
+    const at::Tensor wavelen = 2 * M_PI / inv;
+    at::Tensor llama = at::where(wavelen > lowWavelen, inv / c.ropeFactor, inv);
+    const at::Tensor smooth = (oldContext / wavelen - c.lowFreqFactor) / (c.highFreqFactor - c.lowFreqFactor);
+    const at::Tensor smoothed = (1 - smooth) * llama / c.ropeFactor + smooth * llama;
+    const at::Tensor medium = (wavelen < highWavelen).logical_not().logical_and((wavelen > lowWavelen).logical_not());
+    return at::where(medium, smoothed, llama);
+}
+
+LlamaWeights loadWeights(const HfModelConfig &c, WeightSource &src, const at::TensorOptions &options)
+{
+    const std::int64_t d = c.hiddenSize, f = c.intermediateSize, D = c.headDim, q = std::int64_t(c.heads) * D,
+                       kv = std::int64_t(c.kvHeads) * D, V = c.vocabSize;
+    LlamaWeights w;
+    w.embed = src.get("model.embed_tokens.weight", {V, d});
+    for (int l = 0; l < c.layers; ++l) {
+        const std::string p = "model.layers." + std::to_string(l) + ".";
+        LayerWeights L;
+        L.inNorm = src.get(p + "input_layernorm.weight", {d});
+        L.qkvW = at::cat({src.get(p + "self_attn.q_proj.weight", {q, d}), src.get(p + "self_attn.k_proj.weight", {kv, d}),
+                          src.get(p + "self_attn.v_proj.weight", {kv, d})},
+                         0);
+        if (c.qkvBias)
+            L.qkvB = at::cat({src.get(p + "self_attn.q_proj.bias", {q}), src.get(p + "self_attn.k_proj.bias", {kv}),
+                              src.get(p + "self_attn.v_proj.bias", {kv})},
+                             0);
+        L.oW = src.get(p + "self_attn.o_proj.weight", {d, q});
+        if (c.oBias)
+            L.oB = src.get(p + "self_attn.o_proj.bias", {d});
+        L.postNorm = src.get(p + "post_attention_layernorm.weight", {d});
+        L.gateUpW = at::cat({src.get(p + "mlp.gate_proj.weight", {f, d}), src.get(p + "mlp.up_proj.weight", {f, d})}, 0);
+        L.downW = src.get(p + "mlp.down_proj.weight", {d, f});
+        w.layers.push_back(std::move(L));
+    }
+    w.norm = src.get("model.norm.weight", {d});
+    w.lmHead = c.tieEmbeddings ? w.embed : src.get("lm_head.weight", {V, d});
+    // Rotary tables as transformers computes them: position x frequency in
+    // float32, both halves, cos and sin, then the model's dtype.
+    const at::Tensor freqs = at::outer(at::arange(c.maxPositions, at::TensorOptions().dtype(at::kFloat)),
+                                       inverseFrequencies(c));
+    const at::Tensor emb = at::cat({freqs, freqs}, -1);
+    w.cos = emb.cos().to(options);
+    w.sin = emb.sin().to(options);
+    return w;
+}
+
+// RMSNorm as transformers' LlamaRMSNorm: in float32, then the weight in the dtype.
+at::Tensor rmsNorm(const at::Tensor &x, const at::Tensor &weight, double eps)
+{
+    const at::Tensor xf = x.to(at::kFloat);
+    const at::Tensor normed = xf * at::rsqrt(xf.pow(2).mean(-1, true) + eps);
+    return weight * normed.to(x.scalar_type());
+}
+
+// x * cos + rotate_half(x) * sin, rotate_half(x) = cat(-x2, x1); cos/sin [T, 1, D].
+at::Tensor rotary(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin)
+{
+    const std::int64_t half = x.size(-1) / 2;
+    const at::Tensor rotated = at::cat({x.narrow(-1, half, half).neg(), x.narrow(-1, 0, half)}, -1);
+    return x * cos + rotated * sin;
+}
+
+class LlamaPagedTrunk final : public PagedTrunk {
+public:
+    LlamaPagedTrunk(const HfModelConfig &config, const LlamaWeights &weights) : m_c(config), m_w(weights) {}
+
+    at::Tensor logits(const StepTensors &step, KvPool &pool) const override
+    {
+        const std::int64_t T = step.tokens, D = m_c.headDim, H = m_c.heads, Hkv = m_c.kvHeads,
+                           f = m_c.intermediateSize;
+        const double scale = 1.0 / std::sqrt(double(D));
+        at::Tensor x = at::embedding(m_w.embed, step.ids);
+        const at::Tensor cos = m_w.cos.index_select(0, step.positions).unsqueeze(1);
+        const at::Tensor sin = m_w.sin.index_select(0, step.positions).unsqueeze(1);
+        for (std::size_t l = 0; l < m_w.layers.size(); ++l) {
+            const LayerWeights &L = m_w.layers[l];
+            const at::Tensor h = rmsNorm(x, L.inNorm, m_c.rmsEps);
+            const at::Tensor qkv = at::linear(h, L.qkvW, L.qkvB);
+            const at::Tensor q = rotary(qkv.narrow(1, 0, H * D).view({T, H, D}), cos, sin);
+            const at::Tensor k = rotary(qkv.narrow(1, H * D, Hkv * D).view({T, Hkv, D}), cos, sin);
+            const at::Tensor v = qkv.narrow(1, (H + Hkv) * D, Hkv * D).view({T, Hkv, D});
+            writeKv(pool.keys(int(l)), pool.values(int(l)), k, v, step.slots);
+            const at::Tensor attended = pagedAttention(q, pool.keys(int(l)), pool.values(int(l)), step.blockTables,
+                                                       step.querySeq, step.positions, pool.blockTokens(), scale);
+            x = x + at::linear(attended.view({T, H * D}), L.oW, L.oB);
+            const at::Tensor gateUp = at::linear(rmsNorm(x, L.postNorm, m_c.rmsEps), L.gateUpW);
+            x = x + at::linear(at::silu(gateUp.narrow(1, 0, f)) * gateUp.narrow(1, f, f), L.downW);
+        }
+        return at::linear(rmsNorm(x.index_select(0, step.sampleRows), m_w.norm, m_c.rmsEps), m_w.lmHead);
+    }
+
+private:
+    const HfModelConfig &m_c;
+    const LlamaWeights &m_w;
+};
+
+std::string gib(double bytes)
+{
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / double(1ull << 30));
+    return buf;
+}
+
+class HfDecoder final : public PagedModel {
+public:
+    HfDecoder(const std::string &name, const HfModelConfig &config, LlamaWeights weights,
+              const TorchPlacement &placement, std::shared_ptr<const TextTokenizer> tokenizer, std::string source)
+        : PagedModel(placement, name, m_trunk,
+                     KvPoolShape{config.layers, config.kvHeads, config.headDim, placement.dtype}, config.maxPositions,
+                     config.vocabSize),
+          m_config(config), m_weights(std::move(weights)), m_trunk(m_config, m_weights),
+          m_tokenizer(std::move(tokenizer)), m_source(std::move(source))
+    {
+        m_info.name = name;
+        m_info.vocabSize = config.vocabSize;
+        m_info.maxSequenceLength = config.maxPositions - 1;
+        m_info.generative = true;
+        m_info.maxNewTokensLimit = config.maxPositions - 1;
+        m_info.parameters = config.parameterCount();
+        m_info.architecture = config.architecture;
+        m_info.description = config.describe() + ", " + m_info.dtype + "; " + m_source +
+                             (m_tokenizer ? "; tokenizer: " + m_tokenizer->describe() : "; byte tokenizer");
+    }
+
+    std::shared_ptr<const TextTokenizer> tokenizer() const override { return m_tokenizer; }
+
+private:
+    std::vector<std::string> modelNotes() const override
+    {
+        return {"model: " + m_info.name + " (" + m_config.architecture + ", " +
+                std::to_string(m_info.parameters) + " parameters, " + m_info.dtype + ", " + m_source + ")"};
+    }
+
+    HfModelConfig m_config;
+    LlamaWeights m_weights;
+    LlamaPagedTrunk m_trunk;
+    std::shared_ptr<const TextTokenizer> m_tokenizer;
+    std::string m_source;
+};
+
+} // namespace
+
+bool isHfModelName(const std::string &name)
+{
+    return name.rfind(kHf, 0) == 0 || name.rfind(kHfConfig, 0) == 0;
+}
+
+Result<std::shared_ptr<Backend>> makeHfDecoder(const ModelSpec &spec)
+{
+    const bool random = spec.name.rfind(kHfConfig, 0) == 0;
+    const std::string path = spec.name.substr(random ? std::string(kHfConfig).size() : std::string(kHf).size());
+    std::error_code ec;
+    if (path.empty())
+        return Status(StatusCode::InvalidArgument, "model '" + spec.name + "' names no path");
+    const fs::path folder = random ? fs::path(path).parent_path() : fs::path(path);
+    if (!random && !fs::is_directory(folder, ec))
+        return Status(StatusCode::NotFound, spec.name + ": " + path + " is not a folder (hf:FOLDER wants a "
+                                                                      "Hugging Face model folder)");
+    auto config = loadHfConfig(random ? path : (folder / "config.json").string());
+    if (!config)
+        return config.status();
+    std::shared_ptr<const TextTokenizer> tokenizer;
+    const fs::path tokenizerFile = folder / "tokenizer.json";
+    if (fs::exists(tokenizerFile, ec)) {
+        auto t = BpeTokenizer::load(tokenizerFile.string());
+        if (!t)
+            return t.status();
+        if ((*t)->vocabSize() > config->vocabSize)
+            return Status(StatusCode::InvalidArgument, tokenizerFile.string() + " has " +
+                                                           std::to_string((*t)->vocabSize()) + " ids, the model " +
+                                                           std::to_string(config->vocabSize));
+        tokenizer = *t;
+    } else if (!random) {
+        return Status(StatusCode::NotFound, spec.name + ": no tokenizer.json in " + folder.string());
+    }
+    std::shared_ptr<SafetensorsCheckpoint> checkpoint;
+    if (!random) {
+        auto c = SafetensorsCheckpoint::openFolder(folder.string());
+        if (!c)
+            return c.status();
+        checkpoint = *c;
+    }
+    auto placement = prepareTorch(spec);
+    if (!placement)
+        return placement.status();
+    // Weights that cannot fit are refused before anything is allocated.
+    const double need = double(config->parameterCount()) * double(c10::elementSize(placement->dtype));
+    const double free = double(availableDeviceMemory(placement->atDevice));
+    if (need > free)
+        return Status(StatusCode::ResourceExhausted,
+                      spec.name + ": " + std::to_string(config->parameterCount()) + " parameters in " +
+                          placement->dtypeName + " need " + gib(need) + " on " + placement->device.name + ", " +
+                          gib(free) + " is free (before the KV cache)");
+    const std::string name = spec.name;
+    const std::string source = random ? "seeded random weights (seed " + std::to_string(spec.seed) + ")"
+                                      : "weights from " + folder.string();
+    try {
+        c10::InferenceMode guard;
+        useTorchThreads(placement->threads);
+        const auto options = at::TensorOptions().dtype(placement->dtype).device(placement->atDevice);
+        LlamaWeights weights;
+        if (random) {
+            RandomSource src(options, config->initializerRange, deviceGenerator(placement->atDevice, spec.seed));
+            weights = loadWeights(*config, src, options);
+        } else {
+            CheckpointSource src(checkpoint, options);
+            weights = loadWeights(*config, src, options);
+        }
+        return std::shared_ptr<Backend>(
+            std::make_shared<HfDecoder>(name, *config, std::move(weights), *placement, tokenizer, source));
+    } catch (const std::exception &e) {
+        return torchFailure("cannot load " + spec.name, e);
+    }
+}
+
+} // namespace bp

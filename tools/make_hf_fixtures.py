@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Makes the Hugging Face fixtures in tests/fixtures/hf/ (issue 36): tiny
+random checkpoints of each architecture BatchPilot runs, small byte-level BPE
+tokenizers trained on tests/fixtures/hf/corpus.txt, and what the reference
+implementation (transformers, tokenizers) answers for them, so that the C++
+tests need no Python.
+
+  llama/    LlamaForCausalLM: untied embeddings, GQA 4/2, head_dim 32 (not
+            hidden / heads), llama3 rope scaling;
+            a Llama-3-style tokenizer (Split pattern + ByteLevel, ignore_merges,
+            <|begin_of_text|> prepended) and a Llama-3 chat template
+  qwen2/    Qwen2ForCausalLM: tied embeddings, QKV bias, GQA 4/1; a Qwen-2-style
+            tokenizer (NFC, Split pattern + ByteLevel) and a ChatML template
+  mistral/  MistralForCausalLM: GQA 4/2, in two safetensors shards with an
+            index; a GPT-2-style tokenizer (ByteLevel with its own pattern)
+
+reference.json in each: for fixed prompts (chosen so that every step's top-2
+logit margin exceeds 1e-3), the greedy tokens and every step's float32
+logits; token ids of a corpus with Unicode, whitespace runs and special
+tokens (with and without the tokenizer's own specials); the decoded texts;
+the chat prompt transformers renders for a conversation.
+
+The weights are stored in bfloat16 (half the bytes) and the references are
+computed from exactly those values in float32. Run from the repository root:
+  python3 tools/make_hf_fixtures.py    (needs torch, transformers, tokenizers, safetensors)
+"""
+import json
+import pathlib
+import random
+
+import torch
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
+                          PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM)
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "hf"
+CORPUS = (ROOT / "corpus.txt").read_text()
+
+LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+               r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+LLAMA3_CHAT = ("{{ bos_token }}{% for message in messages %}"
+               "{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' + message['content'] | trim"
+               " + '<|eot_id|>' }}{% endfor %}"
+               "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}")
+CHATML_CHAT = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + "
+               "'<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}"
+               "{% endif %}")
+
+TEXTS = [
+    "Hello, batching world!",
+    "  leading spaces and trailing   ",
+    "Whitespace    runs\t\ttabs\n\n\nand newlines.",
+    "Grüße aus München — café, naïve, Ångström.",
+    "e\u0301te\u0301 (decomposed accents)",
+    "日本語のテキストと中文文本",
+    "Emoji 🚀🔥✨ and → arrows ≤ ≥",
+    "Numbers 1234567890 and 3.14159",
+    "I'm sure they'll say we've done it.",
+    "",
+]
+
+
+def train_tokenizer(style, vocab_size=420):
+    if style == "gpt2":
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+        specials = ["<|endoftext|>"]
+    else:
+        tok = Tokenizer(models.BPE(ignore_merges=(style == "llama3")))
+        pattern = LLAMA3_SPLIT if style == "llama3" else QWEN2_SPLIT
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(pattern=__import__("tokenizers").Regex(pattern), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ])
+        if style == "qwen2":
+            tok.normalizer = normalizers.NFC()
+            specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+        else:
+            specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
+                        "<|eot_id|>"]
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, min_frequency=2,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(CORPUS.splitlines(), trainer=trainer)
+    if style == "llama3":
+        bos = tok.token_to_id("<|begin_of_text|>")
+        tok.post_processor = processors.Sequence([
+            processors.ByteLevel(trim_offsets=False),
+            processors.TemplateProcessing(single="<|begin_of_text|> $A", pair="<|begin_of_text|> $A $B",
+                                          special_tokens=[("<|begin_of_text|>", bos)]),
+        ])
+    else:
+        tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    return tok, specials
+
+
+def save_tokenizer(tok, specials, style, folder):
+    tok.save(str(folder / "tokenizer.json"))
+    chat = {"llama3": LLAMA3_CHAT, "qwen2": CHATML_CHAT}.get(style)
+    kwargs = {}
+    if style == "llama3":
+        kwargs = dict(bos_token="<|begin_of_text|>", eos_token="<|eot_id|>")
+    elif style == "qwen2":
+        kwargs = dict(eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    else:
+        kwargs = dict(eos_token="<|endoftext|>")
+    fast = PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), **kwargs)
+    if chat:
+        fast.chat_template = chat
+    fast.save_pretrained(str(folder))
+    return PreTrainedTokenizerFast.from_pretrained(str(folder))
+
+
+def perturb(model, seed):
+    """Norm weights and biases away from their 1 / 0 initialisation, so the
+    multiplications and additions they do are tested too."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(1 + 0.2 * torch.randn(p.shape, generator=g))
+            elif name.endswith(".bias"):
+                p.copy_(0.1 * torch.randn(p.shape, generator=g))
+
+
+def margins_ok(logits):
+    top = torch.topk(logits, 2).values
+    return float(top[0] - top[1]) > 1e-3
+
+
+def greedy(model, prompt, steps):
+    ids = list(prompt)
+    tokens, rows = [], []
+    with torch.no_grad():
+        for _ in range(steps):
+            logits = model(torch.tensor([ids])).logits[0, -1].float()
+            if not margins_ok(logits):
+                return None
+            t = int(torch.argmax(logits))
+            tokens.append(t)
+            rows.append([float(f"{float(v):.8g}") for v in logits])  # float32's precision, half the text
+            ids.append(t)
+    return tokens, rows
+
+
+def references(model, tok, vocab, rng, steps=6):
+    prompts, out = [], []
+    shared = [rng.randrange(vocab) for _ in range(20)]  # a common prefix for the prefix-cache test
+    lengths = [1, 5, 17, 33, 21, 26, 40]
+    for i, n in enumerate(lengths):
+        for _attempt in range(200):
+            prompt = (shared + [rng.randrange(vocab) for _ in range(n)]) if i >= 4 else \
+                [rng.randrange(vocab) for _ in range(n)]
+            got = greedy(model, prompt, steps)
+            if got:
+                prompts.append(prompt)
+                out.append({"prompt": prompt, "tokens": got[0], "logits": got[1], "shared_prefix": 20 if i >= 4 else 0})
+                break
+        else:
+            raise RuntimeError("no prompt with clear margins")
+    return out
+
+
+def tokenizer_references(fast):
+    cases = []
+    specials = fast.all_special_tokens
+    texts = list(TEXTS)
+    if specials:
+        texts.append(f"before{specials[-1]}after and {specials[0]} spaced")
+    for text in texts:
+        with_specials = fast.encode(text, add_special_tokens=True)
+        plain = fast.encode(text, add_special_tokens=False)
+        cases.append({"text": text, "ids": with_specials, "ids_plain": plain,
+                      "decoded": fast.decode(with_specials, skip_special_tokens=True),
+                      "decoded_with_specials": fast.decode(with_specials, skip_special_tokens=False)})
+    return cases
+
+
+def build(name, style, config_cls, model_cls, config_kwargs, seed, shard=False):
+    folder = ROOT / name
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*"):
+        if old.name != ".gitignore":
+            old.unlink()
+    tok, specials = train_tokenizer(style)
+    fast = save_tokenizer(tok, specials, style, folder)
+    vocab = len(fast)
+    torch.manual_seed(seed)
+    config = config_cls(vocab_size=vocab, **config_kwargs)
+    model = model_cls(config)
+    perturb(model, seed)
+    # bfloat16 on disk; the references from exactly those values in float32
+    model = model.to(torch.bfloat16).to(torch.float32).eval()
+    model.to(torch.bfloat16).save_pretrained(str(folder), max_shard_size="150KB" if shard else "50GB",
+                                             safe_serialization=True)
+    model = model.to(torch.float32)
+    rng = random.Random(seed)
+    ref = {"architecture": config.architectures[0] if config.architectures else model_cls.__name__,
+           "vocab_size": vocab, "parameters": sum(p.numel() for p in model.parameters()),
+           "generations": references(model, fast, vocab, rng),
+           "tokenizer": tokenizer_references(fast)}
+    if fast.chat_template:
+        messages = [{"role": "system", "content": "You batch requests."},
+                    {"role": "user", "content": "  How large should a batch be?  "},
+                    {"role": "assistant", "content": "It depends on the traffic."},
+                    {"role": "user", "content": "Ünïcode too: 日本"}]
+        prompt = fast.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        ref["chat"] = {"messages": messages, "prompt": prompt,
+                       "ids": fast.encode(prompt, add_special_tokens=False)}
+    (folder / "reference.json").write_text(json.dumps(ref, separators=(",", ":")))
+    files = sorted(p.name for p in folder.iterdir())
+    print(f"{name}: {config.architectures} vocab {vocab}, {sum(p.numel() for p in model.parameters())} parameters, "
+          f"files {files}")
+
+
+def main():
+    # head_dim 32 (not hidden / heads): the explicit head_dim path, and a size
+    # the CUDA kernel is built for
+    small = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, head_dim=32,
+                 max_position_embeddings=128, rms_norm_eps=1e-5)
+    build("llama", "llama3", LlamaConfig, LlamaForCausalLM,
+          dict(small, num_key_value_heads=2, tie_word_embeddings=False, rope_theta=500000.0,
+               rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                             "original_max_position_embeddings": 32}), seed=1)
+    build("qwen2", "qwen2", Qwen2Config, Qwen2ForCausalLM,
+          dict(small, num_key_value_heads=1, tie_word_embeddings=True, rope_theta=1000000.0), seed=2)
+    build("mistral", "gpt2", MistralConfig, MistralForCausalLM,
+          dict(small, num_key_value_heads=2, tie_word_embeddings=False, sliding_window=None), seed=3, shard=True)
+
+
+if __name__ == "__main__":
+    main()
