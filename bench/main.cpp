@@ -19,7 +19,7 @@ void usage(std::ostream &out)
            "them.\n\n"
            "Stages:\n";
     for (const auto *stage : bp::bench::benchStages())
-        out << "  " << stage->name << std::string(stage->name.size() < 12 ? 12 - stage->name.size() : 1, ' ')
+        out << "  " << stage->name << std::string(stage->name.size() < 13 ? 14 - stage->name.size() : 2, ' ')
             << stage->summary << "\n";
     out << "\nOptions:\n"
            "  --help      print this help and exit; STAGE --help prints the stage's options\n";

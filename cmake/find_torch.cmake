@@ -100,6 +100,9 @@ endif()
 # which crashed here (std::filesystem::remove_all). libstdc++ first among
 # every program's libraries keeps our calls on the system's implementation.
 add_link_options("LINKER:--push-state,--no-as-needed" "-lstdc++" "LINKER:--pop-state")
+# An installed program finds libtorch (and the CUDA libraries) where the build
+# found them: the unpacked wheel is not on the system's library path.
+set(CMAKE_INSTALL_RPATH_USE_LINK_PATH ON)
 
 set(BATCHPILOT_TORCH_CUDA OFF)
 if(TARGET torch_cuda AND CMAKE_CUDA_COMPILER)

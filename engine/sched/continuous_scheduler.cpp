@@ -34,6 +34,13 @@ std::int64_t ContinuousScheduler::kvBudget() const
     return budget / m_granule * m_granule;
 }
 
+std::string ContinuousScheduler::budgetName() const
+{
+    if (m_poolTokens <= 0)
+        return "kv_cache_tokens";
+    return "the KV budget (the model's KV pool in whole blocks of " + std::to_string(m_granule) + " tokens)";
+}
+
 std::int64_t ContinuousScheduler::kvGrowth(const Sequence &s, std::int64_t tokens) const
 {
     return roundUp(s.cached + tokens) - roundUp(s.cached);
@@ -68,9 +75,7 @@ Status ContinuousScheduler::check(const Request &r, TimePoint now) const
     if (const std::int64_t kv = kvBudget(); kv > 0 && roundUp(len + r.maxNewTokens) > kv)
         return {StatusCode::OutOfRange,
                 "input plus max_new_tokens needs " + std::to_string(roundUp(len + r.maxNewTokens)) +
-                    " KV-cache tokens; the KV budget is " + std::to_string(kv) +
-                    (m_poolTokens > 0 ? " (the model's KV pool, whole blocks of " + std::to_string(m_granule) + ")"
-                                      : " (kv_cache_tokens)")};
+                    " KV-cache tokens; " + budgetName() + " is " + std::to_string(kv)};
     if (!c.chunkedPrefill && len > c.maxNumBatchedTokens)
         return {StatusCode::OutOfRange, "input has " + std::to_string(len) +
                                             " tokens; without chunked prefill a prompt must fit "
@@ -149,7 +154,7 @@ std::optional<Status> ContinuousScheduler::neverFits(const Sequence &s) const
     if (kv <= 0 || needs <= kv)
         return std::nullopt;
     return Status(StatusCode::OutOfRange, "input plus max_new_tokens needs " + std::to_string(needs) +
-                                              " KV-cache tokens; the KV budget is now " + std::to_string(kv));
+                                              " KV-cache tokens; " + budgetName() + " is now " + std::to_string(kv));
 }
 
 Scheduler::Poll ContinuousScheduler::poll(TimePoint now, bool /*draining*/, bool mayDispatch)

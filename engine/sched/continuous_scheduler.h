@@ -102,6 +102,8 @@ private:
     // The KV budget in tokens (0 = unlimited): kv_cache_tokens, capped by
     // the model's pool and rounded down to whole blocks.
     std::int64_t kvBudget() const;
+    // What the budget is called in a message: kv_cache_tokens, or the pool.
+    std::string budgetName() const;
     // `tokens` rounded up to whole pool blocks (the model's granule; 1 when
     // it has no pool).
     std::int64_t roundUp(std::int64_t tokens) const { return (tokens + m_granule - 1) / m_granule * m_granule; }

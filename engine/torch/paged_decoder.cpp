@@ -159,15 +159,17 @@ Status PagedDecoder::generate(const std::vector<const std::vector<TokenId> *> &p
     // Prefill: whole prompts, in steps of at most kPrefillTokens tokens.
     for (std::size_t begin = 0; begin < M;) {
         std::vector<PagedItem> items;
-        std::int64_t tokens = 0;
+        std::int64_t tokens = 0, longest = 0;
         std::size_t end = begin;
         while (end < M && (items.empty() || tokens + std::int64_t(prompts[end]->size()) <= kPrefillTokens)) {
             items.push_back({&seqs[end], std::span<const TokenId>(*prompts[end]), true});
             tokens += std::int64_t(prompts[end]->size());
+            longest = std::max(longest, std::int64_t(prompts[end]->size()));
             ++end;
         }
         const nvtx::Range range(nvtx::Category::Backend, [&] {
-            return "prefill b=" + std::to_string(items.size()) + " tokens=" + std::to_string(tokens);
+            return "prefill b=" + std::to_string(items.size()) + " L=" + std::to_string(longest) +
+                   " tokens=" + std::to_string(tokens);
         });
         const PagedStepResult r = m_runner->run(items, keepLogits);
         for (std::size_t i = begin; i < end; ++i) {
