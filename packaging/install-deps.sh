@@ -14,8 +14,9 @@ PACKAGES=(
   qt6-websockets-dev qt6-svg-dev libgl-dev libqt6opengl6-dev
   # engine (libtorch comes from PyPI: install-torch.sh)
   libsqlite3-dev sqlite3 nlohmann-json3-dev
-  # Hugging Face tokenizers: the split patterns (PCRE2) and NFC (utf8proc)
-  libpcre2-dev libutf8proc-dev
+  # Hugging Face tokenizers: the split patterns (PCRE2) and NFC (utf8proc);
+  # OpenBLAS for the CPU's float32 products (engine/torch/cpu_blas.h)
+  libpcre2-dev libutf8proc-dev libopenblas-pthread-dev
   # fetching and unpacking the torch wheel; tests: TorchScript fixtures (made
   # with that torch), Prometheus checks, offscreen fonts
   python3 python3-pip unzip prometheus fonts-dejavu-core

@@ -69,7 +69,7 @@ DeviceCheckLine checkOps(const OpCase &c, at::ScalarType dtype, const at::Device
     std::vector<std::int32_t> free(std::size_t(blocksNeeded + 3));
     std::iota(free.begin(), free.end(), 1);
     std::shuffle(free.begin(), free.end(), rng);
-    const std::int64_t slots = std::int64_t(free.size() + 1) * B;
+    const std::int64_t blocks = std::int64_t(free.size() + 1), slots = blocks * B;
 
     const auto S = std::int64_t(c.sequences.size());
     std::int64_t width = 1;
@@ -102,9 +102,13 @@ DeviceCheckLine checkOps(const OpCase &c, at::ScalarType dtype, const at::Device
     const auto T = std::int64_t(newSlots.size());
     at::Generator gen = at::detail::createCPUGenerator(rng());
     const auto cpu = at::TensorOptions().dtype(at::kFloat);
-    // The pool holds the cached tokens' rows already; the step writes the new ones.
-    at::Tensor kPool = at::normal(0, 1, {slots, c.kvHeads, c.headDim}, gen, cpu).to(dtype);
-    at::Tensor vPool = at::normal(0, 1, {slots, c.kvHeads, c.headDim}, gen, cpu).to(dtype);
+    // The pool holds the cached tokens' rows already; the step writes the new
+    // ones. [blocks, kvHeads, B, D]; the reference reads it by slot.
+    at::Tensor kPool = at::normal(0, 1, {blocks, c.kvHeads, B, c.headDim}, gen, cpu).to(dtype);
+    at::Tensor vPool = at::normal(0, 1, {blocks, c.kvHeads, B, c.headDim}, gen, cpu).to(dtype);
+    const auto bySlot = [&](const at::Tensor &pool) {
+        return pool.permute({0, 2, 1, 3}).reshape({slots, c.kvHeads, c.headDim});
+    };
     // q, k, v as views of one fused projection, as the models pass them
     const std::int64_t qkvWidth = std::int64_t(c.heads + 2 * c.kvHeads) * c.headDim;
     const at::Tensor qkv = at::normal(0, 1, {T, qkvWidth}, gen, cpu).to(dtype);
@@ -133,13 +137,15 @@ DeviceCheckLine checkOps(const OpCase &c, at::ScalarType dtype, const at::Device
     // The reference: the same writes by plain indexing, then dense attention.
     const auto [q, k, v] = views(qkv);
     const at::Tensor slots64 = slotsT.to(at::kLong);
-    at::Tensor kRef = kPool.to(at::kDouble), vRef = vPool.to(at::kDouble);
+    at::Tensor kRef = bySlot(kPool).to(at::kDouble), vRef = bySlot(vPool).to(at::kDouble);
     kRef.index_copy_(0, slots64, k.to(at::kDouble));
     vRef.index_copy_(0, slots64, v.to(at::kDouble));
     const at::Tensor want = reference(q.to(at::kDouble), kRef, vRef, slotsOf, seqOf, posOf, c.kvHeads, scale);
     // The pool rows the write touched must be the new keys exactly.
-    const double writeError =
-        (kDev.to(at::kCPU).to(at::kDouble).index_select(0, slots64) - k.to(at::kDouble)).abs().max().item<double>();
+    const double writeError = (bySlot(kDev.to(at::kCPU)).to(at::kDouble).index_select(0, slots64) - k.to(at::kDouble))
+                                  .abs()
+                                  .max()
+                                  .item<double>();
     line.error = (got - want).abs().max().item<double>() / std::max(1e-12, want.abs().max().item<double>());
     line.passed = writeError == 0 && line.error <= line.limit && std::isfinite(line.error);
     line.detail = std::to_string(S) + " sequences, " + std::to_string(T) + " query tokens" +

@@ -50,7 +50,7 @@ Result<std::unique_ptr<KvPool>> KvPool::create(const KvPoolShape &shape, const K
     const std::int64_t need = slots * perToken;
     at::Tensor storage;
     try {
-        storage = at::empty({shape.layers, 2, slots, shape.kvHeads, shape.headDim},
+        storage = at::empty({shape.layers, 2, blocks + 1, shape.kvHeads, request.blockTokens, shape.headDim},
                             at::TensorOptions().dtype(shape.dtype).device(device));
     } catch (const std::exception &) {
         return Status(StatusCode::ResourceExhausted,

@@ -1,4 +1,5 @@
 #include "llama_model.h"
+#include "cpu_blas.h"
 
 #include "cuda_support.h"
 #include "kernels/paged_attention.h"
@@ -192,18 +193,18 @@ public:
         for (std::size_t l = 0; l < m_w.layers.size(); ++l) {
             const LayerWeights &L = m_w.layers[l];
             const at::Tensor h = rmsNorm(x, L.inNorm, m_c.rmsEps);
-            const at::Tensor qkv = at::linear(h, L.qkvW, L.qkvB);
+            const at::Tensor qkv = bp::linear(h, L.qkvW, L.qkvB);
             const at::Tensor q = rotary(qkv.narrow(1, 0, H * D).view({T, H, D}), cos, sin);
             const at::Tensor k = rotary(qkv.narrow(1, H * D, Hkv * D).view({T, Hkv, D}), cos, sin);
             const at::Tensor v = qkv.narrow(1, (H + Hkv) * D, Hkv * D).view({T, Hkv, D});
             writeKv(pool.keys(int(l)), pool.values(int(l)), k, v, step.slots);
             const at::Tensor attended = pagedAttention(q, pool.keys(int(l)), pool.values(int(l)), step.blockTables,
                                                        step.querySeq, step.positions, pool.blockTokens(), scale);
-            x = x + at::linear(attended.view({T, H * D}), L.oW, L.oB);
-            const at::Tensor gateUp = at::linear(rmsNorm(x, L.postNorm, m_c.rmsEps), L.gateUpW);
-            x = x + at::linear(at::silu(gateUp.narrow(1, 0, f)) * gateUp.narrow(1, f, f), L.downW);
+            x = x + bp::linear(attended.view({T, H * D}), L.oW, L.oB);
+            const at::Tensor gateUp = bp::linear(rmsNorm(x, L.postNorm, m_c.rmsEps), L.gateUpW);
+            x = x + bp::linear(at::silu(gateUp.narrow(1, 0, f)) * gateUp.narrow(1, f, f), L.downW);
         }
-        return at::linear(rmsNorm(x.index_select(0, step.sampleRows), m_w.norm, m_c.rmsEps), m_w.lmHead);
+        return bp::linear(rmsNorm(x.index_select(0, step.sampleRows), m_w.norm, m_c.rmsEps), m_w.lmHead);
     }
 
 private:
@@ -235,11 +236,10 @@ public:
         m_info.maxNewTokensLimit = config.maxPositions - 1;
         m_info.parameters = config.parameterCount();
         m_info.architecture = config.architecture;
+        m_info.tokenizer = m_tokenizer;
         m_info.description = config.describe() + ", " + m_info.dtype + "; " + m_source +
                              (m_tokenizer ? "; tokenizer: " + m_tokenizer->describe() : "; byte tokenizer");
     }
-
-    std::shared_ptr<const TextTokenizer> tokenizer() const override { return m_tokenizer; }
 
 private:
     std::vector<std::string> modelNotes() const override

@@ -22,6 +22,7 @@ public:
         at::Generator gen = at::detail::createCPUGenerator(seed);
         m_weights = initTrunk(shape, gen, m_device, placement.dtype);
         m_info.name = "builtin:tiny-decoder";
+        m_info.architecture = "GPT-2 (pre-LN, tied LM head)";
         m_info.vocabSize = shape.vocab;
         m_info.maxSequenceLength = shape.maxPositions - 1; // room for at least one generated token
         m_info.generative = true;

@@ -1,4 +1,5 @@
 #include "tiny_encoder.h"
+#include "cpu_blas.h"
 
 #include "torch_backend.h"
 #include "transformer_layers.h"
@@ -65,7 +66,7 @@ private:
         const at::Tensor maskF = batch.mask.unsqueeze(-1).to(x.scalar_type());
         const at::Tensor pooled = (x * maskF).sum(1) / batch.lengths.unsqueeze(-1).to(x.scalar_type());
         const at::Tensor logits =
-            at::linear(pooled, m_headWeight, m_headBias).to(at::kFloat).to(at::kCPU).contiguous();
+            bp::linear(pooled, m_headWeight, m_headBias).to(at::kFloat).to(at::kCPU).contiguous();
 
         const float *p = logits.data_ptr<float>();
         const std::size_t classes = std::size_t(m_shape.classes);

@@ -1,5 +1,7 @@
 #include "torch_device.h"
 
+#include "cpu_blas.h"
+
 #include "engine/core/out_of_memory.h"
 
 #include <ATen/Parallel.h>
@@ -64,6 +66,7 @@ void useTorchThreads(int threads)
     thread_local int current = 0;
     if (threads > 0 && threads != current) {
         at::set_num_threads(threads);
+        setBlasThreads(threads);
         current = threads;
     }
 }

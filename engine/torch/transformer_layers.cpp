@@ -1,4 +1,5 @@
 #include "transformer_layers.h"
+#include "cpu_blas.h"
 
 #include "kernels/paged_attention.h"
 
@@ -130,15 +131,15 @@ at::Tensor blockForward(const BlockWeights &w, const TransformerShape &shape, co
 {
     const std::int64_t B = x.size(0), T = x.size(1), d = shape.dModel, H = shape.heads, hd = shape.headDim();
     at::Tensor h = at::layer_norm(x, {d}, w.ln1Weight, w.ln1Bias, 1e-5);
-    at::Tensor qkv = at::linear(h, w.qkvWeight, w.qkvBias).view({B, T, 3, H, hd}).permute({2, 0, 3, 1, 4});
+    at::Tensor qkv = bp::linear(h, w.qkvWeight, w.qkvBias).view({B, T, 3, H, hd}).permute({2, 0, 3, 1, 4});
     at::Tensor q = qkv[0].mul(1.0 / std::sqrt(double(hd))); // [B, H, T, hd]
     const at::Tensor k = qkv[1], v = qkv[2];
     at::Tensor scores = at::matmul(q, k.transpose(-2, -1)).add_(bias.to(q.scalar_type())); // [B, H, T, S]
     at::Tensor attended = at::matmul(at::softmax(scores, -1), v);      // [B, H, T, hd]
     attended = attended.transpose(1, 2).reshape({B, T, d});
-    at::Tensor out = x + at::linear(attended, w.projWeight, w.projBias);
+    at::Tensor out = x + bp::linear(attended, w.projWeight, w.projBias);
     at::Tensor h2 = at::layer_norm(out, {d}, w.ln2Weight, w.ln2Bias, 1e-5);
-    out.add_(at::linear(at::gelu(at::linear(h2, w.fc1Weight, w.fc1Bias), "tanh"), w.fc2Weight, w.fc2Bias));
+    out.add_(bp::linear(at::gelu(bp::linear(h2, w.fc1Weight, w.fc1Bias), "tanh"), w.fc2Weight, w.fc2Bias));
     return out;
 }
 
@@ -149,7 +150,7 @@ at::Tensor finalNorm(const TrunkWeights &w, const at::Tensor &x)
 
 at::Tensor tiedLmHead(const TrunkWeights &w, const at::Tensor &hidden)
 {
-    return at::linear(finalNorm(w, hidden), w.tokenEmbedding);
+    return bp::linear(finalNorm(w, hidden), w.tokenEmbedding);
 }
 
 at::Tensor Gpt2PagedTrunk::logits(const StepTensors &step, KvPool &pool) const
@@ -161,14 +162,14 @@ at::Tensor Gpt2PagedTrunk::logits(const StepTensors &step, KvPool &pool) const
     for (std::size_t l = 0; l < w.blocks.size(); ++l) {
         const BlockWeights &b = w.blocks[l];
         const at::Tensor h = at::layer_norm(x, {d}, b.ln1Weight, b.ln1Bias, 1e-5);
-        const at::Tensor qkv = at::linear(h, b.qkvWeight, b.qkvBias).view({T, 3, H, hd});
+        const at::Tensor qkv = bp::linear(h, b.qkvWeight, b.qkvBias).view({T, 3, H, hd});
         writeKv(pool.keys(int(l)), pool.values(int(l)), qkv.select(1, 1), qkv.select(1, 2), step.slots);
         const at::Tensor attended = pagedAttention(qkv.select(1, 0), pool.keys(int(l)), pool.values(int(l)),
                                                    step.blockTables, step.querySeq, step.positions,
                                                    pool.blockTokens(), scale);
-        x.add_(at::linear(attended.view({T, d}), b.projWeight, b.projBias));
+        x.add_(bp::linear(attended.view({T, d}), b.projWeight, b.projBias));
         const at::Tensor h2 = at::layer_norm(x, {d}, b.ln2Weight, b.ln2Bias, 1e-5);
-        x.add_(at::linear(at::gelu(at::linear(h2, b.fc1Weight, b.fc1Bias), "tanh"), b.fc2Weight, b.fc2Bias));
+        x.add_(bp::linear(at::gelu(bp::linear(h2, b.fc1Weight, b.fc1Bias), "tanh"), b.fc2Weight, b.fc2Bias));
     }
     return tiedLmHead(w, x.index_select(0, step.sampleRows));
 }

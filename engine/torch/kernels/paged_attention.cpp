@@ -1,9 +1,13 @@
 #include "paged_attention.h"
 
+#include "../cpu_blas.h"
+
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -23,10 +27,10 @@ namespace {
 void checkWriteKv(const at::Tensor &kPool, const at::Tensor &vPool, const at::Tensor &k, const at::Tensor &v,
                   const at::Tensor &slots)
 {
-    TORCH_CHECK(kPool.dim() == 3 && vPool.sizes() == kPool.sizes() && kPool.is_contiguous() &&
+    TORCH_CHECK(kPool.dim() == 4 && vPool.sizes() == kPool.sizes() && kPool.is_contiguous() &&
                     vPool.is_contiguous(),
-                "write_kv: the pools must be contiguous [slots, kv_heads, head_dim]");
-    TORCH_CHECK(k.dim() == 3 && v.sizes() == k.sizes() && k.size(1) == kPool.size(1) && k.size(2) == kPool.size(2),
+                "write_kv: the pools must be contiguous [blocks, kv_heads, block_tokens, head_dim]");
+    TORCH_CHECK(k.dim() == 3 && v.sizes() == k.sizes() && k.size(1) == kPool.size(1) && k.size(2) == kPool.size(3),
                 "write_kv: k and v must be [tokens, kv_heads, head_dim] of the pool's heads and head_dim");
     TORCH_CHECK(k.stride(2) == 1 && k.stride(1) == k.size(2) && v.stride(2) == 1 && v.stride(1) == v.size(2),
                 "write_kv: each row of k and v must be contiguous");
@@ -43,9 +47,10 @@ void checkAttention(const at::Tensor &q, const at::Tensor &kPool, const at::Tens
 {
     TORCH_CHECK(q.dim() == 3 && q.stride(2) == 1 && q.stride(1) == q.size(2),
                 "paged_attention: q must be [tokens, heads, head_dim] with each row's heads contiguous");
-    TORCH_CHECK(kPool.dim() == 3 && vPool.sizes() == kPool.sizes() && kPool.is_contiguous() &&
-                    vPool.is_contiguous() && kPool.size(2) == q.size(2),
-                "paged_attention: the pools must be contiguous [slots, kv_heads, head_dim] of q's head_dim");
+    TORCH_CHECK(kPool.dim() == 4 && vPool.sizes() == kPool.sizes() && kPool.is_contiguous() &&
+                    vPool.is_contiguous() && kPool.size(3) == q.size(2),
+                "paged_attention: the pools must be contiguous [blocks, kv_heads, block_tokens, head_dim] of q's "
+                "head_dim");
     TORCH_CHECK(kPool.size(1) > 0 && q.size(1) % kPool.size(1) == 0,
                 "paged_attention: heads must be a multiple of kv_heads");
     TORCH_CHECK(kPool.scalar_type() == q.scalar_type() && vPool.scalar_type() == q.scalar_type(),
@@ -55,53 +60,145 @@ void checkAttention(const at::Tensor &q, const at::Tensor &kPool, const at::Tens
     for (const at::Tensor *t : {&querySeq, &positions})
         TORCH_CHECK(t->scalar_type() == at::kInt && t->dim() == 1 && t->size(0) == q.size(0) && t->is_contiguous(),
                     "paged_attention: query_seq and positions must be int32 [tokens]");
-    TORCH_CHECK(blockTokens > 0, "paged_attention: block_tokens must be positive");
+    TORCH_CHECK(blockTokens > 0 && blockTokens == kPool.size(2),
+                "paged_attention: block_tokens must be the pools' block size");
 }
 
 void writeKvCpu(at::Tensor &kPool, at::Tensor &vPool, const at::Tensor &k, const at::Tensor &v,
                 const at::Tensor &slots)
 {
     checkWriteKv(kPool, vPool, k, v, slots);
-    const std::int64_t T = k.size(0), width = k.size(1) * k.size(2), slotCount = kPool.size(0);
-    const std::size_t bytes = std::size_t(width) * k.element_size();
+    const std::int64_t T = k.size(0), Hkv = kPool.size(1), B = kPool.size(2), D = kPool.size(3);
+    const std::int64_t slotCount = kPool.size(0) * B, es = k.element_size();
+    const std::size_t row = std::size_t(D * es);
     const auto *slot = slots.data_ptr<std::int32_t>();
     auto *kd = static_cast<char *>(kPool.data_ptr());
     auto *vd = static_cast<char *>(vPool.data_ptr());
     const auto *ks = static_cast<const char *>(k.data_ptr());
     const auto *vs = static_cast<const char *>(v.data_ptr());
-    const std::int64_t kStride = k.stride(0) * k.element_size(), vStride = v.stride(0) * v.element_size();
+    const std::int64_t kStride = k.stride(0) * es, vStride = v.stride(0) * es;
     for (std::int64_t t = 0; t < T; ++t) {
         TORCH_CHECK(slot[t] >= 0 && slot[t] < slotCount, "write_kv: slot ", slot[t], " outside the pool");
-        std::memcpy(kd + std::int64_t(slot[t]) * std::int64_t(bytes), ks + t * kStride, bytes);
-        std::memcpy(vd + std::int64_t(slot[t]) * std::int64_t(bytes), vs + t * vStride, bytes);
+        const std::int64_t block = slot[t] / B, offset = slot[t] % B;
+        for (std::int64_t h = 0; h < Hkv; ++h) {
+            const std::int64_t at = ((block * Hkv + h) * B + offset) * D * es;
+            std::memcpy(kd + at, ks + t * kStride + h * D * es, row);
+            std::memcpy(vd + at, vs + t * vStride + h * D * es, row);
+        }
     }
 }
 
-// One (query token, head): the same online softmax as the CUDA kernel, over
-// the keys in position order.
+// The CPU kernel. Query tokens are taken in runs of one sequence at
+// consecutive positions (how a step lays them out: a prefill chunk is one
+// run, a decode token a run of one):
+//  - a run of one: per head, its scores over the context (vectorised dot
+//    products), the softmax, the weighted sum of the values;
+//  - a longer run (a prefill chunk): per KV head, the context's keys and
+//    values gathered out of the blocks once, then per query head two
+//    matrix products (OpenBLAS: scores = Q·Kᵀ, out = P·V) with the causal
+//    mask and the softmax between them.
+// All in float whatever the storage type. A run's result depends only on its
+// own sequence's keys and on the run, never on the rest of the step.
+template <class T> float toFloat(T x)
+{
+    return float(x);
+}
+
+struct AttentionShape {
+    std::int64_t H, Hkv, D, group, width, blockTokens, qRow;
+    float scale;
+};
+
+// The pool is [blocks, kv_heads, block_tokens, head_dim]: one head's rows of a
+// block are contiguous, so a head's walk over a sequence streams whole blocks.
+template <class T>
+const T *keyRow(const T *pool, const std::int32_t *table, std::int64_t p, const AttentionShape &a, std::int64_t kvHead)
+{
+    const std::int64_t block = table[p / a.blockTokens];
+    return pool + ((block * a.Hkv + kvHead) * a.blockTokens + p % a.blockTokens) * a.D;
+}
+
+// One query token, one head.
 template <class T>
 void attendOne(const T *q, const T *kPool, const T *vPool, const std::int32_t *table, std::int64_t context,
-               std::int64_t blockTokens, std::int64_t rowStride, std::int64_t D, float scale, float *acc, T *out)
+               const AttentionShape &a, std::int64_t head, std::vector<float> &scores, std::vector<float> &acc,
+               T *out)
 {
-    float m = -std::numeric_limits<float>::infinity(), l = 0.f;
-    std::fill(acc, acc + D, 0.f);
-    for (std::int64_t p = 0; p < context; ++p) {
-        const std::int64_t slot = std::int64_t(table[p / blockTokens]) * blockTokens + p % blockTokens;
-        const T *k = kPool + slot * rowStride;
-        float dot = 0.f;
-        for (std::int64_t e = 0; e < D; ++e)
-            dot += float(q[e]) * float(k[e]);
-        const float s = dot * scale;
-        const float mNew = std::max(m, s);
-        const float c = std::exp(m - mNew), w = std::exp(s - mNew);
-        l = l * c + w;
-        const T *v = vPool + slot * rowStride;
-        for (std::int64_t e = 0; e < D; ++e)
-            acc[e] = acc[e] * c + w * float(v[e]);
-        m = mNew;
-    }
+    const std::int64_t D = a.D, kvHead = head / a.group;
+    scores.resize(std::size_t(context));
+    float qf[512];
     for (std::int64_t e = 0; e < D; ++e)
-        out[e] = T(acc[e] / l);
+        qf[e] = toFloat(q[e]) * a.scale;
+    float m = -std::numeric_limits<float>::infinity();
+    for (std::int64_t p = 0; p < context; ++p) {
+        const T *k = keyRow(kPool, table, p, a, kvHead);
+        float dot = 0.f;
+#pragma omp simd reduction(+ : dot)
+        for (std::int64_t e = 0; e < D; ++e)
+            dot += qf[e] * toFloat(k[e]);
+        scores[std::size_t(p)] = dot;
+        m = std::max(m, dot);
+    }
+    float sum = 0.f;
+    for (std::int64_t p = 0; p < context; ++p) {
+        const float w = std::exp(scores[std::size_t(p)] - m);
+        scores[std::size_t(p)] = w;
+        sum += w;
+    }
+    acc.assign(std::size_t(D), 0.f);
+    float *accp = acc.data();
+    for (std::int64_t p = 0; p < context; ++p) {
+        const T *v = keyRow(vPool, table, p, a, kvHead);
+        const float w = scores[std::size_t(p)];
+#pragma omp simd
+        for (std::int64_t e = 0; e < D; ++e)
+            accp[e] += w * toFloat(v[e]);
+    }
+    const float inv = 1.f / sum;
+    for (std::int64_t e = 0; e < D; ++e)
+        out[e] = T(accp[e] * inv);
+}
+
+// A run of n query tokens of one sequence at positions first .. first+n-1,
+// one KV head and the query heads that share it.
+template <class T>
+void attendRun(const T *q, const T *kPool, const T *vPool, const std::int32_t *table, std::int64_t first,
+               std::int64_t n, const AttentionShape &a, std::int64_t kvHead, std::vector<float> &scratch, T *out)
+{
+    const std::int64_t D = a.D, context = first + n;
+    scratch.resize(std::size_t(2 * context * D + n * D + n * context + n * D));
+    float *K = scratch.data(), *V = K + context * D, *Q = V + context * D, *S = Q + n * D, *O = S + n * context;
+    for (std::int64_t p = 0; p < context; ++p) {
+        const T *k = keyRow(kPool, table, p, a, kvHead), *v = keyRow(vPool, table, p, a, kvHead);
+        for (std::int64_t e = 0; e < D; ++e) {
+            K[p * D + e] = toFloat(k[e]);
+            V[p * D + e] = toFloat(v[e]);
+        }
+    }
+    for (std::int64_t h = kvHead * a.group; h < (kvHead + 1) * a.group; ++h) {
+        for (std::int64_t i = 0; i < n; ++i)
+            for (std::int64_t e = 0; e < D; ++e)
+                Q[i * D + e] = toFloat(q[i * a.qRow + h * D + e]) * a.scale;
+        sgemmNT(int(n), int(context), int(D), Q, int(D), K, int(D), S, int(context));
+        for (std::int64_t i = 0; i < n; ++i) {
+            float *row = S + i * context;
+            const std::int64_t allowed = first + i + 1; // causal: keys 0 .. its own position
+            const float m = *std::max_element(row, row + allowed);
+            float sum = 0.f;
+            for (std::int64_t p = 0; p < allowed; ++p) {
+                row[p] = std::exp(row[p] - m);
+                sum += row[p];
+            }
+            const float inv = 1.f / sum;
+            for (std::int64_t p = 0; p < allowed; ++p)
+                row[p] *= inv;
+            std::fill(row + allowed, row + context, 0.f);
+        }
+        sgemmNN(int(n), int(D), int(context), S, int(context), V, int(D), O, int(D));
+        for (std::int64_t i = 0; i < n; ++i)
+            for (std::int64_t e = 0; e < D; ++e)
+                out[(i * a.H + h) * D + e] = T(O[i * D + e]);
+    }
 }
 
 at::Tensor pagedAttentionCpu(const at::Tensor &q, const at::Tensor &kPool, const at::Tensor &vPool,
@@ -110,7 +207,8 @@ at::Tensor pagedAttentionCpu(const at::Tensor &q, const at::Tensor &kPool, const
 {
     checkAttention(q, kPool, vPool, blockTables, querySeq, positions, blockTokens);
     const std::int64_t T = q.size(0), H = q.size(1), D = q.size(2), Hkv = kPool.size(1);
-    const std::int64_t group = H / Hkv, width = blockTables.size(1), slots = kPool.size(0);
+    TORCH_CHECK(D <= 512, "paged_attention: head_dim ", D, " is above the CPU kernel's 512");
+    const std::int64_t width = blockTables.size(1), slots = kPool.size(0) * blockTokens;
     at::Tensor out = at::empty({T, H, D}, q.options());
     const auto *seq = querySeq.data_ptr<std::int32_t>();
     const auto *pos = positions.data_ptr<std::int32_t>();
@@ -125,20 +223,43 @@ at::Tensor pagedAttentionCpu(const at::Tensor &q, const at::Tensor &kPool, const
             TORCH_CHECK(table[b] >= 0 && (table[b] + 1) * blockTokens <= slots, "paged_attention: block ",
                         table[b], " outside the pool");
     }
+    // Runs: consecutive tokens of one sequence at consecutive positions.
+    std::vector<std::pair<std::int64_t, std::int64_t>> runs; // (first token, count)
+    for (std::int64_t t = 0; t < T;) {
+        std::int64_t n = 1;
+        while (t + n < T && seq[t + n] == seq[t] && pos[t + n] == pos[t] + n)
+            ++n;
+        runs.emplace_back(t, n);
+        t += n;
+    }
+    const AttentionShape a{H, Hkv, D, H / Hkv, width, blockTokens, q.stride(0), float(scale)};
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, q.scalar_type(), "paged_attention", [&] {
         const auto *qp = q.data_ptr<scalar_t>();
         const auto *kp = kPool.data_ptr<scalar_t>();
         const auto *vp = vPool.data_ptr<scalar_t>();
         auto *op = out.data_ptr<scalar_t>();
-        const std::int64_t qRow = q.stride(0), rowStride = Hkv * D;
-        // Grain: a few (token, head) pairs per task; each is a context's worth of work.
-        at::parallel_for(0, T * H, 4, [&](std::int64_t begin, std::int64_t end) {
-            std::vector<float> acc(static_cast<std::size_t>(D));
+        // Tasks: (run, KV head) for runs of several tokens, (run, head) for single ones.
+        std::vector<std::array<std::int64_t, 3>> tasks; // run, head (single) or KV head (run), kind
+        for (std::size_t r = 0; r < runs.size(); ++r) {
+            if (runs[r].second == 1)
+                for (std::int64_t h = 0; h < H; ++h)
+                    tasks.push_back({std::int64_t(r), h, 0});
+            else
+                for (std::int64_t g = 0; g < Hkv; ++g)
+                    tasks.push_back({std::int64_t(r), g, 1});
+        }
+        at::parallel_for(0, std::int64_t(tasks.size()), 1, [&](std::int64_t begin, std::int64_t end) {
+            std::vector<float> scores, acc;
             for (std::int64_t i = begin; i < end; ++i) {
-                const std::int64_t t = i / H, h = i % H;
-                attendOne(qp + t * qRow + h * D, kp + (h / group) * D, vp + (h / group) * D,
-                          tables + seq[t] * width, std::int64_t(pos[t]) + 1, blockTokens, rowStride, D,
-                          float(scale), acc.data(), op + (t * H + h) * D);
+                const auto [r, h, kind] = tasks[std::size_t(i)];
+                const auto [t0, n] = runs[std::size_t(r)];
+                const std::int32_t *table = tables + seq[t0] * width;
+                if (kind == 0)
+                    attendOne(qp + t0 * a.qRow + h * D, kp, vp, table, std::int64_t(pos[t0]) + 1, a, h, scores, acc,
+                              op + (t0 * H + h) * D);
+                else
+                    attendRun(qp + t0 * a.qRow, kp, vp, table, std::int64_t(pos[t0]), n, a, h, scores,
+                              op + t0 * H * D);
             }
         });
     });
@@ -170,7 +291,9 @@ void writeKvCuda(at::Tensor &kPool, at::Tensor &vPool, const at::Tensor &k, cons
     a.vPool = vPool.data_ptr();
     a.slots = slots.data_ptr<std::int32_t>();
     a.tokens = k.size(0);
-    a.width = int(k.size(1) * k.size(2));
+    a.kvHeads = int(kPool.size(1));
+    a.blockTokens = int(kPool.size(2));
+    a.headDim = int(kPool.size(3));
     kernels::launchWriteKv(a, elementOf(k), c10::cuda::getCurrentCUDAStream(kPool.device().index()).stream());
 }
 

@@ -65,9 +65,9 @@ template <class T, int EPL> __global__ void __launch_bounds__(kWarps * 32) paged
     for (int e = 0; e < EPL; ++e)
         qv[e] = toFloat(q[e]) * a.scale;
 
-    const long long rowStride = (long long)a.kvHeads * D;
-    const T *kBase = static_cast<const T *>(a.kPool) + (long long)kvHead * D + lane * EPL;
-    const T *vBase = static_cast<const T *>(a.vPool) + (long long)kvHead * D + lane * EPL;
+    // [blocks, kvHeads, B, D]: row of position p = ((block * kvHeads + kvHead) * B + p % B) * D
+    const T *kBase = static_cast<const T *>(a.kPool) + lane * EPL;
+    const T *vBase = static_cast<const T *>(a.vPool) + lane * EPL;
 
     float m = -INFINITY, l = 0.f, acc[EPL];
 #pragma unroll
@@ -83,11 +83,11 @@ template <class T, int EPL> __global__ void __launch_bounds__(kWarps * 32) paged
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
             const int p = min(p0 + u, end - 1); // past the span: a valid row, masked below
-            slot[u] = (long long)table[p / B] * B + p % B;
+            slot[u] = ((long long)table[p / B] * a.kvHeads + kvHead) * B + p % B; // the row, in rows of D
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
-            const T *k = kBase + slot[u] * rowStride;
+            const T *k = kBase + slot[u] * D;
             float dot = 0.f;
 #pragma unroll
             for (int e = 0; e < EPL; ++e)
@@ -110,7 +110,7 @@ template <class T, int EPL> __global__ void __launch_bounds__(kWarps * 32) paged
                 continue;
             const float w = __expf(s[u] - mNew);
             l += w;
-            const T *v = vBase + slot[u] * rowStride;
+            const T *v = vBase + slot[u] * D;
 #pragma unroll
             for (int e = 0; e < EPL; ++e)
                 acc[e] += w * toFloat(v[e]);
@@ -151,13 +151,15 @@ template <class T> __global__ void writeKvKernel(WriteKvArgs a)
 {
     const long long token = blockIdx.x;
     const long long slot = a.slots[token];
+    const long long block = slot / a.blockTokens, offset = slot % a.blockTokens;
     const T *k = static_cast<const T *>(a.k) + token * a.kRowStride;
     const T *v = static_cast<const T *>(a.v) + token * a.vRowStride;
-    T *kd = static_cast<T *>(a.kPool) + slot * a.width;
-    T *vd = static_cast<T *>(a.vPool) + slot * a.width;
-    for (int i = threadIdx.x; i < a.width; i += blockDim.x) {
-        kd[i] = k[i];
-        vd[i] = v[i];
+    const int D = a.headDim, width = a.kvHeads * D;
+    for (int i = threadIdx.x; i < width; i += blockDim.x) {
+        const int h = i / D, e = i % D;
+        const long long at = ((block * a.kvHeads + h) * a.blockTokens + offset) * D + e;
+        static_cast<T *>(a.kPool)[at] = k[i];
+        static_cast<T *>(a.vPool)[at] = v[i];
     }
 }
 

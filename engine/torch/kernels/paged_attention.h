@@ -10,7 +10,9 @@
 //     slots  int32 [tokens]: where each token's key and value go
 //   pagedAttention(q, kPool, vPool, blockTables, querySeq, positions, blockTokens, scale)
 //     q            [tokens, heads, headDim], heads contiguous in a row
-//     kPool/vPool  [slots, kvHeads, headDim], contiguous (kv_pool.h)
+//     kPool/vPool  [blocks, kvHeads, blockTokens, headDim], contiguous (kv_pool.h):
+//                  a token's slot is block * blockTokens + offset, and one
+//                  head's rows of a block are contiguous
 //     blockTables  int32 [sequences, width]: each sequence's blocks
 //     querySeq     int32 [tokens]: the sequence of each query token
 //     positions    int32 [tokens]: its position; it attends causally to its

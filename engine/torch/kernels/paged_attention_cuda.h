@@ -5,7 +5,8 @@
 //
 // Layouts (element counts, not bytes):
 //   q            [tokens, heads, headDim]; row stride qRowStride, heads contiguous
-//   kPool/vPool  [slots, kvHeads, headDim], contiguous; slot = block * blockTokens + offset
+//   kPool/vPool  [blocks, kvHeads, blockTokens, headDim], contiguous; a token's
+//                slot = block * blockTokens + offset
 //   blockTables  int32 [sequences, tableStride]
 //   querySeq     int32 [tokens]: the row of blockTables a query token belongs to
 //   positions    int32 [tokens]: its position; it attends to its sequence's
@@ -45,7 +46,7 @@ struct WriteKvArgs {
     void *vPool = nullptr;
     const std::int32_t *slots = nullptr;
     std::int64_t tokens = 0;
-    int width = 0; // kvHeads * headDim, contiguous in each row
+    int kvHeads = 0, blockTokens = 0, headDim = 0; // each k / v row holds kvHeads * headDim, heads contiguous
 };
 
 // Head sizes the attention kernel is built for (a multiple of 32, at most 256).
