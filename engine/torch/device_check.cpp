@@ -1,10 +1,10 @@
 #include "engine/model/device_check.h"
 
-#include "torch_models.h"
 #include "kernels/paged_attention.h"
 #include "tiny_decoder.h"
 #include "torch_backend.h"
 #include "torch_device.h"
+#include "torch_models.h"
 #include "transformer_layers.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -29,7 +29,12 @@ const std::vector<OpCase> &opCases()
 {
     static const std::vector<OpCase> cases = {
         {"decode, 64-d heads, blocks of 16", 4, 4, 64, 16, {{0, 1}, {6, 1}, {32, 1}, {63, 1}, {129, 1}}},
-        {"prefill chunk beside decodes, GQA 8/2, 128-d, blocks of 8", 8, 2, 128, 8, {{30, 20}, {5, 1}, {0, 9}}},
+        {"prefill chunk beside decodes, GQA 8/2, 128-d, blocks of 8",
+         8,
+         2,
+         128,
+         8,
+         {{30, 20}, {5, 1}, {0, 9}}},
         {"32-d heads, blocks of 1", 2, 1, 32, 1, {{3, 1}, {0, 4}, {40, 2}}},
     };
     return cases;
@@ -89,7 +94,8 @@ DeviceCheckLine checkOps(const OpCase &c, at::ScalarType dtype, const at::Device
     std::vector<std::int32_t> tableFlat(std::size_t(S * width), 0), newSlots, querySeq, positions;
     std::vector<int> seqOf, posOf;
     for (std::int64_t s = 0; s < S; ++s) {
-        std::copy(tables[std::size_t(s)].begin(), tables[std::size_t(s)].end(), tableFlat.begin() + s * width);
+        std::copy(tables[std::size_t(s)].begin(), tables[std::size_t(s)].end(),
+                  tableFlat.begin() + s * width);
         const auto [cached, fed] = c.sequences[std::size_t(s)];
         for (int j = 0; j < fed; ++j) {
             newSlots.push_back(std::int32_t(slotsOf[std::size_t(s)][std::size_t(cached + j)]));
@@ -103,11 +109,11 @@ DeviceCheckLine checkOps(const OpCase &c, at::ScalarType dtype, const at::Device
     at::Generator gen = at::detail::createCPUGenerator(rng());
     const auto cpu = at::TensorOptions().dtype(at::kFloat);
     // The pool holds the cached tokens' rows already; the step writes the new
-    // ones. [blocks, kvHeads, B, D]; the reference reads it by slot.
-    at::Tensor kPool = at::normal(0, 1, {blocks, c.kvHeads, B, c.headDim}, gen, cpu).to(dtype);
-    at::Tensor vPool = at::normal(0, 1, {blocks, c.kvHeads, B, c.headDim}, gen, cpu).to(dtype);
+    // ones. [kvHeads, blocks, B, D]; the reference reads it by slot.
+    at::Tensor kPool = at::normal(0, 1, {c.kvHeads, blocks, B, c.headDim}, gen, cpu).to(dtype);
+    at::Tensor vPool = at::normal(0, 1, {c.kvHeads, blocks, B, c.headDim}, gen, cpu).to(dtype);
     const auto bySlot = [&](const at::Tensor &pool) {
-        return pool.permute({0, 2, 1, 3}).reshape({slots, c.kvHeads, c.headDim});
+        return pool.permute({1, 2, 0, 3}).reshape({slots, c.kvHeads, c.headDim});
     };
     // q, k, v as views of one fused projection, as the models pass them
     const std::int64_t qkvWidth = std::int64_t(c.heads + 2 * c.kvHeads) * c.headDim;
@@ -130,10 +136,10 @@ DeviceCheckLine checkOps(const OpCase &c, at::ScalarType dtype, const at::Device
     const at::Tensor qkvDev = qkv.to(device);
     const auto [qD, kD, vD] = views(qkvDev);
     writeKv(kDev, vDev, kD, vD, slotsT.to(device));
-    const at::Tensor got = pagedAttention(qD, kDev, vDev, tableT.to(device), seqT.to(device), posT.to(device), B,
-                                          scale)
-                               .to(at::kCPU)
-                               .to(at::kDouble);
+    const at::Tensor got =
+        pagedAttention(qD, kDev, vDev, tableT.to(device), seqT.to(device), posT.to(device), B, scale)
+            .to(at::kCPU)
+            .to(at::kDouble);
     // The reference: the same writes by plain indexing, then dense attention.
     const auto [q, k, v] = views(qkv);
     const at::Tensor slots64 = slotsT.to(at::kLong);
@@ -142,10 +148,11 @@ DeviceCheckLine checkOps(const OpCase &c, at::ScalarType dtype, const at::Device
     vRef.index_copy_(0, slots64, v.to(at::kDouble));
     const at::Tensor want = reference(q.to(at::kDouble), kRef, vRef, slotsOf, seqOf, posOf, c.kvHeads, scale);
     // The pool rows the write touched must be the new keys exactly.
-    const double writeError = (bySlot(kDev.to(at::kCPU)).to(at::kDouble).index_select(0, slots64) - k.to(at::kDouble))
-                                  .abs()
-                                  .max()
-                                  .item<double>();
+    const double writeError =
+        (bySlot(kDev.to(at::kCPU)).to(at::kDouble).index_select(0, slots64) - k.to(at::kDouble))
+            .abs()
+            .max()
+            .item<double>();
     line.error = (got - want).abs().max().item<double>() / std::max(1e-12, want.abs().max().item<double>());
     line.passed = writeError == 0 && line.error <= line.limit && std::isfinite(line.error);
     line.detail = std::to_string(S) + " sequences, " + std::to_string(T) + " query tokens" +
@@ -197,7 +204,8 @@ DeviceCheckLine compareTokens(const std::string &name, const std::vector<std::ve
         }
     line.error = differ;
     line.passed = differ == 0 && compared > 0;
-    line.detail = std::to_string(compared) + " tokens compared over " + std::to_string(ref.size()) + " sequences";
+    line.detail =
+        std::to_string(compared) + " tokens compared over " + std::to_string(ref.size()) + " sequences";
     return line;
 }
 
@@ -249,9 +257,8 @@ void checkDecoder(const std::string &device, DeviceCheckReport &report)
         ModelSpec devSpec = spec;
         devSpec.device = device;
         devSpec.cudaGraphs = graphs;
-        const std::string name =
-            std::string("tiny-decoder small float32 on ") + device + (graphs ? ", CUDA graphs" : ", eager") +
-            " vs the CPU";
+        const std::string name = std::string("tiny-decoder small float32 on ") + device +
+                                 (graphs ? ", CUDA graphs" : ", eager") + " vs the CPU";
         auto model = createTorchBackend(devSpec);
         if (!model) {
             report.lines.push_back({name, false, 1, 0, model.status().toString()});
@@ -283,11 +290,12 @@ void checkDecoder(const std::string &device, DeviceCheckReport &report)
             for (std::size_t i = 0; i < requests.size(); ++i)
                 steps->release(i + 1);
             if (ok)
-                report.lines.push_back(compareTokens("tiny-decoder small float32 on " + device +
-                                                         ", continuous steps vs the CPU",
-                                                     stepped, ref, refLogits));
+                report.lines.push_back(
+                    compareTokens("tiny-decoder small float32 on " + device + ", continuous steps vs the CPU",
+                                  stepped, ref, refLogits));
             else
-                report.lines.push_back({"tiny-decoder continuous steps on " + device, false, 1, 0, "a step failed"});
+                report.lines.push_back(
+                    {"tiny-decoder continuous steps on " + device, false, 1, 0, "a step failed"});
         }
     }
 }

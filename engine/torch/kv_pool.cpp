@@ -34,36 +34,39 @@ Result<std::unique_ptr<KvPool>> KvPool::create(const KvPoolShape &shape, const K
         // kv_cache_tokens) and the pool then hold the same number of tokens.
         blocks = request.tokens / request.blockTokens;
         if (blocks < 1)
-            return Status(StatusCode::InvalidArgument,
-                          "kv_cache_tokens " + std::to_string(request.tokens) + " holds no whole KV block of " +
-                              std::to_string(request.blockTokens) + " tokens");
+            return Status(StatusCode::InvalidArgument, "kv_cache_tokens " + std::to_string(request.tokens) +
+                                                           " holds no whole KV block of " +
+                                                           std::to_string(request.blockTokens) + " tokens");
     } else {
         const std::int64_t free = freeDeviceMemory(device);
         blocks = std::int64_t(double(free) * request.memoryFraction) / perBlock - 1;
         if (blocks < 1)
-            return Status(StatusCode::ResourceExhausted,
-                          "no room for a KV cache on " + device.str() + ": " + mib(double(free)) +
-                              " free, one block of " + std::to_string(request.blockTokens) + " tokens takes " +
-                              mib(double(perBlock)));
+            return Status(StatusCode::ResourceExhausted, "no room for a KV cache on " + device.str() + ": " +
+                                                             mib(double(free)) + " free, one block of " +
+                                                             std::to_string(request.blockTokens) +
+                                                             " tokens takes " + mib(double(perBlock)));
     }
     const std::int64_t slots = (blocks + 1) * request.blockTokens; // + the scratch block
     const std::int64_t need = slots * perToken;
     at::Tensor storage;
     try {
-        storage = at::empty({shape.layers, 2, blocks + 1, shape.kvHeads, request.blockTokens, shape.headDim},
+        storage = at::empty({shape.layers, 2, shape.kvHeads, blocks + 1, request.blockTokens, shape.headDim},
                             at::TensorOptions().dtype(shape.dtype).device(device));
     } catch (const std::exception &) {
         return Status(StatusCode::ResourceExhausted,
                       "the KV cache of " + std::to_string(blocks * request.blockTokens) + " tokens needs " +
                           mib(double(need)) + " on " + device.str() + ", " +
-                          mib(double(freeDeviceMemory(device))) + " free: lower kv_cache_tokens or "
-                                                                "kv_memory_fraction");
+                          mib(double(freeDeviceMemory(device))) +
+                          " free: lower kv_cache_tokens or "
+                          "kv_memory_fraction");
     }
     return std::unique_ptr<KvPool>(new KvPool(shape, request, blocks, std::move(storage)));
 }
 
-KvPool::KvPool(const KvPoolShape &shape, const KvPoolRequest &request, std::int64_t blocks, at::Tensor storage)
-    : m_shape(shape), m_request(request), m_books(blocks, request.blockTokens, 1), m_storage(std::move(storage))
+KvPool::KvPool(const KvPoolShape &shape, const KvPoolRequest &request, std::int64_t blocks,
+               at::Tensor storage)
+    : m_shape(shape), m_request(request), m_books(blocks, request.blockTokens, 1),
+      m_storage(std::move(storage))
 {
     for (int l = 0; l < shape.layers; ++l) {
         m_keys.push_back(m_storage.select(0, l).select(0, 0));

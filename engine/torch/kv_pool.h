@@ -50,8 +50,8 @@ public:
     // Usable slots (the scratch block left out).
     std::int64_t capacityTokens() const { return m_books.totalBlocks() * m_books.blockTokens(); }
     std::int64_t bytes() const { return m_storage.numel() * std::int64_t(m_storage.element_size()); }
-    // Layer `layer`'s pools, [blocks, kvHeads, blockTokens, headDim] (views of
-    // one allocation): a head's rows of a block are contiguous.
+    // Layer `layer`'s pools, [kvHeads, blocks, blockTokens, headDim] (views of
+    // one allocation): a head's rows of consecutive blocks are contiguous.
     at::Tensor &keys(int layer) { return m_keys[std::size_t(layer)]; }
     at::Tensor &values(int layer) { return m_values[std::size_t(layer)]; }
     // "8,192 slots (512 blocks of 16), 96.0 MiB bf16 on cuda:0"
@@ -63,7 +63,7 @@ private:
     KvPoolShape m_shape;
     KvPoolRequest m_request;
     KvBlockPool m_books;
-    at::Tensor m_storage; // [layers, 2, blocks, kvHeads, blockTokens, headDim]
+    at::Tensor m_storage; // [layers, 2, kvHeads, blocks, blockTokens, headDim]
     std::vector<at::Tensor> m_keys, m_values;
 };
 

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #ifdef BATCHPILOT_TORCH_CUDA
@@ -29,8 +30,9 @@ void checkWriteKv(const at::Tensor &kPool, const at::Tensor &vPool, const at::Te
 {
     TORCH_CHECK(kPool.dim() == 4 && vPool.sizes() == kPool.sizes() && kPool.is_contiguous() &&
                     vPool.is_contiguous(),
-                "write_kv: the pools must be contiguous [blocks, kv_heads, block_tokens, head_dim]");
-    TORCH_CHECK(k.dim() == 3 && v.sizes() == k.sizes() && k.size(1) == kPool.size(1) && k.size(2) == kPool.size(3),
+                "write_kv: the pools must be contiguous [kv_heads, blocks, block_tokens, head_dim]");
+    TORCH_CHECK(k.dim() == 3 && v.sizes() == k.sizes() && k.size(1) == kPool.size(0) &&
+                    k.size(2) == kPool.size(3),
                 "write_kv: k and v must be [tokens, kv_heads, head_dim] of the pool's heads and head_dim");
     TORCH_CHECK(k.stride(2) == 1 && k.stride(1) == k.size(2) && v.stride(2) == 1 && v.stride(1) == v.size(2),
                 "write_kv: each row of k and v must be contiguous");
@@ -47,18 +49,21 @@ void checkAttention(const at::Tensor &q, const at::Tensor &kPool, const at::Tens
 {
     TORCH_CHECK(q.dim() == 3 && q.stride(2) == 1 && q.stride(1) == q.size(2),
                 "paged_attention: q must be [tokens, heads, head_dim] with each row's heads contiguous");
-    TORCH_CHECK(kPool.dim() == 4 && vPool.sizes() == kPool.sizes() && kPool.is_contiguous() &&
-                    vPool.is_contiguous() && kPool.size(3) == q.size(2),
-                "paged_attention: the pools must be contiguous [blocks, kv_heads, block_tokens, head_dim] of q's "
-                "head_dim");
-    TORCH_CHECK(kPool.size(1) > 0 && q.size(1) % kPool.size(1) == 0,
+    TORCH_CHECK(
+        kPool.dim() == 4 && vPool.sizes() == kPool.sizes() && kPool.is_contiguous() &&
+            vPool.is_contiguous() && kPool.size(3) == q.size(2),
+        "paged_attention: the pools must be contiguous [kv_heads, blocks, block_tokens, head_dim] of q's "
+        "head_dim");
+    TORCH_CHECK(kPool.size(0) > 0 && q.size(1) % kPool.size(0) == 0,
                 "paged_attention: heads must be a multiple of kv_heads");
     TORCH_CHECK(kPool.scalar_type() == q.scalar_type() && vPool.scalar_type() == q.scalar_type(),
                 "paged_attention: q and the pools must have one dtype");
-    TORCH_CHECK(blockTables.scalar_type() == at::kInt && blockTables.dim() == 2 && blockTables.is_contiguous(),
+    TORCH_CHECK(blockTables.scalar_type() == at::kInt && blockTables.dim() == 2 &&
+                    blockTables.is_contiguous(),
                 "paged_attention: block_tables must be contiguous int32 [sequences, width]");
     for (const at::Tensor *t : {&querySeq, &positions})
-        TORCH_CHECK(t->scalar_type() == at::kInt && t->dim() == 1 && t->size(0) == q.size(0) && t->is_contiguous(),
+        TORCH_CHECK(t->scalar_type() == at::kInt && t->dim() == 1 && t->size(0) == q.size(0) &&
+                        t->is_contiguous(),
                     "paged_attention: query_seq and positions must be int32 [tokens]");
     TORCH_CHECK(blockTokens > 0 && blockTokens == kPool.size(2),
                 "paged_attention: block_tokens must be the pools' block size");
@@ -68,8 +73,9 @@ void writeKvCpu(at::Tensor &kPool, at::Tensor &vPool, const at::Tensor &k, const
                 const at::Tensor &slots)
 {
     checkWriteKv(kPool, vPool, k, v, slots);
-    const std::int64_t T = k.size(0), Hkv = kPool.size(1), B = kPool.size(2), D = kPool.size(3);
-    const std::int64_t slotCount = kPool.size(0) * B, es = k.element_size();
+    const std::int64_t T = k.size(0), Hkv = kPool.size(0), blocks = kPool.size(1), B = kPool.size(2),
+                       D = kPool.size(3);
+    const std::int64_t slotCount = blocks * B, es = k.element_size();
     const std::size_t row = std::size_t(D * es);
     const auto *slot = slots.data_ptr<std::int32_t>();
     auto *kd = static_cast<char *>(kPool.data_ptr());
@@ -81,7 +87,7 @@ void writeKvCpu(at::Tensor &kPool, at::Tensor &vPool, const at::Tensor &k, const
         TORCH_CHECK(slot[t] >= 0 && slot[t] < slotCount, "write_kv: slot ", slot[t], " outside the pool");
         const std::int64_t block = slot[t] / B, offset = slot[t] % B;
         for (std::int64_t h = 0; h < Hkv; ++h) {
-            const std::int64_t at = ((block * Hkv + h) * B + offset) * D * es;
+            const std::int64_t at = ((h * blocks + block) * B + offset) * D * es;
             std::memcpy(kd + at, ks + t * kStride + h * D * es, row);
             std::memcpy(vd + at, vs + t * vStride + h * D * es, row);
         }
@@ -105,40 +111,80 @@ template <class T> float toFloat(T x)
 }
 
 struct AttentionShape {
-    std::int64_t H, Hkv, D, group, width, blockTokens, qRow;
-    float scale;
+    std::int64_t H, Hkv, D, group, width, blockTokens, qRow, blocks;
+    float scale = 1.f;
 };
 
-// The pool is [blocks, kv_heads, block_tokens, head_dim]: one head's rows of a
-// block are contiguous, so a head's walk over a sequence streams whole blocks.
+// The pool is [kv_heads, blocks, block_tokens, head_dim]: one head's rows of a
+// block are contiguous, and of consecutive blocks too, so a head's walk over a
+// sequence (whose blocks are mostly consecutive) is one stream.
 template <class T>
-const T *keyRow(const T *pool, const std::int32_t *table, std::int64_t p, const AttentionShape &a, std::int64_t kvHead)
+const T *keyRow(const T *pool, const std::int32_t *table, std::int64_t p, const AttentionShape &a,
+                std::int64_t kvHead)
 {
     const std::int64_t block = table[p / a.blockTokens];
-    return pool + ((block * a.Hkv + kvHead) * a.blockTokens + p % a.blockTokens) * a.D;
+    return pool + ((kvHead * a.blocks + block) * a.blockTokens + p % a.blockTokens) * a.D;
 }
 
-// One query token, one head.
+// The inner loops of a decode row, compiled for AVX-512, AVX2 and the
+// baseline and picked at run time (the build targets the baseline x86-64).
+// out[r] = rows[r]·q for `n` contiguous rows of `d` floats.
+__attribute__((target_clones("avx512f", "avx2,fma", "default"))) void
+dotRows(const float *rows, std::int64_t n, std::int64_t d, const float *q, float *out)
+{
+    for (std::int64_t r = 0; r < n; ++r) {
+        const float *row = rows + r * d;
+        float s = 0.f;
+#pragma omp simd reduction(+ : s)
+        for (std::int64_t e = 0; e < d; ++e)
+            s += row[e] * q[e];
+        out[r] = s;
+    }
+}
+// acc += Σ_r w[r] · rows[r].
+__attribute__((target_clones("avx512f", "avx2,fma", "default"))) void
+axpyRows(const float *rows, std::int64_t n, std::int64_t d, const float *w, float *acc)
+{
+    for (std::int64_t r = 0; r < n; ++r) {
+        const float *row = rows + r * d;
+        const float wr = w[r];
+#pragma omp simd
+        for (std::int64_t e = 0; e < d; ++e)
+            acc[e] += wr * row[e];
+    }
+}
+
+// A block's rows of one head as float: the pool's own memory for float32,
+// else converted into `buffer`.
+template <class T> const float *asFloat(const T *rows, std::int64_t count, std::vector<float> &buffer)
+{
+    if constexpr (std::is_same_v<T, float>) {
+        return rows;
+    } else {
+        buffer.resize(std::size_t(count));
+        for (std::int64_t i = 0; i < count; ++i)
+            buffer[std::size_t(i)] = toFloat(rows[i]);
+        return buffer.data();
+    }
+}
+
+// One query token, one head: block by block (a head's rows of a block are
+// contiguous), scores, softmax, the weighted sum of the values.
 template <class T>
 void attendOne(const T *q, const T *kPool, const T *vPool, const std::int32_t *table, std::int64_t context,
-               const AttentionShape &a, std::int64_t head, std::vector<float> &scores, std::vector<float> &acc,
-               T *out)
+               const AttentionShape &a, std::int64_t head, std::vector<float> &scores,
+               std::vector<float> &acc, std::vector<float> &convert, T *out)
 {
-    const std::int64_t D = a.D, kvHead = head / a.group;
+    const std::int64_t D = a.D, kvHead = head / a.group, B = a.blockTokens;
     scores.resize(std::size_t(context));
     float qf[512];
     for (std::int64_t e = 0; e < D; ++e)
         qf[e] = toFloat(q[e]) * a.scale;
-    float m = -std::numeric_limits<float>::infinity();
-    for (std::int64_t p = 0; p < context; ++p) {
-        const T *k = keyRow(kPool, table, p, a, kvHead);
-        float dot = 0.f;
-#pragma omp simd reduction(+ : dot)
-        for (std::int64_t e = 0; e < D; ++e)
-            dot += qf[e] * toFloat(k[e]);
-        scores[std::size_t(p)] = dot;
-        m = std::max(m, dot);
+    for (std::int64_t p = 0; p < context; p += B) {
+        const std::int64_t n = std::min(B, context - p);
+        dotRows(asFloat(keyRow(kPool, table, p, a, kvHead), n * D, convert), n, D, qf, scores.data() + p);
     }
+    const float m = *std::max_element(scores.begin(), scores.begin() + context);
     float sum = 0.f;
     for (std::int64_t p = 0; p < context; ++p) {
         const float w = std::exp(scores[std::size_t(p)] - m);
@@ -146,28 +192,27 @@ void attendOne(const T *q, const T *kPool, const T *vPool, const std::int32_t *t
         sum += w;
     }
     acc.assign(std::size_t(D), 0.f);
-    float *accp = acc.data();
-    for (std::int64_t p = 0; p < context; ++p) {
-        const T *v = keyRow(vPool, table, p, a, kvHead);
-        const float w = scores[std::size_t(p)];
-#pragma omp simd
-        for (std::int64_t e = 0; e < D; ++e)
-            accp[e] += w * toFloat(v[e]);
+    for (std::int64_t p = 0; p < context; p += B) {
+        const std::int64_t n = std::min(B, context - p);
+        axpyRows(asFloat(keyRow(vPool, table, p, a, kvHead), n * D, convert), n, D, scores.data() + p,
+                 acc.data());
     }
     const float inv = 1.f / sum;
     for (std::int64_t e = 0; e < D; ++e)
-        out[e] = T(accp[e] * inv);
+        out[e] = T(acc[std::size_t(e)] * inv);
 }
 
 // A run of n query tokens of one sequence at positions first .. first+n-1,
 // one KV head and the query heads that share it.
 template <class T>
 void attendRun(const T *q, const T *kPool, const T *vPool, const std::int32_t *table, std::int64_t first,
-               std::int64_t n, const AttentionShape &a, std::int64_t kvHead, std::vector<float> &scratch, T *out)
+               std::int64_t n, const AttentionShape &a, std::int64_t kvHead, std::vector<float> &scratch,
+               T *out)
 {
     const std::int64_t D = a.D, context = first + n;
     scratch.resize(std::size_t(2 * context * D + n * D + n * context + n * D));
-    float *K = scratch.data(), *V = K + context * D, *Q = V + context * D, *S = Q + n * D, *O = S + n * context;
+    float *K = scratch.data(), *V = K + context * D, *Q = V + context * D, *S = Q + n * D,
+          *O = S + n * context;
     for (std::int64_t p = 0; p < context; ++p) {
         const T *k = keyRow(kPool, table, p, a, kvHead), *v = keyRow(vPool, table, p, a, kvHead);
         for (std::int64_t e = 0; e < D; ++e) {
@@ -202,13 +247,13 @@ void attendRun(const T *q, const T *kPool, const T *vPool, const std::int32_t *t
 }
 
 at::Tensor pagedAttentionCpu(const at::Tensor &q, const at::Tensor &kPool, const at::Tensor &vPool,
-                             const at::Tensor &blockTables, const at::Tensor &querySeq, const at::Tensor &positions,
-                             std::int64_t blockTokens, double scale)
+                             const at::Tensor &blockTables, const at::Tensor &querySeq,
+                             const at::Tensor &positions, std::int64_t blockTokens, double scale)
 {
     checkAttention(q, kPool, vPool, blockTables, querySeq, positions, blockTokens);
-    const std::int64_t T = q.size(0), H = q.size(1), D = q.size(2), Hkv = kPool.size(1);
+    const std::int64_t T = q.size(0), H = q.size(1), D = q.size(2), Hkv = kPool.size(0);
     TORCH_CHECK(D <= 512, "paged_attention: head_dim ", D, " is above the CPU kernel's 512");
-    const std::int64_t width = blockTables.size(1), slots = kPool.size(0) * blockTokens;
+    const std::int64_t width = blockTables.size(1), slots = kPool.size(1) * blockTokens;
     at::Tensor out = at::empty({T, H, D}, q.options());
     const auto *seq = querySeq.data_ptr<std::int32_t>();
     const auto *pos = positions.data_ptr<std::int32_t>();
@@ -232,7 +277,8 @@ at::Tensor pagedAttentionCpu(const at::Tensor &q, const at::Tensor &kPool, const
         runs.emplace_back(t, n);
         t += n;
     }
-    const AttentionShape a{H, Hkv, D, H / Hkv, width, blockTokens, q.stride(0), float(scale)};
+    AttentionShape a{H, Hkv, D, H / Hkv, width, blockTokens, q.stride(0), kPool.size(1)};
+    a.scale = float(scale);
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, q.scalar_type(), "paged_attention", [&] {
         const auto *qp = q.data_ptr<scalar_t>();
         const auto *kp = kPool.data_ptr<scalar_t>();
@@ -249,14 +295,14 @@ at::Tensor pagedAttentionCpu(const at::Tensor &q, const at::Tensor &kPool, const
                     tasks.push_back({std::int64_t(r), g, 1});
         }
         at::parallel_for(0, std::int64_t(tasks.size()), 1, [&](std::int64_t begin, std::int64_t end) {
-            std::vector<float> scores, acc;
+            std::vector<float> scores, acc, convert;
             for (std::int64_t i = begin; i < end; ++i) {
                 const auto [r, h, kind] = tasks[std::size_t(i)];
                 const auto [t0, n] = runs[std::size_t(r)];
                 const std::int32_t *table = tables + seq[t0] * width;
                 if (kind == 0)
-                    attendOne(qp + t0 * a.qRow + h * D, kp, vp, table, std::int64_t(pos[t0]) + 1, a, h, scores, acc,
-                              op + (t0 * H + h) * D);
+                    attendOne(qp + t0 * a.qRow + h * D, kp, vp, table, std::int64_t(pos[t0]) + 1, a, h,
+                              scores, acc, convert, op + (t0 * H + h) * D);
                 else
                     attendRun(qp + t0 * a.qRow, kp, vp, table, std::int64_t(pos[t0]), n, a, h, scores,
                               op + t0 * H * D);
@@ -291,19 +337,21 @@ void writeKvCuda(at::Tensor &kPool, at::Tensor &vPool, const at::Tensor &k, cons
     a.vPool = vPool.data_ptr();
     a.slots = slots.data_ptr<std::int32_t>();
     a.tokens = k.size(0);
-    a.kvHeads = int(kPool.size(1));
+    a.kvHeads = int(kPool.size(0));
+    a.blocks = kPool.size(1);
     a.blockTokens = int(kPool.size(2));
     a.headDim = int(kPool.size(3));
     kernels::launchWriteKv(a, elementOf(k), c10::cuda::getCurrentCUDAStream(kPool.device().index()).stream());
 }
 
 at::Tensor pagedAttentionCuda(const at::Tensor &q, const at::Tensor &kPool, const at::Tensor &vPool,
-                              const at::Tensor &blockTables, const at::Tensor &querySeq, const at::Tensor &positions,
-                              std::int64_t blockTokens, double scale)
+                              const at::Tensor &blockTables, const at::Tensor &querySeq,
+                              const at::Tensor &positions, std::int64_t blockTokens, double scale)
 {
     checkAttention(q, kPool, vPool, blockTables, querySeq, positions, blockTokens);
-    TORCH_CHECK(kernels::cudaAttentionSupports(int(q.size(2))), "paged_attention: no CUDA kernel for head_dim ",
-                q.size(2), " (built for 32, 64, 96, 128, 256)");
+    TORCH_CHECK(kernels::cudaAttentionSupports(int(q.size(2))),
+                "paged_attention: no CUDA kernel for head_dim ", q.size(2),
+                " (built for 32, 64, 96, 128, 256)");
     const c10::cuda::CUDAGuard guard(q.device());
     at::Tensor out = at::empty({q.size(0), q.size(1), q.size(2)}, q.options());
     kernels::AttentionArgs a;
@@ -318,11 +366,13 @@ at::Tensor pagedAttentionCuda(const at::Tensor &q, const at::Tensor &kPool, cons
     a.out = out.data_ptr();
     a.tokens = q.size(0);
     a.heads = int(q.size(1));
-    a.kvHeads = int(kPool.size(1));
+    a.kvHeads = int(kPool.size(0));
+    a.blocks = kPool.size(1);
     a.headDim = int(q.size(2));
     a.blockTokens = int(blockTokens);
     a.scale = float(scale);
-    kernels::launchPagedAttention(a, elementOf(q), c10::cuda::getCurrentCUDAStream(q.device().index()).stream());
+    kernels::launchPagedAttention(a, elementOf(q),
+                                  c10::cuda::getCurrentCUDAStream(q.device().index()).stream());
     return out;
 }
 #endif
@@ -361,14 +411,14 @@ void writeKv(at::Tensor &kPool, at::Tensor &vPool, const at::Tensor &k, const at
 }
 
 at::Tensor pagedAttention(const at::Tensor &q, const at::Tensor &kPool, const at::Tensor &vPool,
-                          const at::Tensor &blockTables, const at::Tensor &querySeq, const at::Tensor &positions,
-                          std::int64_t blockTokens, double scale)
+                          const at::Tensor &blockTables, const at::Tensor &querySeq,
+                          const at::Tensor &positions, std::int64_t blockTokens, double scale)
 {
-    static const auto op = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("batchpilot::paged_attention", "")
-                               .typed<at::Tensor(const at::Tensor &, const at::Tensor &, const at::Tensor &,
-                                                 const at::Tensor &, const at::Tensor &, const at::Tensor &,
-                                                 std::int64_t, double)>();
+    static const auto op =
+        c10::Dispatcher::singleton()
+            .findSchemaOrThrow("batchpilot::paged_attention", "")
+            .typed<at::Tensor(const at::Tensor &, const at::Tensor &, const at::Tensor &, const at::Tensor &,
+                              const at::Tensor &, const at::Tensor &, std::int64_t, double)>();
     return op.call(q, kPool, vPool, blockTables, querySeq, positions, blockTokens, scale);
 }
 

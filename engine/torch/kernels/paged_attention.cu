@@ -31,14 +31,32 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kUnroll = 4;
 
-__device__ __forceinline__ float toFloat(float x) { return x; }
-__device__ __forceinline__ float toFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float toFloat(__half x) { return __half2float(x); }
+__device__ __forceinline__ float toFloat(float x)
+{
+    return x;
+}
+__device__ __forceinline__ float toFloat(__nv_bfloat16 x)
+{
+    return __bfloat162float(x);
+}
+__device__ __forceinline__ float toFloat(__half x)
+{
+    return __half2float(x);
+}
 
 template <class T> __device__ __forceinline__ T fromFloat(float x);
-template <> __device__ __forceinline__ float fromFloat<float>(float x) { return x; }
-template <> __device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
-template <> __device__ __forceinline__ __half fromFloat<__half>(float x) { return __float2half(x); }
+template <> __device__ __forceinline__ float fromFloat<float>(float x)
+{
+    return x;
+}
+template <> __device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float x)
+{
+    return __float2bfloat16(x);
+}
+template <> __device__ __forceinline__ __half fromFloat<__half>(float x)
+{
+    return __float2half(x);
+}
 
 __device__ __forceinline__ float warpSum(float v)
 {
@@ -47,7 +65,8 @@ __device__ __forceinline__ float warpSum(float v)
     return v;
 }
 
-template <class T, int EPL> __global__ void __launch_bounds__(kWarps * 32) pagedAttentionKernel(AttentionArgs a)
+template <class T, int EPL>
+__global__ void __launch_bounds__(kWarps * 32) pagedAttentionKernel(AttentionArgs a)
 {
     constexpr int D = EPL * 32;
     const long long token = blockIdx.x;
@@ -65,7 +84,7 @@ template <class T, int EPL> __global__ void __launch_bounds__(kWarps * 32) paged
     for (int e = 0; e < EPL; ++e)
         qv[e] = toFloat(q[e]) * a.scale;
 
-    // [blocks, kvHeads, B, D]: row of position p = ((block * kvHeads + kvHead) * B + p % B) * D
+    // [kvHeads, blocks, B, D]: row of position p = ((kvHead * blocks + block) * B + p % B) * D
     const T *kBase = static_cast<const T *>(a.kPool) + lane * EPL;
     const T *vBase = static_cast<const T *>(a.vPool) + lane * EPL;
 
@@ -83,7 +102,7 @@ template <class T, int EPL> __global__ void __launch_bounds__(kWarps * 32) paged
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
             const int p = min(p0 + u, end - 1); // past the span: a valid row, masked below
-            slot[u] = ((long long)table[p / B] * a.kvHeads + kvHead) * B + p % B; // the row, in rows of D
+            slot[u] = ((long long)kvHead * a.blocks + table[p / B]) * B + p % B; // the row, in rows of D
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
@@ -157,7 +176,7 @@ template <class T> __global__ void writeKvKernel(WriteKvArgs a)
     const int D = a.headDim, width = a.kvHeads * D;
     for (int i = threadIdx.x; i < width; i += blockDim.x) {
         const int h = i / D, e = i % D;
-        const long long at = ((block * a.kvHeads + h) * a.blockTokens + offset) * D + e;
+        const long long at = (((long long)h * a.blocks + block) * a.blockTokens + offset) * D + e;
         static_cast<T *>(a.kPool)[at] = k[i];
         static_cast<T *>(a.vPool)[at] = v[i];
     }
@@ -179,7 +198,9 @@ template <class T> void attention(const AttentionArgs &a, cudaStream_t stream)
     case 96: pagedAttentionKernel<T, 3><<<grid, block, 0, stream>>>(a); break;
     case 128: pagedAttentionKernel<T, 4><<<grid, block, 0, stream>>>(a); break;
     case 256: pagedAttentionKernel<T, 8><<<grid, block, 0, stream>>>(a); break;
-    default: throw std::runtime_error("paged attention: no CUDA kernel for head size " + std::to_string(a.headDim));
+    default:
+        throw std::runtime_error("paged attention: no CUDA kernel for head size " +
+                                 std::to_string(a.headDim));
     }
 }
 

@@ -10,9 +10,9 @@
 //     slots  int32 [tokens]: where each token's key and value go
 //   pagedAttention(q, kPool, vPool, blockTables, querySeq, positions, blockTokens, scale)
 //     q            [tokens, heads, headDim], heads contiguous in a row
-//     kPool/vPool  [blocks, kvHeads, blockTokens, headDim], contiguous (kv_pool.h):
+//     kPool/vPool  [kvHeads, blocks, blockTokens, headDim], contiguous (kv_pool.h):
 //                  a token's slot is block * blockTokens + offset, and one
-//                  head's rows of a block are contiguous
+//                  head's rows of consecutive blocks are contiguous
 //     blockTables  int32 [sequences, width]: each sequence's blocks
 //     querySeq     int32 [tokens]: the sequence of each query token
 //     positions    int32 [tokens]: its position; it attends causally to its
@@ -35,8 +35,8 @@ namespace bp {
 void writeKv(at::Tensor &kPool, at::Tensor &vPool, const at::Tensor &k, const at::Tensor &v,
              const at::Tensor &slots);
 at::Tensor pagedAttention(const at::Tensor &q, const at::Tensor &kPool, const at::Tensor &vPool,
-                          const at::Tensor &blockTables, const at::Tensor &querySeq, const at::Tensor &positions,
-                          std::int64_t blockTokens, double scale);
+                          const at::Tensor &blockTables, const at::Tensor &querySeq,
+                          const at::Tensor &positions, std::int64_t blockTokens, double scale);
 
 // Whether this build has the CUDA kernels (a CUDA libtorch and nvcc).
 bool pagedAttentionHasCuda();

@@ -5,7 +5,7 @@
 //
 // Layouts (element counts, not bytes):
 //   q            [tokens, heads, headDim]; row stride qRowStride, heads contiguous
-//   kPool/vPool  [blocks, kvHeads, blockTokens, headDim], contiguous; a token's
+//   kPool/vPool  [kvHeads, blocks, blockTokens, headDim], contiguous; a token's
 //                slot = block * blockTokens + offset
 //   blockTables  int32 [sequences, tableStride]
 //   querySeq     int32 [tokens]: the row of blockTables a query token belongs to
@@ -33,6 +33,7 @@ struct AttentionArgs {
     const std::int32_t *positions = nullptr;
     void *out = nullptr;
     std::int64_t tokens = 0;
+    std::int64_t blocks = 0; // in the pools
     int heads = 0, kvHeads = 0, headDim = 0, blockTokens = 0;
     float scale = 1.0f;
 };
@@ -46,6 +47,7 @@ struct WriteKvArgs {
     void *vPool = nullptr;
     const std::int32_t *slots = nullptr;
     std::int64_t tokens = 0;
+    std::int64_t blocks = 0;                       // in the pools
     int kvHeads = 0, blockTokens = 0, headDim = 0; // each k / v row holds kvHeads * headDim, heads contiguous
 };
 
