@@ -4,6 +4,7 @@
 
 #include "engine/workload/workload.h"
 
+#include <algorithm>
 #include <ctime>
 #include <thread>
 
@@ -88,8 +89,12 @@ Result<BackendTiming> timeBackend(Backend &backend, const TimingGrid &grid,
                         continue;
                     cell.wall.push_back(took);
                     cell.cpu.push_back(cpuTook);
-                    if (info.generative && !results.empty() && !results.front().tokens.empty()) {
-                        const SequenceResult &r = results.front();
+                    const auto lastPrefilled = std::max_element(
+                        results.begin(), results.end(), [](const SequenceResult &a, const SequenceResult &b) {
+                            return a.firstTokenAfter < b.firstTokenAfter;
+                        });
+                    if (info.generative && lastPrefilled != results.end() && !lastPrefilled->tokens.empty()) {
+                        const SequenceResult &r = *lastPrefilled;
                         cell.firstToken.push_back(toSeconds(r.firstTokenAfter));
                         if (const Duration tpot =
                                 timePerOutputToken(r.firstTokenAfter, r.lastTokenAfter, r.tokens.size());

@@ -7,7 +7,7 @@
 // to `length`, each asking `newTokens` new tokens (0 for an encoder). It
 // runs `warmup` times untimed, then `repeats` times timed; every timed run
 // is kept (wall time, the process's CPU time, and for a generative model the
-// first row's first token and its time per output token), so the caller
+// last-prefilled row's first token and its time per output token), so the caller
 // chooses its statistic and can see how far the runs spread.
 //
 // Threading: blocks the calling thread; the callback runs on it; `cancel`
@@ -41,9 +41,13 @@ struct TimedCell {
     int batch = 0, length = 0, newTokens = 0;
     // One entry per timed run, seconds.
     std::vector<double> wall;
-    std::vector<double> cpu;        // the process's CPU time (all threads) during the run
-    std::vector<double> firstToken; // generative: the first row's first token
-    std::vector<double> perToken;   // generative, 2+ tokens: the first row's TPOT (request.h)
+    std::vector<double> cpu; // the process's CPU time (all threads) during the run
+    // Generative: the row whose first token came last, i.e. the whole batch's
+    // prefill (a paged backend prefills a large batch in several chunks, and a
+    // row of the first chunk then waits for the others before its decode
+    // steps), and that row's TPOT (request.h): decode steps alone.
+    std::vector<double> firstToken;
+    std::vector<double> perToken; // 2+ tokens
     double medianWall() const;
     // (max − min) / median of the wall times: run-to-run spread (statistics.h).
     double spread() const;

@@ -48,6 +48,38 @@ private:
     int m_runs = 0;
 };
 
+// A generative backend that prefills a batch in two chunks of rows (as the
+// paged step does above its prefill budget): the first half's first tokens
+// come after 10 ms, the second half's after 20 ms; then one decode step of
+// 1 ms per further token for every row.
+class ChunkedPrefillBackend final : public Backend {
+public:
+    explicit ChunkedPrefillBackend(FakeClock &clock) : m_clock(clock)
+    {
+        m_info.name = "test:chunked";
+        m_info.generative = true;
+        m_info.maxSequenceLength = 1024;
+    }
+    const ModelInfo &info() const override { return m_info; }
+    Status run(const BatchInput &input, std::vector<SequenceResult> &out) override
+    {
+        const std::size_t b = input.requests.size();
+        const int n = input.requests.front()->maxNewTokens;
+        out.assign(b, SequenceResult{});
+        for (std::size_t i = 0; i < b; ++i) {
+            out[i].tokens.assign(std::size_t(n), 1);
+            out[i].firstTokenAfter = i < b / 2 ? 10ms : 20ms;
+            out[i].lastTokenAfter = 20ms + (n - 1) * 1ms;
+        }
+        m_clock.advance(out.front().lastTokenAfter);
+        return Status::ok();
+    }
+
+private:
+    FakeClock &m_clock;
+    ModelInfo m_info;
+};
+
 Calibration calibrated(ScriptedBackend &backend, FakeClock &clock)
 {
     CalibrationGrid grid = CalibrationGrid::quick();
@@ -103,6 +135,29 @@ private slots:
         QVERIFY(std::fabs(c.wall[0] - base * 1.0) < 1e-9);
         QVERIFY(std::fabs(c.wall[1] - base * 1.5) < 1e-9);
         QVERIFY(std::fabs(c.spread() - 0.5 / 1.25) < 1e-9);
+    }
+
+    // The prefill figure is the whole batch's, the per-token figure the decode
+    // steps alone: a row of the first prefill chunk, which waits for the
+    // second chunk before its decode steps, would price a step at 1.67 ms.
+    void generativeCellsTimeTheLastPrefilledRow()
+    {
+        FakeClock clock;
+        ChunkedPrefillBackend backend(clock);
+        TimingGrid grid;
+        grid.batchSizes = {8};
+        grid.lengths = {16};
+        grid.newTokens = {16};
+        grid.warmup = 0;
+        grid.repeats = 1;
+        auto timed = timeBackend(backend, grid, {}, nullptr, clock);
+        QVERIFY(timed);
+        QCOMPARE(timed->cells.size(), std::size_t(1));
+        const TimedCell &c = timed->cells.front();
+        QCOMPARE(c.firstToken, std::vector<double>{0.020});
+        QCOMPARE(c.perToken.size(), std::size_t(1));
+        QVERIFY2(std::fabs(c.perToken.front() - 0.001) < 1e-9,
+                 qPrintable(QString::number(c.perToken.front())));
     }
 
     void aQuietCalibrationHasNoWarning()
