@@ -36,7 +36,8 @@ QString startRecording(const AppOptions &o, Engine &engine, EngineHostResult &ou
     // The model's facts the session row has no column for, for its report
     // (app/report: the session's model rows).
     const ModelInfo &model = engine.model();
-    info.host["model"] = {{"dtype", model.dtype},
+    info.host["model"] = {{"architecture", model.architecture},
+                          {"dtype", model.dtype},
                           {"kv_bytes_per_token", model.kvBytesPerToken},
                           {"parameters", model.parameters}};
     info.notes = o.headless ? "headless" : "console";

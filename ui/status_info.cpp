@@ -24,12 +24,16 @@ StatusInfo::StatusInfo(const ConsoleContext &context, QStatusBar *bar)
     : QObject(bar), m_context(context), m_bar(bar)
 {
     const ModelInfo &model = context.bridge->engine().model();
-    field(tr("Model: %1").arg(QString::fromStdString(model.name)),
+    field(model.architecture.empty()
+              ? tr("Model: %1").arg(QString::fromStdString(model.name))
+              : tr("Model: %1 (%2)")
+                    .arg(QString::fromStdString(model.name), QString::fromStdString(model.architecture)),
           QString::fromStdString(model.description.empty() ? model.name : model.description), bar);
     field(tr("Device: %1").arg(QString::fromStdString(model.device)), tr("Where the model runs"), bar);
     field(tr("Data type: %1").arg(QString::fromStdString(model.dtype)),
-          model.parameters > 0 ? tr("The model's weights and activations (%L1 parameters)").arg(model.parameters)
-                               : tr("The model's weights and activations"),
+          model.parameters > 0
+              ? tr("The model's weights and activations (%L1 parameters)").arg(model.parameters)
+              : tr("The model's weights and activations"),
           bar);
     if (model.kvBytesPerToken > 0)
         field(tr("KV: %L1 B/token").arg(model.kvBytesPerToken),

@@ -176,6 +176,9 @@ ModelFacts modelFacts(const SessionInfo &session)
     const auto model = host.find("model");
     if (model == host.end() || !model->is_object())
         return f;
+    if (auto it = model->find("architecture");
+        it != model->end() && it->is_string() && !it->get<std::string>().empty())
+        f.architecture = it->get<std::string>();
     if (auto it = model->find("dtype"); it != model->end() && it->is_string())
         f.dtype = it->get<std::string>();
     if (auto it = model->find("kv_bytes_per_token"); it != model->end() && it->is_number_integer())

@@ -59,6 +59,7 @@ struct ExtraFigures {
 // (app/engine_host.cpp: host["model"]); each unset where not recorded (a
 // replay, a session recorded before they were).
 struct ModelFacts {
+    std::optional<std::string> architecture;     // "Qwen2ForCausalLM"
     std::optional<std::string> dtype;            // "bfloat16"
     std::optional<std::int64_t> kvBytesPerToken; // 0: no KV cache
     std::optional<std::int64_t> parameters;

@@ -58,13 +58,16 @@ QString hostText(const nlohmann::json &host)
     return parts.isEmpty() ? QStringLiteral("not recorded") : parts.join(QStringLiteral(", "));
 }
 
-// "bfloat16, 3,487,232 parameters, 16,384 bytes of KV cache per token";
+// "Qwen2ForCausalLM, bfloat16, 494,032,768 parameters, 12,288 bytes of KV
+// cache per token";
 // empty when the session recorded none of them.
 QString modelText(const ModelFacts &m)
 {
     QLocale c = QLocale::c(); // the same digit groups, whatever the machine's locale
     c.setNumberOptions(QLocale::DefaultNumberOptions);
     QStringList parts;
+    if (m.architecture)
+        parts << q(*m.architecture);
     if (m.dtype)
         parts << q(*m.dtype);
     if (m.parameters && *m.parameters > 0)

@@ -33,6 +33,7 @@ json sessionJson(const ReportData &d)
             {"model", s.model},
             {"device", s.device},
             // null where the session did not record them (replays, older sessions)
+            {"architecture", orNull(model.architecture)},
             {"dtype", orNull(model.dtype)},
             {"kv_bytes_per_token", orNull(model.kvBytesPerToken)},
             {"parameters", orNull(model.parameters)},

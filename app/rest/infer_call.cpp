@@ -67,7 +67,8 @@ HttpReply InferCall::formatted() const
         return errorReply(Status(s.code(), where + s.message()));
     }
     if (kind == Kind::V1)
-        return jsonReply(v1ResponseJson(responses.front(), modelName));
+        return jsonReply(
+            v1ResponseJson(responses.front(), modelName, tokenizer ? *tokenizer : ByteTokenizer::instance()));
     if (kind == Kind::OpenAi)
         return jsonReply(openAi.object(responses));
     return jsonReply(oipInferResponse(modelName, oip, responses));

@@ -25,9 +25,10 @@ struct InferCall {
     CallHandler *handler = nullptr; // the API that answers it (outlives every call)
     ReplyTicket ticket;
     std::string modelName;
-    OipInferRequest oip;      // Oip: id and wanted outputs (rows moved out on submit)
-    OpenAiCall openAi;        // OpenAi: identity, choices and stream state
-    bool wantsTokens = false; // every row reports each token (Request::onToken)
+    std::shared_ptr<const TextTokenizer> tokenizer; // V1: the answer's "text" (null: bytes)
+    OipInferRequest oip;                            // Oip: id and wanted outputs (rows moved out on submit)
+    OpenAiCall openAi;                              // OpenAi: identity, choices and stream state
+    bool wantsTokens = false;                       // every row reports each token (Request::onToken)
     // Shared by every row's Request::cancelled (null: the rows run to the
     // end whatever happens to the client).
     std::shared_ptr<std::atomic<bool>> cancelled;

@@ -307,6 +307,7 @@ json oipModelMetadata(const ModelInfo &model)
                 {"outputs", std::move(outputs)},
                 {"parameters",
                  {{"device", model.device},
+                  {"architecture", model.architecture},
                   {"dtype", model.dtype},
                   {"kv_bytes_per_token", model.kvBytesPerToken},
                   {"vocab_size", model.vocabSize},

@@ -97,11 +97,10 @@ Result<std::vector<std::pair<std::string, std::string>>> parseMessages(const jso
 
 std::string chatPrompt(const std::vector<std::pair<std::string, std::string>> &messages)
 {
-    std::string out;
+    std::vector<ChatMessage> chat;
     for (const auto &[role, content] : messages)
-        out += "<|" + role + "|>\n" + content + "\n";
-    out += "<|assistant|>\n";
-    return out;
+        chat.push_back({role, content});
+    return ByteTokenizer::instance().chatPrompt(chat).value(); // the byte layout always renders
 }
 
 Result<OpenAiRequest> parseChatRequest(std::string_view body, const ModelInfo &model)
@@ -118,8 +117,18 @@ Result<OpenAiRequest> parseChatRequest(std::string_view body, const ModelInfo &m
             auto messages = parseMessages(value);
             if (!messages)
                 return messages.status();
+            // The model's chat template (a Hugging Face model's Llama 3 or
+            // ChatML; the built-ins' plain layout); a model without one this
+            // renders is a 400 saying so.
+            const TextTokenizer &tokenizer = tokenizerOf(model);
+            std::vector<ChatMessage> chat;
+            for (auto &[role, content] : *messages)
+                chat.push_back({std::move(role), std::move(content)});
+            auto prompt = tokenizer.chatPrompt(chat);
+            if (!prompt)
+                return invalid(prompt.status().message());
             Request r;
-            r.tokens = ByteTokenizer::encode(chatPrompt(*messages));
+            r.tokens = tokenizer.encode(*prompt, !tokenizer.chatPromptHasSpecials());
             out.prompts.push_back(std::move(r));
             haveMessages = true;
         } else if (key == "max_tokens" || key == "max_completion_tokens") {

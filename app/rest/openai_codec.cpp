@@ -51,24 +51,6 @@ bool isIgnoredField(const std::string &key)
     return std::any_of(std::begin(ignored), std::end(ignored), [&](const char *k) { return key == k; });
 }
 
-// UTF-8 sequence length announced by a lead byte (1 for ASCII, a stray
-// continuation byte or an invalid lead: those stand alone).
-std::size_t sequenceLength(TokenId byte)
-{
-    if ((byte & 0xE0) == 0xC0)
-        return 2;
-    if ((byte & 0xF0) == 0xE0)
-        return 3;
-    if ((byte & 0xF8) == 0xF0)
-        return 4;
-    return 1;
-}
-
-bool isContinuation(TokenId byte)
-{
-    return (byte & 0xC0) == 0x80;
-}
-
 // Token ids of prompt `where` (an array of integers).
 Result<std::vector<TokenId>> tokenIds(const json &value, const std::string &where)
 {
@@ -88,8 +70,10 @@ Result<std::vector<TokenId>> tokenIds(const json &value, const std::string &wher
     return out;
 }
 
-// `prompt`: a string, token ids, or a list of either (one choice each).
-Status parsePrompt(const json &value, OpenAiRequest &out)
+// `prompt`: a string (the model's tokenizer, its own special tokens added
+// as Hugging Face's tokenizer(text) adds them), token ids, or a list of
+// either (one choice each).
+Status parsePrompt(const json &value, const TextTokenizer &tokenizer, OpenAiRequest &out)
 {
     auto add = [&out](std::vector<TokenId> tokens) {
         Request r;
@@ -97,7 +81,7 @@ Status parsePrompt(const json &value, OpenAiRequest &out)
         out.prompts.push_back(std::move(r));
     };
     if (value.is_string()) {
-        add(ByteTokenizer::encode(value.get_ref<const std::string &>()));
+        add(tokenizer.encode(value.get_ref<const std::string &>()));
         return Status::ok();
     }
     if (!value.is_array())
@@ -127,7 +111,7 @@ Status parsePrompt(const json &value, OpenAiRequest &out)
         if (first.is_string()) {
             if (!p.is_string())
                 return invalid(where + " must be a string like prompt[0], got " + p.type_name());
-            add(ByteTokenizer::encode(p.get_ref<const std::string &>()));
+            add(tokenizer.encode(p.get_ref<const std::string &>()));
         } else {
             if (!p.is_array())
                 return invalid(where + " must be an array of token ids like prompt[0], got " + p.type_name());
@@ -227,6 +211,7 @@ Status finishRequest(OpenAiRequest &request, long long maxTokens, const ModelInf
         r.maxNewTokens = int(maxTokens);
     }
     request.maxTokens = int(maxTokens);
+    request.tokenizer = model.tokenizer;
     return Status::ok();
 }
 
@@ -240,7 +225,7 @@ Result<OpenAiRequest> parseCompletionRequest(std::string_view body, const ModelI
     long long maxTokens = kDefaultMaxTokens;
     for (const auto &[key, value] : parsed->items()) {
         if (key == "prompt") {
-            if (Status s = parsePrompt(value, out); !s)
+            if (Status s = parsePrompt(value, tokenizerOf(model), out); !s)
                 return s;
             havePrompt = true;
         } else if (key == "max_tokens") {
@@ -363,32 +348,17 @@ std::string sseDone()
 
 std::string TokenTextStream::push(TokenId token)
 {
-    if (token < 0 || token > 255) { // no bytes: ends whatever was held
-        std::string out = ByteTokenizer::decode(m_held);
-        m_held.clear();
-        const TokenId one[] = {token};
-        return out + ByteTokenizer::decode(one);
-    }
-    m_held.push_back(token);
-    // Where the last UTF-8 sequence starts (a lead byte within the last four).
-    std::size_t start = m_held.size();
-    for (std::size_t back = 1; back <= std::min<std::size_t>(4, m_held.size()); ++back) {
-        if (!isContinuation(m_held[m_held.size() - back])) {
-            start = m_held.size() - back;
-            break;
-        }
-    }
-    std::size_t cut = m_held.size(); // emit everything before `cut`
-    if (start < m_held.size() && m_held.size() - start < sequenceLength(m_held[start]))
-        cut = start; // that character is still incomplete: hold it
-    std::string out = ByteTokenizer::decode(std::span<const TokenId>(m_held.data(), cut));
-    m_held.erase(m_held.begin(), m_held.begin() + std::ptrdiff_t(cut));
+    m_held += m_tokenizer->tokenBytes(token);
+    // A character still incomplete at the end is held back; the rest is text.
+    const std::size_t keep = incompleteUtf8Tail(m_held);
+    std::string out = repairUtf8(std::string_view(m_held).substr(0, m_held.size() - keep));
+    m_held.erase(0, m_held.size() - keep);
     return out;
 }
 
 std::string TokenTextStream::finish()
 {
-    std::string out = ByteTokenizer::decode(m_held);
+    std::string out = repairUtf8(m_held);
     m_held.clear();
     return out;
 }

@@ -41,12 +41,15 @@ struct OpenAiRequest {
     // stream_options.continuous_usage_stats (vLLM's): every chunk carries the
     // usage so far (with include_usage).
     bool continuousUsage = false;
+    // The model's text codec (ModelInfo::tokenizer): prompts were encoded
+    // with it, answers are decoded with it. Null: the byte tokenizer.
+    std::shared_ptr<const TextTokenizer> tokenizer;
 };
 
 // At most this many prompts in one completions request.
 inline constexpr std::size_t kMaxPrompts = 4096;
 
-// `prompt`: a string (tokenized with the engine's ByteTokenizer), an array
+// `prompt`: a string (tokenized with the model's tokenizer), an array
 // of token ids, an array of strings or an array of token-id arrays (one
 // choice per prompt); `max_tokens` in [1, the model's limit] (default 16,
 // as OpenAI's); `stream`, `stream_options`; `model` (when given, must name
@@ -106,18 +109,24 @@ std::string sseEvent(const nlohmann::json &data);
 // "data: [DONE]\n\n"
 std::string sseDone();
 
-// Turns generated token ids into text one token at a time, holding back the
-// bytes of a UTF-8 character that is not complete yet, so every delta is
-// valid UTF-8 and the deltas add up to ByteTokenizer::decode(all tokens).
+// Turns generated token ids into text one token at a time (the model's
+// tokenizer; special tokens give no text), holding back the bytes of a UTF-8
+// character that is not complete yet, so every delta is valid UTF-8 and the
+// deltas add up to the tokenizer's decode(all tokens).
 class TokenTextStream {
 public:
+    explicit TokenTextStream(const TextTokenizer &tokenizer = ByteTokenizer::instance())
+        : m_tokenizer(&tokenizer)
+    {
+    }
     // The text this token completes ("" while a character is incomplete).
     std::string push(TokenId token);
     // What is still held back, repaired (at the end of the generation).
     std::string finish();
 
 private:
-    std::vector<TokenId> m_held;
+    const TextTokenizer *m_tokenizer;
+    std::string m_held;
 };
 
 } // namespace bp::rest

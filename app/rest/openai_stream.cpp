@@ -10,11 +10,19 @@ using nlohmann::json;
 
 OpenAiCall::OpenAiCall(const OpenAiRequest &request, std::string id, std::int64_t created, std::string model)
     : m_endpoint(request.endpoint), m_id(std::move(id)), m_created(created), m_model(std::move(model)),
-      m_maxTokens(request.maxTokens), m_stream(request.stream), m_includeUsage(request.includeUsage),
+      m_maxTokens(request.maxTokens), m_stream(request.stream), m_tokenizer(request.tokenizer),
+      m_includeUsage(request.includeUsage),
       m_continuousUsage(request.includeUsage && request.continuousUsage), m_choices(request.prompts.size())
 {
-    for (std::size_t i = 0; i < request.prompts.size(); ++i)
+    for (std::size_t i = 0; i < request.prompts.size(); ++i) {
         m_choices[i].promptTokens = request.prompts[i].tokens.size();
+        m_choices[i].text = TokenTextStream(tokenizer());
+    }
+}
+
+const TextTokenizer &OpenAiCall::tokenizer() const
+{
+    return m_tokenizer ? *m_tokenizer : ByteTokenizer::instance();
 }
 
 QByteArray OpenAiCall::head()
@@ -126,7 +134,7 @@ json OpenAiCall::object(const std::vector<Response> &responses) const
     std::size_t prompt = 0, completion = 0;
     for (std::size_t i = 0; i < responses.size() && i < m_choices.size(); ++i) {
         const std::vector<TokenId> &tokens = responses[i].tokens;
-        choices.push_back({ByteTokenizer::decode(tokens), finishReason(tokens.size(), m_maxTokens)});
+        choices.push_back({tokenizer().decode(tokens), finishReason(tokens.size(), m_maxTokens)});
         prompt += m_choices[i].promptTokens;
         completion += tokens.size();
     }

@@ -71,6 +71,7 @@ private:
     QByteArray roleEvent(int choice);
     QByteArray frame(const nlohmann::json &data) const;
     nlohmann::json usage(bool soFar) const;
+    const TextTokenizer &tokenizer() const;
 
     OpenAiEndpoint m_endpoint = OpenAiEndpoint::Completions;
     std::string m_id; // "cmpl-7", "chatcmpl-8"
@@ -78,6 +79,7 @@ private:
     std::string m_model;
     int m_maxTokens = 0;
     bool m_stream = false;
+    std::shared_ptr<const TextTokenizer> m_tokenizer; // null: the byte tokenizer
     bool m_includeUsage = false;
     bool m_continuousUsage = false;
     std::vector<Choice> m_choices;

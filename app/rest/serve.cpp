@@ -25,11 +25,15 @@ QStringList startupNotes(const Engine &engine, const app::NvmlSampler *gpu)
     const ModelInfo &m = engine.model();
     QLocale c = QLocale::c(); // the same digit groups, whatever the machine's locale
     c.setNumberOptions(QLocale::DefaultNumberOptions);
-    QStringList facts{QString::fromStdString(m.dtype)};
+    QStringList facts;
+    if (!m.architecture.empty())
+        facts << QString::fromStdString(m.architecture);
+    facts << QString::fromStdString(m.dtype);
     if (m.parameters > 0)
         facts << QStringLiteral("%1 parameters").arg(c.toString(qlonglong(m.parameters)));
     if (m.kvBytesPerToken > 0)
-        facts << QStringLiteral("%1 bytes of KV cache per token").arg(c.toString(qlonglong(m.kvBytesPerToken)));
+        facts
+            << QStringLiteral("%1 bytes of KV cache per token").arg(c.toString(qlonglong(m.kvBytesPerToken)));
     QStringList notes{QStringLiteral("model %1 on %2: %3")
                           .arg(QString::fromStdString(m.name), QString::fromStdString(m.device),
                                facts.join(QStringLiteral(", ")))};
@@ -48,15 +52,16 @@ QStringList startupNotes(const Engine &engine, const app::NvmlSampler *gpu)
 }
 
 Result<std::unique_ptr<RestServer>> startEndpoint(Engine &engine, const app::AppOptions &options,
-                                                 std::function<std::uint64_t()> droppedTraceRows,
-                                                 std::shared_ptr<const TraceStore> store,
-                                                 std::shared_ptr<app::NvmlSampler> gpu)
+                                                  std::function<std::uint64_t()> droppedTraceRows,
+                                                  std::shared_ptr<const TraceStore> store,
+                                                  std::shared_ptr<app::NvmlSampler> gpu)
 {
     RestOptions rest = restOptionsFrom(options);
     rest.droppedTraceRows = std::move(droppedTraceRows);
     rest.store = std::move(store);
     rest.gpu = std::move(gpu);
-    auto server = std::make_unique<RestServer>(engine, std::move(rest), QCoreApplication::applicationVersion());
+    auto server =
+        std::make_unique<RestServer>(engine, std::move(rest), QCoreApplication::applicationVersion());
     auto started = server->start();
     if (!started)
         return started.status();

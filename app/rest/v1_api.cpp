@@ -64,6 +64,7 @@ void V1Api::startInfer(const QByteArray &body, const ReplyTicket &ticket)
     call.handler = this;
     call.ticket = ticket;
     call.modelName = m_context.engine.model().name;
+    call.tokenizer = m_context.engine.model().tokenizer;
     call.received = m_context.requestStart;
     std::vector<Request> rows;
     rows.push_back(std::move(*request));
@@ -96,6 +97,7 @@ HttpReply V1Api::stats()
     nlohmann::json j = toJson(m_context.engine.snapshot());
     // The model's facts the snapshot does not carry, beside its name and device.
     const ModelInfo &model = m_context.engine.model();
+    j["architecture"] = model.architecture;
     j["dtype"] = model.dtype;
     j["kv_bytes_per_token"] = model.kvBytesPerToken;
     if (const auto &gpu = m_gpu.latest())

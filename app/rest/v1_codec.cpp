@@ -72,7 +72,7 @@ Result<Request> parseV1Infer(std::string_view body, const ModelInfo &model, Time
         } else if (key == "text") {
             if (!value.is_string())
                 return invalid(std::string("field 'text' must be a string, got ") + value.type_name());
-            r.tokens = ByteTokenizer::encode(value.get_ref<const std::string &>());
+            r.tokens = tokenizerOf(model).encode(value.get_ref<const std::string &>());
             haveInput = true;
         } else if (key == "max_new_tokens") {
             if (!value.is_number_integer())
@@ -109,12 +109,12 @@ Result<Request> parseV1Infer(std::string_view body, const ModelInfo &model, Time
     return r;
 }
 
-json v1ResponseJson(const Response &r, const std::string &modelName)
+json v1ResponseJson(const Response &r, const std::string &modelName, const TextTokenizer &tokenizer)
 {
     json output = json::object();
     if (!r.tokens.empty()) {
         output["tokens"] = r.tokens;
-        output["text"] = ByteTokenizer::decode(r.tokens);
+        output["text"] = tokenizer.decode(r.tokens);
     }
     if (!r.values.empty())
         output["values"] = r.values;

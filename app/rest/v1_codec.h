@@ -24,7 +24,9 @@ namespace bp::rest {
 // `now` is the engine clock's time, the base of timeout_ms.
 Result<Request> parseV1Infer(std::string_view body, const ModelInfo &model, TimePoint now);
 
-nlohmann::json v1ResponseJson(const Response &response, const std::string &modelName);
+// `tokenizer` decodes the tokens into "text" (the model's; bytes by default).
+nlohmann::json v1ResponseJson(const Response &response, const std::string &modelName,
+                              const TextTokenizer &tokenizer = ByteTokenizer::instance());
 
 // Timings go out in µs through bp::toMicros (engine/core/clock.h), the one
 // conversion every writer (REST, replay, config JSON, bench) uses.

@@ -80,10 +80,12 @@ std::size_t incompleteUtf8Tail(std::string_view bytes)
         const auto c = static_cast<unsigned char>(bytes[bytes.size() - back]);
         if (c < 0x80)
             return 0;
-        if (c >= 0xC0) {
+        if (c >= 0xC2 && c <= 0xF4) { // a lead byte
             const std::size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
             return need > back ? back : 0;
         }
+        if (c >= 0xC0)
+            return 0; // not a byte UTF-8 uses: nothing can complete it
     }
     return 0;
 }
@@ -112,11 +114,14 @@ namespace {
 class ByteTextTokenizer final : public TextTokenizer {
 public:
     std::string describe() const override { return "bytes (256 ids, one per byte)"; }
-    std::vector<TokenId> encode(std::string_view text, bool) const override { return ByteTokenizer::encode(text); }
+    std::vector<TokenId> encode(std::string_view text, bool) const override
+    {
+        return ByteTokenizer::encode(text);
+    }
     std::string tokenBytes(TokenId id, bool) const override
     {
         return id >= 0 && id < ByteTokenizer::kVocabSize ? std::string(1, static_cast<char>(id))
-                                                          : std::string(1, static_cast<char>(0xFF));
+                                                         : std::string(1, static_cast<char>(0xFF));
     }
     Result<std::string> chatPrompt(const std::vector<ChatMessage> &messages) const override
     {

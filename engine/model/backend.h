@@ -30,6 +30,9 @@ struct ModelInfo {
     // What the model is, beside its name: "LlamaForCausalLM" for a Hugging
     // Face folder, "GPT-2" for builtin:tiny-decoder; empty when unknown.
     std::string architecture;
+    // The model's text codec (a Hugging Face tokenizer.json); nullptr: the
+    // byte tokenizer the built-in models read. tokenizerOf() gives either.
+    std::shared_ptr<const TextTokenizer> tokenizer;
     // Bytes one token's keys and values take over all layers (decoders with a
     // KV cache; 0 otherwise).
     std::int64_t kvBytesPerToken = 0;
@@ -42,6 +45,12 @@ struct ModelInfo {
 
     ModelLimits limits() const { return {maxSequenceLength, vocabSize}; }
 };
+
+// `model`'s tokenizer, or the byte tokenizer when it has none.
+inline const TextTokenizer &tokenizerOf(const ModelInfo &model)
+{
+    return model.tokenizer ? *model.tokenizer : ByteTokenizer::instance();
+}
 
 // One request's part of a batch result.
 struct SequenceResult {
@@ -109,8 +118,8 @@ struct KvPoolRequest {
 };
 
 struct StepOutcome {
-    Status status;    // per sequence
-    TokenId next = 0; // greedy next token when sample && status.isOk()
+    Status status;             // per sequence
+    TokenId next = 0;          // greedy next token when sample && status.isOk()
     std::vector<float> logits; // with StepItem::logits (and sample): the row next was taken from
 };
 
@@ -162,9 +171,6 @@ public:
     virtual Status prepareKv(const KvPoolRequest & /*request*/) { return Status::ok(); }
     // Lines for a start-up log: the KV cache, CUDA graphs (empty by default).
     virtual std::vector<std::string> notes() const { return {}; }
-    // The model's text codec; nullptr: the byte tokenizer
-    // (ByteTokenizer::instance()), what the built-in models read.
-    virtual std::shared_ptr<const TextTokenizer> tokenizer() const { return nullptr; }
 };
 
 // builtin:echo — no compute: returns the input tokens (or the first

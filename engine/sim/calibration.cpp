@@ -16,6 +16,7 @@ Calibration Calibration::forModel(const ModelInfo &info, const std::string &pres
     c.preset = info.name.rfind("builtin:", 0) == 0 && info.name != "builtin:echo" ? preset : "";
     c.device = info.device;
     c.dtype = info.dtype;
+    c.architecture = info.architecture;
     c.threads = threads;
     c.vocabSize = info.vocabSize;
     c.maxSequenceLength = info.maxSequenceLength;
@@ -34,6 +35,8 @@ ModelInfo Calibration::modelInfo() const
     ModelInfo m;
     m.name = model;
     m.device = device;
+    m.dtype = dtype;
+    m.architecture = architecture;
     m.vocabSize = vocabSize;
     m.maxSequenceLength = maxSequenceLength;
     m.generative = generative;
@@ -48,6 +51,8 @@ std::string Calibration::describe() const
         return model + " at " + remote->url + (remote->server.empty() ? "" : " (" + remote->server + ")");
     std::ostringstream s;
     s << model << " (";
+    if (!architecture.empty() && preset.empty())
+        s << architecture << ", ";
     if (!preset.empty())
         s << preset << ", ";
     s << device << ", ";
@@ -145,6 +150,7 @@ nlohmann::json toJson(const Calibration &c)
             {"preset", c.preset},
             {"device", c.device},
             {"dtype", c.dtype},
+            {"architecture", c.architecture},
             {"threads", c.threads},
             {"vocab_size", c.vocabSize},
             {"max_sequence_length", c.maxSequenceLength},
@@ -175,6 +181,7 @@ Result<Calibration> calibrationFromJson(const nlohmann::json &j)
         c.preset = j.value("preset", std::string());
         c.device = j.value("device", std::string("cpu"));
         c.dtype = j.value("dtype", std::string("float32")); // absent before dtypes: float32
+        c.architecture = j.value("architecture", std::string());
         c.threads = j.value("threads", 0);
         c.vocabSize = j.value("vocab_size", 256);
         c.maxSequenceLength = j.value("max_sequence_length", 1024);

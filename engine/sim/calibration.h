@@ -45,6 +45,7 @@ struct Calibration {
     std::string preset; // built-in models; empty otherwise
     std::string device;
     std::string dtype = "float32"; // the same model in bfloat16 is another model to time
+    std::string architecture;      // ModelInfo::architecture ("Qwen2ForCausalLM"), informational
     int threads = 0;
     // The model's facts (ModelInfo) a simulation needs.
     int vocabSize = 256;

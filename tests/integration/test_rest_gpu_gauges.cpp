@@ -42,7 +42,8 @@ private slots:
         QCOMPARE(metrics.status, 200);
         const QByteArray labels = "{gpu=\"0\",name=\"Fake GPU 0\"}";
         QCOMPARE(metricValue(metrics.body, "batchpilot_gpu_utilization_ratio" + labels), 0.73);
-        QCOMPARE(metricValue(metrics.body, "batchpilot_gpu_memory_bandwidth_utilization_ratio" + labels), 0.41);
+        QCOMPARE(metricValue(metrics.body, "batchpilot_gpu_memory_bandwidth_utilization_ratio" + labels),
+                 0.41);
         QCOMPARE(metricValue(metrics.body, "batchpilot_gpu_memory_used_bytes" + labels), double(3 * kGiB));
         QCOMPARE(metricValue(metrics.body, "batchpilot_gpu_memory_total_bytes" + labels), double(80 * kGiB));
         for (const QByteArray &name : kGauges)
@@ -85,8 +86,8 @@ private slots:
         QCOMPARE(server.exitCode(), 0);
         // Said once at start, never per request.
         const QString out = server.output();
-        QCOMPARE(out.count("GPU gauges: none (/nonexistent/libnvidia-ml.so.1: cannot open shared object file"),
-                 1);
+        QCOMPARE(
+            out.count("GPU gauges: none (/nonexistent/libnvidia-ml.so.1: cannot open shared object file"), 1);
         QCOMPARE(out.count("libnvidia-ml"), 1);
     }
 
@@ -104,7 +105,8 @@ private slots:
         const QJsonObject stats = httpRequest(port, "GET", "/v1/stats").json();
         QCOMPARE(stats.value("dtype").toString(), QStringLiteral("float32"));
         QCOMPARE(stats.value("kv_bytes_per_token").toInt(-1), 0); // echo keeps no KV cache
-        const QJsonObject meta = httpRequest(port, "GET", "/v2/models/echo").json().value("parameters").toObject();
+        const QJsonObject meta =
+            httpRequest(port, "GET", "/v2/models/echo").json().value("parameters").toObject();
         QCOMPARE(meta.value("dtype").toString(), QStringLiteral("float32"));
         QCOMPARE(meta.value("kv_bytes_per_token").toInt(-1), 0);
 
@@ -133,7 +135,10 @@ private slots:
         QCOMPARE(stats.value("dtype").toString(), QStringLiteral("float32")); // auto on the CPU
         QVERIFY(stats.value("kv_bytes_per_token").toInt() > 0);
         const QString out = server.output();
-        QVERIFY2(out.contains(QStringLiteral("batchpilot: model builtin:tiny-decoder on cpu: float32, ")), qPrintable(out));
+        QVERIFY2(
+            out.contains(QStringLiteral(
+                "batchpilot: model builtin:tiny-decoder on cpu: GPT-2 (pre-LN, tied LM head), float32, ")),
+            qPrintable(out));
         QVERIFY2(out.contains(QStringLiteral("bytes of KV cache per token")), qPrintable(out));
         QVERIFY2(out.contains(QStringLiteral("batchpilot: KV cache: ")), qPrintable(out));
         QVERIFY(server.stop(SIGTERM));

@@ -78,7 +78,8 @@ QString compareRow(const std::vector<float> &row, const std::vector<float> &ref)
     return {};
 }
 
-QString compare(const Expected &e, const std::vector<TokenId> &tokens, const std::vector<std::vector<float>> &logits)
+QString compare(const Expected &e, const std::vector<TokenId> &tokens,
+                const std::vector<std::vector<float>> &logits)
 {
     if (tokens != e.tokens)
         return QStringLiteral("tokens differ");
@@ -118,7 +119,7 @@ private slots:
         QCOMPARE(model->info().architecture, ref["architecture"].get<std::string>());
         QCOMPARE(model->info().parameters, ref["parameters"].get<std::int64_t>());
         QCOMPARE(model->info().vocabSize, ref["vocab_size"].get<int>());
-        QVERIFY(model->tokenizer());
+        QVERIFY(model->info().tokenizer);
         auto *decoder = dynamic_cast<DecoderModel *>(model.get());
         QVERIFY(decoder);
         GenerateOptions withLogits;
@@ -144,7 +145,9 @@ private slots:
             std::vector<Generation> g;
             QVERIFY(decoder->generate(one, withLogits, g).isOk());
             QVERIFY2(compare(cases[i], g[0].tokens, g[0].logits).isEmpty(),
-                     qPrintable(QStringLiteral("prompt %1 alone: %2").arg(i).arg(compare(cases[i], g[0].tokens, g[0].logits))));
+                     qPrintable(QStringLiteral("prompt %1 alone: %2")
+                                    .arg(i)
+                                    .arg(compare(cases[i], g[0].tokens, g[0].logits))));
         }
         // stepped together: prompts in chunks of 5, every whole block of 4
         // published. Of the prompts that share a 20-token prefix, the first
@@ -189,7 +192,8 @@ private slots:
                 }
                 if (l.fed < p.size()) {
                     const std::size_t n = std::min<std::size_t>(5, p.size() - l.fed);
-                    item.tokens.assign(p.begin() + std::ptrdiff_t(l.fed), p.begin() + std::ptrdiff_t(l.fed + n));
+                    item.tokens.assign(p.begin() + std::ptrdiff_t(l.fed),
+                                       p.begin() + std::ptrdiff_t(l.fed + n));
                     item.sample = l.fed + n == p.size();
                     for (std::size_t b = l.published + 4; b <= l.fed + n; b += 4)
                         item.publish.push_back({blockHash(p, b), std::int64_t(b - 4), 4});
@@ -221,7 +225,9 @@ private slots:
         QVERIFY(reuser.started);
         for (const Live &l : live)
             QVERIFY2(compare(*l.e, l.generated, l.logits).isEmpty(),
-                     qPrintable(QStringLiteral("stepped prompt %1: %2").arg(l.id).arg(compare(*l.e, l.generated, l.logits))));
+                     qPrintable(QStringLiteral("stepped prompt %1: %2")
+                                    .arg(l.id)
+                                    .arg(compare(*l.e, l.generated, l.logits))));
         for (const Live &l : live)
             steps.release(l.id);
     }
@@ -239,7 +245,7 @@ private slots:
         const auto out = runBatch(*model, {makeRequest({1, 2, 3}, 4), makeRequest({5}, 2)});
         QCOMPARE(out[0].tokens.size(), std::size_t(4));
         QCOMPARE(out[1].tokens.size(), std::size_t(2));
-        QVERIFY(model->tokenizer()); // a tokenizer.json beside the config
+        QVERIFY(model->info().tokenizer); // a tokenizer.json beside the config
     }
 
     void refusals()
@@ -259,7 +265,8 @@ private slots:
         };
         nlohmann::json j = config;
         j["architectures"] = {"GPTNeoXForCausalLM"};
-        QVERIFY(write(j).message().find("GPTNeoXForCausalLM is not one BatchPilot runs") != std::string::npos);
+        QVERIFY(write(j).message().find("GPTNeoXForCausalLM is not one BatchPilot runs") !=
+                std::string::npos);
         j = config;
         j["rope_parameters"]["rope_type"] = "yarn";
         QVERIFY(write(j).message().find("rope type yarn") != std::string::npos);
@@ -277,7 +284,8 @@ private slots:
         j["vocab_size"] = 128256;
         const Status big = write(j);
         QCOMPARE(big.code(), StatusCode::ResourceExhausted);
-        QVERIFY2(big.message().find("GiB") != std::string::npos && big.message().find("free") != std::string::npos,
+        QVERIFY2(big.message().find("GiB") != std::string::npos &&
+                     big.message().find("free") != std::string::npos,
                  big.message().c_str());
         // a checkpoint whose tensor does not have the config's shape
         std::filesystem::copy(fixture("qwen2"), dir / "qwen2", std::filesystem::copy_options::recursive);
