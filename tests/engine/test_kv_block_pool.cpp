@@ -1,7 +1,7 @@
 // The paged KV cache's books (engine/model/kv_block_pool.h), without a model:
-// all-or-nothing allocation from the lowest numbers, references, the free
-// list, the scratch block, and prefix blocks kept, shared and dropped by
-// hash (a hash collision never shares).
+// all-or-nothing allocation from the lowest numbers, a freed run reused in
+// order, references, the free list, the scratch block, and prefix blocks
+// kept, shared and dropped by hash (a hash collision never shares).
 #include "engine/model/kv_block_pool.h"
 
 #include <QtTest>
@@ -29,6 +29,20 @@ private slots:
         QVERIFY(b);
         QCOMPARE(*b, (std::vector<std::int32_t>{2, 4})); // the lowest free first
         QCOMPARE(pool.usedBlocks(), std::int64_t(4));
+    }
+
+    // A run handed back comes out again in its order (a sequence's blocks
+    // stay ascending, which the CPU attention kernel streams fastest).
+    void aFreedRunComesBackInOrder()
+    {
+        KvBlockPool pool(8, 16);
+        auto a = pool.allocate(5);
+        QVERIFY(a);
+        QCOMPARE(*a, (std::vector<std::int32_t>{1, 2, 3, 4, 5}));
+        pool.unref(*a);
+        auto b = pool.allocate(3);
+        QVERIFY(b);
+        QCOMPARE(*b, (std::vector<std::int32_t>{1, 2, 3}));
     }
 
     void referencesKeepABlockUntilTheLast()
