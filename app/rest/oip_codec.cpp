@@ -269,12 +269,23 @@ json oipInferResponse(const std::string &modelName, const OipInferRequest &reque
 
 std::string servedModelName(const ModelInfo &model)
 {
-    const std::string &name = model.name;
+    std::string name = model.name;
+    while (name.size() > 1 && name.back() == '/') // hf:/models/llama/
+        name.pop_back();
     const auto slash = name.find_last_of('/');
     if (slash == std::string::npos)
         return name;
     std::string base = name.substr(slash + 1);
-    if (const auto dot = base.rfind('.'); dot != std::string::npos && dot > 0)
+    // hf-config:…/qwen2-0.5b/config.json is named by its folder.
+    if (base == "config.json" && slash > 0) {
+        const auto parent = name.find_last_of("/:", slash - 1);
+        const std::string folder = name.substr(parent == std::string::npos ? 0 : parent + 1,
+                                               slash - (parent == std::string::npos ? 0 : parent + 1));
+        if (!folder.empty() && folder != "." && folder != "..")
+            return folder;
+    }
+    const bool folder = name.rfind("hf:", 0) == 0; // Qwen2.5-0.5B keeps its dots
+    if (const auto dot = base.rfind('.'); !folder && dot != std::string::npos && dot > 0)
         base.erase(dot);
     return base;
 }

@@ -39,8 +39,10 @@ Result<OipInferRequest> parseOipInfer(std::string_view body, const ModelInfo &mo
 nlohmann::json oipInferResponse(const std::string &modelName, const OipInferRequest &request,
                                 const std::vector<Response> &responses);
 
-// The name clients use in /v2/models/{name}: the model's name unless it is a
-// file path (then the file's base name). matchesModel() also accepts the
+// The name clients use in /v2/models/{name} and /v1/models: the model's name
+// unless it is a path: then a file's base name without its extension, a
+// folder's name (hf:…/llama), or for a config.json (hf-config:) its folder's
+// name ("qwen2-0.5b"). matchesModel() also accepts the
 // short form of a built-in ("echo" for "builtin:echo").
 std::string servedModelName(const ModelInfo &model);
 bool matchesModel(const std::string &name, const ModelInfo &model);

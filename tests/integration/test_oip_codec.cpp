@@ -77,6 +77,29 @@ QByteArray oipBody(const QByteArray &shape, const QByteArray &data)
 class TestOipCodec : public QObject {
     Q_OBJECT
 private slots:
+    void servedModelNames_data()
+    {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<QString>("served");
+        QTest::newRow("built-in") << "builtin:tiny-decoder" << "builtin:tiny-decoder";
+        QTest::newRow("torchscript") << "/models/bert.pt" << "bert";
+        QTest::newRow("hf folder") << "hf:tests/fixtures/hf/llama" << "llama";
+        QTest::newRow("hf folder, slash") << "hf:/models/Qwen2.5-0.5B/" << "Qwen2.5-0.5B";
+        QTest::newRow("hf-config") << "hf-config:resources/configs/hf/qwen2-0.5b/config.json" << "qwen2-0.5b";
+        QTest::newRow("hf-config, bare") << "hf-config:config.json" << "hf-config:config.json";
+        QTest::newRow("other json") << "hf-config:shapes/llama-3-8b.json" << "llama-3-8b";
+    }
+
+    void servedModelNames()
+    {
+        QFETCH(QString, model);
+        QFETCH(QString, served);
+        bp::ModelInfo info;
+        info.name = model.toStdString();
+        QCOMPARE(QString::fromStdString(bp::rest::servedModelName(info)), served);
+        QVERIFY(bp::rest::matchesModel(served.toStdString(), info));
+    }
+
     void shapeIsCheckedBeforeAnythingIsReserved_data()
     {
         QTest::addColumn<QByteArray>("shape");
