@@ -11,6 +11,7 @@
 #include "fleet_view.h"
 #include "knob_form.h"
 #include "main_window.h"
+#include "remote_target_form.h"
 #include "session_list_model.h"
 #include "trace_importer.h"
 #include "trace_list_model.h"
@@ -24,6 +25,7 @@
 #include <QDoubleSpinBox>
 #include <QGroupBox>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPixmap>
 #include <QPushButton>
 #include <QSpinBox>
@@ -166,6 +168,27 @@ bool DemoScript::run(const QString &command, const QString &argument)
             traffic->lengthsBox()->setCurrentIndex(traffic->lengthsBox()->findText(QStringLiteral("fixed")));
             traffic->fixedLengthBox()->setValue(argument.toInt());
         }
+        return true;
+    }
+    if (command == QLatin1String("target")) { // embedded | URL,PROTOCOL,MODEL
+        TrafficPanel *traffic = m_window.trafficPanel();
+        if (argument == QLatin1String("embedded")) {
+            traffic->targetBox()->setCurrentIndex(0);
+            return true;
+        }
+        const QStringList parts = argument.split(QLatin1Char(','));
+        RemoteTargetForm *form = traffic->remoteForm();
+        const int protocol = parts.size() == 3 ? form->protocolBox()->findData(parts[1]) : -1;
+        if (protocol < 0) {
+            fail(QStringLiteral("target expects 'embedded' or URL,PROTOCOL,MODEL (protocol oip, openai or "
+                                "openai-chat), got '%1'")
+                     .arg(argument));
+            return false;
+        }
+        traffic->targetBox()->setCurrentIndex(1);
+        form->urlEdit()->setText(parts[0]);
+        form->protocolBox()->setCurrentIndex(protocol);
+        form->modelEdit()->setText(parts[2]);
         return true;
     }
     if (command == QLatin1String("window")) {

@@ -11,6 +11,8 @@
 //                            set=continuous.max_num_seqs:32)
 //   lengths=16-64 | lengths=64   traffic: uniform or fixed prompt lengths
 //   new_tokens=32            traffic: max_new_tokens
+//   target=embedded | target=URL,PROTOCOL,MODEL   traffic to this console's
+//                            engine or to a server (protocol oip, openai, openai-chat)
 //   window=60                chart window in seconds
 //   show=live|compare|fleet|traces|timeline
 //   fleet=trace:latest|trace:ID|session:ID|session:last-replay   the Fleet view

@@ -368,7 +368,7 @@ void MainWindow::saveSettings() const
 void MainWindow::closeEvent(QCloseEvent *event)
 {
     saveSettings();
-    m_traffic->stop();
+    m_traffic->shutdown(); // the process must not wait for a slow server's answers
     event->accept();
 }
 

@@ -384,17 +384,29 @@ void TrafficPanel::launchRemote(WorkloadSpec spec)
 
 void TrafficPanel::stop()
 {
+    stopLoad(false);
+}
+
+void TrafficPanel::shutdown()
+{
+    stopLoad(true);
+}
+
+void TrafficPanel::stopLoad(bool cancelInFlight)
+{
     ++m_loadGeneration;
     m_restart.stop();
     if (m_remoteLoad) {
         m_remoteLoad->stop();
+        m_remoteLoad->dropUnsent();
         m_before = counters(); // answers still on the wire after this are not counted here
         // Waiting for those answers (up to the request timeout) happens off
-        // the GUI thread; the session ends when they are in.
+        // the GUI thread; the session ends when they are in. Requests still
+        // waiting for a connection are not sent; at shutdown none is waited for.
         std::shared_ptr<remote::RemoteLoad> finishing(std::move(m_remoteLoad));
         QPointer<TrafficPanel> self(this);
-        QThreadPool::globalInstance()->start([self, finishing] {
-            finishing->finish();
+        QThreadPool::globalInstance()->start([self, finishing, cancelInFlight] {
+            finishing->finish(cancelInFlight);
             const qint64 id = finishing->sessionId();
             QMetaObject::invokeMethod(
                 QCoreApplication::instance(),

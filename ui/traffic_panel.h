@@ -103,6 +103,9 @@ public:
 public slots:
     void start();
     void stop();
+    // As stop(), for a closing console: remote requests on the wire are
+    // failed at once (shutting_down) instead of waited for.
+    void shutdown();
     void toggle();
     // Measures the capacity again (off the GUI thread); capacityMeasured follows.
     void measureCapacity();
@@ -125,6 +128,7 @@ signals:
     void restarted();
 
 private:
+    void stopLoad(bool cancelInFlight);
     void edited();
     void updateVisibility();
     void updateCounters();

@@ -60,7 +60,7 @@ public:
         Request request;
         Completion done;
         int replica = -1; // the pool it was routed to (-1: not routed, cancelled first)
-        int tokens = 0;  // its prompt's length when routed
+        int tokens = 0;   // its prompt's length when routed
     };
 
     // --- HTTP thread ---------------------------------------------------
@@ -99,18 +99,22 @@ public:
         dispatch(pool);
     }
 
+    void dropQueued(const std::string &why)
+    {
+        for (Pool &pool : m_pools)
+            while (!pool.queue.empty()) {
+                Pending p = std::move(pool.queue.front());
+                pool.queue.pop_front();
+                finishUnsent(std::move(p), Status(StatusCode::ShuttingDown, why), QStringLiteral("not_sent"));
+            }
+    }
+
     void cancelAll()
     {
         m_cancelling = true;
         m_scraper.stop();
+        dropQueued("replay cancelled before the request was sent");
         for (Pool &pool : m_pools) {
-            while (!pool.queue.empty()) {
-                Pending p = std::move(pool.queue.front());
-                pool.queue.pop_front();
-                finishUnsent(std::move(p),
-                             Status(StatusCode::ShuttingDown, "replay cancelled before the request was sent"),
-                             QStringLiteral("not_sent"));
-            }
             for (Http1Connection *c : pool.connections)
                 if (c->busy())
                     c->abort(QStringLiteral("replay cancelled"));
@@ -410,6 +414,14 @@ MetricSample HttpRemoteTarget::sample(TimePoint epoch, std::uint64_t droppedRows
 std::uint64_t HttpRemoteTarget::shed() const
 {
     return m_worker->shed.load(std::memory_order_relaxed);
+}
+
+void HttpRemoteTarget::dropUnsent()
+{
+    Worker *w = m_worker;
+    QMetaObject::invokeMethod(
+        w, [w] { w->dropQueued("the load stopped before the request was sent"); },
+        Qt::BlockingQueuedConnection);
 }
 
 nlohmann::json HttpRemoteTarget::finish(bool cancel)

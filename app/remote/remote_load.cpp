@@ -100,6 +100,8 @@ nlohmann::json RemoteLoad::finish(bool cancel)
         return m_client;
     stop();
     m_finished = true;
+    if (!cancel)
+        m_target->dropUnsent();          // never sent: not owed an answer
     m_client = m_target->finish(cancel); // every completion has run after this
     m_session->end(m_client);
     return m_client;

@@ -11,8 +11,10 @@
 //    to its own cap, and sheds the rest: Counters::shed).
 //  - restart(spec): a new schedule (the panel's form was edited) in the
 //    same session; arrivals restart from now.
-//  - stop() ends the producer at once; finish() then waits for what is
-//    still on the wire (or fails it, with `cancel`) and ends the session.
+//  - stop() ends the producer at once; finish() then fails what still
+//    waits in the client's queue (never sent: a server that fell behind
+//    is not sent a backlog after Stop), waits for what is on the wire (or
+//    fails it too, with `cancel`) and ends the session.
 //
 // Threading: start/restart/stop/finish from one thread (finish() may be a
 // different one than start(), once stop() returned); counters() anywhere.
@@ -48,10 +50,14 @@ public:
 
     Status restart(WorkloadSpec spec);
     void stop();
-    // Blocks until every request sent has its answer (or, with `cancel`,
-    // fails what is still out at once), then ends the session. Returns the
+    // Fails what was never sent, blocks until every request sent has its
+    // answer (or, with `cancel`, fails what is on the wire at once), then
+    // ends the session. Returns the
     // client's figures (RemoteTarget::finish()). Idempotent.
     nlohmann::json finish(bool cancel = false);
+    // Fails what waits in the client's queue, never sent (finish() does it
+    // too; the panel does it at Stop, before a connection frees up for it).
+    void dropUnsent() { m_target->dropUnsent(); }
 
     std::int64_t sessionId() const { return m_session->sessionId(); }
     const RemoteTarget &target() const { return *m_target; }

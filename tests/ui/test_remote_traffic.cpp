@@ -296,6 +296,52 @@ private slots:
         QCOMPARE(summary.clientShed, c.shed);
     }
 
+    // Stop sends nothing more: what still waits for a connection fails
+    // there (shutting_down), so a server that fell behind is not sent a
+    // backlog after Stop. A closing console (shutdown()) does not wait for
+    // the answers on the wire either (the default request timeout is 60 s).
+    void stopDropsTheBacklogAndShutdownWaitsForNothing()
+    {
+        QTcpServer silent; // accepts and never answers
+        QVERIFY(silent.listen(QHostAddress::LocalHost));
+        QList<QPointer<QTcpSocket>> held;
+        int connections = 0;
+        connect(&silent, &QTcpServer::newConnection, this, [&] {
+            while (QTcpSocket *s = silent.nextPendingConnection()) {
+                held.append(s);
+                ++connections;
+            }
+        });
+        Fixture f;
+        f.aimAt(QStringLiteral("http://127.0.0.1:%1").arg(silent.serverPort()), QStringLiteral("oip"));
+        f.panel.remoteForm()->concurrencyBox()->setValue(1);
+        f.panel.remoteForm()->maxQueuedBox()->setValue(1000);
+        f.panel.remoteForm()->scrapeBox()->setValue(0);
+        QSignalSpy started(&f.panel, &TrafficPanel::remoteSessionStarted);
+        QSignalSpy finished(&f.panel, &TrafficPanel::remoteSessionFinished);
+        f.panel.startButton()->click();
+        QTRY_VERIFY_WITH_TIMEOUT(f.panel.counters().sent >= 20 && connections == 1, 20000);
+        f.panel.startButton()->click(); // Stop
+        for (const QPointer<QTcpSocket> &s : held)
+            if (s)
+                s->abort(); // the one request on the wire fails now
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+        QCOMPARE(connections, 1); // nothing queued went out after Stop
+        const SessionSummary summary = f.temp.store->summary(started.at(0).at(0).toLongLong()).value();
+        QVERIFY2(summary.byStatus.at("shutting_down") >= 19,
+                 qPrintable(QString::fromStdString(formatSummary(summary))));
+        QCOMPARE(summary.completed, std::uint64_t(0));
+
+        // Shut down with one request on the wire and a backlog: finished
+        // at once, not after the request timeout.
+        f.panel.startButton()->click();
+        QTRY_VERIFY_WITH_TIMEOUT(f.panel.counters().sent >= 5 && connections == 2, 20000);
+        f.panel.shutdown();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 20000);
+        const SessionSummary second = f.temp.store->summary(started.at(1).at(0).toLongLong()).value();
+        QCOMPARE(second.byStatus.at("shutting_down"), second.requests);
+    }
+
     void cleanupTestCase() { QVERIFY(m_server->stop(SIGTERM)); }
 };
 
