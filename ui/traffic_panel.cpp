@@ -390,6 +390,11 @@ void TrafficPanel::stop()
 void TrafficPanel::shutdown()
 {
     stopLoad(true);
+    // Sessions stopped earlier may still wait for a slow server's answers.
+    for (const std::weak_ptr<remote::RemoteLoad> &w : m_finishing)
+        if (const std::shared_ptr<remote::RemoteLoad> load = w.lock())
+            load->failPending(true);
+    m_finishing.clear();
 }
 
 void TrafficPanel::stopLoad(bool cancelInFlight)
@@ -398,12 +403,14 @@ void TrafficPanel::stopLoad(bool cancelInFlight)
     m_restart.stop();
     if (m_remoteLoad) {
         m_remoteLoad->stop();
-        m_remoteLoad->dropUnsent();
+        m_remoteLoad->failPending(false);
         m_before = counters(); // answers still on the wire after this are not counted here
         // Waiting for those answers (up to the request timeout) happens off
         // the GUI thread; the session ends when they are in. Requests still
         // waiting for a connection are not sent; at shutdown none is waited for.
         std::shared_ptr<remote::RemoteLoad> finishing(std::move(m_remoteLoad));
+        std::erase_if(m_finishing, [](const std::weak_ptr<remote::RemoteLoad> &w) { return w.expired(); });
+        m_finishing.push_back(finishing);
         QPointer<TrafficPanel> self(this);
         QThreadPool::globalInstance()->start([self, finishing, cancelInFlight] {
             finishing->finish(cancelInFlight);

@@ -35,6 +35,7 @@
 
 #include <map>
 #include <memory>
+#include <vector>
 
 class QComboBox;
 class QDoubleSpinBox;
@@ -103,8 +104,9 @@ public:
 public slots:
     void start();
     void stop();
-    // As stop(), for a closing console: remote requests on the wire are
-    // failed at once (shutting_down) instead of waited for.
+    // As stop(), for a closing console: remote requests on the wire, also
+    // those of sessions stopped earlier, are failed at once (shutting_down)
+    // instead of waited for.
     void shutdown();
     void toggle();
     // Measures the capacity again (off the GUI thread); capacityMeasured follows.
@@ -143,6 +145,9 @@ private:
     std::shared_ptr<TraceStore> m_store;
     std::unique_ptr<LoadGenerator> m_generator;
     std::unique_ptr<remote::RemoteLoad> m_remoteLoad;
+    // Stopped remote sessions still waiting for their answers (shutdown()
+    // fails those at once).
+    std::vector<std::weak_ptr<remote::RemoteLoad>> m_finishing;
     std::shared_ptr<const std::vector<TraceRow>> m_rows; // the running load's trace rows
     std::map<qint64, std::shared_ptr<const std::vector<TraceRow>>> m_traceRows; // loaded traces by id
     std::uint64_t m_seed = 1;

@@ -416,11 +416,17 @@ std::uint64_t HttpRemoteTarget::shed() const
     return m_worker->shed.load(std::memory_order_relaxed);
 }
 
-void HttpRemoteTarget::dropUnsent()
+void HttpRemoteTarget::failPending(bool onTheWire)
 {
     Worker *w = m_worker;
     QMetaObject::invokeMethod(
-        w, [w] { w->dropQueued("the load stopped before the request was sent"); },
+        w,
+        [w, onTheWire] {
+            if (onTheWire)
+                w->cancelAll();
+            else
+                w->dropQueued("the load stopped before the request was sent");
+        },
         Qt::BlockingQueuedConnection);
 }
 

@@ -57,7 +57,7 @@ public:
     MetricSample sample(TimePoint epoch, std::uint64_t droppedRows) const override;
     std::uint64_t shed() const override;
     nlohmann::json finish(bool cancel) override;
-    void dropUnsent() override;
+    void failPending(bool onTheWire) override;
 
     class Worker; // the QObject on the HTTP thread (http_remote_target.cpp)
 

@@ -101,7 +101,7 @@ nlohmann::json RemoteLoad::finish(bool cancel)
     stop();
     m_finished = true;
     if (!cancel)
-        m_target->dropUnsent();          // never sent: not owed an answer
+        m_target->failPending(false);    // never sent: not owed an answer
     m_client = m_target->finish(cancel); // every completion has run after this
     m_session->end(m_client);
     return m_client;

@@ -56,8 +56,10 @@ public:
     // client's figures (RemoteTarget::finish()). Idempotent.
     nlohmann::json finish(bool cancel = false);
     // Fails what waits in the client's queue, never sent (finish() does it
-    // too; the panel does it at Stop, before a connection frees up for it).
-    void dropUnsent() { m_target->dropUnsent(); }
+    // too; the panel does it at Stop, before a connection frees up for it),
+    // and with `onTheWire` what was sent as well: a finish() waiting on
+    // another thread then returns at once. Any thread.
+    void failPending(bool onTheWire) { m_target->failPending(onTheWire); }
 
     std::int64_t sessionId() const { return m_session->sessionId(); }
     const RemoteTarget &target() const { return *m_target; }

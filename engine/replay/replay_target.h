@@ -64,11 +64,12 @@ public:
     //  "ttft_ms": {...}, "itl_ms": {...}, "client_shed": k, "server": "vllm",
     //  "server_settings": "...", "scrapes": n, "scrape_errors": m, ...}.
     virtual nlohmann::json finish(bool cancel) = 0;
-    // Before finish(false) when live load stops: fails what still waits in
-    // the client's own queue, never sent (status shutting_down, counted as
-    // "not_sent"), so that a stop does not go on sending a backlog to a
-    // server that fell behind; what is on the wire carries on. Any thread.
-    virtual void dropUnsent() {}
+    // Fails what still waits in the client's own queue, never sent (status
+    // shutting_down, counted as "not_sent"): live load that stops does not
+    // go on sending a backlog to a server that fell behind. With
+    // `onTheWire`, what was sent too, at once (a closing console), also
+    // while another thread waits in finish(). Any thread but the target's.
+    virtual void failPending(bool onTheWire) { (void)onTheWire; }
 };
 
 } // namespace bp

@@ -332,14 +332,22 @@ private slots:
                  qPrintable(QString::fromStdString(formatSummary(summary))));
         QCOMPARE(summary.completed, std::uint64_t(0));
 
-        // Shut down with one request on the wire and a backlog: finished
-        // at once, not after the request timeout.
+        // Stopped with its one request still on the wire (the session waits
+        // for it), then shut down: finished at once, not at the timeout.
         f.panel.startButton()->click();
         QTRY_VERIFY_WITH_TIMEOUT(f.panel.counters().sent >= 5 && connections == 2, 20000);
+        f.panel.startButton()->click(); // Stop
+        QVERIFY(!f.panel.running());
         f.panel.shutdown();
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 20000);
-        const SessionSummary second = f.temp.store->summary(started.at(1).at(0).toLongLong()).value();
-        QCOMPARE(second.byStatus.at("shutting_down"), second.requests);
+
+        // Shut down while running, a request on the wire and a backlog.
+        f.panel.startButton()->click();
+        QTRY_VERIFY_WITH_TIMEOUT(f.panel.counters().sent >= 5 && connections == 3, 20000);
+        f.panel.shutdown();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, 20000);
+        const SessionSummary third = f.temp.store->summary(started.at(2).at(0).toLongLong()).value();
+        QCOMPARE(third.byStatus.at("shutting_down"), third.requests);
     }
 
     void cleanupTestCase() { QVERIFY(m_server->stop(SIGTERM)); }
