@@ -10,12 +10,17 @@
 //  - a greedy completion's text is transformers' decode of the reference's
 //    greedy tokens, byte for byte, including the U+FFFD of a character cut
 //    by the last token; streamed, its deltas join to the same text;
-//  - a model without a chat format answers chat with an OpenAI 400 error.
+//  - a model without a chat format answers chat with an OpenAI 400 error;
+//  - the official OpenAI Python client (tools/openai_client_check.py) gets
+//    the same: models, chat, streamed chat with usage, completion. Skipped
+//    where the `openai` package is not installed for python3 (or for the
+//    interpreter BATCHPILOT_PYTHON names).
 #include "headless_process.h"
 #include "rest_test_util.h"
 
 #include <QFile>
 #include <QJsonArray>
+#include <QProcess>
 #include <QtTest>
 
 namespace {
@@ -143,6 +148,36 @@ private slots:
         QCOMPARE(
             post(port, "/v1/completions", {{"model", "mistral"}, {"prompt", "hi"}, {"max_tokens", 2}}).status,
             200);
+        QVERIFY(server.stop(SIGTERM));
+    }
+
+    void officialOpenAiClient()
+    {
+#ifndef BATCHPILOT_HAVE_TORCH
+        QSKIP("built without libtorch (BATCHPILOT_TORCH=OFF)");
+#endif
+        const QString python = qEnvironmentVariable("BATCHPILOT_PYTHON", QStringLiteral("python3"));
+        QProcess probe;
+        probe.start(python, {"-c", "import openai"});
+        if (!probe.waitForFinished(60000) || probe.exitStatus() != QProcess::NormalExit ||
+            probe.exitCode() != 0)
+            QSKIP(qPrintable(QStringLiteral("the openai package is not installed for %1 (pip install openai; "
+                                            "BATCHPILOT_PYTHON names another interpreter)")
+                                 .arg(python)));
+        HeadlessProcess server({"--model", "hf:" + fixture("qwen2"), "--device", "cpu"});
+        QVERIFY2(server.start(), qPrintable(server.output()));
+        const QByteArray root = qgetenv("BATCHPILOT_SOURCE_DIR");
+        QProcess client;
+        client.setProcessChannelMode(QProcess::MergedChannels);
+        client.start(python, {QString::fromUtf8(root.isEmpty() ? QByteArray(".") : root) +
+                                  "/tools/openai_client_check.py",
+                              QStringLiteral("http://127.0.0.1:%1").arg(server.port()), "--reference",
+                              fixture("qwen2") + "/reference.json"});
+        QVERIFY(client.waitForFinished(120000));
+        const QString out = QString::fromUtf8(client.readAll());
+        qInfo().noquote() << out;
+        QCOMPARE(client.exitStatus(), QProcess::NormalExit);
+        QVERIFY2(client.exitCode() == 0, qPrintable(out));
         QVERIFY(server.stop(SIGTERM));
     }
 };
