@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""The GPU check's figures against issue 33's targets, from the JSON files
+"""The GPU check's figures against issues 33's and 36's targets, from the JSON files
 bench/gpu/check.sh wrote into OUT: prints a table and writes OUT/summary.json.
 Missing files give "-" (a stage that failed or was skipped)."""
 import json
 import os
 import sys
+
+# The H200's memory bandwidth as measured there (about 4.3 TB/s; docs/gpu.md)
+BANDWIDTH_BYTES_PER_S = 4.3e12
 
 
 def load(out, name):
@@ -88,6 +91,32 @@ def main():
         figures["fidelity_median_abs_error"] = fid["median_abs_error"]
         row("fidelity: median |error| over the figures", f"{100 * fid['median_abs_error']:.1f}%", "<= 5%",
             fid["median_abs_error"] <= 0.05)
+    # Llama-3-8B's shape in bf16 (issue 36): the step against reading the
+    # weights once at the bandwidth the H200 measured (4.3 TB/s, docs/gpu.md).
+    lp = load(out, "llama_profile.json")
+    l1, l64 = cell(lp, 1), cell(lp, 64)
+    if l1:
+        weights_ms = lp["parameters"] * 2 / BANDWIDTH_BYTES_PER_S * 1e3
+        figures["llama_step_ms_b1"] = l1["tpot_ms"]
+        figures["llama_weight_read_ms"] = weights_ms
+        row("Llama-3-8B decode step, batch 1 / weight read at 4.3 TB/s",
+            f"{l1['tpot_ms']:.2f} / {weights_ms:.2f} ms = x{l1['tpot_ms'] / weights_ms:.2f}", "<= 1.3",
+            l1["tpot_ms"] <= 1.3 * weights_ms)
+        if l64:
+            r = l64["decode_tokens_per_s"] / l1["decode_tokens_per_s"]
+            figures["llama_step_ms_b64"] = l64["tpot_ms"]
+            row("Llama-3-8B decode tok/s, batch 64 / batch 1", f"{l64['decode_tokens_per_s']:.0f} / "
+                f"{l1['decode_tokens_per_s']:.0f} = x{r:.1f}", ">= 20", r >= 20)
+    ll = load(out, "llama_load.json")
+    if ll:
+        best = {}
+        for r in ll["runs"]:
+            best[r["policy"]] = max(best.get(r["policy"], 0.0), r.get("goodput", 0.0))
+        figures["llama_best_goodput"] = best
+        dyn, cont = best.get("dynamic", 0.0), best.get("continuous", 0.0)
+        row("Llama-3-8B goodput at TTFT<=1s, TPOT<=50ms: continuous vs dynamic@64",
+            f"{cont:.1f} vs {dyn:.1f} req/s: x{(cont / dyn if dyn else float('inf')):.2f}", ">= 2",
+            dyn > 0 and cont >= 2 * dyn)
     width = max(len(r[0]) for r in rows) if rows else 10
     for what, value, target, verdict in rows:
         print(f"{what:<{width}}  {value:<34} target {target:<10} {verdict}")
