@@ -1,6 +1,7 @@
 // The device-resident KV cache of a paged decoder: one allocation holding,
-// for every layer, a key pool and a value pool of [slots, kvHeads, headDim],
-// cut into blocks of blockTokens slots whose books KvBlockPool keeps
+// for every layer, a key pool and a value pool of [kvHeads, blocks,
+// blockTokens, headDim] (a head's block is one contiguous run of
+// blockTokens × headDim), blocks whose books KvBlockPool keeps
 // (engine/model/kv_block_pool.h). Sized once, when an engine starts on the
 // model (Backend::prepareKv), from kv_cache_tokens or, at 0, from the
 // device's free memory times continuous.kv_memory_fraction
