@@ -711,6 +711,8 @@ class Handler(BaseHTTPRequestHandler):
     def send_error_json(self, status, message):
         f = self.cfg.flavour
         if f == "tgi":
+            if status == 400:
+                status = 422  # TGI answers a request it does not validate with 422
             if status == 422 and message.startswith("Failed to deserialize"):
                 return self.send_body(status, message, "text/plain; charset=utf-8")
             kind = {429: "overloaded", 404: "not_found"}.get(status, "validation")
