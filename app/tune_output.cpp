@@ -72,7 +72,7 @@ QString durationText(double seconds)
 }
 
 void printSearch(QTextStream &out, const TuneRun &run, const QString &objectiveName, const QString &baseName,
-                 CostNoise noise)
+                 CostNoise noise, const CurrentVerdict *verdict, const TuneFigures *current)
 {
     const TuneResult &r = run.result;
     const TuneSource &source = run.source;
@@ -85,6 +85,8 @@ void printSearch(QTextStream &out, const TuneRun &run, const QString &objectiveN
                .arg(source.offeredPerS, 0, 'f', 1)
                .arg(source.replay.speed)
                .arg(q(describe(slo)), objectiveName);
+    if (const std::string lengths = source.plan.lengths.describe(cal.maxSequenceLength); !lengths.empty())
+        out << "  lengths: " << q(lengths) << "\n";
     out << QStringLiteral("  calibration %1: %2; its fit to whole batches: median error %3%, worst %4%; "
                           "cost noise %5\n")
                .arg(cal.id)
@@ -112,37 +114,71 @@ void printSearch(QTextStream &out, const TuneRun &run, const QString &objectiveN
         out << row(q(r.candidates[i].label), r.candidates[i].figures, tokenLevel, width);
 
     const TuneCandidate &rec = r.candidates[*r.recommended];
-    out << QStringLiteral("\nRecommended: %1%2\n")
-               .arg(q(rec.label))
-               .arg(r.anyMet ? QString()
-                             : QStringLiteral("  (NO config meets the SLO at this load: the nearest)"));
-    const std::string change = describeChange(source.plan.config, rec.config);
-    out << QStringLiteral("  changes from the %1 config: %2\n")
-               .arg(baseName, change.empty() ? QStringLiteral("none") : q(change));
-    out << QStringLiteral(
-               "  predicted: %1 req/s, goodput %2 req/s (%3 of %4 within the SLO), p50 %5 ms, p99 %6 ms")
-               .arg(rec.figures.throughputPerS, 0, 'f', 1)
-               .arg(rec.figures.goodputPerS, 0, 'f', 1)
-               .arg(rec.figures.good)
-               .arg(rec.figures.requests)
-               .arg(msText(rec.figures.p50S), msText(rec.figures.p99S));
-    if (tokenLevel)
-        out << QStringLiteral(", TTFT p99 %1 ms, TPOT p99 %2 ms")
-                   .arg(msText(rec.figures.ttftP99S), msText(rec.figures.tpotP99S));
-    out << QStringLiteral(", mean batch %1\n").arg(rec.figures.meanBatch, 0, 'f', 1);
+    auto predicted = [&](const TuneFigures &f) {
+        out << QStringLiteral(
+                   "  predicted: %1 req/s, goodput %2 req/s (%3 of %4 within the SLO), p50 %5 ms, p99 %6 ms")
+                   .arg(f.throughputPerS, 0, 'f', 1)
+                   .arg(f.goodputPerS, 0, 'f', 1)
+                   .arg(f.good)
+                   .arg(f.requests)
+                   .arg(msText(f.p50S), msText(f.p99S));
+        if (tokenLevel)
+            out << QStringLiteral(", TTFT p99 %1 ms, TPOT p99 %2 ms")
+                       .arg(msText(f.ttftP99S), msText(f.tpotP99S));
+        out << QStringLiteral(", mean batch %1\n").arg(f.meanBatch, 0, 'f', 1);
+    };
+    auto gainText = [](double gain) {
+        return std::isfinite(gain)
+                   ? QStringLiteral("%1%2%").arg(gain >= 0 ? "+" : "").arg(100 * gain, 0, 'f', 1)
+                   : QStringLiteral("+inf");
+    };
+    if (current)
+        out << QStringLiteral("\nThe %1 config %2 the SLO (ratio %3)\n")
+                   .arg(baseName, current->sloMet ? QStringLiteral("meets") : QStringLiteral("misses"))
+                   .arg(current->sloRatio, 0, 'f', 2);
+    if (verdict && verdict->keep) {
+        out << QStringLiteral("\nRecommended: keep the %1 config: the best found, %2, predicts goodput %3 "
+                              "req/s against %4 (%5), %6 the fit's spread of %7%\n")
+                   .arg(baseName, q(rec.label))
+                   .arg(rec.figures.goodputPerS, 0, 'f', 1)
+                   .arg(current->goodputPerS, 0, 'f', 1)
+                   .arg(gainText(verdict->gain))
+                   .arg(rec.figures.sloMet || !verdict->currentMeets
+                            ? QStringLiteral("not above")
+                            : QStringLiteral("and misses the SLO; within"))
+                   .arg(100 * verdict->margin, 0, 'f', 1);
+        out << QStringLiteral("  changes from the %1 config: none\n").arg(baseName);
+        predicted(*current);
+    } else {
+        out << QStringLiteral("\nRecommended: %1%2\n")
+                   .arg(q(rec.label))
+                   .arg(r.anyMet ? QString()
+                                 : QStringLiteral("  (NO config meets the SLO at this load: the nearest)"));
+        if (verdict)
+            out << QStringLiteral("  goodput %1 over the %2 config's, beyond the fit's spread of %3%\n")
+                       .arg(gainText(verdict->gain), baseName)
+                       .arg(100 * verdict->margin, 0, 'f', 1);
+        const std::string change = describeChange(source.plan.config, rec.config);
+        out << QStringLiteral("  changes from the %1 config: %2\n")
+                   .arg(baseName, change.empty() ? QStringLiteral("none") : q(change));
+        predicted(rec.figures);
+    }
     if (rec.figures.unservable)
         out << QStringLiteral(
                    "  %1 requests are beyond the model's positions under any config (out_of_range); the "
                    "figures leave them out\n")
                    .arg(rec.figures.unservable);
-    if (r.capacity > 0)
+    if (verdict && verdict->keep) {
+        // the capacity search ran on the best found, not on the config kept
+    } else if (r.capacity > 0) {
         out << QStringLiteral("  capacity: meets the SLO up to %1x this load (%2 req/s; speed %3)%4\n")
                    .arg(r.capacity, 0, 'f', 2)
                    .arg(r.capacity * source.offeredPerS, 0, 'f', 1)
                    .arg(r.capacity * source.replay.speed, 0, 'g', 4)
                    .arg(r.capacity >= 4096 ? QStringLiteral(" or more") : QString());
-    else if (!r.cancelled)
+    } else if (!r.cancelled) {
         out << QStringLiteral("  capacity: misses the SLO even at 1/64 of this load\n");
+    }
 }
 
 void printVerification(QTextStream &out, const TuneFigures &p, const TuneFigures &m, bool tokenLevel)

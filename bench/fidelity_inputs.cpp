@@ -1,5 +1,7 @@
 #include "fidelity_inputs.h"
 
+#include "engine/core/length_rule.h"
+
 #include "engine/store/session_summary.h"
 #include "engine/store/trace_store.h"
 
@@ -124,10 +126,14 @@ std::vector<TraceRow> fitTrace(std::vector<TraceRow> rows, double seconds, doubl
     const double t0 = rows.empty() ? 0 : rows.front().arrivalS;
     for (TraceRow &r : rows) {
         r.arrivalS = span > 0 ? (r.arrivalS - t0) * seconds / span : 0;
-        r.inputTokens = std::clamp(int(std::lround(r.inputTokens * lengthScale)), 1, m.maxSequenceLength);
-        r.outputTokens = std::max(1, int(std::lround(r.outputTokens * lengthScale)));
-        if (m.maxNewTokensLimit > 0)
-            r.outputTokens = std::min(r.outputTokens, std::max(1, m.maxSequenceLength + 1 - r.inputTokens));
+        // The one length rule (engine/core/length_rule.h).
+        const ScaledLengths len = scaleLengths(r.inputTokens, r.outputTokens, lengthScale,
+                                               {.maxLength = m.maxSequenceLength,
+                                                .maxNewTokens = m.maxNewTokensLimit,
+                                                .generative = m.generative});
+        r.inputTokens = len.input;
+        if (m.generative)
+            r.outputTokens = len.output;
     }
     return rows;
 }

@@ -118,10 +118,20 @@ void Driver::submit(std::size_t i, TimePoint arrival)
     Request r;
     r.id = i + 1; // the position in the source: requests.request_id of the replay
     r.tokens = promptFor(i);
-    if (p.followUp() && m_options.clampToModel && m_model.maxSequenceLength > 0 &&
-        int(r.tokens.size()) > m_model.maxSequenceLength) {
-        r.tokens.resize(std::size_t(m_model.maxSequenceLength)); // keeps the shared prefix
-        ++m_outcome.clamped;
+    r.maxNewTokens = p.maxNewTokens;
+    if (p.followUp() && m_options.clampToModel && m_model.maxSequenceLength > 0) {
+        // The length rule (engine/core/length_rule.h) on the grown prompt:
+        // cut from the end, so the shared prefix stays.
+        const ScaledLengths len =
+            clampLengths(int(r.tokens.size()), p.maxNewTokens,
+                         {.maxLength = m_model.maxSequenceLength,
+                          .maxNewTokens = m_model.generative ? m_model.maxNewTokensLimit : 0,
+                          .generative = m_model.generative});
+        if (len.clamped) {
+            r.tokens.resize(std::size_t(len.input));
+            r.maxNewTokens = len.output;
+            ++m_outcome.clamped;
+        }
     }
     if (p.next >= 0) {
         std::lock_guard lock(m_mutex);
@@ -129,7 +139,6 @@ void Driver::submit(std::size_t i, TimePoint arrival)
     }
     if (keepPrompts)
         sentPrompts[i] = r.tokens;
-    r.maxNewTokens = p.maxNewTokens;
     r.arrival = arrival;
     r.conversation = p.conversation;
     r.turn = p.turn;

@@ -22,6 +22,13 @@ Status checkOptions(const ReplayOptions &o)
 
 } // namespace
 
+LengthLimits replayLengthLimits(const ReplayOptions &options, const ModelInfo &model)
+{
+    return {.maxLength = options.clampToModel ? model.maxSequenceLength : 0,
+            .maxNewTokens = model.generative ? model.maxNewTokensLimit : 0,
+            .generative = model.generative};
+}
+
 Result<ReplayPlan> planReplay(const TraceStore &store, const ReplayOptions &options, const ModelInfo &model)
 {
     if (Status s = checkOptions(options); !s)
@@ -69,6 +76,7 @@ Result<ReplayPlan> planReplay(const TraceStore &store, const ReplayOptions &opti
             plan.blockTokens = std::max(1, int(std::lround(info->blockTokens * options.lengthScale)));
         }
     }
+    const LengthLimits limits = replayLengthLimits(options, model);
     std::unordered_map<std::int64_t, std::size_t> lastTurn; // conversation -> plan index
     const double originS = skip > 0 ? (*rows)[skip].arrivalS : 0;
     plan.requests.resize(count);
@@ -77,16 +85,11 @@ Result<ReplayPlan> planReplay(const TraceStore &store, const ReplayOptions &opti
         PlannedRequest &p = plan.requests[i];
         p.sourceS = row.arrivalS;
         p.offset = fromSeconds((row.arrivalS - originS) / options.speed);
-        p.inputTokens = std::max(1, int(std::lround(row.inputTokens * options.lengthScale)));
-        if (options.clampToModel && p.inputTokens > model.maxSequenceLength) {
-            p.inputTokens = model.maxSequenceLength;
-            ++plan.clamped;
-        }
-        if (model.generative) {
-            p.maxNewTokens = std::max(0, int(std::lround(row.outputTokens * options.lengthScale)));
-            if (model.maxNewTokensLimit > 0)
-                p.maxNewTokens = std::min(p.maxNewTokens, model.maxNewTokensLimit);
-        }
+        const ScaledLengths len =
+            scaleLengths(row.inputTokens, row.outputTokens, options.lengthScale, limits);
+        p.inputTokens = len.input;
+        p.maxNewTokens = len.output;
+        plan.lengths.add(len);
         if (!hashIds.empty())
             p.blocks = std::move(hashIds[skip + i]);
         p.conversation = row.conversation;

@@ -1,11 +1,12 @@
 // What a replay sends, worked out once from its source and options: the
-// arrivals (scaled, clamped to the model), the config it runs under, and
-// the parameters stored with the new session. Shared by the Replayer (real
-// and virtual clock) and the simulated replay (engine/sim/).
+// arrivals (scaled and clamped by the one length rule, engine/core/length_rule.h), the config it runs under,
+// and the parameters stored with the new session. Shared by the Replayer (real and virtual clock) and the
+// simulated replay (engine/sim/).
 #pragma once
 
 #include "replayer.h"
 
+#include "engine/core/length_rule.h"
 #include "engine/workload/trace_csv.h"
 
 #include <vector>
@@ -39,9 +40,13 @@ struct ReplayPlan {
     std::vector<PlannedRequest> requests;
     int blockTokens = 0;   // tokens per hash id (0: no blocks)
     BatchingConfig config; // validated
-    std::size_t clamped = 0;
+    LengthCounts lengths;  // engine/core/length_rule.h: outputs raised, requests clamped
     bool fromSession = true;
 };
+
+// The length rule's limits for a replay on `model` (engine/core/length_rule.h):
+// its length when options.clampToModel, its output cap.
+LengthLimits replayLengthLimits(const ReplayOptions &options, const ModelInfo &model);
 
 // NotFound for an unknown source, InvalidArgument for bad options, an
 // invalid config or an empty source.

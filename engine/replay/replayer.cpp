@@ -108,7 +108,8 @@ Result<ReplayOutcome> Replayer::run(const ReplayOptions &options, const Progress
             progress(last);
     }
     outcome.sessionId = (*recorder)->sessionId();
-    outcome.clamped += planned->clamped;
+    outcome.clamped += planned->lengths.clamped;
+    outcome.raised += planned->lengths.raised;
     outcome.config = config;
     outcome.wallSeconds = toSeconds(SteadyClock::now() - wallStart);
     outcome.warning = (*recorder)->warning();
@@ -163,7 +164,8 @@ Result<ReplayOutcome> Replayer::runRemote(const ReplayOptions &options, RemoteTa
         progress(last);
     }
     outcome.sessionId = (*session)->sessionId();
-    outcome.clamped += planned->clamped;
+    outcome.clamped += planned->lengths.clamped;
+    outcome.raised += planned->lengths.raised;
     outcome.wallSeconds = toSeconds(SteadyClock::now() - wallStart);
     outcome.warning = (*session)->warning();
     noteCancellation(*m_store, options, outcome);

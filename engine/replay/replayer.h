@@ -49,16 +49,18 @@ struct ReplayOptions {
     // nullopt: a session's last recorded config; for a trace, the defaults.
     std::optional<BatchingConfig> config;
     double speed = 1;       // 2 = gaps halved (twice the arrival rate)
-    double lengthScale = 1; // input and output tokens multiplied (inputs at least 1)
+    double lengthScale = 1; // input and output tokens multiplied (each at least 1: the length rule)
     std::size_t limit = 0;  // replay only the first N arrivals (0 = all)
     // Leave out the first N arrivals (`limit` then counts from there): a
     // window of the source (tune's verification, engine/sim/verify_window.h).
     // With skip > 0 the offsets count from the first arrival sent.
     std::size_t skip = 0;
     ReplayClock clock = ReplayClock::Real;
-    // Inputs longer than the model accepts are clamped to its maximum (and
-    // counted in ReplayOutcome::clamped); false: they are submitted as they
-    // are and rejected with out_of_range, as live traffic would be.
+    // Requests longer than the model accepts (prompt + output) are clamped
+    // to it by the length rule (engine/core/length_rule.h; counted in
+    // ReplayOutcome::clamped); false: they are submitted as they are and
+    // rejected with out_of_range, as live traffic would be. Outputs that
+    // scale below one token are raised to 1 either way (::raised).
     bool clampToModel = true;
     std::string notes;
     // The new session's sink; its requestSource is set to "replay". The
@@ -85,7 +87,8 @@ struct ReplayOutcome {
     std::size_t rejected = 0;  // refused at submit
     std::size_t completed = 0; // ok
     std::size_t failed = 0;    // accepted, then not ok
-    std::size_t clamped = 0;
+    std::size_t clamped = 0;   // requests cut to the model's length (the plan's and follow-up turns')
+    std::size_t raised = 0;    // outputs raised to one token
     bool cancelled = false;
     double wallSeconds = 0;
     Duration maxLateness{}; // real clock only

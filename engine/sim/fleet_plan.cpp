@@ -1,5 +1,7 @@
 #include "fleet_plan.h"
 
+#include "engine/core/length_rule.h"
+
 #include "tune_pipeline.h"
 
 #include "engine/store/trace_store.h"
@@ -21,18 +23,17 @@ std::vector<SimArrival> arrivalsOf(const std::vector<TraceRow> &rows, std::vecto
 {
     std::vector<SimArrival> out;
     out.reserve(rows.size());
-    const int maxLength = model.limits.maxSequenceLength;
+    // The one length rule (engine/core/length_rule.h), at scale 1.
+    int maxLength = model.limits.maxSequenceLength;
+    if (model.positions > 0)
+        maxLength = maxLength > 0 ? std::min(maxLength, model.positions) : model.positions;
+    const LengthLimits limits{.maxLength = maxLength, .generative = model.output == OutputKind::Generated};
     for (std::size_t i = 0; i < rows.size(); ++i) {
         SimArrival a;
         a.offset = fromSeconds(std::max(0.0, rows[i].arrivalS - beginS) / r.rateScale);
-        a.inputTokens = std::max(1, rows[i].inputTokens);
-        if (maxLength > 0)
-            a.inputTokens = std::min(a.inputTokens, maxLength);
-        a.maxNewTokens = std::max(0, rows[i].outputTokens);
-        if (model.positions > 0) {
-            a.inputTokens = std::min(a.inputTokens, std::max(1, model.positions - 1));
-            a.maxNewTokens = std::min(a.maxNewTokens, model.positions - a.inputTokens);
-        }
+        const ScaledLengths len = scaleLengths(rows[i].inputTokens, rows[i].outputTokens, 1.0, limits);
+        a.inputTokens = len.input;
+        a.maxNewTokens = len.output;
         a.id = i + 1;
         if (i < hashIds.size()) {
             a.blocks = std::move(hashIds[i]);

@@ -155,7 +155,8 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
     out.rejected = sim.rejected;
     out.completed = sim.completed;
     out.failed = sim.failed;
-    out.clamped = plan->clamped;
+    out.clamped = plan->lengths.clamped + sim.clamped;
+    out.raised = plan->lengths.raised;
     out.cancelled = sim.cancelled;
     out.config = plan->config;
     out.warning = (*sink)->warning();

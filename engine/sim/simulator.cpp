@@ -1,5 +1,7 @@
 #include "simulator.h"
 
+#include "engine/core/length_rule.h"
+
 #include "sim_replica.h"
 
 #include "engine/sched/continuous_scheduler.h"
@@ -150,14 +152,23 @@ struct Simulator::Impl {
         Request r;
         r.id = a.id ? a.id : index + 1;
         r.tokens = promptOf(a, r.id);
-        if (a.previous >= 0 && o.limits.maxSequenceLength > 0 &&
-            int(r.tokens.size()) > o.limits.maxSequenceLength)
-            r.tokens.resize(std::size_t(o.limits.maxSequenceLength)); // keeps the shared prefix
+        r.maxNewTokens = a.maxNewTokens;
+        if (a.previous >= 0 && o.limits.maxSequenceLength > 0) {
+            // The length rule (engine/core/length_rule.h) on the grown prompt:
+            // cut from the end, so the shared prefix stays.
+            const ScaledLengths len =
+                clampLengths(int(r.tokens.size()), a.maxNewTokens,
+                             {.maxLength = o.limits.maxSequenceLength, .generative = a.maxNewTokens > 0});
+            if (len.clamped) {
+                r.tokens.resize(std::size_t(len.input));
+                r.maxNewTokens = len.output;
+                ++out.clamped;
+            }
+        }
         if (a.next >= 0)
             prompts[index] = r.tokens;
         r.conversation = a.conversation;
         r.turn = a.turn;
-        r.maxNewTokens = a.maxNewTokens;
         r.arrival = arrival; // before now when it waited in the router's queue
         r.priority = a.priority;
         if (a.timeout)

@@ -97,6 +97,7 @@ struct ReplicaFigures {
 
 struct SimOutcome {
     std::size_t submitted = 0;
+    std::size_t clamped = 0; // follow-up turns whose grown prompt was cut to the model's length
     std::size_t accepted = 0;
     std::size_t rejected = 0;  // refused at admission
     std::size_t completed = 0; // ok

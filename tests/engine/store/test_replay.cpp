@@ -9,6 +9,7 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <random>
 
 using namespace bp;
@@ -136,6 +137,43 @@ private slots:
         QVERIFY(strict);
         QCOMPARE(strict->rejected, std::size_t(1));
         QCOMPARE(f.store->summary(strict->sessionId)->byStatus["out_of_range"], std::uint64_t(1));
+    }
+
+    // The one length rule (engine/core/length_rule.h): an output that
+    // scales below one token asks for 1, and a request whose prompt +
+    // output exceeds the model is clamped with room for its output; the
+    // replay counts both, and every request completes.
+    void theLengthRuleRaisesAndClampsTogether()
+    {
+        Fixture f;
+        auto small = makeEchoBackend(256, 64);
+        const auto traceId =
+            f.store
+                ->addTrace("rule", "", TraceFormat::Plain, {{0, 200, 4}, {0.1, 1200, 400}, {0.2, 400, 100}})
+                ->id;
+        ReplayOptions o;
+        o.source = {ReplaySource::Kind::Trace, traceId};
+        o.clock = ReplayClock::Virtual;
+        o.lengthScale = 0.1; // (20, 0.4 -> 1), (120, 40 -> 24 + 40), (40, 10 -> 40 + 10)
+        BatchingConfig c;
+        c.policy = PolicyKind::Continuous;
+        o.config = c;
+        auto out = Replayer(f.store, small).run(o);
+        QVERIFY2(out, out.status().toString().c_str());
+        QCOMPARE(out->raised, std::size_t(1));
+        QCOMPARE(out->clamped, std::size_t(1));
+        QCOMPARE(out->completed, std::size_t(3));
+        QCOMPARE(out->rejected, std::size_t(0));
+        auto rows = f.store->requests(out->sessionId).value();
+        std::sort(rows.begin(), rows.end(),
+                  [](const auto &a, const auto &b) { return a.requestId < b.requestId; });
+        QCOMPARE(rows.size(), std::size_t(3));
+        QCOMPARE(rows[0].inputTokens, 20);
+        QCOMPARE(rows[0].outputTokens, 1);
+        QCOMPARE(rows[1].inputTokens, 24);
+        QCOMPARE(rows[1].outputTokens, 40);
+        QCOMPARE(rows[2].inputTokens, 40);
+        QCOMPARE(rows[2].outputTokens, 10);
     }
 
     // Arrivals at 0, 1, 2 and 10 ms; max batch 2, delay 5 ms: {0,1} leaves
