@@ -14,6 +14,7 @@
 #include "engine/config/config_import.h"
 #include "engine/sim/calibration_store.h"
 #include "engine/sim/remote_calibrate.h"
+#include "engine/sim/remote_server_model.h"
 #include "engine/store/trace_store.h"
 #include "engine/telemetry/target_metrics.h"
 
@@ -56,6 +57,9 @@ void printFit(QTextStream &out, const Calibration &c)
     if (!r.settings.empty())
         out << QStringLiteral("  server settings (%1): %2\n")
                    .arg(q(r.settings.source), q(r.settings.summary()));
+    if (simulatesServerModel(r))
+        if (auto m = remoteServerModel(r, nullptr))
+            out << QStringLiteral("  simulated as %1's scheduler: %2\n").arg(q(m->server), q(m->describe()));
     out << QStringLiteral("  cost model: iteration(n, T, A) = s0 + s1*n + s2*T + s3*A, plus o per request "
                           "(prompt chunk per step: %1)\n")
                .arg(r.prefillChunk > 0 ? QString::number(r.prefillChunk) : QStringLiteral("whole prompt"));
@@ -295,11 +299,20 @@ int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
     r.prefillChunk = prefillChunkOf(settings);
     r.limits =
         observedLimits(run.scrapes, run.first ? &*run.first : nullptr, run.last ? &*run.last : nullptr);
+    for (const ProbeRequest &p : run.requests)
+        if (p.ok)
+            r.limits.longestPrompt = std::max(r.limits.longestPrompt.value_or(0), double(p.promptTokens));
     r.probe.requests = run.requests.size();
     r.probe.failed = run.failed();
     r.probe.seconds = run.seconds;
     r.probe.interrupted = run.interrupted;
     r.probe.plan = plan.describe();
+    if (r.prefillChunk == 0 && simulatesServerModel(r))
+        // The server model's chunk, its settings as read or the probe's cap
+        // (a step bound below the longest prompt): the rows then count a
+        // long prompt's steps as the server ran them.
+        if (auto m = remoteServerModel(r, nullptr))
+            r.prefillChunk = serverPrefillChunk(m->config);
     r.observations = probeObservations(run.requests, r.prefillChunk, streaming);
     for (const ProbeRequest &p : run.requests)
         if (!p.ok) {

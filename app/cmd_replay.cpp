@@ -14,8 +14,10 @@
 #include "remote/http_remote_target.h"
 
 #include "engine/config/config_json.h"
+#include "engine/core/length_rule.h"
 #include "engine/replay/replayer.h"
 #include "engine/sim/calibration_store.h"
+#include "engine/sim/remote_server_model.h"
 #include "engine/sim/simulated_replay.h"
 #include "engine/store/session_summary.h"
 
@@ -191,6 +193,7 @@ int runReplay(const AppOptions &options)
     std::shared_ptr<Backend> backend;
     // A simulation loads no model: its calibration has the model's facts.
     std::optional<Calibration> calibration;
+    std::string serverModel; // the server model a remote calibration simulates, described
     if (simulate) {
         auto c = calibrationFor(**store, options, args);
         if (!c)
@@ -198,6 +201,15 @@ int runReplay(const AppOptions &options)
         calibration = *c;
         if (const auto warning = interferenceWarning(*calibration))
             QTextStream(stderr) << "warning: " << q(*warning) << "\n";
+        // A remote calibration of a vLLM, TGI, SGLang or Triton server:
+        // simulate that server's scheduler (engine/sim/remote_server_model.h).
+        if (calibration->remote && simulatesServerModel(*calibration->remote) && options.config.isEmpty()) {
+            auto m = remoteServerModel(*calibration->remote, nullptr);
+            if (!m)
+                return fail(q(m.status().message()));
+            ro.config = m->config;
+            serverModel = m->server + "'s scheduler; its settings: " + m->describe();
+        }
     } else if (isRemote) {
         if (args.has("virtual"))
             return fail(
@@ -265,6 +277,7 @@ int runReplay(const AppOptions &options)
                          {"completed", o.completed},
                          {"failed", o.failed},
                          {"clamped", o.clamped},
+                         {"raised", o.raised},
                          {"cancelled", o.cancelled},
                          {"wall_s", o.wallSeconds},
                          {"max_lateness_us", toMicros(o.maxLateness)},
@@ -280,6 +293,8 @@ int runReplay(const AppOptions &options)
                                 {"batch_fit_error", toJson(calibration->batchError)}};
         if (simulated && simulated->interval())
             j["interval"] = simulatedIntervalJson(*simulated->interval(), *calibration);
+        if (!serverModel.empty())
+            j["server_model"] = serverModel;
         j["comparison"] =
             baseline ? comparisonJson(*baseline, *replayed) : nlohmann::json{{"b", toJson(*replayed)}};
         out << q(j.dump(2)) << "\n";
@@ -300,8 +315,16 @@ int runReplay(const AppOptions &options)
                        .arg(q(calibration->describe()))
                        .arg(100 * calibration->batchError.medianRel, 0, 'f', 1)
                        .arg(100 * calibration->batchError.maxRel, 0, 'f', 1);
-        if (o.clamped)
-            out << QStringLiteral("  %1 inputs clamped to the model's maximum length\n").arg(o.clamped);
+        if (!serverModel.empty())
+            out << "  server model: " << q(serverModel) << "\n";
+        // The length rule's changes (engine/core/length_rule.h).
+        const int maxLength = target        ? target->model().maxSequenceLength
+                              : calibration ? calibration->maxSequenceLength
+                              : backend     ? backend->info().maxSequenceLength
+                                            : 0;
+        if (const std::string lengths = LengthCounts{o.raised, o.clamped}.describe(maxLength);
+            !lengths.empty())
+            out << "  lengths: " << q(lengths) << "\n";
         if (ro.clock == ReplayClock::Real)
             out << QStringLiteral("  submissions were at most %1 ms late\n")
                        .arg(toMicros(o.maxLateness) / 1000, 0, 'f', 2);

@@ -5,6 +5,7 @@
 #include "cmd_tune_text.h"
 
 #include "cmd_calibrate.h"
+#include "cmd_calibrate_remote.h"
 #include "command_args.h"
 #include "commands.h"
 #include "engine_host.h"
@@ -164,13 +165,35 @@ int runTune(const AppOptions &options)
     } else if (args.has("apply")) {
         return fail(QStringLiteral("--apply sends the pick to a server: give --target URL"), 2);
     }
-    const TuneRequest &req = remoteTarget ? remoteRequest : request;
     auto calibration =
         remoteTarget ? Result<Calibration>(remoteTarget->calibration) : calibrationFor(*store, options, args);
     if (!calibration)
         return fail(q(calibration.status().message()) +
                     QStringLiteral("\n(a calibration is the cost model the search simulates with: "
                                    "batchpilot calibrate --model M [--preset P] --quick)"));
+    // A remote calibration of a vLLM, TGI, SGLang or Triton server without
+    // --target: that server's scheduler model, its settings from
+    // --server-config, the calibration's reading and the probe's caps.
+    std::optional<RemoteServerModel> serverModel;
+    if (remoteTarget) {
+        serverModel = remoteTarget->model;
+    } else if (calibration->remote && simulatesServerModel(*calibration->remote) && !request.source.config) {
+        std::optional<ServerSettings> given;
+        if (args.has("server-config")) {
+            auto file = settingsFromFile(args.value("server-config"));
+            if (!file)
+                return fail(q(file.status().message()));
+            given = *file;
+        }
+        auto m = remoteServerModel(*calibration->remote, given ? &*given : nullptr);
+        if (!m)
+            return fail(q(m.status().message()));
+        serverModel = *m;
+        remoteRequest = request;
+        remoteRequest.source.config = m->config;
+        remoteRequest.verify = false; // the server is not here to verify on: replay --target does
+    }
+    const TuneRequest &req = remoteTarget || serverModel ? remoteRequest : request;
     QTextStream err(stderr);
     if (const auto warning = interferenceWarning(*calibration))
         err << "warning: " << q(*warning) << "\n";
@@ -224,9 +247,22 @@ int runTune(const AppOptions &options)
     // server and the measured figures stored beside the predicted.
     std::optional<TuneFigures> currentFigures, measured;
     std::optional<ReplayOutcome> verified;
-    if (remoteTarget) {
+    // A server's current settings against the pick: a change only when it is
+    // better by more than the fit can tell (judgeAgainstCurrent, tuner.h).
+    std::optional<CurrentVerdict> verdict;
+    std::optional<BatchingConfig> current;
+    if (serverModel)
+        current = remoteTarget ? remoteTarget->current : serverModel->config;
+    if (current) {
         currentFigures = simulationEvaluator(tuneWorkloadFor(run->source, *calibration, run->settings),
-                                             request.settings.slo)(remoteTarget->current, 1.0);
+                                             request.settings.slo)(*current, 1.0);
+        verdict = judgeAgainstCurrent(*currentFigures, rec.figures,
+                                      fitSpread(*calibration, current->policy).value_or(0.0));
+    }
+    const bool keep = verdict && verdict->keep;
+    const BatchingConfig &pick = keep ? *current : rec.config;
+    const std::string pickLabel = keep ? std::string("the server's current settings") : rec.label;
+    if (remoteTarget) {
         run->stored.document["target"] = {{"url", remoteTarget->options.target.toString().toStdString()},
                                           {"server", remoteTarget->calibration.remote->server},
                                           {"current_config", toJson(remoteTarget->current)},
@@ -236,24 +272,27 @@ int runTune(const AppOptions &options)
             const std::string model = remoteTarget->options.model.toStdString();
             run->stored.document["target"]["current_settings"] = describeConfig(remoteTarget->current);
             run->stored.document["target"]["current_launch"] = launchText(remoteTarget->current, model);
-            run->stored.document["target"]["recommended_settings"] = describeConfig(rec.config);
-            run->stored.document["target"]["recommended_launch"] = launchText(rec.config, model);
+            run->stored.document["target"]["recommended_settings"] = describeConfig(pick);
+            run->stored.document["target"]["recommended_launch"] = launchText(pick, model);
+            run->stored.document["target"]["keep_current"] = keep;
             if (Status s = setTuningTarget(*store, run->stored.tuningId, run->stored.document["target"]); !s)
                 return fail(QStringLiteral("cannot store the pick: ") + q(s.message()));
         }
-        if (args.has("apply") && !r.cancelled) {
-            if (Status s = applyPick(*remoteTarget, rec.config); !s)
+        if (args.has("apply") && !r.cancelled && keep) {
+            err << QStringLiteral("tune: nothing to apply: the server's current settings stay\n");
+        } else if (args.has("apply") && !r.cancelled) {
+            if (Status s = applyPick(*remoteTarget, pick); !s)
                 return fail(q(s.message()));
             remoteTarget->applied = true;
             err << QStringLiteral("tune: applied %1 to %2\n")
-                       .arg(q(rec.label), remoteTarget->options.target.toString());
+                       .arg(q(pickLabel), remoteTarget->options.target.toString());
         }
         run->stored.document["target"]["applied"] = remoteTarget->applied;
         if (remoteTarget->applied && request.verify) {
             ReplayOptions real = req.source;
             real.clock = ReplayClock::Real;
-            real.config = rec.config;
-            real.notes = "tune: verifies " + rec.label + " on " +
+            real.config = pick;
+            real.notes = "tune: verifies " + pickLabel + " on " +
                          remoteTarget->options.target.toString().toStdString();
             real.progressInterval = std::chrono::seconds(2);
             auto outcome = replayOnTarget(store, *remoteTarget, real, hooks.verifyProgress, sigint.flag());
@@ -281,9 +320,9 @@ int runTune(const AppOptions &options)
         QFile f(args.value("output"));
         // A server model's pick in that server's syntax; BatchPilot's as its config JSON.
         const QByteArray text =
-            QByteArray::fromStdString(rec.config.server.kind != ServerKind::BatchPilot && remoteTarget
-                                          ? launchText(rec.config, remoteTarget->options.model.toStdString())
-                                          : toJson(rec.config).dump(2) + "\n");
+            QByteArray::fromStdString(pick.server.kind != ServerKind::BatchPilot && serverModel
+                                          ? launchText(pick, options.model.toStdString())
+                                          : toJson(pick).dump(2) + "\n");
         if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(text) != text.size())
             return fail(QStringLiteral("cannot write %1: %2").arg(f.fileName(), f.errorString()));
     }
@@ -306,12 +345,21 @@ int runTune(const AppOptions &options)
         j["pareto"] = r.pareto;
         if (run->interval)
             j["recommended"]["interval"] = simulatedIntervalJson(*run->interval, *calibration);
+        if (verdict)
+            j["current"] = {
+                {"config", toJson(*current)},
+                {"predicted", tuneFiguresJson(*currentFigures)},
+                {"meets_slo", verdict->currentMeets},
+                {"keep", verdict->keep},
+                {"gain", std::isfinite(verdict->gain) ? nlohmann::json(verdict->gain) : nlohmann::json()},
+                {"margin", verdict->margin},
+                {"settings", serverModel->describe()}};
         out << q(j.dump(2)) << "\n";
         return cancelled ? 130 : 0;
     }
 
-    const QString baseName = remoteTarget && options.config.isEmpty() ? QStringLiteral("server's current")
-                             : request.source.config                  ? QStringLiteral("--config")
+    const QString baseName = serverModel && options.config.isEmpty() ? QStringLiteral("server's current")
+                             : request.source.config                 ? QStringLiteral("--config")
                              : request.source.source.kind == ReplaySource::Kind::Session
                                  ? QStringLiteral("session's")
                                  : QStringLiteral("default");
@@ -319,7 +367,11 @@ int runTune(const AppOptions &options)
                .arg(100.0 * share.share(), 0, 'f', 1)
                .arg(share.promptTokens)
                .arg(share.reusableTokens ? QString() : QStringLiteral(" (no hash ids or conversations)"));
-    printSearch(out, *run, parsed->objectiveName, baseName, request.settings.noise);
+    if (serverModel && options.config.isEmpty())
+        out << QStringLiteral("Server model: %1's scheduler; its settings: %2\n")
+                   .arg(q(serverModel->server), q(serverModel->describe()));
+    printSearch(out, *run, parsed->objectiveName, baseName, request.settings.noise,
+                verdict ? &*verdict : nullptr, currentFigures ? &*currentFigures : nullptr);
     if (run->interval)
         out << "  " << q(describeSpread(*run->interval)) << "\n  " << q(narrowIntervalHint(*calibration))
             << "\n";
@@ -330,7 +382,8 @@ int runTune(const AppOptions &options)
                    "  written to %1 (apply: batchpilot --headless --config %1, or PUT /v1/config)\n")
                    .arg(args.value("output"));
     if (remoteTarget)
-        printRemotePick(out, *remoteTarget, rec.config, rec.figures, *currentFigures, tokenLevel);
+        printRemotePick(out, *remoteTarget, pick, keep ? *currentFigures : rec.figures, *currentFigures,
+                        tokenLevel);
     if (run->verification) {
         printVerification(out, *run->verification, tokenLevel);
     } else if (verified) {

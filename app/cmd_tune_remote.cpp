@@ -102,10 +102,11 @@ Result<RemoteTune> remoteTune(const TraceStore &store, const AppOptions &options
         return Status(settings.status().code(),
                       "the server's current settings: " + settings.status().message() +
                           (args.has("server-config") ? "" : " (or give them: --server-config FILE)"));
-    auto current = serverCurrentConfig(server, *settings, t.calibration.remote->limits.kvCapacityTokens);
+    auto current = remoteServerModel(*t.calibration.remote, &*settings);
     if (!current)
         return current.status();
-    t.current = *current;
+    t.current = current->config;
+    t.model = *current;
     t.settingsSource = settings->source;
     return t;
 }
@@ -119,8 +120,8 @@ void printRemotePick(QTextStream &out, const RemoteTune &t, const BatchingConfig
     out << row(QStringLiteral("server's current"), currentFigures, tokenLevel, 17);
     out << row(QStringLiteral("recommended"), pickFigures, tokenLevel, 17);
     if (pick.server.kind != ServerKind::BatchPilot) {
-        out << QStringLiteral("  server's current (%1): %2\n  recommended: %3\n")
-                   .arg(q(t.settingsSource), q(describeConfig(t.current)), q(describeConfig(pick)));
+        out << QStringLiteral("  server's current: %1\n  recommended: %2\n")
+                   .arg(q(t.model.describe()), q(describeConfig(pick)));
         const bool triton = pick.server.kind == ServerKind::Triton;
         out << (triton ? QStringLiteral("  to apply, set in the model's config.pbtxt and reload it:\n")
                        : QStringLiteral("  to apply, restart the server with:\n"));

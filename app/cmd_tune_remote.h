@@ -19,6 +19,7 @@
 
 #include "engine/replay/replayer.h"
 #include "engine/sim/calibration.h"
+#include "engine/sim/remote_server_model.h"
 #include "engine/sim/tuner.h"
 #include "engine/store/trace_store.h"
 
@@ -34,6 +35,7 @@ struct RemoteTune {
     Calibration calibration;       // its remote calibration
     BatchingConfig current;        // the server's settings now (read from it, or --server-config)
     std::string settingsSource;    // where they were read
+    RemoteServerModel model;       // current, and where each of its settings came from
     bool applied = false;
 };
 

@@ -22,8 +22,10 @@ QString row(const QString &label, const TuneFigures &f, bool tokenLevel, int wid
 QString header(bool tokenLevel, int width);
 
 // The front, the recommendation, its changes and capacity.
+// `verdict` and `current`: a server's current settings judged against the
+// pick (judgeAgainstCurrent); the recommendation then says whether to keep them.
 void printSearch(QTextStream &out, const TuneRun &run, const QString &objectiveName, const QString &baseName,
-                 CostNoise noise);
+                 CostNoise noise, const CurrentVerdict *verdict = nullptr, const TuneFigures *current = nullptr);
 // figure / predicted / measured / error, one line each.
 void printVerification(QTextStream &out, const TuneFigures &predicted, const TuneFigures &measured,
                        bool tokenLevel);

@@ -1,6 +1,7 @@
 #include "advisor_search.h"
 
 #include "engine/sim/calibration_store.h"
+#include "engine/sim/remote_server_model.h"
 #include "engine/sim/remote_settings.h"
 
 namespace bp::ui {
@@ -32,15 +33,14 @@ Result<AdvisorResult> runSearch(const std::shared_ptr<TraceStore> &store, const 
     TuneRequest tr;
     tr.source.source = request.source;
     tr.source.config = request.base;
-    if (cal->remote &&
-        parseServerKind(cal->remote->server).value_or(ServerKind::BatchPilot) != ServerKind::BatchPilot) {
+    if (cal->remote && simulatesServerModel(*cal->remote)) {
         // A remote vLLM, TGI, SGLang or Triton server: its own knobs on its
-        // scheduler model, from its settings as calibrated (docs/remote.md).
-        auto base = serverCurrentConfig(cal->remote->server, cal->remote->settings,
-                                        cal->remote->limits.kvCapacityTokens);
+        // scheduler model, from its settings as calibrated and the probe's
+        // caps (engine/sim/remote_server_model.h, docs/remote.md).
+        auto base = remoteServerModel(*cal->remote, nullptr);
         if (!base)
             return base.status();
-        tr.source.config = *base;
+        tr.source.config = base->config;
     }
     tr.source.speed = request.speed;
     tr.source.lengthScale = request.lengthScale;

@@ -180,6 +180,33 @@ std::string describeChange(const BatchingConfig &a, const BatchingConfig &b)
             out += ", ";
         out += field + ' ' + from + "→" + to;
     }
+    // A server model's own knobs (vLLM, TGI, SGLang, Triton), by the
+    // server's names: the knob table does not hold them.
+    if (a.server != b.server) {
+        const auto before = serverModelSettings(a.server), after = serverModelSettings(b.server);
+        if (a.server.kind != b.server.kind) {
+            if (!out.empty())
+                out += ", ";
+            out += std::string("server ") + std::string(serverKindName(a.server.kind)) + "→" +
+                   std::string(serverKindName(b.server.kind));
+        }
+        for (const auto &[key, value] : after) {
+            const auto it =
+                std::find_if(before.begin(), before.end(), [&](const auto &p) { return p.first == key; });
+            const std::string from = it == before.end() ? "-" : it->second;
+            if (from == value)
+                continue;
+            if (!out.empty())
+                out += ", ";
+            out += key + ' ' + from + "→" + value;
+        }
+        for (const auto &[key, value] : before)
+            if (std::none_of(after.begin(), after.end(), [&](const auto &p) { return p.first == key; })) {
+                if (!out.empty())
+                    out += ", ";
+                out += key + ' ' + value + "→-";
+            }
+    }
     return out;
 }
 

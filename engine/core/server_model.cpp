@@ -118,17 +118,14 @@ Status validateServerModel(const ServerModelConfig &m, bool continuous, int maxB
     return Status::ok();
 }
 
-std::string describeServerModel(const ServerModelConfig &m)
+std::vector<std::pair<std::string, std::string>> serverModelSettings(const ServerModelConfig &m)
 {
-    std::string s(serverKindName(m.kind));
-    auto add = [&s](std::string_view key, const std::string &value) {
-        s += ' ';
-        s += key;
-        s += '=';
-        s += value;
+    std::vector<std::pair<std::string, std::string>> out;
+    auto add = [&out](std::string key, std::string value) {
+        out.emplace_back(std::move(key), std::move(value));
     };
     switch (m.kind) {
-    case ServerKind::BatchPilot: return {};
+    case ServerKind::BatchPilot: break;
     case ServerKind::Vllm:
         add("max_num_seqs", std::to_string(m.vllm.maxNumSeqs));
         add("max_num_batched_tokens", std::to_string(m.vllm.maxNumBatchedTokens));
@@ -165,6 +162,16 @@ std::string describeServerModel(const ServerModelConfig &m)
         break;
     }
     }
+    return out;
+}
+
+std::string describeServerModel(const ServerModelConfig &m)
+{
+    if (m.kind == ServerKind::BatchPilot)
+        return {};
+    std::string s(serverKindName(m.kind));
+    for (const auto &[key, value] : serverModelSettings(m))
+        s += ' ' + key + '=' + value;
     return s;
 }
 

@@ -29,6 +29,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace bp {
@@ -90,6 +91,10 @@ struct ServerModelConfig {
 // OK, or InvalidArgument naming the knob (by the server's name), its value
 // and range. `continuous`: the config's policy is `continuous`.
 Status validateServerModel(const ServerModelConfig &model, bool continuous, int maxBatchSize);
+
+// The model's knobs under the server's names and their values, in the
+// server's order ({"max_num_seqs", "64"}, ...); empty for BatchPilot.
+std::vector<std::pair<std::string, std::string>> serverModelSettings(const ServerModelConfig &model);
 
 // The model's knobs under the server's names, e.g. "vllm max_num_seqs=64
 // max_num_batched_tokens=2048 enable_chunked_prefill=true"; empty for

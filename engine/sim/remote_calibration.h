@@ -131,6 +131,9 @@ struct ObservedLimits {
     std::optional<double> maxTokensPerStep;   // largest mean tokens per step between two scrapes
     std::optional<double> tokensPerStepBound; // vLLM's iteration-token histogram: no step had more
     std::optional<double> kvCapacityTokens;   // median of tokens in flight / KV usage
+    // The longest prompt the probe sent and got an answer to: a step bound
+    // below it was a cap (the server split that prompt).
+    std::optional<double> longestPrompt;
     std::size_t kvSamples = 0;
     std::size_t scrapes = 0, scrapeErrors = 0;
     bool operator==(const ObservedLimits &) const = default;

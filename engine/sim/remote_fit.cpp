@@ -203,6 +203,8 @@ nlohmann::json toJson(const ObservedLimits &l)
         j["tokens_per_step_bound"] = *l.tokensPerStepBound;
     if (l.kvCapacityTokens)
         j["kv_capacity_tokens"] = *l.kvCapacityTokens;
+    if (l.longestPrompt)
+        j["longest_prompt"] = *l.longestPrompt;
     return j;
 }
 
@@ -266,6 +268,7 @@ Result<RemoteCalibration> remoteCalibrationFromJson(const nlohmann::json &j)
         r.limits.maxTokensPerStep = optional(l, "max_tokens_per_step");
         r.limits.tokensPerStepBound = optional(l, "tokens_per_step_bound");
         r.limits.kvCapacityTokens = optional(l, "kv_capacity_tokens");
+        r.limits.longestPrompt = optional(l, "longest_prompt");
         r.limits.kvSamples = l.value("kv_samples", std::size_t(0));
         r.limits.scrapes = l.value("scrapes", std::size_t(0));
         r.limits.scrapeErrors = l.value("scrape_errors", std::size_t(0));

@@ -354,4 +354,20 @@ Result<TuneResult> tune(const TuneEvaluator &evaluate, const TuneOptions &o)
     return result;
 }
 
+CurrentVerdict judgeAgainstCurrent(const TuneFigures &current, const TuneFigures &pick, double spread)
+{
+    CurrentVerdict v;
+    v.currentMeets = current.sloMet;
+    v.margin = std::max(0.01, std::isfinite(spread) ? spread : 0.0);
+    v.gain = current.goodputPerS > 0 ? pick.goodputPerS / current.goodputPerS - 1
+             : pick.goodputPerS > 0  ? std::numeric_limits<double>::infinity()
+                                     : 0.0;
+    const bool clearlyMore = v.gain > v.margin;
+    if (v.currentMeets)
+        v.keep = !(pick.sloMet && clearlyMore);
+    else
+        v.keep = !(pick.sloMet || clearlyMore);
+    return v;
+}
+
 } // namespace bp

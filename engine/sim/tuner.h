@@ -144,6 +144,22 @@ struct TuneFigures {
 // two tokens) meets any TPOT bound.
 TuneFigures figuresOf(std::span<const TuneSample> samples, std::size_t requests, const TuneSlo &slo);
 
+// The pick against the config running now (issue 34 item 2): a change is
+// recommended only when the pick is better by more than the cost model can
+// tell apart. `margin` is the fit's spread (sim_interval.h: fitSpread), at
+// least 1%:
+//  - the current config meets the SLO: keep it unless the pick meets it too
+//    with a goodput more than `margin` above the current one's;
+//  - it does not: change when the pick meets the SLO, or has a goodput more
+//    than `margin` above; else keep it (nothing found is better).
+struct CurrentVerdict {
+    bool currentMeets = false;
+    bool keep = false; // recommend no change
+    double gain = 0;   // pick goodput / current goodput − 1 (inf when the current's is 0)
+    double margin = 0; // the bar `gain` had to clear
+};
+CurrentVerdict judgeAgainstCurrent(const TuneFigures &current, const TuneFigures &pick, double spread);
+
 struct TuneCandidate {
     BatchingConfig config;
     TuneFigures figures;

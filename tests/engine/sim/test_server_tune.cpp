@@ -8,6 +8,7 @@
 #include "engine/config/server_command.h"
 #include "engine/sim/calibration_store.h"
 #include "engine/sim/remote_calibrate.h"
+#include "engine/sim/remote_server_model.h"
 #include "engine/sim/remote_settings.h"
 #include "engine/sim/tune_pipeline.h"
 #include "engine/store/trace_store.h"
@@ -179,6 +180,101 @@ private slots:
         QCOMPARE(t2.server, triton.server);
         QCOMPARE(t2.maxBatchSize, 16);
         QCOMPARE(t2.maxQueueDelay, Duration(500us));
+    }
+
+    // issue 34 item 1: the settings of a remote server's model come from what
+    // is given, then what was read, then the probe where it saw a cap, then
+    // the server's defaults; each says where it came from.
+    void theServerModelTakesTheProbesCapsOnlyWhereTheyActed()
+    {
+        RemoteCalibration r;
+        r.server = "vllm";
+        r.settings.server = "vllm";
+        r.settings.source = "GET /metrics";
+        r.settings.settings = {{"block_size", 16}}; // vLLM publishes no scheduler limits
+        r.limits.maxRunning = 16;
+        r.limits.runningIsCap = true;
+        r.limits.tokensPerStepBound = 1024;
+        r.limits.longestPrompt = 2048;
+        auto m = remoteServerModel(r, nullptr);
+        QVERIFY2(m, m.status().toString().c_str());
+        QCOMPARE(m->config.server.kind, ServerKind::Vllm);
+        QCOMPARE(m->config.server.vllm.maxNumSeqs, 16);
+        QCOMPARE(m->config.server.vllm.maxNumBatchedTokens, 1024);
+        QVERIFY(m->config.server.vllm.enableChunkedPrefill);
+        QCOMPARE(m->origins[0].name, std::string("max_num_seqs"));
+        QVERIFY2(m->origins[0].origin.starts_with("probe: 16 ran while requests waited"),
+                 m->origins[0].origin.c_str());
+        QVERIFY2(m->origins[1].origin.starts_with("probe: no step had more than 1024 tokens"),
+                 m->origins[1].origin.c_str());
+        QCOMPARE(m->origins[2].origin, std::string("vllm's default"));
+        QCOMPARE(serverPrefillChunk(m->config), 1024);
+
+        // Not a cap (nothing waited; no prompt longer than the bound): the defaults stay.
+        RemoteCalibration loose = r;
+        loose.limits.runningIsCap = false;
+        loose.limits.longestPrompt = 512;
+        m = remoteServerModel(loose, nullptr);
+        QVERIFY(m);
+        QCOMPARE(m->config.server.vllm.maxNumSeqs, 256);
+        QCOMPARE(m->config.server.vllm.maxNumBatchedTokens, 2048);
+        QCOMPARE(m->origins[0].origin, std::string("vllm's default"));
+
+        // Given settings come first, then what was read.
+        r.settings.settings["max_num_batched_tokens"] = 4096;
+        ServerSettings given;
+        given.source = "--server-config vllm.sh";
+        given.settings = {{"max_num_seqs", 32}};
+        m = remoteServerModel(r, &given);
+        QVERIFY(m);
+        QCOMPARE(m->config.server.vllm.maxNumSeqs, 32);
+        QCOMPARE(m->config.server.vllm.maxNumBatchedTokens, 4096);
+        QCOMPARE(m->origins[0].origin, std::string("--server-config vllm.sh"));
+        QCOMPARE(m->origins[1].origin, std::string("read: GET /metrics"));
+        QVERIFY2(m->describe().starts_with(
+                     "max_num_seqs=32 (--server-config vllm.sh), max_num_batched_tokens=4096 "
+                     "(read: GET /metrics)"),
+                 m->describe().c_str());
+    }
+
+    // "changes from the current config" names a server model's own knobs.
+    void aChangeOfServerKnobsIsDescribed()
+    {
+        BatchingConfig a;
+        a.policy = PolicyKind::Continuous;
+        a.server.kind = ServerKind::Vllm;
+        a.server.vllm.maxNumSeqs = 16;
+        BatchingConfig b = a;
+        QCOMPARE(describeChange(a, b), std::string());
+        b.server.vllm.maxNumSeqs = 8;
+        b.server.vllm.maxNumBatchedTokens = 256;
+        QCOMPARE(describeChange(a, b), std::string("max_num_seqs 16→8, max_num_batched_tokens 2048→256"));
+    }
+
+    // issue 34 item 2: a change only when it is better by more than the fit can tell.
+    void theCurrentSettingsStayUnlessThePickIsClearlyBetter()
+    {
+        TuneFigures current, pick;
+        current.sloMet = true;
+        current.goodputPerS = 30;
+        pick.sloMet = true;
+        pick.goodputPerS = 31.5; // +5%
+        CurrentVerdict v = judgeAgainstCurrent(current, pick, 0.10);
+        QVERIFY(v.currentMeets);
+        QVERIFY(v.keep);
+        QCOMPARE(v.margin, 0.10);
+        QVERIFY(std::abs(v.gain - 0.05) < 1e-9);
+        v = judgeAgainstCurrent(current, pick, 0.02); // beyond a 2% spread
+        QVERIFY(!v.keep);
+        QCOMPARE(judgeAgainstCurrent(current, pick, 0).margin, 0.01); // at least 1%
+        pick.sloMet = false; // more goodput but misses the SLO: keep the one that meets it
+        QVERIFY(judgeAgainstCurrent(current, pick, 0.02).keep);
+        current.sloMet = false; // the current misses: a pick that meets it is a change
+        pick.sloMet = true;
+        pick.goodputPerS = 29;
+        QVERIFY(!judgeAgainstCurrent(current, pick, 0.10).keep);
+        pick.sloMet = false; // neither meets it, the pick is not clearly better: keep
+        QVERIFY(judgeAgainstCurrent(current, pick, 0.10).keep);
     }
 };
 
