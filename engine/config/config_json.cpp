@@ -1,6 +1,9 @@
 #include "config_json.h"
-#include "knobs.h"
 
+#include "knobs.h"
+#include "server_command.h"
+
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -41,6 +44,42 @@ json knobToJson(const Knob &k, const BatchingConfig &c)
     return std::int64_t(std::llround(k.get(c)));
 }
 
+// A server model's knobs (vLLM, TGI, SGLang, Triton) under the server's own
+// names: {"kind": "vllm", "max_num_seqs": 16, ...}.
+json serverJson(const ServerModelConfig &m)
+{
+    json s = {{"kind", std::string(serverKindName(m.kind))}};
+    switch (m.kind) {
+    case ServerKind::BatchPilot: break;
+    case ServerKind::Vllm:
+        s["max_num_seqs"] = m.vllm.maxNumSeqs;
+        s["max_num_batched_tokens"] = m.vllm.maxNumBatchedTokens;
+        s["enable_chunked_prefill"] = m.vllm.enableChunkedPrefill;
+        s["long_prefill_token_threshold"] = m.vllm.longPrefillTokenThreshold;
+        s["block_size"] = m.vllm.blockSize;
+        s["kv_cache_tokens"] = m.vllm.kvCacheTokens;
+        break;
+    case ServerKind::Tgi:
+        s["max_batch_total_tokens"] = m.tgi.maxBatchTotalTokens;
+        s["max_batch_prefill_tokens"] = m.tgi.maxBatchPrefillTokens;
+        s["waiting_served_ratio"] = m.tgi.waitingServedRatio;
+        s["max_waiting_tokens"] = m.tgi.maxWaitingTokens;
+        s["max_batch_size"] = m.tgi.maxBatchSize;
+        s["max_concurrent_requests"] = m.tgi.maxConcurrentRequests;
+        break;
+    case ServerKind::Sglang:
+        s["max_running_requests"] = m.sglang.maxRunningRequests;
+        s["chunked_prefill_size"] = m.sglang.chunkedPrefillSize;
+        s["max_prefill_tokens"] = m.sglang.maxPrefillTokens;
+        s["schedule_policy"] = m.sglang.schedulePolicy;
+        s["schedule_conservativeness"] = m.sglang.scheduleConservativeness;
+        s["max_total_tokens"] = m.sglang.maxTotalTokens;
+        break;
+    case ServerKind::Triton: s["preferred_batch_size"] = m.triton.preferredBatchSize; break;
+    }
+    return s;
+}
+
 } // namespace
 
 json toJson(const BatchingConfig &c)
@@ -50,6 +89,11 @@ json toJson(const BatchingConfig &c)
         const auto [group, leaf] = splitKey(k.key);
         (group.empty() ? out : out[std::string(group)])[std::string(leaf)] = knobToJson(k, c);
     }
+    // A simulated server's scheduler model (a remote calibration's, the
+    // tuner's server points): kept with the config, so a stored session or
+    // candidate reads back as the server it simulated.
+    if (c.server.kind != ServerKind::BatchPilot)
+        out["server"] = serverJson(c.server);
     return out;
 }
 
@@ -131,6 +175,74 @@ Status readKnob(const Knob &k, const json &value, const std::string &field, Batc
     return Status::ok();
 }
 
+// {"kind": "vllm", ...} (serverJson): the server model's knobs by the
+// server's names, read as server_command.h reads a server's settings; an
+// unknown name or a value that is not a number (a string for
+// schedule_policy, a boolean for enable_chunked_prefill, an array for
+// preferred_batch_size) is an error naming it.
+Status readServer(const json &j, BatchingConfig &c)
+{
+    if (!j.is_object())
+        return typeError("server", "an object", j);
+    const auto kindIt = j.find("kind");
+    if (kindIt == j.end() || !kindIt->is_string())
+        return Status(StatusCode::InvalidArgument,
+                      "field 'server.kind' must name a server (vllm, tgi, sglang, "
+                      "triton, batchpilot)");
+    const std::optional<ServerKind> kind = parseServerKind(kindIt->get<std::string>());
+    if (!kind)
+        return Status(StatusCode::InvalidArgument,
+                      "unknown server '" + kindIt->get<std::string>() +
+                          "' in 'server.kind' (vllm, tgi, sglang, triton, batchpilot)");
+    ServerModelConfig defaults;
+    defaults.kind = *kind;
+    const json known = serverJson(defaults);
+    for (const auto &[key, value] : j.items()) {
+        const std::string field = "server." + key;
+        const auto it = known.find(key);
+        if (it == known.end())
+            return Status(StatusCode::InvalidArgument,
+                          "unknown config field '" + field + "' for server " + kindIt->get<std::string>());
+        if (key == "kind")
+            continue;
+        if (it->is_boolean() && !value.is_boolean())
+            return typeError(field, "a boolean", value);
+        if (it->is_string() && !value.is_string())
+            return typeError(field, "a string", value);
+        if (it->is_array() && !value.is_array())
+            return typeError(field, "an array of integers", value);
+        if (it->is_number() && !value.is_number())
+            return typeError(field, "a number", value);
+    }
+    switch (*kind) {
+    case ServerKind::BatchPilot: c.server = {}; break;
+    case ServerKind::Triton:
+        c.server = {};
+        c.server.kind = ServerKind::Triton;
+        for (const auto &v : j.value("preferred_batch_size", json::array())) {
+            if (!v.is_number_integer())
+                return typeError("server.preferred_batch_size[]", "an integer", v);
+            c.server.triton.preferredBatchSize.push_back(v.get<int>());
+        }
+        break;
+    default: {
+        // vLLM's KV capacity by tokens (its settings name blocks); TGI and
+        // SGLang name theirs among their own settings.
+        json settings = j;
+        if (settings.contains("enable_chunked_prefill"))
+            settings["enable_chunked_prefill"] = settings["enable_chunked_prefill"].get<bool>() ? 1 : 0;
+        std::optional<std::int64_t> kv;
+        if (*kind == ServerKind::Vllm && j.contains("kv_cache_tokens"))
+            kv = std::llround(j["kv_cache_tokens"].get<double>());
+        BatchingConfig base = c;
+        base.server = {};
+        c = serverConfigFromSettings(*kind, settings, kv, base);
+        break;
+    }
+    }
+    return Status::ok();
+}
+
 // Reads the fields of `j` (nested under `group` when given) into `c` and
 // names each in `names` (ConfigPatch's names: "slo.p99_target_us").
 Status readFields(const json &j, BatchingConfig &c, std::vector<std::string> &names,
@@ -148,6 +260,10 @@ Status readFields(const json &j, BatchingConfig &c, std::vector<std::string> &na
         } else if (group.empty() && isGroup(key)) {
             if (Status s = readFields(value, c, names, key); !s)
                 return s;
+        } else if (group.empty() && key == "server") {
+            if (Status s = readServer(value, c); !s)
+                return s;
+            names.push_back("server");
         } else {
             return Status(StatusCode::InvalidArgument, "unknown config field '" + field + "'");
         }
@@ -174,6 +290,11 @@ Result<ConfigPatch> patchFromJson(const json &j)
     std::vector<std::string> names;
     if (Status s = readFields(j, values, names); !s)
         return s;
+    if (std::find(names.begin(), names.end(), "server") != names.end())
+        return Status(StatusCode::InvalidArgument,
+                      "field 'server' (a vLLM, TGI, SGLang or Triton scheduler model) is for simulations "
+                      "(replay --simulate, tune, --config of a simulation); a running engine batches with "
+                      "its own policies");
     return ConfigPatch::fields(values, names);
 }
 

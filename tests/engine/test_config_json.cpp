@@ -28,6 +28,50 @@ private slots:
         QVERIFY(*back == c);
     }
 
+    // A simulated server's scheduler model travels with the config (a stored
+    // session, a tuner candidate), under the server's own names.
+    void aServerModelRoundTrips()
+    {
+        BatchingConfig c;
+        c.policy = PolicyKind::Continuous;
+        c.server.kind = ServerKind::Vllm;
+        c.server.vllm.maxNumSeqs = 16;
+        c.server.vllm.maxNumBatchedTokens = 1024;
+        c.server.vllm.enableChunkedPrefill = false;
+        c.server.vllm.kvCacheTokens = 65536;
+        const nlohmann::json j = toJson(c);
+        QCOMPARE(j["server"]["kind"].get<std::string>(), std::string("vllm"));
+        QCOMPARE(j["server"]["max_num_seqs"].get<int>(), 16);
+        auto back = configFromJson(j);
+        QVERIFY2(back, back.status().toString().c_str());
+        QCOMPARE(back->server, c.server);
+        QCOMPARE(toJson(*back), j);
+
+        BatchingConfig s;
+        s.policy = PolicyKind::Continuous;
+        s.server.kind = ServerKind::Sglang;
+        s.server.sglang.maxRunningRequests = 4;
+        s.server.sglang.schedulePolicy = "lpm";
+        auto sg = configFromJson(toJson(s));
+        QVERIFY2(sg, sg.status().toString().c_str());
+        QCOMPARE(sg->server, s.server);
+        QVERIFY(!toJson(BatchingConfig{}).contains("server")); // BatchPilot's own: as before
+
+        auto bad = configFromJson(nlohmann::json{{"server", {{"kind", "vllm"}, {"max_num_seq", 8}}}});
+        QVERIFY(!bad);
+        QVERIFY2(bad.status().message().find("'server.max_num_seq'") != std::string::npos,
+                 bad.status().message().c_str());
+        bad = configFromJson(nlohmann::json{{"server", {{"kind", "vllm"}, {"max_num_seqs", "8"}}}});
+        QVERIFY(!bad);
+        QVERIFY(bad.status().message().find("'server.max_num_seqs' must be a number") != std::string::npos);
+        bad = configFromJson(nlohmann::json{{"server", {{"kind", "orca"}}}});
+        QVERIFY(!bad);
+        // Not a live knob: PUT /v1/config refuses it with the reason.
+        auto patch = patchFromJson(nlohmann::json{{"server", {{"kind", "vllm"}}}});
+        QVERIFY(!patch);
+        QVERIFY(patch.status().message().find("for simulations") != std::string::npos);
+    }
+
     void partialUpdateKeepsBase()
     {
         BatchingConfig base;

@@ -129,6 +129,9 @@ private slots:
         auto result = tune(evaluate, o);
         QVERIFY2(result, result.status().message().c_str());
         QVERIFY(result->recommended);
+        // The whole grid was searched (its points differ only in vLLM's knobs,
+        // which the config's JSON, the tuner's key, once left out: 1 config ran).
+        QVERIFY2(result->candidates.size() >= 30, qPrintable(QString::number(result->candidates.size())));
         // Only vLLM's knobs were searched: every candidate is the vLLM model.
         for (const TuneCandidate &c : result->candidates) {
             QCOMPARE(c.config.server.kind, ServerKind::Vllm);
