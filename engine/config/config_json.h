@@ -13,6 +13,11 @@
 //   instances              integer
 //   memory_batch_limit, priority_aging_us, and the objects adaptive_delay,
 //   slo, hybrid, cache (docs/configuration.md)
+//   server                 a simulated server's scheduler model, under the
+//                          server's own names: {"kind": "vllm", "max_num_seqs":
+//                          16, ...} (engine/core/server_model.h); written only
+//                          when the kind is not BatchPilot; not a live knob
+//                          (patchFromJson refuses it)
 // Unknown fields and wrong types are errors naming the field.
 #pragma once
 
