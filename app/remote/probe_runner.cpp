@@ -235,7 +235,12 @@ private:
         if (m_scraper->busy()) {
             if (!last)
                 return;
+            // Abandoned, not failed (as in remote_scraper.cpp): the probe's
+            // own end cut it short, and its answer would describe the same
+            // moment as the closing scrape's.
+            m_dropAborted = true;
             m_scraper->abort(QStringLiteral("superseded by the closing scrape"));
+            m_dropAborted = false;
         }
         HttpExchange ex;
         ex.path = m_metricsUrl.path(QUrl::FullyEncoded).toUtf8();
@@ -247,6 +252,8 @@ private:
         ex.timeout = std::chrono::seconds(5);
         const double inFlight = tokensInFlight();
         m_scraper->start(std::move(ex), [this, last, inFlight](HttpResult &&r) {
+            if (m_dropAborted)
+                return; // superseded by the closing scrape (above): not a sample
             ProbeScrape s;
             s.atS = toSeconds((r.finished == TimePoint{} ? SteadyClock::now() : r.finished) - m_epoch);
             s.tokensInFlight = inFlight;
@@ -295,6 +302,7 @@ private:
     std::size_t m_round = 0, m_streamsStarted = 0, m_nextProbe = 0;
     int m_inRound = 0;
     bool m_probeOut = false, m_stopped = false, m_finishing = false;
+    bool m_dropAborted = false; // set while the closing scrape aborts a periodic one
 };
 
 } // namespace

@@ -13,6 +13,10 @@
 //    streams outlive are not sent.
 //  - Prompt tokens are drawn at random below the vocabulary (seeded per
 //    request), so no two requests share a prefix the server could cache.
+//  - /metrics is scraped at the start, every `scrapeInterval`, and once
+//    more when the last answer is in; a periodic scrape still out when
+//    that closing one starts is abandoned without a row (the probe's end
+//    cut it short: not a failed scrape).
 //  - Ctrl+C (`interrupt`) or the plan's maxDuration aborts what is in
 //    flight and ends the run: what was measured is kept, the interrupted
 //    requests are marked failed.

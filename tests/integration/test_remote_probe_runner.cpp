@@ -1,0 +1,123 @@
+// The calibration probe's runner (app/remote/probe_runner.*) against an
+// in-test server whose answers are timed by the test, so that what the probe
+// does at a given moment is set by the test, not by a real server's speed:
+//  - a periodic /metrics scrape still out when the probe ends is superseded
+//    by the closing scrape; it is abandoned, not counted as a failed scrape
+//    (`53 scrapes, 1 failed` with --scrape-interval 50 was that).
+#include "app/remote/probe_runner.h"
+
+#include <QTcpServer>
+#include <QTcpSocket>
+#include <QTimer>
+#include <QtTest>
+
+using namespace bp;
+using namespace bp::remote;
+
+namespace {
+
+// Reads HTTP/1.1 requests (headers and a Content-Length body); answers a
+// POST at once with a streamed completion of two token events, and a GET
+// of /metrics after `metricsDelayMs`. Every answer closes its connection.
+class TimedServer : public QObject {
+public:
+    explicit TimedServer(int metricsDelayMs) : m_metricsDelayMs(metricsDelayMs)
+    {
+        connect(&m_server, &QTcpServer::newConnection, this, [this] {
+            while (QTcpSocket *s = m_server.nextPendingConnection())
+                connect(s, &QTcpSocket::readyRead, this, [this, s] { read(s); });
+        });
+        QVERIFY(m_server.listen(QHostAddress::LocalHost));
+    }
+    QUrl url() const { return QUrl(QStringLiteral("http://127.0.0.1:%1").arg(m_server.serverPort())); }
+    int metricsRequests() const { return m_metrics; }
+
+private:
+    void read(QTcpSocket *s)
+    {
+        QByteArray &b = m_buffer[s];
+        b += s->readAll();
+        const qsizetype end = b.indexOf("\r\n\r\n");
+        if (end < 0)
+            return;
+        const QByteArray head = b.left(end);
+        qsizetype length = 0;
+        for (const QByteArray &line : head.split('\n'))
+            if (line.toLower().startsWith("content-length:"))
+                length = line.mid(15).trimmed().toLongLong();
+        if (b.size() < end + 4 + length)
+            return;
+        b.clear();
+        if (head.startsWith("GET /metrics")) {
+            ++m_metrics;
+            QTimer::singleShot(m_metricsDelayMs, s, [s] {
+                const QByteArray body =
+                    "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 1\n";
+                answer(s, "text/plain; version=0.0.4", body);
+            });
+            return;
+        }
+        QByteArray body;
+        for (int i = 0; i < 2; ++i)
+            body += R"(data: {"choices":[{"index":0,"text":" a","finish_reason":null}]})"
+                    "\n\n";
+        body += "data: [DONE]\n\n";
+        answer(s, "text/event-stream", body);
+    }
+    static void answer(QTcpSocket *s, const QByteArray &type, const QByteArray &body)
+    {
+        s->write("HTTP/1.1 200 OK\r\nContent-Type: " + type + "\r\nContent-Length: " +
+                 QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+        s->disconnectFromHost();
+    }
+
+    QTcpServer m_server;
+    QHash<QTcpSocket *, QByteArray> m_buffer;
+    const int m_metricsDelayMs;
+    int m_metrics = 0;
+};
+
+// A plan of the warm-up request alone.
+ProbePlan warmupOnly()
+{
+    ProbePlan p = ProbePlan::quick(1, true);
+    p.prefillLengths.clear();
+    p.decodeConcurrency.clear();
+    p.longDecodeConcurrency.clear();
+    p.mixedLengths.clear();
+    return p;
+}
+
+} // namespace
+
+class TestRemoteProbeRunner : public QObject {
+    Q_OBJECT
+private slots:
+    // The first scrape goes out as the probe starts and the server holds it
+    // 500 ms; the probe's one request is answered at once, so the closing
+    // scrape starts while the first is still out and supersedes it. That
+    // scrape was cut short by the probe's own end: no sample, no failure.
+    void aScrapeSupersededByTheClosingOneIsNotAFailure()
+    {
+        TimedServer server(500);
+        ProbeRunOptions o;
+        o.remote.target = server.url();
+        o.remote.protocol = Protocol::OpenAi;
+        o.remote.model = QStringLiteral("m");
+        o.plan = warmupOnly();
+        QCOMPARE(o.plan.requests(), std::size_t(1));
+        o.scrapeInterval = Duration::zero(); // the first and the closing scrape only
+        const ProbeRun run = runProbe(o);
+        QCOMPARE(run.requests.size(), std::size_t(1));
+        QVERIFY2(run.requests.front().ok, run.requests.front().error.c_str());
+        QCOMPARE(server.metricsRequests(), 2); // both scrapes went out
+        QCOMPARE(run.scrapes.size(), std::size_t(1));
+        QVERIFY2(run.scrapes.front().sample.error.empty(), run.scrapes.front().sample.error.c_str());
+        const ObservedLimits l = observedLimits(run.scrapes, nullptr, nullptr);
+        QCOMPARE(l.scrapeErrors, std::size_t(0));
+        QCOMPARE(l.maxRunning, std::optional<double>(1));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRemoteProbeRunner)
+#include "test_remote_probe_runner.moc"
