@@ -2,7 +2,8 @@
 # BatchPilot quick start on Debian 12.
 #   ./quickstart.sh run    install what is missing, build, launch the console
 #   ./quickstart.sh test   install what is missing, build, run the whole test
-#                          suite (the default preset), check the lock
+#                          suite (the default preset), build the headless
+#                          server (no Widgets/Charts), check the lock
 #                          discipline (clang -Wthread-safety), then run the
 #                          engine's tests under ThreadSanitizer
 set -euo pipefail
@@ -12,6 +13,11 @@ shift || true
 
 ./packaging/install-deps.sh
 
+# ccache: key objects without the build folder's path, so that the headless
+# build below (build/headless) reuses the engine objects of build/default
+# (the same sources and flags) instead of compiling them again.
+export CCACHE_NOHASHDIR=true
+
 case "$mode" in
 run)
   cmake --workflow --preset default
@@ -19,6 +25,10 @@ run)
   ;;
 test)
   cmake --workflow --preset test
+  echo "== The headless server for a GPU box without a desktop (no Widgets, Charts or PDF) =="
+  cmake --preset headless -DBATCHPILOT_TESTS=ON
+  cmake --build build/headless -j2 --target batchpilot test_headless_build
+  ctest --test-dir build/headless -R test_headless_build --output-on-failure
   echo "== Lock discipline: clang -Wthread-safety over the engine =="
   cmake --workflow --preset thread-safety
   echo "== ThreadSanitizer: engine and its tests =="
