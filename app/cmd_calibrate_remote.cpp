@@ -277,6 +277,9 @@ int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
     remote::ProbeRunOptions po;
     po.remote = ro;
     po.plan = plan;
+    po.dialect = remote::dialectFor(server);
+    if (const std::string d = remote::describe(po.dialect, ro.protocol); !d.empty())
+        err << QStringLiteral("calibrate: requests to a %1 server: %2\n").arg(q(server), q(d));
     po.scrapeInterval = std::chrono::milliseconds(qint64(*scrape));
     po.progress = [&err](const std::string &line) {
         err << "  " << q(line) << "\n";

@@ -24,6 +24,8 @@ std::size_t ProbeRun::failed() const
 
 namespace {
 
+constexpr qsizetype kErrorBodyBytes = 4096;
+
 class ProbeDriver : public QObject {
 public:
     explicit ProbeDriver(const ProbeRunOptions &o)
@@ -137,20 +139,26 @@ private:
         HttpExchange ex;
         ex.method = "POST";
         ex.path = m_route;
-        ex.body = requestBody(m_o.remote.protocol, req, m_o.remote.model);
+        ex.body = requestBody(m_o.remote.protocol, req, m_o.remote.model, m_o.dialect);
         ex.headers = m_headers;
         ex.timeout = m_o.remote.timeout;
         auto sse = std::make_shared<SseReader>();
+        // A streamed answer's body goes to onBodyPiece only: its first KiBs
+        // are kept for the error's text when the status is not 200.
+        auto head = std::make_shared<QByteArray>();
         if (m_streaming)
-            ex.onBodyPiece = [this, index, sse](const QByteArray &piece, TimePoint at) {
+            ex.onBodyPiece = [this, index, sse, head](const QByteArray &piece, TimePoint at) {
+                if (head->size() < kErrorBodyBytes)
+                    *head += piece.left(kErrorBodyBytes - head->size());
                 const int before = sse->tokenEvents();
                 sse->feed(piece, at);
                 if (sse->tokenEvents() != before && sse->firstToken())
                     onTokens(index, *sse);
             };
         m_run.requests[index].sentS = now();
-        idleConnection()->start(std::move(ex),
-                                [this, index, sse](HttpResult &&r) { onAnswer(index, r, *sse); });
+        idleConnection()->start(std::move(ex), [this, index, sse, head](HttpResult &&r) {
+            onAnswer(index, r, *sse, m_streaming ? *head : r.body);
+        });
     }
 
     void onTokens(std::size_t index, const SseReader &sse)
@@ -184,15 +192,15 @@ private:
         send(r.phase, false, r.concurrency, r.probes[m_nextProbe++], 1);
     }
 
-    void onAnswer(std::size_t index, const HttpResult &r, const SseReader &sse)
+    // `body`: the answer's body (a streamed one's first KiBs).
+    void onAnswer(std::size_t index, const HttpResult &r, const SseReader &sse, const QByteArray &body)
     {
         ProbeRequest &p = m_run.requests[index];
         p.endS = toSeconds((r.finished == TimePoint{} ? SteadyClock::now() : r.finished) - m_epoch);
         if (!r.error.isEmpty()) {
             p.error = r.error.toStdString();
         } else if (r.status != 200) {
-            p.error = "HTTP " + std::to_string(r.status) + ": " +
-                      errorText(m_streaming ? QByteArray() : r.body).toStdString();
+            p.error = "HTTP " + std::to_string(r.status) + ": " + errorText(body).toStdString();
         } else if (m_streaming) {
             if (!sse.error().isEmpty())
                 p.error = sse.error().toStdString();

@@ -41,6 +41,9 @@ namespace bp::remote {
 struct ProbeRunOptions {
     RemoteOptions remote; // target, protocol, model, token, timeout, metrics URL, vocabulary
     ProbePlan plan;
+    // What the server's kind needs in the OpenAI bodies (dialectFor: TGI's
+    // completions prompt as text, ...); default: the plain bodies.
+    ServerDialect dialect;
     Duration scrapeInterval = std::chrono::milliseconds(250); // zero: only the first and last scrapes
     const std::atomic<bool> *interrupt = nullptr;
     // One line per round as it starts ("round 3/14: decode, 4 at once").

@@ -48,12 +48,30 @@ QByteArray routeFor(Protocol protocol, const QString &model)
     return {};
 }
 
-QByteArray requestBody(Protocol protocol, const Request &request, const QString &model)
+ServerDialect dialectFor(const std::string &server)
+{
+    ServerDialect d;
+    if (server == "tgi")
+        d.textPrompt = true;
+    return d;
+}
+
+std::string describe(const ServerDialect &d, Protocol protocol)
+{
+    std::string out;
+    auto add = [&out](const char *what) { out += (out.empty() ? "" : ", ") + std::string(what); };
+    if (d.textPrompt && protocol == Protocol::OpenAi)
+        add("the completions prompt as text, one word per token");
+    return out;
+}
+
+QByteArray requestBody(Protocol protocol, const Request &request, const QString &model,
+                       const ServerDialect &dialect)
 {
     switch (protocol) {
     case Protocol::Oip: return oipInferBody(request);
-    case Protocol::OpenAi: return openAiCompletionBody(request, model);
-    case Protocol::OpenAiChat: return openAiChatBody(request, model);
+    case Protocol::OpenAi: return openAiCompletionBody(request, model, dialect);
+    case Protocol::OpenAiChat: return openAiChatBody(request, model); // text already
     }
     return {};
 }
@@ -89,13 +107,16 @@ QByteArray oipInferBody(const Request &r)
     return out;
 }
 
-QByteArray openAiCompletionBody(const Request &r, const QString &model)
+QByteArray openAiCompletionBody(const Request &r, const QString &model, const ServerDialect &dialect)
 {
     QByteArray out;
-    out.reserve(int(96 + r.tokens.size() * 6));
+    out.reserve(int(128 + r.tokens.size() * 6));
     out += "{\"model\":" + QByteArray::fromStdString(nlohmann::json(model.toStdString()).dump()) +
            ",\"prompt\":";
-    appendIds(out, r.tokens);
+    if (dialect.textPrompt)
+        out += '"' + chatText(r.tokens) + '"'; // letters and spaces: nothing to escape
+    else
+        appendIds(out, r.tokens);
     out += ",\"max_tokens\":" + QByteArray::number(std::max(1, r.maxNewTokens)) + ",\"stream\":true}";
     return out;
 }

@@ -14,6 +14,10 @@
 //    per prompt token), max_completion_tokens, stream: true and
 //    stream_options.include_usage. Token events are the chunks whose
 //    `delta.content` carries text (the opening role delta is not one).
+//  - A server of a known kind (ServerDialect, from `calibrate --server` or
+//    the kind /metrics shows) gets what it needs beyond those fields: TGI
+//    the completions prompt as text (its /v1/completions takes no token
+//    ids). The official OpenAI API and unknown servers get the plain bodies.
 #pragma once
 
 #include "engine/core/request.h"
@@ -22,6 +26,7 @@
 #include <QString>
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace bp::remote {
@@ -35,11 +40,28 @@ QString protocolNames();
 bool isStreaming(Protocol protocol);
 // The route under the target's base path.
 QByteArray routeFor(Protocol protocol, const QString &model);
-// The request body for `request` in `protocol`.
-QByteArray requestBody(Protocol protocol, const Request &request, const QString &model);
+
+// What the OpenAI bodies add for a server of a known kind.
+struct ServerDialect {
+    // /v1/completions' prompt as text (chatText), not token ids: TGI's
+    // CompletionRequest takes a string or strings only (422 otherwise).
+    bool textPrompt = false;
+    bool operator==(const ServerDialect &) const = default;
+};
+// The dialect of a server kind ("vllm", "tgi", "sglang", ...; empty or any
+// other kind: none, the plain OpenAI bodies).
+ServerDialect dialectFor(const std::string &server);
+// What the dialect changes in `protocol`'s bodies, for a progress line;
+// empty for nothing.
+std::string describe(const ServerDialect &dialect, Protocol protocol);
+
+// The request body for `request` in `protocol` (OIP ignores the dialect).
+QByteArray requestBody(Protocol protocol, const Request &request, const QString &model,
+                       const ServerDialect &dialect = {});
 
 QByteArray oipInferBody(const Request &request);
-QByteArray openAiCompletionBody(const Request &request, const QString &model);
+QByteArray openAiCompletionBody(const Request &request, const QString &model,
+                                const ServerDialect &dialect = {});
 QByteArray openAiChatBody(const Request &request, const QString &model);
 // The user message of openai-chat: one word per prompt token, a letter
 // from the token id followed by a space ("k d q "). A remote server has its

@@ -3,7 +3,9 @@
 // does at a given moment is set by the test, not by a real server's speed:
 //  - a periodic /metrics scrape still out when the probe ends is superseded
 //    by the closing scrape; it is abandoned, not counted as a failed scrape
-//    (`53 scrapes, 1 failed` with --scrape-interval 50 was that).
+//    (`53 scrapes, 1 failed` with --scrape-interval 50 was that);
+//  - a streamed request the server refuses keeps the refusal's text
+//    (`HTTP 422: ` with nothing after it was all a TGI refusal said).
 #include "app/remote/probe_runner.h"
 
 #include <QTcpServer>
@@ -31,6 +33,12 @@ public:
     }
     QUrl url() const { return QUrl(QStringLiteral("http://127.0.0.1:%1").arg(m_server.serverPort())); }
     int metricsRequests() const { return m_metrics; }
+    // Every POST answered with `status` and this plain-text body instead.
+    void refusePosts(int status, const QByteArray &body)
+    {
+        m_refusal = status;
+        m_refusalBody = body;
+    }
 
 private:
     void read(QTcpSocket *s)
@@ -57,6 +65,8 @@ private:
             });
             return;
         }
+        if (m_refusal)
+            return answer(s, "text/plain; charset=utf-8", m_refusalBody, m_refusal);
         QByteArray body;
         for (int i = 0; i < 2; ++i)
             body += R"(data: {"choices":[{"index":0,"text":" a","finish_reason":null}]})"
@@ -64,10 +74,11 @@ private:
         body += "data: [DONE]\n\n";
         answer(s, "text/event-stream", body);
     }
-    static void answer(QTcpSocket *s, const QByteArray &type, const QByteArray &body)
+    static void answer(QTcpSocket *s, const QByteArray &type, const QByteArray &body, int status = 200)
     {
-        s->write("HTTP/1.1 200 OK\r\nContent-Type: " + type + "\r\nContent-Length: " +
-                 QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+        s->write("HTTP/1.1 " + QByteArray::number(status) + (status == 200 ? " OK" : " Refused") +
+                 "\r\nContent-Type: " + type + "\r\nContent-Length: " + QByteArray::number(body.size()) +
+                 "\r\nConnection: close\r\n\r\n" + body);
         s->disconnectFromHost();
     }
 
@@ -75,6 +86,8 @@ private:
     QHash<QTcpSocket *, QByteArray> m_buffer;
     const int m_metricsDelayMs;
     int m_metrics = 0;
+    int m_refusal = 0;
+    QByteArray m_refusalBody;
 };
 
 // A plan of the warm-up request alone.
@@ -116,6 +129,28 @@ private slots:
         const ObservedLimits l = observedLimits(run.scrapes, nullptr, nullptr);
         QCOMPARE(l.scrapeErrors, std::size_t(0));
         QCOMPARE(l.maxRunning, std::optional<double>(1));
+    }
+
+    // TGI refuses token ids on /v1/completions with a plain-text 422. The
+    // body of a streamed request goes to the event reader, not the result:
+    // the probe keeps its first KiBs for the error's text.
+    void aRefusedStreamKeepsTheReason()
+    {
+        TimedServer server(0);
+        server.refusePosts(422, "Failed to deserialize the JSON body into the target type: prompt: data did "
+                                "not match any variant of untagged enum PromptDeserializer");
+        ProbeRunOptions o;
+        o.remote.target = server.url();
+        o.remote.protocol = Protocol::OpenAi;
+        o.remote.model = QStringLiteral("m");
+        o.plan = warmupOnly();
+        o.scrapeInterval = Duration::zero();
+        const ProbeRun run = runProbe(o);
+        QCOMPARE(run.requests.size(), std::size_t(1));
+        QVERIFY(!run.requests.front().ok);
+        QCOMPARE(run.requests.front().error,
+                 std::string("HTTP 422: Failed to deserialize the JSON body into the target type: prompt: "
+                             "data did not match any variant of untagged enum PromptDeserializer"));
     }
 };
 

@@ -1,0 +1,158 @@
+// What `batchpilot calibrate --target URL` sends to, and reads from, each
+// kind of server, against tools/fake_llm_server.py (its vLLM / TGI / SGLang
+// flavours; test_fake_llm_server checks the fit against the server's truth,
+// this file the client's side of the conversation):
+//  - TGI with --protocol openai: the completions prompt goes as text (TGI's
+//    /v1/completions takes no token ids: 422), so the probe succeeds.
+// Runs when python3 is on the PATH (skipped otherwise).
+#include "headless_process.h"
+
+#include "tests/process_run.h"
+
+#include <QDeadlineTimer>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <csignal>
+
+using bp::test::runProcess;
+
+namespace {
+
+// tools/fake_llm_server.py in its own process (--port 0), ready once it
+// printed "listening on http://127.0.0.1:PORT"; killed by the destructor if
+// it still runs.
+class FakeLlmServer {
+public:
+    explicit FakeLlmServer(const QStringList &args)
+    {
+        const QString source = qEnvironmentVariable("BATCHPILOT_SOURCE_DIR");
+        m_process.setProgram(QStandardPaths::findExecutable(QStringLiteral("python3")));
+        m_process.setArguments(
+            QStringList{source + QStringLiteral("/tools/fake_llm_server.py"), "--port", "0"} + args);
+    }
+    ~FakeLlmServer()
+    {
+        if (m_process.state() != QProcess::NotRunning) {
+            m_process.kill();
+            m_process.waitForFinished(10000);
+        }
+    }
+    bool start(int timeoutMs = 20000)
+    {
+        m_process.start();
+        if (!m_process.waitForStarted(10000))
+            return false;
+        static const QRegularExpression line(QStringLiteral("^listening on (http://127\\.0\\.0\\.1:\\d+)$"),
+                                             QRegularExpression::MultilineOption);
+        QDeadlineTimer deadline(timeoutMs);
+        while (!deadline.hasExpired()) {
+            m_stdout += m_process.readAllStandardOutput();
+            if (const auto m = line.match(QString::fromUtf8(m_stdout)); m.hasMatch()) {
+                m_url = m.captured(1);
+                return true;
+            }
+            if (m_process.state() == QProcess::NotRunning)
+                return false;
+            m_process.waitForReadyRead(int(std::max<qint64>(1, deadline.remainingTime())));
+        }
+        return false;
+    }
+    // SIGTERM; true when it exited with status 0.
+    bool stop()
+    {
+        if (m_process.state() == QProcess::NotRunning)
+            return false;
+        ::kill(pid_t(m_process.processId()), SIGTERM);
+        return m_process.waitForFinished(10000) && m_process.exitStatus() == QProcess::NormalExit &&
+               m_process.exitCode() == 0;
+    }
+    QString url() const { return m_url; }
+    QString output()
+    {
+        m_stdout += m_process.readAllStandardOutput();
+        m_stderr += m_process.readAllStandardError();
+        return QString::fromUtf8(m_stdout + m_stderr);
+    }
+
+private:
+    QProcess m_process;
+    QByteArray m_stdout, m_stderr;
+    QString m_url;
+};
+
+struct Calibrated {
+    bp::test::ProcessRun run;
+    QJsonObject remote; // the calibration's "remote" object; empty when it failed
+};
+
+// `calibrate --target URL --model fake-llm --scrape-interval 50 --json ...`.
+Calibrated calibrate(const QString &db, const QString &url, const QStringList &more)
+{
+    Calibrated c;
+    c.run = runProcess(batchpilotExecutable(),
+                       QStringList{"calibrate", "--db", db, "--target", url, "--model", "fake-llm",
+                                   "--scrape-interval", "50", "--json"} +
+                           more,
+                       120000);
+    if (c.run.code == 0)
+        c.remote = QJsonDocument::fromJson(c.run.out.toUtf8()).object().value("remote").toObject();
+    return c;
+}
+
+// The number of requests the printed plan announced ("calibrate: probing
+// URL (...): N requests, at most S s"); -1 when not printed.
+int plannedRequests(const Calibrated &c)
+{
+    static const QRegularExpression plan(QStringLiteral("calibrate: probing .*: (\\d+) requests, at most"));
+    const auto m = plan.match(c.run.err);
+    return m.hasMatch() ? m.captured(1).toInt() : -1;
+}
+
+QString why(const Calibrated &c, FakeLlmServer &server)
+{
+    return QStringLiteral("calibrate exited %1:\n%2\n%3\nserver:\n%4")
+        .arg(c.run.code)
+        .arg(c.run.err, c.run.out.left(2000), server.output());
+}
+
+} // namespace
+
+class TestFakeLlmClient : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase()
+    {
+        if (QStandardPaths::findExecutable(QStringLiteral("python3")).isEmpty())
+            QSKIP("python3 is not on the PATH: the fake LLM server cannot run");
+        QVERIFY2(!qEnvironmentVariable("BATCHPILOT_SOURCE_DIR").isEmpty(),
+                 "BATCHPILOT_SOURCE_DIR is not set (bp_add_test sets it)");
+    }
+
+    // TGI's /v1/completions takes a string prompt only: token ids were 422
+    // for every request ("33 of 33 requests failed"). The prompt now goes as
+    // text, one word per token, and the server counts it as that many.
+    void tgiTakesTheCompletionsPromptAsText()
+    {
+        QTemporaryDir dir;
+        FakeLlmServer server({"--flavour", "tgi", "--max-num-seqs", "8"});
+        QVERIFY2(server.start(), qPrintable(server.output()));
+        const Calibrated c = calibrate(dir.filePath("c.sqlite"), server.url(),
+                                       {"--protocol", "openai", "--quick", "--max-concurrency", "4"});
+        QVERIFY2(!c.remote.isEmpty(), qPrintable(why(c, server)));
+        QCOMPARE(c.remote.value("server").toString(), QStringLiteral("tgi"));
+        const QJsonObject probe = c.remote.value("probe").toObject();
+        QCOMPARE(probe.value("failed").toInt(), 0);
+        QCOMPARE(probe.value("requests").toInt(), plannedRequests(c)); // every planned request went out
+        QVERIFY2(c.run.err.contains("completions prompt as text"), qPrintable(c.run.err));
+        QVERIFY2(server.stop(), qPrintable(server.output()));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestFakeLlmClient)
+#include "test_fake_llm_client.moc"
