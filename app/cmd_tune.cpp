@@ -205,13 +205,20 @@ int runTune(const AppOptions &options)
         backend = *loaded;
     }
 
-    TimePoint lastShown{};
+    // Progress once a second, the first after a second (a search that ends
+    // sooner printed its first count only: "1 simulations of about 336"),
+    // and the final count when any was shown.
+    TimePoint lastShown = SteadyClock::now();
+    std::size_t simulations = 0;
+    bool shown = false;
     TuneHooks hooks;
     hooks.searchProgress = [&](std::size_t done, std::size_t total) {
+        simulations = done;
         const TimePoint now = SteadyClock::now();
         if (now - lastShown < std::chrono::seconds(1))
             return;
         lastShown = now;
+        shown = true;
         err << QStringLiteral("tune: %1 simulations of about %2\n").arg(done).arg(total);
         err.flush();
     };
@@ -235,6 +242,10 @@ int runTune(const AppOptions &options)
     auto run = runTunePipeline(store, *calibration, req, backend, hooks);
     if (!run)
         return fail(q(run.status().message()));
+    if (shown) {
+        err << QStringLiteral("tune: %1 simulations done\n").arg(simulations);
+        err.flush();
+    }
     const TuneResult &r = run->result;
     if (!r.recommended)
         return fail(QStringLiteral("cancelled before any config was evaluated"), 130);

@@ -126,6 +126,13 @@ void printSearch(QTextStream &out, const TuneRun &run, const QString &objectiveN
             out << QStringLiteral(", TTFT p99 %1 ms, TPOT p99 %2 ms")
                        .arg(msText(f.ttftP99S), msText(f.tpotP99S));
         out << QStringLiteral(", mean batch %1\n").arg(f.meanBatch, 0, 'f', 1);
+        if (!f.failures.empty()) {
+            QString why;
+            for (const auto &[status, n] : f.failures)
+                why += QStringLiteral("%1%2 %3").arg(why.isEmpty() ? "" : ", ").arg(n).arg(q(status));
+            out << QStringLiteral("  did not complete: %1 (each counts as infinitely late in the p99s)\n")
+                       .arg(why);
+        }
     };
     auto gainText = [](double gain) {
         return std::isfinite(gain)

@@ -110,6 +110,8 @@ Flags: --port N (0: a free one), --flavour vllm|tgi|sglang, --model NAME
 --hide-settings, --log-steps FILE (one JSON line per step: start and end in
 seconds since the server started, prefill tokens and sequences, decodes,
 running and waiting after the step, cost and lateness in ms, preemptions).
+--log-requests FILE (each POST request's body as one JSON line, as it came:
+what the client asked of the server).
 
 Exits 0 on SIGTERM or SIGINT. Python 3.11 standard library only.
 """
@@ -753,6 +755,8 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if self.server.request_log is not None:
+            self.log_request_body(raw)
         if path not in ("/v1/completions", "/v1/chat/completions"):
             return self.send_error_json(404, "Not Found")
         try:
@@ -764,6 +768,16 @@ class Handler(BaseHTTPRequestHandler):
             self.send_error_json(e.status, e.message)
         except json.JSONDecodeError as e:
             self.send_error_json(400, "invalid JSON: %s" % e)
+
+    def log_request_body(self, raw):
+        """--log-requests: the body as one JSON line (a body that is no JSON as a JSON string)."""
+        try:
+            line = json.dumps(json.loads(raw), separators=(",", ":"))
+        except ValueError:
+            line = json.dumps(raw.decode("utf-8", "replace"))
+        with self.server.request_log_lock:
+            self.server.request_log.write(line + "\n")
+            self.server.request_log.flush()
 
     # Generation.
     def generate(self, body, chat):
@@ -890,6 +904,7 @@ def parse_args(argv):
     ap.add_argument("--max-concurrent-requests", type=int, default=128, help="TGI: 429 past it")
     ap.add_argument("--hide-settings", action="store_true", help="publish no scheduler settings")
     ap.add_argument("--log-steps", metavar="FILE", help="one JSON line per step")
+    ap.add_argument("--log-requests", metavar="FILE", help="each POST body as one JSON line")
     cfg = ap.parse_args(argv)
     cfg.chunked_prefill = cfg.chunked_prefill == "on"
     for name in ("max_num_seqs", "max_num_batched_tokens", "block_size", "max_model_len"):
@@ -913,6 +928,8 @@ def main(argv=None):
     server.stats = stats
     server.started = time.time()
     server.ids = iter(range(1, 1 << 62))
+    server.request_log = open(cfg.log_requests, "w", encoding="utf-8") if cfg.log_requests else None
+    server.request_log_lock = threading.Lock()
     server.scheduler = Scheduler(cfg, stats, log)
     server.scheduler.start()
 
@@ -930,6 +947,8 @@ def main(argv=None):
         server.server_close()
         if log:
             log.close()
+        if server.request_log:
+            server.request_log.close()
     return 0
 
 

@@ -47,6 +47,7 @@ struct SampleCollector final : EngineObserver {
         s.outputTokens = r.outputTokens;
         s.unservable = r.status == StatusCode::OutOfRange;
         s.id = r.id;
+        s.status = r.status;
         samples.push_back(s);
     }
     void onBatchCompleted(const BatchRecord &b, std::span<const RequestRecord> rs) override
@@ -112,6 +113,8 @@ TuneFigures figuresOf(std::span<const TuneSample> samples, std::size_t requests,
     f.requests = std::max(requests, samples.size()) - f.unservable;
     std::vector<double> e2e, ttft, tpot;
     std::size_t failed = f.requests - (samples.size() - f.unservable); // never seen: failed
+    if (failed)
+        f.failures["not_run"] = failed;
     std::size_t tpotFailed = failed;
     double first = kInf, last = -kInf;
     for (const TuneSample &s : samples) {
@@ -123,6 +126,8 @@ TuneFigures figuresOf(std::span<const TuneSample> samples, std::size_t requests,
         if (!s.ok) {
             ++failed;
             ++tpotFailed;
+            ++f.failures[std::string(
+                statusCodeName(s.status == StatusCode::Ok ? StatusCode::Internal : s.status))];
             continue;
         }
         ++f.completed;

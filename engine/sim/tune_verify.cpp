@@ -18,7 +18,8 @@ TuneSample tuneSampleOf(const StoredRequest &r)
             .outputTokens = r.outputTokens,
             .ok = r.status == StatusCode::Ok,
             .unservable = r.status == StatusCode::OutOfRange,
-            .id = r.requestId};
+            .id = r.requestId,
+            .status = r.status};
 }
 
 namespace {

@@ -70,6 +70,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -121,7 +122,8 @@ struct TuneSample {
     // new tokens beyond its positions: out_of_range): left out of every
     // figure and counted in TuneFigures::unservable.
     bool unservable = false;
-    std::uint64_t id = 0; // the request's (the replay's position + 1)
+    std::uint64_t id = 0;               // the request's (the replay's position + 1)
+    StatusCode status = StatusCode::Ok; // a failed one's reason (expired, rejected, ...)
 };
 
 // What one config does with the trace (predicted by the simulator, or
@@ -130,9 +132,13 @@ struct TuneSample {
 struct TuneFigures {
     std::size_t requests = 0, completed = 0, good = 0;
     std::size_t unservable = 0; // out of the model's range whatever the config; not in `requests`
-    double throughputPerS = 0;  // completed / (first arrival -> last of: arrival, completion)
-    double goodputPerS = 0;     // good (completed within every per-request bound) / the same span
-    double p50S = 0, p99S = 0;  // end to end, every request
+    // The requests that did not complete, by status name ("expired",
+    // "resource_exhausted", ...; "not_run" for one the run never reported):
+    // why a percentile is +inf.
+    std::map<std::string, std::size_t> failures;
+    double throughputPerS = 0; // completed / (first arrival -> last of: arrival, completion)
+    double goodputPerS = 0;    // good (completed within every per-request bound) / the same span
+    double p50S = 0, p99S = 0; // end to end, every request
     double ttftP50S = 0, ttftP99S = 0, tpotP50S = 0, tpotP99S = 0; // generative
     double meanBatch = 0;
     double sloRatio = 0; // max over the bounded metrics of p99 / bound (<= 1: met)

@@ -13,6 +13,7 @@ nlohmann::json tuneFiguresJson(const TuneFigures &f)
             {"completed", f.completed},
             {"good", f.good},
             {"unservable", f.unservable},
+            {"failures", f.failures},
             {"throughput_rps", num(f.throughputPerS)},
             {"goodput_rps", num(f.goodputPerS)},
             {"p50_ms", num(f.p50S * 1e3)},

@@ -128,6 +128,18 @@ private slots:
         const TuneFigures two = figuresOf(samples, 101, slo);
         QVERIFY(std::isinf(two.p99S));
         QVERIFY(!two.sloMet);
+        // ... and says why: the two that never came back.
+        QCOMPARE(two.failures.size(), std::size_t(1));
+        QCOMPARE(two.failures.at("not_run"), std::size_t(2));
+        // A failure the run reported is named by its status.
+        std::vector<TuneSample> expired = samples;
+        TuneSample late{.arrival = 996ms, .ok = false};
+        late.status = StatusCode::DeadlineExceeded;
+        expired.push_back(late);
+        const TuneFigures named = figuresOf(expired, 100, slo);
+        QCOMPARE(named.failures.at(std::string(statusCodeName(StatusCode::DeadlineExceeded))),
+                 std::size_t(1));
+        QCOMPARE(named.failures.count("not_run"), std::size_t(0));
 
         // A request the model cannot take under any config is left out.
         std::vector<TuneSample> withRefused = samples;
