@@ -72,14 +72,14 @@ app/remote/settings_fetch.cpp, engine/sim/remote_settings.*):
           Settings: vllm:cache_config_info (labels block_size, num_gpu_blocks,
           ...), as vLLM publishes them; vLLM publishes neither max_num_seqs nor
           max_num_batched_tokens, and neither does this.
-  tgi     GET /info (TGI 2.2's shape: max_batch_size = --max-num-seqs,
-          max_batch_total_tokens = --kv-tokens, max_total_tokens =
+  tgi     GET /info (TGI 2.2's shape: max_batch_size = --max-batch-size,
+          max_batch_total_tokens = --max-batch-total-tokens, max_total_tokens =
           --max-model-len, max_concurrent_requests, waiting_served_ratio,
           max_waiting_tokens). Past --max-concurrent-requests a request gets
           429. /v1/completions takes text prompts only, as TGI's does (a list
           of token ids is 422). Metrics: tgi_queue_size,
           tgi_batch_current_size, tgi_batch_current_max_tokens,
-          tgi_batch_max_total_tokens (with --kv-tokens), tgi_request_count,
+          tgi_batch_max_total_tokens, tgi_request_count,
           tgi_request_success, tgi_batch_inference_count{method}, and the
           histograms tgi_request_input_length, tgi_request_generated_tokens,
           tgi_request_duration, tgi_request_queue_duration,
@@ -88,16 +88,18 @@ app/remote/settings_fetch.cpp, engine/sim/remote_settings.*):
           chunked_prefill_size, max_prefill_tokens, max_total_num_tokens,
           context_length, ...), GET /get_model_info. Metrics (label
           model_name): sglang:num_running_reqs, sglang:num_queue_reqs,
-          sglang:token_usage and sglang:num_used_tokens (with --kv-tokens),
+          sglang:token_usage and sglang:num_used_tokens (with a KV pool),
           sglang:gen_throughput, sglang:cache_hit_rate (0),
           sglang:prompt_tokens_total, sglang:generation_tokens_total,
           sglang:num_requests_total, and the histograms
           sglang:time_to_first_token_seconds, sglang:inter_token_latency_seconds,
           sglang:e2e_request_latency_seconds.
-  Every flavour runs the scheduler above (the TGI and SGLang flavours do
-  not reproduce those servers' own prefill-alone batching). "running" is
-  every admitted request (holding KV, prefilling or decoding), "waiting"
-  the rest.
+  The vllm flavour runs the scheduler above; tgi and sglang run their own
+  (tools/fake_llm_schedulers.py: TGI v3's prefill-alone batches with its
+  waiting_served_ratio / max_waiting_tokens / block budgets, SGLang's
+  prefill-first steps with chunked prefill, new-token-ratio admission and
+  retraction), with the same step cost. "running" is every admitted
+  request (holding KV, prefilling or decoding), "waiting" the rest.
   --hide-settings publishes no scheduler settings: no cache_config_info,
   TGI's /info without the batching fields (TGI 2.3+'s shape) and no
   tgi_batch_max_total_tokens, no SGLang server info (404).
@@ -108,8 +110,15 @@ Flags: --port N (0: a free one), --flavour vllm|tgi|sglang, --model NAME
 --max-model-len (4096), --step-ms (4), --prefill-us-per-token (20),
 --decode-us-per-seq (60), --max-concurrent-requests (TGI; 128),
 --hide-settings, --log-steps FILE (one JSON line per step: start and end in
-seconds since the server started, prefill tokens and sequences, decodes,
-running and waiting after the step, cost and lateness in ms, preemptions).
+seconds since the server started, kind (prefill, decode or mixed), prefill
+tokens and sequences, decodes, running and waiting after the step, cost and
+lateness in ms, preemptions, and the flavour scheduler's own fields).
+TGI's and SGLang's own flags (--max-batch-prefill-tokens,
+--max-batch-total-tokens, --max-batch-size, --waiting-served-ratio,
+--max-waiting-tokens; --max-running-requests, --chunked-prefill-size,
+--max-prefill-tokens, --max-total-tokens, --schedule-conservativeness) are
+described in tools/fake_llm_schedulers.py; the generic ones map onto them
+when they are not given.
 --log-requests FILE (each POST request's body as one JSON line, as it came:
 what the client asked of the server).
 
@@ -125,6 +134,8 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import fake_llm_schedulers
 
 TOKEN_TEXT = " a"
 MAX_LAG_S = 0.050  # a step later than this restarts the schedule from now
@@ -311,6 +322,14 @@ class Scheduler(threading.Thread):
             self.stopping = True
             self.cond.notify()
 
+    def reject(self, prompt, max_tokens):
+        """(status, message) for a request this scheduler could never serve; None: it can."""
+        return None
+
+    def log_fields(self):
+        """More fields for this step's --log-steps line."""
+        return {}
+
     def in_flight(self):
         with self.cond:
             return len(self.waiting) + len(self.running)
@@ -452,12 +471,14 @@ class Scheduler(threading.Thread):
             with self.cond:
                 running, waiting = len(self.running), len(self.waiting)
             if self.log:
+                kind = ("mixed" if prefill_seqs and decodes else "prefill" if prefill_seqs
+                        else "decode" if decodes else "empty")
                 self.log.write(json.dumps({
-                    "start": round(start - self.epoch, 6), "end": round(end - self.epoch, 6),
+                    "start": round(start - self.epoch, 6), "end": round(end - self.epoch, 6), "kind": kind,
                     "prefill_tokens": prefill_tokens, "prefill_seqs": prefill_seqs, "decodes": decodes,
                     "running": running, "waiting": waiting, "cost_ms": round(cost * 1e3, 4),
                     "late_ms": round(late * 1e3, 3), "preempted": preempted,
-                    "kv_used_blocks": self.used_blocks}) + "\n")
+                    "kv_used_blocks": self.used_blocks, **self.log_fields()}) + "\n")
             with self.stats.lock:
                 self.stats.preemptions += preempted
                 self.stats.iteration_tokens.observe(prefill_tokens + decodes)
@@ -612,28 +633,29 @@ def tgi_info(cfg):
     info = {
         "model_id": cfg.model, "model_sha": None, "model_pipeline_tag": "text-generation",
         "max_concurrent_requests": cfg.max_concurrent_requests, "max_best_of": 2, "max_stop_sequences": 4,
-        "max_input_tokens": cfg.max_model_len - 1, "max_total_tokens": cfg.max_model_len,
+        "max_input_tokens": cfg.max_input_tokens, "max_total_tokens": cfg.max_model_len,
         "validation_workers": 2, "max_client_batch_size": 4, "router": "text-generation-router",
         "version": "2.2.0", "sha": None, "docker_label": None,
     }
     if not cfg.hide_settings:
         # TGI 2.2 and older also list its batching settings.
-        info.update({"model_dtype": "torch.float16", "model_device_type": "cuda", "waiting_served_ratio": 0.3,
-                     "max_waiting_tokens": 20, "max_batch_size": cfg.max_num_seqs})
+        info.update({"model_dtype": "torch.float16", "model_device_type": "cuda",
+                     "waiting_served_ratio": cfg.waiting_served_ratio, "max_waiting_tokens": cfg.max_waiting_tokens,
+                     "max_batch_size": cfg.max_num_seqs})
         if cfg.kv_tokens:
             info["max_batch_total_tokens"] = cfg.kv_tokens
     return info
 
 
 def sglang_server_info(cfg):
-    budget = cfg.max_num_batched_tokens
     return {
         "model_path": cfg.model, "tokenizer_path": cfg.model, "served_model_name": cfg.model,
         "host": "127.0.0.1", "port": cfg.port, "context_length": cfg.max_model_len,
-        "max_running_requests": cfg.max_num_seqs, "max_prefill_tokens": budget,
-        "chunked_prefill_size": budget if cfg.chunked_prefill else -1, "max_total_tokens": cfg.kv_tokens,
+        "max_running_requests": cfg.max_num_seqs, "max_prefill_tokens": cfg.max_prefill_tokens,
+        "chunked_prefill_size": cfg.chunked_prefill_size, "max_total_tokens": cfg.kv_tokens,
         "max_total_num_tokens": cfg.kv_tokens, "page_size": cfg.block_size, "schedule_policy": "fcfs",
-        "schedule_conservativeness": 1.0, "enable_mixed_chunk": True, "disable_radix_cache": True,
+        "schedule_conservativeness": cfg.schedule_conservativeness, "enable_mixed_chunk": False,
+        "disable_radix_cache": True,
         "enable_metrics": True, "version": "0.4.0",
     }
 
@@ -803,7 +825,10 @@ class Handler(BaseHTTPRequestHandler):
                              "This model's maximum context length is %d tokens. However, you requested %d "
                              "tokens (%d in the messages, %d in the completion)."
                              % (cfg.max_model_len, prompt + max_tokens, prompt, max_tokens))
-        if not cfg.chunked_prefill and prompt > cfg.max_num_batched_tokens:
+        refused = self.server.scheduler.reject(prompt, max_tokens)
+        if refused:
+            raise BadRequest(*refused)
+        if cfg.flavour == "vllm" and not cfg.chunked_prefill and prompt > cfg.max_num_batched_tokens:
             raise BadRequest(400, "the prompt (%d tokens) is longer than max_num_batched_tokens (%d) and "
                                   "chunked prefill is off" % (prompt, cfg.max_num_batched_tokens))
         if cfg.flavour == "tgi" and self.server.scheduler.in_flight() >= cfg.max_concurrent_requests:
@@ -893,7 +918,7 @@ def parse_args(argv):
     ap.add_argument("--flavour", choices=("vllm", "tgi", "sglang"), default="vllm")
     ap.add_argument("--model", default="fake-llm", help="the served model's name")
     ap.add_argument("--max-num-seqs", type=int, default=16)
-    ap.add_argument("--max-num-batched-tokens", type=int, default=1024)
+    ap.add_argument("--max-num-batched-tokens", type=int, default=None, help="(1024)")
     ap.add_argument("--chunked-prefill", choices=("on", "off"), default="on")
     ap.add_argument("--kv-tokens", type=int, default=0, help="KV capacity in tokens (0: unlimited)")
     ap.add_argument("--block-size", type=int, default=16)
@@ -905,7 +930,8 @@ def parse_args(argv):
     ap.add_argument("--hide-settings", action="store_true", help="publish no scheduler settings")
     ap.add_argument("--log-steps", metavar="FILE", help="one JSON line per step")
     ap.add_argument("--log-requests", metavar="FILE", help="each POST body as one JSON line")
-    cfg = ap.parse_args(argv)
+    fake_llm_schedulers.add_arguments(ap)
+    cfg = fake_llm_schedulers.resolve(ap.parse_args(argv), ap.error)
     cfg.chunked_prefill = cfg.chunked_prefill == "on"
     for name in ("max_num_seqs", "max_num_batched_tokens", "block_size", "max_model_len"):
         if getattr(cfg, name) < 1:
@@ -930,7 +956,7 @@ def main(argv=None):
     server.ids = iter(range(1, 1 << 62))
     server.request_log = open(cfg.log_requests, "w", encoding="utf-8") if cfg.log_requests else None
     server.request_log_lock = threading.Lock()
-    server.scheduler = Scheduler(cfg, stats, log)
+    server.scheduler = fake_llm_schedulers.make_scheduler(Scheduler, cfg, stats, log)
     server.scheduler.start()
 
     def on_signal(signum, frame):
