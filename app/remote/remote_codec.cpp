@@ -53,6 +53,10 @@ ServerDialect dialectFor(const std::string &server)
     ServerDialect d;
     if (server == "tgi")
         d.textPrompt = true;
+    if (server == "vllm" || server == "sglang")
+        d.ignoreEos = true;
+    if (server == "vllm")
+        d.minTokens = true;
     return d;
 }
 
@@ -62,6 +66,10 @@ std::string describe(const ServerDialect &d, Protocol protocol)
     auto add = [&out](const char *what) { out += (out.empty() ? "" : ", ") + std::string(what); };
     if (d.textPrompt && protocol == Protocol::OpenAi)
         add("the completions prompt as text, one word per token");
+    if (d.ignoreEos && isStreaming(protocol))
+        add("ignore_eos: true");
+    if (d.minTokens && isStreaming(protocol))
+        add("min_tokens = max_tokens");
     return out;
 }
 
@@ -71,7 +79,7 @@ QByteArray requestBody(Protocol protocol, const Request &request, const QString 
     switch (protocol) {
     case Protocol::Oip: return oipInferBody(request);
     case Protocol::OpenAi: return openAiCompletionBody(request, model, dialect);
-    case Protocol::OpenAiChat: return openAiChatBody(request, model); // text already
+    case Protocol::OpenAiChat: return openAiChatBody(request, model, dialect);
     }
     return {};
 }
@@ -87,6 +95,15 @@ void appendIds(QByteArray &out, const std::vector<TokenId> &tokens)
         out += QByteArray::number(tokens[i]);
     }
     out += ']';
+}
+
+// The dialect's sampling fields, after max_tokens (or max_completion_tokens).
+void appendSampling(QByteArray &out, const ServerDialect &d, int maxTokens)
+{
+    if (d.ignoreEos)
+        out += ",\"ignore_eos\":true";
+    if (d.minTokens)
+        out += ",\"min_tokens\":" + QByteArray::number(maxTokens);
 }
 
 } // namespace
@@ -117,7 +134,10 @@ QByteArray openAiCompletionBody(const Request &r, const QString &model, const Se
         out += '"' + chatText(r.tokens) + '"'; // letters and spaces: nothing to escape
     else
         appendIds(out, r.tokens);
-    out += ",\"max_tokens\":" + QByteArray::number(std::max(1, r.maxNewTokens)) + ",\"stream\":true}";
+    const int maxTokens = std::max(1, r.maxNewTokens);
+    out += ",\"max_tokens\":" + QByteArray::number(maxTokens);
+    appendSampling(out, dialect, maxTokens);
+    out += ",\"stream\":true}";
     return out;
 }
 
@@ -132,16 +152,18 @@ QByteArray chatText(const std::vector<TokenId> &tokens)
     return out;
 }
 
-QByteArray openAiChatBody(const Request &r, const QString &model)
+QByteArray openAiChatBody(const Request &r, const QString &model, const ServerDialect &dialect)
 {
     // The shape vLLM's `bench serve --backend openai-chat` sends
     // (vllm/benchmarks/lib/endpoint_request_func.py).
     QByteArray out;
-    out.reserve(int(160 + r.tokens.size() * 2));
+    out.reserve(int(192 + r.tokens.size() * 2));
+    const int maxTokens = std::max(1, r.maxNewTokens);
     out += "{\"model\":" + QByteArray::fromStdString(nlohmann::json(model.toStdString()).dump()) +
            ",\"messages\":[{\"role\":\"user\",\"content\":\"" + chatText(r.tokens) +
-           "\"}],\"max_completion_tokens\":" + QByteArray::number(std::max(1, r.maxNewTokens)) +
-           ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
+           "\"}],\"max_completion_tokens\":" + QByteArray::number(maxTokens);
+    appendSampling(out, dialect, maxTokens);
+    out += ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
     return out;
 }
 

@@ -17,7 +17,9 @@
 //  - A server of a known kind (ServerDialect, from `calibrate --server` or
 //    the kind /metrics shows) gets what it needs beyond those fields: TGI
 //    the completions prompt as text (its /v1/completions takes no token
-//    ids). The official OpenAI API and unknown servers get the plain bodies.
+//    ids), vLLM and SGLang "ignore_eos" (and vLLM "min_tokens") so that
+//    every answer runs to max_tokens. The official OpenAI API and unknown
+//    servers get the plain bodies (they refuse fields they do not know).
 #pragma once
 
 #include "engine/core/request.h"
@@ -46,6 +48,13 @@ struct ServerDialect {
     // /v1/completions' prompt as text (chatText), not token ids: TGI's
     // CompletionRequest takes a string or strings only (422 otherwise).
     bool textPrompt = false;
+    // "ignore_eos": true, so the answer runs to max_tokens: an extra
+    // sampling parameter of vLLM's and SGLang's completions and chat
+    // requests (TGI's OpenAI routes have none).
+    bool ignoreEos = false;
+    // "min_tokens": max_tokens (vLLM's extra sampling parameter): no stop
+    // before max_tokens, not even on a stop token ignore_eos leaves.
+    bool minTokens = false;
     bool operator==(const ServerDialect &) const = default;
 };
 // The dialect of a server kind ("vllm", "tgi", "sglang", ...; empty or any
@@ -62,7 +71,7 @@ QByteArray requestBody(Protocol protocol, const Request &request, const QString 
 QByteArray oipInferBody(const Request &request);
 QByteArray openAiCompletionBody(const Request &request, const QString &model,
                                 const ServerDialect &dialect = {});
-QByteArray openAiChatBody(const Request &request, const QString &model);
+QByteArray openAiChatBody(const Request &request, const QString &model, const ServerDialect &dialect = {});
 // The user message of openai-chat: one word per prompt token, a letter
 // from the token id followed by a space ("k d q "). A remote server has its
 // own tokenizer, and BatchPilot sends ids only where the protocol takes

@@ -3,13 +3,18 @@
 // flavours; test_fake_llm_server checks the fit against the server's truth,
 // this file the client's side of the conversation):
 //  - TGI with --protocol openai: the completions prompt goes as text (TGI's
-//    /v1/completions takes no token ids: 422), so the probe succeeds.
+//    /v1/completions takes no token ids: 422), so the probe succeeds;
+//  - the bodies as the server received them (--log-requests): vLLM gets
+//    "ignore_eos": true and "min_tokens" = max_tokens, SGLang "ignore_eos",
+//    TGI neither (its OpenAI routes have no such field).
 // Runs when python3 is on the PATH (skipped otherwise).
 #include "headless_process.h"
 
 #include "tests/process_run.h"
 
 #include <QDeadlineTimer>
+#include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
@@ -114,6 +119,19 @@ int plannedRequests(const Calibrated &c)
     return m.hasMatch() ? m.captured(1).toInt() : -1;
 }
 
+// The JSON lines of a --log-requests file.
+QList<QJsonObject> jsonLines(const QString &path)
+{
+    QList<QJsonObject> out;
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return out;
+    for (const QByteArray &line : f.readAll().split('\n'))
+        if (!line.trimmed().isEmpty())
+            out.append(QJsonDocument::fromJson(line).object());
+    return out;
+}
+
 QString why(const Calibrated &c, FakeLlmServer &server)
 {
     return QStringLiteral("calibrate exited %1:\n%2\n%3\nserver:\n%4")
@@ -151,6 +169,58 @@ private slots:
         QCOMPARE(probe.value("requests").toInt(), plannedRequests(c)); // every planned request went out
         QVERIFY2(c.run.err.contains("completions prompt as text"), qPrintable(c.run.err));
         QVERIFY2(server.stop(), qPrintable(server.output()));
+    }
+
+    // What each kind of server receives, logged by the server itself: the
+    // decode rounds' answers must run to max_tokens, so vLLM and SGLang are
+    // asked to ignore EOS (vLLM also min_tokens); TGI is not (its OpenAI
+    // routes have no ignore_eos), and gets its prompt as text.
+    void bodiesPerServerKind_data()
+    {
+        QTest::addColumn<QString>("flavour");
+        QTest::addColumn<QString>("protocol");
+        QTest::newRow("vllm completions") << "vllm"
+                                          << "openai";
+        QTest::newRow("vllm chat") << "vllm"
+                                   << "openai-chat";
+        QTest::newRow("sglang completions") << "sglang"
+                                            << "openai";
+        QTest::newRow("tgi completions") << "tgi"
+                                         << "openai";
+    }
+    void bodiesPerServerKind()
+    {
+        QFETCH(QString, flavour);
+        QFETCH(QString, protocol);
+        QTemporaryDir dir;
+        const QString log = dir.filePath("requests.jsonl");
+        FakeLlmServer server({"--flavour", flavour, "--max-num-seqs", "8", "--log-requests", log});
+        QVERIFY2(server.start(), qPrintable(server.output()));
+        const Calibrated c = calibrate(dir.filePath("c.sqlite"), server.url(),
+                                       {"--protocol", protocol, "--quick", "--max-concurrency", "4"});
+        QVERIFY2(!c.remote.isEmpty(), qPrintable(why(c, server)));
+        QCOMPARE(c.remote.value("server").toString(), flavour); // recognised from /metrics
+        QVERIFY2(server.stop(), qPrintable(server.output()));
+        const QList<QJsonObject> bodies = jsonLines(log);
+        QCOMPARE(bodies.size(), c.remote.value("probe").toObject().value("requests").toInt());
+        const bool chat = protocol == "openai-chat";
+        for (const QJsonObject &b : bodies) {
+            const QString line = QString::fromUtf8(QJsonDocument(b).toJson(QJsonDocument::Compact));
+            const int maxTokens = b.value(chat ? "max_completion_tokens" : "max_tokens").toInt();
+            QVERIFY2(maxTokens >= 1, qPrintable(line));
+            if (flavour == "tgi") {
+                QVERIFY2(!b.contains("ignore_eos") && !b.contains("min_tokens"), qPrintable(line));
+                QVERIFY2(b.value("prompt").isString(), qPrintable(line));
+                continue;
+            }
+            QVERIFY2(b.value("ignore_eos") == QJsonValue(true), qPrintable(line));
+            if (flavour == "vllm")
+                QVERIFY2(b.value("min_tokens").toInt() == maxTokens, qPrintable(line));
+            else
+                QVERIFY2(!b.contains("min_tokens"), qPrintable(line));
+            if (!chat)
+                QVERIFY2(b.value("prompt").isArray(), qPrintable(line));
+        }
     }
 };
 

@@ -1,8 +1,13 @@
 // The OpenAI bodies a calibration sends to each kind of server
 // (app/remote/remote_codec.h ServerDialect), without a network:
 //  - TGI: the completions prompt as text (chatText), since TGI's
-//    /v1/completions takes no token ids;
-//  - any other kind, or none: the prompt as token ids, as before.
+//    /v1/completions takes no token ids, and no ignore_eos (TGI's OpenAI
+//    routes have no such field);
+//  - vLLM: "ignore_eos": true and "min_tokens" = max_tokens, on completions
+//    and chat; SGLang: "ignore_eos": true; so that a decode round's answers
+//    run to max_tokens instead of stopping at an end-of-sequence token;
+//  - any other kind, or none (the official OpenAI API refuses unknown
+//    fields): the plain bodies, token ids and no sampling extras.
 #include "app/remote/remote_codec.h"
 
 #include <QJsonArray>
@@ -47,6 +52,8 @@ private slots:
         QCOMPARE(b.value("max_tokens").toInt(), 7);
         QVERIFY(b.value("stream").toBool());
         QCOMPARE(b.value("model").toString(), QStringLiteral("m"));
+        QVERIFY(!b.contains("ignore_eos") && !b.contains("min_tokens"));
+        QVERIFY(!body(Protocol::OpenAiChat, "tgi").contains("ignore_eos"));
         QVERIFY(!describe(dialectFor("tgi"), Protocol::OpenAi).empty());
         // chat carries text anyway: nothing to change
         QVERIFY(describe(dialectFor("tgi"), Protocol::OpenAiChat).empty());
@@ -64,6 +71,50 @@ private slots:
         const QJsonObject b = body(Protocol::OpenAi, server.toStdString());
         QCOMPARE(b.value("prompt").toArray(), QJsonArray({0, 1, 27, 3}));
         QCOMPARE(b.value("max_tokens").toInt(), 7);
+    }
+
+    void vllmIgnoresEosAndSetsMinTokens_data()
+    {
+        QTest::addColumn<int>("protocol");
+        QTest::newRow("completions") << int(Protocol::OpenAi);
+        QTest::newRow("chat") << int(Protocol::OpenAiChat);
+    }
+    void vllmIgnoresEosAndSetsMinTokens()
+    {
+        QFETCH(int, protocol);
+        const QJsonObject b = body(Protocol(protocol), "vllm");
+        QCOMPARE(b.value("ignore_eos"), QJsonValue(true));
+        QCOMPARE(b.value("min_tokens"), QJsonValue(7));
+        QCOMPARE(b.value(protocol == int(Protocol::OpenAi) ? "max_tokens" : "max_completion_tokens"),
+                 QJsonValue(7));
+        QVERIFY(b.value("stream").toBool());
+        QCOMPARE(describe(dialectFor("vllm"), Protocol(protocol)),
+                 std::string("ignore_eos: true, min_tokens = max_tokens"));
+    }
+
+    void sglangIgnoresEos()
+    {
+        for (Protocol p : {Protocol::OpenAi, Protocol::OpenAiChat}) {
+            const QJsonObject b = body(p, "sglang");
+            QCOMPARE(b.value("ignore_eos"), QJsonValue(true));
+            QVERIFY(!b.contains("min_tokens"));
+        }
+    }
+
+    void othersGetNoSamplingExtras_data()
+    {
+        QTest::addColumn<QString>("server");
+        for (const char *s : {"", "tgi", "triton", "batchpilot", "openai"})
+            QTest::newRow(*s ? s : "unknown") << QString::fromLatin1(s);
+    }
+    void othersGetNoSamplingExtras()
+    {
+        QFETCH(QString, server);
+        for (Protocol p : {Protocol::OpenAi, Protocol::OpenAiChat}) {
+            const QJsonObject b = body(p, server.toStdString());
+            QVERIFY(!b.contains("ignore_eos") && !b.contains("min_tokens"));
+        }
+        QVERIFY(describe(dialectFor(server.toStdString()), Protocol::OpenAiChat).empty());
     }
 
     // The unknown kind's bodies are exactly the plain ones.
