@@ -106,6 +106,20 @@ Result<ServerSettings> fetchServerSettings(const RemoteOptions &options, const s
             return info.status();
         return tgiSettings(*info, metrics);
     }
+    if (server == "sglang") {
+        // /get_server_info, else /server_info (either name, by release).
+        QString route = QStringLiteral("/get_server_info");
+        auto info = getJson(routeUrl(t, route), options.token);
+        if (!info && info.status().code() == StatusCode::NotFound) {
+            route = QStringLiteral("/server_info");
+            info = getJson(routeUrl(t, route), options.token);
+        }
+        if (!info)
+            return info.status();
+        auto models = getJson(routeUrl(t, QStringLiteral("/v1/models")), options.token);
+        return sglangSettings(*info, models ? &*models : nullptr, options.model.toStdString(),
+                              route.toStdString());
+    }
     if (server == "triton") {
         auto config = getJson(routeUrl(t, QStringLiteral("/v2/models/") +
                                               QString::fromUtf8(QUrl::toPercentEncoding(options.model)) +

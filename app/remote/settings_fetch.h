@@ -5,8 +5,8 @@
 //   vllm        GET /metrics (vllm:cache_config_info) + GET /v1/models
 //   tgi         GET /info (+ /metrics tgi_batch_max_total_tokens)
 //   triton      GET /v2/models/NAME/config
+//   sglang      GET /get_server_info (else /server_info) + GET /v1/models
 //   batchpilot  GET /v1/config + GET /v1/models
-//   sglang      nothing published: --server-config or the probe's limits
 //
 // The kind comes from the operator (--server) or, for `auto`, from the
 // series names of /metrics (engine/telemetry/target_metrics.h detectServer).
@@ -45,8 +45,8 @@ QUrl routeUrl(const QUrl &target, const QString &route);
 Result<prom::Exposition> scrapeOnce(const RemoteOptions &options);
 
 // The settings of a `server` server, read where it publishes them;
-// NotFound for a kind that publishes none (sglang), else the error of the
-// route that failed.
+// NotFound for a kind whose settings are not read (an unrecognised one),
+// else the error of the route that failed.
 Result<ServerSettings> fetchServerSettings(const RemoteOptions &options, const std::string &server,
                                            const prom::Exposition *metrics);
 

@@ -247,6 +247,74 @@ Result<ServerSettings> tgiSettings(const nlohmann::json &info, const prom::Expos
     return s;
 }
 
+Result<ServerSettings> sglangSettings(const nlohmann::json &info, const nlohmann::json *models,
+                                      const std::string &model, const std::string &route)
+{
+    if (!info.is_object() ||
+        !(info.contains("max_total_num_tokens") || info.contains("max_running_requests") ||
+          info.contains("chunked_prefill_size")))
+        return Status(StatusCode::InvalidArgument, "not SGLang's server info (no max_total_num_tokens, "
+                                                   "max_running_requests or chunked_prefill_size)");
+    // A value at the top level, else in the first internal state (a
+    // scheduler's own values; null at the top level means "not given").
+    const nlohmann::json *internal = nullptr;
+    if (const auto it = info.find("internal_states");
+        it != info.end() && it->is_array() && !it->empty() && (*it)[0].is_object())
+        internal = &(*it)[0];
+    const auto value = [&](const char *key) -> const nlohmann::json * {
+        for (const nlohmann::json *j : {&info, internal})
+            if (j && j->contains(key) && !(*j)[key].is_null())
+                return &(*j)[key];
+        return nullptr;
+    };
+    const auto whole = [&](const char *key) -> std::optional<std::int64_t> {
+        const nlohmann::json *v = value(key);
+        if (!v || !v->is_number())
+            return std::nullopt;
+        return static_cast<std::int64_t>(std::llround(v->get<double>()));
+    };
+    ServerSettings s;
+    s.server = "sglang";
+    s.source = "GET " + route;
+    for (const char *key : {"version", "max_running_requests", "chunked_prefill_size", "max_prefill_tokens",
+                            "schedule_policy", "schedule_conservativeness", "context_length", "page_size",
+                            "max_req_input_len", "enable_mixed_chunk", "disable_radix_cache"})
+        if (const nlohmann::json *v = value(key); v && (v->is_number() || v->is_string() || v->is_boolean()))
+            s.settings[key] = *v;
+    setKnob(s, "policy", double(int(PolicyKind::Continuous)));
+    if (auto v = whole("max_running_requests"); v && *v > 0)
+        setKnob(s, "continuous.max_num_seqs", double(*v));
+    else
+        s.notes.push_back("SGLang published no max_running_requests: the probe's limits show it");
+    if (auto chunk = whole("chunked_prefill_size")) {
+        setKnob(s, "continuous.chunked_prefill", *chunk > 0 ? 1.0 : 0.0); // -1: chunking off
+        if (*chunk > 0)
+            setKnob(s, "continuous.prefill_chunk", double(*chunk));
+    }
+    if (auto v = whole("max_prefill_tokens"); v && *v > 0)
+        setKnob(s, "continuous.max_num_batched_tokens", double(*v));
+    // The KV pool: the scheduler's max_total_num_tokens; the server arg
+    // max_total_tokens is only what the operator asked for (null if not).
+    std::optional<std::int64_t> pool = whole("max_total_num_tokens");
+    if (!pool || *pool <= 0)
+        pool = whole("max_total_tokens");
+    if (pool && *pool > 0) {
+        s.settings["max_total_tokens"] = *pool;
+        s.kvCapacityTokens = *pool;
+        setKnob(s, "continuous.kv_cache_tokens", double(*pool));
+    }
+    if (auto len = whole("context_length"); len && *len > 0) {
+        s.maxModelLen = *len;
+    } else if (const nlohmann::json *m = modelEntry(models, model)) {
+        if (auto l = jsonWhole(*m, "max_model_len")) {
+            s.maxModelLen = *l;
+            s.settings["max_model_len"] = *l;
+            s.source += " + GET /v1/models";
+        }
+    }
+    return s;
+}
+
 Result<ServerSettings> tritonSettings(const nlohmann::json &modelConfig)
 {
     auto imported = tritonFromJson(modelConfig);

@@ -12,6 +12,14 @@
 //               waiting_served_ratio, max_batch_total_tokens,
 //               max_waiting_tokens, max_batch_size) and the gauge
 //               `tgi_batch_max_total_tokens` (backends/v3/src/lib.rs)
+//   SGLang      GET /get_server_info (or /server_info; http_server.py: the
+//               server args max_running_requests, chunked_prefill_size,
+//               max_prefill_tokens, schedule_policy,
+//               schedule_conservativeness, context_length, and the
+//               scheduler's max_total_num_tokens, the KV pool; a value null
+//               at the top level is taken from the first `internal_states`
+//               entry, where newer releases keep the scheduler's own) and
+//               /v1/models `max_model_len`
 //   Triton      GET /v2/models/NAME/config (config_import.h: tritonFromJson)
 //   BatchPilot  GET /v1/config (every knob) and /v1/models `max_model_len`
 //
@@ -70,6 +78,15 @@ Result<ServerSettings> vllmSettings(const prom::Exposition &metrics, const nlohm
                                     const std::string &model);
 // TGI: GET /info, and the scrape when given (tgi_batch_max_total_tokens).
 Result<ServerSettings> tgiSettings(const nlohmann::json &info, const prom::Exposition *metrics);
+// SGLang: GET /get_server_info (`route`: where it was read), and GET
+// /v1/models when given (the entry for `model`, else the first). Only the
+// scheduler's settings are kept (the answer also lists every server arg,
+// api_key included). The KV pool, max_total_num_tokens there, is kept as
+// max_total_tokens, the name serverConfigFromSettings reads. InvalidArgument
+// when it is not SGLang's server info.
+Result<ServerSettings> sglangSettings(const nlohmann::json &serverInfo, const nlohmann::json *models,
+                                      const std::string &model,
+                                      const std::string &route = "/get_server_info");
 // Triton: GET /v2/models/NAME/config.
 Result<ServerSettings> tritonSettings(const nlohmann::json &modelConfig);
 // BatchPilot: GET /v1/config, and GET /v1/models when given.

@@ -6,7 +6,9 @@
 //    /v1/completions takes no token ids: 422), so the probe succeeds;
 //  - the bodies as the server received them (--log-requests): vLLM gets
 //    "ignore_eos": true and "min_tokens" = max_tokens, SGLang "ignore_eos",
-//    TGI neither (its OpenAI routes have no such field).
+//    TGI neither (its OpenAI routes have no such field);
+//  - SGLang's settings are read from GET /get_server_info (they were "not
+//    published"), and the simulation of the server starts from them.
 // Runs when python3 is on the PATH (skipped otherwise).
 #include "headless_process.h"
 
@@ -221,6 +223,32 @@ private slots:
             if (!chat)
                 QVERIFY2(b.value("prompt").isArray(), qPrintable(line));
         }
+    }
+
+    void sglangSettingsAreRead()
+    {
+        QTemporaryDir dir;
+        FakeLlmServer server({"--flavour", "sglang", "--max-running-requests", "6", "--chunked-prefill-size",
+                              "512", "--max-prefill-tokens", "2048", "--max-total-tokens", "20000"});
+        QVERIFY2(server.start(), qPrintable(server.output()));
+        const Calibrated c = calibrate(dir.filePath("c.sqlite"), server.url(),
+                                       {"--protocol", "openai", "--quick", "--max-concurrency", "4"});
+        QVERIFY2(!c.remote.isEmpty(), qPrintable(why(c, server)));
+        QVERIFY2(!c.run.err.contains("not known"), qPrintable(c.run.err));
+        const QJsonObject settings = c.remote.value("settings").toObject();
+        QVERIFY2(settings.value("source").toString().startsWith("GET /get_server_info"),
+                 qPrintable(QJsonDocument(settings).toJson()));
+        const QJsonObject sglang = settings.value("settings").toObject();
+        QCOMPARE(sglang.value("max_running_requests").toInt(), 6);
+        QCOMPARE(sglang.value("chunked_prefill_size").toInt(), 512);
+        QCOMPARE(sglang.value("max_prefill_tokens").toInt(), 2048);
+        QCOMPARE(sglang.value("max_total_tokens").toInt(), 20000);
+        QCOMPARE(settings.value("kv_capacity_tokens").toInt(), 20000);
+        QCOMPARE(settings.value("max_model_len").toInt(), 4096);
+        const QJsonObject knobs = settings.value("knobs").toObject();
+        QCOMPARE(knobs.value("continuous.max_num_seqs").toInt(), 6);
+        QCOMPARE(c.remote.value("prefill_chunk").toInt(), 512); // the rows count 512-token chunks
+        QVERIFY2(server.stop(), qPrintable(server.output()));
     }
 };
 

@@ -321,7 +321,11 @@ private slots:
         out += p.readAll();
         QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0, out.constData());
         QVERIFY2(out.contains("stopped early: fitted to what was measured"), out.constData());
-        QVERIFY2(out.contains("sglang publishes no batching settings"), out.constData());
+        // SGLang's settings are read at /get_server_info, else /server_info:
+        // the stand-in has neither.
+        QVERIFY2(out.contains("the server's settings are not known: GET http://127.0.0.1:" +
+                              QByteArray::number(standIn.port()) + "/server_info: HTTP 404"),
+                 out.constData());
         const QJsonObject remote = exported(db, "1").value("remote").toObject();
         const QJsonObject probe = remote.value("probe").toObject();
         QVERIFY(probe.value("interrupted").toBool());
