@@ -310,6 +310,8 @@ int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
     r.probe.seconds = run.seconds;
     r.probe.interrupted = run.interrupted;
     r.probe.plan = plan.describe();
+    for (const std::string &change : run.changes)
+        r.probe.plan += "changed while it ran: " + change + "\n";
     if (r.prefillChunk == 0 && simulatesServerModel(r))
         // The server model's chunk, its settings as read or the probe's cap
         // (a step bound below the longest prompt): the rows then count a
@@ -317,6 +319,10 @@ int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
         if (auto m = remoteServerModel(r, nullptr))
             r.prefillChunk = serverPrefillChunk(m->config);
     r.observations = probeObservations(run.requests, r.prefillChunk, streaming);
+    if (!run.interrupted && run.requests.size() != run.planned)
+        err << QStringLiteral("calibrate: %1 of the %2 planned requests were sent\n")
+                   .arg(run.requests.size())
+                   .arg(run.planned);
     for (const ProbeRequest &p : run.requests)
         if (!p.ok) {
             err << QStringLiteral("calibrate: %1 of %2 requests failed; the first: %3\n")

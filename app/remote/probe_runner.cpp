@@ -4,6 +4,7 @@
 #include "http1_connection.h"
 #include "remote_codec.h"
 
+#include "engine/sim/remote_calibrate.h"
 #include "engine/telemetry/target_metrics.h"
 
 #include <QEventLoop>
@@ -47,7 +48,8 @@ public:
     ProbeRun run()
     {
         m_epoch = SteadyClock::now();
-        m_run.requests.reserve(m_o.plan.requests());
+        m_run.planned = m_o.plan.requests();
+        m_run.requests.reserve(m_run.planned);
         QTimer watch;
         watch.setInterval(20);
         QObject::connect(&watch, &QTimer::timeout, [this] { checkStop(); });
@@ -103,12 +105,32 @@ private:
             return;
         if (m_round >= m_rounds.size())
             return finish();
-        const ProbeRound &r = m_rounds[m_round];
+        ProbeRound &r = m_rounds[m_round];
+        const std::string head =
+            "round " + std::to_string(m_round + 1) + "/" + std::to_string(m_rounds.size()) + ": " + r.phase;
+        std::string change;
+        if (!r.probes.empty())
+            if (const auto cap = runningCapOf(observedLimits(m_run.scrapes, nullptr, nullptr)))
+                change = leaveRoomForProbes(r, *cap);
+        if (!change.empty()) {
+            m_run.planned = 0;
+            for (const ProbeRound &planned : m_rounds)
+                m_run.planned += std::size_t(planned.concurrency) + planned.probes.size();
+            m_run.changes.push_back(r.phase + ": " + change);
+            change = " (" + change + "; the plan is now " + std::to_string(m_run.planned) + " requests)";
+        }
+        if (r.concurrency == 0) { // dropped
+            if (m_o.progress)
+                m_o.progress(head + change);
+            ++m_round;
+            QTimer::singleShot(0, this, [this] { nextRound(); });
+            return;
+        }
         if (m_o.progress)
-            m_o.progress("round " + std::to_string(m_round + 1) + "/" + std::to_string(m_rounds.size()) +
-                         ": " + r.phase + ", " + std::to_string(r.concurrency) + " at once, prompt " +
+            m_o.progress(head + ", " + std::to_string(r.concurrency) + " at once, prompt " +
                          std::to_string(r.promptTokens) + ", max_tokens " + std::to_string(r.maxTokens) +
-                         (r.probes.empty() ? "" : ", then " + std::to_string(r.probes.size()) + " prompts"));
+                         (r.probes.empty() ? "" : ", then " + std::to_string(r.probes.size()) + " prompts") +
+                         change);
         m_inRound = 0;
         m_nextProbe = 0;
         m_probeOut = false;
@@ -294,7 +316,7 @@ private:
     }
 
     const ProbeRunOptions &m_o;
-    const std::vector<ProbeRound> m_rounds;
+    std::vector<ProbeRound> m_rounds; // the plan's; a mixed round changes to fit a running cap
     const HttpEndpoint m_endpoint;
     const QByteArray m_route;
     const bool m_streaming;

@@ -10,7 +10,11 @@
 //  - mixed: the decode streams go first; once each of them has streamed
 //    two tokens (all are decoding), the probe prompts go one after another
 //    (max_tokens 1), each when the previous one's answer is in. Prompts the
-//    streams outlive are not sent.
+//    streams outlive are not sent. When the scrapes so far showed a running
+//    cap (sequences running while requests waited), the round runs at most
+//    cap − 1 streams (none when the cap is 1: the round is dropped), so that
+//    each prompt finds a place beside them (leaveRoomForProbes); the change
+//    is in the round's progress line, ProbeRun::changes, and `planned`.
 //  - Prompt tokens are drawn at random below the vocabulary (seeded per
 //    request), so no two requests share a prefix the server could cache.
 //  - /metrics is scraped at the start, every `scrapeInterval`, and once
@@ -56,6 +60,10 @@ struct ProbeRun {
     std::vector<ProbeScrape> scrapes;
     std::optional<prom::Exposition> first, last; // the first and last readable scrapes
     std::string server;                          // detected from /metrics ("vllm", ...); empty if not
+    // The plan's requests after the changes made while it ran (`changes`,
+    // one line each); requests.size() is what was sent.
+    std::size_t planned = 0;
+    std::vector<std::string> changes;
     double seconds = 0;
     bool interrupted = false; // Ctrl+C or the plan's maxDuration
     std::size_t failed() const;

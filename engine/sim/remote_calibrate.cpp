@@ -1,6 +1,7 @@
 #include "remote_calibrate.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace bp {
 
@@ -30,6 +31,33 @@ int prefillChunkOf(const ServerSettings &s)
     if (const auto budget = knob(s, "continuous.max_num_batched_tokens"); budget && *budget > 0)
         chunk = chunk > 0 ? std::min(chunk, *budget) : *budget;
     return int(chunk);
+}
+
+std::optional<int> runningCapOf(const ObservedLimits &l)
+{
+    if (!l.runningIsCap || !l.maxRunning || *l.maxRunning < 1)
+        return std::nullopt;
+    return int(std::llround(*l.maxRunning));
+}
+
+std::string leaveRoomForProbes(ProbeRound &round, int cap)
+{
+    if (round.probes.empty() || round.concurrency < cap || cap < 1)
+        return {};
+    const std::string seen = "the server ran at most " + std::to_string(cap) + " sequence" +
+                             (cap == 1 ? "" : "s") + " while requests waited";
+    if (cap == 1) {
+        const std::string what = "dropped, its " + std::to_string(round.concurrency) + " streams and " +
+                                 std::to_string(round.probes.size()) + " prompts not sent: " + seen +
+                                 ", so no prompt can run beside a stream";
+        round.concurrency = 0;
+        round.probes.clear();
+        return what;
+    }
+    const std::string what = std::to_string(cap - 1) + " streams, not " + std::to_string(round.concurrency) +
+                             ": " + seen + ", and each prompt needs a place beside the streams";
+    round.concurrency = cap - 1;
+    return what;
 }
 
 Result<Calibration> remoteCalibration(const std::string &model, int vocabSize, std::int64_t maxModelLen,

@@ -10,6 +10,7 @@
 
 #include "engine/core/result.h"
 
+#include <optional>
 #include <string>
 
 namespace bp {
@@ -18,6 +19,20 @@ namespace bp {
 // continuous with chunked prefill, the smaller of prefill_chunk and the
 // step's token budget; else 0 (a prompt runs whole in one step).
 int prefillChunkOf(const ServerSettings &settings);
+
+// The running cap the probe's scrapes showed so far: the most sequences
+// running while requests waited (ObservedLimits::runningIsCap); nullopt
+// when the scrapes showed none.
+std::optional<int> runningCapOf(const ObservedLimits &limits);
+
+// A mixed round fitted to a server that runs at most `cap` sequences. Its
+// prompts are meant to run beside its streams: with `cap` streams or more
+// running, each prompt waits for streams to end, and the rest of the round
+// is never sent. So the round gets at most cap − 1 streams; with a cap of 1
+// no prompt can run beside a stream, and the round is dropped (no streams,
+// no prompts). Returns what changed and why, for the probe's progress line;
+// empty when the round already fits (or is not a mixed round).
+std::string leaveRoomForProbes(ProbeRound &round, int cap);
 
 // Fits `remote.observations` (fitRemote) and fills the calibration:
 // cost = remoteCostModel, the terms with their standard errors, the error

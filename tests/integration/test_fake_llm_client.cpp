@@ -8,7 +8,11 @@
 //    "ignore_eos": true and "min_tokens" = max_tokens, SGLang "ignore_eos",
 //    TGI neither (its OpenAI routes have no such field);
 //  - SGLang's settings are read from GET /get_server_info (they were "not
-//    published"), and the simulation of the server starts from them.
+//    published"), and the simulation of the server starts from them;
+//  - the mixed round leaves room for its prompts below the running cap the
+//    scrapes showed (16 streams against max_num_seqs 16 stalled the first
+//    prompt and never sent the rest): every request of the plan, as the
+//    probe changed it, is sent, and each prompt gives a mixed row.
 // Runs when python3 is on the PATH (skipped otherwise).
 #include "headless_process.h"
 
@@ -134,6 +138,14 @@ QList<QJsonObject> jsonLines(const QString &path)
     return out;
 }
 
+// "the plan is now N requests" from a progress line; -1 when not printed.
+int replannedRequests(const Calibrated &c)
+{
+    static const QRegularExpression now(QStringLiteral("the plan is now (\\d+) requests"));
+    const auto m = now.match(c.run.err);
+    return m.hasMatch() ? m.captured(1).toInt() : -1;
+}
+
 QString why(const Calibrated &c, FakeLlmServer &server)
 {
     return QStringLiteral("calibrate exited %1:\n%2\n%3\nserver:\n%4")
@@ -249,6 +261,58 @@ private slots:
         QCOMPARE(knobs.value("continuous.max_num_seqs").toInt(), 6);
         QCOMPARE(c.remote.value("prefill_chunk").toInt(), 512); // the rows count 512-token chunks
         QVERIFY2(server.stop(), qPrintable(server.output()));
+    }
+
+    void mixedRoundLeavesRoomBelowTheRunningCap_data()
+    {
+        QTest::addColumn<QString>("flavour");
+        QTest::addColumn<QStringList>("plan");
+        QTest::addColumn<int>("cap");
+        QTest::addColumn<int>("prompts");
+        // the full plan at 32: 16 streams, the vLLM default max_num_seqs 16
+        QTest::newRow("vllm full 32") << "vllm" << QStringList{"--max-concurrency", "32"} << 16 << 6;
+        // --quick at 16: 4 streams against a cap of 4
+        QTest::newRow("sglang quick")
+            << "sglang" << QStringList{"--quick", "--max-concurrency", "16"} << 4 << 2;
+        QTest::newRow("tgi quick") << "tgi" << QStringList{"--quick", "--max-concurrency", "16"} << 4 << 2;
+    }
+    void mixedRoundLeavesRoomBelowTheRunningCap()
+    {
+        QFETCH(QString, flavour);
+        QFETCH(QStringList, plan);
+        QFETCH(int, cap);
+        QFETCH(int, prompts);
+        QTemporaryDir dir;
+        FakeLlmServer server({"--flavour", flavour, "--max-num-seqs", QString::number(cap)});
+        QVERIFY2(server.start(), qPrintable(server.output()));
+        const Calibrated c =
+            calibrate(dir.filePath("c.sqlite"), server.url(), QStringList{"--protocol", "openai"} + plan);
+        QVERIFY2(!c.remote.isEmpty(), qPrintable(why(c, server)));
+        QVERIFY2(server.stop(), qPrintable(server.output()));
+        QVERIFY2(c.remote.value("limits").toObject().value("running_is_cap").toBool(), qPrintable(c.run.err));
+        // The mixed round's progress line says what changed.
+        const QString fewer = QStringLiteral("%1 streams, not %2: the server ran at most %2 sequences while "
+                                             "requests waited")
+                                  .arg(cap - 1)
+                                  .arg(cap);
+        QVERIFY2(c.run.err.contains(fewer), qPrintable(c.run.err));
+        // One stream fewer than the plan printed first, and every request of
+        // that plan went out and was answered.
+        const QJsonObject probe = c.remote.value("probe").toObject();
+        QCOMPARE(replannedRequests(c), plannedRequests(c) - 1);
+        QCOMPARE(probe.value("requests").toInt(), replannedRequests(c));
+        QCOMPARE(probe.value("failed").toInt(), 0);
+        QVERIFY2(!c.run.err.contains("planned requests were sent"), qPrintable(c.run.err));
+        QVERIFY2(probe.value("plan").toString().contains("changed while it ran: mixed: " + fewer),
+                 qPrintable(probe.value("plan").toString()));
+        // Each prompt ran beside the streams: a mixed row each, a few steps
+        // long (the first prompt no longer waits out the streams' 256 steps).
+        QCOMPARE(c.remote.value("phase_fit_error").toObject().value("mixed").toObject().value("observations"),
+                 QJsonValue(prompts));
+        for (const QJsonValue row : c.remote.value("observations").toArray())
+            if (row.toArray().at(0).toString() == "mixed")
+                QVERIFY2(row.toArray().at(2).toDouble() <= 16,
+                         qPrintable(QJsonDocument(row.toArray()).toJson()));
     }
 };
 
