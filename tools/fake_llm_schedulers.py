@@ -77,7 +77,9 @@ global_config.py; v0.4-era code, page rounding as in later versions):
     are charged page-rounded (--block-size is SGLang's page size).
   - new_token_ratio: starts at min(0.7 x --schedule-conservativeness, 1),
     decays by (init - 0.14 x init) / 600 each decode step down to
-    0.14 x init, is reset to init when the server goes idle.
+    0.14 x init, is reset to init whenever a loop turn finds no batch to
+    run (the server idle, or a full batch that just emptied: that turn
+    costs no step, the next one follows at once).
   - A decode step advances every running request by one token. If the KV
     pool (--max-total-tokens) lacks a page for each request that needs a
     new one, requests are retracted first: fewest output tokens first
@@ -477,6 +479,13 @@ class SglangPolicy:
         if not items:
             items, retracted = self._decode()
             kind = "decode"
+        if not items:
+            # No batch this turn (say every running request ended while the
+            # batch was marked full, and the decode's filter just cleared the
+            # mark): the event loop's idle branch resets the ratio, and its
+            # next turn, at once and with no forward step, tries again.
+            self.new_token_ratio = self.init_ratio
+            items, kind = self._prefill(), "prefill"
         self.last_kind = kind if items else None
         self.last_reqs = [r for r, _, _ in items]
         self.step_fields = {"new_token_ratio": round(self.new_token_ratio, 5),
