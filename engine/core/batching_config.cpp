@@ -190,7 +190,9 @@ std::string describeChange(const BatchingConfig &a, const BatchingConfig &b)
             out += std::string("server ") + std::string(serverKindName(a.server.kind)) + "→" +
                    std::string(serverKindName(b.server.kind));
         }
-        for (const auto &[key, value] : after) {
+        for (const auto &entry : after) {
+            // not structured bindings: clang 14 cannot capture them in a lambda
+            const std::string &key = entry.first, &value = entry.second;
             const auto it =
                 std::find_if(before.begin(), before.end(), [&](const auto &p) { return p.first == key; });
             const std::string from = it == before.end() ? "-" : it->second;
@@ -200,11 +202,12 @@ std::string describeChange(const BatchingConfig &a, const BatchingConfig &b)
                 out += ", ";
             out += key + ' ' + from + "→" + value;
         }
-        for (const auto &[key, value] : before)
-            if (std::none_of(after.begin(), after.end(), [&](const auto &p) { return p.first == key; })) {
+        for (const auto &entry : before)
+            if (std::none_of(after.begin(), after.end(),
+                             [&](const auto &p) { return p.first == entry.first; })) {
                 if (!out.empty())
                     out += ", ";
-                out += key + ' ' + value + "→-";
+                out += entry.first + ' ' + entry.second + "→-";
             }
     }
     return out;
