@@ -318,7 +318,7 @@ int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
         // long prompt's steps as the server ran them.
         if (auto m = remoteServerModel(r, nullptr))
             r.prefillChunk = serverPrefillChunk(m->config);
-    r.observations = probeObservations(run.requests, r.prefillChunk, streaming);
+    r.observations = probeObservations(run.requests, r.prefillChunk, streaming, 8, prefillAlone(r.server));
     if (!run.interrupted && run.requests.size() != run.planned)
         err << QStringLiteral("calibrate: %1 of the %2 planned requests were sent\n")
                    .arg(run.requests.size())

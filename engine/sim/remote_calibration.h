@@ -113,8 +113,14 @@ struct ProbeObservation {
 // The server's prompt chunk per step (0 = a whole prompt in one step).
 std::array<double, ProbeObservation::kTerms> prefillTerms(int promptTokens, int chunk);
 // Rows from the probe's requests (decode blocks of `block` steps).
+// `prefillAlone`: the server runs a prompt's prefill as steps of its own,
+// the decodes waiting (TGI, SGLang; prefillAlone()), so a mixed row's
+// prompt adds its own steps; else (vLLM, BatchPilot) its chunks ride in
+// the decode streams' steps.
 std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> &requests, int chunk,
-                                                bool streaming, int block = 8);
+                                                bool streaming, int block = 8, bool prefillAlone = false);
+// True for the servers whose prefill runs alone: "tgi", "sglang".
+bool prefillAlone(const std::string &server);
 // Rows from a recorded remote session's requests (times from its start).
 std::vector<ProbeObservation> sessionObservations(const std::vector<StoredRequest> &requests, int chunk);
 

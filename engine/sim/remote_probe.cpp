@@ -241,7 +241,8 @@ void decodeBlocks(const std::vector<const ProbeRequest *> &streams, int block,
 }
 
 void mixedRows(const std::vector<const ProbeRequest *> &streams,
-               const std::vector<const ProbeRequest *> &probes, int chunk, std::vector<ProbeObservation> &out)
+               const std::vector<const ProbeRequest *> &probes, int chunk, bool prefillAlone,
+               std::vector<ProbeObservation> &out)
 {
     for (const ProbeRequest *p : probes) {
         if (!p->firstTokenS)
@@ -267,9 +268,10 @@ void mixedRows(const std::vector<const ProbeRequest *> &streams,
         o.terms[1] = double(std::distance(a - 1, b));
         addDecodes(streams, ta, tb, o.terms);
         const Terms pre = prefillTerms(p->promptTokens, chunk);
-        for (int i = 2; i < ProbeObservation::kTerms; ++i)
+        // A chunk step is one of the decode streams' steps, or (a server
+        // that prefills alone) a step of its own between two of theirs.
+        for (int i = prefillAlone ? 1 : 2; i < ProbeObservation::kTerms; ++i)
             o.terms[std::size_t(i)] += pre[std::size_t(i)];
-        // a chunk step is one of the decode streams' steps
         o.seconds = tb - ta;
         if (o.seconds > 0 && o.terms[1] > 0)
             out.push_back(o);
@@ -278,8 +280,13 @@ void mixedRows(const std::vector<const ProbeRequest *> &streams,
 
 } // namespace
 
+bool prefillAlone(const std::string &server)
+{
+    return server == "tgi" || server == "sglang";
+}
+
 std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> &requests, int chunk,
-                                                bool streaming, int block)
+                                                bool streaming, int block, bool prefillAlone)
 {
     std::map<int, std::vector<const ProbeRequest *>> rounds;
     for (const ProbeRequest &r : requests)
@@ -317,7 +324,7 @@ std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> 
             for (const ProbeRequest *r : rs)
                 (r->stream ? streams : probes).push_back(r);
             std::erase_if(streams, [](const ProbeRequest *s) { return s->tokenTimesS.size() < 2; });
-            mixedRows(streams, probes, chunk, out);
+            mixedRows(streams, probes, chunk, prefillAlone, out);
         }
     }
     return out;
