@@ -1,4 +1,5 @@
 #include "cmd_calibrate.h"
+#include "cli_text.h"
 
 #include "cmd_calibrate_remote.h"
 
@@ -20,15 +21,9 @@ namespace bp::app {
 
 namespace {
 
-QString q(const std::string &s)
-{
-    return QString::fromStdString(s);
-}
-
 int fail(const QString &message, int code = 1)
 {
-    QTextStream(stderr) << "batchpilot calibrate: " << message << "\n";
-    return code;
+    return failCommand(QStringLiteral("calibrate"), message, code);
 }
 
 QString percent(double rel)

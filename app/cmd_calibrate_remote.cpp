@@ -6,6 +6,7 @@
 // --session ID refines the newest calibration of that target with a
 // recorded remote session's requests.
 #include "cmd_calibrate_remote.h"
+#include "cli_text.h"
 #include "sigint_flag.h"
 
 #include "remote/probe_runner.h"
@@ -27,15 +28,9 @@ namespace bp::app {
 
 namespace {
 
-QString q(const std::string &s)
-{
-    return QString::fromStdString(s);
-}
-
 int fail(const QString &message, int code = 1)
 {
-    QTextStream(stderr) << "batchpilot calibrate: " << message << "\n";
-    return code;
+    return failCommand(QStringLiteral("calibrate"), message, code);
 }
 
 QString us(double seconds)

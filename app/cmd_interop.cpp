@@ -1,4 +1,5 @@
 #include "cmd_interop.h"
+#include "cli_text.h"
 
 #include "command_args.h"
 #include "commands.h"
@@ -18,17 +19,6 @@
 namespace bp::app {
 
 namespace {
-
-QString q(const std::string &s)
-{
-    return QString::fromStdString(s);
-}
-
-int fail(const QString &command, const QString &message, int code = 1)
-{
-    QTextStream(stderr) << "batchpilot " << command << ": " << message << "\n";
-    return code;
-}
 
 // "-o FILE" is the conventional spelling; CommandArgs knows only "--" flags.
 QStringList normalized(const QStringList &args)
@@ -72,36 +62,37 @@ int runExportConfig(const AppOptions &options)
             .arg(q(serverFormatNames()).replace(", ", "|"));
     CommandArgs args(normalized(options.commandArgs), commandOptions(name));
     if (!args.error().isEmpty())
-        return fail(name, args.error() + "\n" + usage, 2);
+        return failCommand(name, args.error() + "\n" + usage, 2);
     if (!args.positional().isEmpty() || !args.has("format"))
-        return fail(name, usage, 2);
+        return failCommand(name, usage, 2);
     const auto format = parseServerFormat(args.value("format").toStdString());
     if (!format)
-        return fail(name,
-                    QStringLiteral("unknown format '%1' (one of %2)")
-                        .arg(args.value("format"), q(serverFormatNames())),
-                    2);
+        return failCommand(name,
+                           QStringLiteral("unknown format '%1' (one of %2)")
+                               .arg(args.value("format"), q(serverFormatNames())),
+                           2);
     const bool fromSession = args.has("session");
     if (fromSession == !options.config.isEmpty())
-        return fail(name, QStringLiteral("give exactly one of --session ID and --config FILE\n") + usage, 2);
+        return failCommand(name,
+                           QStringLiteral("give exactly one of --session ID and --config FILE\n") + usage, 2);
 
     BatchingConfig config;
     QString source;
     if (fromSession) {
         const auto id = parseId(args.value("session"));
         if (!id)
-            return fail(
+            return failCommand(
                 name, QStringLiteral("--session takes a session id, got '%1'").arg(args.value("session")), 2);
         auto store = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
         if (!store)
-            return fail(name, q(store.status().message()));
+            return failCommand(name, q(store.status().message()));
         auto history = (*store)->configHistory(*id);
         if (!history)
-            return fail(name, q(history.status().message()));
+            return failCommand(name, q(history.status().message()));
         if (history->empty()) {
             if (auto s = (*store)->session(*id); !s)
-                return fail(name, q(s.status().message()));
-            return fail(name, QStringLiteral("session %1 recorded no config").arg(*id));
+                return failCommand(name, q(s.status().message()));
+            return failCommand(name, QStringLiteral("session %1 recorded no config").arg(*id));
         }
         // The config in effect when the session ended: what it was tuned to.
         config = history->back().config;
@@ -109,13 +100,13 @@ int runExportConfig(const AppOptions &options)
     } else {
         auto loaded = batchingConfigFor(options);
         if (!loaded)
-            return fail(name, q(loaded.status().message()));
+            return failCommand(name, q(loaded.status().message()));
         config = *loaded;
         source = options.config;
     }
     const ExportedConfig out = exportConfig(config, *format);
     if (QString e = writeOutput(args, "# From " + source.toStdString() + "\n" + out.text); !e.isEmpty())
-        return fail(name, e);
+        return failCommand(name, e);
     if (args.has("output"))
         QTextStream(stderr) << QStringLiteral(
                                    "wrote %1 settings to %2: %3 knobs mapped, %4 listed as having no "
@@ -134,33 +125,34 @@ int runImportConfig(const AppOptions &options)
             .arg(q(serverFormatNames()).replace(", ", "|"));
     CommandArgs args(normalized(options.commandArgs), commandOptions(name));
     if (!args.error().isEmpty())
-        return fail(name, args.error() + "\n" + usage, 2);
+        return failCommand(name, args.error() + "\n" + usage, 2);
     if (args.positional().size() != 1)
-        return fail(name, usage, 2);
+        return failCommand(name, usage, 2);
     const QString path = args.positional().front();
     QFile file(path);
     if (!file.open(QIODevice::ReadOnly))
-        return fail(name, QStringLiteral("cannot read '%1': %2").arg(path, file.errorString()));
+        return failCommand(name, QStringLiteral("cannot read '%1': %2").arg(path, file.errorString()));
     const QByteArray bytes = file.readAll();
     const std::string_view text(bytes.constData(), std::size_t(bytes.size()));
     std::optional<ServerFormat> format;
     if (args.has("format")) {
         format = parseServerFormat(args.value("format").toStdString());
         if (!format)
-            return fail(name,
-                        QStringLiteral("unknown format '%1' (one of %2)")
-                            .arg(args.value("format"), q(serverFormatNames())),
-                        2);
+            return failCommand(name,
+                               QStringLiteral("unknown format '%1' (one of %2)")
+                                   .arg(args.value("format"), q(serverFormatNames())),
+                               2);
     } else {
         format = detectServerFormat(text);
         if (!format)
-            return fail(name, QStringLiteral(
-                                  "%1: cannot tell which server's syntax this is: give --format (one of %2)")
-                                  .arg(path, q(serverFormatNames())));
+            return failCommand(
+                name,
+                QStringLiteral("%1: cannot tell which server's syntax this is: give --format (one of %2)")
+                    .arg(path, q(serverFormatNames())));
     }
     auto imported = importConfig(text, *format);
     if (!imported)
-        return fail(name, path + QStringLiteral(": ") + q(imported.status().message()));
+        return failCommand(name, path + QStringLiteral(": ") + q(imported.status().message()));
     const nlohmann::json knobs = knobValues(imported->config, imported->knobs);
     nlohmann::json doc = toJson(imported->config);
     if (args.has("json"))
@@ -171,7 +163,7 @@ int runImportConfig(const AppOptions &options)
                {"notes", imported->notes},
                {"config", doc}};
     if (QString e = writeOutput(args, doc.dump(2) + "\n"); !e.isEmpty())
-        return fail(name, e);
+        return failCommand(name, e);
     QTextStream err(stderr);
     err << QStringLiteral("read %1 settings from %2: %3 BatchPilot knobs set\n")
                .arg(q(std::string(serverFormatName(*format))), path)
@@ -195,22 +187,22 @@ int runExportTrace(const AppOptions &options)
         QStringLiteral("usage: batchpilot export-trace ID [--trace] [--format mooncake] [-o FILE]");
     CommandArgs args(normalized(options.commandArgs), commandOptions(name));
     if (!args.error().isEmpty())
-        return fail(name, args.error() + "\n" + usage, 2);
+        return failCommand(name, args.error() + "\n" + usage, 2);
     if (args.positional().size() != 1)
-        return fail(name, usage, 2);
+        return failCommand(name, usage, 2);
     if (args.value("format", QStringLiteral("mooncake")) != QLatin1String("mooncake"))
-        return fail(name,
-                    QStringLiteral("unknown format '%1' (mooncake is the one export format)")
-                        .arg(args.value("format")),
-                    2);
+        return failCommand(name,
+                           QStringLiteral("unknown format '%1' (mooncake is the one export format)")
+                               .arg(args.value("format")),
+                           2);
     const auto id = parseId(args.positional().front());
     if (!id)
-        return fail(name,
-                    QStringLiteral("ID must be a positive integer, got '%1'").arg(args.positional().front()),
-                    2);
+        return failCommand(
+            name, QStringLiteral("ID must be a positive integer, got '%1'").arg(args.positional().front()),
+            2);
     auto store = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
     if (!store)
-        return fail(name, q(store.status().message()));
+        return failCommand(name, q(store.status().message()));
 
     std::vector<TraceRow> rows;
     std::vector<PrefixBlocks> hashIds;
@@ -218,26 +210,26 @@ int runExportTrace(const AppOptions &options)
     if (args.has("trace")) {
         auto t = (*store)->trace(*id);
         if (!t)
-            return fail(name, q(t.status().message()));
+            return failCommand(name, q(t.status().message()));
         trace = *t;
         auto r = (*store)->traceRows(*id);
         if (!r)
-            return fail(name, q(r.status().message()));
+            return failCommand(name, q(r.status().message()));
         rows = std::move(*r);
         auto h = (*store)->traceHashIds(*id);
         if (!h)
-            return fail(name, q(h.status().message()));
+            return failCommand(name, q(h.status().message()));
         hashIds = std::move(*h);
     } else {
         auto r = (*store)->sessionArrivals(*id);
         if (!r)
-            return fail(name, q(r.status().message()));
+            return failCommand(name, q(r.status().message()));
         rows = std::move(*r);
     }
     std::ostringstream text;
     const MooncakeExportStats stats = writeMooncakeJsonl(text, rows, hashIds);
     if (QString e = writeOutput(args, text.str()); !e.isEmpty())
-        return fail(name, e);
+        return failCommand(name, e);
     QTextStream err(stderr);
     err << QStringLiteral("exported %1 requests of %2 %3 as Mooncake JSON Lines%4; hash ids: %5\n")
                .arg(stats.rows)

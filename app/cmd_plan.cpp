@@ -1,4 +1,5 @@
 #include "cmd_plan.h"
+#include "cli_text.h"
 #include "sigint_flag.h"
 
 #include "cmd_calibrate.h"
@@ -22,11 +23,6 @@ namespace bp::app {
 
 namespace {
 
-QString q(const std::string &s)
-{
-    return QString::fromStdString(s);
-}
-
 constexpr const char *kUsage =
     "usage: batchpilot plan (--trace ID | --session ID) --slo 'p99<=2s' [--replicas 1..N] "
     "[--router all|P[,P...]] [--window 1h] [--rate-scale K] [--replica-cost PER_HOUR] [--router-queue N] "
@@ -36,8 +32,7 @@ constexpr const char *kUsage =
 
 int fail(const QString &message, int code = 1)
 {
-    QTextStream(stderr) << "batchpilot plan: " << message << "\n";
-    return code;
+    return failCommand(QStringLiteral("plan"), message, code);
 }
 
 Result<FleetPlanRequest> parse(const AppOptions &options, CommandArgs &args)

@@ -2,6 +2,7 @@
 // imported trace) into a fresh engine built from the common --model /
 // --device / --preset flags and --config (default: the source session's
 // last config), records it as a new session, and prints the comparison.
+#include "cli_text.h"
 #include "cmd_store.h"
 #include "sigint_flag.h"
 
@@ -29,15 +30,9 @@ namespace bp::app {
 
 namespace {
 
-QString q(const std::string &s)
-{
-    return QString::fromStdString(s);
-}
-
 int fail(const QString &message, int code = 1)
 {
-    QTextStream(stderr) << "batchpilot replay: " << message << "\n";
-    return code;
+    return failCommand(QStringLiteral("replay"), message, code);
 }
 
 constexpr const char *kUsage =

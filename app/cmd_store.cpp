@@ -1,4 +1,5 @@
 #include "cmd_store.h"
+#include "cli_text.h"
 
 #include "command_args.h"
 #include "commands.h"
@@ -13,17 +14,6 @@
 namespace bp::app {
 
 namespace {
-
-QString q(const std::string &s)
-{
-    return QString::fromStdString(s);
-}
-
-int fail(const QString &command, const QString &message, int code = 1)
-{
-    QTextStream(stderr) << "batchpilot " << command << ": " << message << "\n";
-    return code;
-}
 
 QString wallTime(std::int64_t us)
 {
@@ -58,35 +48,37 @@ int runImportTrace(const AppOptions &options)
 {
     CommandArgs args(options.commandArgs, commandOptions("import-trace"));
     if (!args.error().isEmpty())
-        return fail("import-trace", args.error(), 2);
+        return failCommand("import-trace", args.error(), 2);
     const bool sample = args.has("sample");
     if (args.positional().size() != (sample ? 0 : 1))
-        return fail("import-trace",
-                    sample ? "--sample imports the bundled sample trace: give no FILE with it"
-                           : "usage: batchpilot import-trace FILE|--sample [--format F] [--skip-failed] "
-                             "[--reject-bad-rows] "
-                             "[--name NAME]",
-                    2);
+        return failCommand("import-trace",
+                           sample
+                               ? "--sample imports the bundled sample trace: give no FILE with it"
+                               : "usage: batchpilot import-trace FILE|--sample [--format F] [--skip-failed] "
+                                 "[--reject-bad-rows] "
+                                 "[--name NAME]",
+                           2);
     // --sample: the bundled trace, from the installed or the build tree.
     const QString file = sample ? sampleTracePath() : args.positional().front();
     if (file.isEmpty())
-        return fail("import-trace", "the bundled sample trace is not installed (" +
-                                        dataSearchDescription(QString::fromLatin1(kSampleTraceFile)) + ")");
+        return failCommand("import-trace", "the bundled sample trace is not installed (" +
+                                               dataSearchDescription(QString::fromLatin1(kSampleTraceFile)) +
+                                               ")");
     ImportOptions import;
     if (args.has("format")) {
         import.format = parseTraceFormat(args.value("format").toStdString());
         if (!import.format)
-            return fail("import-trace",
-                        QStringLiteral("unknown format '%1' (one of %2)")
-                            .arg(args.value("format"), q(traceFormatNames())),
-                        2);
+            return failCommand("import-trace",
+                               QStringLiteral("unknown format '%1' (one of %2)")
+                                   .arg(args.value("format"), q(traceFormatNames())),
+                               2);
     }
     import.skipFailed = args.has("skip-failed");
     if (args.has("block-tokens")) {
         bool ok = false;
         import.blockTokens = args.value("block-tokens").toInt(&ok);
         if (!ok || import.blockTokens < 1 || import.blockTokens > (1 << 20))
-            return fail(
+            return failCommand(
                 "import-trace",
                 QStringLiteral("--block-tokens must be a whole number of tokens in [1, 1048576], got '%1'")
                     .arg(args.value("block-tokens")),
@@ -94,14 +86,14 @@ int runImportTrace(const AppOptions &options)
     }
     auto store = TraceStore::open(options.db.toStdString());
     if (!store)
-        return fail("import-trace", q(store.status().message()));
+        return failCommand("import-trace", q(store.status().message()));
     import.badRows = args.has("reject-bad-rows") ? BadRowPolicy::RejectFile : BadRowPolicy::SkipBadRows;
     import.name = args.value("name").toStdString();
     if (args.has("repeat-to")) {
         const QString to = args.value("repeat-to");
         const auto length = parseSpan(to.toStdString(), fromSeconds(366 * 86400.0));
         if (!length)
-            return fail(
+            return failCommand(
                 "import-trace",
                 QStringLiteral("--repeat-to must be a length such as 7d or 24h (at most a year), not '%1'")
                     .arg(to),
@@ -110,7 +102,7 @@ int runImportTrace(const AppOptions &options)
     }
     auto r = (*store)->importTrace(file.toStdString(), import);
     if (!r)
-        return fail("import-trace", q(r.status().message()));
+        return failCommand("import-trace", q(r.status().message()));
     const TraceInfo &t = r->trace;
     if (args.has("json")) {
         nlohmann::json errors = nlohmann::json::array();
@@ -175,13 +167,14 @@ int runTraces(const AppOptions &options)
 {
     CommandArgs args(options.commandArgs, commandOptions("traces"));
     if (!args.error().isEmpty() || !args.positional().isEmpty())
-        return fail("traces", args.error().isEmpty() ? "usage: batchpilot traces [--json]" : args.error(), 2);
+        return failCommand("traces",
+                           args.error().isEmpty() ? "usage: batchpilot traces [--json]" : args.error(), 2);
     auto store = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
     if (!store)
-        return fail("traces", q(store.status().message()));
+        return failCommand("traces", q(store.status().message()));
     auto list = (*store)->traces();
     if (!list)
-        return fail("traces", q(list.status().message()));
+        return failCommand("traces", q(list.status().message()));
     if (args.has("json")) {
         nlohmann::json j = nlohmann::json::array();
         for (const TraceInfo &t : *list)
@@ -218,14 +211,14 @@ int runSessions(const AppOptions &options)
 {
     CommandArgs args(options.commandArgs, commandOptions("sessions"));
     if (!args.error().isEmpty() || !args.positional().isEmpty())
-        return fail("sessions", args.error().isEmpty() ? "usage: batchpilot sessions [--json]" : args.error(),
-                    2);
+        return failCommand("sessions",
+                           args.error().isEmpty() ? "usage: batchpilot sessions [--json]" : args.error(), 2);
     auto store = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
     if (!store)
-        return fail("sessions", q(store.status().message()));
+        return failCommand("sessions", q(store.status().message()));
     auto list = (*store)->sessions();
     if (!list)
-        return fail("sessions", q(list.status().message()));
+        return failCommand("sessions", q(list.status().message()));
     if (args.has("json")) {
         nlohmann::json j = nlohmann::json::array();
         for (const SessionInfo &s : *list)

@@ -1,4 +1,5 @@
 #include "cmd_tune.h"
+#include "cli_text.h"
 #include "sigint_flag.h"
 
 #include "cmd_tune_remote.h"
@@ -27,11 +28,6 @@ namespace bp::app {
 
 namespace {
 
-QString q(const std::string &s)
-{
-    return QString::fromStdString(s);
-}
-
 constexpr const char *kUsage =
     "usage: batchpilot tune (--trace ID | --session ID) --slo 'p99<=200ms' | "
     "'ttft_p99<=500ms,tpot_p99<=50ms' [--objective goodput|throughput] [--speed X] [--length-scale S] "
@@ -41,8 +37,7 @@ constexpr const char *kUsage =
 
 int fail(const QString &message, int code = 1)
 {
-    QTextStream(stderr) << "batchpilot tune: " << message << "\n";
-    return code;
+    return failCommand(QStringLiteral("tune"), message, code);
 }
 
 // The flags, as a pipeline request (the calibration aside).

@@ -1,5 +1,6 @@
 // batchpilot tune --target URL (cmd_tune_remote.h).
 #include "cmd_tune_remote.h"
+#include "cli_text.h"
 
 #include "cmd_tune_text.h"
 
@@ -15,11 +16,6 @@
 namespace bp::app {
 
 namespace {
-
-QString q(const std::string &s)
-{
-    return QString::fromStdString(s);
-}
 
 // The keys of `after` whose values differ from `before`, nested as the
 // config's JSON is: the body of PUT /v1/config that changes exactly those.

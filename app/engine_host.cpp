@@ -1,4 +1,5 @@
 #include "engine_host.h"
+#include "cli_text.h"
 
 #include "engine/config/config_json.h"
 #include "engine/model/model_registry.h"
@@ -12,11 +13,6 @@
 namespace bp::app {
 
 namespace {
-
-QString q(const std::string &s)
-{
-    return QString::fromStdString(s);
-}
 
 // Opens the store and starts recording `engine`; returns the warning when
 // recording is not possible.

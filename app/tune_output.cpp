@@ -1,15 +1,11 @@
 #include "tune_output.h"
+#include "cli_text.h"
 
 #include <cmath>
 
 namespace bp::app {
 
 namespace {
-
-QString q(const std::string &s)
-{
-    return QString::fromStdString(s);
-}
 
 } // namespace
 

@@ -1,4 +1,5 @@
 #include "cmd_report.h"
+#include "app/cli_text.h"
 
 #include "report_builder.h"
 #include "report_pdf.h"
@@ -14,12 +15,12 @@ namespace bp::app {
 
 namespace {
 
-const QString kUsage = QStringLiteral("usage: batchpilot report SESSION -o FILE.html|FILE.pdf|FILE.json [--db PATH]");
+const QString kUsage =
+    QStringLiteral("usage: batchpilot report SESSION -o FILE.html|FILE.pdf|FILE.json [--db PATH]");
 
 int fail(const QString &message, int code = 1)
 {
-    QTextStream(stderr) << "batchpilot report: " << message << "\n";
-    return code;
+    return failCommand(QStringLiteral("report"), message, code);
 }
 
 // "-o FILE" is the conventional spelling; CommandArgs knows only "--" flags.
@@ -43,9 +44,10 @@ int runReport(const AppOptions &options)
     const QString path = args.value("output");
     const auto format = report::formatFromPath(path);
     if (!format)
-        return fail(QStringLiteral("cannot tell the format from '%1': the file name must end in .html, .pdf or .json")
-                        .arg(path),
-                    2);
+        return fail(
+            QStringLiteral("cannot tell the format from '%1': the file name must end in .html, .pdf or .json")
+                .arg(path),
+            2);
     if (*format == report::ReportFormat::Pdf && !report::pdfAvailable())
         return fail(QString::fromLatin1(report::kPdfUnavailable)); // before the store is even opened
 
@@ -66,7 +68,8 @@ int runReport(const AppOptions &options)
         bool ok = false;
         sessionId = which.toLongLong(&ok);
         if (!ok || sessionId <= 0)
-            return fail(QStringLiteral("SESSION must be a session id or 'last', got '%1'\n%2").arg(which, kUsage), 2);
+            return fail(
+                QStringLiteral("SESSION must be a session id or 'last', got '%1'\n%2").arg(which, kUsage), 2);
     }
 
     const report::ReportBuilder builder(*store);

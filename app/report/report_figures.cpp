@@ -1,4 +1,5 @@
 #include "report_figures.h"
+#include "app/cli_text.h"
 
 #include <QDateTime>
 #include <QLocale>
@@ -10,11 +11,6 @@
 namespace bp::report {
 
 namespace {
-
-QString q(const std::string &s)
-{
-    return QString::fromStdString(s);
-}
 
 QString sourceText(const ReportData &d)
 {

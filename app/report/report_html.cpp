@@ -1,4 +1,5 @@
 #include "report_html.h"
+#include "app/cli_text.h"
 
 #include "report_figures.h"
 #include "report_fleet.h"
@@ -16,9 +17,10 @@ namespace bp::report {
 
 namespace {
 
-QString e(const QString &s) { return s.toHtmlEscaped(); }
-QString q(const std::string &s) { return QString::fromStdString(s); }
-
+QString e(const QString &s)
+{
+    return s.toHtmlEscaped();
+}
 // Only local fonts, no url(): the file must render identically offline.
 const char *kBrowserCss = R"(
 body { font-family: "DejaVu Sans", "Segoe UI", Helvetica, Arial, sans-serif; color: #222; background: #f4f5f7;
@@ -58,15 +60,17 @@ p.footer { color: #777777; font-size: 7.5pt; margin-top: 16px; }
 // Qt's rich text puts the next heading right under a table: a spacer.
 QString tableClose(HtmlFlavor flavor)
 {
-    return flavor == HtmlFlavor::Browser ? QStringLiteral("</table>\n") : QStringLiteral("</table>\n<p></p>\n");
+    return flavor == HtmlFlavor::Browser ? QStringLiteral("</table>\n")
+                                         : QStringLiteral("</table>\n<p></p>\n");
 }
 
 QString tableOpen(HtmlFlavor flavor)
 {
     return flavor == HtmlFlavor::Browser
                ? QStringLiteral("<table>\n")
-               : QStringLiteral("<table width=\"100%\" cellspacing=\"0\" cellpadding=\"3\" border=\"1\" "
-                                "style=\"border-collapse: collapse; border-color: #d0d0d0; border-style: solid;\">\n");
+               : QStringLiteral(
+                     "<table width=\"100%\" cellspacing=\"0\" cellpadding=\"3\" border=\"1\" "
+                     "style=\"border-collapse: collapse; border-color: #d0d0d0; border-style: solid;\">\n");
 }
 
 QString factsTable(const std::vector<FigureRow> &rows, HtmlFlavor flavor, bool numeric)
@@ -74,7 +78,8 @@ QString factsTable(const std::vector<FigureRow> &rows, HtmlFlavor flavor, bool n
     QString h = tableOpen(flavor);
     for (const FigureRow &r : rows)
         h += QStringLiteral("<tr><td class=\"label\">%1</td><td%2>%3</td><td class=\"note\">%4</td></tr>\n")
-                 .arg(e(r.label), numeric ? QStringLiteral(" class=\"num\"") : QString(), e(r.value), e(r.note));
+                 .arg(e(r.label), numeric ? QStringLiteral(" class=\"num\"") : QString(), e(r.value),
+                      e(r.note));
     return h + tableClose(flavor);
 }
 
@@ -83,8 +88,9 @@ QString latencyTable(const std::vector<LatencyRow> &rows, HtmlFlavor flavor)
     auto cell = [](const std::optional<double> &v) {
         return QStringLiteral("<td class=\"num\">%1</td>").arg(v ? formatMs(*v) : QStringLiteral("–"));
     };
-    QString h = tableOpen(flavor) + QStringLiteral("<tr><th>latency (ms)</th><th>p50</th><th>p90</th><th>p99</th>"
-                                                   "<th></th></tr>\n");
+    QString h =
+        tableOpen(flavor) + QStringLiteral("<tr><th>latency (ms)</th><th>p50</th><th>p90</th><th>p99</th>"
+                                           "<th></th></tr>\n");
     for (const LatencyRow &r : rows)
         h += QStringLiteral("<tr><td class=\"label\">%1</td>%2%3%4<td class=\"note\">%5</td></tr>\n")
                  .arg(e(r.label), cell(r.p50), cell(r.p90), cell(r.p99), e(r.note));
@@ -99,10 +105,11 @@ QString timelineTable(const ReportData &d, HtmlFlavor flavor)
     QString h = tableOpen(flavor) + QStringLiteral("<tr><th>version</th><th>at</th><th>by</th><th>change</th>"
                                                    "<th>config from then on</th></tr>\n");
     for (const TimelineRow &r : rows)
-        h += QStringLiteral("<tr><td>%1</td><td class=\"num\">%2</td><td>%3</td><td>%4</td><td>%5</td></tr>\n")
-                 .arg(e(r.version), e(r.at), e(r.origin), e(r.summary),
-                      // no monospace font in the PDF: one embedded font fewer
-                      flavor == HtmlFlavor::Browser ? "<code>" + e(r.config) + "</code>" : e(r.config));
+        h +=
+            QStringLiteral("<tr><td>%1</td><td class=\"num\">%2</td><td>%3</td><td>%4</td><td>%5</td></tr>\n")
+                .arg(e(r.version), e(r.at), e(r.origin), e(r.summary),
+                     // no monospace font in the PDF: one embedded font fewer
+                     flavor == HtmlFlavor::Browser ? "<code>" + e(r.config) + "</code>" : e(r.config));
     return h + tableClose(flavor);
 }
 
@@ -110,10 +117,12 @@ QString timelineTable(const ReportData &d, HtmlFlavor flavor)
 std::optional<bool> higherIsBetter(const std::string &key)
 {
     // Batch counts and sizes are means, not ends: no colour for them.
-    static const QSet<QString> higher = {"completed", "throughput_rps", "output_tokens_per_s", "padding_efficiency"};
-    static const QSet<QString> lower = {"rejected",          "failed",           "latency_mean_ms",
-                                        "latency_p50_ms",    "latency_p90_ms",   "latency_p99_ms",
-                                        "queue_wait_p50_ms", "queue_wait_p99_ms", "dropped_rows"};
+    static const QSet<QString> higher = {"completed", "throughput_rps", "output_tokens_per_s",
+                                         "padding_efficiency"};
+    static const QSet<QString> lower = {
+        "rejected",       "failed",         "latency_mean_ms",   "latency_p50_ms",
+        "latency_p90_ms", "latency_p99_ms", "queue_wait_p50_ms", "queue_wait_p99_ms",
+        "dropped_rows"};
     const QString k = q(key);
     if (higher.contains(k))
         return true;
@@ -126,28 +135,35 @@ QString comparisonSection(const ReportData &d, HtmlFlavor flavor)
 {
     if (!d.sourceSummary) {
         if (d.sourceTrace)
-            return QStringLiteral("<h2>Source</h2>\n<p>This session replayed the imported trace %1 '%2': %3 requests over "
-                                  "%4 s (%5 format). A trace has no measured latencies to compare with.</p>\n")
+            return QStringLiteral(
+                       "<h2>Source</h2>\n<p>This session replayed the imported trace %1 '%2': %3 requests "
+                       "over "
+                       "%4 s (%5 format). A trace has no measured latencies to compare with.</p>\n")
                 .arg(d.sourceTrace->id)
                 .arg(e(q(d.sourceTrace->name)))
                 .arg(d.sourceTrace->rows)
-                .arg(formatNumber(d.sourceTrace->durationS, 1), e(q(std::string(traceFormatName(d.sourceTrace->format)))));
+                .arg(formatNumber(d.sourceTrace->durationS, 1),
+                     e(q(std::string(traceFormatName(d.sourceTrace->format)))));
         return {};
     }
-    QString h = QStringLiteral("<h2>Replay versus its source</h2>\n<p>The same arrivals as session %1, re-driven under "
-                               "this session's config. Change = replay / source − 1.</p>\n")
+    QString h = QStringLiteral(
+                    "<h2>Replay versus its source</h2>\n<p>The same arrivals as session %1, re-driven under "
+                    "this session's config. Change = replay / source − 1.</p>\n")
                     .arg(d.sourceSummary->sessionId);
-    h += tableOpen(flavor) + QStringLiteral("<tr><th></th><th>source: session %1</th><th>this replay: session %2</th>"
-                                            "<th>change</th></tr>\n")
-                                 .arg(d.sourceSummary->sessionId)
-                                 .arg(d.summary.sessionId);
+    h += tableOpen(flavor) +
+         QStringLiteral("<tr><th></th><th>source: session %1</th><th>this replay: session %2</th>"
+                        "<th>change</th></tr>\n")
+             .arg(d.sourceSummary->sessionId)
+             .arg(d.summary.sessionId);
     for (const ComparisonRow &r : comparisonRows(*d.sourceSummary, d.summary)) {
         QString cls;
         if (const auto better = higherIsBetter(r.key); better && std::fabs(r.relativeChange) >= 0.0005)
             cls = (r.relativeChange > 0) == *better ? QStringLiteral(" better") : QStringLiteral(" worse");
         const QString numClass = r.numeric ? QStringLiteral(" class=\"num\"") : QString();
-        h += QStringLiteral("<tr><td class=\"label\">%1</td><td%2>%3</td><td%2>%4</td><td class=\"num%5\">%6</td></tr>\n")
-                 .arg(e(q(r.label)), numClass, e(q(r.a)), e(q(r.b)), cls, e(q(r.change)));
+        h +=
+            QStringLiteral(
+                "<tr><td class=\"label\">%1</td><td%2>%3</td><td%2>%4</td><td class=\"num%5\">%6</td></tr>\n")
+                .arg(e(q(r.label)), numClass, e(q(r.a)), e(q(r.b)), cls, e(q(r.change)));
     }
     return h + tableClose(flavor);
 }
@@ -155,9 +171,11 @@ QString comparisonSection(const ReportData &d, HtmlFlavor flavor)
 QString chartsSection(const ReportData &d, HtmlFlavor flavor)
 {
     // In the PDF the charts start a page of their own, under their heading.
-    QString h = QStringLiteral("<h2%1>Over time</h2>\n<p>From the metric samples (about one a second); dashed purple "
-                               "lines mark config changes.</p>\n")
-                    .arg(flavor == HtmlFlavor::Browser ? QString() : QStringLiteral(" style=\"page-break-before: always\""));
+    QString h =
+        QStringLiteral("<h2%1>Over time</h2>\n<p>From the metric samples (about one a second); dashed purple "
+                       "lines mark config changes.</p>\n")
+            .arg(flavor == HtmlFlavor::Browser ? QString()
+                                               : QStringLiteral(" style=\"page-break-before: always\""));
     const auto charts = reportCharts(d);
     for (std::size_t i = 0; i < charts.size(); ++i) {
         if (flavor == HtmlFlavor::Browser)
@@ -173,7 +191,10 @@ QString chartsSection(const ReportData &d, HtmlFlavor flavor)
 
 } // namespace
 
-QString chartImageName(int index) { return QStringLiteral("bpchart:%1").arg(index); }
+QString chartImageName(int index)
+{
+    return QStringLiteral("bpchart:%1").arg(index);
+}
 
 QByteArray renderHtml(const ReportData &d, HtmlFlavor flavor)
 {
@@ -188,23 +209,27 @@ QByteArray renderHtml(const ReportData &d, HtmlFlavor flavor)
              .arg(QString::fromUtf8(browser ? kBrowserCss : kQtCss));
     if (browser)
         h += QStringLiteral("<main>\n");
-    h += QStringLiteral("<h1>BatchPilot session report</h1>\n<p class=\"sub\">%1</p>\n").arg(e(reportTitle(d)));
+    h += QStringLiteral("<h1>BatchPilot session report</h1>\n<p class=\"sub\">%1</p>\n")
+             .arg(e(reportTitle(d)));
     h += QStringLiteral("<h2>Session</h2>\n") + factsTable(sessionFacts(d), flavor, false);
     h += QStringLiteral("<h2>Headline</h2>\n");
     if (browser)
         h += QStringLiteral("<div class=\"grid\"><div>\n") + factsTable(headlineFigures(d), flavor, true) +
-             QStringLiteral("</div><div>\n") + latencyTable(latencyRows(d), flavor) + QStringLiteral("</div></div>\n");
+             QStringLiteral("</div><div>\n") + latencyTable(latencyRows(d), flavor) +
+             QStringLiteral("</div></div>\n");
     else
         h += factsTable(headlineFigures(d), flavor, true) + latencyTable(latencyRows(d), flavor);
-    h += QStringLiteral("<p class=\"note\">Latency percentiles are exact (nearest rank) over completed requests.</p>\n");
+    h += QStringLiteral(
+        "<p class=\"note\">Latency percentiles are exact (nearest rank) over completed requests.</p>\n");
     h += QStringLiteral("<h2>Config timeline</h2>\n") + timelineTable(d, flavor);
     h += chartsSection(d, flavor);
     h += comparisonSection(d, flavor);
     h += recommendationHtml(d, tableOpen(flavor), tableClose(flavor));
     h += fleetHtml(d, tableOpen(flavor), tableClose(flavor));
     const QString footer =
-        QStringLiteral("Generated by BatchPilot %1 at %2 from the trace store: %3 request records, %4 batch records, "
-                       "%5 metric samples, %6 config version(s).")
+        QStringLiteral(
+            "Generated by BatchPilot %1 at %2 from the trace store: %3 request records, %4 batch records, "
+            "%5 metric samples, %6 config version(s).")
             .arg(QStringLiteral(BATCHPILOT_VERSION), displayTime(d.generatedAtUs))
             .arg(d.session.requestCount)
             .arg(d.session.batchCount)
