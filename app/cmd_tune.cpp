@@ -258,7 +258,7 @@ int runTune(const AppOptions &options)
     std::optional<CurrentVerdict> verdict;
     std::optional<BatchingConfig> current;
     if (serverModel)
-        current = remoteTarget ? remoteTarget->current : serverModel->config;
+        current = serverModel->config; // with --target: remoteTarget->current, from the same model
     if (current) {
         currentFigures = simulationEvaluator(tuneWorkloadFor(run->source, *calibration, run->settings),
                                              request.settings.slo)(*current, 1.0);

@@ -263,13 +263,9 @@ class TgiPolicy:
         now = time.monotonic()
         items = []
         for r, need in batch:
-            self.waiting.popleft()
             r.blocks = need
             self.used_blocks += need
-            self.running.append(r)
-            if r.first_scheduled is None:
-                r.first_scheduled = now
-            items.append((r, r.to_compute, False))
+            self._start(r, r.to_compute, items, now)
         return items
 
     def _plan(self):
@@ -423,11 +419,7 @@ class SglangPolicy:
                 if self.chunked is r:
                     self.chunked = None
                 break
-            self.waiting.popleft()
-            self.running.append(r)
-            if r.first_scheduled is None:
-                r.first_scheduled = time.monotonic()
-            items.append((r, n, False))
+            self._start(r, n, items)
             # budget_state
             if rem_total <= 0:
                 self.batch_is_full = True

@@ -419,13 +419,17 @@ class Scheduler(threading.Thread):
             n = min(n, budget)
             if not self._grow(r, r.computed + n):
                 break
-            self.waiting.popleft()
-            self.running.append(r)
-            if r.first_scheduled is None:
-                r.first_scheduled = time.monotonic()
-            items.append((r, n, False))
+            self._start(r, n, items)
             budget -= n
         return items, preempted
+
+    def _start(self, r, n, items, now=None):
+        """The waiting queue's front `r` joins the running set and feeds `n` tokens this step."""
+        self.waiting.popleft()
+        self.running.append(r)
+        if r.first_scheduled is None:
+            r.first_scheduled = now if now is not None else time.monotonic()
+        items.append((r, n, False))
 
     def run(self):
         deadline = None  # the last step's end; None: idle since

@@ -119,14 +119,11 @@ void Driver::submit(std::size_t i, TimePoint arrival)
     r.id = i + 1; // the position in the source: requests.request_id of the replay
     r.tokens = promptFor(i);
     r.maxNewTokens = p.maxNewTokens;
-    if (p.followUp() && m_options.clampToModel && m_model.maxSequenceLength > 0) {
+    if (p.followUp()) {
         // The length rule (engine/core/length_rule.h) on the grown prompt:
         // cut from the end, so the shared prefix stays.
         const ScaledLengths len =
-            clampLengths(int(r.tokens.size()), p.maxNewTokens,
-                         {.maxLength = m_model.maxSequenceLength,
-                          .maxNewTokens = m_model.generative ? m_model.maxNewTokensLimit : 0,
-                          .generative = m_model.generative});
+            clampLengths(int(r.tokens.size()), p.maxNewTokens, replayLengthLimits(m_options, m_model));
         if (len.clamped) {
             r.tokens.resize(std::size_t(len.input));
             r.maxNewTokens = len.output;

@@ -26,28 +26,35 @@ HeadlessProcess::~HeadlessProcess()
     }
 }
 
-bool HeadlessProcess::start(int timeoutMs)
+QRegularExpressionMatch startAndAwaitLine(QProcess &process, QByteArray &out, QByteArray &err,
+                                          const QRegularExpression &line, int timeoutMs)
 {
-    m_process.start();
-    if (!m_process.waitForStarted(10000))
-        return false;
-    static const QRegularExpression line(QStringLiteral("^listening on (http://\\S+:(\\d+))$"),
-                                         QRegularExpression::MultilineOption);
+    process.start();
+    if (!process.waitForStarted(10000))
+        return {};
     QDeadlineTimer deadline(timeoutMs);
     while (!deadline.hasExpired()) {
-        m_stdout += m_process.readAllStandardOutput();
-        m_stderr += m_process.readAllStandardError();
-        const auto match = line.match(QString::fromUtf8(m_stdout));
-        if (match.hasMatch()) {
-            m_listeningLine = match.captured(0);
-            m_port = quint16(match.captured(2).toUInt());
-            return m_port != 0;
-        }
-        if (m_process.state() == QProcess::NotRunning)
-            return false;
-        m_process.waitForReadyRead(int(std::max<qint64>(1, deadline.remainingTime())));
+        out += process.readAllStandardOutput();
+        err += process.readAllStandardError();
+        if (auto match = line.match(QString::fromUtf8(out)); match.hasMatch())
+            return match;
+        if (process.state() == QProcess::NotRunning)
+            return {};
+        process.waitForReadyRead(int(std::max<qint64>(1, deadline.remainingTime())));
     }
-    return false;
+    return {};
+}
+
+bool HeadlessProcess::start(int timeoutMs)
+{
+    static const QRegularExpression line(QStringLiteral("^listening on (http://\\S+:(\\d+))$"),
+                                         QRegularExpression::MultilineOption);
+    const auto match = startAndAwaitLine(m_process, m_stdout, m_stderr, line, timeoutMs);
+    if (!match.hasMatch())
+        return false;
+    m_listeningLine = match.captured(0);
+    m_port = quint16(match.captured(2).toUInt());
+    return m_port != 0;
 }
 
 bool HeadlessProcess::waitForExit(int timeoutMs)

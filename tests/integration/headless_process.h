@@ -4,6 +4,7 @@
 #pragma once
 
 #include <QProcess>
+#include <QRegularExpression>
 #include <QStringList>
 #include <QTemporaryDir>
 
@@ -12,7 +13,8 @@
 class HeadlessProcess {
 public:
     // `args` come after "--headless --port 0 --db <tmp>".
-    explicit HeadlessProcess(QStringList args, QProcessEnvironment environment = QProcessEnvironment::systemEnvironment());
+    explicit HeadlessProcess(QStringList args,
+                             QProcessEnvironment environment = QProcessEnvironment::systemEnvironment());
     ~HeadlessProcess(); // kills the process if it still runs
 
     // Starts and waits (at most timeoutMs) for the "listening on" line.
@@ -38,6 +40,12 @@ private:
     quint16 m_port = 0;
     QString m_listeningLine;
 };
+
+// Starts `process` and reads its output (into `out`, `err`) until a line
+// of stdout matches `line`: that match, or no match when it exited first,
+// failed to start or `timeoutMs` passed.
+QRegularExpressionMatch startAndAwaitLine(QProcess &process, QByteArray &out, QByteArray &err,
+                                          const QRegularExpression &line, int timeoutMs);
 
 // Path of the binary (compile definition BATCHPILOT_EXE).
 QString batchpilotExecutable();

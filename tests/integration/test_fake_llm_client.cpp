@@ -14,6 +14,7 @@
 //    prompt and never sent the rest): every request of the plan, as the
 //    probe changed it, is sent, and each prompt gives a mixed row.
 // Runs when python3 is on the PATH (skipped otherwise).
+#include "fake_llm_process.h"
 #include "headless_process.h"
 
 #include "tests/process_run.h"
@@ -34,87 +35,6 @@
 using bp::test::runProcess;
 
 namespace {
-
-// tools/fake_llm_server.py in its own process (--port 0), ready once it
-// printed "listening on http://127.0.0.1:PORT"; killed by the destructor if
-// it still runs.
-class FakeLlmServer {
-public:
-    explicit FakeLlmServer(const QStringList &args)
-    {
-        const QString source = qEnvironmentVariable("BATCHPILOT_SOURCE_DIR");
-        m_process.setProgram(QStandardPaths::findExecutable(QStringLiteral("python3")));
-        m_process.setArguments(
-            QStringList{source + QStringLiteral("/tools/fake_llm_server.py"), "--port", "0"} + args);
-    }
-    ~FakeLlmServer()
-    {
-        if (m_process.state() != QProcess::NotRunning) {
-            m_process.kill();
-            m_process.waitForFinished(10000);
-        }
-    }
-    bool start(int timeoutMs = 20000)
-    {
-        m_process.start();
-        if (!m_process.waitForStarted(10000))
-            return false;
-        static const QRegularExpression line(QStringLiteral("^listening on (http://127\\.0\\.0\\.1:\\d+)$"),
-                                             QRegularExpression::MultilineOption);
-        QDeadlineTimer deadline(timeoutMs);
-        while (!deadline.hasExpired()) {
-            m_stdout += m_process.readAllStandardOutput();
-            if (const auto m = line.match(QString::fromUtf8(m_stdout)); m.hasMatch()) {
-                m_url = m.captured(1);
-                return true;
-            }
-            if (m_process.state() == QProcess::NotRunning)
-                return false;
-            m_process.waitForReadyRead(int(std::max<qint64>(1, deadline.remainingTime())));
-        }
-        return false;
-    }
-    // SIGTERM; true when it exited with status 0.
-    bool stop()
-    {
-        if (m_process.state() == QProcess::NotRunning)
-            return false;
-        ::kill(pid_t(m_process.processId()), SIGTERM);
-        return m_process.waitForFinished(10000) && m_process.exitStatus() == QProcess::NormalExit &&
-               m_process.exitCode() == 0;
-    }
-    QString url() const { return m_url; }
-    QString output()
-    {
-        m_stdout += m_process.readAllStandardOutput();
-        m_stderr += m_process.readAllStandardError();
-        return QString::fromUtf8(m_stdout + m_stderr);
-    }
-
-private:
-    QProcess m_process;
-    QByteArray m_stdout, m_stderr;
-    QString m_url;
-};
-
-struct Calibrated {
-    bp::test::ProcessRun run;
-    QJsonObject remote; // the calibration's "remote" object; empty when it failed
-};
-
-// `calibrate --target URL --model fake-llm --scrape-interval 50 --json ...`.
-Calibrated calibrate(const QString &db, const QString &url, const QStringList &more)
-{
-    Calibrated c;
-    c.run = runProcess(batchpilotExecutable(),
-                       QStringList{"calibrate", "--db", db, "--target", url, "--model", "fake-llm",
-                                   "--scrape-interval", "50", "--json"} +
-                           more,
-                       120000);
-    if (c.run.code == 0)
-        c.remote = QJsonDocument::fromJson(c.run.out.toUtf8()).object().value("remote").toObject();
-    return c;
-}
 
 // The number of requests the printed plan announced ("calibrate: probing
 // URL (...): N requests, at most S s"); -1 when not printed.
@@ -174,8 +94,8 @@ private slots:
         QTemporaryDir dir;
         FakeLlmServer server({"--flavour", "tgi", "--max-num-seqs", "8"});
         QVERIFY2(server.start(), qPrintable(server.output()));
-        const Calibrated c = calibrate(dir.filePath("c.sqlite"), server.url(),
-                                       {"--protocol", "openai", "--quick", "--max-concurrency", "4"});
+        const Calibrated c = calibrateFake(dir.filePath("c.sqlite"), server.url(),
+                                           {"--protocol", "openai", "--quick", "--max-concurrency", "4"});
         QVERIFY2(!c.remote.isEmpty(), qPrintable(why(c, server)));
         QCOMPARE(c.remote.value("server").toString(), QStringLiteral("tgi"));
         const QJsonObject probe = c.remote.value("probe").toObject();
@@ -210,8 +130,8 @@ private slots:
         const QString log = dir.filePath("requests.jsonl");
         FakeLlmServer server({"--flavour", flavour, "--max-num-seqs", "8", "--log-requests", log});
         QVERIFY2(server.start(), qPrintable(server.output()));
-        const Calibrated c = calibrate(dir.filePath("c.sqlite"), server.url(),
-                                       {"--protocol", protocol, "--quick", "--max-concurrency", "4"});
+        const Calibrated c = calibrateFake(dir.filePath("c.sqlite"), server.url(),
+                                           {"--protocol", protocol, "--quick", "--max-concurrency", "4"});
         QVERIFY2(!c.remote.isEmpty(), qPrintable(why(c, server)));
         QCOMPARE(c.remote.value("server").toString(), flavour); // recognised from /metrics
         QVERIFY2(server.stop(), qPrintable(server.output()));
@@ -243,8 +163,8 @@ private slots:
         FakeLlmServer server({"--flavour", "sglang", "--max-running-requests", "6", "--chunked-prefill-size",
                               "512", "--max-prefill-tokens", "2048", "--max-total-tokens", "20000"});
         QVERIFY2(server.start(), qPrintable(server.output()));
-        const Calibrated c = calibrate(dir.filePath("c.sqlite"), server.url(),
-                                       {"--protocol", "openai", "--quick", "--max-concurrency", "4"});
+        const Calibrated c = calibrateFake(dir.filePath("c.sqlite"), server.url(),
+                                           {"--protocol", "openai", "--quick", "--max-concurrency", "4"});
         QVERIFY2(!c.remote.isEmpty(), qPrintable(why(c, server)));
         QVERIFY2(!c.run.err.contains("not known"), qPrintable(c.run.err));
         const QJsonObject settings = c.remote.value("settings").toObject();
@@ -286,7 +206,7 @@ private slots:
         FakeLlmServer server({"--flavour", flavour, "--max-num-seqs", QString::number(cap)});
         QVERIFY2(server.start(), qPrintable(server.output()));
         const Calibrated c =
-            calibrate(dir.filePath("c.sqlite"), server.url(), QStringList{"--protocol", "openai"} + plan);
+            calibrateFake(dir.filePath("c.sqlite"), server.url(), QStringList{"--protocol", "openai"} + plan);
         QVERIFY2(!c.remote.isEmpty(), qPrintable(why(c, server)));
         QVERIFY2(server.stop(), qPrintable(server.output()));
         QVERIFY2(c.remote.value("limits").toObject().value("running_is_cap").toBool(), qPrintable(c.run.err));

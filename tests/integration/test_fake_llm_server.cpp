@@ -20,6 +20,7 @@
 //    the SLO no lower than the current settings' beyond the run-to-run
 //    noise, and the prediction holds on a trace not used to calibrate.
 // Runs when python3 is on the PATH (skipped otherwise).
+#include "fake_llm_process.h"
 #include "headless_process.h"
 #include "http_client.h"
 
@@ -55,70 +56,6 @@ constexpr double kStepS = 4e-3;
 constexpr double kPrefillTokenS = 20e-6;
 constexpr double kDecodeSeqS = 60e-6;
 
-// tools/fake_llm_server.py in its own process: started with --port 0,
-// ready once it printed "listening on http://127.0.0.1:PORT"; SIGTERM on
-// stop, killed by the destructor if it still runs.
-class FakeLlmServer {
-public:
-    explicit FakeLlmServer(const QStringList &args)
-    {
-        const QString source = qEnvironmentVariable("BATCHPILOT_SOURCE_DIR");
-        m_process.setProgram(QStandardPaths::findExecutable(QStringLiteral("python3")));
-        m_process.setArguments(
-            QStringList{source + QStringLiteral("/tools/fake_llm_server.py"), "--port", "0"} + args);
-    }
-    ~FakeLlmServer()
-    {
-        if (m_process.state() != QProcess::NotRunning) {
-            m_process.kill();
-            m_process.waitForFinished(10000);
-        }
-    }
-
-    bool start(int timeoutMs = 20000)
-    {
-        m_process.start();
-        if (!m_process.waitForStarted(10000))
-            return false;
-        static const QRegularExpression line(QStringLiteral("^listening on http://127\\.0\\.0\\.1:(\\d+)$"),
-                                             QRegularExpression::MultilineOption);
-        QDeadlineTimer deadline(timeoutMs);
-        while (!deadline.hasExpired()) {
-            m_stdout += m_process.readAllStandardOutput();
-            if (const auto m = line.match(QString::fromUtf8(m_stdout)); m.hasMatch()) {
-                m_port = quint16(m.captured(1).toUInt());
-                return m_port != 0;
-            }
-            if (m_process.state() == QProcess::NotRunning)
-                return false;
-            m_process.waitForReadyRead(int(std::max<qint64>(1, deadline.remainingTime())));
-        }
-        return false;
-    }
-    // SIGTERM; true when it exited with status 0.
-    bool stop()
-    {
-        if (m_process.state() == QProcess::NotRunning)
-            return false;
-        ::kill(pid_t(m_process.processId()), SIGTERM);
-        return m_process.waitForFinished(10000) && m_process.exitStatus() == QProcess::NormalExit &&
-               m_process.exitCode() == 0;
-    }
-    quint16 port() const { return m_port; }
-    QString url() const { return QStringLiteral("http://127.0.0.1:%1").arg(m_port); }
-    QString output()
-    {
-        m_stdout += m_process.readAllStandardOutput();
-        m_stderr += m_process.readAllStandardError();
-        return QString::fromUtf8(m_stdout + m_stderr);
-    }
-
-private:
-    QProcess m_process;
-    QByteArray m_stdout, m_stderr;
-    quint16 m_port = 0;
-};
-
 // A calibration's fitted term (seconds) by name; NaN when absent.
 double term(const QJsonObject &remote, const QString &name)
 {
@@ -141,19 +78,12 @@ double metric(const QByteArray &metrics, const QByteArray &name, const QByteArra
 // "remote" object, or a failure message in `why`.
 QJsonObject calibrate(const QString &db, const QString &url, const QStringList &more, QString &why)
 {
-    const auto r = runProcess(batchpilotExecutable(),
-                              QStringList{"calibrate", "--db", db, "--target", url, "--model", "fake-llm",
-                                          "--scrape-interval", "50", "--json"} +
-                                  more,
-                              120000);
-    if (r.code != 0) {
-        why = QStringLiteral("calibrate exited %1:\n%2\n%3").arg(r.code).arg(r.err, r.out);
-        return {};
-    }
-    const QJsonObject remote = QJsonDocument::fromJson(r.out.toUtf8()).object().value("remote").toObject();
-    if (remote.isEmpty())
-        why = QStringLiteral("no calibration JSON on stdout:\n%1\n%2").arg(r.err, r.out);
-    return remote;
+    const Calibrated c = calibrateFake(db, url, more);
+    if (c.run.code != 0)
+        why = QStringLiteral("calibrate exited %1:\n%2\n%3").arg(c.run.code).arg(c.run.err, c.run.out);
+    else if (c.remote.isEmpty())
+        why = QStringLiteral("no calibration JSON on stdout:\n%1\n%2").arg(c.run.err, c.run.out);
+    return c.remote;
 }
 
 bool within(double value, double truth, double tolerance)
