@@ -7,8 +7,8 @@
 #include "commands.h"
 #include "engine_host.h"
 
-#include "engine/sim/calibration_store.h"
-#include "engine/sim/tune_pipeline.h"
+#include "engine/sim/calibration/calibration_store.h"
+#include "engine/sim/tune/tune_pipeline.h"
 #include "engine/store/trace_store.h"
 
 #include <QFile>

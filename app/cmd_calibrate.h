@@ -7,8 +7,8 @@
 
 #include "app_options.h"
 
-#include "engine/sim/calibration.h"
-#include "engine/sim/simulator.h"
+#include "engine/sim/calibration/calibration.h"
+#include "engine/sim/simulation/simulator.h"
 
 namespace bp::app {
 
@@ -19,7 +19,8 @@ class CommandArgs;
 // ID|FILE, or the newest calibration of --model (and --preset for built-ins,
 // --device unless auto, --threads unless 0). NotFound says which
 // `batchpilot calibrate` to run.
-Result<Calibration> calibrationFor(const TraceStore &store, const AppOptions &options, const CommandArgs &args);
+Result<Calibration> calibrationFor(const TraceStore &store, const AppOptions &options,
+                                   const CommandArgs &args);
 // How a simulation charges each unit: --noise none|mean|drawn (default
 // drawn); InvalidArgument naming the bad value.
 Result<CostNoise> costNoiseFor(const CommandArgs &args);

@@ -13,9 +13,9 @@
 #include "remote/settings_fetch.h"
 
 #include "engine/config/config_import.h"
-#include "engine/sim/calibration_store.h"
-#include "engine/sim/remote_calibrate.h"
-#include "engine/sim/remote_server_model.h"
+#include "engine/sim/calibration/calibration_store.h"
+#include "engine/sim/calibration/remote_calibrate.h"
+#include "engine/sim/calibration/remote_server_model.h"
 #include "engine/store/trace_store.h"
 #include "engine/telemetry/target_metrics.h"
 

@@ -5,7 +5,7 @@
 #include "app_options.h"
 #include "command_args.h"
 
-#include "engine/sim/remote_settings.h"
+#include "engine/sim/calibration/remote_settings.h"
 
 namespace bp::app {
 

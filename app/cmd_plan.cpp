@@ -8,9 +8,9 @@
 #include "engine_host.h"
 
 #include "engine/core/span_text.h"
-#include "engine/sim/fleet_export.h"
-#include "engine/sim/fleet_plan.h"
-#include "engine/sim/remote_server_model.h"
+#include "engine/sim/calibration/remote_server_model.h"
+#include "engine/sim/fleet/fleet_export.h"
+#include "engine/sim/fleet/fleet_plan.h"
 #include "engine/store/fleet_store.h"
 #include "engine/store/trace_store.h"
 
@@ -211,7 +211,7 @@ int runPlan(const AppOptions &options)
                                    "batchpilot calibrate --model M [--preset P] --quick)"));
     QTextStream err(stderr);
     // A remote calibration of a vLLM, TGI, SGLang or Triton server: each
-    // replica runs that server's scheduler model (engine/sim/remote_server_model.h).
+    // replica runs that server's scheduler model (engine/sim/calibration/remote_server_model.h).
     if (calibration->remote && simulatesServerModel(*calibration->remote) && options.config.isEmpty()) {
         auto m = remoteServerModel(*calibration->remote, nullptr);
         if (!m)

@@ -17,9 +17,9 @@
 #include "engine/config/config_json.h"
 #include "engine/core/length_rule.h"
 #include "engine/replay/replayer.h"
-#include "engine/sim/calibration_store.h"
-#include "engine/sim/remote_server_model.h"
-#include "engine/sim/simulated_replay.h"
+#include "engine/sim/calibration/calibration_store.h"
+#include "engine/sim/calibration/remote_server_model.h"
+#include "engine/sim/tune/simulated_replay.h"
 #include "engine/store/session_summary.h"
 
 #include <QTextStream>
@@ -197,7 +197,7 @@ int runReplay(const AppOptions &options)
         if (const auto warning = interferenceWarning(*calibration))
             QTextStream(stderr) << "warning: " << q(*warning) << "\n";
         // A remote calibration of a vLLM, TGI, SGLang or Triton server:
-        // simulate that server's scheduler (engine/sim/remote_server_model.h).
+        // simulate that server's scheduler (engine/sim/calibration/remote_server_model.h).
         if (calibration->remote && simulatesServerModel(*calibration->remote) && options.config.isEmpty()) {
             auto m = remoteServerModel(*calibration->remote, nullptr);
             if (!m)

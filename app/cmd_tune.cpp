@@ -13,8 +13,8 @@
 #include "tune_output.h"
 
 #include "engine/config/config_json.h"
-#include "engine/sim/tune_pipeline.h"
-#include "engine/sim/tuning_document.h"
+#include "engine/sim/tune/tune_pipeline.h"
+#include "engine/sim/tune/tuning_document.h"
 #include "engine/store/trace_store.h"
 #include "engine/store/tuning_store.h"
 

@@ -11,7 +11,7 @@
 
 #include "engine/config/config_json.h"
 #include "engine/config/server_command.h"
-#include "engine/sim/calibration_store.h"
+#include "engine/sim/calibration/calibration_store.h"
 
 namespace bp::app {
 

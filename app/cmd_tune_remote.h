@@ -18,9 +18,9 @@
 #include "remote/remote_options.h"
 
 #include "engine/replay/replayer.h"
-#include "engine/sim/calibration.h"
-#include "engine/sim/remote_server_model.h"
-#include "engine/sim/tuner.h"
+#include "engine/sim/calibration/calibration.h"
+#include "engine/sim/calibration/remote_server_model.h"
+#include "engine/sim/tune/tuner.h"
 #include "engine/store/trace_store.h"
 
 #include <QTextStream>

@@ -3,7 +3,7 @@
 // table (cmd_tune_text.h).
 #include "cmd_tune_text.h"
 
-#include "engine/sim/tune_verify.h"
+#include "engine/sim/tune/tune_verify.h"
 
 #include <cmath>
 

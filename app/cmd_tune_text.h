@@ -5,7 +5,7 @@
 
 #include "tune_output.h"
 
-#include "engine/sim/tuner.h"
+#include "engine/sim/tune/tuner.h"
 #include "engine/store/trace_store.h"
 
 #include <QString>

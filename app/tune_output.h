@@ -3,7 +3,7 @@
 // formats its result).
 #pragma once
 
-#include "engine/sim/tune_pipeline.h"
+#include "engine/sim/tune/tune_pipeline.h"
 
 #include <QString>
 #include <QTextStream>
@@ -25,7 +25,8 @@ QString header(bool tokenLevel, int width);
 // `verdict` and `current`: a server's current settings judged against the
 // pick (judgeAgainstCurrent); the recommendation then says whether to keep them.
 void printSearch(QTextStream &out, const TuneRun &run, const QString &objectiveName, const QString &baseName,
-                 CostNoise noise, const CurrentVerdict *verdict = nullptr, const TuneFigures *current = nullptr);
+                 CostNoise noise, const CurrentVerdict *verdict = nullptr,
+                 const TuneFigures *current = nullptr);
 // figure / predicted / measured / error, one line each.
 void printVerification(QTextStream &out, const TuneFigures &predicted, const TuneFigures &measured,
                        bool tokenLevel);

@@ -3,9 +3,9 @@
 #include "fidelity_inputs.h"
 #include "model_profile.h"
 
-#include "engine/sim/calibration.h"
-#include "engine/sim/simulated_replay.h"
-#include "engine/sim/statistics.h"
+#include "engine/sim/calibration/calibration.h"
+#include "engine/sim/calibration/statistics.h"
+#include "engine/sim/tune/simulated_replay.h"
 #include "engine/store/session_summary.h"
 #include "engine/store/trace_store.h"
 #include "engine/workload/trace_csv.h"

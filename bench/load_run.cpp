@@ -1,7 +1,7 @@
 #include "load_run.h"
 
 #include "engine/config/config_json.h"
-#include "engine/sim/slo_spec.h"
+#include "engine/sim/tune/slo_spec.h"
 
 #include <cmath>
 #include <condition_variable>

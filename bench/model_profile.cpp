@@ -1,7 +1,7 @@
 #include "model_profile.h"
 
-#include "engine/sim/backend_timing.h"
-#include "engine/sim/statistics.h"
+#include "engine/sim/calibration/backend_timing.h"
+#include "engine/sim/calibration/statistics.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -146,8 +146,8 @@ double ceilingValue(const ProfileResult &p, const ProfileCell &c)
 void printProfile(const ProfileResult &p)
 {
     std::printf("model %s%s  device %s  dtype %s  threads %d  parameters %.2f M", p.model.c_str(),
-                p.preset.empty() ? "" : (" (preset " + p.preset + ")").c_str(), p.device.c_str(), p.dtype.c_str(),
-                p.threads, double(p.parameters) / 1e6);
+                p.preset.empty() ? "" : (" (preset " + p.preset + ")").c_str(), p.device.c_str(),
+                p.dtype.c_str(), p.threads, double(p.parameters) / 1e6);
     if (p.kvBytesPerToken > 0)
         std::printf("  KV %.1f KiB/token", double(p.kvBytesPerToken) / 1024.0);
     std::printf("\n");
@@ -220,13 +220,19 @@ nlohmann::json toJson(const ProfileResult &p)
                          {"ttft_ms", c.ttftMs},
                          {"tpot_ms", c.tpotMs},
                          {"decode_tokens_per_s", c.decodeTokensPerS}});
-    return {{"stage", "profile"},           {"model", p.model},
-            {"preset", p.preset},           {"device", p.device},
-            {"dtype", p.dtype},             {"kv_bytes_per_token", p.kvBytesPerToken},
+    return {{"stage", "profile"},
+            {"model", p.model},
+            {"preset", p.preset},
+            {"device", p.device},
+            {"dtype", p.dtype},
+            {"kv_bytes_per_token", p.kvBytesPerToken},
             {"notes", p.notes},
-            {"description", p.description}, {"parameters", p.parameters},
-            {"threads", p.threads},         {"generative", p.generative},
-            {"new_tokens", p.newTokens},    {"cells", cells}};
+            {"description", p.description},
+            {"parameters", p.parameters},
+            {"threads", p.threads},
+            {"generative", p.generative},
+            {"new_tokens", p.newTokens},
+            {"cells", cells}};
 }
 
 Result<ProfileResult> profileFromJson(const nlohmann::json &j)

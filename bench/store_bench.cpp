@@ -14,7 +14,7 @@
 #include "engine/config/config_json.h"
 #include "engine/exec/engine.h"
 #include "engine/model/model_registry.h"
-#include "engine/sim/statistics.h"
+#include "engine/sim/calibration/statistics.h"
 #include "engine/store/session_recorder.h"
 #include "engine/store/trace_store.h"
 

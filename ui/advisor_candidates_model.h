@@ -5,7 +5,7 @@
 // Pareto-front rows carry a mark.
 #pragma once
 
-#include "engine/sim/tuner.h"
+#include "engine/sim/tune/tuner.h"
 
 #include <QAbstractTableModel>
 

@@ -8,7 +8,7 @@
 // SLO bounds one, else the SLO ratio (the worst p99 / its bound; 1 = met).
 #pragma once
 
-#include "engine/sim/tuner.h"
+#include "engine/sim/tune/tuner.h"
 
 #include <QChartView>
 

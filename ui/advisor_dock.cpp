@@ -7,7 +7,7 @@
 #include "session_list_model.h"
 #include "trace_list_model.h"
 
-#include "engine/sim/calibration_store.h"
+#include "engine/sim/calibration/calibration_store.h"
 
 #include <QComboBox>
 #include <QDoubleSpinBox>

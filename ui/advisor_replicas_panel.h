@@ -1,5 +1,5 @@
 // The Advisor's replicas (issue 26 item 5): after a knob search, "Plan
-// replicas" runs the fleet planner (engine/sim/fleet_plan.h, what
+// replicas" runs the fleet planner (engine/sim/fleet/fleet_plan.h, what
 // `batchpilot plan` runs) for the picked candidate — the recommendation, or
 // the row selected in the dock's table — over the search's source, SLO,
 // rate (the dock's speed) and calibration: the fewest replicas and the
@@ -14,7 +14,7 @@
 
 #include "advisor_search.h"
 
-#include "engine/sim/fleet_plan.h"
+#include "engine/sim/fleet/fleet_plan.h"
 
 #include <QWidget>
 

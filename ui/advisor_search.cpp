@@ -1,8 +1,8 @@
 #include "advisor_search.h"
 
-#include "engine/sim/calibration_store.h"
-#include "engine/sim/remote_server_model.h"
-#include "engine/sim/remote_settings.h"
+#include "engine/sim/calibration/calibration_store.h"
+#include "engine/sim/calibration/remote_server_model.h"
+#include "engine/sim/calibration/remote_settings.h"
 
 namespace bp::ui {
 
@@ -36,7 +36,7 @@ Result<AdvisorResult> runSearch(const std::shared_ptr<TraceStore> &store, const 
     if (cal->remote && simulatesServerModel(*cal->remote)) {
         // A remote vLLM, TGI, SGLang or Triton server: its own knobs on its
         // scheduler model, from its settings as calibrated and the probe's
-        // caps (engine/sim/remote_server_model.h, docs/remote.md).
+        // caps (engine/sim/calibration/remote_server_model.h, docs/remote.md).
         auto base = remoteServerModel(*cal->remote, nullptr);
         if (!base)
             return base.status();
@@ -103,7 +103,7 @@ void AdvisorSearch::cancel()
 
 const std::vector<std::string> &AdvisorSearch::searchedKnobs()
 {
-    // What the tuner's candidates set (engine/sim/tuner.cpp, Space::makeConfig).
+    // What the tuner's candidates set (engine/sim/tune/tuner.cpp, Space::makeConfig).
     static const std::vector<std::string> knobs{
         "policy",
         "max_batch_size",

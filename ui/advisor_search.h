@@ -1,4 +1,4 @@
-// Runs the tune pipeline (engine/sim/tune_pipeline.h) for the Advisor dock
+// Runs the tune pipeline (engine/sim/tune/tune_pipeline.h) for the Advisor dock
 // on a worker thread: the search (plan the source, search in simulation,
 // store the result) with a throttled progress signal, and on demand the
 // verification of a candidate (a real-clock replay of a window of the
@@ -12,7 +12,7 @@
 
 #include "job_tracker.h"
 
-#include "engine/sim/tune_pipeline.h"
+#include "engine/sim/tune/tune_pipeline.h"
 
 #include <QObject>
 #include <QString>

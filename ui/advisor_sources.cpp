@@ -8,7 +8,7 @@
 #include "session_list_model.h"
 #include "trace_list_model.h"
 
-#include "engine/sim/calibration_store.h"
+#include "engine/sim/calibration/calibration_store.h"
 #include "engine/workload/prefix_tokens.h"
 
 #include <QComboBox>

@@ -1,6 +1,6 @@
 #include "capacity_probe.h"
 
-#include "engine/sim/backend_timing.h"
+#include "engine/sim/calibration/backend_timing.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +14,7 @@ Result<CapacityEstimate> measureCapacity(Backend &backend, int length, int maxNe
     CapacityEstimate best;
     best.length = std::clamp(length, 1, std::max(1, model.maxSequenceLength));
     best.newTokens = model.generative ? std::max(1, maxNewTokens) : 0;
-    TimingGrid grid; // the one backend timing (engine/sim/backend_timing.h)
+    TimingGrid grid; // the one backend timing (engine/sim/calibration/backend_timing.h)
     grid.lengths = {best.length};
     grid.newTokens = {best.newTokens};
     grid.batchSizes.clear();

@@ -7,7 +7,7 @@
 // short grid: batch sizes 1, 2, 4, ... up to the current batch limit, at the
 // panel's mean input length and max_new_tokens, one warm-up and three timed
 // runs per size (median), timed by the one backend timing
-// (engine/sim/backend_timing.h). measureCapacity runs the model: call it off the
+// (engine/sim/calibration/backend_timing.h). measureCapacity runs the model: call it off the
 // GUI thread (Backend::run is safe beside the engine's executors).
 #pragma once
 

@@ -1,5 +1,5 @@
 // The Fleet view's drawing of one stored plan (its document as
-// `batchpilot plan --json` prints it, engine/sim/fleet_plan.h planDocument)
+// `batchpilot plan --json` prints it, engine/sim/fleet/fleet_plan.h planDocument)
 // and of the per-replica load.
 #include "fleet_view.h"
 

@@ -1,6 +1,6 @@
 // The client-side router of a remote fleet (issue 26 item 4, `replay
 // --target URL1,URL2 --router P`): which server a request goes to, decided
-// by the simulator's own Router (engine/sim/router.h) so that a measured
+// by the simulator's own Router (engine/sim/simulation/router.h) so that a measured
 // fleet and `replay --simulate --replicas N --router P` route alike.
 //
 // The loads it routes on are the client's own, never the servers':
@@ -19,7 +19,7 @@
 #pragma once
 
 #include "engine/core/request.h"
-#include "engine/sim/router.h"
+#include "engine/sim/simulation/router.h"
 
 #include <nlohmann/json.hpp>
 

@@ -4,7 +4,7 @@
 #include "http1_connection.h"
 #include "remote_codec.h"
 
-#include "engine/sim/remote_calibrate.h"
+#include "engine/sim/calibration/remote_calibrate.h"
 #include "engine/telemetry/target_metrics.h"
 
 #include <QEventLoop>

@@ -1,4 +1,4 @@
-// Runs a remote calibration's probe plan (engine/sim/remote_calibration.h)
+// Runs a remote calibration's probe plan (engine/sim/calibration/remote_calibration.h)
 // against a server over HTTP, the way `batchpilot calibrate --target`
 // does: round after round, each round's requests sent together on
 // connections of their own, every streamed token event timed as it
@@ -31,7 +31,7 @@
 
 #include "remote_options.h"
 
-#include "engine/sim/remote_calibration.h"
+#include "engine/sim/calibration/remote_calibration.h"
 #include "engine/telemetry/prometheus_text.h"
 
 #include <atomic>

@@ -7,7 +7,7 @@
 #include "remote_codec.h"
 
 #include "engine/core/result.h"
-#include "engine/sim/router.h"
+#include "engine/sim/simulation/router.h"
 
 #include <QList>
 #include <QString>
@@ -22,7 +22,7 @@ struct RemoteOptions {
     // A fleet (issue 26 item 4, `replay --target URL1,URL2`): every
     // replica's URL in replica order, replicas[0] == target. Empty: target
     // alone, no router. Each request goes to the replica the client-side
-    // router picks (engine/sim/router.h, the simulator's Router).
+    // router picks (engine/sim/simulation/router.h, the simulator's Router).
     QList<QUrl> replicas;
     RouterOptions router; // policy and load bound; .replicas is replicas.size()
     Protocol protocol = Protocol::Oip;

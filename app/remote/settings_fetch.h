@@ -1,5 +1,5 @@
 // A remote server's kind and current settings, read over HTTP before a
-// remote calibration probes it (engine/sim/remote_settings.h parses what
+// remote calibration probes it (engine/sim/calibration/remote_settings.h parses what
 // comes back):
 //
 //   vllm        GET /metrics (vllm:cache_config_info) + GET /v1/models
@@ -18,7 +18,7 @@
 #include "remote_options.h"
 
 #include "engine/core/result.h"
-#include "engine/sim/remote_settings.h"
+#include "engine/sim/calibration/remote_settings.h"
 
 #include <QByteArray>
 

@@ -40,7 +40,7 @@ struct RequestRecord {
     // (policy `continuous` with prefix_cache.enabled): they skipped prefill.
     int cachedTokens = 0;
     int priority = 0;
-    // A fleet simulation (engine/sim/simulator.h): the replica that served
+    // A fleet simulation (engine/sim/simulation/simulator.h): the replica that served
     // it, and how long it waited in the router's queue before that (part of
     // queueWait). 0 for a single engine.
     int replica = 0;

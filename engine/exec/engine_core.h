@@ -3,9 +3,9 @@
 //  - Engine (engine.h): executor threads (leader/followers) on the real
 //    clock and the model; with manualScheduling, the caller's thread on a
 //    fake clock.
-//  - Simulator (engine/sim/simulator.h): an event queue on a virtual clock,
+//  - Simulator (engine/sim/simulation/simulator.h): an event queue on a virtual clock,
 //    over a cost-model backend whose run charges predicted time instead of
-//    computing (engine/sim/cost_backend.h).
+//    computing (engine/sim/simulation/cost_backend.h).
 // So the simulator cannot drift from the engine: admission, the response
 // cache, the SLO controller, config versions and history, the memory guard,
 // the outcome of every unit, metrics and snapshots are this one code.

@@ -52,7 +52,7 @@ struct ReplayOptions {
     double lengthScale = 1; // input and output tokens multiplied (each at least 1: the length rule)
     std::size_t limit = 0;  // replay only the first N arrivals (0 = all)
     // Leave out the first N arrivals (`limit` then counts from there): a
-    // window of the source (tune's verification, engine/sim/verify_window.h).
+    // window of the source (tune's verification, engine/sim/tune/verify_window.h).
     // With skip > 0 the offsets count from the first arrival sent.
     std::size_t skip = 0;
     ReplayClock clock = ReplayClock::Real;

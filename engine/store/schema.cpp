@@ -147,7 +147,7 @@ ALTER TABLE traces ADD COLUMN block_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE trace_requests ADD COLUMN hash_ids TEXT;
 )sql";
 
-// Version 5: cost-model calibrations (engine/sim/calibration.h) for
+// Version 5: cost-model calibrations (engine/sim/calibration/calibration.h) for
 // simulated replays; the whole calibration is one JSON document, the key
 // columns are there to find it.
 constexpr const char *kMigration5 = R"sql(

@@ -1,7 +1,7 @@
 // A remote fleet (issue 26 item 4): a replay driven into two real
 // `batchpilot --headless` servers on loopback through the client-side
 // router (`replay --target URL1,URL2 --router P`), which is the simulator's
-// own Router (engine/sim/router.h).
+// own Router (engine/sim/simulation/router.h).
 //  - round-robin: requests alternate in submission order, each server
 //    counts exactly its half (its own batchpilot_requests_total), every
 //    stored row names its replica, replica_figures holds the split;
@@ -19,7 +19,7 @@
 
 #include "app/remote/http_remote_target.h"
 #include "engine/replay/replayer.h"
-#include "engine/sim/router.h"
+#include "engine/sim/simulation/router.h"
 #include "engine/store/fleet_store.h"
 #include "engine/store/sqlite_db.h"
 #include "engine/store/trace_store.h"

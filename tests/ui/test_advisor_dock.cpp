@@ -16,7 +16,7 @@
 #include "ui/time_chart_view.h"
 #include "ui/trace_list_model.h"
 
-#include "engine/sim/calibration_store.h"
+#include "engine/sim/calibration/calibration_store.h"
 #include "engine/store/tuning_store.h"
 
 #include <QAbstractItemModelTester>

@@ -14,9 +14,9 @@
 #include "ui/session_list_model.h"
 #include "ui/trace_list_model.h"
 
-#include "engine/sim/calibration_store.h"
-#include "engine/sim/fleet_plan.h"
-#include "engine/sim/simulated_replay.h"
+#include "engine/sim/calibration/calibration_store.h"
+#include "engine/sim/fleet/fleet_plan.h"
+#include "engine/sim/tune/simulated_replay.h"
 #include "engine/store/fleet_store.h"
 
 #include <QBarSet>

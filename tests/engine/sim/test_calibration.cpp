@@ -7,9 +7,9 @@
 //    run-to-run spread gives it away, with how to get a clean calibration.
 //  - Load that comes and goes between cells keeps the repeats of each cell
 //    alike but bends the fit: the fit error gives it away.
-#include "engine/sim/backend_timing.h"
-#include "engine/sim/calibration.h"
-#include "engine/sim/statistics.h"
+#include "engine/sim/calibration/backend_timing.h"
+#include "engine/sim/calibration/calibration.h"
+#include "engine/sim/calibration/statistics.h"
 
 #include <QtTest>
 

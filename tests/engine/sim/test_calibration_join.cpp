@@ -3,7 +3,7 @@
 // recorded before that repeats them after a switch of policy kind, and the
 // join must still give each batch its own members: the request-level row
 // of that id dispatched when the request left the queue.
-#include "engine/sim/calibration.h"
+#include "engine/sim/calibration/calibration.h"
 #include "engine/store/sqlite_db.h"
 #include "engine/store/trace_store.h"
 

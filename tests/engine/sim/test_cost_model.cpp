@@ -4,9 +4,9 @@
 // coefficients stay non-negative, calibrations round-trip through JSON and
 // the trace database (including a file of the previous schema version),
 // and a fit to a session's batch rows recovers the model that produced them.
-#include "engine/sim/calibration.h"
-#include "engine/sim/calibration_store.h"
-#include "engine/sim/simulated_replay.h"
+#include "engine/sim/calibration/calibration.h"
+#include "engine/sim/calibration/calibration_store.h"
+#include "engine/sim/tune/simulated_replay.h"
 #include "engine/store/schema.h"
 #include "engine/store/sqlite_db.h"
 #include "engine/store/trace_store.h"
@@ -249,7 +249,8 @@ private slots:
                     shape.add(200, 1);
                 if (chunk)
                     shape.add(0, chunk);
-                obs.push_back({CostObservation::Kind::Iteration, CostModel::iterationTerms(shape), gpu(shape)});
+                obs.push_back(
+                    {CostObservation::Kind::Iteration, CostModel::iterationTerms(shape), gpu(shape)});
             }
         auto fit = fitCostModel(obs, true);
         QVERIFY(fit);

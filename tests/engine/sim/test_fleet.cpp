@@ -3,12 +3,12 @@
 // simulated session, and the capacity planner's search on a synthetic
 // surface (and on a simulated trace).
 #include "engine/model/backend.h"
-#include "engine/sim/capacity_plan.h"
-#include "engine/sim/fleet_export.h"
-#include "engine/sim/fleet_plan.h"
-#include "engine/sim/router.h"
-#include "engine/sim/simulated_replay.h"
-#include "engine/sim/simulator.h"
+#include "engine/sim/fleet/capacity_plan.h"
+#include "engine/sim/fleet/fleet_export.h"
+#include "engine/sim/fleet/fleet_plan.h"
+#include "engine/sim/simulation/router.h"
+#include "engine/sim/simulation/simulator.h"
+#include "engine/sim/tune/simulated_replay.h"
 #include "engine/store/fleet_store.h"
 #include "engine/store/sqlite_db.h"
 #include "engine/store/trace_store.h"

@@ -10,10 +10,10 @@
 //    prefix-heavy trace it picks the cache on; on one without reuse the two
 //    tie and the default (off) stays.
 #include "engine/replay/replayer.h"
-#include "engine/sim/calibration.h"
-#include "engine/sim/simulated_replay.h"
-#include "engine/sim/simulator.h"
-#include "engine/sim/tuner.h"
+#include "engine/sim/calibration/calibration.h"
+#include "engine/sim/simulation/simulator.h"
+#include "engine/sim/tune/simulated_replay.h"
+#include "engine/sim/tune/tuner.h"
 #include "engine/store/session_summary.h"
 #include "engine/store/trace_store.h"
 

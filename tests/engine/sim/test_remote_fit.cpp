@@ -1,4 +1,4 @@
-// The remote calibration's pure parts (engine/sim/remote_calibration.h,
+// The remote calibration's pure parts (engine/sim/calibration/remote_calibration.h,
 // remote_settings.h):
 //  - the fit recovers known coefficients from a synthetic server's answers
 //    to the probe plan (a lockstep continuous batcher with chunked prefill,
@@ -11,10 +11,10 @@
 //  - a remote calibration survives its JSON and the trace store (schema 8),
 //    and is found by its target.
 #include "engine/config/config_json.h"
-#include "engine/sim/calibration_store.h"
-#include "engine/sim/least_squares.h"
-#include "engine/sim/remote_calibration.h"
-#include "engine/sim/remote_settings.h"
+#include "engine/sim/calibration/calibration_store.h"
+#include "engine/sim/calibration/least_squares.h"
+#include "engine/sim/calibration/remote_calibration.h"
+#include "engine/sim/calibration/remote_settings.h"
 #include "engine/store/schema.h"
 #include "engine/store/sqlite_db.h"
 #include "engine/store/trace_store.h"

@@ -1,10 +1,10 @@
 // The calibration probe's mixed round against a server's running cap
-// (engine/sim/remote_calibrate.h runningCapOf, leaveRoomForProbes): the
+// (engine/sim/calibration/remote_calibrate.h runningCapOf, leaveRoomForProbes): the
 // default plan at --max-concurrency 32 runs 16 streams, and against a
 // server that runs at most 16 sequences its first prompt waited behind
 // them and the other prompts were never sent. With a cap seen, the round
 // runs cap − 1 streams (dropped at a cap of 1), and says so.
-#include "engine/sim/remote_calibrate.h"
+#include "engine/sim/calibration/remote_calibrate.h"
 
 #include <QtTest>
 

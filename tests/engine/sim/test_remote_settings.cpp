@@ -1,4 +1,4 @@
-// SGLang's published settings (engine/sim/remote_settings.h sglangSettings)
+// SGLang's published settings (engine/sim/calibration/remote_settings.h sglangSettings)
 // on fixtures written from SGLang's GET /get_server_info (http_server.py:
 // the server args, the scheduler's max_total_num_tokens and
 // max_req_input_len, and `internal_states`, one entry per data-parallel
@@ -11,8 +11,8 @@
 //  - chunked_prefill_size -1 is chunking off;
 //  - no secret of the server args (api_key) is kept;
 //  - an answer that is not SGLang's is refused.
-#include "engine/sim/remote_calibrate.h"
-#include "engine/sim/remote_settings.h"
+#include "engine/sim/calibration/remote_calibrate.h"
+#include "engine/sim/calibration/remote_settings.h"
 
 #include <QtTest>
 

@@ -6,11 +6,11 @@
 // picked values. The TGI and Triton forms read back too.
 #include "engine/config/config_import.h"
 #include "engine/config/server_command.h"
-#include "engine/sim/calibration_store.h"
-#include "engine/sim/remote_calibrate.h"
-#include "engine/sim/remote_server_model.h"
-#include "engine/sim/remote_settings.h"
-#include "engine/sim/tune_pipeline.h"
+#include "engine/sim/calibration/calibration_store.h"
+#include "engine/sim/calibration/remote_calibrate.h"
+#include "engine/sim/calibration/remote_server_model.h"
+#include "engine/sim/calibration/remote_settings.h"
+#include "engine/sim/tune/tune_pipeline.h"
 #include "engine/store/trace_store.h"
 
 #include <QtTest>

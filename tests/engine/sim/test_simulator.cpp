@@ -5,9 +5,9 @@
 // replay it replaces, under every request-level policy.
 #include "engine/replay/replayer.h"
 #include "engine/sched/continuous_scheduler.h"
-#include "engine/sim/sim_interval.h"
-#include "engine/sim/simulated_replay.h"
-#include "engine/sim/simulator.h"
+#include "engine/sim/simulation/simulator.h"
+#include "engine/sim/tune/sim_interval.h"
+#include "engine/sim/tune/simulated_replay.h"
 #include "engine/store/session_summary.h"
 #include "engine/store/trace_store.h"
 

@@ -1,4 +1,4 @@
-// The tune pipeline (engine/sim/tune_pipeline.h) and its bounded
+// The tune pipeline (engine/sim/tune/tune_pipeline.h) and its bounded
 // verification (issue 27 §4):
 //  - the verification window, a pure function: the busiest stretch, the
 //    first one, all; its parser;
@@ -7,8 +7,8 @@
 //    and compares it with the prediction over the same arrivals;
 //  - Ctrl+C during the verification keeps what was verified, stored and
 //    marked partial; during the search, nothing is verified.
-#include "engine/sim/calibration_store.h"
-#include "engine/sim/tune_pipeline.h"
+#include "engine/sim/calibration/calibration_store.h"
+#include "engine/sim/tune/tune_pipeline.h"
 #include "engine/store/trace_store.h"
 #include "engine/store/tuning_store.h"
 

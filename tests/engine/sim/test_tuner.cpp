@@ -5,7 +5,7 @@
 // and on a real simulation recommends a config that meets the SLO with a
 // capacity no higher than the server's analytic limit.
 #include "engine/exec/outcome.h"
-#include "engine/sim/tuner.h"
+#include "engine/sim/tune/tuner.h"
 
 #include <QtTest>
 

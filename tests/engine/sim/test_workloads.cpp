@@ -8,7 +8,7 @@
 // their blocks, block size and conversations; the reusable-prefix share of a
 // trace whose reuse is known exactly; the generator's knobs.
 #include "engine/replay/replayer.h"
-#include "engine/sim/simulator.h"
+#include "engine/sim/simulation/simulator.h"
 #include "engine/store/trace_store.h"
 #include "engine/workload/prefix_tokens.h"
 #include "engine/workload/traffic_pacer.h"

@@ -1,0 +1,92 @@
+#include "engine/sim/calibration/remote_calibrate.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace bp {
+
+namespace {
+
+std::optional<double> knob(const ServerSettings &s, const char *key)
+{
+    if (!s.knobs.contains(key))
+        return std::nullopt;
+    const auto &v = s.knobs[key];
+    if (v.is_boolean())
+        return v.get<bool>() ? 1.0 : 0.0;
+    if (v.is_number())
+        return v.get<double>();
+    return std::nullopt;
+}
+
+} // namespace
+
+int prefillChunkOf(const ServerSettings &s)
+{
+    const bool continuous = s.knobs.contains("policy") && s.knobs["policy"].is_string() &&
+                            s.knobs["policy"].get<std::string>() == "continuous";
+    if (!continuous || knob(s, "continuous.chunked_prefill").value_or(0) == 0)
+        return 0;
+    double chunk = knob(s, "continuous.prefill_chunk").value_or(0);
+    if (const auto budget = knob(s, "continuous.max_num_batched_tokens"); budget && *budget > 0)
+        chunk = chunk > 0 ? std::min(chunk, *budget) : *budget;
+    return int(chunk);
+}
+
+std::optional<int> runningCapOf(const ObservedLimits &l)
+{
+    if (!l.runningIsCap || !l.maxRunning || *l.maxRunning < 1)
+        return std::nullopt;
+    return int(std::llround(*l.maxRunning));
+}
+
+std::string leaveRoomForProbes(ProbeRound &round, int cap)
+{
+    if (round.probes.empty() || round.concurrency < cap || cap < 1)
+        return {};
+    const std::string seen = "the server ran at most " + std::to_string(cap) + " sequence" +
+                             (cap == 1 ? "" : "s") + " while requests waited";
+    if (cap == 1) {
+        const std::string what = "dropped, its " + std::to_string(round.concurrency) + " streams and " +
+                                 std::to_string(round.probes.size()) + " prompts not sent: " + seen +
+                                 ", so no prompt can run beside a stream";
+        round.concurrency = 0;
+        round.probes.clear();
+        return what;
+    }
+    const std::string what = std::to_string(cap - 1) + " streams, not " + std::to_string(round.concurrency) +
+                             ": " + seen + ", and each prompt needs a place beside the streams";
+    round.concurrency = cap - 1;
+    return what;
+}
+
+Result<Calibration> remoteCalibration(const std::string &model, int vocabSize, std::int64_t maxModelLen,
+                                      RemoteCalibration remote, const std::string &source)
+{
+    auto fit = fitRemote(remote.observations);
+    if (!fit)
+        return fit.status();
+    Calibration c;
+    c.model = model;
+    c.device = "remote";
+    c.generative = true;
+    c.vocabSize = std::max(1, vocabSize);
+    const std::int64_t len = std::max<std::int64_t>(2, remote.settings.maxModelLen.value_or(maxModelLen));
+    c.positions = int(std::min<std::int64_t>(len, 1 << 30));
+    c.maxSequenceLength = c.positions - 1;
+    c.maxNewTokensLimit = c.positions - 1;
+    c.cost = remoteCostModel(*fit);
+    c.error = fit->error;
+    c.batchError = fit->error;
+    if (auto d = fit->phases.find("decode"); d != fit->phases.end())
+        c.iterationError = d->second;
+    c.source = source;
+    c.observations = remote.observations.size();
+    remote.terms = fit->terms;
+    remote.phases = fit->phases;
+    remote.requestOverheadS = fit->terms.empty() ? 0 : fit->terms.front().value;
+    c.remote = std::move(remote);
+    return c;
+}
+
+} // namespace bp

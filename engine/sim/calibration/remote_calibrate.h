@@ -1,0 +1,45 @@
+// From a remote probe's (or a recorded remote session's) rows to a stored
+// calibration (`batchpilot calibrate --target`, docs/remote.md): the fit,
+// its terms and errors, and the model facts a simulation of that server
+// needs, keyed by the target's URL, the model's name there and the
+// server's kind.
+#pragma once
+
+#include "engine/sim/calibration/calibration.h"
+#include "engine/sim/calibration/remote_calibration.h"
+
+#include "engine/core/result.h"
+
+#include <optional>
+#include <string>
+
+namespace bp {
+
+// The prompt chunk per step the server's settings imply: under policy
+// continuous with chunked prefill, the smaller of prefill_chunk and the
+// step's token budget; else 0 (a prompt runs whole in one step).
+int prefillChunkOf(const ServerSettings &settings);
+
+// The running cap the probe's scrapes showed so far: the most sequences
+// running while requests waited (ObservedLimits::runningIsCap); nullopt
+// when the scrapes showed none.
+std::optional<int> runningCapOf(const ObservedLimits &limits);
+
+// A mixed round fitted to a server that runs at most `cap` sequences. Its
+// prompts are meant to run beside its streams: with `cap` streams or more
+// running, each prompt waits for streams to end, and the rest of the round
+// is never sent. So the round gets at most cap − 1 streams; with a cap of 1
+// no prompt can run beside a stream, and the round is dropped (no streams,
+// no prompts). Returns what changed and why, for the probe's progress line;
+// empty when the round already fits (or is not a mixed round).
+std::string leaveRoomForProbes(ProbeRound &round, int cap);
+
+// Fits `remote.observations` (fitRemote) and fills the calibration:
+// cost = remoteCostModel, the terms with their standard errors, the error
+// per phase, `requestOverheadS` = the per-request term; the model's facts
+// from `vocabSize` and the server's max_model_len (else `maxModelLen`).
+// The fit's error is the status when there are too few usable rows.
+Result<Calibration> remoteCalibration(const std::string &model, int vocabSize, std::int64_t maxModelLen,
+                                      RemoteCalibration remote, const std::string &source);
+
+} // namespace bp

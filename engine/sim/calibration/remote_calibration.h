@@ -1,0 +1,196 @@
+// Calibrating a remote server from the outside (`batchpilot calibrate
+// --target URL`, issue 24): a bounded probe plan, what its answers say about
+// the server's step cost, the limits its /metrics shows, and the fit.
+//
+// The model is the simulator's iteration cost (cost_model.h),
+//     iter(n, T, A) = s0 + s1·n + s2·T + s3·A
+// (one engine step over n sequences fed T tokens, A = Σ tᵢ·(kᵢ + tᵢ)), plus
+// one term the client sees and the engine's step does not:
+//     o  per request: the HTTP path, tokenisation, the network, the first
+//        token's delivery (TTFT's intercept beyond the prefill's steps).
+// Every probe row is a sum of steps, so it is linear in (o, s0..s3):
+//   prefill   TTFT at concurrency 1 = o + Σ over the prompt's chunks of iter(1, c, c·(k + c))
+//   decode    a block of B steps read off one stream's token events while n
+//             streams decode = Σ over the block's token events of every
+//             stream (each a decode item at its context) + B·s0; at most
+//             4 blocks a round (B >= 8), so that token events a server
+//             writes in bursts blur a small part of each row
+//   mixed     a prompt sent while n streams decode: the decode streams'
+//             steps from the last token before it was sent to the first
+//             after its first token = those steps' decodes + its chunks
+// Rows are weighted by 1/seconds (relative error) and fitted non-negative
+// (least_squares.h), each term with its standard error. The decode steps'
+// serving path (token callbacks, the next decision) is inside s0, so the
+// calibration's step overhead is 0.
+//
+// A recorded remote session refines it (sessionObservations): each
+// request's decode window (TTFT to its end: outputTokens − 1 steps) with the
+// decodes and prefills of the requests that overlapped it.
+#pragma once
+
+#include "engine/sim/calibration/cost_model.h"
+#include "engine/sim/calibration/remote_settings.h"
+
+#include "engine/core/clock.h"
+#include "engine/store/store_types.h"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bp {
+
+// One round of the plan: requests sent together.
+struct ProbeRound {
+    std::string phase;       // "prefill", "decode", "mixed"
+    int concurrency = 1;     // requests at once (mixed: the decode streams)
+    int promptTokens = 0;    // each request's prompt (mixed: the streams')
+    int maxTokens = 1;       // each request's output
+    std::vector<int> probes; // mixed: prompt lengths sent one after another (max_tokens 1)
+};
+
+struct ProbePlan {
+    int warmup = 1; // rounds of one short request first, not fitted (a fresh connection, a cold server)
+    std::vector<int> prefillLengths{16, 64, 128, 256, 512, 1024, 2048};
+    int prefillRepeats = 3;
+    std::vector<int> decodeConcurrency{1, 2, 4, 8, 16, 32};
+    int decodePrompt = 64;
+    int decodeTokens = 128;
+    std::vector<int> longDecodeConcurrency{1, 8}; // at a long context (half the model length, <= 1024)
+    int mixedStreams = 16;
+    int mixedTokens = 256;
+    std::vector<int> mixedLengths{128, 512, 1024, 128, 512, 1024};
+    Duration timeout = std::chrono::seconds(60);      // per request, from when it is written
+    Duration maxDuration = std::chrono::seconds(600); // the whole probe; then it stops and fits
+    bool streaming = true;           // false (OIP): no token events, concurrency 1 only, no mixed phase
+    std::int64_t maxModelLen = 4096; // prompt + output the server takes (fittedTo)
+
+    static ProbePlan full(int maxConcurrency, bool streaming);
+    static ProbePlan quick(int maxConcurrency, bool streaming);
+    // Lengths clamped to a model of `maxModelLen` tokens (prompt + output);
+    // what does not fit is dropped.
+    ProbePlan fittedTo(std::int64_t maxModelLen) const;
+    std::vector<ProbeRound> rounds() const;
+    std::size_t requests() const;
+    // The longest it can take: each round within one timeout (a mixed round
+    // two: its streams, then the probe in flight), at most maxDuration.
+    Duration bound() const;
+    std::string describe() const; // one line per phase
+};
+
+// What one request measured, client side, in seconds from the probe's start.
+struct ProbeRequest {
+    std::string phase;
+    int round = 0;
+    bool stream = false; // mixed: a decode stream (else the probe)
+    int concurrency = 1;
+    int promptTokens = 0;
+    int maxTokens = 0;
+    double sentS = 0;
+    std::optional<double> firstTokenS;
+    std::vector<double> tokenTimesS; // every streamed token event
+    double endS = 0;
+    int outputTokens = 0;
+    bool ok = false;
+    std::string error;
+};
+
+// One row of the remote fit: counts of (requests, steps, items, tokens,
+// attention) and the seconds they took.
+struct ProbeObservation {
+    static constexpr int kTerms = 5;
+    std::string phase;
+    std::array<double, kTerms> terms{};
+    double seconds = 0;
+};
+
+// The server's prompt chunk per step (0 = a whole prompt in one step).
+std::array<double, ProbeObservation::kTerms> prefillTerms(int promptTokens, int chunk);
+// Rows from the probe's requests (decode blocks of `block` steps).
+// `prefillAlone`: the server runs a prompt's prefill as steps of its own,
+// the decodes waiting (TGI, SGLang; prefillAlone()), so a mixed row's
+// prompt adds its own steps; else (vLLM, BatchPilot) its chunks ride in
+// the decode streams' steps.
+std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> &requests, int chunk,
+                                                bool streaming, int block = 8, bool prefillAlone = false);
+// True for the servers whose prefill runs alone: "tgi", "sglang".
+bool prefillAlone(const std::string &server);
+// Rows from a recorded remote session's requests (times from its start).
+std::vector<ProbeObservation> sessionObservations(const std::vector<StoredRequest> &requests, int chunk);
+
+// A scrape during the probe, with what the client had in flight then.
+struct ProbeScrape {
+    double atS = 0;
+    TargetSample sample;
+    double tokensInFlight = 0; // Σ prompt + tokens so far of requests past their first token
+};
+
+struct ObservedLimits {
+    std::optional<double> maxRunning;         // most sequences running at a scrape
+    bool runningIsCap = false;                // requests waited while that many ran
+    std::optional<double> maxTokensPerStep;   // largest mean tokens per step between two scrapes
+    std::optional<double> tokensPerStepBound; // vLLM's iteration-token histogram: no step had more
+    std::optional<double> kvCapacityTokens;   // median of tokens in flight / KV usage
+    // The longest prompt the probe sent and got an answer to: a step bound
+    // below it was a cap (the server split that prompt).
+    std::optional<double> longestPrompt;
+    std::size_t kvSamples = 0;
+    std::size_t scrapes = 0, scrapeErrors = 0;
+    bool operator==(const ObservedLimits &) const = default;
+};
+// `first` and `last`: the probe's first and last scrapes, for histograms.
+ObservedLimits observedLimits(const std::vector<ProbeScrape> &scrapes, const prom::Exposition *first,
+                              const prom::Exposition *last);
+
+struct TermFit {
+    std::string name; // "request", "step", "per_sequence", "per_token", "per_attention"
+    std::string meaning;
+    double value = 0; // seconds per unit
+    double stdError = std::numeric_limits<double>::quiet_NaN();
+    bool atBound = false;
+    double relError() const { return value > 0 && std::isfinite(stdError) ? stdError / value : stdError; }
+};
+
+struct RemoteFit {
+    std::vector<TermFit> terms;             // request, then s0..s3
+    FitError error;                         // every row
+    std::map<std::string, FitError> phases; // per phase
+    std::vector<double> residuals;          // measured / predicted of the step rows (sampleQuantiles)
+};
+Result<RemoteFit> fitRemote(const std::vector<ProbeObservation> &rows);
+double predictRemote(const RemoteFit &fit, const ProbeObservation &row);
+
+struct ProbeStats {
+    std::size_t requests = 0, failed = 0;
+    double seconds = 0;
+    bool interrupted = false; // Ctrl+C or the duration bound
+    std::string plan;         // ProbePlan::describe()
+    bool operator==(const ProbeStats &) const = default;
+};
+
+// What a calibration of a remote server adds to Calibration.
+struct RemoteCalibration {
+    std::string url, server, protocol; // the key beside the model
+    ServerSettings settings;
+    ObservedLimits limits;
+    ProbeStats probe;
+    int prefillChunk = 0;
+    double requestOverheadS = 0;
+    std::vector<TermFit> terms;
+    std::map<std::string, FitError> phases;
+    std::vector<ProbeObservation> observations; // the probe's rows (and a session's), for refits
+};
+
+// The iteration terms (and the pass/step terms they imply) of `fit`.
+CostModel remoteCostModel(const RemoteFit &fit);
+
+nlohmann::json toJson(const RemoteCalibration &r);
+Result<RemoteCalibration> remoteCalibrationFromJson(const nlohmann::json &j);
+
+} // namespace bp

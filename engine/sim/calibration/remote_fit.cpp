@@ -1,0 +1,309 @@
+// The remote fit, the limits a probe's scrapes show, and the JSON of a
+// remote calibration (remote_calibration.h).
+#include "engine/sim/calibration/remote_calibration.h"
+
+#include "engine/sim/calibration/least_squares.h"
+
+#include <algorithm>
+#include <map>
+
+namespace bp {
+
+namespace {
+
+constexpr const char *kTermNames[ProbeObservation::kTerms] = {"request", "step", "per_sequence", "per_token",
+                                                              "per_attention"};
+constexpr const char *kTermMeanings[ProbeObservation::kTerms] = {
+    "o: per request, outside the steps (HTTP, tokenisation, network, the first token's delivery)",
+    "s0: per step (its launch and the serving path between steps)", "s1: per sequence in a step",
+    "s2: per token fed in a step (prompt chunks and decodes)", "s3: per token x the context it attends to"};
+
+double medianOf(std::vector<double> v)
+{
+    if (v.empty())
+        return 0;
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+FitError errorOver(const std::vector<double> &rel)
+{
+    FitError e;
+    e.observations = rel.size();
+    if (rel.empty())
+        return e;
+    std::vector<double> sorted = rel;
+    std::sort(sorted.begin(), sorted.end());
+    e.medianRel = medianOf(sorted);
+    e.maxRel = sorted.back();
+    double sq = 0;
+    for (double r : sorted)
+        sq += r * r;
+    e.rmsRel = std::sqrt(sq / double(sorted.size()));
+    return e;
+}
+
+// Δ of vLLM's iteration-token histogram between two scrapes: bucket le -> count.
+std::map<double, double> bucketDelta(const prom::Exposition *first, const prom::Exposition *last)
+{
+    std::map<double, double> out;
+    auto add = [&](const prom::Exposition *e, double sign) {
+        if (!e)
+            return;
+        for (const prom::Sample &s : e->samples)
+            if (s.name == "vllm:iteration_tokens_total_bucket")
+                if (auto le = s.labels.find("le"); le != s.labels.end()) {
+                    const double edge = le->second == "+Inf" ? std::numeric_limits<double>::infinity()
+                                                             : std::strtod(le->second.c_str(), nullptr);
+                    out[edge] += sign * s.value;
+                }
+    };
+    add(last, 1);
+    add(first, -1);
+    return out;
+}
+
+} // namespace
+
+ObservedLimits observedLimits(const std::vector<ProbeScrape> &scrapes, const prom::Exposition *first,
+                              const prom::Exposition *last)
+{
+    ObservedLimits l;
+    std::vector<double> kv;
+    for (const ProbeScrape &s : scrapes) {
+        ++l.scrapes;
+        if (!s.sample.error.empty()) {
+            ++l.scrapeErrors;
+            continue;
+        }
+        if (s.sample.running)
+            l.maxRunning = std::max(l.maxRunning.value_or(0), *s.sample.running);
+        if (s.sample.tokensPerStep)
+            l.maxTokensPerStep = std::max(l.maxTokensPerStep.value_or(0), *s.sample.tokensPerStep);
+        if (s.sample.kvUsage && *s.sample.kvUsage >= 0.02 && s.tokensInFlight > 0)
+            kv.push_back(s.tokensInFlight / *s.sample.kvUsage);
+    }
+    for (const ProbeScrape &s : scrapes)
+        if (l.maxRunning && s.sample.running && s.sample.waiting && *s.sample.waiting > 0 &&
+            *s.sample.running >= *l.maxRunning)
+            l.runningIsCap = true;
+    if (!kv.empty()) {
+        l.kvCapacityTokens = medianOf(kv);
+        l.kvSamples = kv.size();
+    }
+    const auto delta = bucketDelta(first, last);
+    if (const auto inf = delta.find(std::numeric_limits<double>::infinity());
+        inf != delta.end() && inf->second > 0)
+        for (const auto &[edge, count] : delta)
+            if (std::isfinite(edge) && count >= inf->second) {
+                l.tokensPerStepBound = edge;
+                break;
+            }
+    return l;
+}
+
+double predictRemote(const RemoteFit &fit, const ProbeObservation &row)
+{
+    double p = 0;
+    for (std::size_t i = 0; i < fit.terms.size() && i < row.terms.size(); ++i)
+        p += fit.terms[i].value * row.terms[i];
+    return p;
+}
+
+Result<RemoteFit> fitRemote(const std::vector<ProbeObservation> &rows)
+{
+    std::vector<std::vector<double>> a;
+    std::vector<double> y, w;
+    for (const ProbeObservation &o : rows) {
+        if (!(o.seconds > 0) || !std::isfinite(o.seconds))
+            continue;
+        a.emplace_back(o.terms.begin(), o.terms.end());
+        y.push_back(o.seconds);
+        w.push_back(1 / (o.seconds * o.seconds)); // relative error
+    }
+    if (a.size() < std::size_t(ProbeObservation::kTerms))
+        return Status(StatusCode::InvalidArgument, "the probe measured " + std::to_string(a.size()) +
+                                                       " usable rows; the fit needs at least " +
+                                                       std::to_string(ProbeObservation::kTerms));
+    auto fit = fitNonNegative(a, y, w);
+    if (!fit)
+        return fit.status();
+    RemoteFit r;
+    for (int i = 0; i < ProbeObservation::kTerms; ++i)
+        r.terms.push_back({kTermNames[i], kTermMeanings[i], fit->coef[std::size_t(i)],
+                           fit->stdError[std::size_t(i)], fit->atBound[std::size_t(i)]});
+    std::vector<double> all, steps;
+    std::map<std::string, std::vector<double>> byPhase;
+    for (const ProbeObservation &o : rows) {
+        if (!(o.seconds > 0))
+            continue;
+        const double predicted = predictRemote(r, o);
+        const double rel = std::abs(predicted - o.seconds) / o.seconds;
+        all.push_back(rel);
+        byPhase[o.phase].push_back(rel);
+        if (o.terms[0] == 0 && predicted > 0)
+            steps.push_back(o.seconds / predicted);
+    }
+    r.error = errorOver(all);
+    for (const auto &[phase, rel] : byPhase)
+        r.phases[phase] = errorOver(rel);
+    r.residuals = sampleQuantiles(std::move(steps));
+    return r;
+}
+
+CostModel remoteCostModel(const RemoteFit &fit)
+{
+    CostModel m;
+    m.generative = true;
+    const auto s = [&](int i) {
+        return fit.terms.size() > std::size_t(i) ? fit.terms[std::size_t(i)].value : 0.0;
+    };
+    // iter(n, T, A) = s0 + s1·n + s2·T + s3·A (no knee, no eager term: the
+    // probe measures a server's steps from outside)
+    for (int i = 0; i < 4; ++i)
+        m.coef[std::size_t(CostModel::kIterationStart + i)] = s(i + 1);
+    // The request-level forms it implies: a pass over b prompts of L is one
+    // step of b items, b·L tokens, b·L² attention; a decode step over b rows
+    // at context c one of b items, b tokens, b·c attention.
+    for (int i = 0; i < CostModel::kPassTerms; ++i)
+        m.coef[std::size_t(i)] = s(i + 1);
+    m.coef[4] = s(1);
+    m.coef[5] = s(2) + s(3);
+    m.coef[6] = s(4);
+    m.iterationResiduals = fit.residuals;
+    return m;
+}
+
+namespace {
+
+nlohmann::json number(double v)
+{
+    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+std::optional<double> optional(const nlohmann::json &j, const char *key)
+{
+    if (!j.contains(key) || !j[key].is_number())
+        return std::nullopt;
+    return j[key].get<double>();
+}
+
+nlohmann::json toJson(const ObservedLimits &l)
+{
+    nlohmann::json j = {{"running_is_cap", l.runningIsCap},
+                        {"kv_samples", l.kvSamples},
+                        {"scrapes", l.scrapes},
+                        {"scrape_errors", l.scrapeErrors}};
+    if (l.maxRunning)
+        j["max_running"] = *l.maxRunning;
+    if (l.maxTokensPerStep)
+        j["max_tokens_per_step"] = *l.maxTokensPerStep;
+    if (l.tokensPerStepBound)
+        j["tokens_per_step_bound"] = *l.tokensPerStepBound;
+    if (l.kvCapacityTokens)
+        j["kv_capacity_tokens"] = *l.kvCapacityTokens;
+    if (l.longestPrompt)
+        j["longest_prompt"] = *l.longestPrompt;
+    return j;
+}
+
+} // namespace
+
+nlohmann::json toJson(const RemoteCalibration &r)
+{
+    nlohmann::json terms = nlohmann::json::array();
+    for (const TermFit &t : r.terms)
+        terms.push_back({{"name", t.name},
+                         {"meaning", t.meaning},
+                         {"value_s", t.value},
+                         {"std_error_s", number(t.stdError)},
+                         {"at_bound", t.atBound}});
+    nlohmann::json phases = nlohmann::json::object();
+    for (const auto &[phase, e] : r.phases)
+        phases[phase] = toJson(e);
+    nlohmann::json rows = nlohmann::json::array();
+    for (const ProbeObservation &o : r.observations) {
+        nlohmann::json row = {o.phase};
+        for (double t : o.terms)
+            row.push_back(t);
+        row.push_back(o.seconds);
+        rows.push_back(std::move(row));
+    }
+    return {{"url", r.url},
+            {"server", r.server},
+            {"protocol", r.protocol},
+            {"settings", toJson(r.settings)},
+            {"limits", toJson(r.limits)},
+            {"probe",
+             {{"requests", r.probe.requests},
+              {"failed", r.probe.failed},
+              {"seconds", r.probe.seconds},
+              {"interrupted", r.probe.interrupted},
+              {"plan", r.probe.plan}}},
+            {"prefill_chunk", r.prefillChunk},
+            {"request_overhead_s", r.requestOverheadS},
+            {"terms", terms},
+            {"phase_fit_error", phases},
+            {"observations_form", "[phase, requests, steps, sequences, tokens, attention, seconds]"},
+            {"observations", rows}};
+}
+
+Result<RemoteCalibration> remoteCalibrationFromJson(const nlohmann::json &j)
+{
+    try {
+        RemoteCalibration r;
+        r.url = j.at("url").get<std::string>();
+        r.server = j.value("server", std::string());
+        r.protocol = j.value("protocol", std::string());
+        if (j.contains("settings")) {
+            auto s = serverSettingsFromJson(j["settings"]);
+            if (!s)
+                return s.status();
+            r.settings = *s;
+        }
+        const nlohmann::json l = j.value("limits", nlohmann::json::object());
+        r.limits.maxRunning = optional(l, "max_running");
+        r.limits.runningIsCap = l.value("running_is_cap", false);
+        r.limits.maxTokensPerStep = optional(l, "max_tokens_per_step");
+        r.limits.tokensPerStepBound = optional(l, "tokens_per_step_bound");
+        r.limits.kvCapacityTokens = optional(l, "kv_capacity_tokens");
+        r.limits.longestPrompt = optional(l, "longest_prompt");
+        r.limits.kvSamples = l.value("kv_samples", std::size_t(0));
+        r.limits.scrapes = l.value("scrapes", std::size_t(0));
+        r.limits.scrapeErrors = l.value("scrape_errors", std::size_t(0));
+        const nlohmann::json p = j.value("probe", nlohmann::json::object());
+        r.probe.requests = p.value("requests", std::size_t(0));
+        r.probe.failed = p.value("failed", std::size_t(0));
+        r.probe.seconds = p.value("seconds", 0.0);
+        r.probe.interrupted = p.value("interrupted", false);
+        r.probe.plan = p.value("plan", std::string());
+        r.prefillChunk = j.value("prefill_chunk", 0);
+        r.requestOverheadS = j.value("request_overhead_s", 0.0);
+        for (const auto &t : j.value("terms", nlohmann::json::array()))
+            r.terms.push_back({t.at("name").get<std::string>(), t.value("meaning", std::string()),
+                               t.at("value_s").get<double>(),
+                               t["std_error_s"].is_number() ? t["std_error_s"].get<double>()
+                                                            : std::numeric_limits<double>::quiet_NaN(),
+                               t.value("at_bound", false)});
+        const nlohmann::json phases = j.value("phase_fit_error", nlohmann::json::object());
+        for (const auto &[phase, e] : phases.items())
+            r.phases[phase] = fitErrorFromJson(e);
+        for (const auto &row : j.value("observations", nlohmann::json::array())) {
+            if (!row.is_array() || row.size() != std::size_t(ProbeObservation::kTerms + 2))
+                return Status(StatusCode::InvalidArgument,
+                              "remote calibration: an observation needs 7 values");
+            ProbeObservation o;
+            o.phase = row[0].get<std::string>();
+            for (int i = 0; i < ProbeObservation::kTerms; ++i)
+                o.terms[std::size_t(i)] = row[std::size_t(i + 1)].get<double>();
+            o.seconds = row[std::size_t(ProbeObservation::kTerms + 1)].get<double>();
+            r.observations.push_back(o);
+        }
+        return r;
+    } catch (const nlohmann::json::exception &e) {
+        return Status(StatusCode::InvalidArgument, std::string("not a remote calibration: ") + e.what());
+    }
+}
+
+} // namespace bp

@@ -1,0 +1,383 @@
+// The probe plan, and the rows its answers (or a recorded remote session)
+// give the remote fit; the limits the server's scrapes show
+// (remote_calibration.h).
+#include "engine/sim/calibration/remote_calibration.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+namespace bp {
+
+namespace {
+
+std::vector<int> powersUpTo(int n)
+{
+    std::vector<int> out;
+    for (int c = 1; c < n; c *= 2)
+        out.push_back(c);
+    out.push_back(std::max(1, n));
+    return out;
+}
+
+int longPrompt(std::int64_t maxModelLen)
+{
+    return int(std::min<std::int64_t>(1024, maxModelLen / 2));
+}
+
+std::string range(const std::vector<int> &v)
+{
+    if (v.empty())
+        return "-";
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    return *lo == *hi ? std::to_string(*lo) : std::to_string(*lo) + ".." + std::to_string(*hi);
+}
+
+} // namespace
+
+ProbePlan ProbePlan::full(int maxConcurrency, bool streaming)
+{
+    ProbePlan p;
+    p.streaming = streaming;
+    p.decodeConcurrency = powersUpTo(maxConcurrency);
+    p.longDecodeConcurrency = {1, std::min(8, std::max(1, maxConcurrency))};
+    p.mixedStreams = std::max(1, maxConcurrency / 2);
+    if (!streaming) {
+        p.decodeConcurrency = {1};
+        p.longDecodeConcurrency = {1};
+        p.mixedLengths.clear();
+    }
+    return p;
+}
+
+ProbePlan ProbePlan::quick(int maxConcurrency, bool streaming)
+{
+    ProbePlan p;
+    p.streaming = streaming;
+    p.prefillLengths = {16, 128, 512};
+    p.prefillRepeats = 2;
+    p.decodeConcurrency.clear();
+    for (int c : {1, 4, 16})
+        if (c <= maxConcurrency)
+            p.decodeConcurrency.push_back(c);
+    p.decodeTokens = 64;
+    p.longDecodeConcurrency = {1};
+    p.mixedStreams = std::max(1, std::min(4, maxConcurrency));
+    p.mixedTokens = 128;
+    p.mixedLengths = {128, 512};
+    if (!streaming) {
+        p.decodeConcurrency = {1};
+        p.mixedLengths.clear();
+    }
+    return p;
+}
+
+ProbePlan ProbePlan::fittedTo(std::int64_t maxModelLen) const
+{
+    ProbePlan p = *this;
+    p.maxModelLen = maxModelLen;
+    const auto fits = [&](int prompt) { return prompt >= 1 && prompt + 1 <= maxModelLen; };
+    std::erase_if(p.prefillLengths, [&](int L) { return !fits(L); });
+    if (p.prefillLengths.size() < prefillLengths.size() && maxModelLen > 2)
+        p.prefillLengths.push_back(int(maxModelLen - 1));
+    p.decodePrompt = int(std::min<std::int64_t>(decodePrompt, std::max<std::int64_t>(1, maxModelLen / 4)));
+    p.decodeTokens = int(std::min<std::int64_t>(decodeTokens, maxModelLen - p.decodePrompt));
+    p.mixedTokens = int(std::min<std::int64_t>(mixedTokens, maxModelLen - p.decodePrompt));
+    std::erase_if(p.mixedLengths, [&](int L) { return !fits(L); });
+    if (p.decodeTokens < 8)
+        p.decodeConcurrency.clear(), p.longDecodeConcurrency.clear();
+    if (p.mixedTokens < 8)
+        p.mixedLengths.clear();
+    return p;
+}
+
+std::vector<ProbeRound> ProbePlan::rounds() const
+{
+    std::vector<ProbeRound> out;
+    for (int w = 0; w < warmup; ++w)
+        out.push_back(
+            {"warmup", 1, std::min<int>(16, int(std::max<std::int64_t>(1, maxModelLen - 2))), 2, {}});
+    for (int r = 0; r < prefillRepeats; ++r) // repeats outermost: drift spreads over every length
+        for (int L : prefillLengths)
+            out.push_back({"prefill", 1, L, 1, {}});
+    for (int c : decodeConcurrency)
+        out.push_back({"decode", c, decodePrompt, decodeTokens, {}});
+    const int lp = longPrompt(maxModelLen);
+    const int lt = int(std::min<std::int64_t>(decodeTokens, maxModelLen - lp));
+    if (lp > decodePrompt && lt >= 8)
+        for (int c : longDecodeConcurrency)
+            out.push_back({"decode", c, lp, lt, {}});
+    if (streaming && !mixedLengths.empty() && mixedStreams > 0)
+        out.push_back({"mixed", mixedStreams, decodePrompt, mixedTokens, mixedLengths});
+    return out;
+}
+
+std::size_t ProbePlan::requests() const
+{
+    std::size_t n = 0;
+    for (const ProbeRound &r : rounds())
+        n += std::size_t(r.concurrency) + r.probes.size();
+    return n;
+}
+
+Duration ProbePlan::bound() const
+{
+    Duration total{};
+    for (const ProbeRound &r : rounds())
+        total += timeout * (r.probes.empty() ? 1 : 2);
+    return std::min(total, maxDuration);
+}
+
+std::string ProbePlan::describe() const
+{
+    const std::vector<ProbeRound> all = rounds();
+    std::map<std::string, std::vector<const ProbeRound *>> by;
+    for (const ProbeRound &r : all)
+        by[r.phase].push_back(&r);
+    std::ostringstream s;
+    if (by.count("warmup"))
+        s << "warmup: " << by["warmup"].size()
+          << " request(s), 2 tokens each, not fitted: the connection opened, the server awake\n";
+    if (by.count("prefill"))
+        s << "prefill: " << by["prefill"].size() << " requests one at a time, prompts "
+          << range(prefillLengths) << " tokens (x" << prefillRepeats
+          << "), max_tokens 1: TTFT over prompt length\n";
+    if (by.count("decode")) {
+        std::size_t n = 0;
+        std::vector<int> at, prompts;
+        for (const ProbeRound *r : by["decode"])
+            n += std::size_t(r->concurrency), at.push_back(r->concurrency),
+                prompts.push_back(r->promptTokens);
+        s << "decode: " << n << " requests in " << by["decode"].size() << " rounds of " << range(at)
+          << " at once, prompts " << range(prompts) << ", " << decodeTokens << " tokens each: "
+          << (streaming ? "inter-token gaps over running sequences\n" : "whole answers (no token events)\n");
+    }
+    if (by.count("mixed")) {
+        const ProbeRound &r = *by["mixed"].front();
+        s << "mixed: " << r.concurrency << " streams of " << r.maxTokens << " tokens while "
+          << r.probes.size() << " prompts (" << range(r.probes)
+          << ") go one at a time: how prefills slow running decodes\n";
+    }
+    return s.str();
+}
+
+std::array<double, ProbeObservation::kTerms> prefillTerms(int promptTokens, int chunk)
+{
+    std::array<double, ProbeObservation::kTerms> t{1, 0, 0, 0, 0};
+    const std::int64_t L = promptTokens;
+    const std::int64_t c = chunk > 0 ? chunk : std::max<std::int64_t>(1, L);
+    for (std::int64_t cached = 0; cached < L; cached += c) {
+        const std::int64_t fed = std::min(c, L - cached);
+        t[1] += 1;
+        t[2] += 1;
+        t[3] += double(fed);
+        t[4] += double(fed) * double(cached + fed);
+    }
+    return t;
+}
+
+namespace {
+
+using Terms = std::array<double, ProbeObservation::kTerms>;
+
+// Decode items of `streams` whose token events fall in (ta, tb]: event i
+// (i >= 1) fed token i − 1 at context prompt + i.
+void addDecodes(const std::vector<const ProbeRequest *> &streams, double ta, double tb, Terms &t)
+{
+    for (const ProbeRequest *s : streams) {
+        const auto &times = s->tokenTimesS;
+        auto it = std::upper_bound(times.begin(), times.end(), ta);
+        for (; it != times.end() && *it <= tb; ++it) {
+            const auto i = std::distance(times.begin(), it);
+            if (i == 0)
+                continue; // the first token came from the prefill
+            t[2] += 1;
+            t[3] += 1;
+            t[4] += double(s->promptTokens + i);
+        }
+    }
+}
+
+const ProbeRequest *clockOf(const std::vector<const ProbeRequest *> &streams, double from)
+{
+    const ProbeRequest *best = nullptr;
+    std::ptrdiff_t most = 0;
+    for (const ProbeRequest *s : streams) {
+        const auto n = std::distance(std::upper_bound(s->tokenTimesS.begin(), s->tokenTimesS.end(), from),
+                                     s->tokenTimesS.end());
+        if (n > most)
+            best = s, most = n;
+    }
+    return best;
+}
+
+void decodeBlocks(const std::vector<const ProbeRequest *> &streams, int block,
+                  std::vector<ProbeObservation> &out)
+{
+    if (streams.empty())
+        return;
+    double t0 = 0; // every stream decodes from here on
+    for (const ProbeRequest *s : streams)
+        t0 = std::max(t0, s->tokenTimesS.front());
+    const ProbeRequest *clock = clockOf(streams, t0);
+    if (!clock)
+        return;
+    const auto &ct = clock->tokenTimesS;
+    std::size_t k = std::size_t(std::lower_bound(ct.begin(), ct.end(), t0) - ct.begin());
+    // At most 4 blocks a round: a server that writes several token events in
+    // one go (or a client that reads them in one piece) blurs single steps;
+    // over a quarter of the round that blur is a small part of each row.
+    if (ct.size() > k + 1)
+        block = std::max(block, int((ct.size() - k - 1) / 4));
+    for (; k + std::size_t(block) < ct.size(); k += std::size_t(block)) {
+        ProbeObservation o;
+        o.phase = "decode";
+        o.terms[1] = block;
+        addDecodes(streams, ct[k], ct[k + std::size_t(block)], o.terms);
+        o.seconds = ct[k + std::size_t(block)] - ct[k];
+        if (o.seconds > 0 && o.terms[2] > 0)
+            out.push_back(o);
+    }
+}
+
+void mixedRows(const std::vector<const ProbeRequest *> &streams,
+               const std::vector<const ProbeRequest *> &probes, int chunk, bool prefillAlone,
+               std::vector<ProbeObservation> &out)
+{
+    for (const ProbeRequest *p : probes) {
+        if (!p->firstTokenS)
+            continue;
+        const ProbeRequest *clock = clockOf(streams, p->sentS);
+        if (!clock)
+            continue;
+        const auto &ct = clock->tokenTimesS;
+        // The clock's step gap, to tell the step that ran the prompt's last
+        // chunk from the next one (their events arrive about together).
+        std::vector<double> gaps;
+        for (std::size_t i = 1; i < ct.size(); ++i)
+            gaps.push_back(ct[i] - ct[i - 1]);
+        std::nth_element(gaps.begin(), gaps.begin() + std::ptrdiff_t(gaps.size() / 2), gaps.end());
+        const double half = gaps.empty() ? 0 : gaps[gaps.size() / 2] / 2;
+        const auto a = std::upper_bound(ct.begin(), ct.end(), p->sentS);
+        const auto b = std::lower_bound(ct.begin(), ct.end(), *p->firstTokenS - half);
+        if (a == ct.begin() || b == ct.end() || b < a)
+            continue;
+        const double ta = *(a - 1), tb = *b;
+        ProbeObservation o;
+        o.phase = "mixed";
+        o.terms[1] = double(std::distance(a - 1, b));
+        addDecodes(streams, ta, tb, o.terms);
+        const Terms pre = prefillTerms(p->promptTokens, chunk);
+        // A chunk step is one of the decode streams' steps, or (a server
+        // that prefills alone) a step of its own between two of theirs.
+        for (int i = prefillAlone ? 1 : 2; i < ProbeObservation::kTerms; ++i)
+            o.terms[std::size_t(i)] += pre[std::size_t(i)];
+        o.seconds = tb - ta;
+        if (o.seconds > 0 && o.terms[1] > 0)
+            out.push_back(o);
+    }
+}
+
+} // namespace
+
+bool prefillAlone(const std::string &server)
+{
+    return server == "tgi" || server == "sglang";
+}
+
+std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> &requests, int chunk,
+                                                bool streaming, int block, bool prefillAlone)
+{
+    std::map<int, std::vector<const ProbeRequest *>> rounds;
+    for (const ProbeRequest &r : requests)
+        if (r.ok)
+            rounds[r.round].push_back(&r);
+    std::vector<ProbeObservation> out;
+    for (const auto &[round, rs] : rounds) {
+        const std::string &phase = rs.front()->phase;
+        if (phase == "prefill" || (!streaming && phase == "decode")) {
+            for (const ProbeRequest *r : rs) {
+                const double until = streaming ? r->firstTokenS.value_or(-1) : r->endS;
+                if (until <= r->sentS || r->concurrency != 1)
+                    continue;
+                ProbeObservation o;
+                o.phase = phase;
+                o.terms = prefillTerms(r->promptTokens, chunk);
+                for (int e = 1; !streaming && e < r->outputTokens; ++e) { // whole answers: the decodes too
+                    o.terms[1] += 1;
+                    o.terms[2] += 1;
+                    o.terms[3] += 1;
+                    o.terms[4] += double(r->promptTokens + e);
+                }
+                o.seconds = until - r->sentS;
+                out.push_back(o);
+            }
+        } else if (phase == "decode") {
+            std::vector<const ProbeRequest *> streams;
+            for (const ProbeRequest *r : rs)
+                if (r->tokenTimesS.size() >= 2)
+                    streams.push_back(r);
+            if (streams.size() == rs.front()->concurrency * 1u)
+                decodeBlocks(streams, block, out);
+        } else if (phase == "mixed") {
+            std::vector<const ProbeRequest *> streams, probes;
+            for (const ProbeRequest *r : rs)
+                (r->stream ? streams : probes).push_back(r);
+            std::erase_if(streams, [](const ProbeRequest *s) { return s->tokenTimesS.size() < 2; });
+            mixedRows(streams, probes, chunk, prefillAlone, out);
+        }
+    }
+    return out;
+}
+
+std::vector<ProbeObservation> sessionObservations(const std::vector<StoredRequest> &requests, int chunk)
+{
+    struct Span {
+        double arrival, first, end;
+        int prompt, out;
+    };
+    std::vector<Span> spans;
+    for (const StoredRequest &r : requests)
+        if (r.status == StatusCode::Ok && r.timeToFirstToken > Duration::zero() &&
+            r.total > r.timeToFirstToken)
+            spans.push_back({toSeconds(r.arrival), toSeconds(r.arrival + r.timeToFirstToken),
+                             toSeconds(r.arrival + r.total), r.inputTokens, r.outputTokens});
+    std::sort(spans.begin(), spans.end(), [](const Span &a, const Span &b) { return a.first < b.first; });
+    std::vector<ProbeObservation> out;
+    for (const Span &r : spans) {
+        if (r.out < 2)
+            continue;
+        ProbeObservation o;
+        o.phase = "session";
+        o.terms[1] = r.out - 1;
+        o.seconds = r.end - r.first;
+        for (const Span &j : spans) {
+            if (j.first > r.end)
+                break;
+            if (j.end <= r.first)
+                continue;
+            // j's decodes, spread evenly over its decode span
+            const double lo = std::max(r.first, j.first), hi = std::min(r.end, j.end);
+            const double span = j.end - j.first;
+            if (hi > lo && span > 0 && j.out > 1) {
+                const double decodes = (j.out - 1) * (hi - lo) / span;
+                const double fromIndex = 1 + (j.out - 1) * (lo - j.first) / span;
+                const double toIndex = 1 + (j.out - 1) * (hi - j.first) / span;
+                o.terms[2] += decodes;
+                o.terms[3] += decodes;
+                o.terms[4] += decodes * (j.prompt + (fromIndex + toIndex) / 2);
+            }
+            // j's prompt ran in a step of r's window when its first token came in it
+            if (&j != &r && j.first > r.first && j.first <= r.end) {
+                const Terms pre = prefillTerms(j.prompt, chunk);
+                for (int i = 2; i < ProbeObservation::kTerms; ++i)
+                    o.terms[std::size_t(i)] += pre[std::size_t(i)];
+            }
+        }
+        if (o.seconds > 0)
+            out.push_back(o);
+    }
+    return out;
+}
+
+} // namespace bp

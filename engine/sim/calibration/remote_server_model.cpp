@@ -1,0 +1,146 @@
+#include "engine/sim/calibration/remote_server_model.h"
+
+#include "engine/config/server_command.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace bp {
+
+namespace {
+
+// The settings of a kind that the probe can see acting as a cap.
+struct ProbeKnobs {
+    const char *running = nullptr; // sequences running at once
+    const char *tokens = nullptr;  // tokens in one step (a prefill chunk)
+};
+
+ProbeKnobs probeKnobs(ServerKind kind)
+{
+    switch (kind) {
+    case ServerKind::Vllm: return {"max_num_seqs", "max_num_batched_tokens"};
+    case ServerKind::Sglang: return {"max_running_requests", "chunked_prefill_size"};
+    case ServerKind::Tgi: return {"max_batch_size", nullptr};
+    default: return {};
+    }
+}
+
+std::string whole(double v)
+{
+    return std::to_string(std::llround(v));
+}
+
+// The scheduler's settings of `c`, in the server's names and order.
+std::vector<std::pair<std::string, std::string>> schedulerSettings(const BatchingConfig &c)
+{
+    auto out = serverModelSettings(c.server);
+    if (c.server.kind == ServerKind::Triton) {
+        const auto us = std::chrono::duration_cast<std::chrono::microseconds>(c.maxQueueDelay).count();
+        out.insert(out.begin(), {{"max_batch_size", std::to_string(c.maxBatchSize)},
+                                 {"max_queue_delay_microseconds", std::to_string(us)}});
+    }
+    return out;
+}
+
+// The KV settings' names: where a KV capacity read or measured lands.
+bool isKvSetting(const std::string &name)
+{
+    return name == "kv_cache_tokens" || name == "max_total_tokens" || name == "max_batch_total_tokens";
+}
+
+} // namespace
+
+int serverPrefillChunk(const BatchingConfig &c)
+{
+    switch (c.server.kind) {
+    case ServerKind::Vllm: return c.server.vllm.enableChunkedPrefill ? c.server.vllm.maxNumBatchedTokens : 0;
+    case ServerKind::Sglang: return std::max(0, c.server.sglang.chunkedPrefillSize);
+    default: return 0;
+    }
+}
+
+bool simulatesServerModel(const RemoteCalibration &calibration)
+{
+    const auto kind = parseServerKind(calibration.server);
+    return kind && *kind != ServerKind::BatchPilot;
+}
+
+Result<RemoteServerModel> remoteServerModel(const RemoteCalibration &cal, const ServerSettings *given)
+{
+    RemoteServerModel out;
+    out.server = cal.server;
+    const std::optional<ServerKind> kind = parseServerKind(cal.server);
+    // 1 and 2: the settings given, over those the calibration read.
+    ServerSettings merged = cal.settings;
+    std::map<std::string, std::string> origin;
+    for (const auto &[key, value] : cal.settings.settings.items())
+        origin[key] =
+            "read: " + (cal.settings.source.empty() ? std::string("the server") : cal.settings.source);
+    if (given) {
+        for (const auto &[key, value] : given->settings.items()) {
+            merged.settings[key] = value;
+            origin[key] = given->source.empty() ? std::string("given") : given->source;
+        }
+        for (const auto &[key, value] : given->knobs.items())
+            merged.knobs[key] = value;
+        if (given->kvCapacityTokens)
+            merged.kvCapacityTokens = given->kvCapacityTokens;
+        if (given->maxModelLen)
+            merged.maxModelLen = given->maxModelLen;
+    }
+    if (!kind || *kind == ServerKind::BatchPilot) {
+        auto c = serverCurrentConfig(cal.server, merged, cal.limits.kvCapacityTokens);
+        if (!c)
+            return c.status();
+        out.config = *c;
+        return out;
+    }
+    // 3: the probe, where it saw a cap and nothing above said otherwise.
+    const ObservedLimits &l = cal.limits;
+    const ProbeKnobs probe = probeKnobs(*kind);
+    if (probe.running && !merged.settings.contains(probe.running) && l.runningIsCap && l.maxRunning &&
+        *l.maxRunning >= 1) {
+        merged.settings[probe.running] = std::llround(*l.maxRunning);
+        origin[probe.running] =
+            "probe: " + whole(*l.maxRunning) + " ran while requests waited (running_is_cap)";
+    }
+    if (probe.tokens && !merged.settings.contains(probe.tokens) && l.tokensPerStepBound && l.longestPrompt &&
+        *l.tokensPerStepBound >= 1 && *l.tokensPerStepBound < *l.longestPrompt) {
+        merged.settings[probe.tokens] = std::llround(*l.tokensPerStepBound);
+        origin[probe.tokens] = "probe: no step had more than " + whole(*l.tokensPerStepBound) +
+                               " tokens, though a prompt of " + whole(*l.longestPrompt) + " was sent";
+    }
+    auto c = serverCurrentConfig(cal.server, merged, l.kvCapacityTokens);
+    if (!c)
+        return c.status();
+    out.config = *c;
+    const bool kvRead = merged.kvCapacityTokens.has_value() || merged.settings.contains("num_gpu_blocks") ||
+                        merged.settings.contains("num_gpu_blocks_override");
+    for (auto &[name, value] : schedulerSettings(out.config)) {
+        std::string from;
+        if (const auto it = origin.find(name); it != origin.end())
+            from = it->second;
+        else if (isKvSetting(name) && kvRead)
+            from = "read: " + (merged.source.empty() ? std::string("the server") : merged.source);
+        else if (isKvSetting(name) && l.kvCapacityTokens)
+            from = "probe: tokens in flight / KV usage";
+        else
+            from = cal.server + "'s default";
+        out.origins.push_back({name, value, from});
+    }
+    return out;
+}
+
+std::string RemoteServerModel::describe() const
+{
+    std::string s;
+    for (const SettingOrigin &o : origins) {
+        if (!s.empty())
+            s += ", ";
+        s += o.name + "=" + o.value + " (" + o.origin + ")";
+    }
+    return s;
+}
+
+} // namespace bp

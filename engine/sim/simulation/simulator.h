@@ -1,0 +1,170 @@
+// The simulator: the engine's executor step (engine/exec/engine_core.h) on a
+// virtual clock, over a cost-model backend (cost_backend.h) whose run
+// charges the calibration's predicted time instead of computing. Nothing is
+// computed; an hour of trace takes about a second. What it keeps of its own
+// is only what a simulation needs and the engine has not:
+//  - the event queue: arrivals, the end of each running unit, the time an
+//    executor is free again, the scheduler's next wake-up, samples;
+//  - `instances` virtual executors: a unit is formed only when one is free
+//    (the engine's leader is an idle executor), so under load requests keep
+//    accumulating into larger batches; with every executor busy nothing is
+//    decided, so deadlines expire at the next decision, as in the engine;
+//  - the noise draws: each unit's cost times a residual of the fit
+//    (SimulatorOptions::costNoise), the contention slowdown of units that
+//    run at once (CostModel::slowdownAt), and the scheduler lateness an idle
+//    executor pays when it wakes (CostModel::dispatchLateness);
+//  - the serving overhead: an executor is busy for the calibration's
+//    per-batch (per-step) overhead after its unit's model call.
+// Everything else — admission and validation, the bounded queue, every
+// policy and the adaptive delay, the continuous scheduler with its KV budget
+// and preemption, the response cache, the SLO controller and its config
+// history, the outcome of every unit (TTFT, TPOT, inter-token gaps), metrics
+// and the snapshot with its KV gauges — is the engine's own code, so a
+// change to the engine is a change to the simulator.
+//
+// Drain at the end: when every arrival is in, the engine shuts down (Drain):
+// partial batches leave; static without flush-on-drain fails them. Cancel:
+// shutdown (Fail): queued requests fail, units in flight finish.
+//
+// What it does not model: CPU contention beyond what the calibration
+// measured (a unit is not re-timed when another starts or ends while it
+// runs), out-of-memory splits (the cost backend never runs out), client
+// cancellation, and content: a trace has lengths, not tokens, so the
+// response cache never hits (each request's tokens are distinct) — except
+// for the prefix blocks a trace names (SimArrival::blocks) and the context
+// a conversation's turns share, which are the same ids the replayer sends.
+//
+// Records: every unit and request produces the same BatchRecord /
+// RequestRecord the engine would, sent to `observer` (a TraceSink), and a
+// metric sample (the engine's snapshot) every virtual second.
+// Not thread-safe; run() blocks the calling thread.
+#pragma once
+
+#include "engine/sim/calibration/cost_model.h"
+#include "engine/sim/simulation/cost_backend.h"
+#include "engine/sim/simulation/router.h"
+
+#include "engine/core/records.h"
+#include "engine/metrics/snapshot.h"
+#include "engine/sched/scheduler.h"
+#include "engine/workload/trace_csv.h"
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace bp {
+
+struct SimArrival {
+    Duration offset{};   // from the simulation's start (a follow-up turn: not used)
+    int inputTokens = 1; // a follow-up turn: its new text
+    int maxNewTokens = 0;
+    std::uint64_t id = 0; // 0 = position + 1
+    int priority = 0;
+    std::optional<Duration> timeout; // deadline = arrival + timeout
+    // The trace's prefix blocks (hash ids, blockTokens each): the prompt's
+    // leading ids are the blocks' (prefix_tokens.h), as in the replayer; a
+    // fleet's router keys on them (prefixKeyOf(); none: no key).
+    PrefixBlocks blocks{};
+    int blockTokens = 0;
+    // Multi-turn (ReplayPlan's PlannedRequest): positions of the previous
+    // and next turn in `arrivals` (-1: none). A follow-up is released
+    // `think` after its previous turn completes on the virtual clock; its
+    // prompt is the previous prompt + answer + its own text.
+    std::ptrdiff_t previous = -1;
+    std::ptrdiff_t next = -1;
+    Duration think{};
+    std::int64_t conversation = 0;
+    int turn = 0;
+};
+
+// One replica's share of a fleet simulation (SimulatorOptions::replicas).
+struct ReplicaFigures {
+    int replica = 0;
+    std::size_t routed = 0;    // requests the router sent to it
+    std::size_t completed = 0; // ok
+    std::size_t failed = 0;    // refused, expired or shut down
+    std::size_t batches = 0;   // units (batches or steps)
+    double busyS = 0;          // Σ of its units' model time (virtual seconds)
+    int peakOutstanding = 0;   // routed and not yet ended, at most
+    std::int64_t peakKvTokens = 0;
+    std::uint64_t preemptions = 0;
+    std::uint64_t outputTokens = 0;
+};
+
+struct SimOutcome {
+    std::size_t submitted = 0;
+    std::size_t clamped = 0; // follow-up turns whose grown prompt was cut to the model's length
+    std::size_t accepted = 0;
+    std::size_t rejected = 0;  // refused at admission
+    std::size_t completed = 0; // ok
+    std::size_t failed = 0;    // accepted, then not ok (expired, shut down, out of range)
+    std::size_t batches = 0;
+    std::size_t configChanges = 0; // by the SLO controller (the config history's changes)
+    std::uint64_t preemptions = 0; // continuous: sequences preempted by the KV budget
+    TimePoint end{};               // the last completion (virtual)
+    bool cancelled = false;
+    Snapshot last; // the final snapshot (with replicas: fleetSnapshot() of theirs)
+    // Per replica (one entry for a single engine), and the router's queue:
+    // requests that waited there for a replica below routerQueueLimit.
+    std::vector<ReplicaFigures> replicas;
+    std::size_t routerQueued = 0;
+    Duration routerWaitTotal{}, routerWaitMax{};
+    Router::Counters router;
+};
+
+struct SimulatorOptions {
+    BatchingConfig config; // validated by the caller
+    ModelLimits limits;
+    CostModel cost;
+    OutputKind output = OutputKind::None;
+    int positions = 0; // Generated: input + new tokens must fit (0 = no limit)
+    CostNoise costNoise = CostNoise::None;
+    std::uint64_t noiseSeed = 1;
+    TimePoint start{std::chrono::seconds(1000)};
+    // Receives the records (the session's TraceSink). Not owned; may be null.
+    EngineObserver *observer = nullptr;
+    // Every samplePeriod of virtual time, and once at the end: the engine
+    // snapshot the MetricSampler would have taken. Zero period: at the end only.
+    std::function<void(const Snapshot &)> onSample;
+    Duration samplePeriod = std::chrono::seconds(1);
+    // Called every progressEvery arrivals with the counts so far.
+    std::function<void(const SimOutcome &soFar)> onProgress;
+    std::size_t progressEvery = 4096;
+    const std::atomic<bool> *cancel = nullptr; // checked between arrivals
+    // A fleet (issue 26): `replicas` engines, each with this config, its own
+    // scheduler, KV budget and executors and the same cost model, on one
+    // virtual clock and one event queue, behind a router (router.h). Each
+    // arrival is routed when it arrives, unless routerQueueLimit > 0: then a
+    // replica takes at most that many outstanding requests and the rest wait
+    // in the router's FIFO queue (their queue wait includes it) — with
+    // limit 1 and policy none, the fleet is an M/D/c queue. Records carry
+    // the replica (BatchRecord/RequestRecord::replica); batch ids are
+    // renumbered so they stay unique across replicas (local k of replica r
+    // of N: (k − 1)·N + r + 1). Config changes are reported for replica 0.
+    int replicas = 1;
+    RouterOptions router;
+    int routerQueueLimit = 0;
+};
+
+// The fleet's snapshot for a metric sample: counters, rates and depths
+// summed; busy fraction the mean; window latency percentiles the largest
+// of the replicas' (conservative), means weighted by their counts. One
+// snapshot: itself.
+Snapshot fleetSnapshot(std::span<const Snapshot> replicas);
+
+class Simulator {
+public:
+    explicit Simulator(SimulatorOptions options);
+    // `arrivals` in offset order.
+    SimOutcome run(std::span<const SimArrival> arrivals);
+
+private:
+    struct Impl;
+    SimulatorOptions m_options;
+};
+
+} // namespace bp
