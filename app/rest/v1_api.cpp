@@ -6,6 +6,7 @@
 #include "app/report/report_pdf.h"
 #include "engine/config/config_json.h"
 #include "engine/core/nvtx.h"
+#include "engine/metrics/metrics_json.h"
 
 #include <QUrlQuery>
 

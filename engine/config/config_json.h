@@ -24,7 +24,6 @@
 #include "config_patch.h"
 #include "engine/core/batching_config.h"
 #include "engine/core/result.h"
-#include "engine/metrics/snapshot.h"
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -41,9 +40,5 @@ Result<BatchingConfig> configFromJson(const nlohmann::json &json, const Batching
 Result<ConfigPatch> patchFromJson(const nlohmann::json &json);
 // Reads and parses a config file (see above); errors name the file.
 Result<BatchingConfig> loadConfigFile(const std::string &path, const BatchingConfig &base = {});
-
-nlohmann::json toJson(const LatencySummary &summary);
-nlohmann::json toJson(const BatchRecord &batch);
-nlohmann::json toJson(const Snapshot &snapshot);
 
 } // namespace bp

@@ -1,5 +1,5 @@
 // Entry point of the libtorch backends for the model registry
-// (engine/model/model_registry.cpp). Torch-free header: including it costs nothing.
+// (engine/torch/model_registry.cpp). Torch-free header: including it costs nothing.
 //
 // Names:
 //   builtin:tiny-encoder   transformer encoder classifier (tiny_encoder.h)

@@ -1,9 +1,9 @@
-#include "model_registry.h"
+#include "engine/model/model_registry.h"
 
-#include "device_check.h"
+#include "engine/model/device_check.h"
 
 #ifdef BATCHPILOT_HAVE_TORCH
-#include "engine/torch/torch_models.h"
+#include "torch_models.h"
 #endif
 
 namespace bp {
@@ -38,7 +38,8 @@ Result<DeviceCheckReport> checkDevice(const std::string &device, bool decoder)
     return checkTorchDevice(device, decoder);
 #else
     (void)decoder;
-    return Status(StatusCode::Unavailable, "checking device " + device + " needs libtorch (BATCHPILOT_TORCH=OFF)");
+    return Status(StatusCode::Unavailable,
+                  "checking device " + device + " needs libtorch (BATCHPILOT_TORCH=OFF)");
 #endif
 }
 
