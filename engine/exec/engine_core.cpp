@@ -3,7 +3,7 @@
 // executor_step.cpp.
 #include "engine_core.h"
 
-#include "outcome.h"
+#include "engine/sched/outcome.h"
 
 #include <functional>
 #include <utility>

@@ -4,7 +4,7 @@
 #include "engine_core.h"
 
 #include "engine/core/nvtx.h"
-#include "outcome.h"
+#include "engine/sched/outcome.h"
 
 #include <string>
 #include <utility>

@@ -1,6 +1,6 @@
 #include "batcher.h"
 
-#include "engine/exec/outcome.h"
+#include "engine/sched/outcome.h"
 
 #include <algorithm>
 #include <climits>

@@ -85,7 +85,7 @@ private:
     std::variant<Batch, StepWork> m_work;
 };
 
-// The memory guard's account of a run (engine/exec/memory_guard.h).
+// The memory guard's account of a run (the executor's MemoryGuard fills it).
 struct GuardedRun {
     // The status of the whole unit: non-OK only when nothing ran (per
     // sequence statuses are in the results / outcomes).

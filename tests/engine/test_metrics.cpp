@@ -2,7 +2,7 @@
 // documented 1.6% error, windowed rates on a fake clock, padding efficiency;
 // token-level figures (TPOT, ITL, goodput against the goodput SLO) and the
 // step counters of policy `continuous`.
-#include "engine/exec/outcome.h"
+#include "engine/sched/outcome.h"
 #include "engine/metrics/metrics.h"
 
 #include <QtTest>

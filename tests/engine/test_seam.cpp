@@ -7,7 +7,7 @@
 #include "engine/exec/engine.h"
 #include "engine/exec/interceptors.h"
 #include "engine/exec/memory_guard.h"
-#include "engine/exec/outcome.h"
+#include "engine/sched/outcome.h"
 #include "engine/sched/batcher.h"
 #include "engine/sched/scheduler.h"
 

@@ -4,7 +4,7 @@
 // wrong, proposes bucket edges from a length distribution, bisects capacity,
 // and on a real simulation recommends a config that meets the SLO with a
 // capacity no higher than the server's analytic limit.
-#include "engine/exec/outcome.h"
+#include "engine/sched/outcome.h"
 #include "engine/sim/tune/tuner.h"
 
 #include <QtTest>

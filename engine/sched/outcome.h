@@ -6,9 +6,8 @@
 
 #include "engine/core/records.h"
 #include "engine/model/backend.h"
-#include "engine/sched/scheduler.h"
-#include "engine/sched/work_unit.h"
-#include "memory_guard.h"
+#include "scheduler.h"
+#include "work_unit.h"
 
 #include <string>
 #include <vector>
