@@ -1,5 +1,6 @@
 #include "commands.h"
 
+#include "cmd_autoscale.h"
 #include "cmd_calibrate.h"
 #include "cmd_interop.h"
 #include "cmd_plan.h"
@@ -206,6 +207,34 @@ const std::vector<Command> &commands()
           {"no-store", "", "do not store the plan in the trace database"},
           {"json", "", "print the plan as JSON"}},
          runPlan},
+        {"autoscale",
+         "advise on a live fleet: every period, scrape each server's /metrics and print what an autoscaler "
+         "policy would do and why (changes nothing)",
+         "--watch URL[,URL...] [OPTIONS]",
+         {{"watch", "URL[,URL...]",
+           "the servers (vLLM, TGI, SGLang, Triton or BatchPilot) whose /metrics to read"},
+          {"policy", "P", "reactive (default: HPA's algorithm on --metric), scheduled or predictive"},
+          {"metric", "M", "reactive: queue (default), running, kv or rate, averaged per replica"},
+          {"target", "X",
+           "reactive: the metric's target per replica (default queue 4, running 32, kv 0.7, rate 1)"},
+          {"tolerance", "F", "reactive: no change while value/target is within 1 +- F (default 0.1)"},
+          {"up-window", "LEN", "scale-up stabilization window (default 0)"},
+          {"down-window", "LEN", "scale-down stabilization window (default 300s)"},
+          {"min", "N", "fewest replicas (default 1)"},
+          {"max", "N", "most replicas (default 8)"},
+          {"schedule", "N,N,...", "scheduled: replicas per slot, repeating (plan's hour-of-day schedule)"},
+          {"slot", "LEN", "scheduled: a slot's length (default 1h)"},
+          {"lead", "LEN", "scheduled: ask for a slot this early, a cold start (default 180s)"},
+          {"replica-rate", "R", "predictive: requests/s one replica serves within the SLO"},
+          {"horizon", "LEN", "predictive: forecast this far ahead, a cold start (default 180s)"},
+          {"alpha", "A", "predictive: Holt's level smoothing (default 0.5)"},
+          {"beta", "B", "predictive: Holt's trend smoothing (default 0.3)"},
+          {"headroom", "H", "predictive: replicas for H times the forecast (default 1)"},
+          {"period", "LEN", "the decision period (default 15s, HPA's sync period)"},
+          {"count", "N", "stop after N rounds (default 40: 10 minutes at 15s)"},
+          {"token", "T", "bearer token for the servers' /metrics"},
+          {"json", "", "print each round as one JSON line"}},
+         runAutoscale},
         {"report",
          "write a session report: report SESSION -o FILE.html|FILE.pdf|FILE.json",
          "SESSION -o FILE.html|FILE.pdf|FILE.json [OPTIONS]",

@@ -17,6 +17,25 @@ std::string detectServer(const prom::Exposition &e)
     return {};
 }
 
+std::optional<double> requestsCounter(const prom::Exposition &e, std::string_view server)
+{
+    if (server == "vllm")
+        return e.sum("vllm:request_success_total");
+    if (server == "tgi")
+        return e.sum("tgi_request_count");
+    if (server == "sglang")
+        return e.sum("sglang:num_requests_total");
+    if (server == "batchpilot")
+        return e.sum("batchpilot_requests_accepted_total");
+    if (server == "triton") {
+        const auto ok = e.sum("nv_inference_request_success"), failed = e.sum("nv_inference_request_failure");
+        if (!ok && !failed)
+            return std::nullopt;
+        return ok.value_or(0) + failed.value_or(0);
+    }
+    return std::nullopt;
+}
+
 std::optional<double> TargetMetricsMapper::deltaRatio(const std::string &key, std::optional<double> numerator,
                                                       std::optional<double> denominator)
 {

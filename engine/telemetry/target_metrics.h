@@ -45,13 +45,24 @@
 #include "target_sample.h"
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace bp {
 
 // "vllm", "triton", "tgi", "sglang", "batchpilot", or "" when the
 // exposition has none of their metrics.
 std::string detectServer(const prom::Exposition &exposition);
+
+// The server's counter of requests, for a request rate between two scrapes
+// (an autoscaler's `rate` metric): vLLM vllm:request_success_total
+// (finished requests: vLLM counts no arrivals), TGI tgi_request_count
+// (received), SGLang sglang:num_requests_total (finished), Triton
+// nv_inference_request_success + nv_inference_request_failure (finished),
+// BatchPilot batchpilot_requests_accepted_total (admitted). nullopt when the
+// exposition has none.
+std::optional<double> requestsCounter(const prom::Exposition &exposition, std::string_view server);
 
 class TargetMetricsMapper {
 public:

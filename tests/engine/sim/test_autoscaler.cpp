@@ -2,6 +2,7 @@
 // stabilization windows, bounds, starting replicas at zero), a plan's
 // schedule asked for a cold start early, and Holt's forecast ahead of a ramp.
 #include "engine/sim/fleet/autoscaler.h"
+#include "engine/sim/fleet/fleet_watch.h"
 
 #include <QtTest>
 
@@ -149,6 +150,47 @@ private slots:
         QCOMPARE(reacted, 10);
         QCOMPARE(predicted, 15);
         QVERIFY(std::abs(p.forecast() - 29) < 2);
+    }
+
+    void aRoundOfScrapesIsOneObservation()
+    {
+        const auto scrape = [](std::string url, std::string text) {
+            auto parsed = prom::parse(text);
+            if (!parsed)
+                qFatal("%s", parsed.status().message().c_str());
+            return ServerScrape{std::move(url), std::move(*parsed), {}};
+        };
+        const auto vllm = [](int served) {
+            return "vllm:num_requests_waiting{model_name=\"m\"} 3\n"
+                   "vllm:num_requests_running{model_name=\"m\"} 5\n"
+                   "vllm:kv_cache_usage_perc{model_name=\"m\"} 0.5\n"
+                   "vllm:request_success_total{finished_reason=\"length\"} " +
+                   std::to_string(served) + "\n";
+        };
+        const auto batchpilot = [](int accepted) {
+            return "batchpilot_queue_depth 2\nbatchpilot_waiting_sequences 2\nbatchpilot_running_sequences "
+                   "4\n"
+                   "batchpilot_kv_cache_usage_ratio 0.3\nbatchpilot_requests_accepted_total " +
+                   std::to_string(accepted) + "\n";
+        };
+        FleetObserver observer;
+        FleetObservation o = observer.observe(100, {scrape("a", vllm(100)), scrape("b", batchpilot(50))});
+        QCOMPARE(o.ready, 2);
+        QCOMPARE(o.waiting, 5.0);
+        QCOMPARE(o.running, 9.0);
+        QVERIFY(std::abs(o.kvUsage - 0.4) < 1e-9);
+        QCOMPARE(o.arrivalRate, 0.0); // no counter to difference yet
+        // 10 s later: 30 and 10 more requests; a third server does not answer.
+        o = observer.observe(110, {scrape("a", vllm(130)), scrape("b", batchpilot(60)),
+                                   ServerScrape{"c", std::nullopt, "connection refused"}});
+        QCOMPARE(o.ready, 2);
+        QVERIFY(std::abs(o.arrivalRate - 4.0) < 1e-9);
+        QCOMPARE(observer.readings().size(), std::size_t(3));
+        QCOMPARE(observer.readings()[0].server, std::string("vllm"));
+        QCOMPARE(observer.readings()[2].error, std::string("connection refused"));
+        // A restarted server (its counter went down) starts its rate over.
+        o = observer.observe(120, {scrape("a", vllm(5)), scrape("b", batchpilot(70))});
+        QVERIFY(std::abs(o.arrivalRate - 1.0) < 1e-9);
     }
 
     void badKnobsAreRefusedWithAReason()
