@@ -39,119 +39,50 @@
 //    ones are evicted LRU when the room is needed. A live change of the
 //    block size (or turning caching off) drops the cache at the next
 //    decision; sequences then running go on without caching.
-// One step is in flight at a time. Not thread-safe (see Scheduler).
+// The books (sequence_books.h) keep the sequences, KV, admission,
+// completion and deadlines, with the pool and prefix-cache parts; this
+// class is BatchPilot's policy on them: decide(). One step is in flight at a
+// time. Not thread-safe (see Scheduler).
 #pragma once
 
-#include "engine/model/backend.h"
-#include "prefix_cache.h"
-#include "rate_estimator.h"
-#include "scheduler.h"
-#include "work_unit.h"
-
-#include <deque>
-#include <memory>
-#include <optional>
-#include <vector>
+#include "sequence_books.h"
 
 namespace bp {
 
-class ContinuousScheduler : public Scheduler {
+class ContinuousScheduler final : public SequenceBooks {
 public:
     // `model` must outlive the scheduler; it is called (release()) under the
     // engine lock.
     // `ids`: the engine's unit ids (null: a fresh sequence from 1).
     ContinuousScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
                         std::shared_ptr<UnitIds> ids = nullptr);
-    ~ContinuousScheduler() override;
-
-    Status admit(Pending &pending, TimePoint now) override;
-    Poll poll(TimePoint now, bool draining, bool mayDispatch = true) override;
-    bool finished(WorkUnit &unit, UnitRun &run, TimePoint now, UnitDone &done) override;
-    void reconfigure(const BatchingConfig &config, std::uint64_t version) override;
-    std::vector<Pending> takeAll() override;
-
-    // Waiting and running sequences together (the engine drains until 0).
-    std::size_t size() const override { return m_waiting.size() + m_running.size(); }
-    // One queue: the waiting requests (iteration gauges have the rest).
-    SchedulerGauges gauges(TimePoint now) const override;
-    IterationGauges iterationGauges() const;
-
-    std::size_t waiting() const { return m_waiting.size(); }
-    std::size_t running() const { return m_running.size(); }
-    // Tokens this scheduler counts in KV caches (its own books): the running
-    // sequences' own tokens and the prefix cache's blocks, shared ones once.
-    // Without prefix caching it equals the model's cachedTokens() between
-    // steps.
-    std::int64_t kvTokens() const { return m_kvTokens + (m_prefix ? m_prefix->tokens() : 0); }
-    std::uint64_t preemptions() const { return m_preemptions; }
-    // The prefix cache in force; nullptr when prefix caching is off (or the
-    // model does not cache prefixes).
-    const PrefixCache *prefixCache() const { return m_prefix.get(); }
 
 private:
-    struct Sequence;
-    using SequencePtr = std::unique_ptr<Sequence>;
+    // The step being decided: what is left of the token budget and of the
+    // KV room.
+    struct Plan;
 
-    Status check(const Request &request, TimePoint now) const;
-    void enqueueWaiting(SequencePtr s);
-    void preempt(std::size_t runningIndex);
-    void release(Sequence &s);
-    // Completes `s` (removed from its list by the caller) into `done`.
-    void complete(SequencePtr s, Status status, TimePoint now, UnitDone &done);
-    bool fitsKv(std::int64_t tokens) const;
-    // The KV budget in tokens (0 = unlimited): kv_cache_tokens, capped by
-    // the model's pool and rounded down to whole blocks.
-    std::int64_t kvBudget() const;
-    // What the budget is called in a message: kv_cache_tokens, or the pool.
-    std::string budgetName() const;
-    // `tokens` rounded up to whole pool blocks (the model's granule; 1 when
-    // it has no pool).
-    std::int64_t roundUp(std::int64_t tokens) const { return (tokens + m_granule - 1) / m_granule * m_granule; }
-    // KV `s` takes on when `tokens` more of its context are fed.
-    std::int64_t kvGrowth(const Sequence &s, std::int64_t tokens) const;
-    // The model's pool, read at construction and at every reconfigure.
-    void readPool();
-    // OutOfRange when `s` can never fit the current KV budget (its prompt
-    // plus max_new_tokens exceed kv_cache_tokens), else nullopt.
-    std::optional<Status> neverFits(const Sequence &s) const;
+    Status checkModel(const Request &request) const override;
+    void decide(TimePoint now, StepWork &step, std::vector<Failure> &failed) override;
+    // kv_cache_tokens, capped by the model's pool and rounded down to whole
+    // blocks.
+    std::int64_t kvBudget() const override { return cappedByPool(m_config.continuous.kvCacheTokens); }
 
-    // Prefix caching (continuous_prefix.cpp).
-    // Builds, rebuilds (block size changed) or drops the cache as the config
-    // says; only between steps.
-    void syncPrefixCache();
-    // Evicts unreferenced blocks while the KV budget is exceeded.
-    void evictOverflow();
-    // With a pool: evicts unreferenced blocks until `tokens` more fit the
-    // pool itself (a step is about to fill them; the books counted the
-    // unreferenced blocks as room).
-    void makeRoom(std::int64_t tokens);
-    // The cached blocks `s` may start from (empty when caching is off).
-    PrefixCache::Match lookupPrefix(const Sequence &s) const;
-    // The blocks of `s` that `tokens` more tokens complete, for StepItem::publish.
-    std::vector<KvBlock> blocksToPublish(const Sequence &s, std::int64_t tokens) const;
-    // After a successful step: the blocks `s` published enter the cache.
-    void adoptPublished(Sequence &s, const std::vector<KvBlock> &published);
-    // Drops the references `s` holds to cached blocks.
-    void releaseBlocks(Sequence &s);
-    std::int64_t unreferencedTokens() const { return m_prefix ? m_prefix->unreferencedTokens() : 0; }
-
-    ModelLimits m_limits;
-    StepModel &m_model;
-    std::uint64_t m_configVersion = 1;
-    std::deque<SequencePtr> m_waiting;  // join order: front first
-    std::vector<SequencePtr> m_running; // in the order they joined
-    // Tokens the running sequences hold outside cached blocks, in whole pool
-    // blocks (kvTokens() adds the cache's).
-    std::int64_t m_kvTokens = 0;
-    std::int64_t m_granule = 1;    // the pool's block size (1: no pool)
-    std::int64_t m_poolTokens = 0; // the pool's capacity (0: no pool)
-    std::unique_ptr<PrefixCache> m_prefix;
-    TimePoint m_now{}; // of the latest poll() or finished(): the cache's LRU stamps
-    std::uint64_t m_nextSequenceId = 1;
-    std::uint64_t m_nextSeq = 1;
-    std::uint64_t m_preemptions = 0;
-    int m_preemptedUnreported = 0; // preempted since the last step handed out
-    RateEstimator m_rate;
+    // The steps of decide().
+    // Preempts the most recently joined until every running sequence has
+    // room for one more token; how many it preempted.
+    int preemptForNextTokens();
+    // The running sequences that decode (or prefill) feed, in join order.
+    void feedRunning(Plan &plan, bool decodes);
+    // Waiting sequences join while the budget, max_num_seqs and KV allow.
+    void joinWaiting(Plan &plan, TimePoint now);
+    // Nothing could run: fails the oldest running sequence when a budget
+    // lowered live leaves it no room.
+    void failStuck(std::vector<Failure> &failed);
+    // Tokens `s` can feed now: a decode 1, a prefill a chunk (or all of it).
+    std::int64_t take(const Plan &plan, const Sequence &s) const;
+    // Feeds `tokens` of `s` and charges them to the plan.
+    void add(Plan &plan, Sequence &s, std::int64_t tokens);
 };
 
 } // namespace bp

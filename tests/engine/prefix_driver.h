@@ -1,9 +1,9 @@
 // Drives a ContinuousScheduler over any StepModel like the engine's executor
-// step (poll, step, finished, complete) on a fake clock, for the prefix-cache
+// step (books_driver.h's executorStep) on a fake clock, for the prefix-cache
 // tests of every model (test_prefix_cache, test_tiny_decoder, test_torchscript).
 #pragma once
 
-#include "engine/core/clock.h"
+#include "books_driver.h"
 #include "engine/sched/continuous_scheduler.h"
 
 #include <QString>
@@ -16,13 +16,7 @@ namespace bp::testing {
 inline BatchingConfig prefixConfig(bool prefix, int block = 4, int kv = 0, int seqs = 4, int budget = 64,
                                    int chunk = 16)
 {
-    BatchingConfig c;
-    c.policy = PolicyKind::Continuous;
-    c.continuous.maxNumSeqs = seqs;
-    c.continuous.maxNumBatchedTokens = budget;
-    c.continuous.chunkedPrefill = true;
-    c.continuous.prefillChunk = chunk;
-    c.continuous.kvCacheTokens = kv;
+    BatchingConfig c = continuousConfig(seqs, budget, true, chunk, kv);
     c.prefixCache.enabled = prefix;
     c.prefixCache.blockTokens = block;
     return c;
@@ -42,47 +36,30 @@ struct PrefixDriver {
     }
     Status submit(std::uint64_t id, std::vector<TokenId> tokens, int maxNew)
     {
-        Pending p;
-        p.request.id = id;
-        p.request.tokens = std::move(tokens);
-        p.request.maxNewTokens = maxNew;
-        p.request.arrival = clock.now();
-        p.done = [this, id](Response &&r) { responses[id] = std::move(r); };
+        Pending p = pendingFor(id, std::move(tokens), maxNew, clock.now(), responses);
         return scheduler->admit(p, clock.now());
     }
     bool stepOnce()
     {
-        Scheduler::Poll poll = scheduler->poll(clock.now(), false);
-        for (auto &f : poll.failed) {
+        UnitRun run;
+        std::optional<StepWork> step = executorStep(*scheduler, model, clock, &run, [this](const auto &f) {
             if (error.isEmpty())
                 error = QString::fromStdString("failed: " + f.status.toString());
-            Response r;
-            r.requestId = f.pending.request.id;
-            r.status = f.status;
-            f.pending.done(std::move(r));
-        }
-        if (!poll.step())
+        });
+        if (!step)
             return false;
-        UnitRun run;
-        run.start = clock.now();
-        run.guard.status = model.step(poll.step()->items, run.outcomes);
         if (!run.guard.status && error.isEmpty())
             error = QString::fromStdString("step: " + run.guard.status.toString());
         for (const StepOutcome &o : run.outcomes)
             if (!o.status && error.isEmpty())
                 error = QString::fromStdString("item: " + o.status.toString());
-        clock.advance(std::chrono::milliseconds(1));
-        run.end = clock.now();
-        UnitDone done;
-        scheduler->finished(*poll.unit, run, clock.now(), done);
-        steps.push_back(*poll.step());
-        for (std::size_t i = 0; i < done.done.size(); ++i)
-            done.done[i].done(std::move(done.responses[i]));
+        steps.push_back(std::move(*step));
         const int kv = scheduler->config().continuous.kvCacheTokens;
         if (kv > 0 && scheduler->kvTokens() > kv && error.isEmpty())
             error = QStringLiteral("KV books %1 over the budget %2").arg(scheduler->kvTokens()).arg(kv);
         // A model with a KV pool: the scheduler's books are the pool's blocks.
-        if (model.kvPool().capacityTokens > 0 && scheduler->kvTokens() != model.cachedTokens() && error.isEmpty())
+        if (model.kvPool().capacityTokens > 0 && scheduler->kvTokens() != model.cachedTokens() &&
+            error.isEmpty())
             error = QStringLiteral("step %1: the scheduler books %2 KV tokens, the pool holds %3")
                         .arg(steps.size())
                         .arg(scheduler->kvTokens())

@@ -1,73 +1,20 @@
 // Policy `continuous` (issue 14 item 2) on a fake clock: the iteration-level
 // scheduler driven step by step against a deterministic greedy StepModel.
+#include "books_driver.h"
 #include "engine/exec/engine.h"
-#include "engine/exec/outcome.h"
 #include "engine/model/backend.h"
 #include "engine/sched/continuous_scheduler.h"
+#include "engine/sched/outcome.h"
 
 #include <QtTest>
 
 #include <map>
 
 using namespace bp;
+using namespace bp::testing;
 using namespace std::chrono_literals;
 
 namespace {
-
-// A deterministic greedy "model": the next token is a hash of the whole
-// context, so any mistake in what the scheduler feeds (a lost, repeated or
-// reordered token, a prefill that skips a recomputed token) changes every
-// later token. Keeps each live sequence's context as its "KV cache".
-class HashModel final : public StepModel {
-public:
-    static constexpr int kVocab = 97;
-    Status step(const std::vector<StepItem> &items, std::vector<StepOutcome> &out) override
-    {
-        out.assign(items.size(), {});
-        if (stepClock)
-            stepClock->advance(1ms);
-        for (std::size_t i = 0; i < items.size(); ++i) {
-            std::vector<TokenId> &ctx = m_live[items[i].sequence];
-            ctx.insert(ctx.end(), items[i].tokens.begin(), items[i].tokens.end());
-            if (items[i].sample)
-                out[i].next = next(ctx);
-        }
-        return Status::ok();
-    }
-    void release(std::uint64_t sequence) override { m_live.erase(sequence); }
-    std::int64_t cachedTokens() const override
-    {
-        std::int64_t n = 0;
-        for (const auto &[id, ctx] : m_live)
-            n += std::int64_t(ctx.size());
-        return n;
-    }
-    // One-at-a-time greedy generation, the reference.
-    static std::vector<TokenId> generate(std::vector<TokenId> ctx, int n)
-    {
-        std::vector<TokenId> out;
-        for (int i = 0; i < n; ++i) {
-            out.push_back(next(ctx));
-            ctx.push_back(out.back());
-        }
-        return out;
-    }
-
-private:
-    static TokenId next(const std::vector<TokenId> &ctx)
-    {
-        std::uint64_t h = 1469598103934665603ULL;
-        for (TokenId t : ctx)
-            h = (h ^ std::uint64_t(t)) * 1099511628211ULL;
-        return TokenId(h % kVocab);
-    }
-    std::map<std::uint64_t, std::vector<TokenId>> m_live;
-
-public:
-    // When set, every step takes 1 ms of this clock (engine tests, where
-    // nothing else advances time).
-    FakeClock *stepClock = nullptr;
-};
 
 // The same model as a Backend: run() generates one request at a time
 // (the reference), steps() gives the step-level interface.
@@ -96,91 +43,19 @@ private:
     bool m_withSteps;
 };
 
-BatchingConfig continuousConfig(int seqs, int budget, bool chunked = true, int chunk = 8, int kv = 0)
-{
-    BatchingConfig c;
-    c.policy = PolicyKind::Continuous;
-    c.continuous.maxNumSeqs = seqs;
-    c.continuous.maxNumBatchedTokens = budget;
-    c.continuous.chunkedPrefill = chunked;
-    c.continuous.prefillChunk = chunk;
-    c.continuous.kvCacheTokens = kv;
-    return c;
-}
-
-std::vector<TokenId> prompt(int length, int seed)
-{
-    std::vector<TokenId> t;
-    for (int i = 0; i < length; ++i)
-        t.push_back(TokenId((seed * 7 + i * 3) % HashModel::kVocab));
-    return t;
-}
-
-// Drives a scheduler like the engine's executor: poll, run the step on the
-// model, advance the clock, hand the outcome back, complete.
-struct Driver {
-    FakeClock clock;
-    HashModel model;
-    std::unique_ptr<ContinuousScheduler> scheduler;
-    std::map<std::uint64_t, Response> responses;
-    std::map<std::uint64_t, std::vector<TokenEvent>> events;
+// The books as ContinuousScheduler over the hash model, every step kept
+// with the state after it (runningAfter, ...).
+struct Driver : BooksDriver {
     std::vector<StepWork> steps;
 
     explicit Driver(const BatchingConfig &c)
-        : scheduler(std::make_unique<ContinuousScheduler>(c, ModelLimits{4096, HashModel::kVocab}, model))
     {
-    }
-    Status submit(std::uint64_t id, std::vector<TokenId> tokens, int maxNew,
-                  std::shared_ptr<std::atomic<bool>> cancelled = nullptr)
-    {
-        Pending p;
-        p.request.id = id;
-        p.request.tokens = std::move(tokens);
-        p.request.maxNewTokens = maxNew;
-        p.request.arrival = clock.now();
-        p.request.cancelled = std::move(cancelled);
-        p.request.onToken = [this](const TokenEvent &e) {
-            QVERIFY(!responses.count(e.requestId)); // every token before the completion
-            events[e.requestId].push_back(e);
-        };
-        p.done = [this, id](Response &&r) { responses[id] = std::move(r); };
-        return scheduler->admit(p, clock.now());
-    }
-    // One decision and its step; false when there was no step to run.
-    bool stepOnce()
-    {
-        Scheduler::Poll poll = scheduler->poll(clock.now(), false);
-        for (auto &f : poll.failed) {
-            Response r;
-            r.requestId = f.pending.request.id;
-            r.status = f.status;
-            f.pending.done(std::move(r));
-        }
-        if (!poll.step())
-            return false;
-        UnitRun run;
-        run.start = clock.now();
-        run.guard.status = model.step(poll.step()->items, run.outcomes);
-        clock.advance(1ms);
-        run.end = clock.now();
-        UnitDone done;
-        scheduler->finished(*poll.unit, run, clock.now(), done);
-        steps.push_back(*poll.step()); // with the state after it (runningAfter, ...)
-        for (std::size_t i = 0; i < done.done.size(); ++i)
-            done.done[i].done(std::move(done.responses[i]));
-        // the scheduler's KV books match the model's
-        if (scheduler->kvTokens() != model.cachedTokens())
-            qFatal("kv books %lld vs model %lld", (long long)scheduler->kvTokens(),
-                   (long long)model.cachedTokens());
-        return true;
-    }
-    void runAll(int maxSteps = 10000)
-    {
-        for (int i = 0; i < maxSteps && scheduler->size() > 0; ++i)
-            if (!stepOnce())
-                break;
+        scheduler = std::make_unique<ContinuousScheduler>(c, ModelLimits{4096, HashModel::kVocab}, model);
     }
     static int tokensOf(const StepWork &s) { return s.prefillTokens + s.decodeTokens; }
+
+protected:
+    void recordStep(const StepWork &step) override { steps.push_back(step); }
 };
 
 } // namespace

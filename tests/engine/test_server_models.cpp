@@ -2,6 +2,12 @@
 // clock: hand-built arrivals whose step-by-step decisions are known from
 // the servers' own schedulers (vLLM V1, TGI's batching task, SGLang's
 // prefill adder, Triton's dynamic batcher).
+#include "books_driver.h"
+// validate() and describeConfig() are moving from batching_config.h to
+// engine/config/config_rules.h (issue 35, the config rework).
+#if __has_include("engine/config/config_rules.h")
+#include "engine/config/config_rules.h"
+#endif
 #include "engine/sched/batcher.h"
 #include "engine/sched/server_models/sglang_scheduler.h"
 #include "engine/sched/server_models/tgi_scheduler.h"
@@ -12,62 +18,10 @@
 #include <map>
 
 using namespace bp;
+using namespace bp::testing;
 using namespace std::chrono_literals;
 
 namespace {
-
-// Greedy and deterministic: the next token hashes the whole context, so a
-// recompute after preemption must give exactly the tokens of a run without it.
-class HashModel final : public StepModel {
-public:
-    static constexpr int kVocab = 97;
-    Status step(const std::vector<StepItem> &items, std::vector<StepOutcome> &out) override
-    {
-        out.assign(items.size(), {});
-        for (std::size_t i = 0; i < items.size(); ++i) {
-            std::vector<TokenId> &ctx = m_live[items[i].sequence];
-            ctx.insert(ctx.end(), items[i].tokens.begin(), items[i].tokens.end());
-            if (items[i].sample)
-                out[i].next = next(ctx);
-        }
-        return Status::ok();
-    }
-    void release(std::uint64_t sequence) override { m_live.erase(sequence); }
-    std::int64_t cachedTokens() const override
-    {
-        std::int64_t n = 0;
-        for (const auto &[id, ctx] : m_live)
-            n += std::int64_t(ctx.size());
-        return n;
-    }
-    static std::vector<TokenId> generate(std::vector<TokenId> ctx, int n)
-    {
-        std::vector<TokenId> out;
-        for (int i = 0; i < n; ++i) {
-            out.push_back(next(ctx));
-            ctx.push_back(out.back());
-        }
-        return out;
-    }
-
-private:
-    static TokenId next(const std::vector<TokenId> &ctx)
-    {
-        std::uint64_t h = 1469598103934665603ULL;
-        for (TokenId t : ctx)
-            h = (h ^ std::uint64_t(t)) * 1099511628211ULL;
-        return TokenId(h % kVocab);
-    }
-    std::map<std::uint64_t, std::vector<TokenId>> m_live;
-};
-
-std::vector<TokenId> prompt(int length, int seed)
-{
-    std::vector<TokenId> t;
-    for (int i = 0; i < length; ++i)
-        t.push_back(TokenId((seed * 7 + i * 3) % HashModel::kVocab));
-    return t;
-}
 
 BatchingConfig serverConfig(ServerKind kind)
 {
@@ -80,13 +34,11 @@ BatchingConfig serverConfig(ServerKind kind)
 // One step as the test reads it: request id -> tokens fed.
 using StepView = std::map<std::uint64_t, int>;
 
-struct Driver {
-    FakeClock clock;
-    HashModel model;
-    std::unique_ptr<StepBooks> scheduler;
-    std::map<std::uint64_t, Response> responses;
-    std::map<std::uint64_t, std::uint64_t> sequenceToRequest; // the model's ids, per step
+// The books as a server model over the hash model; a step is kept as the
+// tokens each sequence fed.
+struct Driver : BooksDriver {
     std::vector<StepView> steps;
+    std::map<std::uint64_t, int> lastTokenOf;
 
     explicit Driver(const BatchingConfig &c)
     {
@@ -99,41 +51,7 @@ struct Driver {
     }
     Status submit(std::uint64_t id, int length, int maxNew)
     {
-        Pending p;
-        p.request.id = id;
-        p.request.tokens = prompt(length, int(id));
-        p.request.maxNewTokens = maxNew;
-        p.request.arrival = clock.now();
-        p.request.onToken = [this](const TokenEvent &e) { lastTokenOf[e.requestId] = e.index; };
-        p.done = [this, id](Response &&r) { responses[id] = std::move(r); };
-        return scheduler->admit(p, clock.now());
-    }
-    std::map<std::uint64_t, int> lastTokenOf;
-    // One decision and its step (1 ms); false when nothing ran.
-    bool stepOnce()
-    {
-        Scheduler::Poll poll = scheduler->poll(clock.now(), false);
-        if (!poll.step())
-            return false;
-        // Which request each item is: the token events of the step say it;
-        // before that, match the model's sequence ids through the items' order.
-        UnitRun run;
-        run.start = clock.now();
-        run.guard.status = model.step(poll.step()->items, run.outcomes);
-        clock.advance(1ms);
-        run.end = clock.now();
-        StepView view;
-        for (const StepItem &item : poll.step()->items)
-            view[item.sequence] = int(item.tokens.size());
-        UnitDone done;
-        scheduler->finished(*poll.unit, run, clock.now(), done);
-        steps.push_back(view);
-        for (std::size_t i = 0; i < done.done.size(); ++i)
-            done.done[i].done(std::move(done.responses[i]));
-        if (scheduler->kvTokens() != model.cachedTokens())
-            qFatal("kv books %lld vs model %lld", (long long)scheduler->kvTokens(),
-                   (long long)model.cachedTokens());
-        return true;
+        return BooksDriver::submit(id, prompt(length, int(id)), maxNew);
     }
     // Tokens fed per step, summed, and item counts: what a test compares.
     static int tokens(const StepView &v)
@@ -150,12 +68,6 @@ struct Driver {
             out.push_back(t);
         return out;
     }
-    void runAll()
-    {
-        for (int i = 0; i < 10000 && scheduler->size() > 0; ++i)
-            if (!stepOnce())
-                break;
-    }
     void verifyOutputs(const std::map<std::uint64_t, std::pair<int, int>> &requests)
     {
         for (const auto &[id, shape] : requests) {
@@ -165,6 +77,16 @@ struct Driver {
         }
         QCOMPARE(model.cachedTokens(), std::int64_t(0));
     }
+
+protected:
+    void recordStep(const StepWork &step) override
+    {
+        StepView view;
+        for (const StepItem &item : step.items)
+            view[item.sequence] = int(item.tokens.size());
+        steps.push_back(view);
+    }
+    void tokenArrived(const TokenEvent &e) override { lastTokenOf[e.requestId] = e.index; }
 };
 
 Pending pendingAt(std::uint64_t id, TimePoint arrival)

@@ -14,7 +14,7 @@ constexpr double kDecaySteps = 600;
 
 SglangScheduler::SglangScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
                                  std::shared_ptr<UnitIds> ids)
-    : StepBooks(std::move(config), limits, model, std::move(ids))
+    : SequenceBooks(std::move(config), limits, model, std::move(ids), Parts{})
 {
     m_ratio = initRatio();
 }
@@ -82,7 +82,7 @@ bool SglangScheduler::prefill(TimePoint now, StepWork &step)
     return any;
 }
 
-void SglangScheduler::decide(TimePoint now, StepWork &step)
+void SglangScheduler::decide(TimePoint now, StepWork &step, std::vector<Failure> & /*failed*/)
 {
     m_lastWasDecode = false;
     if (prefill(now, step))

@@ -24,11 +24,11 @@
 // overlap scheduling, priorities, speculative decoding, page rounding.
 #pragma once
 
-#include "step_books.h"
+#include "engine/sched/sequence_books.h"
 
 namespace bp {
 
-class SglangScheduler final : public StepBooks {
+class SglangScheduler final : public SequenceBooks {
 public:
     SglangScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
                     std::shared_ptr<UnitIds> ids = nullptr);
@@ -36,7 +36,7 @@ public:
 
 private:
     Status checkModel(const Request &request) const override;
-    void decide(TimePoint now, StepWork &step) override;
+    void decide(TimePoint now, StepWork &step, std::vector<Failure> &failed) override;
     void stepDone(const StepWork &step) override;
     bool prefill(TimePoint now, StepWork &step);
     double initRatio() const;

@@ -6,7 +6,7 @@ namespace bp {
 
 TgiScheduler::TgiScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
                            std::shared_ptr<UnitIds> ids)
-    : StepBooks(std::move(config), limits, model, std::move(ids))
+    : SequenceBooks(std::move(config), limits, model, std::move(ids), Parts{})
 {
 }
 
@@ -54,7 +54,7 @@ std::size_t TgiScheduler::nextBatch(std::optional<std::size_t> minSize, std::opt
     return n;
 }
 
-void TgiScheduler::decide(TimePoint now, StepWork &step)
+void TgiScheduler::decide(TimePoint now, StepWork &step, std::vector<Failure> & /*failed*/)
 {
     const TgiKnobs &k = m_config.server.tgi;
     const std::optional<std::size_t> maxBatch =

@@ -24,11 +24,11 @@
 // block rounding of the budgets.
 #pragma once
 
-#include "step_books.h"
+#include "engine/sched/sequence_books.h"
 
 namespace bp {
 
-class TgiScheduler final : public StepBooks {
+class TgiScheduler final : public SequenceBooks {
 public:
     TgiScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
                  std::shared_ptr<UnitIds> ids = nullptr);
@@ -36,7 +36,7 @@ public:
 
 private:
     Status checkModel(const Request &request) const override;
-    void decide(TimePoint now, StepWork &step) override;
+    void decide(TimePoint now, StepWork &step, std::vector<Failure> &failed) override;
     void stepDone(const StepWork &step) override;
     // How many of the waiting form the next batch (0: none), queue.rs next_batch.
     std::size_t nextBatch(std::optional<std::size_t> minSize, std::optional<std::size_t> maxSize,

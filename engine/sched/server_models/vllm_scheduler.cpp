@@ -7,7 +7,7 @@ namespace bp {
 
 VllmScheduler::VllmScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
                              std::shared_ptr<UnitIds> ids)
-    : StepBooks(std::move(config), limits, model, std::move(ids))
+    : SequenceBooks(std::move(config), limits, model, std::move(ids), Parts{})
 {
 }
 
@@ -50,7 +50,7 @@ bool VllmScheduler::fits(const Sequence &s, std::int64_t tokens) const
     return usedBlocks() + extra <= k.kvCacheTokens / k.blockSize;
 }
 
-void VllmScheduler::decide(TimePoint now, StepWork &step)
+void VllmScheduler::decide(TimePoint now, StepWork &step, std::vector<Failure> & /*failed*/)
 {
     const VllmKnobs &k = m_config.server.vllm;
     std::int64_t budget = k.maxNumBatchedTokens;

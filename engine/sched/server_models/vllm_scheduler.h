@@ -25,18 +25,18 @@
 // async scheduling, LoRA and encoder budgets, the watermark.
 #pragma once
 
-#include "step_books.h"
+#include "engine/sched/sequence_books.h"
 
 namespace bp {
 
-class VllmScheduler final : public StepBooks {
+class VllmScheduler final : public SequenceBooks {
 public:
     VllmScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
                   std::shared_ptr<UnitIds> ids = nullptr);
 
 private:
     Status checkModel(const Request &request) const override;
-    void decide(TimePoint now, StepWork &step) override;
+    void decide(TimePoint now, StepWork &step, std::vector<Failure> &failed) override;
     std::int64_t blocks(std::int64_t tokens) const;
     std::int64_t usedBlocks() const; // Σ over the running of their cached + planned tokens' blocks
     bool fits(const Sequence &s, std::int64_t tokens) const;

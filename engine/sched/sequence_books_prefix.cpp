@@ -1,16 +1,16 @@
-// ContinuousScheduler's prefix caching (continuous_scheduler.h, prefix_cache.h):
+// SequenceBooks' optional prefix cache (sequence_books.h, prefix_cache.h):
 // the cache's lifetime under live config changes, lookups at join, the
 // blocks a step publishes, references and eviction.
-#include "continuous_scheduler.h"
-#include "continuous_sequence.h"
+#include "sequence_books.h"
 
 namespace bp {
 
-void ContinuousScheduler::syncPrefixCache()
+void SequenceBooks::syncPrefixCache()
 {
     const PrefixCacheConfig &p = m_config.prefixCache;
     // On a pooled model a cached block is a whole number of pool blocks.
-    const int want = p.enabled && m_model.cachesPrefixes() ? int(roundUp(p.blockTokens)) : 0;
+    const int want =
+        m_parts.prefixCache && p.enabled && m_model.cachesPrefixes() ? int(roundUp(p.blockTokens)) : 0;
     const int have = m_prefix ? m_prefix->blockTokens() : 0;
     if (want == have)
         return;
@@ -31,7 +31,7 @@ void ContinuousScheduler::syncPrefixCache()
         m_prefix = std::make_unique<PrefixCache>(want);
 }
 
-void ContinuousScheduler::makeRoom(std::int64_t tokens)
+void SequenceBooks::evictUntil(std::int64_t tokens)
 {
     const std::int64_t kv = kvBudget();
     if (!m_prefix || kv <= 0)
@@ -46,22 +46,18 @@ void ContinuousScheduler::makeRoom(std::int64_t tokens)
         m_model.dropBlocks(evicted);
 }
 
-void ContinuousScheduler::evictOverflow()
+void SequenceBooks::makeRoom(std::int64_t tokens)
 {
-    const std::int64_t kv = kvBudget();
-    if (!m_prefix || kv <= 0)
-        return;
-    std::vector<std::uint64_t> evicted;
-    while (kvTokens() > kv)
-        if (const auto h = m_prefix->evictOne())
-            evicted.push_back(*h);
-        else
-            break;
-    if (!evicted.empty())
-        m_model.dropBlocks(evicted);
+    if (m_poolTokens > 0)
+        evictUntil(tokens);
 }
 
-PrefixCache::Match ContinuousScheduler::lookupPrefix(const Sequence &s) const
+void SequenceBooks::evictOverflow()
+{
+    evictUntil(0);
+}
+
+PrefixCache::Match SequenceBooks::matchPrefix(const Sequence &s) const
 {
     if (!m_prefix)
         return {};
@@ -76,7 +72,30 @@ PrefixCache::Match ContinuousScheduler::lookupPrefix(const Sequence &s) const
     return m_prefix->lookup(context, maxBlocks);
 }
 
-std::vector<KvBlock> ContinuousScheduler::blocksToPublish(const Sequence &s, std::int64_t tokens) const
+std::int64_t SequenceBooks::matchTokens(const PrefixCache::Match &hit) const
+{
+    return m_prefix ? hit.tokens(m_prefix->blockTokens()) : 0;
+}
+
+std::int64_t SequenceBooks::pinnedTokens(const PrefixCache::Match &hit) const
+{
+    return m_prefix ? std::int64_t(hit.unreferenced) * m_prefix->blockTokens() : 0;
+}
+
+void SequenceBooks::startFromPrefix(Sequence &s, const PrefixCache::Match &hit, StepWork &step, TimePoint now)
+{
+    if (!m_prefix)
+        return;
+    m_prefix->acquire(hit.blocks, now);
+    s.blocks = hit.blocks;
+    s.caching = true;
+    step.prefixQueryTokens += std::int64_t(s.contextSize());
+    step.prefixHitTokens += matchTokens(hit);
+    if (!s.joined)
+        s.cachedPromptTokens = int(matchTokens(hit));
+}
+
+std::vector<KvBlock> SequenceBooks::blocksToPublish(const Sequence &s, std::int64_t tokens) const
 {
     std::vector<KvBlock> out;
     if (!m_prefix || !s.caching)
@@ -94,7 +113,7 @@ std::vector<KvBlock> ContinuousScheduler::blocksToPublish(const Sequence &s, std
     return out;
 }
 
-void ContinuousScheduler::adoptPublished(Sequence &s, const std::vector<KvBlock> &published)
+void SequenceBooks::adoptPublished(Sequence &s, const std::vector<KvBlock> &published)
 {
     if (!m_prefix || !s.caching)
         return;
@@ -115,7 +134,7 @@ void ContinuousScheduler::adoptPublished(Sequence &s, const std::vector<KvBlock>
     }
 }
 
-void ContinuousScheduler::releaseBlocks(Sequence &s)
+void SequenceBooks::releaseBlocks(Sequence &s)
 {
     const std::int64_t shared = m_prefix ? std::int64_t(s.blocks.size()) * m_prefix->blockTokens() : 0;
     m_kvTokens -= roundUp(s.cached) - shared;
