@@ -75,24 +75,27 @@ double perReplicaValue(const FleetObservation &o, ScaleMetric metric)
 
 int Stabilizer::apply(double atS, int current, int recommended)
 {
-    m_history.emplace_back(atS, recommended);
+    // As HPA does, a policy's first decision finds the current size in its
+    // history: a fresh autoscaler does not scale down before its window.
+    if (m_history.empty())
+        m_history.emplace_back(atS, current);
     const double keep = std::max(m_upS, m_downS);
-    while (!m_history.empty() && m_history.front().first < atS - keep)
+    while (!m_history.empty() && m_history.front().first <= atS - keep)
         m_history.pop_front();
-    if (recommended > current) {
-        int lowest = recommended;
-        for (const auto &[t, r] : m_history)
-            if (t >= atS - m_upS)
-                lowest = std::min(lowest, r);
+    // Earlier recommendations count inside their window (a window of 0:
+    // none); this one always does.
+    int lowest = recommended, highest = recommended;
+    for (const auto &[t, r] : m_history) {
+        if (t > atS - m_upS)
+            lowest = std::min(lowest, r);
+        if (t > atS - m_downS)
+            highest = std::max(highest, r);
+    }
+    m_history.emplace_back(atS, recommended);
+    if (recommended > current)
         return std::max(current, lowest);
-    }
-    if (recommended < current) {
-        int highest = recommended;
-        for (const auto &[t, r] : m_history)
-            if (t >= atS - m_downS)
-                highest = std::max(highest, r);
+    if (recommended < current)
         return std::min(current, highest);
-    }
     return current;
 }
 

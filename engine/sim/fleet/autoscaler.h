@@ -76,7 +76,8 @@ public:
 // HPA's stabilization: each recommendation is kept for the longer window;
 // a scale-up goes to the lowest recommendation of the up window, a
 // scale-down to the highest of the down window, neither past the current
-// size.
+// size. The first call seeds the history with the current size (as HPA
+// seeds a new autoscaler's), so nothing scales down before a whole window.
 class Stabilizer {
 public:
     Stabilizer(double upWindowS, double downWindowS) : m_upS(upWindowS), m_downS(downWindowS) {}

@@ -73,6 +73,14 @@ private slots:
         QCOMPARE(p.decide(at(61, 6, 8)).replicas, 2); // the 6 at t=0 left the window; highest since: 2
     }
 
+    void aFreshPolicyDoesNotScaleDownBeforeItsWindow()
+    {
+        ReactivePolicy p(queueKnobs());                // down window 300 s
+        QCOMPARE(p.decide(at(0, 3, 0)).replicas, 3);   // an idle fleet of 3, first seen
+        QCOMPARE(p.decide(at(299, 3, 0)).replicas, 3); // the size it found is still in the window
+        QCOMPARE(p.decide(at(300, 3, 0)).replicas, 1); // a whole window of "1": down
+    }
+
     void startingReplicasCountAtZeroSoABurstScalesUpOnce()
     {
         ReactivePolicy p(queueKnobs());
