@@ -4,8 +4,7 @@
 #include "advisor_chart.h"
 #include "advisor_replicas_panel.h"
 #include "duration_spin_box.h"
-#include "session_list_model.h"
-#include "trace_list_model.h"
+#include "source_picker.h"
 
 #include "engine/sim/calibration/calibration_store.h"
 
@@ -34,33 +33,64 @@ QString ms(double seconds)
     return std::isfinite(seconds) ? QString::number(seconds * 1e3, 'f', seconds < 0.01 ? 2 : 1)
                                   : QStringLiteral("∞");
 }
+
+// A row whose field is a layout gets no buddy from QFormLayout (its
+// mnemonic would show as a literal '&'): label it with one.
+QLabel *buddyLabel(const QString &text, QWidget *buddy, QWidget *parent)
+{
+    auto *label = new QLabel(text, parent);
+    label->setBuddy(buddy);
+    return label;
+}
+
+DurationSpinBox *bound(qint64 us, QWidget *parent)
+{
+    auto *box = new DurationSpinBox(parent);
+    box->setMinimumUs(100);
+    box->setMaximumUs(600'000'000);
+    box->setValueUs(us);
+    return box;
+}
 } // namespace
 
 AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> store, TraceListModel *traces,
                          SessionListModel *sessions, QUndoStack *undo, QWidget *parent)
-    : QWidget(parent), m_bridge(bridge), m_store(std::move(store)), m_traces(traces), m_sessions(sessions),
-      m_undo(undo)
+    : QWidget(parent), m_bridge(bridge), m_store(std::move(store)), m_undo(undo)
 {
     qRegisterMetaType<AdvisorPrediction>();
     m_search = new AdvisorSearch(m_store, this);
-    const ModelInfo &model = bridge.engine().model();
 
     auto *form = new QFormLayout;
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-    m_source = new QComboBox(this);
+    addSourceRows(form, traces, sessions);
+    addLoadRow(form);
+    addSloRows(form);
+    addCalibrationRows(form);
+    addBudgetRow(form);
+    QLayout *runRow = buildRunRow();
+    buildResults();
+    layOut(form, runRow);
+    connectForm();
+    connectSearch();
+
+    updatePrefixShare();
+    updateSloRows();
+    refreshCalibrations();
+    updateButtons();
+}
+
+void AdvisorDock::addSourceRows(QFormLayout *form, TraceListModel *traces, SessionListModel *sessions)
+{
+    m_source = new SourcePicker(traces, sessions, SourcePicker::Detail::Counts, this);
     m_source->setToolTip(tr("The arrivals to tune for: an imported trace or a recorded session"));
     form->addRow(tr("&Source"), m_source);
     m_prefixShare = new QLabel(this); // the source's reusable prefix, before a search (advisor_sources.cpp)
     m_prefixShare->setWordWrap(true);
     form->addRow(m_prefixShare);
+}
 
-    // A row whose field is a layout gets no buddy from QFormLayout (its
-    // mnemonic would show as a literal '&'): label it with one.
-    auto buddyLabel = [this](const QString &text, QWidget *buddy) {
-        auto *label = new QLabel(text, this);
-        label->setBuddy(buddy);
-        return label;
-    };
+void AdvisorDock::addLoadRow(QFormLayout *form)
+{
     auto *load = new QHBoxLayout;
     m_speed = new QDoubleSpinBox(this);
     m_speed->setRange(0.01, 10000);
@@ -82,23 +112,20 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
     load->addWidget(m_lengthScale);
     load->addWidget(new QLabel(tr("limit"), this));
     load->addWidget(m_limit, 1);
-    form->addRow(buddyLabel(tr("Spee&d"), m_speed), load);
+    form->addRow(buddyLabel(tr("Spee&d"), m_speed, this), load);
+}
 
+void AdvisorDock::addSloRows(QFormLayout *form)
+{
+    const ModelInfo &model = m_bridge.engine().model();
     m_sloKind = new QComboBox(this);
     m_sloKind->addItem(tr("p99 latency (end to end)"));
     m_sloKind->addItem(tr("TTFT p99 + TPOT p99 (generation)"));
     m_sloKind->setCurrentIndex(model.generative && model.name != "builtin:echo" ? 1 : 0);
     form->addRow(tr("S&LO"), m_sloKind);
-    auto bound = [this](qint64 us) {
-        auto *box = new DurationSpinBox(this);
-        box->setMinimumUs(100);
-        box->setMaximumUs(600'000'000);
-        box->setValueUs(us);
-        return box;
-    };
-    m_p99 = bound(200'000);
-    m_ttft = bound(500'000);
-    m_tpot = bound(50'000);
+    m_p99 = bound(200'000, this);
+    m_ttft = bound(500'000, this);
+    m_tpot = bound(50'000, this);
     form->addRow(tr("p99 ≤"), m_p99);
     m_e2eRows << m_p99 << form->labelForField(m_p99);
     form->addRow(tr("TTFT p99 ≤"), m_ttft);
@@ -109,23 +136,30 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
     m_objective->addItem(tr("goodput (requests/s within the SLO)"), int(TuneObjective::Goodput));
     m_objective->addItem(tr("throughput (among configs meeting the SLO)"), int(TuneObjective::Throughput));
     form->addRow(tr("&Objective"), m_objective);
+}
 
+void AdvisorDock::addCalibrationRows(QFormLayout *form)
+{
     auto *calRow = new QHBoxLayout;
     m_calibration = new QComboBox(this);
     m_calibration->setToolTip(tr("The cost model the simulation charges each batch (batchpilot calibrate)"));
     auto *refresh = new QPushButton(tr("↻"), this);
     refresh->setToolTip(tr("List the calibrations again"));
     refresh->setFixedWidth(refresh->fontMetrics().horizontalAdvance(QStringLiteral("↻")) + 20);
+    connect(refresh, &QPushButton::clicked, this, &AdvisorDock::refreshCalibrations);
     calRow->addWidget(m_calibration, 1);
     calRow->addWidget(refresh);
-    form->addRow(buddyLabel(tr("&Calibration"), m_calibration), calRow);
+    form->addRow(buddyLabel(tr("&Calibration"), m_calibration, this), calRow);
     m_calibrationNote = new QLabel(this);
     m_calibrationNote->setWordWrap(true);
     m_calibrationNote->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_calibrationNote->setStyleSheet(QStringLiteral("color: #b00020"));
     m_calibrationNote->hide();
     form->addRow(m_calibrationNote);
+}
 
+void AdvisorDock::addBudgetRow(QFormLayout *form)
+{
     auto *effort = new QHBoxLayout;
     m_budget = new QSpinBox(this);
     m_budget->setRange(10, 5000);
@@ -139,8 +173,11 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
     effort->addWidget(m_budget, 1);
     effort->addWidget(new QLabel(tr("instances ≤"), this));
     effort->addWidget(m_instances);
-    form->addRow(buddyLabel(tr("&Budget"), m_budget), effort);
+    form->addRow(buddyLabel(tr("&Budget"), m_budget, this), effort);
+}
 
+QLayout *AdvisorDock::buildRunRow()
+{
     auto *runRow = new QHBoxLayout;
     m_run = new QPushButton(tr("&Run search"), this);
     m_run->setDefault(true);
@@ -156,7 +193,11 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
     m_summary = new QLabel(this);
     m_summary->setWordWrap(true);
     m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    return runRow;
+}
 
+void AdvisorDock::buildResults()
+{
     m_chart = new AdvisorChart(this);
     m_model = new AdvisorCandidatesModel(this);
     m_table = new QTableView(this);
@@ -175,7 +216,11 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
     m_apply = new QPushButton(tr("&Apply live"), this);
     m_apply->setToolTip(tr("Set the selected candidate's knobs (the recommendation when none is selected) "
                            "on the running engine; origin \"advisor\", undoable"));
+}
 
+// The form and its run row above, the chart, the table and Apply below.
+void AdvisorDock::layOut(QFormLayout *form, QLayout *runRow)
+{
     auto *top = new QWidget(this);
     auto *topLayout = new QVBoxLayout(top);
     topLayout->setContentsMargins(0, 0, 0, 0);
@@ -200,9 +245,11 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(split);
+}
 
+void AdvisorDock::connectForm()
+{
     connect(m_sloKind, &QComboBox::currentIndexChanged, this, &AdvisorDock::updateSloRows);
-    connect(refresh, &QPushButton::clicked, this, &AdvisorDock::refreshCalibrations);
     connect(m_run, &QPushButton::clicked, this, &AdvisorDock::run);
     connect(m_cancel, &QPushButton::clicked, this, &AdvisorDock::cancel);
     connect(m_apply, &QPushButton::clicked, this, &AdvisorDock::applyLive);
@@ -210,11 +257,23 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
     connect(m_calibration, &QComboBox::currentIndexChanged, this, &AdvisorDock::updateCalibrationNote);
     connect(m_source, &QComboBox::currentIndexChanged, this, &AdvisorDock::updateButtons);
     connect(m_source, &QComboBox::currentIndexChanged, this, &AdvisorDock::updatePrefixShare);
+    // A rebuild of the lists keeps the signals of the box blocked.
+    connect(m_source, &SourcePicker::rebuilt, this, [this] {
+        updateButtons();
+        updatePrefixShare();
+    });
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             [this](const QModelIndex &current) {
                 m_chart->setHighlighted(m_model->candidateAt(current.row()));
                 updateButtons();
             });
+    connect(m_verifyPanel, &AdvisorVerifyPanel::verifyRequested, this, &AdvisorDock::verify);
+    connect(m_replicas, &AdvisorReplicasPanel::planRequested, this, &AdvisorDock::planReplicas);
+}
+
+// The search's and the verification's progress, answers and failures.
+void AdvisorDock::connectSearch()
+{
     connect(m_search, &AdvisorSearch::progressChanged, this, [this](int done, int total) {
         m_progress->setValue(total > 0 ? std::min(100, 100 * done / total) : 0);
         m_status->setText(tr("Simulating: %1 of about %2 configs and capacity probes").arg(done).arg(total));
@@ -230,8 +289,6 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
         else
             emit searchFinished();
     });
-    connect(m_verifyPanel, &AdvisorVerifyPanel::verifyRequested, this, &AdvisorDock::verify);
-    connect(m_replicas, &AdvisorReplicasPanel::planRequested, this, &AdvisorDock::planReplicas);
     connect(m_search, &AdvisorSearch::verificationStarted, this, [this](const VerifyPlan &p) {
         m_status->setText(tr("Verifying %1 for real over %2: %3 requests, expected %4 of real time (Cancel "
                              "keeps what was verified)")
@@ -257,19 +314,6 @@ AdvisorDock::AdvisorDock(app::EngineBridge &bridge, std::shared_ptr<TraceStore> 
         updateButtons();
         emit verificationFinished();
     });
-    for (QAbstractItemModel *m :
-         {static_cast<QAbstractItemModel *>(m_traces), static_cast<QAbstractItemModel *>(m_sessions)}) {
-        if (!m)
-            continue;
-        connect(m, &QAbstractItemModel::modelReset, this, &AdvisorDock::rebuildSources);
-        connect(m, &QAbstractItemModel::rowsInserted, this, &AdvisorDock::rebuildSources);
-        connect(m, &QAbstractItemModel::rowsRemoved, this, &AdvisorDock::rebuildSources);
-        connect(m, &QAbstractItemModel::dataChanged, this, &AdvisorDock::rebuildSources);
-    }
-    rebuildSources();
-    updateSloRows();
-    refreshCalibrations();
-    updateButtons();
 }
 
 AdvisorDock::~AdvisorDock()

@@ -18,6 +18,7 @@
 
 #include "advisor_search.h"
 #include "advisor_verify_panel.h"
+#include "source_picker.h"
 
 #include "app/engine_bridge.h"
 
@@ -27,7 +28,9 @@
 
 class QComboBox;
 class QDoubleSpinBox;
+class QFormLayout;
 class QLabel;
+class QLayout;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
@@ -61,7 +64,7 @@ public:
                 SessionListModel *sessions, QUndoStack *undo, QWidget *parent = nullptr);
     ~AdvisorDock() override;
 
-    QComboBox *sourceBox() const { return m_source; }
+    SourcePicker *sourceBox() const { return m_source; }
     QComboBox *sloKindBox() const { return m_sloKind; }
     DurationSpinBox *p99Box() const { return m_p99; }
     DurationSpinBox *ttftBox() const { return m_ttft; }
@@ -120,7 +123,18 @@ signals:
     void message(const QString &text);
 
 private:
-    void rebuildSources();
+    // The constructor's parts, in the order the widgets are made (their tab order).
+    void addSourceRows(QFormLayout *form, TraceListModel *traces, SessionListModel *sessions);
+    void addLoadRow(QFormLayout *form);
+    void addSloRows(QFormLayout *form); // and the objective
+    void addCalibrationRows(QFormLayout *form);
+    void addBudgetRow(QFormLayout *form);
+    QLayout *buildRunRow(); // also the status and summary lines
+    void buildResults();    // the chart, the table, the verify and replicas panels, Apply
+    void layOut(QFormLayout *form, QLayout *runRow);
+    void connectForm();
+    void connectSearch();
+
     void updateSloRows();
     void updateButtons();
     void showResult(const AdvisorResult &result);
@@ -131,8 +145,6 @@ private:
 
     app::EngineBridge &m_bridge;
     std::shared_ptr<TraceStore> m_store;
-    TraceListModel *m_traces;
-    SessionListModel *m_sessions;
     QUndoStack *m_undo;
     QThreadPool m_pool;
     JobTracker m_calibrationJobs{this, &m_pool};
@@ -142,7 +154,7 @@ private:
     std::vector<Calibration> m_calibrations; // as listed, newest first
     bool m_verifying = false;                // the running job is a verification
 
-    QComboBox *m_source = nullptr;
+    SourcePicker *m_source = nullptr;
     QDoubleSpinBox *m_speed = nullptr;
     QDoubleSpinBox *m_lengthScale = nullptr;
     QSpinBox *m_limit = nullptr;

@@ -1,12 +1,11 @@
-// The Advisor's inputs: the sources it offers (the Traces dock's lists),
-// the SLO rows, the calibrations (with what the dock says about them: none,
-// none of the served model, or one measured on a busy machine) and the
-// request the form describes.
+// The Advisor's inputs: the reusable prefix of the source picked (the
+// Traces dock's lists, source_picker.h), the SLO rows, the calibrations
+// (with what the dock says about them: none, none of the served model, or
+// one measured on a busy machine) and the request the form describes.
 #include "advisor_dock.h"
 
 #include "duration_spin_box.h"
-#include "session_list_model.h"
-#include "trace_list_model.h"
+#include "source_picker.h"
 
 #include "engine/sim/calibration/calibration_store.h"
 #include "engine/workload/prefix_tokens.h"
@@ -21,53 +20,14 @@
 
 namespace bp::ui {
 
-namespace {
-constexpr int kTrace = 0, kSession = 1; // the source box's Qt::UserRole + 1
-} // namespace
-
-void AdvisorDock::rebuildSources()
-{
-    const QVariant kept = m_source->currentData();
-    const QVariant keptKind = m_source->currentData(Qt::UserRole + 1);
-    QSignalBlocker block(m_source);
-    m_source->clear();
-    if (m_traces)
-        for (const TraceInfo &t : m_traces->traces())
-            m_source->addItem(tr("trace %1: %2 (%3 requests, %4 s)")
-                                  .arg(t.id)
-                                  .arg(QString::fromStdString(t.name))
-                                  .arg(t.rows)
-                                  .arg(t.durationS, 0, 'f', 0),
-                              qlonglong(t.id));
-    const int sessionsFrom = m_source->count();
-    if (m_sessions)
-        for (const SessionInfo &s : m_sessions->sessions())
-            m_source->addItem(tr("session %1: %2, %3 requests")
-                                  .arg(s.id)
-                                  .arg(m_sessions->describeKind(s))
-                                  .arg(s.requestCount),
-                              qlonglong(s.id));
-    for (int i = 0; i < m_source->count(); ++i)
-        m_source->setItemData(i, i < sessionsFrom ? kTrace : kSession, Qt::UserRole + 1);
-    int index = 0;
-    for (int i = 0; i < m_source->count(); ++i)
-        if (m_source->itemData(i) == kept && m_source->itemData(i, Qt::UserRole + 1) == keptKind)
-            index = i;
-    m_source->setCurrentIndex(m_source->count() ? index : -1);
-    updateButtons();
-    updatePrefixShare();
-}
-
 void AdvisorDock::updatePrefixShare()
 {
-    if (!m_store || m_source->currentIndex() < 0) {
+    const std::optional<ReplaySource> picked = m_source->source();
+    if (!m_store || !picked) {
         m_prefixShare->clear();
         return;
     }
-    const ReplaySource source{m_source->currentData(Qt::UserRole + 1).toInt() == kTrace
-                                  ? ReplaySource::Kind::Trace
-                                  : ReplaySource::Kind::Session,
-                              m_source->currentData().toLongLong()};
+    const ReplaySource source = *picked;
     m_prefixShare->setText(tr("Reusable prefix: …"));
     m_shareJobs.startJob(
         [store = m_store, source](const JobTracker::Ticket &) -> Result<PrefixShare> {
@@ -177,7 +137,8 @@ void AdvisorDock::refreshCalibrations()
 
 Result<AdvisorRequest> AdvisorDock::request() const
 {
-    if (m_source->currentIndex() < 0)
+    const std::optional<ReplaySource> source = m_source->source();
+    if (!source)
         return Status(StatusCode::InvalidArgument,
                       "no trace or session to tune for: import a trace or record a session first");
     if (m_calibration->currentIndex() < 0)
@@ -185,9 +146,7 @@ Result<AdvisorRequest> AdvisorDock::request() const
                       "no calibration: calibrate first (batchpilot calibrate --model " +
                           m_bridge.engine().model().name + " --quick)");
     AdvisorRequest r;
-    r.source = {m_source->currentData(Qt::UserRole + 1).toInt() == kTrace ? ReplaySource::Kind::Trace
-                                                                          : ReplaySource::Kind::Session,
-                m_source->currentData().toLongLong()};
+    r.source = *source;
     r.speed = m_speed->value();
     r.lengthScale = m_lengthScale->value();
     r.limit = std::size_t(m_limit->value());

@@ -1,6 +1,7 @@
 #include "fleet_view.h"
 
 #include "session_list_model.h"
+#include "source_picker.h"
 #include "trace_list_model.h"
 
 #include "engine/store/trace_store.h"
@@ -51,8 +52,6 @@ QStandardItem *fleetCell(const QString &text, const QVariant &value)
 
 namespace {
 
-constexpr int kTrace = 0, kSession = 1; // the source box's Qt::UserRole + 1
-
 struct Listing {
     Result<std::vector<PlanHeadline>> plans = std::vector<PlanHeadline>{};
     Result<std::vector<StoredReplica>> replicas = std::vector<StoredReplica>{};
@@ -90,9 +89,9 @@ QChart *chart(const QString &title)
 
 FleetView::FleetView(std::shared_ptr<TraceStore> store, TraceListModel *traces, SessionListModel *sessions,
                      QWidget *parent)
-    : QWidget(parent), m_store(std::move(store)), m_traces(traces), m_sessions(sessions)
+    : QWidget(parent), m_store(std::move(store)), m_sessions(sessions)
 {
-    m_source = new QComboBox(this);
+    m_source = new SourcePicker(traces, sessions, SourcePicker::Detail::Brief, this);
     m_source->setToolTip(tr("A trace or a session: its stored capacity plans, and its replicas when it is a "
                             "simulated fleet"));
     m_plan = new QComboBox(this);
@@ -187,15 +186,12 @@ FleetView::FleetView(std::shared_ptr<TraceStore> store, TraceListModel *traces, 
                 if (!m_fleetSession && current.isValid())
                     showWindowLoad(current.row());
             });
-    for (QAbstractItemModel *m :
-         {static_cast<QAbstractItemModel *>(m_traces), static_cast<QAbstractItemModel *>(m_sessions)}) {
-        if (!m)
-            continue;
-        connect(m, &QAbstractItemModel::modelReset, this, &FleetView::rebuildSources);
-        connect(m, &QAbstractItemModel::rowsInserted, this, &FleetView::rebuildSources);
-        connect(m, &QAbstractItemModel::rowsRemoved, this, &FleetView::rebuildSources);
-    }
-    rebuildSources();
+    // The same source after a rebuild of the lists: its plans stay shown.
+    connect(m_source, &SourcePicker::rebuilt, this, [this](bool samePick) {
+        if (!samePick)
+            sourceChanged();
+    });
+    sourceChanged();
 }
 
 FleetView::~FleetView()
@@ -205,51 +201,16 @@ FleetView::~FleetView()
     m_pool.waitForDone();
 }
 
-void FleetView::rebuildSources()
-{
-    const QVariant kept = m_source->currentData();
-    const QVariant keptKind = m_source->currentData(Qt::UserRole + 1);
-    {
-        QSignalBlocker block(m_source);
-        m_source->clear();
-        if (m_traces)
-            for (const TraceInfo &t : m_traces->traces())
-                m_source->addItem(tr("trace %1: %2 (%3 requests)")
-                                      .arg(t.id)
-                                      .arg(QString::fromStdString(t.name))
-                                      .arg(t.rows),
-                                  qlonglong(t.id));
-        const int sessionsFrom = m_source->count();
-        if (m_sessions)
-            for (const SessionInfo &s : m_sessions->sessions())
-                m_source->addItem(tr("session %1: %2").arg(s.id).arg(m_sessions->describeKind(s)),
-                                  qlonglong(s.id));
-        for (int i = 0; i < m_source->count(); ++i)
-            m_source->setItemData(i, i < sessionsFrom ? kTrace : kSession, Qt::UserRole + 1);
-        int index = m_source->count() ? 0 : -1;
-        for (int i = 0; i < m_source->count(); ++i)
-            if (m_source->itemData(i) == kept && m_source->itemData(i, Qt::UserRole + 1) == keptKind)
-                index = i;
-        m_source->setCurrentIndex(index);
-        if (index >= 0 && m_source->itemData(index) == kept &&
-            m_source->itemData(index, Qt::UserRole + 1) == keptKind)
-            return; // the same source: its plans stay shown
-    }
-    sourceChanged();
-}
-
 bool FleetView::setSource(bool session, std::int64_t id)
 {
-    for (int i = 0; i < m_source->count(); ++i)
-        if (m_source->itemData(i).toLongLong() == id &&
-            m_source->itemData(i, Qt::UserRole + 1).toInt() == (session ? kSession : kTrace)) {
-            if (m_source->currentIndex() == i)
-                refresh();
-            else
-                m_source->setCurrentIndex(i);
-            return true;
-        }
-    return false;
+    const int i = m_source->indexOf(session, id);
+    if (i < 0)
+        return false;
+    if (m_source->currentIndex() == i)
+        refresh();
+    else
+        m_source->setCurrentIndex(i);
+    return true;
 }
 
 void FleetView::sourceChanged()
@@ -260,10 +221,11 @@ void FleetView::sourceChanged()
 
 void FleetView::refresh()
 {
-    if (!m_store || m_source->currentIndex() < 0)
+    const std::optional<ReplaySource> source = m_source->source();
+    if (!m_store || !source)
         return;
-    const bool session = m_source->currentData(Qt::UserRole + 1).toInt() == kSession;
-    const std::int64_t id = m_source->currentData().toLongLong();
+    const bool session = source->kind == ReplaySource::Kind::Session;
+    const std::int64_t id = source->id;
     m_listJobs.startJob(
         [store = m_store, session, id](const JobTracker::Ticket &) {
             Listing l;

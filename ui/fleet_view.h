@@ -15,6 +15,7 @@
 #pragma once
 
 #include "job_tracker.h"
+#include "source_picker.h"
 
 #include "engine/store/fleet_store.h"
 
@@ -55,7 +56,7 @@ public:
     enum WindowColumn { Window, Requests, Replicas, Router, P99, Busiest, FirstRouterColumn };
     enum ReplicaColumn { Replica, Routed, Completed, Busy, PeakOutstanding, PeakKv, ReplicaColumns };
 
-    QComboBox *sourceBox() const { return m_source; }
+    SourcePicker *sourceBox() const { return m_source; }
     QComboBox *planBox() const { return m_plan; }
     QLabel *summaryText() const { return m_summary; }
     QLabel *replicaTitle() const { return m_replicaTitle; }
@@ -87,14 +88,12 @@ signals:
     void failed(const QString &message);
 
 private:
-    void rebuildSources();
     void sourceChanged();
     void loadPlan();
     void showPlan(StoredPlan plan);
     void showReplicas(const QStringList &labels, const QList<double> &busy);
 
     std::shared_ptr<TraceStore> m_store;
-    TraceListModel *m_traces;
     SessionListModel *m_sessions;
     QThreadPool m_pool;
     JobTracker m_listJobs{this, &m_pool};
@@ -102,7 +101,8 @@ private:
     std::optional<StoredPlan> m_shown;
     bool m_fleetSession = false; // the source has replica_figures rows (shown instead of a window's)
 
-    QComboBox *m_source = nullptr, *m_plan = nullptr;
+    SourcePicker *m_source = nullptr;
+    QComboBox *m_plan = nullptr;
     QLabel *m_summary = nullptr, *m_replicaTitle = nullptr;
     QStandardItemModel *m_windows = nullptr, *m_replicas = nullptr;
     QTableView *m_windowTable = nullptr, *m_replicaTable = nullptr;
