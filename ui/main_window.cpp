@@ -156,7 +156,20 @@ QDockWidget *MainWindow::addDock(const QString &title, const QString &name, QWid
     return dock;
 }
 
+// The menus in menu-bar order, then the toolbar over their main actions.
 void MainWindow::createActions()
+{
+    ToolbarActions bar;
+    bar.import = createFileMenu();
+    createEditMenu(bar);
+    bar.pause = createViewMenu();
+    bar.traffic = createTrafficMenu();
+    createTracesMenu();
+    createHelpMenu();
+    createToolBar(bar);
+}
+
+QAction *MainWindow::createFileMenu()
 {
     QMenu *file = menuBar()->addMenu(tr("&File"));
     QAction *import = file->addAction(tr("&Import trace…"), QKeySequence(tr("Ctrl+I")), this, [this] {
@@ -182,23 +195,30 @@ void MainWindow::createActions()
         ->setEnabled(!m_context.restUrl.isEmpty());
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+    return import;
+}
 
+void MainWindow::createEditMenu(ToolbarActions &bar)
+{
     QMenu *edit = menuBar()->addMenu(tr("&Edit"));
-    QAction *undo = m_undo->createUndoAction(this, tr("&Undo config change"));
-    undo->setShortcut(QKeySequence::Undo);
-    QAction *redo = m_undo->createRedoAction(this, tr("&Redo config change"));
+    bar.undo = m_undo->createUndoAction(this, tr("&Undo config change"));
+    bar.undo->setShortcut(QKeySequence::Undo);
+    bar.redo = m_undo->createRedoAction(this, tr("&Redo config change"));
     // The platform's redo keys, plus Ctrl+Y where the platform lacks it (a
     // shortcut listed twice on one action would be ambiguous and never fire).
     QList<QKeySequence> redoKeys = QKeySequence::keyBindings(QKeySequence::Redo);
     if (!redoKeys.contains(QKeySequence(tr("Ctrl+Y"))))
         redoKeys << QKeySequence(tr("Ctrl+Y"));
-    redo->setShortcuts(redoKeys);
-    edit->addAction(undo);
-    edit->addAction(redo);
+    bar.redo->setShortcuts(redoKeys);
+    edit->addAction(bar.undo);
+    edit->addAction(bar.redo);
     edit->addAction(tr("&Apply config now"), QKeySequence(tr("Ctrl+Return")), m_controls,
                     &ControlPanel::applyNow);
     edit->addAction(tr("Re&vert pending edits"), m_controls, &ControlPanel::revertToEngine);
+}
 
+QAction *MainWindow::createViewMenu()
+{
     QMenu *view = menuBar()->addMenu(tr("&View"));
     view->addAction(tr("&Live charts"), QKeySequence(tr("Ctrl+1")), this, [this] { showPage(Page::Live); });
     view->addAction(tr("&Comparison"), QKeySequence(tr("Ctrl+2")), this, [this] { showPage(Page::Compare); });
@@ -219,6 +239,14 @@ void MainWindow::createActions()
         m_charts->setPaused(on);
         m_timeline->setPaused(on);
     });
+    createChartWindowMenu(view);
+    view->addSeparator();
+    view->addAction(tr("&Reset layout"), this, [this] { restoreState(m_defaultState); });
+    return pause;
+}
+
+void MainWindow::createChartWindowMenu(QMenu *view)
+{
     QMenu *window = view->addMenu(tr("Chart &window"));
     m_windowGroup = new QActionGroup(this);
     for (const auto &[label, seconds] : {std::pair{tr("30 seconds"), 30}, std::pair{tr("1 minute"), 60},
@@ -230,13 +258,17 @@ void MainWindow::createActions()
         m_windowGroup->addAction(a);
         connect(a, &QAction::triggered, this, [this, seconds = seconds] { setChartWindow(seconds); });
     }
-    view->addSeparator();
-    view->addAction(tr("&Reset layout"), this, [this] { restoreState(m_defaultState); });
+}
 
+QAction *MainWindow::createTrafficMenu()
+{
     QMenu *traffic = menuBar()->addMenu(tr("T&raffic"));
-    QAction *toggleTraffic = traffic->addAction(tr("&Start / stop synthetic traffic"),
-                                                QKeySequence(tr("Ctrl+T")), m_traffic, &TrafficPanel::toggle);
+    return traffic->addAction(tr("&Start / stop synthetic traffic"), QKeySequence(tr("Ctrl+T")), m_traffic,
+                              &TrafficPanel::toggle);
+}
 
+void MainWindow::createTracesMenu()
+{
     QMenu *traces = menuBar()->addMenu(tr("T&races"));
     traces->addAction(tr("&Refresh"), QKeySequence::Refresh, m_traces, &TracesView::refresh);
     traces->addAction(tr("Re&play selected session…"), QKeySequence(tr("Ctrl+R")), this, [this] {
@@ -253,7 +285,10 @@ void MainWindow::createActions()
                         m_traces->importFile(m_context.sampleTrace);
                     })
         ->setEnabled(m_traces->hasStore() && !m_context.sampleTrace.isEmpty());
+}
 
+void MainWindow::createHelpMenu()
+{
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&Keyboard shortcuts"), QKeySequence::HelpContents, this, &MainWindow::showShortcuts);
     help->addAction(tr("&About BatchPilot"), this, [this] {
@@ -261,23 +296,27 @@ void MainWindow::createActions()
                            tr("<b>BatchPilot %1</b><p>Live batching console for transformer inference.</p>")
                                .arg(QCoreApplication::applicationVersion()));
     });
+}
 
+void MainWindow::createToolBar(const ToolbarActions &actions)
+{
     QToolBar *bar = addToolBar(tr("Main"));
     bar->setObjectName(QStringLiteral("mainToolBar"));
     bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    QAction *toggleTraffic = actions.traffic;
     toggleTraffic->setCheckable(true);
     toggleTraffic->setText(tr("Traffic"));
     toggleTraffic->setToolTip(tr("Start or stop synthetic traffic (Ctrl+T)"));
     connect(m_traffic, &TrafficPanel::runningChanged, toggleTraffic, &QAction::setChecked);
     bar->addAction(toggleTraffic);
     bar->addSeparator();
-    bar->addAction(undo);
-    bar->addAction(redo);
+    bar->addAction(actions.undo);
+    bar->addAction(actions.redo);
     bar->addSeparator();
-    bar->addAction(pause);
+    bar->addAction(actions.pause);
     bar->addActions(m_windowGroup->actions());
     bar->addSeparator();
-    bar->addAction(import);
+    bar->addAction(actions.import);
     QAction *advisor = m_advisorDock->toggleViewAction();
     advisor->setToolTip(tr("Show or hide the Advisor: tune the knobs for a recorded load (Alt+5)"));
     bar->addAction(advisor);

@@ -10,8 +10,10 @@
 
 #include <QMainWindow>
 
+class QAction;
 class QActionGroup;
 class QDockWidget;
+class QMenu;
 class QTabWidget;
 class QUndoStack;
 
@@ -57,7 +59,19 @@ protected:
 
 private:
     QDockWidget *addDock(const QString &title, const QString &name, QWidget *widget, Qt::DockWidgetArea area);
+    // The actions the toolbar shows besides the chart windows and the Advisor.
+    struct ToolbarActions {
+        QAction *import = nullptr, *undo = nullptr, *redo = nullptr, *pause = nullptr, *traffic = nullptr;
+    };
     void createActions();
+    QAction *createFileMenu(); // returns Import trace
+    void createEditMenu(ToolbarActions &bar);
+    QAction *createViewMenu(); // returns Pause charts
+    void createChartWindowMenu(QMenu *view);
+    QAction *createTrafficMenu(); // returns Start / stop
+    void createTracesMenu();
+    void createHelpMenu();
+    void createToolBar(const ToolbarActions &actions);
     void restoreSettings();
     void saveSettings() const;
     void setChartWindow(double seconds);

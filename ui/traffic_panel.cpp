@@ -27,7 +27,23 @@ TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore
     layout->setContentsMargins(6, 6, 6, 6);
     m_form = new QFormLayout;
     layout->addLayout(m_form);
+    const int cap = std::max(1, model.maxSequenceLength);
+    addTargetRows();
+    addArrivalRows();
+    addLengthRows(cap, traces);
+    addMaxNewRow(model);
+    addConversationRows(cap);
+    addStatusLines(layout);
+    connectTimers();
+    connectForm();
+    updateVisibility();
+    updateCounters();
+    updateLoad();
+    measureCapacity();
+}
 
+void TrafficPanel::addTargetRows()
+{
     m_targetBox = new QComboBox(this);
     m_targetBox->addItem(tr("embedded engine"));
     m_targetBox->addItem(tr("remote server"));
@@ -37,7 +53,10 @@ TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore
     m_form->addRow(tr("Tar&get"), m_targetBox);
     m_remoteForm = new RemoteTargetForm(this);
     m_form->addRow(m_remoteForm);
+}
 
+void TrafficPanel::addArrivalRows()
+{
     m_rate = new QDoubleSpinBox(this);
     m_rate->setRange(0.1, 1'000'000);
     m_rate->setDecimals(1);
@@ -58,25 +77,27 @@ TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore
     m_burst->setValue(16);
     m_burst->setToolTip(tr("Requests arriving together in each burst"));
     m_form->addRow(tr("Burst size"), m_burst);
+}
 
+void TrafficPanel::addLengthRows(int cap, TraceListModel *traces)
+{
     m_lengths = new QComboBox(this);
     m_lengths->addItem(tr("fixed"), int(LengthKind::Fixed));
     m_lengths->addItem(tr("uniform"), int(LengthKind::Uniform));
     m_lengths->addItem(tr("from a trace"), int(LengthKind::Trace));
     m_lengths->setCurrentIndex(1);
     m_form->addRow(tr("&Lengths"), m_lengths);
-    const int cap = std::max(1, model.maxSequenceLength);
-    m_fixed = new QSpinBox(this);
-    m_fixed->setRange(1, cap);
-    m_fixed->setValue(std::min(32, cap));
+    auto length = [this, cap](int value) {
+        auto *box = new QSpinBox(this);
+        box->setRange(1, cap);
+        box->setValue(std::min(value, cap));
+        return box;
+    };
+    m_fixed = length(32);
     m_form->addRow(tr("Input tokens"), m_fixed);
-    m_min = new QSpinBox(this);
-    m_min->setRange(1, cap);
-    m_min->setValue(std::min(8, cap));
+    m_min = length(8);
     m_form->addRow(tr("Shortest"), m_min);
-    m_max = new QSpinBox(this);
-    m_max->setRange(1, cap);
-    m_max->setValue(std::min(128, cap));
+    m_max = length(128);
     m_form->addRow(tr("Longest"), m_max);
     m_trace = new QComboBox(this);
     if (traces) {
@@ -91,7 +112,10 @@ TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore
     m_lengthScale->setValue(1);
     m_lengthScale->setToolTip(tr("Multiplies the trace's token counts (0.125 = divide by 8)"));
     m_form->addRow(tr("Length scale"), m_lengthScale);
+}
 
+void TrafficPanel::addMaxNewRow(const ModelInfo &model)
+{
     m_maxNew = new QSpinBox(this);
     m_maxNew->setRange(0, model.generative ? std::max(0, model.maxNewTokensLimit) : 0);
     m_maxNew->setValue(model.generative ? std::min(16, model.maxNewTokensLimit) : 0);
@@ -100,8 +124,11 @@ TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore
                              ? tr("Tokens each request asks the model to generate")
                              : tr("%1 does not generate tokens").arg(QString::fromStdString(model.name)));
     m_form->addRow(tr("max_new_&tokens"), m_maxNew);
+}
 
-    // Shared prefixes and conversations (engine/workload/traffic_pacer.h).
+// Shared prefixes and conversations (engine/workload/traffic_pacer.h).
+void TrafficPanel::addConversationRows(int cap)
+{
     m_systemPrompt = new QSpinBox(this);
     m_systemPrompt->setRange(0, cap);
     m_systemPrompt->setSuffix(tr(" tokens"));
@@ -132,7 +159,11 @@ TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore
     m_think->setSuffix(tr(" s"));
     m_think->setToolTip(tr("From an answer to the next turn (closed loop: a turn waits for its answer)"));
     m_form->addRow(tr("Think time"), m_think);
+}
 
+// Start, then the counters, the load against capacity and the last error.
+void TrafficPanel::addStatusLines(QVBoxLayout *layout)
+{
     m_start = new QPushButton(tr("Start traffic"), this);
     m_start->setCheckable(true);
     m_start->setToolTip(tr("Start or stop the synthetic load (Ctrl+T)"));
@@ -151,7 +182,11 @@ TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore
     m_error->hide();
     layout->addWidget(m_error);
     layout->addStretch(1);
+}
 
+// The debounced restart after an edit, and the counters' refresh while running.
+void TrafficPanel::connectTimers()
+{
     m_restart.setSingleShot(true);
     m_restart.setInterval(300);
     connect(&m_restart, &QTimer::timeout, this, [this] {
@@ -175,7 +210,10 @@ TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore
     });
     m_refresh.setInterval(250);
     connect(&m_refresh, &QTimer::timeout, this, &TrafficPanel::updateCounters);
+}
 
+void TrafficPanel::connectForm()
+{
     connect(m_start, &QPushButton::clicked, this, [this](bool on) { on ? start() : stop(); });
     connect(m_arrivals, &QComboBox::currentIndexChanged, this, &TrafficPanel::edited);
     connect(m_targetBox, &QComboBox::currentIndexChanged, this, [this] {
@@ -194,10 +232,6 @@ TrafficPanel::TrafficPanel(app::EngineBridge &bridge, std::shared_ptr<TraceStore
     connect(&m_bridge, &app::EngineBridge::snapshotReady, this, &TrafficPanel::observe);
     for (QSpinBox *box : {m_burst, m_fixed, m_min, m_max, m_maxNew, m_systemPrompt, m_conversations, m_turns})
         connect(box, &QSpinBox::valueChanged, this, &TrafficPanel::edited);
-    updateVisibility();
-    updateCounters();
-    updateLoad();
-    measureCapacity();
 }
 
 // The generator's destructor stops and joins its thread; a remote load's
@@ -311,10 +345,7 @@ void TrafficPanel::start()
                 if (!self || generation != self->m_loadGeneration)
                     return;
                 if (!rows) {
-                    self->m_error->setText(QString::fromStdString(rows.status().message()));
-                    self->m_error->show();
-                    self->m_start->setChecked(false);
-                    self->updateCounters();
+                    self->startFailed(rows.status().message());
                     return;
                 }
                 auto shared = std::make_shared<const std::vector<TraceRow>>(std::move(rows.value()));
@@ -330,10 +361,7 @@ void TrafficPanel::launch(std::shared_ptr<const std::vector<TraceRow>> rows)
     m_rows = rows;
     WorkloadSpec spec = targetSpec(std::move(rows));
     if (Status s = spec.validate(); !s) {
-        m_error->setText(QString::fromStdString(s.message()));
-        m_error->show();
-        m_start->setChecked(false);
-        updateCounters();
+        startFailed(s.message());
         return;
     }
     ++m_seed; // a fresh sequence each start
@@ -343,6 +371,30 @@ void TrafficPanel::launch(std::shared_ptr<const std::vector<TraceRow>> rows)
     }
     m_generator = std::make_unique<LoadGenerator>(m_bridge.engine(), spec);
     m_generator->start();
+    started();
+}
+
+void TrafficPanel::launchRemote(WorkloadSpec spec)
+{
+    const remote::RemoteOptions options = m_remoteForm->options();
+    if (Status s = remote::validate(options); !s)
+        return startFailed(s.message());
+    if (!m_store)
+        return startFailed(
+            tr("Remote traffic is recorded as a session: it needs the trace store.").toStdString());
+    auto target = remote::HttpRemoteTarget::create(options);
+    if (!target)
+        return startFailed(target.status().message());
+    auto load = remote::RemoteLoad::start(m_store, std::move(target.value()), std::move(spec));
+    if (!load)
+        return startFailed(load.status().message());
+    m_remoteLoad = std::move(load.value());
+    started();
+    emit remoteSessionStarted(m_remoteLoad->sessionId(), options.target.toString());
+}
+
+void TrafficPanel::started()
+{
     m_start->setChecked(true);
     m_refresh.start();
     m_queue.reset();
@@ -352,34 +404,12 @@ void TrafficPanel::launch(std::shared_ptr<const std::vector<TraceRow>> rows)
     emit runningChanged(true);
 }
 
-void TrafficPanel::launchRemote(WorkloadSpec spec)
+void TrafficPanel::startFailed(const std::string &message)
 {
-    auto fail = [this](const std::string &message) {
-        m_error->setText(QString::fromStdString(message));
-        m_error->show();
-        m_start->setChecked(false);
-        updateCounters();
-    };
-    const remote::RemoteOptions options = m_remoteForm->options();
-    if (Status s = remote::validate(options); !s)
-        return fail(s.message());
-    if (!m_store)
-        return fail(tr("Remote traffic is recorded as a session: it needs the trace store.").toStdString());
-    auto target = remote::HttpRemoteTarget::create(options);
-    if (!target)
-        return fail(target.status().message());
-    auto load = remote::RemoteLoad::start(m_store, std::move(target.value()), std::move(spec));
-    if (!load)
-        return fail(load.status().message());
-    m_remoteLoad = std::move(load.value());
-    m_start->setChecked(true);
-    m_refresh.start();
-    m_queue.reset();
-    updateVisibility();
+    m_error->setText(QString::fromStdString(message));
+    m_error->show();
+    m_start->setChecked(false);
     updateCounters();
-    updateLoad();
-    emit runningChanged(true);
-    emit remoteSessionStarted(m_remoteLoad->sessionId(), options.target.toString());
 }
 
 void TrafficPanel::stop()

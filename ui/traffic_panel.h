@@ -44,6 +44,7 @@ class QLabel;
 class QPushButton;
 class QSettings;
 class QSpinBox;
+class QVBoxLayout;
 
 namespace bp {
 class TraceStore;
@@ -130,12 +131,26 @@ signals:
     void restarted();
 
 private:
+    // The constructor's parts, in the order the widgets are made (their tab order).
+    void addTargetRows();
+    void addArrivalRows();
+    void addLengthRows(int cap, TraceListModel *traces);
+    void addMaxNewRow(const ModelInfo &model);
+    void addConversationRows(int cap);
+    void addStatusLines(QVBoxLayout *layout);
+    void connectTimers();
+    void connectForm();
+
     void stopLoad(bool cancelInFlight);
     void edited();
     void updateVisibility();
     void updateCounters();
     void launch(std::shared_ptr<const std::vector<TraceRow>> rows);
     void launchRemote(WorkloadSpec spec);
+    // The load runs (local or remote): the button, the counters' refresh, runningChanged.
+    void started();
+    // Start failed with `message`: shown under the counters, the button released.
+    void startFailed(const std::string &message);
     // What the form asks for, for the chosen target (its vocabulary and limits).
     WorkloadSpec targetSpec(std::shared_ptr<const std::vector<TraceRow>> rows) const;
     void updateLoad();
