@@ -3,6 +3,7 @@
 #include "engine/core/nvtx.h"
 
 #include "paged_model.h"
+#include "preset_backend.h"
 #include "transformer_layers.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -15,8 +16,8 @@ class TinyDecoder final : public PagedModel {
 public:
     TinyDecoder(const TransformerShape &shape, const TorchPlacement &placement, std::uint64_t seed)
         : PagedModel(placement, "builtin:tiny-decoder", m_trunk,
-                     KvPoolShape{shape.layers, shape.heads, shape.headDim(), placement.dtype}, shape.maxPositions,
-                     shape.vocab),
+                     KvPoolShape{shape.layers, shape.heads, shape.headDim(), placement.dtype},
+                     shape.maxPositions, shape.vocab),
           m_shape(shape), m_trunk(shape, m_weights)
     {
         at::Generator gen = at::detail::createCPUGenerator(seed);
@@ -97,15 +98,7 @@ private:
 
 Result<std::shared_ptr<DecoderModel>> makeTinyDecoder(const ModelSpec &spec)
 {
-    auto shape = transformerPreset(spec.preset);
-    if (!shape)
-        return shape.status();
-    auto placement = prepareTorch(spec);
-    if (!placement)
-        return placement.status();
-    return buildTorchBackend<DecoderModel, TinyDecoder>("builtin:tiny-decoder (" + spec.preset + ") on " +
-                                                            placement->device.name,
-                                                        *shape, *placement, spec.seed);
+    return makePresetBackend<DecoderModel, TinyDecoder>("builtin:tiny-decoder", spec);
 }
 
 } // namespace bp

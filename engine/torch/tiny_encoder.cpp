@@ -1,7 +1,7 @@
 #include "tiny_encoder.h"
 #include "cpu_blas.h"
 
-#include "torch_backend.h"
+#include "preset_backend.h"
 #include "transformer_layers.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -18,7 +18,8 @@ public:
         at::Generator gen = at::detail::createCPUGenerator(seed);
         m_weights = initTrunk(shape, gen, m_device, placement.dtype);
         const std::int64_t d = shape.dModel;
-        m_headWeight = at::normal(0.0, 0.02, {shape.classes, d}, gen, at::kFloat).to(m_device, placement.dtype);
+        m_headWeight =
+            at::normal(0.0, 0.02, {shape.classes, d}, gen, at::kFloat).to(m_device, placement.dtype);
         m_headBias = at::zeros({shape.classes}, at::kFloat).to(m_device, placement.dtype);
 
         m_info.name = "builtin:tiny-encoder";
@@ -26,10 +27,10 @@ public:
         m_info.maxSequenceLength = shape.maxPositions;
         m_info.generative = false;
         m_info.parameters = countParameters(m_weights) + m_headWeight.numel() + m_headBias.numel();
-        m_info.description = "transformer encoder classifier, preset '" + shape.preset + "': " +
-                             std::to_string(shape.layers) + " layers, d_model " + std::to_string(shape.dModel) +
-                             ", " + std::to_string(shape.heads) + " heads, " + std::to_string(shape.classes) +
-                             " class logits; seeded random weights";
+        m_info.description = "transformer encoder classifier, preset '" + shape.preset +
+                             "': " + std::to_string(shape.layers) + " layers, d_model " +
+                             std::to_string(shape.dModel) + ", " + std::to_string(shape.heads) + " heads, " +
+                             std::to_string(shape.classes) + " class logits; seeded random weights";
     }
 
     Status run(const BatchInput &input, std::vector<SequenceResult> &out) override
@@ -84,15 +85,7 @@ private:
 
 Result<std::shared_ptr<Backend>> makeTinyEncoder(const ModelSpec &spec)
 {
-    auto shape = transformerPreset(spec.preset);
-    if (!shape)
-        return shape.status();
-    auto placement = prepareTorch(spec);
-    if (!placement)
-        return placement.status();
-    return buildTorchBackend<Backend, TinyEncoder>("builtin:tiny-encoder (" + spec.preset + ") on " +
-                                                       placement->device.name,
-                                                   *shape, *placement, spec.seed);
+    return makePresetBackend<Backend, TinyEncoder>("builtin:tiny-encoder", spec);
 }
 
 } // namespace bp

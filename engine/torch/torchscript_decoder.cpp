@@ -2,6 +2,7 @@
 
 #include "engine/core/nvtx.h"
 #include "engine/model/kept_blocks.h"
+#include "sequence_table.h"
 
 #include <algorithm>
 #include <atomic>
@@ -293,16 +294,8 @@ public:
 
     void release(std::uint64_t sequence) override
     {
-        std::unique_ptr<Sequence> gone;
-        {
-            std::lock_guard lock(m_mutex);
-            const auto it = m_sequences.find(sequence);
-            if (it == m_sequences.end())
-                return;
-            gone = std::move(it->second);
-            m_sequences.erase(it);
-        }
-        m_cached.fetch_sub(gone->length);
+        if (const std::unique_ptr<Sequence> gone = takeSequence(m_mutex, m_sequences, sequence))
+            m_cached.fetch_sub(gone->length);
     }
 
     std::int64_t cachedTokens() const override { return m_cached.load(); }

@@ -1,14 +1,17 @@
 #include "trunk_steps.h"
 
 #include "engine/core/nvtx.h"
+#include "sequence_table.h"
 #include "torch_backend.h"
 
 #include <algorithm>
 
 namespace bp {
 
-PagedStepModel::PagedStepModel(std::string name, PagedDecoder &decoder, int vocab, int maxPositions, int threads)
-    : m_name(std::move(name)), m_decoder(decoder), m_vocab(vocab), m_maxPositions(maxPositions), m_threads(threads)
+PagedStepModel::PagedStepModel(std::string name, PagedDecoder &decoder, int vocab, int maxPositions,
+                               int threads)
+    : m_name(std::move(name)), m_decoder(decoder), m_vocab(vocab), m_maxPositions(maxPositions),
+      m_threads(threads)
 {
 }
 
@@ -19,13 +22,13 @@ Status PagedStepModel::checkItem(const StepItem &item, std::int64_t length) cons
                       "a step item without tokens (sequence " + std::to_string(item.sequence) + ")");
     for (TokenId t : item.tokens)
         if (t < 0 || t >= m_vocab)
-            return Status(StatusCode::OutOfRange,
-                          "token " + std::to_string(t) + " outside the vocabulary of " + std::to_string(m_vocab));
+            return Status(StatusCode::OutOfRange, "token " + std::to_string(t) +
+                                                      " outside the vocabulary of " +
+                                                      std::to_string(m_vocab));
     if (length + std::int64_t(item.tokens.size()) > m_maxPositions)
-        return Status(StatusCode::OutOfRange, "sequence of " + std::to_string(length) + " + " +
-                                                  std::to_string(item.tokens.size()) +
-                                                  " tokens exceeds the model's " + std::to_string(m_maxPositions) +
-                                                  " positions");
+        return Status(StatusCode::OutOfRange,
+                      "sequence of " + std::to_string(length) + " + " + std::to_string(item.tokens.size()) +
+                          " tokens exceeds the model's " + std::to_string(m_maxPositions) + " positions");
     return Status::ok();
 }
 
@@ -75,10 +78,10 @@ Status PagedStepModel::step(const std::vector<StepItem> &items, std::vector<Step
             if (need > 0) {
                 auto more = books.allocate(need);
                 if (!more) {
-                    out[i].status = Status(StatusCode::ResourceExhausted,
-                                           m_name + ": the KV cache is full (" +
-                                               std::to_string(books.totalBlocks()) + " blocks of " +
-                                               std::to_string(books.blockTokens()) + " tokens)");
+                    out[i].status =
+                        Status(StatusCode::ResourceExhausted,
+                               m_name + ": the KV cache is full (" + std::to_string(books.totalBlocks()) +
+                                   " blocks of " + std::to_string(books.blockTokens()) + " tokens)");
                     books.unref(fresh->blocks);
                     continue;
                 }
@@ -142,7 +145,8 @@ Status PagedStepModel::step(const std::vector<StepItem> &items, std::vector<Step
         seq.tokens.insert(seq.tokens.end(), item.tokens.begin(), item.tokens.end());
         if (item.sample) {
             if (item.logits && result.logits.defined()) {
-                const float *p = result.logits.data_ptr<float>() + std::int64_t(sampled) * result.logits.size(1);
+                const float *p =
+                    result.logits.data_ptr<float>() + std::int64_t(sampled) * result.logits.size(1);
                 out[r.item].logits.assign(p, p + result.logits.size(1));
             }
             out[r.item].next = result.next[sampled++];
@@ -174,15 +178,9 @@ void PagedStepModel::publish(PagedSequence &s, const std::vector<KvBlock> &block
 
 void PagedStepModel::release(std::uint64_t sequence)
 {
-    std::unique_ptr<PagedSequence> gone;
-    {
-        std::lock_guard lock(m_mutex);
-        const auto it = m_sequences.find(sequence);
-        if (it == m_sequences.end())
-            return;
-        gone = std::move(it->second);
-        m_sequences.erase(it);
-    }
+    const std::unique_ptr<PagedSequence> gone = takeSequence(m_mutex, m_sequences, sequence);
+    if (!gone)
+        return;
     Status held;
     const auto hold = m_decoder.acquire(held);
     if (held)
