@@ -11,51 +11,31 @@ namespace bp {
 
 Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options)
 {
-    if (!options.backend)
-        return Status(StatusCode::InvalidArgument, "engine needs a backend");
-    if (Status s = validate(options.batching); !s)
-        return s;
+    std::unique_ptr<Engine> engine(new Engine(options));
+    auto core = EngineCore::create(std::move(options.batching), std::move(options.backend),
+                                   options.clock ? *options.clock : RealClock::instance(), *engine,
+                                   options.probeMemory);
+    if (!core)
+        return core.status();
+    engine->m_core = std::move(*core);
     {
-        // A paged model's KV pool is sized now, from this engine's config
-        // (continuous.kv_cache_tokens, kv_memory_fraction,
-        // prefix_cache.block_tokens). Another engine holding blocks of it
-        // keeps the pool as it is (Unavailable): this one books against it.
-        const BatchingConfig &c = options.batching;
-        const KvPoolRequest kv{c.continuous.kvCacheTokens, c.continuous.kvMemoryFraction, c.prefixCache.blockTokens};
-        if (Status s = options.backend->prepareKv(kv); !s && s.code() != StatusCode::Unavailable)
-            return s;
-    }
-    if (Status s =
-            schedulerSupports(options.batching, options.backend->steps(), options.backend->info().name);
-        !s)
-        return s;
-    if (options.probeMemory) {
-        const BatchingConfig &c = options.batching;
-        const int longest = std::min(options.backend->info().maxSequenceLength, c.bucketEdges.back());
-        const int upTo = std::max({c.maxBatchSize, c.staticBatchSize, c.hybrid.staticSizes.back()});
-        if (auto fits = options.backend->probeMaxBatch(longest, upTo); fits && *fits < upTo)
-            options.batching.memoryBatchLimit = std::max(1, *fits);
-    }
-    std::unique_ptr<Engine> engine(new Engine(std::move(options)));
-    if (!engine->m_manual) {
-        MutexLock lock(engine->m_core.mutex());
-        engine->resizeExecutors();
+        MutexLock lock(engine->m_core->mutex());
+        engine->m_targetInstances = engine->m_core->instancesLocked();
+        if (!engine->m_manual)
+            engine->resizeExecutors();
     }
     return engine;
 }
 
-Engine::Engine(EngineOptions options)
-    : m_manual(options.manualScheduling), m_spin(options.manualScheduling ? Duration::zero() : options.spin),
-      m_core(options.batching, std::move(options.backend),
-             options.clock ? *options.clock : RealClock::instance(), *this)
+Engine::Engine(const EngineOptions &options)
+    : m_manual(options.manualScheduling), m_spin(options.manualScheduling ? Duration::zero() : options.spin)
 {
-    MutexLock lock(m_core.mutex());
-    m_targetInstances = options.batching.instances;
 }
 
 Engine::~Engine()
 {
-    shutdown(ShutdownMode::Drain);
+    if (m_core) // else create() failed before the core was assembled
+        shutdown(ShutdownMode::Drain);
 }
 
 // The driver's hooks run under the core's lock, which the analysis cannot
@@ -75,7 +55,7 @@ void Engine::instancesChangedLocked(int instances) NO_THREAD_SAFETY_ANALYSIS
 
 bool Engine::schedulerIdle() const
 {
-    MutexLock lock(m_core.mutex());
+    MutexLock lock(m_core->mutex());
     return m_leaderIdle;
 }
 
@@ -104,23 +84,23 @@ Engine::Step Engine::runSchedulerOnce()
     Step step;
     std::optional<WorkUnit> unit;
     {
-        MutexLock lock(m_core.mutex());
-        EngineCore::Decision d = m_core.decide();
+        MutexLock lock(m_core->mutex());
+        EngineCore::Decision d = m_core->decide();
         step.expired = d.expired;
         step.wakeAt = d.wakeAt;
         step.dispatched = d.unit.has_value();
         unit = std::move(d.unit);
     }
     if (unit) {
-        UnitRun run = m_core.run(*unit, 0);
-        m_core.finish(*unit, run);
+        UnitRun run = m_core->run(*unit, 0);
+        m_core->finish(*unit, run);
     }
     return step;
 }
 
 bool Engine::mustExit(int index) const
 {
-    return index >= m_targetInstances || m_core.stoppedLocked();
+    return index >= m_targetInstances || m_core->stoppedLocked();
 }
 
 std::optional<WorkUnit> Engine::lead(int index)
@@ -130,30 +110,30 @@ std::optional<WorkUnit> Engine::lead(int index)
     for (;;) {
         if (mustExit(index))
             return std::nullopt;
-        EngineCore::Decision d = m_core.decide();
+        EngineCore::Decision d = m_core->decide();
         if (d.unit)
             return std::move(d.unit);
         if (mustExit(index))
             return std::nullopt;
-        const TimePoint now = m_core.clock().now();
+        const TimePoint now = m_core->clock().now();
         const std::optional<TimePoint> wakeAt = d.wakeAt;
         if (m_spin > Duration::zero() && !spunIdle && (!wakeAt || *wakeAt - now <= m_spin)) {
             // Busy-wait for the dispatch time or for news, whichever is first.
             const TimePoint until = wakeAt ? *wakeAt : now + m_spin;
             const std::uint64_t pokes = m_pokes.load(std::memory_order_acquire);
-            m_core.mutex().unlock();
+            m_core->mutex().unlock();
             const bool news = spinUntil(until, m_pokes, pokes);
-            m_core.mutex().lock();
+            m_core->mutex().lock();
             spunIdle = !news && !wakeAt;
             continue;
         }
         spunIdle = false;
         m_leaderSleeping = true;
         if (wakeAt) {
-            m_leaderCv.wait_until(m_core.mutex(), *wakeAt - m_spin); // with spin > 0: spin the rest
+            m_leaderCv.wait_until(m_core->mutex(), *wakeAt - m_spin); // with spin > 0: spin the rest
         } else {
             m_leaderIdle = true;
-            m_leaderCv.wait(m_core.mutex());
+            m_leaderCv.wait(m_core->mutex());
             m_leaderIdle = false;
         }
         m_leaderSleeping = false;
@@ -162,7 +142,7 @@ std::optional<WorkUnit> Engine::lead(int index)
 
 void Engine::executorLoop(int index)
 {
-    MutexLock lock(m_core.mutex());
+    MutexLock lock(m_core->mutex());
     for (;;) {
         if (mustExit(index))
             break;
@@ -178,8 +158,8 @@ void Engine::executorLoop(int index)
         if (!unit)
             break;
         lock.unlock();
-        UnitRun run = m_core.run(*unit, index);
-        m_core.finish(*unit, run);
+        UnitRun run = m_core->run(*unit, index);
+        m_core->finish(*unit, run);
         lock.lock();
     }
     m_executorRunning[std::size_t(index)] = false;
@@ -191,29 +171,16 @@ void Engine::shutdown(ShutdownMode mode)
     std::lock_guard shutdownLock(m_shutdownMutex);
     if (m_shutDown)
         return;
-    std::vector<Pending> rest;
     std::vector<std::thread> executors;
-    {
-        MutexLock lock(m_core.mutex());
-        rest = m_core.stopLocked(mode);
-    }
-    m_core.fail(rest, StatusCode::ShuttingDown, "engine shut down before the request ran");
+    m_core->shutdown(mode);
     if (m_manual) {
-        // No threads: drain on this one.
-        while (queueDepth() > 0) {
-            if (!runSchedulerOnce().dispatched && queueDepth() > 0) {
-                std::vector<Pending> left;
-                {
-                    MutexLock lock(m_core.mutex());
-                    left = m_core.takeAllLocked();
-                }
-                m_core.fail(left, StatusCode::ShuttingDown,
-                            "engine shut down before a full static batch formed");
-            }
-        }
+        // No threads: drain on this one; what no policy will run fails.
+        while (queueDepth() > 0)
+            if (!runSchedulerOnce().dispatched && queueDepth() > 0)
+                m_core->failHeld();
     }
     {
-        MutexLock lock(m_core.mutex());
+        MutexLock lock(m_core->mutex());
         executors = std::move(m_executors);
     }
     m_leaderCv.notify_all();

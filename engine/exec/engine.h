@@ -100,7 +100,7 @@ public:
     // to a fresh engine-wide id.
     Status submit(Request request, Completion done)
     {
-        return m_core.submit(std::move(request), std::move(done));
+        return m_core->submit(std::move(request), std::move(done));
     }
 
     // Thread-safe. Applies `patch` to the config in force at this moment
@@ -111,7 +111,7 @@ public:
     // change's version (0: the patch changed nothing).
     Result<ConfigUpdate> update(const ConfigPatch &patch, std::string origin = "api")
     {
-        return m_core.update(patch, std::move(origin));
+        return m_core->update(patch, std::move(origin));
     }
     // Thread-safe. Replaces every field: update(ConfigPatch::whole(config)).
     // For a config file or a replay's settings; an interactive writer
@@ -120,16 +120,16 @@ public:
     {
         return update(ConfigPatch::whole(config), std::move(origin)).status();
     }
-    BatchingConfig config() const { return m_core.config(); }
-    const ModelInfo &model() const { return m_core.model(); }
+    BatchingConfig config() const { return m_core->config(); }
+    const ModelInfo &model() const { return m_core->model(); }
     // The model itself, e.g. for the console's short capacity measurement
     // (Backend::run is safe to call beside the executors).
-    std::shared_ptr<Backend> backend() const { return m_core.backend(); }
-    const Clock &clock() const { return m_core.clock(); }
+    std::shared_ptr<Backend> backend() const { return m_core->backend(); }
+    const Clock &clock() const { return m_core->clock(); }
 
     // Thread-safe; an immutable value.
-    Snapshot snapshot() const { return m_core.snapshot(); }
-    std::size_t queueDepth() const { return m_core.queueDepth(); }
+    Snapshot snapshot() const { return m_core->snapshot(); }
+    std::size_t queueDepth() const { return m_core->queueDepth(); }
     // True while the scheduling thread is blocked with no wake-up planned,
     // which is where an engine with nothing queued must end up: it then uses
     // no CPU at all. Always false with manualScheduling. For tests.
@@ -137,8 +137,8 @@ public:
 
     // Observers receive records on engine threads. Add them before traffic
     // starts, or accept that earlier records were not seen.
-    void addObserver(std::shared_ptr<EngineObserver> observer) { m_core.addObserver(std::move(observer)); }
-    void removeObserver(const std::shared_ptr<EngineObserver> &observer) { m_core.removeObserver(observer); }
+    void addObserver(std::shared_ptr<EngineObserver> observer) { m_core->addObserver(std::move(observer)); }
+    void removeObserver(const std::shared_ptr<EngineObserver> &observer) { m_core->removeObserver(observer); }
 
     // Blocks until every executor has stopped. Idempotent.
     void shutdown(ShutdownMode mode = ShutdownMode::Drain);
@@ -153,7 +153,7 @@ public:
     Step runSchedulerOnce();
 
 private:
-    explicit Engine(EngineOptions options);
+    explicit Engine(const EngineOptions &options);
     // ExecutorDriver
     bool pokeLocked() override;
     void wake() override { m_leaderCv.notify_one(); }
@@ -163,27 +163,27 @@ private:
     // The leader's part of executorLoop: decides, and sleeps or spins until
     // the next decision. Returns the unit to run, or nullopt when this
     // thread must stop. Requires the core's mutex; returns with it held.
-    std::optional<WorkUnit> lead(int index) REQUIRES(m_core.mutex());
-    bool mustExit(int index) const REQUIRES(m_core.mutex());
-    void resizeExecutors() REQUIRES(m_core.mutex());
+    std::optional<WorkUnit> lead(int index) REQUIRES(m_core->mutex());
+    bool mustExit(int index) const REQUIRES(m_core->mutex());
+    void resizeExecutors() REQUIRES(m_core->mutex());
 
     const bool m_manual;
     const Duration m_spin;
-    EngineCore m_core;
+    std::unique_ptr<EngineCore> m_core; // set by create()
     // Bumped under the core's mutex whenever the leader may have something
     // new to decide; a spinning leader watches it instead of sleeping.
     std::atomic<std::uint64_t> m_pokes{0};
     std::condition_variable_any m_leaderCv;   // the leader's timed/untimed wait
     std::condition_variable_any m_followerCv; // idle executors waiting to lead
     // guarded by the core's mutex:
-    bool m_hasLeader GUARDED_BY(m_core.mutex()) = false;
+    bool m_hasLeader GUARDED_BY(m_core->mutex()) = false;
     // blocked on m_leaderCv: submit must notify
-    bool m_leaderSleeping GUARDED_BY(m_core.mutex()) = false;
+    bool m_leaderSleeping GUARDED_BY(m_core->mutex()) = false;
     // ... with no wake-up time (schedulerIdle())
-    bool m_leaderIdle GUARDED_BY(m_core.mutex()) = false;
-    int m_targetInstances GUARDED_BY(m_core.mutex()) = 1;
-    std::vector<std::thread> m_executors GUARDED_BY(m_core.mutex());
-    std::vector<bool> m_executorRunning GUARDED_BY(m_core.mutex());
+    bool m_leaderIdle GUARDED_BY(m_core->mutex()) = false;
+    int m_targetInstances GUARDED_BY(m_core->mutex()) = 1;
+    std::vector<std::thread> m_executors GUARDED_BY(m_core->mutex());
+    std::vector<bool> m_executorRunning GUARDED_BY(m_core->mutex());
 
     std::mutex m_shutdownMutex;
     bool m_shutDown = false; // guarded by m_shutdownMutex

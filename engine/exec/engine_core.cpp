@@ -5,6 +5,7 @@
 
 #include "engine/sched/outcome.h"
 
+#include <algorithm>
 #include <functional>
 #include <utility>
 
@@ -30,6 +31,36 @@ std::function<void(const TokenEvent &)> onceEachToken(std::function<void(const T
 }
 
 } // namespace
+
+Result<std::unique_ptr<EngineCore>> EngineCore::create(BatchingConfig config,
+                                                       std::shared_ptr<Backend> backend, const Clock &clock,
+                                                       ExecutorDriver &driver, bool probeMemory)
+{
+    if (!backend)
+        return Status(StatusCode::InvalidArgument, "engine needs a backend");
+    if (Status s = validate(config); !s)
+        return s;
+    {
+        // A paged model's KV pool is sized now, from this engine's config
+        // (continuous.kv_cache_tokens, kv_memory_fraction,
+        // prefix_cache.block_tokens). Another engine holding blocks of it
+        // keeps the pool as it is (Unavailable): this one books against it.
+        const KvPoolRequest kv{config.continuous.kvCacheTokens, config.continuous.kvMemoryFraction,
+                               config.prefixCache.blockTokens};
+        if (Status s = backend->prepareKv(kv); !s && s.code() != StatusCode::Unavailable)
+            return s;
+    }
+    if (Status s = schedulerSupports(config, backend->steps(), backend->info().name); !s)
+        return s;
+    if (probeMemory) {
+        const int longest = std::min(backend->info().maxSequenceLength, config.bucketEdges.back());
+        const int upTo =
+            std::max({config.maxBatchSize, config.staticBatchSize, config.hybrid.staticSizes.back()});
+        if (auto fits = backend->probeMaxBatch(longest, upTo); fits && *fits < upTo)
+            config.memoryBatchLimit = std::max(1, *fits);
+    }
+    return std::unique_ptr<EngineCore>(new EngineCore(std::move(config), std::move(backend), clock, driver));
+}
 
 EngineCore::EngineCore(BatchingConfig config, std::shared_ptr<Backend> backend, const Clock &clock,
                        ExecutorDriver &driver)
@@ -146,26 +177,37 @@ Snapshot EngineCore::snapshot() const
     return s;
 }
 
-std::vector<Pending> EngineCore::stopLocked(ShutdownMode mode)
+void EngineCore::shutdown(ShutdownMode mode)
 {
-    m_stopping = true;
-    m_draining = mode == ShutdownMode::Drain;
-    m_driver.pokeLocked();
-    if (mode == ShutdownMode::Fail)
-        return m_scheduler->takeAll();
-    return {};
-}
-
-void EngineCore::fail(std::vector<Pending> &pending, StatusCode code, const std::string &message)
-{
-    if (pending.empty())
-        return;
+    std::vector<Pending> rest;
     std::shared_ptr<const BatchingConfig> config;
     {
         MutexLock lock(m_mutex);
+        m_stopping = true;
+        m_draining = mode == ShutdownMode::Drain;
+        m_driver.pokeLocked();
+        if (mode == ShutdownMode::Fail)
+            rest = m_scheduler->takeAll();
         config = m_config.current();
     }
-    failWith(pending, code, message, *config);
+    failShutDown(rest, *config);
+}
+
+void EngineCore::failHeld()
+{
+    std::vector<Pending> rest;
+    std::shared_ptr<const BatchingConfig> config;
+    {
+        MutexLock lock(m_mutex);
+        rest = m_scheduler->takeAll();
+        config = m_config.current();
+    }
+    failShutDown(rest, *config);
+}
+
+void EngineCore::failShutDown(std::vector<Pending> &rest, const BatchingConfig &config)
+{
+    failWith(rest, StatusCode::ShuttingDown, "engine shut down before the request ran", config);
 }
 
 void EngineCore::failEach(std::vector<Scheduler::Failure> &failures, const BatchingConfig &config)

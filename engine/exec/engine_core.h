@@ -73,10 +73,16 @@ public:
 
 class EngineCore {
 public:
-    // `config` validated by the caller; `backend` required; `clock` and
-    // `driver` outlive the core.
-    EngineCore(BatchingConfig config, std::shared_ptr<Backend> backend, const Clock &clock,
-               ExecutorDriver &driver);
+    // The one way to a core, for both drivers: validates `config` (the
+    // knobs, and a scheduler `backend` supports), sizes a paged model's KV
+    // pool from it (Backend::prepareKv; Unavailable — another engine holds
+    // blocks of it — keeps the pool as it is), and with `probeMemory` asks
+    // the backend for the largest batch that fits in device memory at the
+    // longest bucket and starts with that as memory_batch_limit. InvalidArgument
+    // without a backend. `clock` and `driver` outlive the core.
+    static Result<std::unique_ptr<EngineCore>> create(BatchingConfig config, std::shared_ptr<Backend> backend,
+                                                      const Clock &clock, ExecutorDriver &driver,
+                                                      bool probeMemory = false);
     EngineCore(const EngineCore &) = delete;
     EngineCore &operator=(const EngineCore &) = delete;
 
@@ -114,22 +120,29 @@ public:
     // requests that ended with it. Without the lock.
     void finish(WorkUnit &unit, UnitRun &run) EXCLUDES(m_mutex);
 
-    // ---- Shutdown and the driver's queries (under the lock) --------------
-    // No more submits; with Fail the queued requests are returned to fail.
-    std::vector<Pending> stopLocked(ShutdownMode mode) REQUIRES(m_mutex);
+    // ---- Shutdown: the one drain, for both drivers -------------------------
+    // No more submits; with Drain what is queued still runs (partial batches
+    // leave; a policy that will not run the rest fails it at the next
+    // decision), with Fail it fails now with ShuttingDown.
+    void shutdown(ShutdownMode mode) EXCLUDES(m_mutex);
+    // Fails with ShuttingDown whatever the scheduler still holds: a drain
+    // whose driver has nothing more to run.
+    void failHeld() EXCLUDES(m_mutex);
+
+    // ---- The driver's queries (under the lock) ----------------------------
     bool stoppingLocked() const REQUIRES(m_mutex) { return m_stopping; }
     // Stopping and nothing left to run.
     bool stoppedLocked() const REQUIRES(m_mutex) { return m_stopping && m_scheduler->size() == 0; }
     int instancesLocked() const REQUIRES(m_mutex) { return m_config.current()->instances; }
-    // Removes every queued request (a drain that cannot finish).
-    std::vector<Pending> takeAllLocked() REQUIRES(m_mutex) { return m_scheduler->takeAll(); }
-    // Completes each of `pending` with `code`. Without the lock.
-    void fail(std::vector<Pending> &pending, StatusCode code, const std::string &message) EXCLUDES(m_mutex);
     // The scheduler in force, for a driver's own statistics (the
     // simulator's preemption count). Requires the lock.
     const Scheduler &schedulerLocked() const REQUIRES(m_mutex) { return *m_scheduler; }
 
 private:
+    EngineCore(BatchingConfig config, std::shared_ptr<Backend> backend, const Clock &clock,
+               ExecutorDriver &driver);
+    // Fails `rest` with ShuttingDown and the one shutdown message. Without the lock.
+    void failShutDown(std::vector<Pending> &rest, const BatchingConfig &config) EXCLUDES(m_mutex);
     // Requires m_mutex. Applies `patch` through m_config (validated,
     // stamped) and hands the new config to the scheduler (a new one when
     // the policy needs another kind; queued requests it refuses go to

@@ -52,8 +52,7 @@ EngineCore::Decision EngineCore::decide()
             std::vector<Pending> rest = m_scheduler->takeAll();
             const std::shared_ptr<const BatchingConfig> config = m_config.current();
             m_mutex.unlock();
-            failWith(rest, StatusCode::ShuttingDown, "engine shut down before a full static batch formed",
-                     *config);
+            failShutDown(rest, *config);
             m_mutex.lock();
             continue;
         }

@@ -1,6 +1,7 @@
 #include "replay_driver.h"
 
 #include "engine/workload/prefix_tokens.h"
+#include "engine/workload/virtual_time.h"
 
 #include <thread>
 
@@ -57,64 +58,40 @@ std::pair<std::size_t, std::size_t> Driver::tally()
     return {m_completed, m_failed};
 }
 
-std::optional<Driver::Due> Driver::nextDue(TimePoint start)
+void Driver::begin(TimePoint start)
 {
-    const auto &plan = m_plan.requests;
-    while (m_open < plan.size() && plan[m_open].followUp())
-        ++m_open;
-    std::optional<Due> due;
-    if (m_open < plan.size())
-        due = Due{start + plan[m_open].offset, m_open};
     std::lock_guard lock(m_mutex);
-    if (!m_released.empty() && (!due || *due > m_released.top()))
-        due = m_released.top();
-    return due;
+    m_arrivals.emplace(m_plan.requests, start, m_model.vocabSize);
+}
+
+std::optional<Driver::Due> Driver::nextDue()
+{
+    std::lock_guard lock(m_mutex);
+    return m_arrivals->next();
 }
 
 std::vector<TokenId> Driver::promptFor(std::size_t i)
 {
-    const PlannedRequest &p = m_plan.requests[i];
+    const PlannedArrival &p = m_plan.requests[i];
     const int vocab = std::max(1, m_model.vocabSize);
-    std::vector<TokenId> own = promptTokens(p.blocks, m_plan.blockTokens, p.inputTokens, vocab, m_rng);
-    if (!p.followUp())
-        return own;
-    const auto previous = std::size_t(p.previous);
-    std::vector<TokenId> before, answer;
-    {
-        std::lock_guard lock(m_mutex);
-        if (auto it = m_prompts.find(previous); it != m_prompts.end()) {
-            before = std::move(it->second);
-            m_prompts.erase(it);
-        }
-        if (auto it = m_answers.find(previous); it != m_answers.end()) {
-            answer = std::move(it->second);
-            m_answers.erase(it);
-        }
-    }
-    // The stand-in is seeded by the conversation and turn: the same in every replay.
-    const std::uint64_t seed = std::uint64_t(p.conversation) * 1'000'003u + std::uint64_t(p.turn);
-    return nextTurnPrompt(before, answer, m_plan.requests[previous].maxNewTokens, seed, own, vocab);
+    std::vector<TokenId> own = promptTokens(p.blocks, p.blockTokens, p.inputTokens, vocab, m_rng);
+    std::lock_guard lock(m_mutex);
+    return m_arrivals->prompt(i, std::move(own));
 }
 
 void Driver::completed(std::size_t i, bool ok, std::vector<TokenId> answer)
 {
-    const PlannedRequest &p = m_plan.requests[i];
     {
         std::lock_guard lock(m_mutex);
         ++(ok ? m_completed : m_failed);
-        if (p.next >= 0) {
-            const auto next = std::size_t(p.next);
-            if (p.maxNewTokens > 0) // else the ids are an echo of the prompt, not an answer
-                m_answers[i] = std::move(answer);
-            m_released.push({m_now() + m_plan.requests[next].think, next});
-        }
+        m_arrivals->ended(i, m_now(), std::move(answer));
     }
     m_cv.notify_all();
 }
 
 void Driver::submit(std::size_t i, TimePoint arrival)
 {
-    const PlannedRequest &p = m_plan.requests[i];
+    const PlannedArrival &p = m_plan.requests[i];
     Request r;
     r.id = i + 1; // the position in the source: requests.request_id of the replay
     r.tokens = promptFor(i);
@@ -130,9 +107,9 @@ void Driver::submit(std::size_t i, TimePoint arrival)
             ++m_outcome.clamped;
         }
     }
-    if (p.next >= 0) {
+    {
         std::lock_guard lock(m_mutex);
-        m_prompts[i] = r.tokens;
+        m_arrivals->sent(i, r.tokens);
     }
     if (keepPrompts)
         sentPrompts[i] = r.tokens;
@@ -151,8 +128,7 @@ void Driver::submit(std::size_t i, TimePoint arrival)
         if (p.next >= 0) { // refused: the conversation goes on from the refusal
             {
                 std::lock_guard lock(m_mutex);
-                const auto next = std::size_t(p.next);
-                m_released.push({m_now() + m_plan.requests[next].think, next});
+                m_arrivals->ended(i, m_now(), {});
             }
             m_cv.notify_all();
         }
@@ -194,25 +170,23 @@ void Driver::waitForCompletions()
 ReplayOutcome Driver::runReal(const std::function<void()> &drain)
 {
     TimerSlack slack;
-    const TimePoint start = SteadyClock::now();
+    begin(SteadyClock::now());
     while (!allSent() && !cancelled(m_cancel)) {
-        const std::optional<Due> due = nextDue(start);
+        const std::optional<Due> due = nextDue();
         const TimePoint now = SteadyClock::now();
         if (!due || due->at > now) {
             // Sleep until it is due, or until a completion releases an earlier turn.
             const TimePoint until = due ? std::min(due->at, now + kCancelSlice) : now + kCancelSlice;
             report(false);
             std::unique_lock lock(m_mutex);
-            if (!due && m_completed + m_failed >= m_outcome.accepted && m_released.empty())
+            if (!due && m_completed + m_failed >= m_outcome.accepted && !m_arrivals->releasedAt())
                 break; // nothing can release the rest (cannot happen with a consistent plan)
             m_cv.wait_until(lock, until);
             continue;
         }
-        if (due->index == m_open) {
-            ++m_open;
-        } else {
+        {
             std::lock_guard lock(m_mutex);
-            m_released.pop();
+            m_arrivals->take(*due);
         }
         m_outcome.maxLateness = std::max(m_outcome.maxLateness, Duration(now - due->at));
         submit(due->index, due->at);
@@ -230,26 +204,21 @@ ReplayOutcome Driver::runReal(const std::function<void()> &drain)
 ReplayOutcome Driver::runVirtual(Engine &engine, SessionRecorder &recorder, FakeClock &clock)
 {
     m_now = [&clock] { return clock.now(); };
-    const TimePoint start = clock.now();
-    TimePoint nextSample = start + std::chrono::seconds(1);
+    begin(clock.now());
+    // A metric sample every virtual second on the way.
+    VirtualTime time(
+        clock.now(), std::chrono::seconds(1), [&clock](TimePoint t) { clock.set(t); },
+        [&recorder] { recorder.sampleNow(); });
+    auto moveTo = [&](TimePoint t) { time.moveTo(t); };
     // Every batch dispatched so far has run: the clock may move.
     auto settle = [&] {
         std::unique_lock lock(m_mutex);
         m_cv.wait(lock, [&] { return m_completed + m_failed + engine.queueDepth() >= m_outcome.accepted; });
     };
-    auto moveTo = [&](TimePoint t) {
-        while (nextSample <= t) {
-            clock.set(nextSample);
-            recorder.sampleNow();
-            nextSample += std::chrono::seconds(1);
-        }
-        if (t > clock.now())
-            clock.set(t);
-    };
     // The earliest released follow-up: the engine may not run past it.
     auto releasedAt = [&]() -> std::optional<TimePoint> {
         std::lock_guard lock(m_mutex);
-        return m_released.empty() ? std::nullopt : std::optional(m_released.top().at);
+        return m_arrivals->releasedAt();
     };
     // Runs every scheduling event due up to `until` (and never past a follow-up a completion released).
     auto runUntil = [&](std::optional<TimePoint> until) {
@@ -270,7 +239,7 @@ ReplayOutcome Driver::runVirtual(Engine &engine, SessionRecorder &recorder, Fake
         }
     };
     while (!allSent() && !cancelled(m_cancel)) {
-        const std::optional<Due> due = nextDue(start);
+        const std::optional<Due> due = nextDue();
         if (!due) {
             // Only follow-ups are left: run the engine until a completion releases one.
             const std::size_t before = m_outcome.submitted;
@@ -280,14 +249,12 @@ ReplayOutcome Driver::runVirtual(Engine &engine, SessionRecorder &recorder, Fake
             continue;
         }
         runUntil(due->at);
-        if (const std::optional<Due> now = nextDue(start); now && now->at < due->at)
+        if (const std::optional<Due> now = nextDue(); now && now->at < due->at)
             continue; // a completion released an earlier turn
         moveTo(due->at);
-        if (due->index == m_open) {
-            ++m_open;
-        } else {
+        {
             std::lock_guard lock(m_mutex);
-            m_released.pop();
+            m_arrivals->take(*due);
         }
         submit(due->index, std::max(due->at, clock.now()));
         report(false);

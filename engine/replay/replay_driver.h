@@ -3,11 +3,10 @@
 // engine, as a discrete-event simulation on a FakeClock.
 //
 // Open-loop requests go at their scheduled offsets. A follow-up turn of a
-// conversation (PlannedRequest::followUp) is released `think` after its
+// conversation (PlannedArrival::followUp) is released `think` after its
 // previous turn's completion (closed loop: the completion's time on the
-// driver's clock, SteadyClock or the FakeClock), its prompt the previous
-// prompt + the previous answer (the engine's generated ids, else a
-// stand-in of the planned answer length) + its new text. Prompt blocks
+// driver's clock, SteadyClock or the FakeClock), its prompt built by the
+// conversation book (engine/workload/conversation_book.h). Prompt blocks
 // (hash ids) become the same token ids in every replay (prefix_tokens.h).
 #pragma once
 
@@ -19,7 +18,6 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
-#include <queue>
 #include <random>
 #include <unordered_map>
 
@@ -52,14 +50,12 @@ public:
     std::unordered_map<std::size_t, std::vector<TokenId>> sentPrompts;
 
 private:
-    struct Due {
-        TimePoint at;
-        std::size_t index;
-        bool operator>(const Due &o) const { return at != o.at ? at > o.at : index > o.index; }
-    };
+    using Due = ArrivalPlan::Due;
     // The next request to send: the earliest of the next open-loop arrival
     // and the released follow-ups (ties: the lower plan index).
-    std::optional<Due> nextDue(TimePoint start);
+    std::optional<Due> nextDue();
+    // Starts pacing the plan at `start`.
+    void begin(TimePoint start);
     void submit(std::size_t index, TimePoint arrival);
     std::vector<TokenId> promptFor(std::size_t index);
     void completed(std::size_t index, bool ok, std::vector<TokenId> answer);
@@ -75,14 +71,13 @@ private:
     const std::atomic<bool> *m_cancel;
     std::mt19937_64 m_rng;
     std::function<TimePoint()> m_now = [] { return SteadyClock::now(); };
-    std::size_t m_open = 0; // the next open-loop plan index to consider
 
     std::mutex m_mutex;
     std::condition_variable m_cv;
-    std::size_t m_completed = 0, m_failed = 0;                                // guarded by m_mutex
-    std::priority_queue<Due, std::vector<Due>, std::greater<Due>> m_released; // guarded by m_mutex
-    // A turn's prompt and answer until its follow-up is built (guarded by m_mutex).
-    std::unordered_map<std::size_t, std::vector<TokenId>> m_prompts, m_answers;
+    std::size_t m_completed = 0, m_failed = 0; // guarded by m_mutex
+    // The open-loop cursor, the released follow-ups and the turns' prompts
+    // and answers (guarded by m_mutex; set by begin()).
+    std::optional<ArrivalPlan> m_arrivals;
 
     ReplayOutcome m_outcome;
     double m_sourceS = 0;

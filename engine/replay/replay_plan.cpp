@@ -82,7 +82,7 @@ Result<ReplayPlan> planReplay(const TraceStore &store, const ReplayOptions &opti
     plan.requests.resize(count);
     for (std::size_t i = 0; i < count; ++i) {
         const TraceRow &row = (*rows)[skip + i];
-        PlannedRequest &p = plan.requests[i];
+        PlannedArrival &p = plan.requests[i];
         p.sourceS = row.arrivalS;
         p.offset = fromSeconds((row.arrivalS - originS) / options.speed);
         const ScaledLengths len =
@@ -90,8 +90,10 @@ Result<ReplayPlan> planReplay(const TraceStore &store, const ReplayOptions &opti
         p.inputTokens = len.input;
         p.maxNewTokens = len.output;
         plan.lengths.add(len);
-        if (!hashIds.empty())
+        if (!hashIds.empty()) {
             p.blocks = std::move(hashIds[skip + i]);
+            p.blockTokens = plan.blockTokens;
+        }
         p.conversation = row.conversation;
         p.turn = row.turn;
         p.think = fromSeconds(row.thinkS / options.speed);

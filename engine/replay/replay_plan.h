@@ -7,38 +7,19 @@
 #include "replayer.h"
 
 #include "engine/core/length_rule.h"
-#include "engine/workload/trace_csv.h"
+#include "engine/workload/arrival_plan.h"
 
 #include <vector>
 
 namespace bp {
 
-// One arrival as the replay sends it.
-struct PlannedRequest {
-    Duration offset{}; // scaled by speed; a follow-up turn's is only its recorded time
-    double sourceS = 0;
-    int inputTokens = 1; // a follow-up turn: its new user text (the prompt adds the context)
-    int maxNewTokens = 0;
-    // The trace's prefix blocks (hash ids), ReplayPlan::blockTokens each:
-    // replayed as the same token ids for the same id (prefix_tokens.h).
-    PrefixBlocks blocks{};
-    // Multi-turn: the conversation and turn, and the plan indices of the
-    // previous and next turn (-1: none). A request with a previous turn is
-    // sent `think` after that turn's answer completes (closed loop), its
-    // prompt the previous prompt + answer + its own new text; one whose
-    // previous turn is outside the replayed window starts open loop at its
-    // offset.
-    std::int64_t conversation = 0;
-    int turn = 0;
-    Duration think{};
-    std::ptrdiff_t previous = -1;
-    std::ptrdiff_t next = -1;
-    bool followUp() const { return previous >= 0; }
-};
+// The arrivals a replay sends: the one plan type (engine/workload/arrival_plan.h).
+// Transition: tune_pipeline.cpp still says PlannedRequest.
+using PlannedRequest = PlannedArrival;
 
 struct ReplayPlan {
-    std::vector<PlannedRequest> requests;
-    int blockTokens = 0;   // tokens per hash id (0: no blocks)
+    std::vector<PlannedArrival> requests;
+    int blockTokens = 0;   // tokens per hash id (0: no blocks); each arrival carries it too
     BatchingConfig config; // validated
     LengthCounts lengths;  // engine/core/length_rule.h: outputs raised, requests clamped
     bool fromSession = true;

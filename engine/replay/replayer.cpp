@@ -55,7 +55,7 @@ Result<ReplayOutcome> Replayer::run(const ReplayOptions &options, const Progress
     auto planned = planReplay(*m_store, options, m_backend->info());
     if (!planned)
         return planned.status();
-    const std::vector<PlannedRequest> &plan = planned->requests;
+    const std::vector<PlannedArrival> &plan = planned->requests;
     const BatchingConfig &config = planned->config;
     const ModelInfo model = m_backend->info();
 
@@ -129,7 +129,7 @@ Result<ReplayOutcome> Replayer::runRemote(const ReplayOptions &options, RemoteTa
     auto planned = planReplay(*m_store, options, target.model());
     if (!planned)
         return planned.status();
-    const std::vector<PlannedRequest> &plan = planned->requests;
+    const std::vector<PlannedArrival> &plan = planned->requests;
 
     SessionStart start = replaySessionStart(options, *planned);
     start.replay.erase("config"); // the remote server's settings are its own, not this config

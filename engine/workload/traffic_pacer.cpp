@@ -1,7 +1,5 @@
 #include "traffic_pacer.h"
 
-#include "prefix_tokens.h"
-
 namespace bp {
 
 TrafficPacer::TrafficPacer(WorkloadSpec spec) : m_schedule(std::move(spec)) {}
@@ -22,8 +20,8 @@ std::optional<TimePoint> TrafficPacer::nextDue(TimePoint start)
     std::optional<TimePoint> due;
     if (m_open)
         due = start + m_open->offset;
-    if (!m_released.empty() && (!due || m_released.top().at < *due))
-        due = m_released.top().at;
+    if (const auto r = m_book.nextReleased(); r && (!due || r->at < *due))
+        due = r->at;
     return due;
 }
 
@@ -31,21 +29,23 @@ std::optional<TrafficPacer::Item> TrafficPacer::take(TimePoint start)
 {
     std::lock_guard lock(m_mutex);
     fillOpen(start);
-    const bool openFirst = m_open && (m_released.empty() || start + m_open->offset <= m_released.top().at);
+    const std::optional<ConversationBook::Due> released = m_book.nextReleased();
+    const bool openFirst = m_open && (!released || start + m_open->offset <= released->at);
     Item item;
     if (openFirst) {
         item.arrival = *m_open;
         m_open.reset();
         item.when = start + item.arrival.offset;
         item.tokens = m_schedule.tokens(item.arrival);
-    } else if (!m_released.empty()) {
-        Released r = m_released.top();
-        m_released.pop();
-        item.arrival = r.arrival;
-        item.when = r.at;
-        item.tokens = std::move(r.context);
-        std::vector<TokenId> own = m_schedule.tokens(item.arrival.inputTokens);
-        item.tokens.insert(item.tokens.end(), own.begin(), own.end());
+    } else if (released) {
+        m_book.popReleased();
+        const auto it = m_followUps.find(released->key);
+        item.arrival = it->second;
+        m_followUps.erase(it);
+        item.when = released->at;
+        item.tokens =
+            m_book.nextPrompt(released->key, item.arrival.conversation, item.arrival.turn,
+                              m_schedule.tokens(item.arrival.inputTokens), m_schedule.spec().vocabSize);
     } else {
         return std::nullopt;
     }
@@ -54,8 +54,10 @@ std::optional<TrafficPacer::Item> TrafficPacer::take(TimePoint start)
     if (const int cap = m_schedule.spec().lengthCap; cap > 0 && item.tokens.size() > std::size_t(cap))
         item.tokens.resize(std::size_t(cap));
     item.key = m_nextKey++;
-    if (item.arrival.conversation != 0 && item.arrival.turn < m_schedule.spec().turnsPerConversation)
-        m_waiting.emplace(item.key, Pending{item.arrival, item.tokens});
+    if (item.arrival.conversation != 0 && item.arrival.turn < m_schedule.spec().turnsPerConversation) {
+        m_waiting.emplace(item.key, item.arrival);
+        m_book.sent(item.key, item.tokens, item.arrival.outputTokens);
+    }
     return item;
 }
 
@@ -66,19 +68,18 @@ void TrafficPacer::completed(std::uint64_t key, TimePoint at, const std::vector<
         auto it = m_waiting.find(key);
         if (it == m_waiting.end())
             return;
-        Pending p = std::move(it->second);
+        const Arrival arrival = it->second;
         m_waiting.erase(it);
-        auto next = m_schedule.followUp(p.arrival, at - m_start);
-        if (!next)
+        auto next = m_schedule.followUp(arrival, at - m_start);
+        if (!next) {
+            m_book.forget(key);
             return;
-        const std::uint64_t seed =
-            std::uint64_t(p.arrival.conversation) * 1'000'003u + std::uint64_t(next->turn);
-        std::vector<TokenId> context =
-            nextTurnPrompt(p.prompt, p.arrival.outputTokens > 0 ? answer : std::vector<TokenId>{},
-                           p.arrival.outputTokens, seed, {}, m_schedule.spec().vocabSize);
+        }
+        m_book.ended(key, answer);
         const TimePoint due = at + fromSeconds(m_schedule.spec().thinkTimeS);
         next->offset = due - m_start;
-        m_released.push({due, m_releaseOrder++, *next, std::move(context)});
+        m_followUps.emplace(key, *next);
+        m_book.release(due, m_releaseOrder++, key);
     }
     m_cv.notify_all();
 }
@@ -86,7 +87,7 @@ void TrafficPacer::completed(std::uint64_t key, TimePoint at, const std::vector<
 bool TrafficPacer::finished()
 {
     std::lock_guard lock(m_mutex);
-    return m_scheduleDone && !m_open && m_released.empty() && m_waiting.empty();
+    return m_scheduleDone && !m_open && !m_book.anyReleased() && m_waiting.empty();
 }
 
 void TrafficPacer::waitUntil(TimePoint until)

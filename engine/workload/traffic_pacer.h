@@ -2,19 +2,19 @@
 // send next, without Qt: the schedule's open-loop arrivals merged with the
 // follow-up turns of conversations, each released `thinkTimeS` after the
 // previous turn's answer completed (closed loop). Builds each request's
-// tokens: the shared system prompt, the conversation's context (previous
-// prompt + the answer's generated ids, else a stand-in of its length), the
-// new text.
+// tokens: the shared system prompt, the conversation's context (the
+// conversation book, conversation_book.h: previous prompt + the answer's
+// generated ids, else a stand-in of its length), the new text.
 //
 // Thread-safe: the load loop calls nextDue/take/wait; completions (engine
 // or client threads) call completed().
 #pragma once
 
+#include "conversation_book.h"
 #include "workload.h"
 
 #include <condition_variable>
 #include <mutex>
-#include <queue>
 #include <unordered_map>
 
 namespace bp {
@@ -45,10 +45,6 @@ public:
     void waitUntil(TimePoint until);
 
 private:
-    struct Pending {
-        Arrival arrival;
-        std::vector<TokenId> prompt;
-    };
     void fillOpen(TimePoint start);
 
     std::mutex m_mutex;
@@ -58,16 +54,11 @@ private:
     bool m_scheduleDone = false;
     TimePoint m_start{};
     std::uint64_t m_nextKey = 1;
-    // In flight with a turn after them: their arrival and prompt.
-    std::unordered_map<std::uint64_t, Pending> m_waiting;
-    struct Released {
-        TimePoint at;
-        std::uint64_t order;
-        Arrival arrival;
-        std::vector<TokenId> context; // previous prompt + answer
-        bool operator>(const Released &o) const { return at != o.at ? at > o.at : order > o.order; }
-    };
-    std::priority_queue<Released, std::vector<Released>, std::greater<Released>> m_released;
+    // In flight with a turn after them: their arrival (their prompts are in the book).
+    std::unordered_map<std::uint64_t, Arrival> m_waiting;
+    // Released follow-ups, by the key of the turn they follow.
+    std::unordered_map<std::uint64_t, Arrival> m_followUps;
+    ConversationBook m_book;
     std::uint64_t m_releaseOrder = 0;
 };
 

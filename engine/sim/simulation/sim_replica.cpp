@@ -39,10 +39,14 @@ void ReplicaTagger::onConfigChanged(const ConfigChange &c)
 Replica::Replica(Shared &s, int i)
     : sim(s), index(i), clock(s.o.start),
       backend(std::make_shared<CostBackend>(s.o.cost, clock, s.noise, s.o.limits, s.o.output, s.o.positions)),
-      core(s.o.config, backend, clock, *this), busy(std::size_t(std::max(1, s.o.config.instances)), false),
-      idleSince(busy.size(), TimePoint::min()), instances(busy.size())
+      busy(std::size_t(std::max(1, s.o.config.instances)), false), idleSince(busy.size(), TimePoint::min()),
+      instances(busy.size())
 {
     fig.replica = i;
+    if (auto c = EngineCore::create(s.o.config, backend, clock, *this))
+        core = std::move(*c);
+    else
+        refused = c.status();
 }
 
 void Replica::instancesChangedLocked(int n)
@@ -93,7 +97,7 @@ void Replica::start(WorkUnit &&unit, int executor)
     unit.delayDispatch(late); // the engine's clock reads the late dispatch
     backend->setConcurrentUnits(1 + int(std::count(busy.begin(), busy.end(), true)));
     clock.set(now + late);
-    UnitRun run = core.run(unit, executor);
+    UnitRun run = core->run(unit, executor);
     clock.set(now);
     const bool step = unit.isStep();
     auto r = std::make_unique<Running>(Running{std::move(unit), std::move(run)});
@@ -121,7 +125,7 @@ void Replica::completeDue()
             break;
         if (!r.finished) {
             clock.set(r.run.end);
-            core.finish(r.unit, r.run);
+            core->finish(r.unit, r.run);
             r.finished = true;
             sim.out.end = std::max(sim.out.end, r.unit.isStep() ? r.run.end : r.free);
         }
@@ -146,8 +150,8 @@ void Replica::dispatchReady()
         clock.set(sim.now);
         EngineCore::Decision d;
         {
-            MutexLock lock(core.mutex());
-            d = core.decide();
+            MutexLock lock(core->mutex());
+            d = core->decide();
         }
         if (d.unit) {
             start(std::move(*d.unit), executor);
@@ -163,22 +167,13 @@ void Replica::dispatchReady()
 void Replica::stop(ShutdownMode mode)
 {
     dirty = true;
-    std::vector<Pending> rest;
-    {
-        MutexLock lock(core.mutex());
-        rest = core.stopLocked(mode);
-    }
-    core.fail(rest, StatusCode::ShuttingDown, "engine shut down before the request ran");
+    core->shutdown(mode);
 }
 
 void Replica::failHeld()
 {
-    std::vector<Pending> rest;
-    {
-        MutexLock lock(core.mutex());
-        rest = core.takeAllLocked();
-    }
-    core.fail(rest, StatusCode::ShuttingDown, "engine shut down before the request ran");
+    dirty = true;
+    core->failHeld();
 }
 
 } // namespace bp::sim

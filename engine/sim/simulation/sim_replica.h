@@ -65,7 +65,10 @@ struct Replica final : ExecutorDriver {
     int index;
     VirtualClock clock;
     std::shared_ptr<CostBackend> backend;
-    EngineCore core;
+    // Assembled by EngineCore::create, as the engine's; null when it
+    // refused the config (`refused` says why).
+    std::unique_ptr<EngineCore> core;
+    Status refused;
     std::vector<bool> busy;
     std::vector<TimePoint> idleSince; // per executor: when it last became free
     // Units in flight; by pointer, so that sorting them moves no unit.
@@ -104,8 +107,9 @@ struct Replica final : ExecutorDriver {
     // The leader's part of the engine loop: while an executor is free, the
     // engine decides (EngineCore::decide, the same call its threads make).
     void dispatchReady();
+    // The core's one drain (EngineCore::shutdown, failHeld); it decides again.
     void stop(ShutdownMode mode);
-    void failHeld(); // fails what the scheduler still holds
+    void failHeld();
 };
 
 } // namespace bp::sim

@@ -5,11 +5,11 @@
 #include "engine/sim/simulation/sim_replica.h"
 
 #include "engine/workload/prefix_tokens.h"
+#include "engine/workload/virtual_time.h"
 
 #include <algorithm>
 #include <deque>
-#include <queue>
-#include <unordered_map>
+#include <random>
 
 namespace bp {
 
@@ -44,13 +44,11 @@ struct Simulator::Impl {
 
     std::unique_ptr<bool[]> eligible; // per replica: below the router's limit
     std::deque<Waiting> routerQueue;
-    std::span<const SimArrival> arrivals;
-    // Multi-turn: follow-ups released by their previous turn's completion
-    // (virtual time, arrival position), and each turn's prompt and answer
-    // until its follow-up is built.
-    using Due = std::pair<TimePoint, std::size_t>;
-    std::priority_queue<Due, std::vector<Due>, std::greater<Due>> released;
-    std::unordered_map<std::size_t, std::vector<TokenId>> prompts, answers;
+    std::span<const PlannedArrival> arrivals;
+    // Open-loop arrivals and the follow-ups their previous turns released
+    // on the virtual clock (arrival_plan.h); set by run().
+    std::optional<ArrivalPlan> plan;
+    std::mt19937_64 promptRng{o.promptSeed};
 
     explicit Impl(const SimulatorOptions &options)
         : shared{options, NoiseDraws(options.costNoise, options.noiseSeed), options.start, {}, {}},
@@ -64,13 +62,18 @@ struct Simulator::Impl {
         for (int i = 0; i < n; ++i) {
             replicas.push_back(std::make_unique<Replica>(shared, i));
             Replica &r = *replicas.back();
-            r.core.addObserver(changes);
+            if (!r.core) { // EngineCore::create refused the config: nothing runs
+                out.status = r.refused;
+                replicas.clear();
+                break;
+            }
+            r.core->addObserver(changes);
             if (!o.observer)
                 continue;
             if (n == 1 && o.routerQueueLimit <= 0) // not owned: the caller keeps it alive across run()
-                r.core.addObserver(std::shared_ptr<EngineObserver>(o.observer, [](EngineObserver *) {}));
+                r.core->addObserver(std::shared_ptr<EngineObserver>(o.observer, [](EngineObserver *) {}));
             else
-                r.core.addObserver(std::make_shared<sim::ReplicaTagger>(*o.observer, shared, i, n));
+                r.core->addObserver(std::make_shared<sim::ReplicaTagger>(*o.observer, shared, i, n));
         }
         loads.resize(replicas.size());
         completions.resize(replicas.size());
@@ -87,7 +90,7 @@ struct Simulator::Impl {
     // the router's limit; false when every replica is at it.
     bool route(std::size_t index, TimePoint arrival)
     {
-        const SimArrival &a = arrivals[index];
+        const PlannedArrival &a = arrivals[index];
         bool any = false;
         for (std::size_t k = 0; k < replicas.size(); ++k) {
             loads[k] = {replicas[k]->outstanding, replicas[k]->backend->cachedTokens()};
@@ -104,52 +107,24 @@ struct Simulator::Impl {
         return true;
     }
 
-    // The prompt: distinct ids (a trace's prompts do not repeat), the
-    // trace's blocks in front, a follow-up's context before it.
-    std::vector<TokenId> promptOf(const SimArrival &a, std::uint64_t id)
+    // The prompt: the trace's blocks in front (prefix_tokens.h), a
+    // follow-up's context before it; without content to share (no cache,
+    // blocks or conversation) only its length matters.
+    std::vector<TokenId> promptOf(std::size_t index)
     {
+        const PlannedArrival &a = arrivals[index];
         const bool content = o.config.cache.enabled || !a.blocks.empty() || a.conversation != 0;
-        std::vector<TokenId> t(std::size_t(std::max(0, a.inputTokens)));
         if (!content)
-            return t;
-        const auto vocab = std::uint64_t(std::max(1, o.limits.vocabSize));
-        for (std::size_t k = 0; k < t.size(); ++k)
-            t[k] = TokenId((id * 2654435761u + k) % vocab);
-        std::size_t at = 0;
-        for (std::int64_t block : a.blocks) {
-            if (at >= t.size() || a.blockTokens <= 0)
-                break;
-            const std::vector<TokenId> ids = blockTokenIds(block, a.blockTokens, int(vocab));
-            const std::size_t n = std::min(ids.size(), t.size() - at);
-            std::copy_n(ids.begin(), n, t.begin() + std::ptrdiff_t(at));
-            at += n;
-        }
-        if (a.previous < 0)
-            return t;
-        const auto prev = std::size_t(a.previous);
-        std::vector<TokenId> before = std::move(prompts[prev]), answer = std::move(answers[prev]);
-        prompts.erase(prev);
-        answers.erase(prev);
-        const std::uint64_t seed = std::uint64_t(a.conversation) * 1'000'003u + std::uint64_t(a.turn);
-        return nextTurnPrompt(before, answer, arrivals[prev].maxNewTokens, seed, t, int(vocab));
+            return std::vector<TokenId>(std::size_t(std::max(0, a.inputTokens)));
+        const int vocab = std::max(1, o.limits.vocabSize);
+        return plan->prompt(index, promptTokens(a.blocks, a.blockTokens, a.inputTokens, vocab, promptRng));
     }
 
-    // A turn completed (or was refused) now: its follow-up is due after its think time.
-    void release(std::size_t index, std::vector<TokenId> answer)
-    {
-        const SimArrival &a = arrivals[index];
-        if (a.next < 0)
-            return;
-        if (a.maxNewTokens > 0)
-            answers[index] = std::move(answer);
-        released.push({now + arrivals[std::size_t(a.next)].think, std::size_t(a.next)});
-    }
-
-    void submit(Replica &rep, const SimArrival &a, std::size_t index, TimePoint arrival)
+    void submit(Replica &rep, const PlannedArrival &a, std::size_t index, TimePoint arrival)
     {
         Request r;
-        r.id = a.id ? a.id : index + 1;
-        r.tokens = promptOf(a, r.id);
+        r.id = plan->idOf(index);
+        r.tokens = promptOf(index);
         r.maxNewTokens = a.maxNewTokens;
         if (a.previous >= 0 && o.limits.maxSequenceLength > 0) {
             // The length rule (engine/core/length_rule.h) on the grown prompt:
@@ -163,8 +138,7 @@ struct Simulator::Impl {
                 ++out.clamped;
             }
         }
-        if (a.next >= 0)
-            prompts[index] = r.tokens;
+        plan->sent(index, r.tokens);
         r.conversation = a.conversation;
         r.turn = a.turn;
         r.arrival = arrival; // before now when it waited in the router's queue
@@ -184,19 +158,19 @@ struct Simulator::Impl {
         ++rep.outstanding;
         rep.fig.peakOutstanding = std::max(rep.fig.peakOutstanding, rep.outstanding);
         Replica *p = &rep;
-        const Status s = rep.core.submit(std::move(r), [this, p, index](Response &&response) {
+        const Status s = rep.core->submit(std::move(r), [this, p, index](Response &&response) {
             const bool ok = response.status.isOk();
             ++(ok ? out.completed : out.failed);
             ++(ok ? p->fig.completed : p->fig.failed);
             p->fig.outputTokens += response.tokens.size();
             --p->outstanding;
-            release(index, std::move(response.tokens));
+            plan->ended(index, now, std::move(response.tokens));
         });
         ++(s.isOk() ? out.accepted : out.rejected);
         if (!s.isOk()) {
             ++rep.fig.failed;
             --rep.outstanding;
-            release(index, {});
+            plan->ended(index, now, {});
         }
     }
 
@@ -215,27 +189,14 @@ struct Simulator::Impl {
             routerQueue.pop_front();
     }
 
-    void moveTo(TimePoint t, TimePoint &nextSample)
-    {
-        if (o.onSample && o.samplePeriod > Duration::zero())
-            while (nextSample <= t) {
-                now = std::max(now, nextSample);
-                setClocks();
-                o.onSample(snapshot());
-                nextSample += o.samplePeriod;
-            }
-        now = std::max(now, t);
-        setClocks();
-    }
-
     Snapshot snapshot() const
     {
         if (replicas.size() == 1)
-            return replicas[0]->core.snapshot();
+            return replicas[0]->core->snapshot();
         std::vector<Snapshot> each;
         each.reserve(replicas.size());
         for (const auto &r : replicas)
-            each.push_back(r->core.snapshot());
+            each.push_back(r->core->snapshot());
         return fleetSnapshot(each);
     }
 
@@ -243,33 +204,35 @@ struct Simulator::Impl {
     {
         std::size_t n = routerQueue.size();
         for (const auto &r : replicas)
-            n += r->core.queueDepth();
+            n += r->core->queueDepth();
         return n;
     }
 
-    void run(std::span<const SimArrival> all)
+    void run(std::span<const PlannedArrival> all)
     {
+        if (!out.status)
+            return;
         arrivals = all;
+        plan.emplace(all, o.start, o.limits.vocabSize);
         if (o.observer)
             o.observer->onConfigChanged({o.start, 1, "initial", "start", o.config});
-        TimePoint nextSample = o.start + o.samplePeriod;
-        std::size_t i = 0; // the next open-loop arrival
+        // The fleet's time: every replica's clock follows it; a sample each period on the way.
+        VirtualTime time(
+            o.start, o.samplePeriod,
+            [this](TimePoint t) {
+                now = t;
+                setClocks();
+            },
+            o.onSample ? std::function<void()>([this] { o.onSample(snapshot()); }) : nullptr);
         for (;;) {
-            while (i < arrivals.size() && arrivals[i].previous >= 0)
-                ++i;
-            const bool more = i < arrivals.size() || !released.empty();
-            if (more && o.cancel && o.cancel->load(std::memory_order_relaxed)) {
+            if (plan->more() && o.cancel && o.cancel->load(std::memory_order_relaxed)) {
                 out.cancelled = true;
                 break;
             }
-            // The next arrival: open loop at its offset, or a released follow-up (ties: the lower position).
-            std::optional<Due> nextArrival;
-            if (i < arrivals.size())
-                nextArrival = Due{o.start + arrivals[i].offset, i};
-            if (!released.empty() && (!nextArrival || released.top() < *nextArrival))
-                nextArrival = released.top();
+            // The next arrival: open loop at its offset, or a released follow-up.
+            const std::optional<ArrivalPlan::Due> nextArrival = plan->next();
             const std::optional<TimePoint> arrival =
-                nextArrival ? std::optional(nextArrival->first) : std::nullopt;
+                nextArrival ? std::optional(nextArrival->at) : std::nullopt;
             std::optional<TimePoint> done, next = arrival;
             for (std::size_t k = 0; k < replicas.size(); ++k) {
                 const Replica &r = *replicas[k];
@@ -291,7 +254,7 @@ struct Simulator::Impl {
                 // never run).
                 bool drained = false;
                 for (auto &r : replicas) {
-                    if (r->core.queueDepth() == 0 && routerQueue.empty())
+                    if (r->core->queueDepth() == 0 && routerQueue.empty())
                         continue;
                     if (r->draining) {
                         r->failHeld();
@@ -311,18 +274,14 @@ struct Simulator::Impl {
                     r->dispatchReady();
                 continue;
             }
-            moveTo(*next, nextSample);
+            time.moveTo(*next);
             if (done && *done <= now) {
                 for (std::size_t k = 0; k < replicas.size(); ++k)
                     if (completions[k] && *completions[k] <= now)
                         replicas[k]->completeDue();
             } else if (arrival && *arrival <= now) {
-                const std::size_t index = nextArrival->second;
-                if (index == i)
-                    ++i;
-                else
-                    released.pop();
-                arrive(index);
+                plan->take(*nextArrival);
+                arrive(nextArrival->index);
                 if (o.onProgress && out.submitted % o.progressEvery == 0)
                     o.onProgress(out);
             }
@@ -332,13 +291,13 @@ struct Simulator::Impl {
                     r->dispatchReady();
         }
         if (out.cancelled)
-            cancelRest(nextSample);
+            cancelRest(time);
         out.replicas.clear();
         for (auto &r : replicas) {
-            MutexLock lock(r->core.mutex());
+            MutexLock lock(r->core->mutex());
             // An iteration-level scheduler (BatchPilot's continuous or a
             // server model's) reports its preemptions in its gauges.
-            if (const auto g = r->core.schedulerLocked().gauges(now).iteration)
+            if (const auto g = r->core->schedulerLocked().gauges(now).iteration)
                 r->fig.preemptions = g->preemptions;
             out.preemptions += r->fig.preemptions;
             out.replicas.push_back(r->fig);
@@ -351,11 +310,11 @@ struct Simulator::Impl {
             o.onSample(out.last);
     }
 
-    void cancelRest(TimePoint &nextSample)
+    void cancelRest(VirtualTime &time)
     {
         for (const Waiting &w : routerQueue) { // never routed: failed at the router
             RequestRecord rec;
-            rec.id = arrivals[w.index].id ? arrivals[w.index].id : w.index + 1;
+            rec.id = plan->idOf(w.index);
             rec.arrival = w.arrival;
             rec.inputTokens = arrivals[w.index].inputTokens;
             rec.status = StatusCode::ShuttingDown;
@@ -374,7 +333,7 @@ struct Simulator::Impl {
                     t = d;
             if (!t)
                 break;
-            moveTo(*t, nextSample);
+            time.moveTo(*t);
             for (auto &r : replicas)
                 r->completeDue();
         }
@@ -435,7 +394,7 @@ Snapshot fleetSnapshot(std::span<const Snapshot> replicas)
 
 Simulator::Simulator(SimulatorOptions options) : m_options(std::move(options)) {}
 
-SimOutcome Simulator::run(std::span<const SimArrival> arrivals)
+SimOutcome Simulator::run(std::span<const PlannedArrival> arrivals)
 {
     Impl impl(m_options);
     impl.run(arrivals);

@@ -31,7 +31,7 @@
 // runs), out-of-memory splits (the cost backend never runs out), client
 // cancellation, and content: a trace has lengths, not tokens, so the
 // response cache never hits (each request's tokens are distinct) — except
-// for the prefix blocks a trace names (SimArrival::blocks) and the context
+// for the prefix blocks a trace names (PlannedArrival::blocks) and the context
 // a conversation's turns share, which are the same ids the replayer sends.
 //
 // Records: every unit and request produces the same BatchRecord /
@@ -47,7 +47,7 @@
 #include "engine/core/records.h"
 #include "engine/metrics/snapshot.h"
 #include "engine/sched/scheduler.h"
-#include "engine/workload/trace_csv.h"
+#include "engine/workload/arrival_plan.h"
 
 #include <atomic>
 #include <functional>
@@ -58,28 +58,9 @@
 
 namespace bp {
 
-struct SimArrival {
-    Duration offset{};   // from the simulation's start (a follow-up turn: not used)
-    int inputTokens = 1; // a follow-up turn: its new text
-    int maxNewTokens = 0;
-    std::uint64_t id = 0; // 0 = position + 1
-    int priority = 0;
-    std::optional<Duration> timeout; // deadline = arrival + timeout
-    // The trace's prefix blocks (hash ids, blockTokens each): the prompt's
-    // leading ids are the blocks' (prefix_tokens.h), as in the replayer; a
-    // fleet's router keys on them (prefixKeyOf(); none: no key).
-    PrefixBlocks blocks{};
-    int blockTokens = 0;
-    // Multi-turn (ReplayPlan's PlannedRequest): positions of the previous
-    // and next turn in `arrivals` (-1: none). A follow-up is released
-    // `think` after its previous turn completes on the virtual clock; its
-    // prompt is the previous prompt + answer + its own text.
-    std::ptrdiff_t previous = -1;
-    std::ptrdiff_t next = -1;
-    Duration think{};
-    std::int64_t conversation = 0;
-    int turn = 0;
-};
+// The arrivals a simulation runs: the one plan type (engine/workload/arrival_plan.h).
+// Transition: tune_pipeline, tune_figures and tuner.h still say SimArrival.
+using SimArrival = PlannedArrival;
 
 // One replica's share of a fleet simulation (SimulatorOptions::replicas).
 struct ReplicaFigures {
@@ -96,6 +77,9 @@ struct ReplicaFigures {
 };
 
 struct SimOutcome {
+    // Not ok: the engine core refused the config (EngineCore::create: the
+    // knobs, the scheduler); nothing was simulated.
+    Status status;
     std::size_t submitted = 0;
     std::size_t clamped = 0; // follow-up turns whose grown prompt was cut to the model's length
     std::size_t accepted = 0;
@@ -117,13 +101,16 @@ struct SimOutcome {
 };
 
 struct SimulatorOptions {
-    BatchingConfig config; // validated by the caller
+    BatchingConfig config; // validated again by EngineCore::create (SimOutcome::status)
     ModelLimits limits;
     CostModel cost;
     OutputKind output = OutputKind::None;
     int positions = 0; // Generated: input + new tokens must fit (0 = no limit)
     CostNoise costNoise = CostNoise::None;
     std::uint64_t noiseSeed = 1;
+    // Prompt ids (promptTokens(), as a replay draws them; their values do
+    // not matter to batching, only which prompts share ids).
+    std::uint64_t promptSeed = 1;
     TimePoint start{std::chrono::seconds(1000)};
     // Receives the records (the session's TraceSink). Not owned; may be null.
     EngineObserver *observer = nullptr;
@@ -160,7 +147,7 @@ class Simulator {
 public:
     explicit Simulator(SimulatorOptions options);
     // `arrivals` in offset order.
-    SimOutcome run(std::span<const SimArrival> arrivals);
+    SimOutcome run(std::span<const PlannedArrival> arrivals);
 
 private:
     struct Impl;

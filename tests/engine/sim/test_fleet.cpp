@@ -47,11 +47,11 @@ SimulatorOptions deterministic(Duration cost, int replicas, RouterPolicy router)
     return o;
 }
 
-std::vector<SimArrival> poisson(std::size_t n, double lambda, std::uint64_t seed)
+std::vector<PlannedArrival> poisson(std::size_t n, double lambda, std::uint64_t seed)
 {
     std::mt19937_64 rng(seed);
     std::exponential_distribution<double> gap(lambda);
-    std::vector<SimArrival> arrivals(n);
+    std::vector<PlannedArrival> arrivals(n);
     double t = 0;
     for (auto &a : arrivals) {
         t += gap(rng);
@@ -154,7 +154,7 @@ private slots:
         const std::uint64_t key = prefixKeyOf(std::span<const std::int64_t>(&block, 1));
         // The router keys on an arrival's prefix blocks (prefixKeyOf(blocks)).
         auto arrival = [&](Duration at, bool keyed) {
-            SimArrival a;
+            PlannedArrival a;
             a.offset = at;
             a.inputTokens = 10;
             if (keyed) {
@@ -163,7 +163,7 @@ private slots:
             }
             return a;
         };
-        std::vector<SimArrival> arrivals;
+        std::vector<PlannedArrival> arrivals;
         for (int i = 0; i < 12; ++i)
             arrivals.push_back(arrival(Duration(i), i >= 8));
         arrivals.push_back(arrival(20s, true));

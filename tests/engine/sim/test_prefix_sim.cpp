@@ -82,11 +82,11 @@ std::map<std::uint64_t, int> cachedById(const std::vector<StoredRequest> &rs)
 }
 
 // The arrivals of kRows for the Simulator directly.
-std::vector<SimArrival> knownArrivals()
+std::vector<PlannedArrival> knownArrivals()
 {
-    std::vector<SimArrival> out;
+    std::vector<PlannedArrival> out;
     for (std::size_t i = 0; i < kRows.size(); ++i) {
-        SimArrival a;
+        PlannedArrival a;
         a.offset = std::chrono::seconds(std::int64_t(kRows[i].arrivalS));
         a.inputTokens = kRows[i].inputTokens;
         a.maxNewTokens = kRows[i].outputTokens;
@@ -310,7 +310,7 @@ private slots:
         QFETCH(bool, reuse);
         TuneWorkload w;
         for (int i = 0; i < 400; ++i) {
-            SimArrival a;
+            PlannedArrival a;
             a.offset = std::chrono::milliseconds(20 * i);
             a.inputTokens = 33 * kBlock;
             a.maxNewTokens = 8;
@@ -339,7 +339,7 @@ private slots:
         o.generative = true;
         o.prefixBlockTokens = kBlock;
         o.threads = 2;
-        for (const SimArrival &a : w.arrivals)
+        for (const PlannedArrival &a : w.arrivals)
             o.inputLengths.push_back(a.inputTokens);
         auto r = tune(simulationEvaluator(w, slo), o);
         QVERIFY2(r, r.status().toString().c_str());

@@ -107,7 +107,7 @@ private slots:
         // 240 requests at 10/s: prompts 100..400, 32 tokens out.
         TuneWorkload w;
         for (int i = 0; i < 240; ++i) {
-            SimArrival a;
+            PlannedArrival a;
             a.offset = std::chrono::microseconds(i * 100000);
             a.inputTokens = 100 + (i * 37) % 300;
             a.maxNewTokens = 32;

@@ -52,9 +52,9 @@ SimulatorOptions optionsFor(PolicyKind policy, Duration cost, int instances = 1)
     return o;
 }
 
-std::vector<SimArrival> together(int n, std::optional<Duration> timeout = std::nullopt)
+std::vector<PlannedArrival> together(int n, std::optional<Duration> timeout = std::nullopt)
 {
-    std::vector<SimArrival> a(static_cast<std::size_t>(n));
+    std::vector<PlannedArrival> a(static_cast<std::size_t>(n));
     for (auto &x : a)
         x.timeout = timeout;
     return a;
@@ -78,9 +78,9 @@ SimulatorOptions continuousOptions(double s0, double perToken, int maxNumSeqs = 
     return o;
 }
 
-std::vector<SimArrival> sequences(int n, int input, int want)
+std::vector<PlannedArrival> sequences(int n, int input, int want)
 {
-    std::vector<SimArrival> a(static_cast<std::size_t>(n));
+    std::vector<PlannedArrival> a(static_cast<std::size_t>(n));
     for (auto &x : a) {
         x.inputTokens = input;
         x.maxNewTokens = want;
@@ -92,7 +92,7 @@ std::vector<SimArrival> sequences(int n, int input, int want)
 // (poll when no step is in flight, step, finished), at zero cost, with
 // `arrivals` submitted at once (the first step leaves with the first):
 // its preemptions.
-std::uint64_t enginePreemptions(const BatchingConfig &config, const std::vector<SimArrival> &arrivals)
+std::uint64_t enginePreemptions(const BatchingConfig &config, const std::vector<PlannedArrival> &arrivals)
 {
     auto echo = makeEchoBackend(256, 2048);
     ContinuousScheduler scheduler(config, echo->info().limits(), *echo->steps());
@@ -141,7 +141,7 @@ private slots:
         const double lambda = rho * mu;
         std::mt19937_64 rng(11);
         std::exponential_distribution<double> gap(lambda);
-        std::vector<SimArrival> arrivals(200'000);
+        std::vector<PlannedArrival> arrivals(200'000);
         double t = 0;
         for (auto &a : arrivals) {
             t += gap(rng);
@@ -175,7 +175,7 @@ private slots:
     {
         std::mt19937_64 rng(5);
         std::exponential_distribution<double> gap(80);
-        std::vector<SimArrival> arrivals(5'000);
+        std::vector<PlannedArrival> arrivals(5'000);
         double t = 0;
         for (auto &a : arrivals) {
             t += gap(rng);
@@ -266,7 +266,7 @@ private slots:
         SimulatorOptions o = optionsFor(PolicyKind::Dynamic, 10ms);
         o.config.maxBatchSize = 8;
         o.observer = &records;
-        std::vector<SimArrival> arrivals(40);
+        std::vector<PlannedArrival> arrivals(40);
         for (std::size_t i = 0; i < arrivals.size(); ++i)
             arrivals[i].offset = std::chrono::milliseconds(i); // 1 ms apart, service 10 ms per batch
         Simulator(o).run(arrivals);
@@ -334,7 +334,7 @@ private slots:
         o.positions = 100;
         o.config.maxQueueDelay = 1ms;
         o.observer = &records;
-        std::vector<SimArrival> arrivals(3);
+        std::vector<PlannedArrival> arrivals(3);
         arrivals[0] = {0ms, 10, 5, 0, 0, std::nullopt};
         arrivals[1] = {0ms, 10, 11, 0, 0, std::nullopt};
         arrivals[2] = {0ms, 95, 10, 0, 0, std::nullopt}; // 105 positions
@@ -368,7 +368,7 @@ private slots:
         o.config.slo.maxDelay = 40ms;
         o.config.slo.period = 500ms;
         o.observer = &records;
-        std::vector<SimArrival> arrivals(2000);
+        std::vector<PlannedArrival> arrivals(2000);
         for (std::size_t i = 0; i < arrivals.size(); ++i)
             arrivals[i].offset = std::chrono::milliseconds(5 * i);
         const SimOutcome out = Simulator(o).run(arrivals);
@@ -401,7 +401,7 @@ private slots:
         o.config.instances = instances;
         o.cost.overheadS = overheadS;
         o.observer = &records;
-        std::vector<SimArrival> one = sequences(1, 8, 5); // prompt 8 (one chunk), 5 tokens
+        std::vector<PlannedArrival> one = sequences(1, 8, 5); // prompt 8 (one chunk), 5 tokens
         one[0].offset = 3ms;
         const SimOutcome out = Simulator(o).run(one);
         QCOMPARE(out.completed, std::size_t(1));
@@ -428,7 +428,7 @@ private slots:
         Collector records;
         SimulatorOptions o = continuousOptions(1e-3, 0, /*maxNumSeqs=*/2); // 1 ms a step
         o.observer = &records;
-        std::vector<SimArrival> a = sequences(3, 4, 10);
+        std::vector<PlannedArrival> a = sequences(3, 4, 10);
         a[0].maxNewTokens = 2;
         a[2].maxNewTokens = 3;
         const SimOutcome out = Simulator(o).run(a);
@@ -451,7 +451,7 @@ private slots:
     // budget (same count), and each still gets all its tokens.
     void continuousPreemptsUnderTheKvBudget()
     {
-        const std::vector<SimArrival> a = sequences(4, 8, 16);
+        const std::vector<PlannedArrival> a = sequences(4, 8, 16);
         for (int kv : {40, 0}) {
             Collector records;
             SimulatorOptions o = continuousOptions(1e-3, 1e-5, 4, kv);
@@ -482,7 +482,7 @@ private slots:
         SimulatorOptions o = continuousOptions(1e-3, 0); // 1 ms a step
         o.cost.dispatchLateness = {5e-3};                // every wake-up 5 ms late
         o.observer = &records;
-        std::vector<SimArrival> one = sequences(1, 4, 3);
+        std::vector<PlannedArrival> one = sequences(1, 4, 3);
         const SimOutcome out = Simulator(o).run(one);
         QCOMPARE(out.completed, std::size_t(1));
         QVERIFY(!records.batches.empty());
@@ -524,7 +524,7 @@ private slots:
         Collector records;
         SimulatorOptions o = optionsFor(PolicyKind::Dynamic, 1ms);
         o.observer = &records;
-        std::vector<SimArrival> a = together(3);
+        std::vector<PlannedArrival> a = together(3);
         a[1].priority = 7;
         Simulator(o).run(a);
         QCOMPARE(records.requests.size(), std::size_t(3));

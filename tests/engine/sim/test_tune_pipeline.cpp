@@ -204,7 +204,7 @@ private slots:
         auto source = planTuneSource(*f.store, o, f.calibration);
         QVERIFY(source);
         std::size_t longer = 0;
-        for (const PlannedRequest &r : source->plan.requests)
+        for (const PlannedArrival &r : source->plan.requests)
             longer += r.inputTokens > 40 ? 1 : 0;
         QVERIFY(longer > 0);
         QCOMPARE(source->beyondCalibration, longer);

@@ -367,7 +367,7 @@ private slots:
         // 333 req/s per instance: `none` cannot meet a 20 ms p99; batching can.
         TuneWorkload w;
         for (int i = 0; i < 2000; ++i) {
-            SimArrival a;
+            PlannedArrival a;
             a.offset = std::chrono::milliseconds(i);
             a.inputTokens = 8 + i % 57;
             w.arrivals.push_back(a);
@@ -385,7 +385,7 @@ private slots:
         o.objective = TuneObjective::Throughput;
         o.budget = 80;
         o.threads = 2;
-        for (const SimArrival &a : w.arrivals)
+        for (const PlannedArrival &a : w.arrivals)
             o.inputLengths.push_back(a.inputTokens);
         auto r = tune(sim, o);
         QVERIFY(r);

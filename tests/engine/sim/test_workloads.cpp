@@ -218,7 +218,7 @@ private slots:
         o.cost.coef[0] = 0.25; // every batch takes 250 ms
         Collector records;
         o.observer = &records;
-        std::vector<SimArrival> a(4);
+        std::vector<PlannedArrival> a(4);
         a[0].offset = 0ms;
         a[0].inputTokens = 100;
         a[0].conversation = 1;
