@@ -38,18 +38,21 @@
 
 namespace bp {
 
+// The optional parts of SequenceBooks (see above).
+struct BooksParts {
+    bool kvPool = false;        // book KV in the model's pool blocks, capped by the pool
+    bool prefixCache = false;   // keep a prefix cache when the config and the model allow
+    bool priorityOrder = false; // honour continuous.priority_order in the waiting queue
+};
+
 class SequenceBooks : public Scheduler {
 public:
-    struct Parts {
-        bool kvPool = false;        // book KV in the model's pool blocks, capped by the pool
-        bool prefixCache = false;   // keep a prefix cache when the config and the model allow
-        bool priorityOrder = false; // honour continuous.priority_order in the waiting queue
-    };
+    using Parts = BooksParts;
     // `model` must outlive the books; it is called (release(), dropBlocks())
     // under the engine lock. `ids`: the engine's unit ids (null: a fresh
     // sequence from 1).
-    SequenceBooks(BatchingConfig config, ModelLimits limits, StepModel &model, std::shared_ptr<UnitIds> ids,
-                  Parts parts);
+    SequenceBooks(BatchingConfig config, ModelLimits limits, StepModel &model,
+                  std::shared_ptr<UnitIds> ids = nullptr, Parts parts = {});
     ~SequenceBooks() override;
 
     Status admit(Pending &pending, TimePoint now) override;

@@ -14,7 +14,7 @@ constexpr double kDecaySteps = 600;
 
 SglangScheduler::SglangScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
                                  std::shared_ptr<UnitIds> ids)
-    : SequenceBooks(std::move(config), limits, model, std::move(ids), Parts{})
+    : SequenceBooks(std::move(config), limits, model, std::move(ids))
 {
     m_ratio = initRatio();
 }

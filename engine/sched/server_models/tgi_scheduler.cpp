@@ -4,12 +4,6 @@
 
 namespace bp {
 
-TgiScheduler::TgiScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
-                           std::shared_ptr<UnitIds> ids)
-    : SequenceBooks(std::move(config), limits, model, std::move(ids), Parts{})
-{
-}
-
 Status TgiScheduler::checkModel(const Request &r) const
 {
     const TgiKnobs &k = m_config.server.tgi;

@@ -30,8 +30,7 @@ namespace bp {
 
 class TgiScheduler final : public SequenceBooks {
 public:
-    TgiScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
-                 std::shared_ptr<UnitIds> ids = nullptr);
+    using SequenceBooks::SequenceBooks;
     int waitingTokens() const { return m_waitingTokens; }
 
 private:

@@ -5,12 +5,6 @@
 
 namespace bp {
 
-VllmScheduler::VllmScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
-                             std::shared_ptr<UnitIds> ids)
-    : SequenceBooks(std::move(config), limits, model, std::move(ids), Parts{})
-{
-}
-
 Status VllmScheduler::checkModel(const Request &r) const
 {
     const VllmKnobs &k = m_config.server.vllm;

@@ -31,8 +31,7 @@ namespace bp {
 
 class VllmScheduler final : public SequenceBooks {
 public:
-    VllmScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
-                  std::shared_ptr<UnitIds> ids = nullptr);
+    using SequenceBooks::SequenceBooks;
 
 private:
     Status checkModel(const Request &request) const override;
