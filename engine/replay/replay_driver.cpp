@@ -201,6 +201,59 @@ ReplayOutcome Driver::runReal(const std::function<void()> &drain)
     return m_outcome;
 }
 
+// The virtual-clock replay as a driver of the one virtual-time loop
+// (virtual_time.h): the engine decides (Engine::runSchedulerOnce) after
+// every arrival and at its wake-ups, which go before an arrival at the same
+// time; a unit it dispatches runs at once on this thread, in no virtual time.
+class Driver::VirtualRun final : public VirtualDriver {
+public:
+    VirtualRun(Driver &driver, Engine &engine, FakeClock &clock)
+        : m_d(driver), m_engine(engine), m_clock(clock)
+    {
+    }
+
+    std::optional<TimePoint> earlyEvent() override
+    {
+        if (cancelled(m_d.m_cancel))
+            return std::nullopt; // the replayer shuts the engine down
+        return m_news ? std::optional(m_clock.now()) : m_wakeAt;
+    }
+    void runEarly() override {}
+    void arrive(std::size_t index) override
+    {
+        m_d.submit(index, m_clock.now());
+        m_d.report(false);
+        m_news = true;
+    }
+    void settle() override
+    {
+        if (!m_news && !(m_wakeAt && *m_wakeAt <= m_clock.now()))
+            return;
+        for (;;) {
+            const Engine::Step step = m_engine.runSchedulerOnce();
+            if (step.dispatched || step.expired > 0) {
+                // Every batch dispatched so far has run: the clock may move.
+                std::unique_lock lock(m_d.m_mutex);
+                m_d.m_cv.wait(lock, [&] {
+                    return m_d.m_completed + m_d.m_failed + m_engine.queueDepth() >= m_d.m_outcome.accepted;
+                });
+                continue;
+            }
+            m_wakeAt = step.wakeAt;
+            m_news = false;
+            return;
+        }
+    }
+    bool idle() override { return false; }
+
+private:
+    Driver &m_d;
+    Engine &m_engine;
+    FakeClock &m_clock;
+    bool m_news = true;                // something arrived since the last decision
+    std::optional<TimePoint> m_wakeAt; // the engine's next decision
+};
+
 ReplayOutcome Driver::runVirtual(Engine &engine, SessionRecorder &recorder, FakeClock &clock)
 {
     m_now = [&clock] { return clock.now(); };
@@ -209,58 +262,9 @@ ReplayOutcome Driver::runVirtual(Engine &engine, SessionRecorder &recorder, Fake
     VirtualTime time(
         clock.now(), std::chrono::seconds(1), [&clock](TimePoint t) { clock.set(t); },
         [&recorder] { recorder.sampleNow(); });
-    auto moveTo = [&](TimePoint t) { time.moveTo(t); };
-    // Every batch dispatched so far has run: the clock may move.
-    auto settle = [&] {
-        std::unique_lock lock(m_mutex);
-        m_cv.wait(lock, [&] { return m_completed + m_failed + engine.queueDepth() >= m_outcome.accepted; });
-    };
-    // The earliest released follow-up: the engine may not run past it.
-    auto releasedAt = [&]() -> std::optional<TimePoint> {
-        std::lock_guard lock(m_mutex);
-        return m_arrivals->releasedAt();
-    };
-    // Runs every scheduling event due up to `until` (and never past a follow-up a completion released).
-    auto runUntil = [&](std::optional<TimePoint> until) {
-        for (;;) {
-            const Engine::Step step = engine.runSchedulerOnce();
-            if (step.dispatched || step.expired > 0) {
-                settle();
-                continue;
-            }
-            std::optional<TimePoint> bound = until;
-            if (const auto r = releasedAt(); r && (!bound || *r < *bound))
-                bound = r;
-            if (step.wakeAt && (!bound || *step.wakeAt <= *bound)) {
-                moveTo(*step.wakeAt);
-                continue;
-            }
-            return;
-        }
-    };
-    while (!allSent() && !cancelled(m_cancel)) {
-        const std::optional<Due> due = nextDue();
-        if (!due) {
-            // Only follow-ups are left: run the engine until a completion releases one.
-            const std::size_t before = m_outcome.submitted;
-            runUntil(std::nullopt);
-            if (!releasedAt() && m_outcome.submitted == before)
-                break; // nothing more can come (cannot happen with a consistent plan)
-            continue;
-        }
-        runUntil(due->at);
-        if (const std::optional<Due> now = nextDue(); now && now->at < due->at)
-            continue; // a completion released an earlier turn
-        moveTo(due->at);
-        {
-            std::lock_guard lock(m_mutex);
-            m_arrivals->take(*due);
-        }
-        submit(due->index, std::max(due->at, clock.now()));
-        report(false);
-    }
-    if (!cancelled(m_cancel))
-        runUntil(std::nullopt);
+    VirtualRun run(*this, engine, clock);
+    // Completions touch the plan from this thread only (a unit runs here).
+    runVirtualLoop(*m_arrivals, time, run, m_cancel);
     return m_outcome;
 }
 

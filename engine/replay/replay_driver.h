@@ -14,6 +14,7 @@
 
 #include "engine/exec/engine.h"
 #include "engine/store/session_recorder.h"
+#include "engine/workload/virtual_time.h"
 
 #include <condition_variable>
 #include <functional>
@@ -50,6 +51,7 @@ public:
     std::unordered_map<std::size_t, std::vector<TokenId>> sentPrompts;
 
 private:
+    class VirtualRun; // the driver of the one virtual-time loop (virtual_time.h)
     using Due = ArrivalPlan::Due;
     // The next request to send: the earliest of the next open-loop arrival
     // and the released follow-ups (ties: the lower plan index).

@@ -1,15 +1,27 @@
-// Virtual time for the two drivers that run the engine on a clock of their
-// own, the simulator (engine/sim/simulation/simulator.h) and the virtual-clock
-// replay (engine/replay/replay_driver.h): time only moves forward, and on
-// its way to a later time it stops at every sample period to take the
-// metric sample a MetricSampler would have taken there.
+// The one virtual-time loop, for the two drivers that run the engine on a
+// clock of their own: the simulator (engine/sim/simulation/simulator.h:
+// replicas with virtual executors over a cost model) and the virtual-clock
+// replay (engine/replay/replay_driver.h: the Engine with manual scheduling
+// over the real model, compute taking no virtual time).
+//
+// VirtualTime: time only moves forward, and on its way to a later time it
+// stops at every sample period to take the metric sample a MetricSampler
+// would have taken there. runVirtualLoop: the event loop over an arrival
+// plan (open-loop arrivals and released follow-ups, arrival_plan.h) and
+// the driver's own events, each handled at its time in this order at a tie:
+// the driver's early events (a unit's end; the replay's decisions), then
+// an arrival, then its late events (the simulator's wake-ups, which so see
+// the arrival); after each, the driver decides what it can.
 //
 // Not thread-safe: the driver's loop is its only caller.
 #pragma once
 
+#include "arrival_plan.h"
+
 #include "engine/core/clock.h"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 
 namespace bp {
@@ -53,5 +65,28 @@ private:
     std::function<void(TimePoint)> m_setClock;
     std::function<void()> m_sample;
 };
+
+// What runVirtualLoop drives.
+class VirtualDriver {
+public:
+    virtual ~VirtualDriver() = default;
+    // Events that go before an arrival at the same time, and those that go after it.
+    virtual std::optional<TimePoint> earlyEvent() = 0;
+    virtual std::optional<TimePoint> lateEvent() { return std::nullopt; }
+    // The early events due by now (the clock is there).
+    virtual void runEarly() = 0;
+    // Arrival `index` of the plan arrives now.
+    virtual void arrive(std::size_t index) = 0;
+    // After every event: decide what can be decided now.
+    virtual void settle() = 0;
+    // Nothing is planned and no arrival is due: true when the driver found
+    // more to do (a drain), false when the run is over.
+    virtual bool idle() = 0;
+};
+
+// Runs until the plan is exhausted and the driver idle. False when `cancel`
+// was set while arrivals were left (the driver then winds down itself).
+bool runVirtualLoop(ArrivalPlan &plan, VirtualTime &time, VirtualDriver &driver,
+                    const std::atomic<bool> *cancel);
 
 } // namespace bp

@@ -17,11 +17,11 @@ namespace {
 // start divided by the rate scale, lengths clamped to the model, the
 // trace's prefix blocks (`blockTokens` each) carried along: the router keys
 // on them, and with prefix_cache.enabled the replicas' caches hit on them.
-std::vector<SimArrival> arrivalsOf(const std::vector<TraceRow> &rows, std::vector<PrefixBlocks> &&hashIds,
-                                   int blockTokens, double beginS, const FleetPlanRequest &r,
-                                   const SimulatorOptions &model)
+std::vector<PlannedArrival> arrivalsOf(const std::vector<TraceRow> &rows, std::vector<PrefixBlocks> &&hashIds,
+                                       int blockTokens, double beginS, const FleetPlanRequest &r,
+                                       const SimulatorOptions &model)
 {
-    std::vector<SimArrival> out;
+    std::vector<PlannedArrival> out;
     out.reserve(rows.size());
     // The one length rule (engine/core/length_rule.h), at scale 1.
     int maxLength = model.limits.maxSequenceLength;
@@ -29,7 +29,7 @@ std::vector<SimArrival> arrivalsOf(const std::vector<TraceRow> &rows, std::vecto
         maxLength = maxLength > 0 ? std::min(maxLength, model.positions) : model.positions;
     const LengthLimits limits{.maxLength = maxLength, .generative = model.output == OutputKind::Generated};
     for (std::size_t i = 0; i < rows.size(); ++i) {
-        SimArrival a;
+        PlannedArrival a;
         a.offset = fromSeconds(std::max(0.0, rows[i].arrivalS - beginS) / r.rateScale);
         const ScaledLengths len = scaleLengths(rows[i].inputTokens, rows[i].outputTokens, 1.0, limits);
         a.inputTokens = len.input;
@@ -45,7 +45,7 @@ std::vector<SimArrival> arrivalsOf(const std::vector<TraceRow> &rows, std::vecto
 }
 
 PlanVerdict judge(const SimulatorOptions &model, const FleetPlanRequest &r,
-                  std::span<const SimArrival> arrivals, double lengthS, int replicas, RouterPolicy router)
+                  std::span<const PlannedArrival> arrivals, double lengthS, int replicas, RouterPolicy router)
 {
     PlanVerdict v;
     if (arrivals.empty()) {
@@ -133,7 +133,7 @@ Result<FleetPlan> planFleet(const TraceStore &store, const Calibration &calibrat
         pw.requests = rows.size();
         for (const TraceRow &row : rows)
             pw.outputTokens += std::max(0, row.outputTokens);
-        auto arrivals = std::make_shared<const std::vector<SimArrival>>(
+        auto arrivals = std::make_shared<const std::vector<PlannedArrival>>(
             arrivalsOf(rows, std::move(hashIds), blockTokens, beginS, request, model));
         return [&model, &request, arrivals, windowS](int n, RouterPolicy r) {
             return judge(model, request, *arrivals, windowS, n, r);

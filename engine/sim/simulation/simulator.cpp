@@ -23,7 +23,7 @@ struct ChangeCounter final : EngineObserver {
 
 } // namespace
 
-struct Simulator::Impl {
+struct Simulator::Impl final : VirtualDriver {
     using Replica = sim::Replica;
 
     struct Waiting {
@@ -174,13 +174,79 @@ struct Simulator::Impl {
         }
     }
 
-    void arrive(std::size_t index)
+    // ---- VirtualDriver: the one virtual-time loop (virtual_time.h) drives these.
+    // A unit's end (its model call, or its executor free again) goes before an arrival at the same time.
+    std::optional<TimePoint> earlyEvent() override
+    {
+        std::optional<TimePoint> done;
+        for (std::size_t k = 0; k < replicas.size(); ++k) {
+            completions[k] = replicas[k]->nextCompletion();
+            if (completions[k] && (!done || *completions[k] < *done))
+                done = completions[k];
+        }
+        return done;
+    }
+    // An idle executor's wake-up goes after it: the decision sees the arrival.
+    std::optional<TimePoint> lateEvent() override
+    {
+        std::optional<TimePoint> next;
+        for (const auto &r : replicas)
+            if (const auto t = r->wakeUp(); t && (!next || *t < *next))
+                next = t;
+        return next;
+    }
+    void runEarly() override
+    {
+        for (std::size_t k = 0; k < replicas.size(); ++k)
+            if (completions[k] && *completions[k] <= now)
+                replicas[k]->completeDue();
+    }
+    void arrive(std::size_t index) override
     {
         ++out.submitted;
         if (!routerQueue.empty() || !route(index, now)) {
             routerQueue.push_back({index, now});
             ++out.routerQueued;
         }
+        if (o.onProgress && out.submitted % o.progressEvery == 0)
+            o.onProgress(out);
+    }
+    void settle() override
+    {
+        drainRouterQueue();
+        for (auto &r : replicas) // those with news, or due to wake up
+            if (r->dirty || (r->wakeAt && *r->wakeAt <= now))
+                r->dispatchReady();
+    }
+    bool idle() override
+    {
+        if (queued() == 0)
+            return false;
+        // Every arrival is in and no replica plans anything more: each
+        // engine shuts down (Drain), partial batches may leave; one already
+        // draining fails what it still holds (decide() failed what a
+        // draining policy will not run; the rest could never run).
+        bool drained = false;
+        for (auto &r : replicas) {
+            if (r->core->queueDepth() == 0 && routerQueue.empty())
+                continue;
+            if (r->draining) {
+                r->failHeld();
+            } else {
+                r->draining = true;
+                drained = true;
+                r->stop(ShutdownMode::Drain);
+            }
+        }
+        if (!drained) {
+            for (const Waiting &w : routerQueue) // every replica is shut down
+                route(w.index, w.arrival);
+            routerQueue.clear();
+            return false;
+        }
+        for (auto &r : replicas)
+            r->dispatchReady();
+        return true;
     }
 
     void drainRouterQueue()
@@ -224,72 +290,7 @@ struct Simulator::Impl {
                 setClocks();
             },
             o.onSample ? std::function<void()>([this] { o.onSample(snapshot()); }) : nullptr);
-        for (;;) {
-            if (plan->more() && o.cancel && o.cancel->load(std::memory_order_relaxed)) {
-                out.cancelled = true;
-                break;
-            }
-            // The next arrival: open loop at its offset, or a released follow-up.
-            const std::optional<ArrivalPlan::Due> nextArrival = plan->next();
-            const std::optional<TimePoint> arrival =
-                nextArrival ? std::optional(nextArrival->at) : std::nullopt;
-            std::optional<TimePoint> done, next = arrival;
-            for (std::size_t k = 0; k < replicas.size(); ++k) {
-                const Replica &r = *replicas[k];
-                const std::optional<TimePoint> d = r.nextCompletion();
-                completions[k] = d;
-                if (d && (!done || *d < *done))
-                    done = d;
-                for (const auto &t : {d, r.wakeUp()})
-                    if (t && (!next || *t < *next))
-                        next = t;
-            }
-            if (!next) {
-                if (queued() == 0)
-                    break;
-                // Every arrival is in and no replica plans anything more:
-                // each engine shuts down (Drain), partial batches may leave;
-                // one already draining fails what it still holds (decide()
-                // failed what a draining policy will not run; the rest could
-                // never run).
-                bool drained = false;
-                for (auto &r : replicas) {
-                    if (r->core->queueDepth() == 0 && routerQueue.empty())
-                        continue;
-                    if (r->draining) {
-                        r->failHeld();
-                    } else {
-                        r->draining = true;
-                        drained = true;
-                        r->stop(ShutdownMode::Drain);
-                    }
-                }
-                if (!drained) {
-                    for (const Waiting &w : routerQueue) // every replica is shut down
-                        route(w.index, w.arrival);
-                    routerQueue.clear();
-                    break;
-                }
-                for (auto &r : replicas)
-                    r->dispatchReady();
-                continue;
-            }
-            time.moveTo(*next);
-            if (done && *done <= now) {
-                for (std::size_t k = 0; k < replicas.size(); ++k)
-                    if (completions[k] && *completions[k] <= now)
-                        replicas[k]->completeDue();
-            } else if (arrival && *arrival <= now) {
-                plan->take(*nextArrival);
-                arrive(nextArrival->index);
-                if (o.onProgress && out.submitted % o.progressEvery == 0)
-                    o.onProgress(out);
-            }
-            drainRouterQueue();
-            for (auto &r : replicas) // those with news, or due to wake up
-                if (r->dirty || (r->wakeAt && *r->wakeAt <= now))
-                    r->dispatchReady();
-        }
+        out.cancelled = !runVirtualLoop(*plan, time, *this, o.cancel);
         if (out.cancelled)
             cancelRest(time);
         out.replicas.clear();

@@ -42,7 +42,7 @@ std::optional<double> fitSpread(const Calibration &calibration, PolicyKind polic
 
 namespace {
 
-LatencyFigures simulatedAt(SimulatorOptions options, std::span<const SimArrival> arrivals, double scale)
+LatencyFigures simulatedAt(SimulatorOptions options, std::span<const PlannedArrival> arrivals, double scale)
 {
     for (double &c : options.cost.coef)
         c *= scale;
@@ -56,7 +56,7 @@ LatencyFigures simulatedAt(SimulatorOptions options, std::span<const SimArrival>
 
 } // namespace
 
-SimulatedInterval simulatedInterval(const SimulatorOptions &options, std::span<const SimArrival> arrivals,
+SimulatedInterval simulatedInterval(const SimulatorOptions &options, std::span<const PlannedArrival> arrivals,
                                     double spread)
 {
     SimulatedInterval i;

@@ -40,7 +40,7 @@ std::optional<double> fitSpread(const Calibration &calibration, PolicyKind polic
 
 // `options` as the simulation ran (its observer, samples and progress are
 // not used) over `arrivals`, again with the costs scaled by 1 ± spread.
-SimulatedInterval simulatedInterval(const SimulatorOptions &options, std::span<const SimArrival> arrivals,
+SimulatedInterval simulatedInterval(const SimulatorOptions &options, std::span<const PlannedArrival> arrivals,
                                     double spread);
 
 // "p50 1.4 s [1.1-2.2], p90 ..., p99 ..., mean ..." of the interval.

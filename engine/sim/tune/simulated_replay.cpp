@@ -87,7 +87,7 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
     if (plan->config.policy == PolicyKind::Continuous) {
         // a row per step: at most one per generated token and prompt chunk
         const std::size_t chunk = std::size_t(std::max(1, plan->config.continuous.prefillChunk));
-        for (const PlannedRequest &r : plan->requests)
+        for (const PlannedArrival &r : plan->requests)
             rows += std::size_t(std::max(0, r.maxNewTokens)) + std::size_t(r.inputTokens) / chunk + 1;
     }
     sinkOptions.queueCapacity = std::max(sinkOptions.queueCapacity, rows);
@@ -116,9 +116,9 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
     };
 
     m_interval.reset();
-    // A trace's prefix blocks ride on each arrival (SimArrival::blocks):
+    // A trace's prefix blocks ride on each arrival (PlannedArrival::blocks):
     // prefix-affinity routing keys on them.
-    const std::vector<SimArrival> arrivals = source->arrivals();
+    const std::vector<PlannedArrival> arrivals = source->arrivals();
     const SimOutcome sim = Simulator(so).run(arrivals);
     if (const auto spread = fitSpread(cal, plan->config.policy); spread && !sim.cancelled)
         m_interval = simulatedInterval(so, arrivals, *spread);
