@@ -1,4 +1,5 @@
 #include "engine/sim/fleet/fleet_export.h"
+#include "engine/sim/fleet/autoscale_export.h"
 
 #include <algorithm>
 #include <cmath>
@@ -52,7 +53,29 @@ int ongoingTarget(const Summary &s)
     return std::max(1, int(std::lround(std::max(1.0, s.peakRouted * 2))));
 }
 
+// The plan's schedule as the scheduled policy, asked a cold start early.
+Result<std::string> kedaSchedule(const Summary &s, const std::string &slo)
+{
+    if (s.daily.empty())
+        return Status(
+            StatusCode::InvalidArgument,
+            "the plan has no hour-of-day schedule for KEDA's cron triggers (plan windows that divide a "
+            "day, over at least a day of trace)");
+    ScheduledKnobs knobs;
+    knobs.replicas = s.daily;
+    knobs.slotS = 86400.0 / double(s.daily.size());
+    knobs.leadS = 180; // a cold start, as `autoscale --lead` defaults to
+    ManifestTarget target;
+    target.source = "batchpilot plan (SLO " + slo + ")";
+    return exportAutoscaler(knobs, "keda", target);
+}
+
 } // namespace
+
+bool isFleetExportFormat(std::string_view format)
+{
+    return format == "ray-serve" || format == "vllm" || format == "hpa" || format == "keda";
+}
 
 Result<std::string> exportFleetPlan(const nlohmann::json &plan, std::string_view format)
 {
@@ -116,6 +139,8 @@ Result<std::string> exportFleetPlan(const nlohmann::json &plan, std::string_view
         }
         return out.str();
     }
+    if (format == "keda")
+        return kedaSchedule(s, slo);
     return Status(StatusCode::InvalidArgument, "unknown fleet export format '" + std::string(format) + "' (" +
                                                    std::string(kFleetExportFormats) + ")");
 }

@@ -9,7 +9,10 @@
 //    the per-hour sizes as comments;
 //  - hpa: a Kubernetes HorizontalPodAutoscaler sketch (min/max replicas, a
 //    per-pod requests-in-flight target) plus the hour-of-day schedule as a
-//    KEDA cron trigger list.
+//    KEDA cron trigger list;
+//  - keda: the hour-of-day schedule as a KEDA ScaledObject whose cron
+//    triggers ask each run of equal hours a cold start (180 s) early
+//    (autoscale_export.h, the scheduled policy's export).
 // Pure functions of the plan's document (planDocument()). Qt-free.
 #pragma once
 
@@ -22,9 +25,12 @@
 
 namespace bp {
 
-// "ray-serve", "vllm", "hpa"
-inline constexpr std::string_view kFleetExportFormats = "ray-serve, vllm, hpa";
-// InvalidArgument for another format.
+// "ray-serve", "vllm", "hpa", "keda"
+inline constexpr std::string_view kFleetExportFormats = "ray-serve, vllm, hpa, keda";
+// Whether `format` is one of them (checked before planning).
+bool isFleetExportFormat(std::string_view format);
+// InvalidArgument for another format, or keda for a plan without an
+// hour-of-day schedule (its windows must divide a day and cover one).
 Result<std::string> exportFleetPlan(const nlohmann::json &plan, std::string_view format);
 
 } // namespace bp
