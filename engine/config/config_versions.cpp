@@ -8,11 +8,10 @@ ConfigVersions::ConfigVersions(const BatchingConfig &initial, TimePoint at)
     m_history.push_back({at, 1, "initial", "start", initial});
 }
 
-Status ConfigVersions::apply(const ConfigPatch &patch, std::string origin, const std::string &why,
-                             TimePoint at, ConfigChange &change)
+Status ConfigVersions::commit(BatchingConfig config, std::string origin, const std::string &why, TimePoint at,
+                              ConfigChange &change)
 {
     change = {};
-    BatchingConfig config = patch.appliedTo(*m_current);
     if (Status s = validate(config); !s)
         return s;
     if (*m_current == config)

@@ -13,7 +13,8 @@ Status EngineCore::applyLocked(const ConfigPatch &patch, std::string origin, con
 {
     // `before` keeps the previous config alive past the swap.
     const std::shared_ptr<const BatchingConfig> before = m_config.current();
-    const BatchingConfig next = patch.appliedTo(*before);
+    // The patch is applied here, once: the checks below and the commit judge the same config.
+    BatchingConfig next = patch.appliedTo(*before);
     const bool switchKind = !sameSchedulerKind(*before, next);
     if (switchKind || next.policy == PolicyKind::Continuous)
         if (Status s = schedulerSupports(next, m_backend->steps(), m_backend->info().name); !s)
@@ -24,7 +25,7 @@ Status EngineCore::applyLocked(const ConfigPatch &patch, std::string origin, con
                     "a generation step is running; switch the policy again in a moment"};
     }
     // The one gate for every writer, controllers included.
-    if (Status s = m_config.apply(patch, std::move(origin), why, m_clock.now(), change); !s)
+    if (Status s = m_config.commit(std::move(next), std::move(origin), why, m_clock.now(), change); !s)
         return s;
     if (change.version == 0)
         return Status::ok();
