@@ -187,6 +187,14 @@ QWidget *KnobForm::add(std::string_view key, QWidget *parent, double scale, cons
         editor = box;
         break;
     }
+    case KnobType::Text: {
+        auto *box = new QComboBox(parent);
+        for (std::string_view choice : k.choices)
+            box->addItem(QString::fromUtf8(choice.data(), qsizetype(choice.size())));
+        connect(box, &QComboBox::currentIndexChanged, this, &KnobForm::changed);
+        editor = box;
+        break;
+    }
     case KnobType::IntList: {
         auto *edit = new QLineEdit(parent);
         edit->setPlaceholderText(QStringLiteral("8,16,32"));
@@ -252,7 +260,9 @@ void KnobForm::setConfig(const BatchingConfig &c)
             d->setValue(k.get(c));
         else if (auto *t = qobject_cast<DurationSpinBox *>(f.editor))
             t->setValueUs(shownUs(k, c));
-        else if (auto *p = qobject_cast<QComboBox *>(f.editor))
+        else if (auto *p = qobject_cast<QComboBox *>(f.editor); p && k.type == KnobType::Text)
+            p->setCurrentIndex(p->findText(QString::fromStdString(k.text(c))));
+        else if (p)
             p->setCurrentIndex(p->findData(int(k.get(c))));
         else if (auto *e = qobject_cast<QLineEdit *>(f.editor))
             e->setText(listText(k.items(c)));
@@ -279,7 +289,10 @@ void KnobForm::fill(BatchingConfig &c) const
         } else if (auto *t = qobject_cast<DurationSpinBox *>(f.editor)) {
             if (shownUs(k, c) != t->valueUs())
                 k.set(c, double(t->valueUs()));
-        } else if (auto *p = qobject_cast<QComboBox *>(f.editor)) {
+        } else if (auto *p = qobject_cast<QComboBox *>(f.editor); p && k.type == KnobType::Text) {
+            if (p->currentIndex() >= 0 && p->currentText() != QString::fromStdString(k.text(c)))
+                k.setText(c, p->currentText().toStdString());
+        } else if (p) {
             k.set(c, p->currentData().toInt());
         } else if (auto *e = qobject_cast<QLineEdit *>(f.editor)) {
             if (std::vector<int> items = parseList(e->text()); items != k.items(c))

@@ -7,7 +7,7 @@
 //
 // Editor per type: Int -> QSpinBox, Double -> QDoubleSpinBox, Duration ->
 // DurationSpinBox, Bool -> QCheckBox or a checkable QGroupBox, Policy ->
-// QComboBox, IntList -> QLineEdit ("8,16,32"). Every editor carries its key
+// QComboBox, Text -> QComboBox of its choices, IntList -> QLineEdit ("8,16,32"). Every editor carries its key
 // in the property kKnobProperty.
 //
 // fill() writes a field only when its editor shows something other than the

@@ -1,6 +1,8 @@
 #include "report_figures.h"
 #include "app/cli_text.h"
 
+#include "engine/config/config_rules.h"
+
 #include <QDateTime>
 #include <QLocale>
 #include <QStringList>

@@ -152,6 +152,7 @@ nlohmann::json knobValues(const BatchingConfig &config, const std::vector<std::s
         case KnobType::Policy: out[key] = std::string(policyName(PolicyKind(int(k->get(config))))); break;
         case KnobType::Bool: out[key] = k->get(config) != 0; break;
         case KnobType::Int: out[key] = static_cast<long long>(std::llround(k->get(config))); break;
+        case KnobType::Text: out[key] = k->text(config); break;
         default: out[key] = k->get(config); break;
         }
     }
@@ -176,6 +177,10 @@ Result<BatchingConfig> applyKnobValues(const nlohmann::json &values, BatchingCon
             if (!p)
                 return Status(StatusCode::InvalidArgument, key + " takes a policy name");
             k->set(c, double(int(*p)));
+        } else if (k->type == KnobType::Text) {
+            if (!v.is_string())
+                return Status(StatusCode::InvalidArgument, key + " takes a name");
+            k->setText(c, v.get<std::string>());
         } else if (v.is_boolean()) {
             k->set(c, v.get<bool>() ? 1 : 0);
         } else if (v.is_number()) {

@@ -39,44 +39,19 @@ json knobToJson(const Knob &k, const BatchingConfig &c)
     case KnobType::Double: return k.get(c);
     case KnobType::Duration: return std::int64_t(std::trunc(k.get(c))); // whole µs, as duration_cast
     case KnobType::IntList: return k.items(c);
+    case KnobType::Text: return k.text(c);
     case KnobType::Int: break;
     }
     return std::int64_t(std::llround(k.get(c)));
 }
 
-// A server model's knobs (vLLM, TGI, SGLang, Triton) under the server's own
-// names: {"kind": "vllm", "max_num_seqs": 16, ...}.
-json serverJson(const ServerModelConfig &m)
+// A server model's knobs (vLLM, TGI, SGLang, Triton: the table's rows of its
+// kind) under the server's own names: {"kind": "vllm", "max_num_seqs": 16, ...}.
+json serverJson(const BatchingConfig &c)
 {
-    json s = {{"kind", std::string(serverKindName(m.kind))}};
-    switch (m.kind) {
-    case ServerKind::BatchPilot: break;
-    case ServerKind::Vllm:
-        s["max_num_seqs"] = m.vllm.maxNumSeqs;
-        s["max_num_batched_tokens"] = m.vllm.maxNumBatchedTokens;
-        s["enable_chunked_prefill"] = m.vllm.enableChunkedPrefill;
-        s["long_prefill_token_threshold"] = m.vllm.longPrefillTokenThreshold;
-        s["block_size"] = m.vllm.blockSize;
-        s["kv_cache_tokens"] = m.vllm.kvCacheTokens;
-        break;
-    case ServerKind::Tgi:
-        s["max_batch_total_tokens"] = m.tgi.maxBatchTotalTokens;
-        s["max_batch_prefill_tokens"] = m.tgi.maxBatchPrefillTokens;
-        s["waiting_served_ratio"] = m.tgi.waitingServedRatio;
-        s["max_waiting_tokens"] = m.tgi.maxWaitingTokens;
-        s["max_batch_size"] = m.tgi.maxBatchSize;
-        s["max_concurrent_requests"] = m.tgi.maxConcurrentRequests;
-        break;
-    case ServerKind::Sglang:
-        s["max_running_requests"] = m.sglang.maxRunningRequests;
-        s["chunked_prefill_size"] = m.sglang.chunkedPrefillSize;
-        s["max_prefill_tokens"] = m.sglang.maxPrefillTokens;
-        s["schedule_policy"] = m.sglang.schedulePolicy;
-        s["schedule_conservativeness"] = m.sglang.scheduleConservativeness;
-        s["max_total_tokens"] = m.sglang.maxTotalTokens;
-        break;
-    case ServerKind::Triton: s["preferred_batch_size"] = m.triton.preferredBatchSize; break;
-    }
+    json s = {{"kind", std::string(serverKindName(c.server.kind))}};
+    for (const Knob &k : serverKnobs(c.server.kind))
+        s[std::string(k.name)] = knobToJson(k, c);
     return s;
 }
 
@@ -93,7 +68,7 @@ json toJson(const BatchingConfig &c)
     // tuner's server points): kept with the config, so a stored session or
     // candidate reads back as the server it simulated.
     if (c.server.kind != ServerKind::BatchPilot)
-        out["server"] = serverJson(c.server);
+        out["server"] = serverJson(c);
     return out;
 }
 
@@ -171,15 +146,20 @@ Status readKnob(const Knob &k, const json &value, const std::string &field, Batc
         k.itemsMut(c) = std::move(items);
         return Status::ok();
     }
+    case KnobType::Text:
+        if (!value.is_string())
+            return typeError(field, "a string", value);
+        k.setText(c, value.get<std::string>());
+        return Status::ok();
     }
     return Status::ok();
 }
 
 // {"kind": "vllm", ...} (serverJson): the server model's knobs by the
-// server's names, read as server_command.h reads a server's settings; an
-// unknown name or a value that is not a number (a string for
-// schedule_policy, a boolean for enable_chunked_prefill, an array for
-// preferred_batch_size) is an error naming it.
+// server's names (the table's rows of that kind), read as server_command.h
+// reads a server's settings; an unknown name or a value of the wrong type
+// (a string for schedule_policy, a boolean for enable_chunked_prefill, an
+// array for preferred_batch_size, else a number) is an error naming it.
 Status readServer(const json &j, BatchingConfig &c)
 {
     if (!j.is_object())
@@ -194,52 +174,48 @@ Status readServer(const json &j, BatchingConfig &c)
         return Status(StatusCode::InvalidArgument,
                       "unknown server '" + kindIt->get<std::string>() +
                           "' in 'server.kind' (vllm, tgi, sglang, triton, batchpilot)");
-    ServerModelConfig defaults;
-    defaults.kind = *kind;
-    const json known = serverJson(defaults);
     for (const auto &[key, value] : j.items()) {
-        const std::string field = "server." + key;
-        const auto it = known.find(key);
-        if (it == known.end())
-            return Status(StatusCode::InvalidArgument,
-                          "unknown config field '" + field + "' for server " + kindIt->get<std::string>());
         if (key == "kind")
             continue;
-        if (it->is_boolean() && !value.is_boolean())
-            return typeError(field, "a boolean", value);
-        if (it->is_string() && !value.is_string())
-            return typeError(field, "a string", value);
-        if (it->is_array() && !value.is_array())
-            return typeError(field, "an array of integers", value);
-        if (it->is_number() && !value.is_number())
-            return typeError(field, "a number", value);
-    }
-    switch (*kind) {
-    case ServerKind::BatchPilot: c.server = {}; break;
-    case ServerKind::Triton:
-        c.server = {};
-        c.server.kind = ServerKind::Triton;
-        for (const auto &v : j.value("preferred_batch_size", json::array())) {
-            if (!v.is_number_integer())
-                return typeError("server.preferred_batch_size[]", "an integer", v);
-            c.server.triton.preferredBatchSize.push_back(v.get<int>());
+        const std::string field = "server." + key;
+        const Knob *k = findServerKnob(*kind, key);
+        if (!k)
+            return Status(StatusCode::InvalidArgument,
+                          "unknown config field '" + field + "' for server " + kindIt->get<std::string>());
+        switch (k->type) {
+        case KnobType::Bool:
+            if (!value.is_boolean())
+                return typeError(field, "a boolean", value);
+            break;
+        case KnobType::Text:
+            if (!value.is_string())
+                return typeError(field, "a string", value);
+            break;
+        case KnobType::IntList:
+            if (!value.is_array())
+                return typeError(field, "an array of integers", value);
+            for (const auto &v : value)
+                if (!v.is_number_integer())
+                    return typeError(field + "[]", "an integer", v);
+            break;
+        default:
+            if (!value.is_number())
+                return typeError(field, "a number", value);
         }
-        break;
-    default: {
-        // vLLM's KV capacity by tokens (its settings name blocks); TGI and
-        // SGLang name theirs among their own settings.
-        json settings = j;
-        if (settings.contains("enable_chunked_prefill"))
-            settings["enable_chunked_prefill"] = settings["enable_chunked_prefill"].get<bool>() ? 1 : 0;
-        std::optional<std::int64_t> kv;
-        if (*kind == ServerKind::Vllm && j.contains("kv_cache_tokens"))
-            kv = std::llround(j["kv_cache_tokens"].get<double>());
-        BatchingConfig base = c;
-        base.server = {};
-        c = serverConfigFromSettings(*kind, settings, kv, base);
-        break;
     }
+    BatchingConfig base = c;
+    base.server = {};
+    if (*kind == ServerKind::Triton) {
+        // Its settings' names are config.pbtxt's (server_command.h); here its
+        // one knob by the table's name, the batch size and delay BatchPilot's.
+        base.server.kind = ServerKind::Triton;
+        for (const Knob &k : serverKnobs(ServerKind::Triton))
+            if (const auto it = j.find(std::string(k.name)); it != j.end())
+                k.itemsMut(base) = it->get<std::vector<int>>();
+        c = std::move(base);
+        return Status::ok();
     }
+    c = serverConfigFromSettings(*kind, j, std::nullopt, base);
     return Status::ok();
 }
 

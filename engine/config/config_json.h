@@ -15,9 +15,11 @@
 //   slo, hybrid, cache (docs/configuration.md)
 //   server                 a simulated server's scheduler model, under the
 //                          server's own names: {"kind": "vllm", "max_num_seqs":
-//                          16, ...} (engine/core/server_model.h); written only
-//                          when the kind is not BatchPilot; not a live knob
-//                          (patchFromJson refuses it)
+//                          16, ...} (engine/core/server_model.h; the names and
+//                          types are the knob table's rows of that kind,
+//                          docs/configuration.md); written only when the kind
+//                          is not BatchPilot; not a live knob (patchFromJson
+//                          refuses it)
 // Unknown fields and wrong types are errors naming the field.
 #pragma once
 

@@ -15,12 +15,16 @@ void copyKnob(const Knob &k, BatchingConfig &to, const BatchingConfig &from)
 {
     if (k.type == KnobType::IntList)
         k.itemsMut(to) = k.items(from);
+    else if (k.type == KnobType::Text)
+        k.setText(to, k.text(from));
     else
         k.set(to, k.get(from));
 }
 
 bool sameKnob(const Knob &k, const BatchingConfig &a, const BatchingConfig &b)
 {
+    if (k.type == KnobType::Text)
+        return k.text(a) == k.text(b);
     return k.type == KnobType::IntList ? k.items(a) == k.items(b) : k.get(a) == k.get(b);
 }
 
@@ -40,6 +44,10 @@ Result<ConfigPatch> ConfigPatch::fields(const BatchingConfig &values, const std:
         const Knob *k = findKnob(name);
         if (!k)
             return Status(StatusCode::InvalidArgument, "unknown config field '" + name + "'");
+        if (k->server != ServerKind::BatchPilot) // a simulation's, not a live knob
+            return Status(StatusCode::InvalidArgument,
+                          "field '" + name +
+                              "' is a server model's knob: for simulations, not a live change");
         if (patch.touches(name))
             continue;
         patch.m_ops.push_back({name, [source, k](BatchingConfig &c) { copyKnob(*k, c, *source); }});

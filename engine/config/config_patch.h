@@ -8,7 +8,8 @@
 // memory_batch_limit and the out-of-memory failures came back. A patch names
 // the fields it sets and leaves every other field as it finds it.
 //
-// Field names are the keys of the knob table (engine/config/knobs.h), nested ones with a dot:
+// Field names are the keys of BatchPilot's knobs in the knob table
+// (engine/config/knobs.h: knobs(), not the server models' rows), nested ones with a dot:
 // "max_batch_size", "max_queue_delay_us", "slo.p99_target_us",
 // "adaptive_delay.enabled", "hybrid.static_sizes", "cache.max_bytes", ...
 // (fieldNames() lists them all).
@@ -17,6 +18,7 @@
 // twice. Applying never validates; Engine::update validates the result.
 #pragma once
 
+#include "config_rules.h"
 #include "engine/core/batching_config.h"
 #include "engine/core/result.h"
 

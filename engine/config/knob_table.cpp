@@ -1,11 +1,12 @@
-// The knob table: every batching knob declared once (engine/config/knobs.h says
-// what a declaration holds and who reads it). The functions over the table
-// are in knobs.cpp.
+// The knob table: every knob declared once, BatchPilot's and the server
+// models' (engine/config/knobs.h says what a declaration holds and who reads
+// it). The functions over the table are in knobs.cpp.
 #include "knobs.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 namespace bp {
 
@@ -21,6 +22,7 @@ Duration fromUs(double v)
     return Duration(std::llround(v * 1e3));
 }
 constexpr double kMaxBatch = 1024, kMaxLength = 65536, kMaxDelayUs = 10e6, kMaxSloUs = 600e6;
+constexpr double kUnbounded = std::numeric_limits<double>::infinity(); // with BoundKind::Exclusive
 
 constexpr PolicyMask kDynamicLike =
     policyBit(PolicyKind::Dynamic) | policyBit(PolicyKind::Bucketed) | policyBit(PolicyKind::Hybrid);
@@ -45,6 +47,25 @@ constexpr PolicyMask kContinuous = policyBit(PolicyKind::Continuous);
 #define BP_LIST(expr)                                                                                        \
     .items = [](const BatchingConfig &c) -> const std::vector<int> & { return c.expr; },                     \
     .itemsMut = [](BatchingConfig &c) -> std::vector<int> & { return c.expr; }
+// A server model's knob: its server, its name there and its launch flag.
+#define BP_SERVER(kind, serverName, launchFlag)                                                              \
+    .server = ServerKind::kind, .name = serverName, .flag = launchFlag
+#define BP_TEXT(expr)                                                                                        \
+    .text = [](const BatchingConfig &c) { return c.expr; },                                                  \
+    .setText = [](BatchingConfig &c, std::string v) { c.expr = std::move(v); }
+
+constexpr PolicyMask kDynamic = policyBit(PolicyKind::Dynamic);
+constexpr std::string_view kSglangPolicies[] = {"fcfs", "lpm"};
+// The tuner's coarse grids (tune_space_servers.cpp).
+constexpr double kVllmSeqsGrid[] = {8, 16, 32, 64, 128, 256};
+constexpr double kVllmTokensGrid[] = {256, 512, 1024, 2048, 4096, 8192};
+constexpr double kOnOffGrid[] = {1, 0};
+constexpr double kTgiPrefillGrid[] = {512, 1024, 2048, 4096, 8192};
+constexpr double kTgiRatioGrid[] = {0.0, 0.3, 0.6, 1.2};
+constexpr double kTgiWaitsGrid[] = {5, 20, 60};
+constexpr double kSglangRunningGrid[] = {16, 32, 64, 128, 256};
+constexpr double kSglangChunkGrid[] = {512, 2048, 8192};
+constexpr double kSglangConservativenessGrid[] = {0.5, 1.0, 1.5};
 
 const Knob kKnobs[] = {
     {.key = "policy",
@@ -438,6 +459,114 @@ const Knob kKnobs[] = {
      .doc = "goodput SLO: end-to-end latency at most this; 0 = not set. Good = completed OK within every set "
             "SLO",
      BP_DURATION(goodput.e2e)},
+
+    // A server knob a few lines, its fields in the order Knob declares them.
+    // clang-format off
+    // vLLM V1 (vllm/v1/core/sched/scheduler.py, config/scheduler.py, cache.py).
+    {.key = "server.vllm.max_num_seqs", .type = KnobType::Int, .unit = "sequences", .lo = 1, .hi = 65536,
+     .policies = kContinuous,
+     .doc = "running sequences",
+     BP_INT(server.vllm.maxNumSeqs), BP_SERVER(Vllm, "max_num_seqs", "max-num-seqs"),
+     .tuneAxis = TuneAxis::Size, .tuneGrid = kVllmSeqsGrid},
+    {.key = "server.vllm.max_num_batched_tokens", .type = KnobType::Int, .unit = "tokens", .lo = 1, .hi = 1e6,
+     .policies = kContinuous,
+     .doc = "token budget per step",
+     BP_INT(server.vllm.maxNumBatchedTokens),
+     BP_SERVER(Vllm, "max_num_batched_tokens", "max-num-batched-tokens"), .tuneAxis = TuneAxis::Tokens,
+     .tuneGrid = kVllmTokensGrid},
+    {.key = "server.vllm.enable_chunked_prefill", .type = KnobType::Bool, .unit = "", .lo = 0, .hi = 1,
+     .policies = kContinuous,
+     .doc = "long prompts in chunks beside running decodes (else a prompt waits for a step it fits)",
+     BP_BOOL(server.vllm.enableChunkedPrefill),
+     BP_SERVER(Vllm, "enable_chunked_prefill", "enable-chunked-prefill"), .tuneAxis = TuneAxis::Flag,
+     .tuneGrid = kOnOffGrid},
+    {.key = "server.vllm.long_prefill_token_threshold", .type = KnobType::Int, .unit = "tokens", .lo = 0,
+     .hi = kUnbounded, .hiKind = BoundKind::Exclusive, .policies = kContinuous,
+     .doc = "a prompt chunk's cap per step; 0 = off",
+     BP_INT(server.vllm.longPrefillTokenThreshold),
+     BP_SERVER(Vllm, "long_prefill_token_threshold", "long-prefill-token-threshold"), .zeroUnset = true},
+    {.key = "server.vllm.block_size", .type = KnobType::Int, .unit = "tokens", .lo = 1, .hi = 1024,
+     .policies = kContinuous,
+     .doc = "tokens per KV block",
+     BP_INT(server.vllm.blockSize), BP_SERVER(Vllm, "block_size", {}), .listed = false},
+    {.key = "server.vllm.kv_cache_tokens", .type = KnobType::Int, .unit = "tokens", .lo = 0, .hi = kUnbounded,
+     .hiKind = BoundKind::Exclusive, .policies = kContinuous,
+     .doc = "the KV cache (num_gpu_blocks × block_size); recompute preemption when full; 0 = unlimited",
+     BP_INT(server.vllm.kvCacheTokens), BP_SERVER(Vllm, "kv_cache_tokens", {}), .zeroUnset = true},
+
+    // TGI (router/src/main.rs launcher flags; backends/v3/src/backend.rs, queue.rs).
+    {.key = "server.tgi.max_batch_total_tokens", .type = KnobType::Int, .unit = "tokens", .lo = 1, .hi = 1e8,
+     .policies = kContinuous,
+     .doc = "tokens of a running batch, prompts and generated (the server's KV memory: the tuner keeps it)",
+     BP_INT(server.tgi.maxBatchTotalTokens),
+     BP_SERVER(Tgi, "max_batch_total_tokens", "max-batch-total-tokens")},
+    {.key = "server.tgi.max_batch_prefill_tokens", .type = KnobType::Int, .unit = "tokens", .lo = 1,
+     .hi = 1e7, .policies = kContinuous,
+     .doc = "prompt tokens of one prefill batch",
+     BP_INT(server.tgi.maxBatchPrefillTokens),
+     BP_SERVER(Tgi, "max_batch_prefill_tokens", "max-batch-prefill-tokens"), .tuneAxis = TuneAxis::Tokens,
+     .tuneGrid = kTgiPrefillGrid},
+    {.key = "server.tgi.waiting_served_ratio", .type = KnobType::Double, .unit = "", .lo = 0, .hi = 100,
+     .step = 0.1, .policies = kContinuous,
+     .doc = "a new prefill batch needs at least this many waiting requests per running one",
+     BP_DOUBLE(server.tgi.waitingServedRatio), BP_SERVER(Tgi, "waiting_served_ratio", "waiting-served-ratio"),
+     .tuneAxis = TuneAxis::Ratio, .tuneGrid = kTgiRatioGrid},
+    {.key = "server.tgi.max_waiting_tokens", .type = KnobType::Int, .unit = "steps", .lo = 1, .hi = 1e6,
+     .policies = kContinuous,
+     .doc = "decode steps after which waiting requests get a prefill whatever the ratio",
+     BP_INT(server.tgi.maxWaitingTokens), BP_SERVER(Tgi, "max_waiting_tokens", "max-waiting-tokens"),
+     .tuneAxis = TuneAxis::Size, .tuneGrid = kTgiWaitsGrid},
+    {.key = "server.tgi.max_batch_size", .type = KnobType::Int, .unit = "requests", .lo = 0, .hi = 65536,
+     .policies = kContinuous,
+     .doc = "requests of a running batch; 0 = none",
+     BP_INT(server.tgi.maxBatchSize), BP_SERVER(Tgi, "max_batch_size", "max-batch-size"), .zeroUnset = true},
+    {.key = "server.tgi.max_concurrent_requests", .type = KnobType::Int, .unit = "requests", .lo = 1,
+     .hi = 1e6, .policies = kContinuous,
+     .doc = "requests in the server at once; beyond it a request is refused",
+     BP_INT(server.tgi.maxConcurrentRequests),
+     BP_SERVER(Tgi, "max_concurrent_requests", "max-concurrent-requests")},
+
+    // SGLang (python/sglang/srt/server_args.py; managers/scheduler.py, schedule_policy.py).
+    {.key = "server.sglang.max_running_requests", .type = KnobType::Int, .unit = "requests", .lo = 1,
+     .hi = 65536, .policies = kContinuous,
+     .doc = "running requests",
+     BP_INT(server.sglang.maxRunningRequests),
+     BP_SERVER(Sglang, "max_running_requests", "max-running-requests"), .tuneAxis = TuneAxis::Size,
+     .tuneGrid = kSglangRunningGrid},
+    {.key = "server.sglang.chunked_prefill_size", .type = KnobType::Int, .unit = "tokens", .lo = 0, .hi = 1e7,
+     .policies = kContinuous,
+     .doc = "largest prompt chunk per step; 0 = no chunking (the flag's -1)",
+     BP_INT(server.sglang.chunkedPrefillSize),
+     BP_SERVER(Sglang, "chunked_prefill_size", "chunked-prefill-size"), .flagZero = "-1",
+     .tuneAxis = TuneAxis::Tokens, .tuneGrid = kSglangChunkGrid},
+    {.key = "server.sglang.max_prefill_tokens", .type = KnobType::Int, .unit = "tokens", .lo = 1, .hi = 1e7,
+     .policies = kContinuous,
+     .doc = "prompt tokens of one prefill step",
+     BP_INT(server.sglang.maxPrefillTokens), BP_SERVER(Sglang, "max_prefill_tokens", "max-prefill-tokens")},
+    {.key = "server.sglang.schedule_policy", .type = KnobType::Text, .unit = "", .policies = kContinuous,
+     .doc = "waiting order; lpm (longest prefix match) is fcfs without a prefix cache",
+     BP_TEXT(server.sglang.schedulePolicy), .choices = kSglangPolicies,
+     BP_SERVER(Sglang, "schedule_policy", "schedule-policy")},
+    {.key = "server.sglang.schedule_conservativeness", .type = KnobType::Double, .unit = "", .lo = 0,
+     .hi = 10, .loKind = BoundKind::Exclusive, .step = 0.1, .policies = kContinuous,
+     .doc = "how much KV room admission reserves for the running requests' future tokens",
+     BP_DOUBLE(server.sglang.scheduleConservativeness),
+     BP_SERVER(Sglang, "schedule_conservativeness", "schedule-conservativeness"), .tuneAxis = TuneAxis::Ratio,
+     .tuneGrid = kSglangConservativenessGrid},
+    {.key = "server.sglang.max_total_tokens", .type = KnobType::Int, .unit = "tokens", .lo = 0,
+     .hi = kUnbounded, .hiKind = BoundKind::Exclusive, .policies = kContinuous,
+     .doc = "the KV pool; retraction when full; 0 = unlimited",
+     BP_INT(server.sglang.maxTotalTokens), BP_SERVER(Sglang, "max_total_tokens", {}), .zeroUnset = true},
+
+    // Triton's dynamic batcher (model_config.proto DynamicBatching); its
+    // max_batch_size and max_queue_delay_microseconds are max_batch_size and
+    // max_queue_delay_us above.
+    {.key = "server.triton.preferred_batch_size", .type = KnobType::IntList, .unit = "requests", .lo = 1,
+     .hi = kMaxBatch, .hiKnob = "max_batch_size", .policies = kDynamic,
+     .doc = "batch sizes the batcher prefers to dispatch at",
+     BP_LIST(server.triton.preferredBatchSize), .minItems = 0, .maxItems = 32,
+     BP_SERVER(Triton, "preferred_batch_size", {}), .zeroUnset = true},
+    // clang-format on
 };
 
 #undef BP_INT
@@ -445,10 +574,35 @@ const Knob kKnobs[] = {
 #undef BP_BOOL
 #undef BP_DURATION
 #undef BP_LIST
+#undef BP_TEXT
+#undef BP_SERVER
+
+// The rows of one server, contiguous in the table (BatchPilot's come first).
+std::span<const Knob> rowsOf(ServerKind kind)
+{
+    const auto first = std::find_if(std::begin(kKnobs), std::end(kKnobs),
+                                    [kind](const Knob &k) { return k.server == kind; });
+    const auto last =
+        std::find_if(first, std::end(kKnobs), [kind](const Knob &k) { return k.server != kind; });
+    return {first, last};
+}
 
 } // namespace
 
 std::span<const Knob> knobs()
+{
+    static const std::span<const Knob> rows = rowsOf(ServerKind::BatchPilot);
+    return rows;
+}
+
+std::span<const Knob> serverKnobs(ServerKind kind)
+{
+    if (kind == ServerKind::BatchPilot)
+        return {};
+    return rowsOf(kind);
+}
+
+std::span<const Knob> allKnobs()
 {
     return kKnobs;
 }

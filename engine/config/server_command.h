@@ -1,5 +1,6 @@
 // A server model's knobs (engine/core/server_model.h) to and from the
-// server's own syntax (issue 24 §4):
+// server's own syntax (issue 24 §4), by the knob table's rows (each names
+// the knob's setting and launch flag: engine/config/knob_table.cpp):
 //  - serverModelFromSettings(): the model of a server from its settings as
 //    import-config and the settings fetch keep them (the server's names:
 //    max_num_seqs, waiting_served_ratio, dynamic_batching.preferred_batch_size,
@@ -10,6 +11,7 @@
 //    (tests/engine/test_server_tune.cpp).
 #pragma once
 
+#include "config_rules.h"
 #include "engine/core/batching_config.h"
 
 #include <nlohmann/json.hpp>

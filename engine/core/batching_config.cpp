@@ -1,5 +1,4 @@
 #include "batching_config.h"
-#include "engine/config/knobs.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -73,15 +72,6 @@ bool GoodputConfig::met(Duration firstToken, Duration perToken, Duration endToEn
     return e2e <= Duration::zero() || endToEnd <= e2e;
 }
 
-Status validate(const BatchingConfig &c)
-{
-    // Every range lives in the knob table (engine/config/knob_table.cpp).
-    for (const Knob &k : knobs())
-        if (Status s = checkKnob(k, c); !s)
-            return s;
-    return validateServerModel(c.server, c.policy == PolicyKind::Continuous, c.maxBatchSize);
-}
-
 std::string formatDuration(Duration d)
 {
     const double ns = double(d.count());
@@ -97,120 +87,6 @@ std::string formatDuration(Duration d)
     else
         std::snprintf(buf, sizeof buf, "%gs", ns / 1e9);
     return buf;
-}
-
-std::string describeConfig(const BatchingConfig &c)
-{
-    if (c.server.kind != ServerKind::BatchPilot && c.server.kind != ServerKind::Triton)
-        return describeServerModel(c.server); // the server's knobs, not BatchPilot's
-    std::string s(policyName(c.policy));
-    auto add = [&s](std::string_view key, const std::string &value) {
-        s += ' ';
-        s += key;
-        s += '=';
-        s += value;
-    };
-    // if-chains rather than a switch: a policy added later gets the
-    // dynamic-style description instead of a build warning.
-    if (c.policy == PolicyKind::None) {
-    } else if (c.policy == PolicyKind::Static) {
-        add("static_batch_size", std::to_string(c.staticBatchSize));
-        add("static_padded_length", std::to_string(c.staticPaddedLength));
-    } else if (c.policy == PolicyKind::Continuous) {
-        const ContinuousConfig &k = c.continuous;
-        add("max_num_seqs", std::to_string(k.maxNumSeqs));
-        add("max_num_batched_tokens", std::to_string(k.maxNumBatchedTokens));
-        if (k.chunkedPrefill)
-            add("prefill_chunk", std::to_string(k.prefillChunk));
-        else
-            s += " no_chunked_prefill";
-        if (k.kvCacheTokens > 0)
-            add("kv_cache_tokens", std::to_string(k.kvCacheTokens));
-        if (!k.decodeFirst)
-            s += " prefill_first";
-        if (k.priorityOrder)
-            s += " priority_order";
-        if (c.prefixCache.enabled)
-            add("prefix_cache_block_tokens", std::to_string(c.prefixCache.blockTokens));
-    } else {
-        add("max_batch_size", std::to_string(c.maxBatchSize));
-        add("max_queue_delay", formatDuration(c.maxQueueDelay));
-    }
-    if (c.policy == PolicyKind::Bucketed) {
-        std::string edges;
-        for (std::size_t i = 0; i < c.bucketEdges.size(); ++i)
-            edges += (i ? "," : "") + std::to_string(c.bucketEdges[i]);
-        add("bucket_edges", edges);
-    }
-    if (c.instances > 1)
-        add("instances", std::to_string(c.instances));
-    if (c.memoryBatchLimit > 0)
-        add("memory_batch_limit", std::to_string(c.memoryBatchLimit));
-    if (c.policy != PolicyKind::Continuous && c.policy != PolicyKind::None &&
-        c.policy != PolicyKind::Static) {
-        if (c.adaptiveDelay.enabled)
-            s += " adaptive_delay";
-        if (c.slo.enabled)
-            add("slo_p99", formatDuration(c.slo.p99Target));
-    }
-    if (c.cache.enabled)
-        s += " cache";
-    if (c.server.kind == ServerKind::Triton) // "triton preferred_batch_size=[4,8] dynamic ..."
-        return describeServerModel(c.server) + " " + s;
-    return s;
-}
-
-std::string describeChange(const BatchingConfig &a, const BatchingConfig &b)
-{
-    std::string out;
-    for (const Knob &k : knobs()) {
-        std::string from = formatKnobValue(k, a), to = formatKnobValue(k, b);
-        if (from == to)
-            continue;
-        std::string field = k.label();
-        if (k.type == KnobType::IntList) { // "64,128" rather than "[64,128]"
-            from = from.substr(1, from.size() - 2);
-            to = to.substr(1, to.size() - 2);
-        } else if (k.type == KnobType::Bool && field.ends_with(".enabled")) { // "slo off→on"
-            field.resize(field.size() - std::string_view(".enabled").size());
-            from = from == "true" ? "on" : "off";
-            to = to == "true" ? "on" : "off";
-        }
-        if (!out.empty())
-            out += ", ";
-        out += field + ' ' + from + "→" + to;
-    }
-    // A server model's own knobs (vLLM, TGI, SGLang, Triton), by the
-    // server's names: the knob table does not hold them.
-    if (a.server != b.server) {
-        const auto before = serverModelSettings(a.server), after = serverModelSettings(b.server);
-        if (a.server.kind != b.server.kind) {
-            if (!out.empty())
-                out += ", ";
-            out += std::string("server ") + std::string(serverKindName(a.server.kind)) + "→" +
-                   std::string(serverKindName(b.server.kind));
-        }
-        for (const auto &entry : after) {
-            // not structured bindings: clang 14 cannot capture them in a lambda
-            const std::string &key = entry.first, &value = entry.second;
-            const auto it =
-                std::find_if(before.begin(), before.end(), [&](const auto &p) { return p.first == key; });
-            const std::string from = it == before.end() ? "-" : it->second;
-            if (from == value)
-                continue;
-            if (!out.empty())
-                out += ", ";
-            out += key + ' ' + from + "→" + value;
-        }
-        for (const auto &entry : before)
-            if (std::none_of(after.begin(), after.end(),
-                             [&](const auto &p) { return p.first == entry.first; })) {
-                if (!out.empty())
-                    out += ", ";
-                out += entry.first + ' ' + entry.second + "→-";
-            }
-    }
-    return out;
 }
 
 } // namespace bp

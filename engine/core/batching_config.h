@@ -1,7 +1,8 @@
 // The batching knobs. One struct, shared by the GUI, REST (`/v1/config`),
 // the CLI (`--config FILE.json`) and replay. Every field has a documented
-// default and valid range; validate() explains the first violation.
-// docs/configuration.md lists the same table for operators.
+// default; its valid range is its row in the knob table (config/, a layer
+// above: knob_table.cpp), whose validate() (config_rules.h) explains the
+// first violation. docs/configuration.md lists the table.
 #pragma once
 
 #include "clock.h"
@@ -184,22 +185,10 @@ struct BatchingConfig {
     std::string queueName(int queue) const;
 };
 
-// OK, or InvalidArgument naming the field, the value and the range.
-Status validate(const BatchingConfig &config);
-
-// Human-readable difference for config markers and logs, e.g.
-// "max_batch_size 16→32, max_queue_delay 5ms→2ms". Empty when equal.
-std::string describeChange(const BatchingConfig &before, const BatchingConfig &after);
+// validate(), describeChange() and describeConfig() read the knob table:
+// they are in config/config_rules.h, a layer above.
 
 // "250µs", "5ms", "1.5s"
 std::string formatDuration(Duration d);
-
-// One line naming the policy and the knobs that shape it, as session
-// summaries and reports show a config: "dynamic max_batch_size=16
-// max_queue_delay=5ms", "continuous max_num_seqs=16
-// max_num_batched_tokens=256 prefill_chunk=64 kv_cache_tokens=4096"; the
-// knobs every policy has (instances, memory_batch_limit, cache, ...) only
-// when they are not their defaults.
-std::string describeConfig(const BatchingConfig &config);
 
 } // namespace bp

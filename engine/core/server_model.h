@@ -18,7 +18,8 @@
 //           max_queue_delay) and preferred_batch_size (here)
 //
 // The iteration-level models (vllm, tgi, sglang) run under policy
-// `continuous`; triton under policy `dynamic` (validateServerModel()).
+// `continuous`; triton under policy `dynamic` (validateServerModel() in
+// config/config_rules.h, a layer above).
 // Qt-free.
 #pragma once
 
@@ -39,43 +40,47 @@ std::string_view serverKindName(ServerKind kind); // "batchpilot", "vllm", ...
 // "batchpilot", "vllm", "tgi", "sglang", "triton"; nullopt otherwise.
 std::optional<ServerKind> parseServerKind(std::string_view name);
 
+// The defaults are the servers' own. Each field's name in the server's
+// settings, launch flag, range and doc are its row in the knob table
+// (config/knob_table.cpp: server.vllm.max_num_seqs, ...).
+
 // vLLM V1 (vllm/v1/core/sched/scheduler.py, config/scheduler.py, cache.py).
 struct VllmKnobs {
-    int maxNumSeqs = 256;              // --max-num-seqs, [1, 65536]
-    int maxNumBatchedTokens = 2048;    // --max-num-batched-tokens, [1, 1e6]
-    bool enableChunkedPrefill = true;  // --[no-]enable-chunked-prefill
-    int longPrefillTokenThreshold = 0; // --long-prefill-token-threshold; 0 = off
-    int blockSize = 16;                // --block-size, [1, 1024]
-    std::int64_t kvCacheTokens = 0;    // num_gpu_blocks × block_size; 0 = unlimited
+    int maxNumSeqs = 256;
+    int maxNumBatchedTokens = 2048;
+    bool enableChunkedPrefill = true;
+    int longPrefillTokenThreshold = 0; // 0 = off
+    int blockSize = 16;
+    std::int64_t kvCacheTokens = 0; // num_gpu_blocks × block_size; 0 = unlimited
     bool operator==(const VllmKnobs &) const = default;
 };
 
 // TGI (router/src/main.rs launcher flags; backends/v3/src/backend.rs, queue.rs).
 struct TgiKnobs {
-    int maxBatchTotalTokens = 16384;  // --max-batch-total-tokens, [1, 1e8]
-    int maxBatchPrefillTokens = 4096; // --max-batch-prefill-tokens, [1, 1e7]
-    double waitingServedRatio = 0.3;  // --waiting-served-ratio, [0, 100]
-    int maxWaitingTokens = 20;        // --max-waiting-tokens, [1, 1e6]
-    int maxBatchSize = 0;             // --max-batch-size; 0 = none
-    int maxConcurrentRequests = 128;  // --max-concurrent-requests, [1, 1e6]
+    int maxBatchTotalTokens = 16384;
+    int maxBatchPrefillTokens = 4096;
+    double waitingServedRatio = 0.3;
+    int maxWaitingTokens = 20;
+    int maxBatchSize = 0; // 0 = none
+    int maxConcurrentRequests = 128;
     bool operator==(const TgiKnobs &) const = default;
 };
 
 // SGLang (python/sglang/srt/server_args.py; managers/scheduler.py, schedule_policy.py).
 struct SglangKnobs {
-    int maxRunningRequests = 256;        // --max-running-requests, [1, 65536]
-    int chunkedPrefillSize = 8192;       // --chunked-prefill-size; 0 = no chunking
-    int maxPrefillTokens = 16384;        // --max-prefill-tokens, [1, 1e7]
-    std::string schedulePolicy = "fcfs"; // --schedule-policy: fcfs, lpm (lpm = fcfs without a prefix cache)
-    double scheduleConservativeness = 1; // --schedule-conservativeness, (0, 10]
-    std::int64_t maxTotalTokens = 0;     // --max-total-tokens (the KV pool); 0 = unlimited
+    int maxRunningRequests = 256;
+    int chunkedPrefillSize = 8192; // 0 = no chunking
+    int maxPrefillTokens = 16384;
+    std::string schedulePolicy = "fcfs"; // fcfs, lpm (lpm = fcfs without a prefix cache)
+    double scheduleConservativeness = 1;
+    std::int64_t maxTotalTokens = 0; // the KV pool; 0 = unlimited
     bool operator==(const SglangKnobs &) const = default;
 };
 
 // Triton's dynamic batcher (model_config.proto DynamicBatching); its
 // max_batch_size and max_queue_delay_microseconds are BatchingConfig's.
 struct TritonKnobs {
-    std::vector<int> preferredBatchSize; // preferred_batch_size: each [1, max_batch_size]
+    std::vector<int> preferredBatchSize;
     bool operator==(const TritonKnobs &) const = default;
 };
 
@@ -88,17 +93,9 @@ struct ServerModelConfig {
     bool operator==(const ServerModelConfig &) const = default;
 };
 
-// OK, or InvalidArgument naming the knob (by the server's name), its value
-// and range. `continuous`: the config's policy is `continuous`.
-Status validateServerModel(const ServerModelConfig &model, bool continuous, int maxBatchSize);
-
-// The model's knobs under the server's names and their values, in the
-// server's order ({"max_num_seqs", "64"}, ...); empty for BatchPilot.
-std::vector<std::pair<std::string, std::string>> serverModelSettings(const ServerModelConfig &model);
-
-// The model's knobs under the server's names, e.g. "vllm max_num_seqs=64
-// max_num_batched_tokens=2048 enable_chunked_prefill=true"; empty for
-// BatchPilot.
-std::string describeServerModel(const ServerModelConfig &model);
+// Their ranges, docs, settings names and launch flags are rows of the knob
+// table (config/knob_table.cpp); validateServerModel(),
+// serverModelSettings() and describeServerModel() read them
+// (config/config_rules.h).
 
 } // namespace bp

@@ -2,6 +2,7 @@
 // change summaries, JSON and docs/configuration.md must agree with it.
 #include "engine/config/config_json.h"
 #include "engine/config/knobs.h"
+#include "engine/config/server_command.h"
 
 #include <QtTest>
 
@@ -161,6 +162,65 @@ private slots:
                 "max_batch_size 16→32, bucket_edges 64,128,256,512,1024→64,256, adaptive_delay.fill 1→0.5, "
                 "slo off→on"));
         QVERIFY(describeChange(a, a).empty());
+    }
+
+    // The server models' knobs are rows of the same table: their keys, the
+    // "server" JSON object, their ranges and their launch flags come from it.
+    void serverKnobsAreRowsOfTheTable()
+    {
+        for (ServerKind kind : {ServerKind::Vllm, ServerKind::Tgi, ServerKind::Sglang, ServerKind::Triton}) {
+            const std::string prefix = "server." + std::string(serverKindName(kind)) + ".";
+            BatchingConfig c;
+            c.policy = kind == ServerKind::Triton ? PolicyKind::Dynamic : PolicyKind::Continuous;
+            c.server.kind = kind;
+            QVERIFY2(validate(c).isOk(), validate(c).message().c_str());
+            const nlohmann::json server = toJson(c)["server"];
+            QCOMPARE(server.size(), serverKnobs(kind).size() + 1); // + "kind"
+            for (const Knob &k : serverKnobs(kind)) {
+                QVERIFY(k.key.starts_with(prefix) && k.key.substr(prefix.size()) == k.name);
+                QVERIFY(findKnob(k.key) == &k && findServerKnob(kind, k.name) == &k);
+                QVERIFY2(server.contains(std::string(k.name)), std::string(k.key).c_str());
+                if (k.type == KnobType::Bool || k.type == KnobType::Text || k.type == KnobType::IntList)
+                    continue;
+                BatchingConfig bad = c;
+                k.set(bad, k.lo - 1);
+                const Status s = validate(bad);
+                QVERIFY2(!s && s.message().starts_with(k.label()), (k.label() + ": " + s.message()).c_str());
+            }
+            QVERIFY(configFromJson(toJson(c)).value() == c);
+        }
+        BatchingConfig c;
+        c.policy = PolicyKind::Continuous;
+        c.server.kind = ServerKind::Sglang;
+        c.server.sglang.schedulePolicy = "random";
+        QCOMPARE(validate(c).message(),
+                 std::string("server.sglang.schedule_policy 'random' is not modelled: fcfs or lpm"));
+        c.policy = PolicyKind::Dynamic;
+        c.server.kind = ServerKind::Triton;
+        c.maxBatchSize = 8;
+        c.server.triton.preferredBatchSize = {4, 9};
+        QCOMPARE(validate(c).message(),
+                 std::string("server.triton.preferred_batch_size[1] = 9 is outside [1, 8]"));
+        // BatchPilot's knobs are the live ones: a patch does not take a server's.
+        QVERIFY(!ConfigPatch::fields(c, {"server.vllm.max_num_seqs"}));
+    }
+
+    void serverLaunchFlagsComeFromTheTable()
+    {
+        BatchingConfig c;
+        c.policy = PolicyKind::Continuous;
+        c.server.kind = ServerKind::Vllm;
+        c.server.vllm.maxNumSeqs = 64;
+        c.server.vllm.enableChunkedPrefill = false;
+        QCOMPARE(serverLaunchText(c, "m"),
+                 std::string("vllm serve m \\\n  --max-num-seqs 64 \\\n  --max-num-batched-tokens 2048 \\\n"
+                             "  --no-enable-chunked-prefill\n"));
+        c.server.kind = ServerKind::Sglang;
+        c.server.sglang.chunkedPrefillSize = 0;
+        QVERIFY(serverLaunchText(c, "m").find("--chunked-prefill-size -1") != std::string::npos);
+        QCOMPARE(describeConfig(c), std::string("sglang max_running_requests=256 chunked_prefill_size=0 "
+                                                "max_prefill_tokens=16384 schedule_policy=fcfs "
+                                                "schedule_conservativeness=1"));
     }
 
     // The one-line description names the knobs of the config's own policy:

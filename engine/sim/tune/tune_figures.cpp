@@ -1,5 +1,6 @@
 #include "engine/sim/tune/tuner.h"
 
+#include "engine/config/config_rules.h"
 #include "engine/sim/tune/slo_spec.h"
 
 #include <algorithm>

@@ -1,5 +1,7 @@
 #include "engine/sim/tune/tune_space.h"
 
+#include "engine/config/config_rules.h"
+
 #include <algorithm>
 
 namespace bp {
