@@ -55,6 +55,24 @@ ControlPanel::ControlPanel(app::EngineBridge &bridge, QUndoStack *undoStack, QWi
     layout->setContentsMargins(6, 6, 6, 6);
 
     m_form = new KnobForm(this);
+    // The sections top to bottom (creation order is the tab order).
+    layout->addLayout(buildPolicyRows());
+    layout->addWidget(buildDynamicGroup());
+    layout->addWidget(buildBucketGroup());
+    layout->addWidget(buildStaticGroup());
+    layout->addWidget(buildContinuousGroup());
+    layout->addWidget(buildGoodputGroup());
+    layout->addWidget(buildEngineGroup());
+    layout->addWidget(buildAdaptiveGroup());
+    addUnplacedKnobs(layout);
+    addFooter(layout);
+
+    connectEditsAndEngine();
+    showConfig(m_bridge.engine().config());
+}
+
+QFormLayout *ControlPanel::buildPolicyRows()
+{
     auto *policyForm = new QFormLayout;
     m_policy = m_form->add<QComboBox>("policy", this);
     policyForm->addRow(tr("&Policy"), m_policy);
@@ -74,8 +92,19 @@ ControlPanel::ControlPanel(app::EngineBridge &bridge, QUndoStack *undoStack, QWi
         if (!m_showing)
             revealPolicyGroup();
     });
-    layout->addLayout(policyForm);
+    return policyForm;
+}
 
+void ControlPanel::addKnobRows(QFormLayout *form, std::span<const std::pair<const char *, QString>> rows)
+{
+    for (const auto &[key, label] : rows) {
+        form->addRow(label, m_form->add(key, this));
+        form->addRow(addErrorLabel(QString::fromStdString(findKnob(key)->label()))); // "goodput.ttft"
+    }
+}
+
+QGroupBox *ControlPanel::buildDynamicGroup()
+{
     m_dynamicGroup = new QGroupBox(tr("Dynamic and bucketed"), this);
     auto *dyn = new QFormLayout(m_dynamicGroup);
     m_maxBatch = m_form->add<QSpinBox>("max_batch_size", this);
@@ -84,16 +113,22 @@ ControlPanel::ControlPanel(app::EngineBridge &bridge, QUndoStack *undoStack, QWi
     m_delay = m_form->add<DurationSpinBox>("max_queue_delay_us", this);
     dyn->addRow(tr("Max queue &delay"), m_delay);
     dyn->addRow(addErrorLabel(QStringLiteral("max_queue_delay")));
-    layout->addWidget(m_dynamicGroup);
+    return m_dynamicGroup;
+}
 
+QGroupBox *ControlPanel::buildBucketGroup()
+{
     m_bucketGroup = new QGroupBox(tr("Length buckets (bucketed)"), this);
     auto *buckets = new QVBoxLayout(m_bucketGroup);
     m_edges = new BucketEdgesEditor(this);
     m_form->attach("bucket_edges", m_edges); // its own model reads and writes the edges
     buckets->addWidget(m_edges);
     buckets->addWidget(addErrorLabel(QStringLiteral("bucket_edges")));
-    layout->addWidget(m_bucketGroup);
+    return m_bucketGroup;
+}
 
+QGroupBox *ControlPanel::buildStaticGroup()
+{
     m_staticGroup = new QGroupBox(tr("Static"), this);
     auto *stat = new QFormLayout(m_staticGroup);
     m_staticBatch = m_form->add<QSpinBox>("static_batch_size", this);
@@ -105,47 +140,49 @@ ControlPanel::ControlPanel(app::EngineBridge &bridge, QUndoStack *undoStack, QWi
     m_flush = m_form->add<QCheckBox>("static_flush_on_drain", this);
     m_flush->setText(tr("Run a partial batch on shutdown"));
     stat->addRow(m_flush);
-    layout->addWidget(m_staticGroup);
+    return m_staticGroup;
+}
 
+QGroupBox *ControlPanel::buildContinuousGroup()
+{
     m_continuousGroup = new QGroupBox(tr("Continuous (generation)"), this);
     auto *cont = new QFormLayout(m_continuousGroup);
-    const std::pair<const char *, QString> continuousRows[] = {
+    const std::pair<const char *, QString> rows[] = {
         {"continuous.max_num_seqs", tr("Running sequences")},
         {"continuous.max_num_batched_tokens", tr("Tokens per step")},
         {"continuous.prefill_chunk", tr("Prefill chunk")},
         {"continuous.kv_cache_tokens", tr("KV budget (tokens)")},
     };
-    for (const auto &[key, label] : continuousRows) {
-        cont->addRow(label, m_form->add(key, this));
-        cont->addRow(addErrorLabel(QString::fromStdString(findKnob(key)->label())));
-    }
-    const std::pair<const char *, QString> continuousChecks[] = {
+    addKnobRows(cont, rows);
+    const std::pair<const char *, QString> checks[] = {
         {"continuous.chunked_prefill", tr("Chunked prefill")},
         {"continuous.decode_first", tr("Decodes first (else prefills first)")},
         {"continuous.priority_order", tr("By priority (else first come, first served)")},
     };
-    for (const auto &[key, label] : continuousChecks) {
+    for (const auto &[key, label] : checks) {
         auto *box = m_form->add<QCheckBox>(key, this);
         box->setText(label);
         cont->addRow(box);
     }
-    layout->addWidget(m_continuousGroup);
+    return m_continuousGroup;
+}
 
+QGroupBox *ControlPanel::buildGoodputGroup()
+{
     // The yardstick, not a batching knob: goodput counts the requests that
     // meet every SLO set here (0 = not set), under any policy.
     auto *sloGroup = new QGroupBox(tr("Goodput SLOs"), this);
-    auto *slo = new QFormLayout(sloGroup);
-    const std::pair<const char *, QString> sloRows[] = {
+    const std::pair<const char *, QString> rows[] = {
         {"goodput.ttft_us", tr("Time to first token ≤")},
         {"goodput.tpot_us", tr("Time per output token ≤")},
         {"goodput.e2e_us", tr("End-to-end ≤")},
     };
-    for (const auto &[key, label] : sloRows) {
-        slo->addRow(label, m_form->add(key, this));
-        slo->addRow(addErrorLabel(QString::fromStdString(findKnob(key)->label()))); // "goodput.ttft"
-    }
-    layout->addWidget(sloGroup);
+    addKnobRows(new QFormLayout(sloGroup), rows);
+    return sloGroup;
+}
 
+QGroupBox *ControlPanel::buildEngineGroup()
+{
     auto *engineGroup = new QGroupBox(tr("Engine"), this);
     auto *eng = new QFormLayout(engineGroup);
     m_instances = m_form->add<QSpinBox>("instances", this);
@@ -154,16 +191,22 @@ ControlPanel::ControlPanel(app::EngineBridge &bridge, QUndoStack *undoStack, QWi
     m_queueCapacity = m_form->add<QSpinBox>("queue_capacity", this);
     eng->addRow(tr("&Queue capacity"), m_queueCapacity);
     eng->addRow(addErrorLabel(QStringLiteral("queue_capacity")));
-    layout->addWidget(engineGroup);
+    return engineGroup;
+}
 
+QGroupBox *ControlPanel::buildAdaptiveGroup()
+{
     auto *adaptiveGroup = new QGroupBox(tr("Adaptive and limits"), this);
     auto *adaptiveLayout = new QVBoxLayout(adaptiveGroup);
     adaptiveLayout->setContentsMargins(4, 4, 4, 4);
     m_adaptive = new AdaptiveOptions(
         *m_form, [this](const QString &field) { return addErrorLabel(field); }, this);
     adaptiveLayout->addWidget(m_adaptive);
-    layout->addWidget(adaptiveGroup);
+    return adaptiveGroup;
+}
 
+void ControlPanel::addUnplacedKnobs(QVBoxLayout *layout)
+{
     // A knob of the table that no section above places (a newly declared
     // one) still gets its editor, named by its key.
     QFormLayout *more = nullptr;
@@ -179,7 +222,10 @@ ControlPanel::ControlPanel(app::EngineBridge &bridge, QUndoStack *undoStack, QWi
         more->addRow(key, m_form->add(k.key, this));
         more->addRow(addErrorLabel(QString::fromStdString(k.label())));
     }
+}
 
+void ControlPanel::addFooter(QVBoxLayout *layout)
+{
     layout->addWidget(addErrorLabel(QString()));
     m_status = new QLabel(this);
     m_status->setWordWrap(true);
@@ -189,7 +235,10 @@ ControlPanel::ControlPanel(app::EngineBridge &bridge, QUndoStack *undoStack, QWi
     m_revert->setShortcut(QKeySequence(Qt::Key_Escape));
     layout->addWidget(m_revert);
     layout->addStretch(1);
+}
 
+void ControlPanel::connectEditsAndEngine()
+{
     m_debounce.setSingleShot(true);
     m_debounce.setInterval(kDebounceMs);
     connect(&m_debounce, &QTimer::timeout, this, &ControlPanel::applyNow);
@@ -213,8 +262,6 @@ ControlPanel::ControlPanel(app::EngineBridge &bridge, QUndoStack *undoStack, QWi
         if (!m_showing)
             revertToEngine();
     });
-
-    showConfig(m_bridge.engine().config());
 }
 
 QLabel *ControlPanel::addErrorLabel(const QString &field)

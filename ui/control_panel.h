@@ -14,14 +14,18 @@
 #include <QWidget>
 
 #include <map>
+#include <span>
+#include <utility>
 
 class QCheckBox;
 class QComboBox;
+class QFormLayout;
 class QGroupBox;
 class QLabel;
 class QPushButton;
 class QSpinBox;
 class QUndoStack;
+class QVBoxLayout;
 
 namespace bp::ui {
 
@@ -67,6 +71,22 @@ signals:
     void configApplied(const QString &summary);
 
 private:
+    // The constructor's sections, top to bottom; each makes its editors
+    // through m_form and returns what the panel's layout adds.
+    QFormLayout *buildPolicyRows();
+    QGroupBox *buildDynamicGroup();
+    QGroupBox *buildBucketGroup();
+    QGroupBox *buildStaticGroup();
+    QGroupBox *buildContinuousGroup();
+    QGroupBox *buildGoodputGroup();
+    QGroupBox *buildEngineGroup();
+    QGroupBox *buildAdaptiveGroup();
+    void addUnplacedKnobs(QVBoxLayout *layout); // "More knobs": rows no section places
+    void addFooter(QVBoxLayout *layout);        // the general error, status and revert
+    void connectEditsAndEngine();
+    // A knob editor per row, each with its error label below it.
+    void addKnobRows(QFormLayout *form, std::span<const std::pair<const char *, QString>> rows);
+
     void edited();
     void showConfig(const BatchingConfig &config);
     void showSnapshot(const app::SnapshotPtr &snapshot);
