@@ -7,8 +7,10 @@
 #include "remote/settings_fetch.h"
 
 #include "engine/core/span_text.h"
+#include "engine/sim/fleet/autoscale_export.h"
 #include "engine/sim/fleet/fleet_watch.h"
 
+#include <QFile>
 #include <QStringList>
 #include <QTextStream>
 #include <QThread>
@@ -24,7 +26,10 @@ namespace bp::app {
 namespace {
 
 constexpr const char *kUsage =
-    "usage: batchpilot autoscale --watch URL[,URL...] [--policy reactive|scheduled|predictive] "
+    "usage: batchpilot autoscale (--watch URL[,URL...] | --export keda|hpa [--deployment NAME] [--namespace "
+    "NS] "
+    "[--prometheus URL] [--server vllm|tgi|sglang|batchpilot] [--timezone TZ] [-o FILE]) [--policy "
+    "reactive|scheduled|predictive] "
     "[--metric queue|running|kv|rate] [--target X] [--min N] [--max N] [--up-window LEN] [--down-window LEN] "
     "[--tolerance F] [--schedule N,N,...] [--slot LEN] [--lead LEN] [--replica-rate R] [--horizon LEN] "
     "[--period LEN] [--count N] [--token T] [--json]";
@@ -74,7 +79,7 @@ double defaultTarget(ScaleMetric metric)
     return 1;
 }
 
-Result<std::unique_ptr<AutoscalePolicy>> reactiveFrom(CommandArgs &args)
+Result<ReactiveKnobs> reactiveFrom(CommandArgs &args)
 {
     ReactiveKnobs k;
     auto metric = parseScaleMetric(args.value("metric", QStringLiteral("queue")).toStdString());
@@ -99,10 +104,10 @@ Result<std::unique_ptr<AutoscalePolicy>> reactiveFrom(CommandArgs &args)
     k.bounds = *bounds;
     if (Status s = validate(k); !s)
         return usage(q(s.message()));
-    return std::unique_ptr<AutoscalePolicy>(std::make_unique<ReactivePolicy>(k));
+    return k;
 }
 
-Result<std::unique_ptr<AutoscalePolicy>> scheduledFrom(CommandArgs &args)
+Result<ScheduledKnobs> scheduledFrom(CommandArgs &args)
 {
     ScheduledKnobs k;
     if (!args.has("schedule"))
@@ -122,10 +127,10 @@ Result<std::unique_ptr<AutoscalePolicy>> scheduledFrom(CommandArgs &args)
     k.leadS = *lead;
     if (Status s = validate(k); !s)
         return usage(q(s.message()));
-    return std::unique_ptr<AutoscalePolicy>(std::make_unique<ScheduledPolicy>(k));
+    return k;
 }
 
-Result<std::unique_ptr<AutoscalePolicy>> predictiveFrom(CommandArgs &args, double periodS)
+Result<PredictiveKnobs> predictiveFrom(CommandArgs &args, double periodS)
 {
     PredictiveKnobs k;
     if (!args.has("replica-rate"))
@@ -154,7 +159,7 @@ Result<std::unique_ptr<AutoscalePolicy>> predictiveFrom(CommandArgs &args, doubl
     k.bounds = *bounds;
     if (Status s = validate(k); !s)
         return usage(q(s.message()));
-    return std::unique_ptr<AutoscalePolicy>(std::make_unique<PredictivePolicy>(k));
+    return k;
 }
 
 struct Watch {
@@ -293,30 +298,99 @@ int watch(const Watch &w, AutoscalePolicy &policy)
     return 0;
 }
 
+// "-o FILE" is the conventional spelling; CommandArgs knows only "--" flags.
+QStringList normalized(const QStringList &args)
+{
+    QStringList out;
+    for (const QString &a : args)
+        out << (a == QLatin1String("-o") ? QStringLiteral("--output") : a);
+    return out;
+}
+
+// --export: the policy as a manifest (engine/sim/fleet/autoscale_export.h),
+// on stdout or --output FILE.
+int exportManifest(CommandArgs &args)
+{
+    auto knobs = autoscaleKnobsFromArgs(args);
+    if (!knobs)
+        return fail(q(knobs.status().message()), 2);
+    ManifestTarget target;
+    target.deployment = args.value("deployment", q(target.deployment)).toStdString();
+    target.ns = args.value("namespace", q(target.ns)).toStdString();
+    target.prometheus = args.value("prometheus", q(target.prometheus)).toStdString();
+    target.server = args.value("server", q(target.server)).toStdString();
+    target.timezone = args.value("timezone", q(target.timezone)).toStdString();
+    const auto period = seconds(args, "period", 15, 3600);
+    if (!period || *period < 1)
+        return fail(q(usage(QStringLiteral("--period is a length from 1s to 1h (15s, 1m)")).message()), 2);
+    target.periodS = *period;
+    auto text = exportAutoscaler(*knobs, args.value("export").toStdString(), target);
+    if (!text)
+        return fail(q(text.status().message()), 2);
+    if (!args.has("output")) {
+        QTextStream(stdout) << q(*text);
+        return 0;
+    }
+    QFile file(args.value("output"));
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate) ||
+        file.write(text->data(), qint64(text->size())) != qint64(text->size()) || !file.flush())
+        return fail(QStringLiteral("cannot write '%1': %2").arg(args.value("output"), file.errorString()));
+    return 0;
+}
+
 } // namespace
 
-Result<std::unique_ptr<AutoscalePolicy>> autoscalePolicyFromArgs(CommandArgs &args)
+Result<AutoscaleKnobs> autoscaleKnobsFromArgs(CommandArgs &args)
 {
     const QString policy = args.value("policy", QStringLiteral("reactive"));
     const auto period = seconds(args, "period", 15, 3600);
+    const auto wrap = [](auto knobs) -> Result<AutoscaleKnobs> {
+        if (!knobs)
+            return knobs.status();
+        return AutoscaleKnobs(*std::move(knobs));
+    };
     if (policy == "reactive")
-        return reactiveFrom(args);
+        return wrap(reactiveFrom(args));
     if (policy == "scheduled")
-        return scheduledFrom(args);
+        return wrap(scheduledFrom(args));
     if (policy == "predictive")
-        return predictiveFrom(args, period && *period > 0 ? *period : 15);
+        return wrap(predictiveFrom(args, period && *period > 0 ? *period : 15));
     return usage(QStringLiteral("--policy is reactive, scheduled or predictive, not '%1'").arg(policy));
+}
+
+Result<std::unique_ptr<AutoscalePolicy>> autoscalePolicyFromArgs(CommandArgs &args)
+{
+    auto knobs = autoscaleKnobsFromArgs(args);
+    if (!knobs)
+        return knobs.status();
+    return std::visit(
+        [](const auto &k) -> std::unique_ptr<AutoscalePolicy> {
+            using K = std::decay_t<decltype(k)>;
+            if constexpr (std::is_same_v<K, ReactiveKnobs>)
+                return std::make_unique<ReactivePolicy>(k);
+            else if constexpr (std::is_same_v<K, ScheduledKnobs>)
+                return std::make_unique<ScheduledPolicy>(k);
+            else
+                return std::make_unique<PredictivePolicy>(k);
+        },
+        *knobs);
 }
 
 int runAutoscale(const AppOptions &options)
 {
-    CommandArgs args(options.commandArgs, commandOptions("autoscale"));
+    CommandArgs args(normalized(options.commandArgs), commandOptions("autoscale"));
     if (!args.error().isEmpty())
         return fail(q(usage(args.error()).message()), 2);
     if (!args.positional().isEmpty())
         return fail(q(usage(QStringLiteral("unexpected '%1'").arg(args.positional().front())).message()), 2);
+    if (args.has("watch") && args.has("export"))
+        return fail(q(usage(QStringLiteral("--watch and --export are two modes: give one")).message()), 2);
+    if (args.has("export"))
+        return exportManifest(args);
     if (!args.has("watch"))
-        return fail(q(usage(QStringLiteral("give --watch URL[,URL...]: the servers to advise on")).message()),
+        return fail(q(usage(QStringLiteral("give --watch URL[,URL...] (the servers to advise on) or --export "
+                                           "keda|hpa"))
+                          .message()),
                     2);
     auto w = watchFrom(args);
     if (!w)

@@ -2,13 +2,17 @@
 // on a fleet. `--watch URL[,URL...]` is the advisory mode (issue 37 item 3):
 // every period it scrapes each server's /metrics, folds them into what the
 // policy observes (engine/sim/fleet/fleet_watch.h) and prints what the
-// policy would do and why. It changes nothing. docs/capacity.md
-// "Autoscaling" describes the policies and their knobs.
+// policy would do and why. It changes nothing. `--export keda|hpa` prints
+// the policy as a KEDA ScaledObject or an autoscaling/v2 HPA instead
+// (engine/sim/fleet/autoscale_export.h, docs/export.md "Autoscaler
+// manifests"). docs/capacity.md "Autoscaling" describes the policies and
+// their knobs.
 #pragma once
 
 #include "app_options.h"
 
 #include "engine/core/result.h"
+#include "engine/sim/fleet/autoscale_export.h"
 #include "engine/sim/fleet/autoscaler.h"
 
 #include <memory>
@@ -17,7 +21,9 @@ namespace bp::app {
 
 class CommandArgs;
 
-// The policy the flags describe (--policy and its knobs), validated.
+// The policy's knobs the flags describe (--policy and its knobs), validated.
+Result<AutoscaleKnobs> autoscaleKnobsFromArgs(CommandArgs &args);
+// The policy they describe.
 Result<std::unique_ptr<AutoscalePolicy>> autoscalePolicyFromArgs(CommandArgs &args);
 
 int runAutoscale(const AppOptions &options);

@@ -27,7 +27,7 @@ constexpr const char *kUsage =
     "usage: batchpilot plan (--trace ID | --session ID) --slo 'p99<=2s' [--replicas 1..N] "
     "[--router all|P[,P...]] [--window 1h] [--rate-scale K] [--replica-cost PER_HOUR] [--router-queue N] "
     "[--jobs N] [--calibration ID|FILE] [--noise none|mean|drawn] [--config FILE] [--export "
-    "ray-serve|vllm|hpa] "
+    "ray-serve|vllm|hpa|keda] "
     "[--no-store] [--json]";
 
 int fail(const QString &message, int code = 1)
@@ -107,10 +107,9 @@ Result<FleetPlanRequest> parse(const AppOptions &options, CommandArgs &args)
             return config.status();
         r.config = *config;
     }
-    if (args.has("export"))
-        if (auto probe = exportFleetPlan(nlohmann::json::object(), args.value("export").toStdString());
-            !probe)
-            return probe.status();
+    if (args.has("export") && !isFleetExportFormat(args.value("export").toStdString()))
+        return Status(StatusCode::InvalidArgument, "--export is one of " + std::string(kFleetExportFormats) +
+                                                       ", not '" + args.value("export").toStdString() + "'");
     return r;
 }
 

@@ -20,6 +20,8 @@ PACKAGES=(
   # fetching and unpacking the torch wheel; tests: TorchScript fixtures (made
   # with that torch), Prometheus checks, offscreen fonts
   python3 python3-pip unzip prometheus fonts-dejavu-core
+  # tests/k8s: the autoscaler manifests against the vendored Kubernetes schemas
+  python3-yaml python3-jsonschema
   # GUI screenshots, report rendering, packaging checks, load tests
   xvfb xauth x11-apps imagemagick poppler-utils appstream desktop-file-utils
   dpkg-dev file wrk curl
