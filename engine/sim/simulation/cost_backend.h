@@ -12,7 +12,7 @@
 // first- and last-token times follow the prediction: the prefill's share of
 // the charged run, then the decode steps in lockstep (a member's last token
 // comes when its own output is complete), so TTFT and TPOT come out of the
-// engine's one definition (engine/exec/outcome.h).
+// engine's one definition (engine/sched/outcome.h).
 //
 // Steps (policy `continuous`): it keeps each live sequence's cached length,
 // as the real decoder keeps its KV cache, so that it can price what each

@@ -1,0 +1,2 @@
+// Fixture: allowed, the executor includes the scheduler below it.
+#include "engine/sched/scheduler.h"

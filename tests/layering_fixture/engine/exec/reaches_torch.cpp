@@ -1,0 +1,2 @@
+// Fixture: the executor naming a backend directly.
+#include "engine/torch/torch_models.h"

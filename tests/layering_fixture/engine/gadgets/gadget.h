@@ -1,0 +1,2 @@
+// Fixture: a folder with no floor.
+#include "engine/core/status.h"

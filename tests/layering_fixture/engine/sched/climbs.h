@@ -1,0 +1,2 @@
+// Fixture: a scheduler reaching up into the executor.
+#include "engine/exec/engine.h"
