@@ -477,7 +477,7 @@ const Knob kKnobs[] = {
     {.key = "server.vllm.enable_chunked_prefill", .type = KnobType::Bool, .unit = "", .lo = 0, .hi = 1,
      .policies = kContinuous,
      .doc = "long prompts in chunks beside running decodes (else a prompt waits for a step it fits)",
-     BP_BOOL(server.vllm.enableChunkedPrefill),
+     BP_BOOL(server.vllm.chunkedPrefill),
      BP_SERVER(Vllm, "enable_chunked_prefill", "enable-chunked-prefill"), .tuneAxis = TuneAxis::Flag,
      .tuneGrid = kOnOffGrid},
     {.key = "server.vllm.long_prefill_token_threshold", .type = KnobType::Int, .unit = "tokens", .lo = 0,

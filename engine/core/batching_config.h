@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "server_model.h"
 #include "status.h"
+#include "step_budget.h"
 
 #include <cstdint>
 #include <optional>
@@ -82,14 +83,13 @@ struct CacheConfig {
 // Policy `continuous` (engine/sched/continuous_scheduler.h): the running set, the
 // token budget per step, chunked prefill, step order, the KV budget with
 // preemption by recompute, and the join order.
-struct ContinuousConfig {
-    int maxNumSeqs = 16;           // running sequences, [1, 1024]
-    int maxNumBatchedTokens = 512; // tokens per step (prefill + decode), [1, 65536]
-    bool chunkedPrefill = true;    // feed long prompts in chunks beside decodes
-    int prefillChunk = 128;        // tokens per prefill chunk, [1, 65536]
-    bool decodeFirst = true;       // decodes take the budget before prefills
-    int kvCacheTokens = 0;         // KV-cache budget in tokens; 0 = unlimited, [0, 1e8]
-    bool priorityOrder = false;    // false: FCFS; true: by priority, then arrival
+struct ContinuousConfig : StepBudget {
+    // StepBudget: maxNumSeqs [1, 1024], maxNumBatchedTokens [1, 65536],
+    // chunkedPrefill, kvCacheTokens [0, 1e8] (0 = unlimited).
+    ContinuousConfig() : StepBudget{16, 512, true, 0} {}
+    int prefillChunk = 128;     // tokens per prefill chunk, [1, 65536]
+    bool decodeFirst = true;    // decodes take the budget before prefills
+    bool priorityOrder = false; // false: FCFS; true: by priority, then arrival
     // At kv_cache_tokens 0, the share of the device's free memory a paged
     // model's KV pool takes when an engine starts on it (vLLM's
     // gpu_memory_utilization, of free rather than total memory), (0, 1].

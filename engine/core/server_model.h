@@ -24,6 +24,7 @@
 #pragma once
 
 #include "status.h"
+#include "step_budget.h"
 
 #include <compare>
 #include <cstdint>
@@ -45,13 +46,12 @@ std::optional<ServerKind> parseServerKind(std::string_view name);
 // (config/knob_table.cpp: server.vllm.max_num_seqs, ...).
 
 // vLLM V1 (vllm/v1/core/sched/scheduler.py, config/scheduler.py, cache.py).
-struct VllmKnobs {
-    int maxNumSeqs = 256;
-    int maxNumBatchedTokens = 2048;
-    bool enableChunkedPrefill = true;
+struct VllmKnobs : StepBudget {
+    // StepBudget: max_num_seqs, max_num_batched_tokens,
+    // enable_chunked_prefill, and the KV cache as num_gpu_blocks × block_size.
+    VllmKnobs() : StepBudget{256, 2048, true, 0} {}
     int longPrefillTokenThreshold = 0; // 0 = off
     int blockSize = 16;
-    std::int64_t kvCacheTokens = 0; // num_gpu_blocks × block_size; 0 = unlimited
     bool operator==(const VllmKnobs &) const = default;
 };
 

@@ -37,7 +37,7 @@ private slots:
         c.server.kind = ServerKind::Vllm;
         c.server.vllm.maxNumSeqs = 16;
         c.server.vllm.maxNumBatchedTokens = 1024;
-        c.server.vllm.enableChunkedPrefill = false;
+        c.server.vllm.chunkedPrefill = false;
         c.server.vllm.kvCacheTokens = 65536;
         const nlohmann::json j = toJson(c);
         QCOMPARE(j["server"]["kind"].get<std::string>(), std::string("vllm"));

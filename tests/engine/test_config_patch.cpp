@@ -43,7 +43,15 @@ BatchingConfig everyFieldChanged()
     c.slo.decrease = 0.25;
     c.hybrid = {{4, 8}, 64, 20, 30ms};
     c.cache = {true, 50, 1 << 20};
-    c.continuous = {4, 256, false, 32, false, 4096, true, 0.5};
+    // ContinuousConfig is a StepBudget plus its own knobs (no longer an aggregate).
+    c.continuous.maxNumSeqs = 4;
+    c.continuous.maxNumBatchedTokens = 256;
+    c.continuous.chunkedPrefill = false;
+    c.continuous.prefillChunk = 32;
+    c.continuous.decodeFirst = false;
+    c.continuous.kvCacheTokens = 4096;
+    c.continuous.priorityOrder = true;
+    c.continuous.kvMemoryFraction = 0.5;
     c.prefixCache = {true, 32};
     c.goodput = {50ms, 5ms, 2s};
     return c;

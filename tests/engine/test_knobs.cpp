@@ -211,7 +211,7 @@ private slots:
         c.policy = PolicyKind::Continuous;
         c.server.kind = ServerKind::Vllm;
         c.server.vllm.maxNumSeqs = 64;
-        c.server.vllm.enableChunkedPrefill = false;
+        c.server.vllm.chunkedPrefill = false;
         QCOMPARE(serverLaunchText(c, "m"),
                  std::string("vllm serve m \\\n  --max-num-seqs 64 \\\n  --max-num-batched-tokens 2048 \\\n"
                              "  --no-enable-chunked-prefill\n"));

@@ -3,11 +3,7 @@
 // the servers' own schedulers (vLLM V1, TGI's batching task, SGLang's
 // prefill adder, Triton's dynamic batcher).
 #include "books_driver.h"
-// validate() and describeConfig() are moving from batching_config.h to
-// engine/config/config_rules.h (issue 35, the config rework).
-#if __has_include("engine/config/config_rules.h")
 #include "engine/config/config_rules.h"
-#endif
 #include "engine/sched/batcher.h"
 #include "engine/sched/server_models/sglang_scheduler.h"
 #include "engine/sched/server_models/tgi_scheduler.h"
@@ -129,7 +125,7 @@ private slots:
     {
         BatchingConfig c = serverConfig(ServerKind::Vllm);
         c.server.vllm.maxNumBatchedTokens = 16;
-        c.server.vllm.enableChunkedPrefill = false;
+        c.server.vllm.chunkedPrefill = false;
         Driver d(c);
         QCOMPARE(d.submit(9, 17, 2).code(), StatusCode::OutOfRange); // can never fit a step
         QVERIFY(d.submit(1, 10, 4).isOk());

@@ -9,7 +9,7 @@ Status VllmScheduler::checkModel(const Request &r) const
 {
     const VllmKnobs &k = m_config.server.vllm;
     const int len = int(r.tokens.size());
-    if (!k.enableChunkedPrefill && len > k.maxNumBatchedTokens)
+    if (!k.chunkedPrefill && len > k.maxNumBatchedTokens)
         return {StatusCode::OutOfRange, "input has " + std::to_string(len) +
                                             " tokens; without chunked prefill vLLM needs "
                                             "max_num_batched_tokens (" +
@@ -81,7 +81,7 @@ void VllmScheduler::decide(TimePoint now, StepWork &step, std::vector<Failure> &
         std::int64_t n = front.remaining();
         // A preempted request's prompt + output can outgrow the budget:
         // vLLM feeds it in budget-sized pieces rather than stall the queue.
-        if (!k.enableChunkedPrefill && n > budget && n <= k.maxNumBatchedTokens)
+        if (!k.chunkedPrefill && n > budget && n <= k.maxNumBatchedTokens)
             break; // FCFS: it waits for a step with room for all of it
         n = chunkOf(front);
         if (!fits(front, n))

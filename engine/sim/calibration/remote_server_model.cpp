@@ -54,7 +54,7 @@ bool isKvSetting(const std::string &name)
 int serverPrefillChunk(const BatchingConfig &c)
 {
     switch (c.server.kind) {
-    case ServerKind::Vllm: return c.server.vllm.enableChunkedPrefill ? c.server.vllm.maxNumBatchedTokens : 0;
+    case ServerKind::Vllm: return c.server.vllm.chunkedPrefill ? c.server.vllm.maxNumBatchedTokens : 0;
     case ServerKind::Sglang: return std::max(0, c.server.sglang.chunkedPrefillSize);
     default: return 0;
     }

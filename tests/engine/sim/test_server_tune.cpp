@@ -101,7 +101,7 @@ private slots:
         QCOMPARE(base->server.kind, ServerKind::Vllm);
         QCOMPARE(base->server.vllm.maxNumSeqs, 1);
         QCOMPARE(base->server.vllm.maxNumBatchedTokens, 512);
-        QCOMPARE(base->server.vllm.enableChunkedPrefill, false);
+        QCOMPARE(base->server.vllm.chunkedPrefill, false);
         QCOMPARE(base->server.vllm.kvCacheTokens, std::int64_t(65536));
 
         // 240 requests at 10/s: prompts 100..400, 32 tokens out.
@@ -204,7 +204,7 @@ private slots:
         QCOMPARE(m->config.server.kind, ServerKind::Vllm);
         QCOMPARE(m->config.server.vllm.maxNumSeqs, 16);
         QCOMPARE(m->config.server.vllm.maxNumBatchedTokens, 1024);
-        QVERIFY(m->config.server.vllm.enableChunkedPrefill);
+        QVERIFY(m->config.server.vllm.chunkedPrefill);
         QCOMPARE(m->origins[0].name, std::string("max_num_seqs"));
         QVERIFY2(m->origins[0].origin.starts_with("probe: 16 ran while requests waited"),
                  m->origins[0].origin.c_str());
