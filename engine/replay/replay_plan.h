@@ -13,10 +13,6 @@
 
 namespace bp {
 
-// The arrivals a replay sends: the one plan type (engine/workload/arrival_plan.h).
-// Transition: tune_pipeline.cpp still says PlannedRequest.
-using PlannedRequest = PlannedArrival;
-
 struct ReplayPlan {
     std::vector<PlannedArrival> requests;
     int blockTokens = 0;   // tokens per hash id (0: no blocks); each arrival carries it too

@@ -58,10 +58,6 @@
 
 namespace bp {
 
-// The arrivals a simulation runs: the one plan type (engine/workload/arrival_plan.h).
-// Transition: tune_pipeline, tune_figures and tuner.h still say SimArrival.
-using SimArrival = PlannedArrival;
-
 // One replica's share of a fleet simulation (SimulatorOptions::replicas).
 struct ReplicaFigures {
     int replica = 0;

@@ -238,7 +238,7 @@ std::vector<std::size_t> paretoFront(std::span<const TuneCandidate> candidates)
     return front;
 }
 
-SimulatedSamples simulateSamples(SimulatorOptions so, std::span<const SimArrival> arrivals)
+SimulatedSamples simulateSamples(SimulatorOptions so, std::span<const PlannedArrival> arrivals)
 {
     so.samplePeriod = Duration::zero();
     SampleCollector collector(so.start);
@@ -261,8 +261,8 @@ TuneEvaluator simulationEvaluator(const TuneWorkload &workload, const TuneSlo &s
         if (speed == 1) {
             run = simulateSamples(std::move(so), w->arrivals);
         } else {
-            std::vector<SimArrival> scaled = w->arrivals;
-            for (SimArrival &a : scaled)
+            std::vector<PlannedArrival> scaled = w->arrivals;
+            for (PlannedArrival &a : scaled)
                 a.offset = Duration(std::llround(double(a.offset.count()) / speed));
             run = simulateSamples(std::move(so), scaled);
         }

@@ -12,18 +12,18 @@
 
 namespace bp {
 
-std::vector<SimArrival> TuneSource::arrivals(std::size_t begin, std::size_t end) const
+std::vector<PlannedArrival> TuneSource::arrivals(std::size_t begin, std::size_t end) const
 {
     end = std::min(end, plan.requests.size());
-    std::vector<SimArrival> out;
+    std::vector<PlannedArrival> out;
     if (begin >= end)
         return out;
     out.reserve(end - begin);
     // As ReplayOptions::skip: offsets from the first arrival sent when a window is left out before it.
     const Duration origin = begin > 0 ? plan.requests[begin].offset : Duration::zero();
     for (std::size_t i = begin; i < end; ++i) {
-        const PlannedRequest &r = plan.requests[i];
-        SimArrival a;
+        const PlannedArrival &r = plan.requests[i];
+        PlannedArrival a;
         a.offset = r.offset - origin;
         a.inputTokens = r.inputTokens;
         a.maxNewTokens = r.maxNewTokens;
@@ -47,7 +47,7 @@ PrefixShare TuneSource::prefixShare() const
     std::vector<PrefixBlocks> ids;
     rows.reserve(plan.requests.size());
     bool blocks = false;
-    for (const PlannedRequest &r : plan.requests) {
+    for (const PlannedArrival &r : plan.requests) {
         TraceRow row;
         row.inputTokens = r.inputTokens;
         row.outputTokens = r.maxNewTokens;
@@ -57,7 +57,7 @@ PrefixShare TuneSource::prefixShare() const
         blocks = blocks || !r.blocks.empty();
     }
     if (blocks)
-        for (const PlannedRequest &r : plan.requests)
+        for (const PlannedArrival &r : plan.requests)
             ids.push_back(r.blocks);
     return bp::prefixShare(rows, ids, plan.blockTokens > 0 ? plan.blockTokens : kPrefixBlockTokens);
 }
@@ -65,11 +65,11 @@ PrefixShare TuneSource::prefixShare() const
 namespace {
 
 // One field of every planned request.
-template <class Field> auto column(const ReplayPlan &plan, Field PlannedRequest::*field)
+template <class Field> auto column(const ReplayPlan &plan, Field PlannedArrival::*field)
 {
     std::vector<Field> out;
     out.reserve(plan.requests.size());
-    for (const PlannedRequest &r : plan.requests)
+    for (const PlannedArrival &r : plan.requests)
         out.push_back(r.*field);
     return out;
 }
@@ -78,12 +78,12 @@ template <class Field> auto column(const ReplayPlan &plan, Field PlannedRequest:
 
 std::vector<int> TuneSource::inputLengths() const
 {
-    return column(plan, &PlannedRequest::inputTokens);
+    return column(plan, &PlannedArrival::inputTokens);
 }
 
 std::vector<Duration> TuneSource::offsets() const
 {
-    return column(plan, &PlannedRequest::offset);
+    return column(plan, &PlannedArrival::offset);
 }
 
 Result<std::string> describeSource(const TraceStore &store, const ReplaySource &source)
@@ -130,7 +130,7 @@ Result<TuneSource> planTuneSource(const TraceStore &store, const ReplayOptions &
     s.spanS = rs.size() > 1 ? toSeconds(rs.back().offset - rs.front().offset) : 0;
     s.offeredPerS = s.spanS > 0 ? double(rs.size()) / s.spanS : 0;
     if (calibration.measuredLength > 0)
-        s.beyondCalibration = std::size_t(std::count_if(rs.begin(), rs.end(), [&](const PlannedRequest &r) {
+        s.beyondCalibration = std::size_t(std::count_if(rs.begin(), rs.end(), [&](const PlannedArrival &r) {
             return r.inputTokens > calibration.measuredLength;
         }));
     return s;

@@ -60,7 +60,7 @@ struct TuneSource {
     // Arrivals [begin, end) for the simulator, numbered and timed as a
     // replay with ReplayOptions::skip = begin sends them (ids from 1; with
     // begin > 0 the offsets count from the first of them).
-    std::vector<SimArrival> arrivals(std::size_t begin = 0, std::size_t end = SIZE_MAX) const;
+    std::vector<PlannedArrival> arrivals(std::size_t begin = 0, std::size_t end = SIZE_MAX) const;
     std::vector<int> inputLengths() const;
     std::vector<Duration> offsets() const;
     // The planned prompts' reusable-prefix share (prefix_tokens.h): tokens in

@@ -186,7 +186,7 @@ using TuneEvaluator = std::function<TuneFigures(const BatchingConfig &config, do
 
 // What the simulation evaluator needs: the trace and the cost model's facts.
 struct TuneWorkload {
-    std::vector<SimArrival> arrivals; // in offset order
+    std::vector<PlannedArrival> arrivals; // in offset order
     // The simulator's view of the model: limits, cost model, output kind,
     // positions, and how each batch and step is charged (costNoise: the
     // drawn residuals and scheduler lateness of the calibration by default,
@@ -214,7 +214,7 @@ struct SimulatedSamples {
     double meanBatch = 0;
     SimOutcome outcome;
 };
-SimulatedSamples simulateSamples(SimulatorOptions options, std::span<const SimArrival> arrivals);
+SimulatedSamples simulateSamples(SimulatorOptions options, std::span<const PlannedArrival> arrivals);
 
 struct TuneOptions {
     TuneSlo slo;
