@@ -124,8 +124,8 @@ private slots:
     {
         QTest::addColumn<QString>("name");
         // import-trace, export-trace, export-config, import-config, traces, sessions, replay, calibrate,
-        // tune, plan, report
-        QCOMPARE(commands().size(), std::size_t(11));
+        // tune, plan, autoscale, report
+        QCOMPARE(commands().size(), std::size_t(12));
         for (const Command &c : commands())
             QTest::newRow(qPrintable(c.name)) << c.name;
     }

@@ -3,6 +3,7 @@
 // the system prompt's blocks; its own blocks are new), and its configs are
 // continuous with the prefix cache off, on, and on under a KV budget.
 #include "bench/fidelity_inputs.h"
+#include "engine/config/config_rules.h"
 
 #include "engine/workload/prefix_tokens.h"
 

@@ -237,7 +237,12 @@ private slots:
 
     void streamSendsOneChunkPerTokenWhileGenerating()
     {
-        const int maxTokens = 48;
+        // Long enough (about 200 steps of the test preset, 20-50 ms) that
+        // the first chunk arrives well before [DONE] even when this client
+        // is not scheduled for a few milliseconds: with 48 tokens (~5 ms)
+        // a busy 2-core machine read the whole stream at once about one
+        // run in four.
+        const int maxTokens = 200;
         QTcpSocket socket;
         socket.connectToHost(QHostAddress::LocalHost, m_port);
         QVERIFY(socket.waitForConnected(5000));

@@ -148,17 +148,32 @@ std::string promQuery(const Reactive &r, const std::string &series, const Manife
     }
 }
 
-Result<std::string> kedaReactive(const Reactive &r, const ManifestTarget &t, const std::string &what)
+// What both reactive forms read first: the server's series for the metric
+// and the two stabilization windows in whole seconds.
+struct ReactiveInputs {
+    std::string series;
+    int upS = 0, downS = 0;
+};
+
+Result<ReactiveInputs> reactiveInputs(const Reactive &r, const ManifestTarget &t)
 {
     auto series = serverSeries(t.server, r.metric);
     if (!series)
         return series.status();
-    auto up = windowSeconds("the scale-up window", r.upS),
-         down = windowSeconds("the scale-down window", r.downS);
+    auto up = windowSeconds("the scale-up window", r.upS);
     if (!up)
         return up.status();
+    auto down = windowSeconds("the scale-down window", r.downS);
     if (!down)
         return down.status();
+    return ReactiveInputs{std::move(*series), *up, *down};
+}
+
+Result<std::string> kedaReactive(const Reactive &r, const ManifestTarget &t, const std::string &what)
+{
+    auto in = reactiveInputs(r, t);
+    if (!in)
+        return in.status();
     // KEDA hands HPA an External metric: AverageValue divides the query by
     // the replicas (a fleet total per replica, as the policy does); a mean
     // (KV usage) is compared as it is, Value: desired = ceil(n × value / target).
@@ -167,7 +182,7 @@ Result<std::string> kedaReactive(const Reactive &r, const ManifestTarget &t, con
     header(out, t, what);
     out << r.note;
     toleranceNote(out, r.tolerance);
-    out << "# " << *series << " is " << t.server << "'s series for the " << scaleMetricName(r.metric)
+    out << "# " << in->series << " is " << t.server << "'s series for the " << scaleMetricName(r.metric)
         << " metric; "
         << (mean ? "its mean over the replicas is compared with the target (Value)"
                  : "the fleet's total is divided by the replicas (AverageValue)")
@@ -181,33 +196,27 @@ Result<std::string> kedaReactive(const Reactive &r, const ManifestTarget &t, con
         << "  minReplicaCount: " << r.bounds.minReplicas << "\n"
         << "  maxReplicaCount: " << r.bounds.maxReplicas << "\n"
         << "  advanced:\n    horizontalPodAutoscalerConfig:\n";
-    behavior(out, *up, *down, "      ");
+    behavior(out, in->upS, in->downS, "      ");
     out << "  triggers:\n"
         << "    - type: prometheus\n"
         << "      metricType: " << (mean ? "Value" : "AverageValue") << "\n"
         << "      metadata:\n"
         << "        serverAddress: " << t.prometheus << "\n"
-        << "        query: '" << promQuery(r, *series, t) << "'\n"
+        << "        query: '" << promQuery(r, in->series, t) << "'\n"
         << "        threshold: \"" << num(r.target) << "\"\n";
     return out.str();
 }
 
 Result<std::string> hpaReactive(const Reactive &r, const ManifestTarget &t, const std::string &what)
 {
-    auto series = serverSeries(t.server, r.metric);
-    if (!series)
-        return series.status();
-    auto up = windowSeconds("the scale-up window", r.upS),
-         down = windowSeconds("the scale-down window", r.downS);
-    if (!up)
-        return up.status();
-    if (!down)
-        return down.status();
+    auto in = reactiveInputs(r, t);
+    if (!in)
+        return in.status();
     // prometheus-adapter's default rules expose a gauge under its own name and
     // a counter ending in _total as its rate without the suffix; the rule is
     // spelled out so that the name does not depend on the adapter's defaults.
     const bool rate = r.metric == ScaleMetric::RequestRate;
-    std::string name = *series;
+    std::string name = in->series;
     if (rate)
         name = name.ends_with("_total") ? name.substr(0, name.size() - 6) : name + "_rate";
     const std::string metricsQuery = rate ? "sum(rate(<<.Series>>{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>)"
@@ -218,11 +227,11 @@ Result<std::string> hpaReactive(const Reactive &r, const ManifestTarget &t, cons
     out << r.note;
     toleranceNote(out, r.tolerance);
     out << "# The metric is a Pods metric from the custom metrics API: " << name << " as prometheus-adapter\n"
-        << "# exposes " << *series << " (" << t.server << "'s series for " << scaleMetricName(r.metric)
+        << "# exposes " << in->series << " (" << t.server << "'s series for " << scaleMetricName(r.metric)
         << ") with this rule:\n"
-        << "#   - seriesQuery: '" << *series << "{namespace!=\"\",pod!=\"\"}'\n"
+        << "#   - seriesQuery: '" << in->series << "{namespace!=\"\",pod!=\"\"}'\n"
         << "#     resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}\n"
-        << "#     name: {matches: \"^" << *series << "$\", as: \"" << name << "\"}\n"
+        << "#     name: {matches: \"^" << in->series << "$\", as: \"" << name << "\"}\n"
         << "#     metricsQuery: '" << metricsQuery << "'\n"
         << "# HPA averages it over the pods and compares it with the target (AverageValue).\n";
     int minReplicas = r.bounds.minReplicas;
@@ -245,7 +254,7 @@ Result<std::string> hpaReactive(const Reactive &r, const ManifestTarget &t, cons
         << "        target:\n"
         << "          type: AverageValue\n"
         << "          averageValue: \"" << quantity(r.target) << "\"\n";
-    behavior(out, *up, *down, "  ");
+    behavior(out, in->upS, in->downS, "  ");
     return out.str();
 }
 

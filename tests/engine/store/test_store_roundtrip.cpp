@@ -3,6 +3,7 @@
 // the TraceSink, as live logging writes them), traces and their rows; and
 // the session summary computed from the stored records.
 #include "engine/config/config_json.h"
+#include "engine/metrics/snapshot.h"
 #include "engine/store/session_summary.h"
 #include "engine/store/trace_sink.h"
 #include "engine/store/trace_store.h"
