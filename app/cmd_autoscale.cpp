@@ -248,11 +248,13 @@ nlohmann::json roundJson(const FleetObservation &o, const ScaleDecision &d, cons
 int watch(const Watch &w, AutoscalePolicy &policy)
 {
     QTextStream out(stdout), err(stderr);
-    const double minutes = w.count * w.periodS / 60;
+    const double seconds = w.count * w.periodS;
+    const QString length = seconds < 120 ? QString::number(seconds, 'f', seconds < 10 ? 1 : 0) + " s"
+                                         : QString::number(seconds / 60, 'f', seconds < 600 ? 1 : 0) + " min";
     err << "autoscale --watch: " << w.urls.size() << (w.urls.size() == 1 ? " server" : " servers") << ", "
-        << q(policy.describe()) << "; every " << w.periodS << " s for " << w.count << " rounds (about "
-        << QString::number(minutes, 'f', minutes < 10 ? 1 : 0)
-        << " min; --count sets it, Ctrl-C stops). Advice only: nothing is changed.\n";
+        << q(policy.describe()) << "; every " << w.periodS << " s for " << w.count
+        << (w.count == 1 ? " round" : " rounds") << " (about " << length
+        << "; --count sets it, Ctrl-C stops). Advice only: nothing is changed.\n";
     err.flush();
     SigintFlag sigint;
     FleetObserver observer;
