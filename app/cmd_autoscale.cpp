@@ -194,33 +194,19 @@ Result<Watch> watchFrom(CommandArgs &args)
     return w;
 }
 
-QUrl metricsUrl(const QUrl &base)
-{
-    QUrl url = base;
-    QString path = url.path();
-    while (path.endsWith('/'))
-        path.chop(1);
-    url.setPath(path + "/metrics");
-    return url;
-}
-
 ServerScrape scrapeOne(const QUrl &base, const QString &token, double periodS)
 {
     ServerScrape s;
     s.url = base.toString().toStdString();
     // A scrape never outlasts its period (at least 1 s, at most 10 s).
     const auto timeout = fromSeconds(std::clamp(periodS, 1.0, 10.0));
-    const remote::HttpGet r = remote::httpGet(metricsUrl(base), token, timeout);
-    if (r.status != 200) {
-        s.error = r.status ? "HTTP " + std::to_string(r.status) : r.error.toStdString();
-        return s;
-    }
-    auto parsed = prom::parse(r.body.toStdString());
-    if (!parsed) {
+    auto parsed = remote::getExposition(remote::routeUrl(base, QStringLiteral("/metrics")), token, timeout);
+    if (parsed)
+        s.metrics = std::move(*parsed);
+    else if (parsed.status().code() == StatusCode::InvalidArgument)
         s.error = "unreadable /metrics: " + parsed.status().message();
-        return s;
-    }
-    s.metrics = std::move(*parsed);
+    else
+        s.error = parsed.status().message();
     return s;
 }
 

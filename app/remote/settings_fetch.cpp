@@ -71,20 +71,24 @@ HttpGet httpSend(const QUrl &url, const QByteArray &method, const QByteArray &bo
     return out;
 }
 
+Result<prom::Exposition> getExposition(const QUrl &url, const QString &token, Duration timeout)
+{
+    const HttpGet r = httpGet(url, token, timeout);
+    if (!r.error.isEmpty())
+        return Status(StatusCode::Unavailable, r.error.toStdString());
+    if (r.status != 200)
+        return Status(StatusCode::Unavailable, "HTTP " + std::to_string(r.status));
+    return prom::parse(std::string_view(r.body.constData(), std::size_t(r.body.size())));
+}
+
 Result<prom::Exposition> scrapeOnce(const RemoteOptions &options)
 {
     const QUrl url = options.metricsUrl.isValid() && !options.metricsUrl.isEmpty()
                          ? options.metricsUrl
                          : routeUrl(options.target.adjusted(QUrl::RemovePath), QStringLiteral("/metrics"));
-    const HttpGet r = httpGet(url, options.token);
-    const std::string what = "GET " + url.toString().toStdString();
-    if (!r.error.isEmpty())
-        return Status(StatusCode::Unavailable, what + ": " + r.error.toStdString());
-    if (r.status != 200)
-        return Status(StatusCode::Unavailable, what + ": HTTP " + std::to_string(r.status));
-    auto e = prom::parse(std::string_view(r.body.constData(), std::size_t(r.body.size())));
+    auto e = getExposition(url, options.token);
     if (!e)
-        return Status(StatusCode::InvalidArgument, what + ": " + e.status().message());
+        return Status(e.status().code(), "GET " + url.toString().toStdString() + ": " + e.status().message());
     return e;
 }
 

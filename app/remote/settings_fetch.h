@@ -40,6 +40,11 @@ HttpGet httpSend(const QUrl &url, const QByteArray &method, const QByteArray &bo
 // `route` under the target's base path ("/v1/config").
 QUrl routeUrl(const QUrl &target, const QString &route);
 
+// GET `url` and parse the body as a Prometheus exposition. The error says
+// what failed without the URL: the transport's error or "HTTP 503"
+// (Unavailable), or the parser's (InvalidArgument).
+Result<prom::Exposition> getExposition(const QUrl &url, const QString &token,
+                                       Duration timeout = std::chrono::seconds(10));
 // The server's /metrics (options.metricsUrl, else TARGET's origin + /metrics),
 // parsed; an error names what failed.
 Result<prom::Exposition> scrapeOnce(const RemoteOptions &options);

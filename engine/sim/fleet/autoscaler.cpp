@@ -177,21 +177,23 @@ Status validate(const ScheduledKnobs &k)
     return checkBounds(k.bounds);
 }
 
-int ScheduledPolicy::slotReplicas(double atS) const
+std::size_t ScheduledPolicy::slotAt(double atS) const
 {
     const auto slot = std::int64_t(std::floor((atS + m_knobs.leadS) / m_knobs.slotS));
     const auto n = std::int64_t(m_knobs.replicas.size());
-    return clampTo(m_knobs.bounds, m_knobs.replicas[std::size_t(((slot % n) + n) % n)]);
+    return std::size_t(((slot % n) + n) % n);
+}
+
+int ScheduledPolicy::slotReplicas(double atS) const
+{
+    return clampTo(m_knobs.bounds, m_knobs.replicas[slotAt(atS)]);
 }
 
 ScaleDecision ScheduledPolicy::decide(const FleetObservation &o)
 {
     const int wanted = slotReplicas(o.atS);
-    const auto n = std::int64_t(m_knobs.replicas.size());
-    const auto slot = std::int64_t(std::floor((o.atS + m_knobs.leadS) / m_knobs.slotS));
-    return {wanted,
-            format("schedule slot %lld asks %d (%g s ahead): %d -> %d", (long long)(((slot % n) + n) % n),
-                   wanted, m_knobs.leadS, o.ready + o.starting, wanted)};
+    return {wanted, format("schedule slot %zu asks %d (%g s ahead): %d -> %d", slotAt(o.atS), wanted,
+                           m_knobs.leadS, o.ready + o.starting, wanted)};
 }
 
 std::string ScheduledPolicy::describe() const

@@ -125,6 +125,7 @@ public:
     int slotReplicas(double atS) const;
 
 private:
+    std::size_t slotAt(double atS) const; // the slot in force `lead` ahead of atS
     ScheduledKnobs m_knobs;
 };
 
