@@ -351,17 +351,7 @@ Result<std::unique_ptr<AutoscalePolicy>> autoscalePolicyFromArgs(CommandArgs &ar
     auto knobs = autoscaleKnobsFromArgs(args);
     if (!knobs)
         return knobs.status();
-    return std::visit(
-        [](const auto &k) -> std::unique_ptr<AutoscalePolicy> {
-            using K = std::decay_t<decltype(k)>;
-            if constexpr (std::is_same_v<K, ReactiveKnobs>)
-                return std::make_unique<ReactivePolicy>(k);
-            else if constexpr (std::is_same_v<K, ScheduledKnobs>)
-                return std::make_unique<ScheduledPolicy>(k);
-            else
-                return std::make_unique<PredictivePolicy>(k);
-        },
-        *knobs);
+    return makePolicy(*knobs);
 }
 
 int runAutoscale(const AppOptions &options)

@@ -27,8 +27,6 @@
 
 namespace bp {
 
-using AutoscaleKnobs = std::variant<ReactiveKnobs, ScheduledKnobs, PredictiveKnobs>;
-
 // What the manifest points at and how it reads the fleet.
 struct ManifestTarget {
     std::string deployment = "vllm"; // the Deployment scaled (a DNS label), also the object's name

@@ -265,4 +265,24 @@ std::string PredictivePolicy::describe() const
         m_knobs.downWindowS, m_knobs.bounds.minReplicas, m_knobs.bounds.maxReplicas);
 }
 
+std::unique_ptr<AutoscalePolicy> makePolicy(const AutoscaleKnobs &knobs)
+{
+    return std::visit(
+        [](const auto &k) -> std::unique_ptr<AutoscalePolicy> {
+            using K = std::decay_t<decltype(k)>;
+            if constexpr (std::is_same_v<K, ReactiveKnobs>)
+                return std::make_unique<ReactivePolicy>(k);
+            else if constexpr (std::is_same_v<K, ScheduledKnobs>)
+                return std::make_unique<ScheduledPolicy>(k);
+            else
+                return std::make_unique<PredictivePolicy>(k);
+        },
+        knobs);
+}
+
+ScaleBounds boundsOf(const AutoscaleKnobs &knobs)
+{
+    return std::visit([](const auto &k) { return k.bounds; }, knobs);
+}
+
 } // namespace bp

@@ -23,27 +23,18 @@
 //    as the reactive policy.
 #pragma once
 
+#include "engine/sim/simulation/fleet_scaling.h"
+
 #include "engine/core/result.h"
 
 #include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace bp {
-
-// What a policy observes at a decision: the fleet's replicas and its load,
-// totals over the replicas that serve (ready) unless said otherwise.
-struct FleetObservation {
-    double atS = 0;         // the decision's time
-    int ready = 0;          // replicas serving
-    int starting = 0;       // replicas asked for, still loading or warming up
-    double waiting = 0;     // requests queued, not running
-    double running = 0;     // sequences (or requests) running
-    double kvUsage = 0;     // mean KV usage of the ready replicas, 0..1
-    double arrivalRate = 0; // requests/s that arrived over the last period
-};
 
 enum class ScaleMetric { QueueDepth, RunningSequences, KvUsage, RequestRate };
 // "queue", "running", "kv", "rate"
@@ -155,5 +146,10 @@ private:
     bool m_primed = false;
     double m_level = 0, m_trend = 0; // req/s, req/s per period
 };
+
+// Any policy's knobs, and the policy they describe.
+using AutoscaleKnobs = std::variant<ReactiveKnobs, ScheduledKnobs, PredictiveKnobs>;
+std::unique_ptr<AutoscalePolicy> makePolicy(const AutoscaleKnobs &knobs);
+ScaleBounds boundsOf(const AutoscaleKnobs &knobs);
 
 } // namespace bp

@@ -13,37 +13,6 @@ namespace bp {
 
 namespace {
 
-// The window's rows as the simulator's arrivals: offsets from the window's
-// start divided by the rate scale, lengths clamped to the model, the
-// trace's prefix blocks (`blockTokens` each) carried along: the router keys
-// on them, and with prefix_cache.enabled the replicas' caches hit on them.
-std::vector<PlannedArrival> arrivalsOf(const std::vector<TraceRow> &rows, std::vector<PrefixBlocks> &&hashIds,
-                                       int blockTokens, double beginS, const FleetPlanRequest &r,
-                                       const SimulatorOptions &model)
-{
-    std::vector<PlannedArrival> out;
-    out.reserve(rows.size());
-    // The one length rule (engine/core/length_rule.h), at scale 1.
-    int maxLength = model.limits.maxSequenceLength;
-    if (model.positions > 0)
-        maxLength = maxLength > 0 ? std::min(maxLength, model.positions) : model.positions;
-    const LengthLimits limits{.maxLength = maxLength, .generative = model.output == OutputKind::Generated};
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-        PlannedArrival a;
-        a.offset = fromSeconds(std::max(0.0, rows[i].arrivalS - beginS) / r.rateScale);
-        const ScaledLengths len = scaleLengths(rows[i].inputTokens, rows[i].outputTokens, 1.0, limits);
-        a.inputTokens = len.input;
-        a.maxNewTokens = len.output;
-        a.id = i + 1;
-        if (i < hashIds.size()) {
-            a.blocks = std::move(hashIds[i]);
-            a.blockTokens = blockTokens;
-        }
-        out.push_back(std::move(a));
-    }
-    return out;
-}
-
 PlanVerdict judge(const SimulatorOptions &model, const FleetPlanRequest &r,
                   std::span<const PlannedArrival> arrivals, double lengthS, int replicas, RouterPolicy router)
 {
@@ -73,6 +42,33 @@ PlanVerdict judge(const SimulatorOptions &model, const FleetPlanRequest &r,
 }
 
 } // namespace
+
+std::vector<PlannedArrival> traceArrivals(const std::vector<TraceRow> &rows,
+                                          std::vector<PrefixBlocks> &&hashIds, int blockTokens, double beginS,
+                                          double rateScale, const SimulatorOptions &model)
+{
+    std::vector<PlannedArrival> out;
+    out.reserve(rows.size());
+    // The one length rule (engine/core/length_rule.h), at scale 1.
+    int maxLength = model.limits.maxSequenceLength;
+    if (model.positions > 0)
+        maxLength = maxLength > 0 ? std::min(maxLength, model.positions) : model.positions;
+    const LengthLimits limits{.maxLength = maxLength, .generative = model.output == OutputKind::Generated};
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        PlannedArrival a;
+        a.offset = fromSeconds(std::max(0.0, rows[i].arrivalS - beginS) / rateScale);
+        const ScaledLengths len = scaleLengths(rows[i].inputTokens, rows[i].outputTokens, 1.0, limits);
+        a.inputTokens = len.input;
+        a.maxNewTokens = len.output;
+        a.id = i + 1;
+        if (i < hashIds.size()) {
+            a.blocks = std::move(hashIds[i]);
+            a.blockTokens = blockTokens;
+        }
+        out.push_back(std::move(a));
+    }
+    return out;
+}
 
 Result<FleetPlan> planFleet(const TraceStore &store, const Calibration &calibration,
                             const FleetPlanRequest &request)
@@ -134,7 +130,7 @@ Result<FleetPlan> planFleet(const TraceStore &store, const Calibration &calibrat
         for (const TraceRow &row : rows)
             pw.outputTokens += std::max(0, row.outputTokens);
         auto arrivals = std::make_shared<const std::vector<PlannedArrival>>(
-            arrivalsOf(rows, std::move(hashIds), blockTokens, beginS, request, model));
+            traceArrivals(rows, std::move(hashIds), blockTokens, beginS, request.rateScale, model));
         return [&model, &request, arrivals, windowS](int n, RouterPolicy r) {
             return judge(model, request, *arrivals, windowS, n, r);
         };

@@ -65,6 +65,15 @@ struct FleetPlan {
     double wallSeconds = 0;
 };
 
+// Rows of a trace (from `beginS` on) as the simulator's arrivals: offsets
+// from beginS divided by the rate scale, lengths clamped to the model (the
+// one length rule, engine/core/length_rule.h, at scale 1), the trace's
+// prefix blocks (`blockTokens` each) carried along: the router keys on
+// them, and with prefix_cache.enabled the replicas' caches hit on them.
+std::vector<PlannedArrival> traceArrivals(const std::vector<TraceRow> &rows,
+                                          std::vector<PrefixBlocks> &&hashIds, int blockTokens, double beginS,
+                                          double rateScale, const SimulatorOptions &model);
+
 // NotFound for an unknown source, InvalidArgument for an SLO without bounds
 // or an empty source.
 Result<FleetPlan> planFleet(const TraceStore &store, const Calibration &calibration,

@@ -116,7 +116,7 @@ int Router::route(std::uint64_t prefixKey, std::span<const ReplicaLoad> loads, s
             total += l.outstanding;
         const auto bound =
             std::int64_t(std::ceil((1.0 + m_options.loadBound) * double(total + 1) / double(n)));
-        if (allowed(eligible, std::size_t(o)) && loads[std::size_t(o)].outstanding + 1 <= bound) {
+        if (o < n && allowed(eligible, std::size_t(o)) && loads[std::size_t(o)].outstanding + 1 <= bound) {
             ++m_counters.affinity;
             return o;
         }

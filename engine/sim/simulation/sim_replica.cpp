@@ -36,11 +36,11 @@ void ReplicaTagger::onConfigChanged(const ConfigChange &c)
         to.onConfigChanged(c);
 }
 
-Replica::Replica(Shared &s, int i)
-    : sim(s), index(i), clock(s.o.start),
+Replica::Replica(Shared &s, int i, TimePoint at)
+    : sim(s), index(i), clock(at),
       backend(std::make_shared<CostBackend>(s.o.cost, clock, s.noise, s.o.limits, s.o.output, s.o.positions)),
       busy(std::size_t(std::max(1, s.o.config.instances)), false), idleSince(busy.size(), TimePoint::min()),
-      instances(busy.size())
+      instances(busy.size()), askedAt(at), readyAt(at)
 {
     fig.replica = i;
     if (auto c = EngineCore::create(s.o.config, backend, clock, *this))

@@ -84,7 +84,12 @@ struct Replica final : ExecutorDriver {
     int outstanding = 0;
     ReplicaFigures fig;
 
-    Replica(Shared &s, int i);
+    // Its place in a scaled fleet (fleet_scaling.h); a fixed fleet's are Ready.
+    ReplicaPhase phase = ReplicaPhase::Ready;
+    TimePoint askedAt{}, readyAt{};
+
+    // Its clock starts at `at` (the simulation's start, or when it was asked for).
+    Replica(Shared &s, int i, TimePoint at);
 
     // ExecutorDriver: the event loop decides after every event anyway.
     bool pokeLocked() override { return false; }

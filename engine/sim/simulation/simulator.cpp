@@ -21,6 +21,15 @@ struct ChangeCounter final : EngineObserver {
     void onConfigChanged(const ConfigChange &) override { ++changes; }
 };
 
+// A request that ended without running: its id and why.
+Response refusal(std::uint64_t id, Status why)
+{
+    Response r;
+    r.requestId = id;
+    r.status = std::move(why);
+    return r;
+}
+
 } // namespace
 
 struct Simulator::Impl final : VirtualDriver {
@@ -42,25 +51,36 @@ struct Simulator::Impl final : VirtualDriver {
     std::vector<ReplicaLoad> loads;
     std::vector<std::optional<TimePoint>> completions; // per replica, this event's
 
-    std::unique_ptr<bool[]> eligible; // per replica: below the router's limit
+    std::unique_ptr<bool[]> eligible; // per replica slot: serving, and below the router's limit
+    std::size_t slots = 1;            // the most replica slots (a scaled fleet reuses gone ones)
     std::deque<Waiting> routerQueue;
     std::span<const PlannedArrival> arrivals;
     // Open-loop arrivals and the follow-ups their previous turns released
     // on the virtual clock (arrival_plan.h); set by run().
     std::optional<ArrivalPlan> plan;
     std::mt19937_64 promptRng{o.promptSeed};
+    // Autoscaling (fleet_scaling.h): the next decision, arrivals since the last.
+    TimePoint nextTick{};
+    std::size_t arrivedInPeriod = 0;
 
     explicit Impl(const SimulatorOptions &options)
         : shared{options, NoiseDraws(options.costNoise, options.noiseSeed), options.start, {}, {}},
           o(options), noise(shared.noise), now(shared.now), out(shared.out), router([&] {
               RouterOptions r = options.router;
-              r.replicas = std::max(1, options.replicas);
+              r.replicas = int(slotsFor(options));
               return r;
           }())
     {
         const int n = std::max(1, o.replicas);
+        slots = slotsFor(o);
+        if (o.scaling && (o.observer || !o.scaling->decide || o.scaling->period <= Duration::zero())) {
+            out.status = Status(StatusCode::InvalidArgument,
+                                o.observer ? "a scaled fleet records no session (no observer)"
+                                           : "a scaled fleet needs a decision and a positive period");
+            return;
+        }
         for (int i = 0; i < n; ++i) {
-            replicas.push_back(std::make_unique<Replica>(shared, i));
+            replicas.push_back(std::make_unique<Replica>(shared, i, o.start));
             Replica &r = *replicas.back();
             if (!r.core) { // EngineCore::create refused the config: nothing runs
                 out.status = r.refused;
@@ -75,9 +95,22 @@ struct Simulator::Impl final : VirtualDriver {
             else
                 r.core->addObserver(std::make_shared<sim::ReplicaTagger>(*o.observer, shared, i, n));
         }
-        loads.resize(replicas.size());
-        completions.resize(replicas.size());
-        eligible = std::make_unique<bool[]>(replicas.size());
+        loads.resize(slots);
+        completions.resize(slots);
+        eligible = std::make_unique<bool[]>(slots);
+        out.peakReplicas = int(replicas.size());
+        if (o.scaling)
+            nextTick = o.start + o.scaling->period;
+    }
+
+    // Replica slots: a fixed fleet's replicas; a scaled fleet's most at
+    // once — maxReplicas serving or starting, as many again draining.
+    static std::size_t slotsFor(const SimulatorOptions &o)
+    {
+        const int n = std::max(1, o.replicas);
+        if (!o.scaling)
+            return std::size_t(n);
+        return std::size_t(2 * std::max(n, std::max(1, o.scaling->maxReplicas)));
     }
 
     void setClocks()
@@ -93,15 +126,17 @@ struct Simulator::Impl final : VirtualDriver {
         const PlannedArrival &a = arrivals[index];
         bool any = false;
         for (std::size_t k = 0; k < replicas.size(); ++k) {
-            loads[k] = {replicas[k]->outstanding, replicas[k]->backend->cachedTokens()};
-            eligible[k] = o.routerQueueLimit <= 0 || replicas[k]->outstanding < o.routerQueueLimit;
+            const Replica &r = *replicas[k];
+            loads[k] = {r.outstanding, r.backend->cachedTokens()};
+            eligible[k] = r.phase == ReplicaPhase::Ready &&
+                          (o.routerQueueLimit <= 0 || r.outstanding < o.routerQueueLimit);
             any = any || eligible[k];
         }
         if (!any)
             return false;
         const int k = replicas.size() == 1
                           ? 0
-                          : router.route(prefixKeyOf(a.blocks), loads,
+                          : router.route(prefixKeyOf(a.blocks), std::span(loads.data(), replicas.size()),
                                          std::span<const bool>(eligible.get(), replicas.size()));
         submit(*replicas[std::size_t(k)], a, index, arrival);
         return true;
@@ -158,8 +193,10 @@ struct Simulator::Impl final : VirtualDriver {
         ++rep.outstanding;
         rep.fig.peakOutstanding = std::max(rep.fig.peakOutstanding, rep.outstanding);
         Replica *p = &rep;
-        const Status s = rep.core->submit(std::move(r), [this, p, index](Response &&response) {
+        const Status s = rep.core->submit(std::move(r), [this, p, index, arrival](Response &&response) {
             const bool ok = response.status.isOk();
+            if (o.onResponse)
+                o.onResponse(index, arrival, response);
             ++(ok ? out.completed : out.failed);
             ++(ok ? p->fig.completed : p->fig.failed);
             p->fig.outputTokens += response.tokens.size();
@@ -168,6 +205,8 @@ struct Simulator::Impl final : VirtualDriver {
         });
         ++(s.isOk() ? out.accepted : out.rejected);
         if (!s.isOk()) {
+            if (o.onResponse)
+                o.onResponse(index, arrival, refusal(plan->idOf(index), s));
             ++rep.fig.failed;
             --rep.outstanding;
             plan->ended(index, now, {});
@@ -176,13 +215,25 @@ struct Simulator::Impl final : VirtualDriver {
 
     // ---- VirtualDriver: the one virtual-time loop (virtual_time.h) drives these.
     // A unit's end (its model call, or its executor free again) goes before an arrival at the same time.
+    // So does a scaled fleet's decision, and a replica's cold start ending.
     std::optional<TimePoint> earlyEvent() override
     {
         std::optional<TimePoint> done;
+        auto consider = [&done](TimePoint t) {
+            if (!done || t < *done)
+                done = t;
+        };
         for (std::size_t k = 0; k < replicas.size(); ++k) {
             completions[k] = replicas[k]->nextCompletion();
-            if (completions[k] && (!done || *completions[k] < *done))
-                done = completions[k];
+            if (completions[k])
+                consider(*completions[k]);
+        }
+        if (o.scaling) {
+            if (scalingActive())
+                consider(nextTick);
+            for (const auto &r : replicas)
+                if (r->phase == ReplicaPhase::Starting)
+                    consider(r->readyAt);
         }
         return done;
     }
@@ -200,10 +251,21 @@ struct Simulator::Impl final : VirtualDriver {
         for (std::size_t k = 0; k < replicas.size(); ++k)
             if (completions[k] && *completions[k] <= now)
                 replicas[k]->completeDue();
+        if (!o.scaling)
+            return;
+        for (auto &r : replicas)
+            if (r->phase == ReplicaPhase::Starting && r->readyAt <= now) {
+                r->phase = ReplicaPhase::Ready;
+                r->dirty = true;
+                scaleEvent(*r);
+            }
+        if (nextTick <= now && scalingActive())
+            decideScale();
     }
     void arrive(std::size_t index) override
     {
         ++out.submitted;
+        ++arrivedInPeriod;
         if (!routerQueue.empty() || !route(index, now)) {
             routerQueue.push_back({index, now});
             ++out.routerQueued;
@@ -214,9 +276,14 @@ struct Simulator::Impl final : VirtualDriver {
     void settle() override
     {
         drainRouterQueue();
-        for (auto &r : replicas) // those with news, or due to wake up
+        for (auto &r : replicas) { // those with news, or due to wake up
+            if (r->phase == ReplicaPhase::Gone || r->phase == ReplicaPhase::Starting)
+                continue;
             if (r->dirty || (r->wakeAt && *r->wakeAt <= now))
                 r->dispatchReady();
+            if (r->phase == ReplicaPhase::Draining && r->outstanding == 0 && r->running.empty())
+                retire(*r); // drained
+        }
     }
     bool idle() override
     {
@@ -228,6 +295,8 @@ struct Simulator::Impl final : VirtualDriver {
         // draining policy will not run; the rest could never run).
         bool drained = false;
         for (auto &r : replicas) {
+            if (r->phase == ReplicaPhase::Gone || r->phase == ReplicaPhase::Starting)
+                continue;
             if (r->core->queueDepth() == 0 && routerQueue.empty())
                 continue;
             if (r->draining) {
@@ -245,8 +314,128 @@ struct Simulator::Impl final : VirtualDriver {
             return false;
         }
         for (auto &r : replicas)
-            r->dispatchReady();
+            if (r->phase == ReplicaPhase::Ready || r->phase == ReplicaPhase::Draining)
+                r->dispatchReady();
         return true;
+    }
+
+    // ---- Autoscaling (fleet_scaling.h).
+    // Decisions go on while arrivals are left; after the last one the
+    // fleet serves what it holds with the replicas it has and those still
+    // starting (a request that could wait forever, as static batching's
+    // without a delay, must not keep the clock ticking).
+    bool scalingActive() { return plan->more(); }
+
+    void scaleEvent(const Replica &r)
+    {
+        if (o.scaling->onEvent)
+            o.scaling->onEvent({toSeconds(now - o.start), r.index, r.phase});
+    }
+
+    int billed() const
+    {
+        int n = 0;
+        for (const auto &r : replicas)
+            n += r->phase != ReplicaPhase::Gone;
+        return n;
+    }
+
+    // A replica is gone: its time is billed, its slot free for the next one.
+    void retire(Replica &r)
+    {
+        r.phase = ReplicaPhase::Gone;
+        out.replicaSeconds += toSeconds(now - r.askedAt);
+        scaleEvent(r);
+    }
+
+    // A new replica in the lowest free slot (its figures carry on the
+    // slot's), starting; none when every slot is taken.
+    void askReplica()
+    {
+        std::size_t slot = 0;
+        while (slot < replicas.size() && replicas[slot]->phase != ReplicaPhase::Gone)
+            ++slot;
+        if (slot >= slots)
+            return;
+        auto r = std::make_unique<Replica>(shared, int(slot), now);
+        if (!r->core)
+            return; // the config was accepted for the first replicas: not reached
+        r->core->addObserver(changes);
+        r->phase = ReplicaPhase::Starting;
+        r->readyAt = now + o.scaling->coldStart;
+        if (slot < replicas.size()) {
+            r->fig = replicas[slot]->fig;
+            replicas[slot] = std::move(r);
+        } else {
+            replicas.push_back(std::move(r));
+        }
+        out.peakReplicas = std::max(out.peakReplicas, billed());
+        scaleEvent(*replicas[slot]);
+        if (o.scaling->coldStart <= Duration::zero()) {
+            replicas[slot]->phase = ReplicaPhase::Ready;
+            scaleEvent(*replicas[slot]);
+        }
+    }
+
+    FleetObservation observe() const
+    {
+        FleetObservation ob;
+        ob.atS = toSeconds(now - o.start);
+        double kv = 0;
+        for (const auto &r : replicas) {
+            if (r->phase == ReplicaPhase::Starting)
+                ++ob.starting;
+            if (r->phase != ReplicaPhase::Ready)
+                continue;
+            ++ob.ready;
+            const auto queued = double(r->core->queueDepth());
+            ob.waiting += queued;
+            ob.running += std::max(0.0, double(r->outstanding) - queued);
+            MutexLock lock(r->core->mutex());
+            if (const auto g = r->core->schedulerLocked().gauges(now).iteration; g && g->kvCapacityTokens > 0)
+                kv += double(g->kvTokens) / double(g->kvCapacityTokens);
+        }
+        ob.waiting += double(routerQueue.size());
+        ob.kvUsage = ob.ready > 0 ? kv / ob.ready : 0;
+        ob.arrivalRate = double(arrivedInPeriod) / toSeconds(o.scaling->period);
+        return ob;
+    }
+
+    void decideScale()
+    {
+        const FleetScaling &sc = *o.scaling;
+        const FleetObservation ob = observe();
+        const int want = std::clamp(sc.decide(ob), 1, std::max(1, sc.maxReplicas));
+        if (sc.onDecision)
+            sc.onDecision(ob, want);
+        int active = ob.ready + ob.starting;
+        for (; active < want; ++active)
+            askReplica();
+        for (; active > want; --active) {
+            Replica *cancel = nullptr, *drain = nullptr;
+            int ready = 0;
+            for (const auto &r : replicas) {
+                if (r->phase == ReplicaPhase::Starting && (!cancel || r->askedAt >= cancel->askedAt))
+                    cancel = r.get(); // the newest
+                if (r->phase == ReplicaPhase::Ready) {
+                    ++ready;
+                    if (!drain || r->outstanding <= drain->outstanding)
+                        drain = r.get(); // the least loaded (ties: the highest slot)
+                }
+            }
+            if (cancel) {
+                retire(*cancel);
+            } else if (drain && ready > 1) {
+                drain->phase = ReplicaPhase::Draining;
+                drain->dirty = true;
+                scaleEvent(*drain);
+            } else {
+                break;
+            }
+        }
+        arrivedInPeriod = 0;
+        while (nextTick <= now) // one decision per instant, after a pause in the arrivals too
+            nextTick += sc.period;
     }
 
     void drainRouterQueue()
@@ -262,7 +451,8 @@ struct Simulator::Impl final : VirtualDriver {
         std::vector<Snapshot> each;
         each.reserve(replicas.size());
         for (const auto &r : replicas)
-            each.push_back(r->core->snapshot());
+            if (r->phase != ReplicaPhase::Gone && r->phase != ReplicaPhase::Starting)
+                each.push_back(r->core->snapshot());
         return fleetSnapshot(each);
     }
 
@@ -270,7 +460,8 @@ struct Simulator::Impl final : VirtualDriver {
     {
         std::size_t n = routerQueue.size();
         for (const auto &r : replicas)
-            n += r->core->queueDepth();
+            if (r->phase != ReplicaPhase::Gone)
+                n += r->core->queueDepth();
         return n;
     }
 
@@ -304,6 +495,9 @@ struct Simulator::Impl final : VirtualDriver {
             out.replicas.push_back(r->fig);
         }
         out.router = router.counters();
+        for (auto &r : replicas) // still billed at the end
+            if (r->phase != ReplicaPhase::Gone)
+                out.replicaSeconds += toSeconds(now - r->askedAt);
         out.configChanges = changes->changes;
         setClocks();
         out.last = snapshot();
@@ -321,6 +515,9 @@ struct Simulator::Impl final : VirtualDriver {
             rec.status = StatusCode::ShuttingDown;
             rec.routerWait = now - w.arrival;
             ++out.failed;
+            if (o.onResponse)
+                o.onResponse(w.index, w.arrival,
+                             refusal(rec.id, Status(StatusCode::ShuttingDown, "cancelled")));
             if (o.observer)
                 o.observer->onRequestFailed(rec);
         }

@@ -42,6 +42,7 @@
 
 #include "engine/sim/calibration/cost_model.h"
 #include "engine/sim/simulation/cost_backend.h"
+#include "engine/sim/simulation/fleet_scaling.h"
 #include "engine/sim/simulation/router.h"
 
 #include "engine/core/records.h"
@@ -94,6 +95,11 @@ struct SimOutcome {
     std::size_t routerQueued = 0;
     Duration routerWaitTotal{}, routerWaitMax{};
     Router::Counters router;
+    // Replica time billed: Σ over replicas of the time from when they were
+    // asked for (the start, for the first ones) until they were gone or
+    // the run ended — cold starts and drains included (fleet_scaling.h).
+    double replicaSeconds = 0;
+    int peakReplicas = 0; // replicas billed at once, at most
 };
 
 struct SimulatorOptions {
@@ -131,6 +137,16 @@ struct SimulatorOptions {
     int replicas = 1;
     RouterOptions router;
     int routerQueueLimit = 0;
+    // Autoscaling (issue 37, fleet_scaling.h): `replicas` serve from the
+    // start, then a decision every scaling->period adds replicas (serving
+    // after the cold start) or drains them. Not with an `observer`: a
+    // scaled fleet records no session (SimOutcome::status says so).
+    std::optional<FleetScaling> scaling;
+    // Each request as it ended — completed, failed or refused (then with
+    // the refusal's status and no timing): its position in the arrivals,
+    // when it arrived (before now if it waited at the router) and the
+    // engine's response. Optional; what a caller needs without a session.
+    std::function<void(std::size_t index, TimePoint arrival, const Response &)> onResponse;
 };
 
 // The fleet's snapshot for a metric sample: counters, rates and depths

@@ -1,0 +1,257 @@
+// Issue 37 items 1 and 2: a fleet that scales on the virtual clock — a new
+// replica serves only after its cold start, a removed one drains, a starting
+// one is cancelled first, billing runs from the ask to the end of the drain
+// — and the autoscaler replayed over a trace: windows, misses during cold
+// starts, cost, and the search for the cheapest policy that meets the SLO.
+#include "engine/sim/fleet/autoscale_sim.h"
+#include "engine/sim/simulation/simulator.h"
+
+#include <QtTest>
+
+#include <map>
+
+using namespace bp;
+using namespace std::chrono_literals;
+
+namespace {
+
+// One request per batch, each `cost` long: a deterministic server.
+SimulatorOptions deterministic(Duration cost)
+{
+    SimulatorOptions o;
+    o.config.policy = PolicyKind::None;
+    o.config.queueCapacity = 1'000'000;
+    o.cost.coef[0] = toSeconds(cost);
+    return o;
+}
+
+// One arrival at k + 0.5 s for each k in [from, to), `perSecond` of them spread over each second.
+void steady(std::vector<PlannedArrival> &out, double from, double to, int perSecond)
+{
+    for (double t = from; t < to; t += 1.0)
+        for (int i = 0; i < perSecond; ++i) {
+            PlannedArrival a;
+            a.offset = fromSeconds(t + (i + 0.5) / perSecond);
+            out.push_back(a);
+        }
+}
+
+struct Events {
+    std::vector<ScaleEvent> all;
+    std::vector<double> at(ReplicaPhase p) const
+    {
+        std::vector<double> t;
+        for (const ScaleEvent &e : all)
+            if (e.phase == p)
+                t.push_back(e.atS);
+        return t;
+    }
+};
+
+// A decision that follows a script: the replicas wanted from each time on.
+FleetScaling scripted(std::map<double, int> script, Duration coldStart, Events &events)
+{
+    FleetScaling s;
+    s.period = 15s;
+    s.coldStart = coldStart;
+    s.maxReplicas = 8;
+    s.decide = [script](const FleetObservation &o) {
+        int want = 1;
+        for (const auto &[from, n] : script)
+            if (o.atS >= from)
+                want = n;
+        return want;
+    };
+    s.onEvent = [&events](const ScaleEvent &e) { events.all.push_back(e); };
+    return s;
+}
+
+} // namespace
+
+class TestFleetScaling : public QObject {
+    Q_OBJECT
+private slots:
+    // Up at the decision at 60 s, serving at 90 s (cold start 30 s); the
+    // router sends nothing to a starting replica; down at 300 s, the two
+    // drain (the last serving one never does); billing from ask to gone.
+    void coldStartThenDrain()
+    {
+        Events events;
+        SimulatorOptions o = deterministic(100ms);
+        o.router.policy = RouterPolicy::RoundRobin;
+        o.scaling = scripted({{60, 3}, {300, 1}}, 30s, events);
+        std::vector<PlannedArrival> arrivals;
+        steady(arrivals, 0, 600, 1);
+        const SimOutcome out = Simulator(o).run(arrivals);
+        QVERIFY2(out.status.isOk(), out.status.message().c_str());
+        QCOMPARE(out.completed, arrivals.size());
+        QCOMPARE(events.at(ReplicaPhase::Starting), (std::vector<double>{60, 60}));
+        QCOMPARE(events.at(ReplicaPhase::Ready), (std::vector<double>{90, 90}));
+        QCOMPARE(events.at(ReplicaPhase::Draining), (std::vector<double>{300, 300}));
+        const auto gone = events.at(ReplicaPhase::Gone);
+        QCOMPARE(gone.size(), std::size_t(2));
+        for (double t : gone) // each drained its one request in flight, if any, within 0.1 s
+            QVERIFY(t >= 300 && t <= 300.1 + 1e-9);
+        // 0..89 and 300..599 go to replica 0; 90.5..299.5 (210 arrivals) round the three.
+        QCOMPARE(out.replicas.size(), std::size_t(3));
+        QCOMPARE(out.replicas[1].routed, std::size_t(70));
+        QCOMPARE(out.replicas[2].routed, std::size_t(70));
+        QCOMPARE(out.replicas[0].routed, std::size_t(600 - 140));
+        QCOMPARE(out.peakReplicas, 3);
+        const double span = toSeconds(out.end - o.start);
+        const double expected = span + (gone[0] - 60) + (gone[1] - 60);
+        QVERIFY2(std::abs(out.replicaSeconds - expected) < 1e-6,
+                 qPrintable(QString::number(out.replicaSeconds) + " vs " + QString::number(expected)));
+    }
+
+    // A scale-down while a replica is still starting cancels it (it never
+    // serves) and bills it only up to the cancel.
+    void scaleDownCancelsAStartingReplicaFirst()
+    {
+        Events events;
+        SimulatorOptions o = deterministic(10ms);
+        o.scaling = scripted({{15, 2}, {30, 1}}, 60s, events);
+        std::vector<PlannedArrival> arrivals;
+        steady(arrivals, 0, 120, 2);
+        const SimOutcome out = Simulator(o).run(arrivals);
+        QVERIFY(out.status.isOk());
+        QCOMPARE(events.at(ReplicaPhase::Starting), (std::vector<double>{15}));
+        QCOMPARE(events.at(ReplicaPhase::Gone), (std::vector<double>{30}));
+        QVERIFY(events.at(ReplicaPhase::Ready).empty());
+        QVERIFY(events.at(ReplicaPhase::Draining).empty());
+        QCOMPARE(out.replicas.size(), std::size_t(2));
+        QCOMPARE(out.replicas[1].routed, std::size_t(0));
+        QVERIFY(std::abs(out.replicaSeconds - (toSeconds(out.end - o.start) + 15)) < 1e-6);
+    }
+
+    // Decisions are clamped to 1..max; the fleet never drains its last
+    // serving replica; a decision sees the load; bad set-ups are refused.
+    void clampsObservesAndRefuses()
+    {
+        Events events;
+        SimulatorOptions o = deterministic(50ms);
+        o.replicas = 2;
+        std::vector<FleetObservation> seen;
+        o.scaling = scripted({{0, 0}}, 0s, events);
+        o.scaling->maxReplicas = 4;
+        o.scaling->onDecision = [&seen](const FleetObservation &ob, int wanted) {
+            QCOMPARE(wanted, 1);
+            seen.push_back(ob);
+        };
+        std::vector<PlannedArrival> arrivals;
+        steady(arrivals, 0, 60, 4);
+        const SimOutcome out = Simulator(o).run(arrivals);
+        QVERIFY(out.status.isOk());
+        QCOMPARE(events.at(ReplicaPhase::Draining).size(), std::size_t(1));
+        QVERIFY(!seen.empty());
+        QCOMPARE(seen.front().atS, 15.0);
+        QCOMPARE(seen.front().ready, 2);
+        QCOMPARE(seen.front().arrivalRate, 4.0); // 60 arrivals over the first 15 s
+        QCOMPARE(seen.back().ready, 1);
+
+        SimulatorOptions bad = deterministic(50ms);
+        bad.scaling = FleetScaling{}; // no decision
+        QCOMPARE(Simulator(bad).run(arrivals).status.code(), StatusCode::InvalidArgument);
+        struct Nothing final : EngineObserver {
+        } observer;
+        bad.scaling = scripted({}, 0s, events);
+        bad.observer = &observer;
+        QCOMPARE(Simulator(bad).run(arrivals).status.code(), StatusCode::InvalidArgument);
+    }
+
+    // A step in the load (2/s, then 30/s against 10/s a replica serves):
+    // the reactive policy scales up and the requests that wait through the
+    // cold start miss the SLO — attributed to it. Without a cold start the
+    // same policy misses less; windows and cost add up.
+    void stepLoadMissesDuringTheColdStart()
+    {
+        const SimulatorOptions model = deterministic(100ms);
+        std::vector<PlannedArrival> arrivals;
+        steady(arrivals, 0, 300, 2);
+        steady(arrivals, 300, 900, 30);
+        AutoscaleSimRequest r;
+        r.config = model.config; // one request at a time: 10/s a replica
+        r.slo.e2eP99 = 2s;
+        r.windowS = 60;
+        r.periodS = 15;
+        ReactiveKnobs k;
+        k.metric = ScaleMetric::QueueDepth;
+        k.target = 5;
+        k.bounds = {1, 8};
+        r.coldStartS = 120;
+        const AutoscaleRun slow = simulateAutoscale(model, arrivals, r, k);
+        r.coldStartS = 0;
+        const AutoscaleRun fast = simulateAutoscale(model, arrivals, r, k);
+        for (const AutoscaleRun *run : {&slow, &fast}) {
+            if (qEnvironmentVariableIsSet("BP_DEBUG"))
+                qDebug("%s", autoscaleRunJson(*run).dump().c_str());
+            QVERIFY(run->status.isOk());
+            QCOMPARE(run->requests, arrivals.size());
+            QCOMPARE(run->windows.size(), std::size_t(15));
+            std::size_t sum = 0;
+            for (const AutoscaleWindow &w : run->windows)
+                sum += w.requests;
+            QCOMPARE(sum, arrivals.size());
+            QVERIFY(run->peakReplicas >= 3);
+            QVERIFY(run->scaleUps >= 2);
+        }
+        QVERIFY(slow.windows[0].met && slow.windows[4].met); // before the step
+        QVERIFY(!slow.windows[5].met);                       // the step and its cold start
+        QVERIFY(slow.coldMisses > 0);
+        // Most during the cold start; the rest arrived in the 15 s before the
+        // decision that asked for replicas (the policy's reaction, not the start).
+        QVERIFY(slow.coldMisses * 10 >= slow.misses * 8);
+        QVERIFY2(fast.misses < slow.misses,
+                 qPrintable(QString::number(fast.misses) + " vs " + QString::number(slow.misses)));
+        QCOMPARE(fast.coldMisses, std::size_t(0));
+        QVERIFY(slow.replicaHours > 900.0 / 3600);
+        r.replicaCostPerHour = 2;
+        const AutoscaleRun priced = simulateAutoscale(model, arrivals, r, k);
+        QCOMPARE(priced.cost, priced.replicaHours * 2);
+        const auto doc = autoscaleRunJson(slow);
+        QCOMPARE(doc["windows"].size(), std::size_t(15));
+        QCOMPARE(doc["timeline"][0].size(), std::size_t(5));
+    }
+
+    // The search finds a policy that meets the SLO in every window, cheaper
+    // than the most eager one it could have taken, and each cheaper rung
+    // it tried on the winner's ladder missed (or billed more).
+    void searchFindsTheCheapestPolicyThatMeets()
+    {
+        const SimulatorOptions model = deterministic(100ms);
+        std::vector<PlannedArrival> arrivals;
+        int step = 0; // 5/s up to 25/s in 300 s steps, and down
+        for (int rate : {5, 10, 15, 20, 25, 10, 5}) {
+            steady(arrivals, step * 300.0, step * 300.0 + 300, rate);
+            ++step;
+        }
+        AutoscaleSimRequest r;
+        r.config = model.config;
+        r.slo.e2eP99 = 3s;
+        r.windowS = 300;
+        r.coldStartS = 60;
+        ReactiveKnobs k;
+        k.metric = ScaleMetric::RunningSequences;
+        k.target = 0.8;
+        k.bounds = {1, 6};
+        AutoscaleSearch s;
+        s.requiredShare = 0.99;
+        s.threads = 2;
+        const AutoscaleSearchResult found = searchAutoscale(model, arrivals, r, k, s);
+        QVERIFY(found.best);
+        QVERIFY(found.bestRun.windowsMetShare() >= 0.99);
+        QVERIFY(found.runs >= 4);
+        QCOMPARE(found.tried.size(), found.runs);
+        for (const auto &[knobs, run] : found.tried)
+            if (run.status && !run.stopped && run.windowsMetShare() >= 0.99)
+                QVERIFY(run.replicaHours >= found.bestRun.replicaHours);
+        double dearest = 0;
+        for (const auto &[knobs, run] : found.tried)
+            if (!run.stopped)
+                dearest = std::max(dearest, run.replicaHours);
+        QVERIFY(found.bestRun.replicaHours < dearest);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestFleetScaling)
+#include "test_fleet_scaling.moc"
