@@ -239,4 +239,89 @@ Result<StoredPlan> capacityPlan(const TraceStore &store, std::int64_t id)
     return p;
 }
 
+Result<std::int64_t> saveAutoscaleRun(const TraceStore &store, const StoredAutoscaleRun &r)
+{
+    auto db = store::openConnection(store.path());
+    if (!db)
+        return db.status();
+    auto st = db->prepare("INSERT INTO autoscale_runs (created_at_us, source_trace_id, calibration_id, slo, "
+                          "policy, result) VALUES (?, ?, ?, ?, ?, ?)");
+    if (!st)
+        return st.status();
+    st->bind(1, r.createdAtUs ? r.createdAtUs : wallClockMicros());
+    if (r.sourceTraceId)
+        st->bind(2, *r.sourceTraceId);
+    else
+        st->bindNull(2);
+    st->bind(3, r.calibrationId);
+    st->bind(4, r.slo);
+    st->bind(5, r.policy);
+    st->bind(6, r.result.dump());
+    if (const int rc = st->step(); rc != SQLITE_DONE)
+        return db->error(rc, "store an autoscale run");
+    return db->lastInsertId();
+}
+
+Result<std::vector<AutoscaleHeadline>> autoscaleRunHeadlines(const TraceStore &store, std::int64_t traceId)
+{
+    auto db = store::openConnection(store.path());
+    if (!db)
+        return db.status();
+    auto st =
+        db->prepare("SELECT id, created_at_us, slo, policy, json_extract(result, '$.run.windows_met_share'), "
+                    "json_extract(result, '$.run.replica_hours'), json_extract(result, "
+                    "'$.run.peak_replicas') FROM autoscale_runs WHERE source_trace_id = ? ORDER BY id DESC");
+    if (!st)
+        return st.status();
+    st->bind(1, traceId);
+    std::vector<AutoscaleHeadline> out;
+    for (;;) {
+        const int rc = st->step();
+        if (rc == SQLITE_DONE)
+            break;
+        if (rc != SQLITE_ROW)
+            return db->error(rc, "list autoscale runs");
+        AutoscaleHeadline h;
+        h.id = st->int64At(0);
+        h.createdAtUs = st->int64At(1);
+        h.slo = st->textAt(2);
+        h.policy = st->textAt(3);
+        h.windowsMetShare = st->isNullAt(4) ? 0.0 : st->doubleAt(4);
+        h.replicaHours = st->isNullAt(5) ? 0.0 : st->doubleAt(5);
+        h.peakReplicas = st->isNullAt(6) ? 0 : int(st->int64At(6));
+        out.push_back(std::move(h));
+    }
+    return out;
+}
+
+Result<StoredAutoscaleRun> autoscaleRun(const TraceStore &store, std::int64_t id)
+{
+    auto db = store::openConnection(store.path());
+    if (!db)
+        return db.status();
+    auto st =
+        db->prepare("SELECT id, created_at_us, source_trace_id, calibration_id, slo, policy, result FROM "
+                    "autoscale_runs WHERE id = ?");
+    if (!st)
+        return st.status();
+    st->bind(1, id);
+    const int rc = st->step();
+    if (rc == SQLITE_DONE)
+        return Status(StatusCode::NotFound, "no autoscale run " + std::to_string(id));
+    if (rc != SQLITE_ROW)
+        return db->error(rc, "read an autoscale run");
+    StoredAutoscaleRun r;
+    r.id = st->int64At(0);
+    r.createdAtUs = st->int64At(1);
+    if (!st->isNullAt(2))
+        r.sourceTraceId = st->int64At(2);
+    r.calibrationId = st->int64At(3);
+    r.slo = st->textAt(4);
+    r.policy = st->textAt(5);
+    r.result = nlohmann::json::parse(st->textAt(6), nullptr, false);
+    if (r.result.is_discarded())
+        return Status(StatusCode::Internal, "autoscale run " + std::to_string(id) + " is not valid JSON");
+    return r;
+}
+
 } // namespace bp

@@ -1,8 +1,8 @@
 // Fleets in the trace database (issue 26, docs/schema.md): a simulated
-// fleet session's per-replica figures (`replica_figures`) and capacity
-// plans (`capacity_plans`, `batchpilot plan`: the plan as one JSON
-// document). Reports show a "Fleet" table for a session with replica rows
-// and a "Capacity plan" section for a session or trace that has a plan.
+// fleet session's per-replica figures (`replica_figures`), capacity plans
+// (`capacity_plans`, `batchpilot plan`: the plan as one JSON document) and
+// autoscaler replays (`autoscale_runs`, `batchpilot autoscale --trace`). Reports show a "Fleet" table for a
+// session with replica rows and a "Capacity plan" section for a session or trace that has a plan.
 //
 // Every call opens its own connection to the store's file (the store must
 // have been opened, and so migrated, first). Thread-safe.
@@ -67,5 +67,29 @@ Result<std::vector<PlanHeadline>> capacityPlanHeadlines(const TraceStore &store,
                                                         std::optional<std::int64_t> traceId);
 // One plan with its document; NotFound for an unknown id.
 Result<StoredPlan> capacityPlan(const TraceStore &store, std::int64_t id);
+
+// An autoscaler replayed over a trace (issue 37, `autoscale --trace`).
+struct StoredAutoscaleRun {
+    std::int64_t id = 0; // 0 = not stored
+    std::int64_t createdAtUs = 0;
+    std::optional<std::int64_t> sourceTraceId; // NULL once the trace was deleted
+    std::int64_t calibrationId = 0;            // 0 = a calibration file
+    std::string slo;                           // "ttft p99 <= 2 s, tpot p99 <= 200 ms"
+    std::string policy;                        // AutoscalePolicy::describe()
+    nlohmann::json result;                     // the document `autoscale --trace --json` prints
+};
+// Stores `r` (createdAtUs 0 = now); returns the new id.
+Result<std::int64_t> saveAutoscaleRun(const TraceStore &store, const StoredAutoscaleRun &r);
+// A stored run's headline, read without its document.
+struct AutoscaleHeadline {
+    std::int64_t id = 0, createdAtUs = 0;
+    std::string slo, policy;
+    double windowsMetShare = 0, replicaHours = 0;
+    int peakReplicas = 0;
+};
+// The runs over a trace, newest first.
+Result<std::vector<AutoscaleHeadline>> autoscaleRunHeadlines(const TraceStore &store, std::int64_t traceId);
+// One run with its document; NotFound for an unknown id.
+Result<StoredAutoscaleRun> autoscaleRun(const TraceStore &store, std::int64_t id);
 
 } // namespace bp

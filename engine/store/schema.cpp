@@ -271,9 +271,24 @@ constexpr const char *kMigration12 = R"sql(
 ALTER TABLE calibrations ADD COLUMN dtype TEXT NOT NULL DEFAULT 'float32';
 )sql";
 
-constexpr const char *kMigrations[] = {kMigration1, kMigration2,  kMigration3,  kMigration4,
-                                       kMigration5, kMigration6,  kMigration7,  kMigration8,
-                                       kMigration9, kMigration10, kMigration11, kMigration12};
+// Version 13: autoscaler replays (issue 37, `batchpilot autoscale --trace`):
+// a policy run over a trace, the run itself one JSON document.
+constexpr const char *kMigration13 = R"sql(
+CREATE TABLE autoscale_runs (
+  id              INTEGER PRIMARY KEY,
+  created_at_us   INTEGER NOT NULL,
+  source_trace_id INTEGER REFERENCES traces(id) ON DELETE SET NULL,
+  calibration_id  INTEGER NOT NULL DEFAULT 0,
+  slo             TEXT    NOT NULL,
+  policy          TEXT    NOT NULL,
+  result          TEXT    NOT NULL
+);
+CREATE INDEX autoscale_runs_by_trace ON autoscale_runs(source_trace_id);
+)sql";
+
+constexpr const char *kMigrations[] = {kMigration1,  kMigration2,  kMigration3, kMigration4, kMigration5,
+                                       kMigration6,  kMigration7,  kMigration8, kMigration9, kMigration10,
+                                       kMigration11, kMigration12, kMigration13};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 } // namespace

@@ -31,7 +31,7 @@
 
 namespace bp::store {
 
-constexpr int kSchemaVersion = 12;
+constexpr int kSchemaVersion = 13;
 // 'BPTS' (BatchPilot trace store)
 constexpr std::int64_t kApplicationId = 0x42505453;
 

@@ -5,6 +5,8 @@
 // starts, cost, and the search for the cheapest policy that meets the SLO.
 #include "engine/sim/fleet/autoscale_sim.h"
 #include "engine/sim/simulation/simulator.h"
+#include "engine/store/fleet_store.h"
+#include "engine/store/trace_store.h"
 
 #include <QtTest>
 
@@ -250,6 +252,51 @@ private slots:
             if (!run.stopped)
                 dearest = std::max(dearest, run.replicaHours);
         QVERIFY(found.bestRun.replicaHours < dearest);
+    }
+
+    // A trace read whole at a rate scale; a run stored and read back (the
+    // headline without its document); bad ids and traces are errors.
+    void loadsATraceAndStoresARun()
+    {
+        QTemporaryDir dir;
+        auto store = TraceStore::open(dir.filePath("t.sqlite").toStdString()).value();
+        std::vector<TraceRow> rows;
+        for (int i = 0; i < 100; ++i)
+            rows.push_back({i * 2.0, 16, 4});
+        const auto trace = store->addTrace("t", "", TraceFormat::Plain, rows).value().id;
+        const SimulatorOptions model = deterministic(10ms);
+        auto loaded = loadAutoscaleArrivals(*store, trace, 4, model);
+        QVERIFY(loaded);
+        QCOMPARE(loaded->arrivals.size(), std::size_t(100));
+        QCOMPARE(loaded->spanS, 99 * 2.0 / 4);
+        QCOMPARE(loaded->outputTokens, std::int64_t(400));
+        QCOMPARE(loadAutoscaleArrivals(*store, trace + 1, 4, model).status().code(), StatusCode::NotFound);
+        QCOMPARE(loadAutoscaleArrivals(*store, trace, 0, model).status().code(), StatusCode::InvalidArgument);
+
+        AutoscaleSimRequest r;
+        r.config = model.config;
+        r.slo.e2eP99 = 1s;
+        r.windowS = 10;
+        ReactiveKnobs k;
+        const AutoscaleRun run = simulateAutoscale(model, loaded->arrivals, r, k);
+        QVERIFY(run.status.isOk());
+        StoredAutoscaleRun stored;
+        stored.sourceTraceId = trace;
+        stored.slo = "p99 <= 1 s";
+        stored.policy = run.policy;
+        stored.result = {{"run", autoscaleRunJson(run)}};
+        auto id = saveAutoscaleRun(*store, stored);
+        QVERIFY(id);
+        const auto heads = autoscaleRunHeadlines(*store, trace);
+        QVERIFY(heads);
+        QCOMPARE(heads->size(), std::size_t(1));
+        QCOMPARE(heads->front().policy, run.policy);
+        QCOMPARE(heads->front().windowsMetShare, run.windowsMetShare());
+        QCOMPARE(heads->front().peakReplicas, run.peakReplicas);
+        const auto back = autoscaleRun(*store, *id);
+        QVERIFY(back);
+        QCOMPARE(back->result["run"]["windows"].size(), run.windows.size());
+        QCOMPARE(autoscaleRun(*store, *id + 1).status().code(), StatusCode::NotFound);
     }
 };
 
