@@ -5,8 +5,10 @@
 // policy would do and why. It changes nothing. `--export keda|hpa` prints
 // the policy as a KEDA ScaledObject or an autoscaling/v2 HPA instead
 // (engine/sim/fleet/autoscale_export.h, docs/export.md "Autoscaler
-// manifests"). docs/capacity.md "Autoscaling" describes the policies and
-// their knobs.
+// manifests"). `--trace ID --slo SPEC` replays the policy over a trace on a
+// simulated fleet (cmd_autoscale_trace.cpp); `--decide` reads observations
+// on stdin and prints the policy's decisions, for a controller of one's own.
+// docs/capacity.md "Autoscaling" describes the policies and their knobs.
 #pragma once
 
 #include "app_options.h"
@@ -27,5 +29,7 @@ Result<AutoscaleKnobs> autoscaleKnobsFromArgs(CommandArgs &args);
 Result<std::unique_ptr<AutoscalePolicy>> autoscalePolicyFromArgs(CommandArgs &args);
 
 int runAutoscale(const AppOptions &options);
+// --trace (cmd_autoscale_trace.cpp): the policy replayed over a trace in simulation.
+int runAutoscaleTrace(const AppOptions &options, CommandArgs &args);
 
 } // namespace bp::app

@@ -8,6 +8,7 @@
 #include "engine_host.h"
 
 #include "engine/sim/calibration/calibration_store.h"
+#include "engine/sim/calibration/remote_server_model.h"
 #include "engine/sim/tune/tune_pipeline.h"
 #include "engine/store/trace_store.h"
 
@@ -270,6 +271,25 @@ Result<CostNoise> costNoiseFor(const CommandArgs &args)
         return *noise;
     return Status(StatusCode::InvalidArgument,
                   QStringLiteral("--noise must be none, mean or drawn, not '%1'").arg(name).toStdString());
+}
+
+Result<BatchingConfig> simulatedReplicaConfig(const AppOptions &options, const Calibration &calibration,
+                                              BatchingConfig config,
+                                              const std::function<void(std::string)> &note)
+{
+    if (calibration.remote && simulatesServerModel(*calibration.remote) && options.config.isEmpty()) {
+        auto m = remoteServerModel(*calibration.remote, nullptr);
+        if (!m)
+            return m.status();
+        config = m->config;
+        note("each replica runs " + m->server + "'s scheduler; its settings: " + m->describe());
+    }
+    if (config.policy == PolicyKind::Continuous && !calibration.generative)
+        return Status(StatusCode::InvalidArgument,
+                      "policy continuous needs a generative model's calibration");
+    if (Status s = validate(config); !s)
+        return s;
+    return config;
 }
 
 Result<Calibration> calibrationFor(const TraceStore &store, const AppOptions &options,

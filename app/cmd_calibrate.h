@@ -10,6 +10,9 @@
 #include "engine/sim/calibration/calibration.h"
 #include "engine/sim/simulation/simulator.h"
 
+#include <functional>
+#include <string>
+
 namespace bp::app {
 
 int runCalibrate(const AppOptions &options);
@@ -24,5 +27,14 @@ Result<Calibration> calibrationFor(const TraceStore &store, const AppOptions &op
 // How a simulation charges each unit: --noise none|mean|drawn (default
 // drawn); InvalidArgument naming the bad value.
 Result<CostNoise> costNoiseFor(const CommandArgs &args);
+// The batching config each simulated replica runs (plan, autoscale
+// --trace): `config` (--config, or what the source recorded); without
+// --config, a remote calibration of a server BatchPilot models (vLLM, TGI,
+// SGLang) runs that server's scheduler, said on `note`. InvalidArgument
+// when the config is invalid or needs a generative model the calibration
+// is not of.
+Result<BatchingConfig> simulatedReplicaConfig(const AppOptions &options, const Calibration &calibration,
+                                              BatchingConfig config,
+                                              const std::function<void(std::string)> &note);
 
 } // namespace bp::app

@@ -8,7 +8,6 @@
 #include "engine_host.h"
 
 #include "engine/core/span_text.h"
-#include "engine/sim/calibration/remote_server_model.h"
 #include "engine/sim/fleet/fleet_export.h"
 #include "engine/sim/fleet/fleet_plan.h"
 #include "engine/store/fleet_store.h"
@@ -209,20 +208,12 @@ int runPlan(const AppOptions &options)
                     QStringLiteral("\n(a calibration is the cost model the plan simulates with: "
                                    "batchpilot calibrate --model M [--preset P] --quick)"));
     QTextStream err(stderr);
-    // A remote calibration of a vLLM, TGI, SGLang or Triton server: each
-    // replica runs that server's scheduler model (engine/sim/calibration/remote_server_model.h).
-    if (calibration->remote && simulatesServerModel(*calibration->remote) && options.config.isEmpty()) {
-        auto m = remoteServerModel(*calibration->remote, nullptr);
-        if (!m)
-            return fail(q(m.status().message()));
-        request.config = m->config;
-        err << QStringLiteral("plan: each replica runs %1's scheduler; its settings: %2\n")
-                   .arg(q(m->server), q(m->describe()));
-    }
-    if (request.config.policy == PolicyKind::Continuous && !calibration->generative)
-        return fail(QStringLiteral("policy continuous needs a generative model's calibration"), 2);
-    if (Status s = validate(request.config); !s)
-        return fail(q(s.message()), 2);
+    auto config = simulatedReplicaConfig(options, *calibration, request.config, [&](const std::string &line) {
+        err << "plan: " << q(line) << "\n";
+    });
+    if (!config)
+        return fail(q(config.status().message()), 2);
+    request.config = *config;
 
     SigintFlag sigint;
     request.search.cancel = sigint.flag();

@@ -209,10 +209,44 @@ const std::vector<Command> &commands()
           {"json", "", "print the plan as JSON"}},
          runPlan},
         {"autoscale",
-         "advise on a live fleet: every period, scrape each server's /metrics and print what an autoscaler "
-         "policy would do and why (changes nothing); or print the policy as a KEDA or HPA manifest",
-         "(--watch URL[,URL...] | --export keda|hpa) [OPTIONS]",
-         {{"watch", "URL[,URL...]",
+         "replay an autoscaler policy over a trace in simulation (cold starts, drains, SLO per window, cost, "
+         "a search for the cheapest policy meeting the SLO); advise on a live fleet: every period, scrape "
+         "each server's /metrics and print what the policy would do and why (changes nothing); or print the "
+         "policy as a KEDA or HPA manifest",
+         "(--trace ID --slo SPEC | --watch URL[,URL...] | --decide | --export keda|hpa) [OPTIONS]",
+         {{"trace", "ID",
+           "replay the policy over this imported trace on a simulated fleet (stored unless --no-store)"},
+          {"slo", "SPEC", "trace: 'p99<=2s' or 'ttft_p99<=2s,tpot_p99<=200ms'; judged per window"},
+          {"calibration", "ID|FILE",
+           "trace: the cost model of a replica (default: the newest for --model/--preset)"},
+          {"rate-scale", "K", "trace: K times the trace's rate (every gap divided by K; default 1)"},
+          {"window", "LEN", "trace: the SLO windows, in serving time (default 5m)"},
+          {"cold-start", "LEN",
+           "trace: from a replica asked for to serving (default: --model-bytes / --load-bandwidth + "
+           "--warmup)"},
+          {"model-bytes", "N", "trace: the weights a new replica loads (default: the calibrated model's)"},
+          {"load-bandwidth", "BYTES_PER_S",
+           "trace: disk or network bandwidth the weights load at (default 1e9: 1 GB/s)"},
+          {"warmup", "LEN", "trace: start-up and warm-up beside the load (default 30s)"},
+          {"initial", "N", "trace: replicas serving at the start (default: the policy's minimum)"},
+          {"router", "P", "trace: the fleet's router (default least-outstanding)"},
+          {"router-queue", "N", "trace: hold requests at the router while every replica has N outstanding"},
+          {"replica-cost", "PER_HOUR",
+           "trace: a replica's price per hour: the run's, the plan's and the "
+           "fixed fleet's cost"},
+          {"plan", "ID", "trace: compare with this stored plan (default: plan the trace first, hourly)"},
+          {"no-compare", "", "trace: skip the static plan and the fixed fleet"},
+          {"search", "", "trace: search the policy's knobs for the cheapest that meets the SLO"},
+          {"required-share", "F",
+           "trace --search: the share of windows that must meet the SLO (default 0.99)"},
+          {"jobs", "N", "trace: simulations in parallel (default: the number of cores)"},
+          {"noise", "none|mean|drawn", "trace: how each simulated batch is charged (default drawn, seeded)"},
+          {"no-store", "", "trace: do not store the run in the trace database"},
+          {"decide", "",
+           "read one fleet observation per line on stdin (JSON: at_s, ready, starting, waiting, running, "
+           "kv_usage, arrival_rate) and print the policy's decision per line (JSON: replicas, why): the "
+           "policy for a controller of your own"},
+          {"watch", "URL[,URL...]",
            "the servers (vLLM, TGI, SGLang, Triton or BatchPilot) whose /metrics to read"},
           {"policy", "P", "reactive (default: HPA's algorithm on --metric), scheduled or predictive"},
           {"metric", "M", "reactive: queue (default), running, kv or rate, averaged per replica"},
@@ -234,7 +268,7 @@ const std::vector<Command> &commands()
           {"period", "LEN", "the decision period (default 15s, HPA's sync period)"},
           {"count", "N", "stop after N rounds (default 40: 10 minutes at 15s)"},
           {"token", "T", "bearer token for the servers' /metrics"},
-          {"json", "", "print each round as one JSON line"},
+          {"json", "", "watch: print each round as one JSON line; trace: print the run as JSON"},
           {"export", "FORMAT",
            "print the policy as a manifest instead of watching: keda (a ScaledObject) or hpa "
            "(autoscaling/v2)"},

@@ -22,6 +22,7 @@ Calibration Calibration::forModel(const ModelInfo &info, const std::string &pres
     c.maxSequenceLength = info.maxSequenceLength;
     c.generative = info.generative;
     c.maxNewTokensLimit = info.maxNewTokensLimit;
+    c.parameters = info.parameters;
     // The decoder's positions hold input + generated tokens; echo has none.
     c.positions = info.generative && info.name != "builtin:echo" && info.maxNewTokensLimit > 0
                       ? info.maxNewTokensLimit + 1
@@ -41,8 +42,15 @@ ModelInfo Calibration::modelInfo() const
     m.maxSequenceLength = maxSequenceLength;
     m.generative = generative;
     m.maxNewTokensLimit = maxNewTokensLimit;
+    m.parameters = parameters;
     m.description = "simulated from calibration " + std::to_string(id);
     return m;
+}
+
+std::int64_t Calibration::weightBytes() const
+{
+    const int width = dtype == "float32" ? 4 : dtype == "bfloat16" || dtype == "float16" ? 2 : 0;
+    return parameters > 0 ? parameters * width : 0;
 }
 
 std::string Calibration::describe() const
@@ -157,6 +165,7 @@ nlohmann::json toJson(const Calibration &c)
             {"generative", c.generative},
             {"max_new_tokens_limit", c.maxNewTokensLimit},
             {"positions", c.positions},
+            {"parameters", c.parameters},
             {"source", c.source},
             {"observations", c.observations},
             {"cost_model", toJson(c.cost)},
@@ -188,6 +197,7 @@ Result<Calibration> calibrationFromJson(const nlohmann::json &j)
         c.generative = j.value("generative", false);
         c.maxNewTokensLimit = j.value("max_new_tokens_limit", 0);
         c.positions = j.value("positions", 0);
+        c.parameters = j.value("parameters", std::int64_t(0)); // absent before it was kept: unknown
         c.source = j.value("source", std::string());
         c.observations = j.value("observations", std::size_t(0));
         auto cost = costModelFromJson(j.at("cost_model"));
@@ -207,7 +217,7 @@ Result<Calibration> calibrationFromJson(const nlohmann::json &j)
         c.runSpread = j.value("run_spread", -1.0); // absent before it was measured
         c.measuredLength = j.value("measured_length", 0);
         if (c.model.empty() || c.vocabSize < 1 || c.maxSequenceLength < 1 || c.maxNewTokensLimit < 0 ||
-            c.positions < 0)
+            c.positions < 0 || c.parameters < 0)
             return Status(StatusCode::InvalidArgument,
                           "calibration: model, vocab_size, max_sequence_length are "
                           "required and positive");

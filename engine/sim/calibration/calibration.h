@@ -52,7 +52,8 @@ struct Calibration {
     int maxSequenceLength = 1024;
     bool generative = false;
     int maxNewTokensLimit = 0;
-    int positions = 0; // generative: input + new tokens must fit (0 = no limit)
+    int positions = 0;           // generative: input + new tokens must fit (0 = no limit)
+    std::int64_t parameters = 0; // the model's weights (ModelInfo::parameters); 0 = unknown
 
     CostModel cost;
     FitError error;          // every observation
@@ -76,6 +77,10 @@ struct Calibration {
     // The key and the facts of a loaded model (`preset` for built-ins).
     static Calibration forModel(const ModelInfo &info, const std::string &preset, int threads);
     ModelInfo modelInfo() const;
+    // The bytes of the model's weights (parameters at the dtype's width):
+    // what a new replica loads before it serves. 0 when unknown (a remote
+    // calibration, or one made before parameters were kept).
+    std::int64_t weightBytes() const;
     // "builtin:tiny-decoder (small, cpu, 2 threads)"; a remote one:
     // "llama at http://gpu:8000 (vllm)"
     std::string describe() const;

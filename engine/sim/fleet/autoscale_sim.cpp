@@ -461,4 +461,30 @@ nlohmann::json autoscaleRunJson(const AutoscaleRun &run, bool withTimeline)
     return doc;
 }
 
+nlohmann::json autoscaleKnobsJson(const AutoscaleKnobs &knobs)
+{
+    const auto bounds = [](const ScaleBounds &b) { return nlohmann::json{b.minReplicas, b.maxReplicas}; };
+    if (const auto *r = std::get_if<ReactiveKnobs>(&knobs))
+        return {{"policy", "reactive"},         {"metric", std::string(scaleMetricName(r->metric))},
+                {"target", r->target},          {"tolerance", r->tolerance},
+                {"up_window_s", r->upWindowS},  {"down_window_s", r->downWindowS},
+                {"replicas", bounds(r->bounds)}};
+    if (const auto *s = std::get_if<ScheduledKnobs>(&knobs))
+        return {{"policy", "scheduled"},
+                {"schedule", s->replicas},
+                {"slot_s", s->slotS},
+                {"lead_s", s->leadS},
+                {"replicas", bounds(s->bounds)}};
+    const auto &p = std::get<PredictiveKnobs>(knobs);
+    return {{"policy", "predictive"},
+            {"forecaster", "holt"},
+            {"replica_rate", p.replicaRate},
+            {"alpha", p.alpha},
+            {"beta", p.beta},
+            {"horizon_s", p.horizonS},
+            {"headroom", p.headroom},
+            {"down_window_s", p.downWindowS},
+            {"replicas", bounds(p.bounds)}};
+}
+
 } // namespace bp

@@ -3,8 +3,9 @@
 // trace, on a fleet whose replicas start cold and drain
 // (engine/sim/simulation/fleet_scaling.h), and judged window by window:
 //
-//  - the replicas over time: at every decision, serving, starting and
-//    draining, and what the policy wanted;
+//  - the replicas over time: at each decision that saw or asked for
+//    something new, the fleet as it saw it (serving, starting, draining)
+//    and what the policy wanted;
 //  - per window (serving time, `windowS`; 5 min by default): the requests
 //    that arrived in it, the p99s of TTFT, TPOT and end to end (a failed
 //    request counts as infinitely late) against the SLO's bounds — the window
@@ -76,7 +77,7 @@ struct AutoscaleWindow {
     double attainment() const { return requests ? double(good) / double(requests) : 1.0; }
 };
 
-// The fleet at a decision.
+// The fleet at a decision, as the decision saw it, and what it wanted.
 struct ReplicaPoint {
     double atS = 0;
     int ready = 0, starting = 0, draining = 0;
@@ -134,5 +135,8 @@ AutoscaleSearchResult searchAutoscale(const SimulatorOptions &model, std::span<c
 // A run (and the search's tries) as `autoscale --json` prints it and the
 // console's Fleet view reads it.
 nlohmann::json autoscaleRunJson(const AutoscaleRun &run, bool withTimeline = true);
+// A policy's knobs as JSON: {"policy": "reactive", "metric", "target", ...}
+// (times in seconds), as `autoscale --json` prints them and a search's tries.
+nlohmann::json autoscaleKnobsJson(const AutoscaleKnobs &knobs);
 
 } // namespace bp
