@@ -98,7 +98,7 @@ struct Replica final : ExecutorDriver {
 
     int freeExecutor() const;
     std::optional<TimePoint> nextCompletion() const;
-    std::optional<TimePoint> wakeUp() const { return freeExecutor() >= 0 ? wakeAt : std::nullopt; }
+    std::optional<TimePoint> wakeUp() const { return wakeAt && freeExecutor() >= 0 ? wakeAt : std::nullopt; }
     // The scheduler lateness charged to a unit `executor` starts now: none
     // when it only just became free (the engine's leader goes straight on
     // to the next unit), else its wake-up (CostModel::dispatchLateness).

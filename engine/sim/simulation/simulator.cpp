@@ -388,12 +388,21 @@ struct Simulator::Impl final : VirtualDriver {
             if (r->phase != ReplicaPhase::Ready)
                 continue;
             ++ob.ready;
-            const auto queued = double(r->core->queueDepth());
-            ob.waiting += queued;
-            ob.running += std::max(0.0, double(r->outstanding) - queued);
             MutexLock lock(r->core->mutex());
-            if (const auto g = r->core->schedulerLocked().gauges(now).iteration; g && g->kvCapacityTokens > 0)
-                kv += double(g->kvTokens) / double(g->kvCapacityTokens);
+            const Scheduler &scheduler = r->core->schedulerLocked();
+            if (const auto g = scheduler.gauges(now).iteration) {
+                // Sequences, as a live server's batchpilot_waiting_sequences and
+                // batchpilot_running_sequences say (the scheduler's size() counts both).
+                ob.waiting += double(g->waiting);
+                ob.running += double(g->running);
+                if (g->kvCapacityTokens > 0)
+                    kv += double(g->kvTokens) / double(g->kvCapacityTokens);
+            } else {
+                // Requests queued; the rest of what the replica holds is in its batches.
+                const auto queued = double(scheduler.size());
+                ob.waiting += queued;
+                ob.running += std::max(0.0, double(r->outstanding) - queued);
+            }
         }
         ob.waiting += double(routerQueue.size());
         ob.kvUsage = ob.ready > 0 ? kv / ob.ready : 0;

@@ -161,6 +161,44 @@ private slots:
         QCOMPARE(Simulator(bad).run(arrivals).status.code(), StatusCode::InvalidArgument);
     }
 
+    // Under policy continuous a decision sees sequences as a live server's
+    // gauges say them: running (at most max_num_seqs) and waiting apart,
+    // not the scheduler's size (both together) as waiting. 12 long
+    // generations arrive at once on one replica of max_num_seqs 4 (and one
+    // more at 10 s).
+    void observesRunningAndWaitingSequences()
+    {
+        SimulatorOptions o;
+        o.config.policy = PolicyKind::Continuous;
+        o.config.queueCapacity = 1000;
+        o.config.continuous.maxNumSeqs = 4;
+        o.config.continuous.maxNumBatchedTokens = 64;
+        o.limits.maxSequenceLength = 2048;
+        o.cost.generative = true;
+        o.cost.coef[CostModel::kIterationStart] = 0.01; // a step: 10 ms
+        o.output = OutputKind::Generated;
+        Events events;
+        std::vector<FleetObservation> seen;
+        o.scaling = scripted({}, 0s, events);
+        o.scaling->period = 1s;
+        o.scaling->onDecision = [&seen](const FleetObservation &ob, int) { seen.push_back(ob); };
+        std::vector<PlannedArrival> arrivals(12);
+        for (PlannedArrival &a : arrivals) {
+            a.offset = 100ms;
+            a.inputTokens = 8;
+            a.maxNewTokens = 400; // ~4 s each at 10 ms a step
+        }
+        arrivals.push_back(arrivals.back()); // decisions come while arrivals are still due
+        arrivals.back().offset = 10s;
+        arrivals.back().maxNewTokens = 1;
+        const SimOutcome out = Simulator(o).run(arrivals);
+        QVERIFY2(out.status.isOk(), out.status.message().c_str());
+        QVERIFY(!seen.empty());
+        QCOMPARE(seen.front().atS, 1.0);
+        QCOMPARE(seen.front().running, 4.0);
+        QCOMPARE(seen.front().waiting, 8.0);
+    }
+
     // A step in the load (2/s, then 30/s against 10/s a replica serves):
     // the reactive policy scales up and the requests that wait through the
     // cold start miss the SLO — attributed to it. Without a cold start the
