@@ -6,6 +6,7 @@
 
 #include "engine/store/trace_store.h"
 
+#include <QAreaSeries>
 #include <QBarCategoryAxis>
 #include <QBarSeries>
 #include <QBarSet>
@@ -148,23 +149,28 @@ FleetView::FleetView(std::shared_ptr<TraceStore> store, TraceListModel *traces, 
         s->setPen(pen);
         return s;
     };
-    m_asPlan = step(tr("plan"), QPen(QColor(40, 110, 200, 150), 3));
-    m_asBilled = step(tr("billed (serving + starting + draining)"), QPen(QColor(220, 110, 20), 1.5));
-    m_asWanted = step(tr("wanted"), QPen(QColor(90, 90, 90), 1.2, Qt::DashLine));
-    m_asServing = step(tr("serving"), QPen(QColor(40, 160, 90), 2));
+    m_asPlan = step(tr("plan"), QPen(QColor(40, 110, 200), 2.5));
+    // Billed: a shaded area under its step line (what serving does not cover: starting and draining).
+    m_asBilled = step(QString(), QPen(QColor(220, 110, 20), 1));
+    auto *billedArea = new QAreaSeries(m_asBilled);
+    billedArea->setName(tr("billed (serving + starting + draining)"));
+    billedArea->setPen(QPen(QColor(220, 110, 20), 1));
+    billedArea->setBrush(QColor(245, 170, 90, 140));
+    m_asWanted = step(tr("wanted"), QPen(QColor(60, 60, 60), 1.2, Qt::DashLine));
+    m_asServing = step(tr("serving"), QPen(QColor(30, 150, 80), 2));
     m_asColdMisses = new QScatterSeries(m_autoscaleChart);
-    m_asColdMisses->setName(tr("cold-start misses (window)"));
-    m_asColdMisses->setMarkerSize(9);
-    m_asColdMisses->setColor(QColor(200, 30, 40));
-    m_asColdMisses->setBorderColor(Qt::transparent);
+    m_asColdMisses->setName(tr("cold-start misses (window; hover for the count)"));
+    m_asColdMisses->setMarkerSize(10);
+    m_asColdMisses->setColor(QColor(210, 20, 30));
+    m_asColdMisses->setBorderColor(Qt::white);
     auto *ax = new QValueAxis, *ay = new QValueAxis;
     ax->setLabelFormat(QStringLiteral("%g"));
     ay->setLabelFormat(QStringLiteral("%d"));
     ay->setTitleText(tr("replicas"));
     m_autoscaleChart->addAxis(ax, Qt::AlignBottom);
     m_autoscaleChart->addAxis(ay, Qt::AlignLeft);
-    for (QXYSeries *s :
-         std::initializer_list<QXYSeries *>{m_asPlan, m_asBilled, m_asWanted, m_asServing, m_asColdMisses}) {
+    for (QAbstractSeries *s : std::initializer_list<QAbstractSeries *>{billedArea, m_asPlan, m_asWanted,
+                                                                       m_asServing, m_asColdMisses}) {
         m_autoscaleChart->addSeries(s); // in drawing order: the markers on top
         s->attachAxis(ax);
         s->attachAxis(ay);

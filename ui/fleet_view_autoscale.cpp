@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace bp::ui {
 
@@ -339,7 +340,20 @@ void FleetView::showAutoscaleRun(const AutoscaleDrawing &d)
     m_autoscaleUnitS = d.unitS;
     m_asPlan->setVisible(!d.plan.isEmpty()); // no plan: no plan line, and none in the legend
     if (auto *x = qobject_cast<QValueAxis *>(m_autoscaleChart->axes(Qt::Horizontal).value(0))) {
-        x->setRange(0, d.spanS / d.unitS);
+        // Ticks at whole hours (minutes, seconds) from 0, at most 8 intervals.
+        const double span = d.spanS / d.unitS;
+        static const std::vector<double> hourSteps{1, 2, 3, 6, 12, 24, 48, 72, 168},
+            otherSteps{1, 2, 5, 10, 15, 30, 60};
+        double interval = 1;
+        for (double c : d.unitS == 3600 ? hourSteps : otherSteps)
+            if ((interval = c) * 8 >= span)
+                break;
+        while (interval * 8 < span)
+            interval *= 2;
+        x->setTickType(QValueAxis::TicksDynamic);
+        x->setTickAnchor(0);
+        x->setTickInterval(interval);
+        x->setRange(0, span);
         x->setTitleText(d.unitS == 3600 ? tr("hours of serving time")
                         : d.unitS == 60 ? tr("minutes of serving time")
                                         : tr("seconds of serving time"));

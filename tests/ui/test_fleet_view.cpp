@@ -612,8 +612,8 @@ private slots:
         r.replicaCostPerHour = pr.replicaCostPerHour;
         r.coldStartS = 180;
         ReactiveKnobs k;
-        k.metric = ScaleMetric::QueueDepth;
-        k.target = 2;
+        k.metric = ScaleMetric::RequestRate; // 1.3 of the 1.8 req/s a replica serves
+        k.target = 1.3;
         k.bounds = {1, 16};
         const AutoscaleRun run = simulateAutoscale(model, arrivals.arrivals, r, k);
         QVERIFY(run.status.isOk());
