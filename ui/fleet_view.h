@@ -17,8 +17,9 @@
 // Reads go off the GUI thread (JobTracker) and fetch aggregates only: the
 // plans' and autoscaler runs' headlines (json_extract in SQLite, not the
 // documents), one plan's document (a window per row: 168 for a week of
-// hours), one run's document (its timeline reduced to the points where a
-// line changes, off the GUI thread), one row per replica and the session's
+// hours), one run's document (its timeline reduced off the GUI thread to
+// the points where a line changes, or to the line's envelope when it changes
+// more often than a chart can show), one row per replica and the session's
 // span. Never a session's requests.
 #pragma once
 
@@ -90,7 +91,8 @@ public:
     QLabel *autoscaleSummary() const { return m_autoscaleSummary; }
     // "Replicas over time" for the picked run, x in autoscaleUnitS() seconds
     // (hours for a span of 2 h or more, as the plan's chart): step lines
-    // with a point where the value changes — serving (ready), billed (ready +
+    // with a point where the value changes (the envelope past 1600 points:
+    // fleet_view_autoscale.cpp) — serving (ready), billed (ready +
     // starting + draining), wanted (dashed) — and the plan's replicas per
     // window (two points a window; empty without a plan).
     QLineSeries *autoscaleServingSeries() const { return m_asServing; }

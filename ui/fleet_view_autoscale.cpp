@@ -53,6 +53,48 @@ struct Step {
     }
 };
 
+// A line that changes more often than a chart can show (a policy that
+// flaps every period over a week: ~80k points, seconds to paint) drawn as
+// its envelope: the span cut into `buckets`, each bucket with changes as
+// the value it was entered with, its lowest and highest, and its last —
+// at most 4 points a bucket (a pixel or two), the first and last points
+// kept. A line of at most 4 × `buckets` points is kept whole.
+QList<QPointF> envelope(const QList<QPointF> &points, int buckets)
+{
+    if (points.size() <= 4 * buckets)
+        return points;
+    const double x0 = points.front().x(), x1 = points.back().x();
+    const double width = (x1 - x0) / buckets;
+    QList<QPointF> out;
+    out.reserve(4 * buckets + 2);
+    out << points.front();
+    double carry = points.front().y();
+    const auto push = [&out](QPointF p) {
+        if (out.back() != p)
+            out << p;
+    };
+    for (qsizetype i = 1; i + 1 < points.size();) {
+        const auto bucket = std::int64_t((points[i].x() - x0) / width);
+        const double first = points[i].x();
+        double low = points[i].y(), high = low, lastX = first, lastY = low;
+        for (; i + 1 < points.size() && std::int64_t((points[i].x() - x0) / width) == bucket; ++i) {
+            low = std::min(low, points[i].y());
+            high = std::max(high, points[i].y());
+            lastX = points[i].x();
+            lastY = points[i].y();
+        }
+        push({first, carry});
+        push({first, low});
+        push({first, high});
+        push({lastX, lastY});
+        carry = lastY;
+    }
+    push(points.back());
+    return out;
+}
+constexpr int kEnvelopeBuckets = 400;
+constexpr int kDashedPoints = 500;
+
 QString hours(double h)
 {
     return QString::number(h, 'f', h >= 100 ? 0 : 1);
@@ -156,9 +198,9 @@ Result<AutoscaleDrawing> autoscaleDrawing(const StoredAutoscaleRun &stored)
         }
         for (Step *s : {&serving, &billed, &want})
             s->end(d.spanS);
-        d.serving = std::move(serving.points);
-        d.billed = std::move(billed.points);
-        d.wanted = std::move(want.points);
+        d.serving = envelope(serving.points, kEnvelopeBuckets);
+        d.billed = envelope(billed.points, kEnvelopeBuckets);
+        d.wanted = envelope(want.points, kEnvelopeBuckets);
 
         if (hasPlan) {
             double begin = 0;
@@ -333,6 +375,10 @@ void FleetView::showAutoscaleRun(const AutoscaleDrawing &d)
     m_asServing->replace(d.serving);
     m_asBilled->replace(d.billed);
     m_asWanted->replace(d.wanted);
+    // Dashing a line of thousands of jumps takes seconds to paint: solid then.
+    QPen wantedPen = m_asWanted->pen();
+    wantedPen.setStyle(d.wanted.size() <= kDashedPoints ? Qt::DashLine : Qt::SolidLine);
+    m_asWanted->setPen(wantedPen);
     m_asPlan->replace(d.plan);
     m_asColdMisses->replace(d.coldMisses);
     m_coldMissCounts = d.coldMissCounts;

@@ -559,6 +559,53 @@ private slots:
         QVERIFY(panel->planButton()->isEnabled());
     }
 
+    // A week at a 15 s period where the fleet changes at every decision
+    // (40320 rows: each line would be ~80k points, seconds to paint) is
+    // drawn as its envelope: at most 4 points per 1/400 of the span, the
+    // first and last points and the lowest and highest values kept; the
+    // wanted line solid (a dashed one that long paints for seconds).
+    void reducesAWeekForDrawing()
+    {
+        test::TempStore temp;
+        const auto trace = temp.store->addTrace("t", "", TraceFormat::Plain, stepTrace()).value().id;
+        nlohmann::json timeline = nlohmann::json::array();
+        std::mt19937_64 rng(3);
+        int lowest = 1 << 20, highest = 0;
+        for (int i = 0; i < 40320; ++i) {
+            const int ready = 5 + int(rng() % 20);
+            lowest = std::min(lowest, ready);
+            highest = std::max(highest, ready);
+            timeline.push_back({15.0 * (i + 1), ready, int(rng() % 3), 0, ready});
+        }
+        StoredAutoscaleRun stored;
+        stored.sourceTraceId = trace;
+        stored.slo = "p99 <= 2 s";
+        stored.policy = "reactive";
+        stored.result = {
+            {"run", {{"timeline", timeline}, {"windows", nlohmann::json::array()}, {"span_s", 604800.0}}}};
+        QVERIFY(saveAutoscaleRun(*temp.store, stored));
+        TraceListModel traces;
+        traces.setTraces(temp.store->traces().value());
+        FleetView view(temp.store, &traces, nullptr);
+        QSignalSpy shown(&view, &FleetView::autoscaleRunShown);
+        QTRY_COMPARE(shown.count(), 1);
+        QCOMPARE(view.autoscaleUnitS(), 3600.0);
+        for (QLineSeries *s : {view.autoscaleServingSeries(), view.autoscaleWantedSeries()}) {
+            QVERIFY2(s->count() > 400 && s->count() <= 4 * 400 + 2, qPrintable(QString::number(s->count())));
+            QCOMPARE(s->at(0), QPointF(15.0 / 3600, timeline[0][1].get<double>()));
+            QCOMPARE(s->at(s->count() - 1), QPointF(168, timeline.back()[1].get<double>()));
+            double low = 1e9, high = 0;
+            for (const QPointF &p : s->points()) {
+                low = std::min(low, p.y());
+                high = std::max(high, p.y());
+            }
+            QCOMPARE(low, double(lowest));
+            QCOMPARE(high, double(highest));
+        }
+        QCOMPARE(view.autoscaleWantedSeries()->pen().style(), Qt::SolidLine);
+        QVERIFY(view.autoscaleBilledSeries()->count() <= 4 * 400 + 2);
+    }
+
     // Not a check: with BP_FLEET_AUTOSCALE_SCREENSHOT=FILE.png, the picture
     // in docs/images/fleet-autoscale.png (tests/ui/take_screenshots.sh): a
     // day with a daily shape (low at 04:00, peak at 16:00) planned per hour
