@@ -6,12 +6,14 @@
 
 #include "engine/store/trace_store.h"
 
+#include <QAreaSeries>
 #include <QBarCategoryAxis>
 #include <QBarSeries>
 #include <QBarSet>
 #include <QChart>
 #include <QChartView>
 #include <QComboBox>
+#include <QCursor>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -22,6 +24,7 @@
 #include <QSplitter>
 #include <QStandardItemModel>
 #include <QTableView>
+#include <QToolTip>
 #include <QVBoxLayout>
 #include <QValueAxis>
 
@@ -55,6 +58,7 @@ namespace {
 struct Listing {
     Result<std::vector<PlanHeadline>> plans = std::vector<PlanHeadline>{};
     Result<std::vector<StoredReplica>> replicas = std::vector<StoredReplica>{};
+    Result<std::vector<AutoscaleHeadline>> runs = std::vector<AutoscaleHeadline>{};
     double spanS = 0;
 };
 
@@ -98,13 +102,21 @@ FleetView::FleetView(std::shared_ptr<TraceStore> store, TraceListModel *traces, 
     m_plan->setToolTip(tr("The capacity plans stored for this source (batchpilot plan, or the Advisor's "
                           "Plan replicas), newest first"));
     auto *refresh = new QPushButton(tr("↻"), this);
-    refresh->setToolTip(tr("List the plans again"));
+    refresh->setToolTip(tr("List the plans and autoscaler runs again"));
     refresh->setFixedWidth(refresh->fontMetrics().horizontalAdvance(QStringLiteral("↻")) + 20);
     auto *top = new QHBoxLayout;
     top->addWidget(new QLabel(tr("Source"), this));
     top->addWidget(m_source, 2);
     top->addWidget(new QLabel(tr("Plan"), this));
     top->addWidget(m_plan, 3);
+    m_autoscale = new QComboBox(this);
+    m_autoscale->setToolTip(tr("The autoscaler replays stored for this trace (batchpilot autoscale --trace), "
+                               "newest first"));
+    m_autoscale->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_autoscale->setMinimumContentsLength(24);
+    m_autoscaleLabel = new QLabel(tr("Autoscaler"), this);
+    top->addWidget(m_autoscaleLabel);
+    top->addWidget(m_autoscale, 3);
     top->addWidget(refresh);
     m_summary = new QLabel(tr("Pick a trace or session with a capacity plan (batchpilot plan --trace ID "
                               "--slo 'p99<=2s', or the Advisor's Plan replicas)."),
@@ -128,6 +140,65 @@ FleetView::FleetView(std::shared_ptr<TraceStore> store, TraceListModel *traces, 
     auto *planView = new QChartView(m_planChart, this);
     planView->setRenderHint(QPainter::Antialiasing);
     planView->setMinimumHeight(200);
+
+    // Replicas over time for the picked autoscaler run, the plan's step on the same axes.
+    m_autoscaleChart = chart(tr("Replicas over time"));
+    const auto step = [this](const QString &name, const QPen &pen) {
+        auto *s = new QLineSeries(m_autoscaleChart);
+        s->setName(name);
+        s->setPen(pen);
+        return s;
+    };
+    m_asPlan = step(tr("plan"), QPen(QColor(40, 110, 200), 2.5));
+    // Billed: a shaded area under its step line (what serving does not cover: starting and draining).
+    m_asBilled = step(QString(), QPen(QColor(220, 110, 20), 1));
+    auto *billedArea = new QAreaSeries(m_asBilled);
+    billedArea->setName(tr("billed (serving + starting + draining)"));
+    billedArea->setPen(QPen(QColor(220, 110, 20), 1));
+    billedArea->setBrush(QColor(245, 170, 90, 140));
+    m_asWanted = step(tr("wanted"), QPen(QColor(60, 60, 60), 1.2, Qt::DashLine));
+    m_asServing = step(tr("serving"), QPen(QColor(30, 150, 80), 2));
+    m_asColdMisses = new QScatterSeries(m_autoscaleChart);
+    m_asColdMisses->setName(tr("cold-start misses (window; hover for the count)"));
+    m_asColdMisses->setMarkerSize(10);
+    m_asColdMisses->setColor(QColor(210, 20, 30));
+    m_asColdMisses->setBorderColor(Qt::white);
+    auto *ax = new QValueAxis, *ay = new QValueAxis;
+    ax->setLabelFormat(QStringLiteral("%g"));
+    ay->setLabelFormat(QStringLiteral("%d"));
+    ay->setTitleText(tr("replicas"));
+    m_autoscaleChart->addAxis(ax, Qt::AlignBottom);
+    m_autoscaleChart->addAxis(ay, Qt::AlignLeft);
+    for (QAbstractSeries *s : std::initializer_list<QAbstractSeries *>{billedArea, m_asPlan, m_asWanted,
+                                                                       m_asServing, m_asColdMisses}) {
+        m_autoscaleChart->addSeries(s); // in drawing order: the markers on top
+        s->attachAxis(ax);
+        s->attachAxis(ay);
+    }
+    connect(m_asColdMisses, &QXYSeries::hovered, this, [this](const QPointF &point, bool state) {
+        if (!state) {
+            QToolTip::hideText();
+            return;
+        }
+        int best = -1;
+        for (int i = 0; i < m_asColdMisses->count(); ++i)
+            if (best < 0 || std::abs(m_asColdMisses->at(i).x() - point.x()) <
+                                std::abs(m_asColdMisses->at(best).x() - point.x()))
+                best = i;
+        if (best >= 0 && best < m_coldMissTips.size())
+            QToolTip::showText(QCursor::pos(), m_coldMissTips[best]);
+    });
+    auto *autoscaleView = new QChartView(m_autoscaleChart, this);
+    autoscaleView->setRenderHint(QPainter::Antialiasing);
+    autoscaleView->setMinimumHeight(200);
+    m_autoscaleSummary = new QLabel(this);
+    m_autoscaleSummary->setWordWrap(true);
+    m_autoscaleSummary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_autoscalePanel = new QWidget(this);
+    auto *autoscaleLayout = new QVBoxLayout(m_autoscalePanel);
+    autoscaleLayout->setContentsMargins(0, 0, 0, 0);
+    autoscaleLayout->addWidget(m_autoscaleSummary);
+    autoscaleLayout->addWidget(autoscaleView, 1);
 
     m_loadChart = chart(tr("Per-replica load"));
     auto *bars = new QBarSeries(m_loadChart);
@@ -158,9 +229,11 @@ FleetView::FleetView(std::shared_ptr<TraceStore> store, TraceListModel *traces, 
 
     auto *left = new QSplitter(Qt::Vertical, this);
     left->addWidget(planView);
+    left->addWidget(m_autoscalePanel);
     left->addWidget(m_windowTable);
     left->setStretchFactor(0, 3);
-    left->setStretchFactor(1, 2);
+    left->setStretchFactor(1, 4);
+    left->setStretchFactor(2, 2);
     auto *right = new QWidget(this);
     auto *rightLayout = new QVBoxLayout(right);
     rightLayout->setContentsMargins(0, 0, 0, 0);
@@ -181,6 +254,7 @@ FleetView::FleetView(std::shared_ptr<TraceStore> store, TraceListModel *traces, 
     connect(refresh, &QPushButton::clicked, this, &FleetView::refresh);
     connect(m_source, &QComboBox::currentIndexChanged, this, &FleetView::sourceChanged);
     connect(m_plan, &QComboBox::currentIndexChanged, this, &FleetView::loadPlan);
+    connect(m_autoscale, &QComboBox::currentIndexChanged, this, &FleetView::loadAutoscaleRun);
     connect(m_windowTable->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             [this](const QModelIndex &current) {
                 if (!m_fleetSession && current.isValid())
@@ -191,6 +265,7 @@ FleetView::FleetView(std::shared_ptr<TraceStore> store, TraceListModel *traces, 
         if (!samePick)
             sourceChanged();
     });
+    listAutoscaleRuns({});
     sourceChanged();
 }
 
@@ -198,6 +273,7 @@ FleetView::~FleetView()
 {
     m_listJobs.reset();
     m_planJobs.reset();
+    m_autoscaleJobs.reset();
     m_pool.waitForDone();
 }
 
@@ -236,11 +312,13 @@ void FleetView::refresh()
                 if (l.replicas && !l.replicas->empty())
                     if (auto span = sessionSpanS(*store, id))
                         l.spanS = *span;
+            } else {
+                l.runs = autoscaleRunHeadlines(*store, id);
             }
             return l;
         },
         [this, session, id](Listing l) {
-            for (const Status &s : {l.plans.status(), l.replicas.status()})
+            for (const Status &s : {l.plans.status(), l.replicas.status(), l.runs.status()})
                 if (!s) {
                     m_summary->setText(QString::fromStdString(s.message()));
                     emit failed(m_summary->text());
@@ -299,6 +377,7 @@ void FleetView::refresh()
                 }
                 showReplicas(labels, busy);
             }
+            listAutoscaleRuns(*l.runs);
             emit plansListed();
             if (m_plan->count() == 0) {
                 m_shown.reset();

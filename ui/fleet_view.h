@@ -8,10 +8,19 @@
 // its replica_figures rows (routed, busy fraction, peak outstanding), else
 // the selected window's replicas from the plan (the peak window at first).
 //
+// For a trace it also lists the stored autoscaler replays (`batchpilot
+// autoscale --trace`, issue 37 item 5) and draws the one picked: the replicas
+// over time — serving, billed (serving + starting + draining) and wanted —
+// with the plan's replicas per window on the same axes and the windows that
+// had misses during a cold start marked.
+//
 // Reads go off the GUI thread (JobTracker) and fetch aggregates only: the
-// plans' headlines (json_extract in SQLite, not the documents), one plan's
-// document (a window per row: 168 for a week of hours), one row per replica
-// and the session's span. Never a session's requests.
+// plans' and autoscaler runs' headlines (json_extract in SQLite, not the
+// documents), one plan's document (a window per row: 168 for a week of
+// hours), one run's document (its timeline reduced off the GUI thread to
+// the points where a line changes, or to the line's envelope when it changes
+// more often than a chart can show), one row per replica and the session's
+// span. Never a session's requests.
 #pragma once
 
 #include "job_tracker.h"
@@ -19,6 +28,9 @@
 
 #include "engine/store/fleet_store.h"
 
+#include <QList>
+#include <QPointF>
+#include <QStringList>
 #include <QThreadPool>
 #include <QWidget>
 
@@ -26,6 +38,7 @@
 #include <optional>
 
 class QBarSet;
+class QScatterSeries;
 class QStandardItem;
 class QComboBox;
 class QLabel;
@@ -44,6 +57,7 @@ namespace bp::ui {
 
 class SessionListModel;
 class TraceListModel;
+struct AutoscaleDrawing;
 
 class FleetView : public QWidget {
     Q_OBJECT
@@ -72,6 +86,26 @@ public:
     QBarSet *busySet() const { return m_busySet; }
     const std::optional<StoredPlan> &plan() const { return m_shown; }
 
+    // The autoscaler replays of the picked trace (newest first; empty for a session).
+    QComboBox *autoscaleBox() const { return m_autoscale; }
+    QLabel *autoscaleSummary() const { return m_autoscaleSummary; }
+    // "Replicas over time" for the picked run, x in autoscaleUnitS() seconds
+    // (hours for a span of 2 h or more, as the plan's chart): step lines
+    // with a point where the value changes (the envelope past 1600 points:
+    // fleet_view_autoscale.cpp) — serving (ready), billed (ready +
+    // starting + draining), wanted (dashed) — and the plan's replicas per
+    // window (two points a window; empty without a plan).
+    QLineSeries *autoscaleServingSeries() const { return m_asServing; }
+    QLineSeries *autoscaleBilledSeries() const { return m_asBilled; }
+    QLineSeries *autoscaleWantedSeries() const { return m_asWanted; }
+    QLineSeries *autoscalePlanSeries() const { return m_asPlan; }
+    // A point per window with cold-start misses: its middle, its mean billed replicas.
+    QScatterSeries *coldMissSeries() const { return m_asColdMisses; }
+    // Those windows' cold-start misses, in the series' order (also its points' tooltips).
+    const QList<int> &coldMissCounts() const { return m_coldMissCounts; }
+    double autoscaleUnitS() const { return m_autoscaleUnitS; }
+    std::optional<std::int64_t> autoscaleRunId() const { return m_autoscaleShown; }
+
 public slots:
     // Picks the source (a trace, or a session when `session`) and lists its
     // plans; false when the lists do not hold it.
@@ -80,11 +114,15 @@ public slots:
     void refresh();
     // Shows the window `row` of the plan's table in the per-replica chart.
     void showWindowLoad(int row);
+    // Loads the autoscaler run picked in autoscaleBox().
+    void loadAutoscaleRun();
 
 signals:
     void plansListed();
     void planShown(std::int64_t planId);
     void replicasShown();
+    void autoscaleRunsListed();
+    void autoscaleRunShown(std::int64_t runId);
     void failed(const QString &message);
 
 private:
@@ -92,12 +130,16 @@ private:
     void loadPlan();
     void showPlan(StoredPlan plan);
     void showReplicas(const QStringList &labels, const QList<double> &busy);
+    void listAutoscaleRuns(const std::vector<AutoscaleHeadline> &runs);
+    void clearAutoscaleChart();
+    void showAutoscaleRun(const AutoscaleDrawing &d);
 
     std::shared_ptr<TraceStore> m_store;
     SessionListModel *m_sessions;
     QThreadPool m_pool;
     JobTracker m_listJobs{this, &m_pool};
     JobTracker m_planJobs{this, &m_pool};
+    JobTracker m_autoscaleJobs{this, &m_pool};
     std::optional<StoredPlan> m_shown;
     bool m_fleetSession = false; // the source has replica_figures rows (shown instead of a window's)
 
@@ -110,7 +152,33 @@ private:
     QLineSeries *m_chosen = nullptr;
     QList<QXYSeries *> m_routerLines;
     QBarSet *m_busySet = nullptr;
+
+    QComboBox *m_autoscale = nullptr;
+    QLabel *m_autoscaleLabel = nullptr, *m_autoscaleSummary = nullptr;
+    QWidget *m_autoscalePanel = nullptr;
+    QChart *m_autoscaleChart = nullptr;
+    QLineSeries *m_asServing = nullptr, *m_asBilled = nullptr, *m_asWanted = nullptr, *m_asPlan = nullptr;
+    QScatterSeries *m_asColdMisses = nullptr;
+    QList<int> m_coldMissCounts;
+    QStringList m_coldMissTips;
+    double m_autoscaleUnitS = 1;
+    std::optional<std::int64_t> m_autoscaleShown;
 };
+
+// A stored autoscaler run's document (`autoscale --trace --json`) made
+// ready to draw (any thread): each line's steps, the cold-start markers,
+// the summary. InvalidArgument, with what is missing, for a document
+// without run.timeline or run.windows.
+struct AutoscaleDrawing {
+    std::int64_t id = 0;
+    double unitS = 1, spanS = 0;                              // x unit (s); the x range in seconds
+    QList<QPointF> serving, billed, wanted, plan, coldMisses; // x in units
+    QList<int> coldMissCounts;
+    QStringList coldMissTips;
+    int peak = 0; // the most any line reaches
+    QString summary;
+};
+Result<AutoscaleDrawing> autoscaleDrawing(const StoredAutoscaleRun &run);
 
 // "1 h", "10 min", "30 s".
 QString windowLength(double seconds);

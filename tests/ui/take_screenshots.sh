@@ -3,7 +3,7 @@
 # console through BATCHPILOT_CONSOLE_DEMO (docs/console.md). Not a test: run
 # it by hand after a build and look at the pictures.
 #   tests/ui/take_screenshots.sh [build-dir]   (default build/ui)
-#   STEPS="traces compare" tests/ui/take_screenshots.sh build/default   (some of them; also: console, advisor, fleet)
+#   STEPS="traces compare" tests/ui/take_screenshots.sh build/default   (some of them; also: console, advisor, fleet, fleet-autoscale)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build/ui}
@@ -106,4 +106,14 @@ PY
   "$app" plan --trace 1 --calibration 1 --slo "${FLEET_SLO:-p99<=8s}" --replicas 1..16 --router all --replica-cost 2.5 --db "$db"
 fi
 run fleet "hide=timeline;hide=traces;hide=remote;show=fleet;fleet=trace:latest;wait=1;screenshot=$out/fleet-view.png" --model builtin:tiny-decoder --preset test
+# 6. The Fleet view's autoscaler chart: a day with the same daily shape,
+#    planned per hour, and a reactive policy with a 3 min cold start
+#    replayed over it (the fleet planner and simulateAutoscale on a fixed
+#    cost model, in a temporary store), drawn beside the plan's step. The
+#    test binary makes and grabs it (tests/ui/test_fleet_view.cpp,
+#    autoscaleScreenshot).
+if [[ " ${STEPS:-console continuous traces compare fleet fleet-autoscale} " == *" fleet-autoscale "* ]]; then
+  echo "== fleet-autoscale"
+  BP_FLEET_AUTOSCALE_SCREENSHOT="$out/fleet-autoscale.png" "$build/tests/ui/test_fleet_view" autoscaleScreenshot
+fi
 ls -l $out

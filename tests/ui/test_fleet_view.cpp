@@ -4,7 +4,9 @@
 // fleet session's per-replica load (replica_figures); the Advisor's "Plan
 // replicas" runs the fleet planner for the recommended config and ends with
 // the planner's own answer, stored for the Fleet view; its Cancel keeps the
-// windows planned.
+// windows planned. An autoscaler replay stored like `batchpilot autoscale
+// --trace` (a real simulateAutoscale run with cold starts) drawn as replicas
+// over time beside the plan's step, its cold-start misses marked.
 #include "gui_test_support.h"
 
 #include "ui/advisor_dock.h"
@@ -15,8 +17,10 @@
 #include "ui/trace_list_model.h"
 
 #include "engine/sim/calibration/calibration_store.h"
+#include "engine/sim/fleet/autoscale_sim.h"
 #include "engine/sim/fleet/fleet_plan.h"
 #include "engine/sim/tune/simulated_replay.h"
+#include "engine/sim/tune/tune_pipeline.h"
 #include "engine/store/fleet_store.h"
 
 #include <QBarSet>
@@ -25,11 +29,14 @@
 #include <QLineSeries>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScatterSeries>
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QTableView>
 #include <QUndoStack>
 
+#include <cmath>
+#include <functional>
 #include <random>
 
 using namespace bp;
@@ -70,6 +77,75 @@ Calibration echoCalibration(double perBatchS, double perRequestS)
 QString text(QStandardItemModel *m, int row, int column)
 {
     return m->index(row, column).data().toString();
+}
+
+// A step line's value at `x`: the last point at or before it (NaN before the first).
+double valueAt(const QXYSeries *s, double x)
+{
+    double v = std::nan("");
+    for (int i = 0; i < s->count() && s->at(i).x() <= x; ++i)
+        v = s->at(i).y();
+    return v;
+}
+
+// A step line of `timeline` drawn with a point only where `of` changes:
+// the first, two at each change, the last value held to `endX`.
+void checkStep(const QXYSeries *s, const std::vector<ReplicaPoint> &timeline,
+               const std::function<int(const ReplicaPoint &)> &of, double unit, double endX)
+{
+    QVERIFY(!timeline.empty());
+    int changes = 0;
+    for (std::size_t i = 1; i < timeline.size(); ++i)
+        changes += of(timeline[i]) != of(timeline[i - 1]);
+    QCOMPARE(s->count(), 2 + 2 * changes);
+    QCOMPARE(s->at(0), QPointF(timeline.front().atS / unit, of(timeline.front())));
+    QCOMPARE(s->at(s->count() - 1), QPointF(endX, of(timeline.back())));
+    for (const ReplicaPoint &p : timeline)
+        QCOMPARE(valueAt(s, p.atS / unit), double(of(p)));
+}
+
+// 15 min: 5 at 2 req/s, then 10 at 30 req/s (steady arrivals) on servers
+// of one 100 ms request at a time: the step needs 3+ replicas.
+std::vector<TraceRow> stepTrace()
+{
+    std::vector<TraceRow> rows;
+    for (double t = 0; t < 900; t += 1.0) {
+        const int perSecond = t < 300 ? 2 : 30;
+        for (int i = 0; i < perSecond; ++i)
+            rows.push_back({t + (i + 0.5) / perSecond, 16, 1});
+    }
+    rows.front().arrivalS = 0;
+    return rows;
+}
+
+SimulatorOptions deterministic(double costS)
+{
+    SimulatorOptions o;
+    o.config.policy = PolicyKind::None;
+    o.config.queueCapacity = 1'000'000;
+    o.cost.coef[0] = costS;
+    return o;
+}
+
+// A run stored as `autoscale --trace` stores it: the document with the run,
+// the plan (per 5 min window) and a fixed fleet.
+std::int64_t storeRun(TraceStore &store, std::int64_t trace, const AutoscaleRun &run,
+                      const AutoscaleSimRequest &r, const nlohmann::json &plan)
+{
+    StoredAutoscaleRun stored;
+    stored.sourceTraceId = trace;
+    stored.slo = describe(r.slo);
+    stored.policy = run.policy;
+    stored.result = {{"trace", trace},
+                     {"rate_scale", 1},
+                     {"slo", stored.slo},
+                     {"period_s", r.periodS},
+                     {"window_s", r.windowS},
+                     {"cold_start_s", r.coldStartS},
+                     {"run", autoscaleRunJson(run)},
+                     {"plan", plan},
+                     {"fixed", {{"replicas", 4}, {"replica_hours", 1.0}, {"cost", 2.0}}}};
+    return saveAutoscaleRun(store, stored).value();
 }
 
 } // namespace
@@ -223,6 +299,150 @@ private slots:
             qPrintable(view.replicaTitle()->text()));
         QCOMPARE(view.planBox()->count(), 0);
         QVERIFY(view.summaryText()->text().contains(QStringLiteral("--session %1").arg(session)));
+        QCOMPARE(view.autoscaleBox()->count(), 0); // a session has no autoscaler runs
+    }
+
+    // Autoscaler replays of a trace (issue 37 item 5): a reactive policy on
+    // a step from 2 to 30 req/s with a 120 s cold start (misses while the
+    // new replicas start) and without one. The runs are listed, newest
+    // first; the picked one's serving, billed and wanted replicas follow its
+    // timeline exactly (a point where a line changes), the plan's replicas
+    // per window are on the same axes and each window with cold-start
+    // misses has a marker at its middle and mean replicas.
+    void showsAnAutoscaleRun()
+    {
+        test::TempStore temp;
+        const auto trace = temp.store->addTrace("t", "", TraceFormat::Plain, stepTrace()).value().id;
+        const SimulatorOptions model = deterministic(0.1);
+        const auto arrivals = loadAutoscaleArrivals(*temp.store, trace, 1, model).value();
+        AutoscaleSimRequest r;
+        r.config = model.config;
+        r.slo.e2eP99 = 2s;
+        r.windowS = 60;
+        r.periodS = 15;
+        r.replicaCostPerHour = 2;
+        ReactiveKnobs k;
+        k.metric = ScaleMetric::QueueDepth;
+        k.target = 5;
+        k.bounds = {1, 8};
+        r.coldStartS = 0;
+        const AutoscaleRun warm = simulateAutoscale(model, arrivals.arrivals, r, k);
+        r.coldStartS = 120;
+        const AutoscaleRun cold = simulateAutoscale(model, arrivals.arrivals, r, k);
+        QVERIFY(warm.status.isOk() && cold.status.isOk());
+        QVERIFY(cold.coldMisses > 0);
+        const nlohmann::json plan = {{"id", nullptr},         {"window_s", 300}, {"replicas", {1, 4, 4}},
+                                     {"replica_hours", 0.75}, {"cost", 1.5},     {"peak_replicas", 4}};
+        storeRun(*temp.store, trace, warm, r, plan);
+        const std::int64_t id = storeRun(*temp.store, trace, cold, r, plan);
+
+        TraceListModel traces;
+        traces.setTraces(temp.store->traces().value());
+        FleetView view(temp.store, &traces, nullptr);
+        QSignalSpy listed(&view, &FleetView::autoscaleRunsListed);
+        QSignalSpy shown(&view, &FleetView::autoscaleRunShown);
+        QSignalSpy failed(&view, &FleetView::failed);
+        QTRY_COMPARE(shown.count(), 1); // the trace is picked, its newest run loaded
+        QCOMPARE(listed.count(), 1);
+        QCOMPARE(shown.at(0).at(0).value<std::int64_t>(), id);
+        QCOMPARE(view.autoscaleRunId(), std::optional(id));
+        QCOMPARE(view.autoscaleBox()->count(), 2);
+        const QString headline = QStringLiteral("#%1 %2 — %3% windows met, ")
+                                     .arg(id)
+                                     .arg(QString::fromStdString(cold.policy))
+                                     .arg(100 * cold.windowsMetShare(), 0, 'f', 1);
+        QVERIFY2(view.autoscaleBox()->itemText(0).startsWith(headline),
+                 qPrintable(view.autoscaleBox()->itemText(0)));
+
+        // x in minutes (a 15 min span), to the end of the run's serving time.
+        QCOMPARE(view.autoscaleUnitS(), 60.0);
+        QVERIFY(cold.spanS >= 900);
+        const double end = cold.spanS / 60;
+        checkStep(
+            view.autoscaleServingSeries(), cold.timeline, [](const ReplicaPoint &p) { return p.ready; }, 60,
+            end);
+        QVERIFY(!QTest::currentTestFailed());
+        checkStep(
+            view.autoscaleBilledSeries(), cold.timeline,
+            [](const ReplicaPoint &p) { return p.ready + p.starting + p.draining; }, 60, end);
+        QVERIFY(!QTest::currentTestFailed());
+        checkStep(
+            view.autoscaleWantedSeries(), cold.timeline, [](const ReplicaPoint &p) { return p.wanted; }, 60,
+            end);
+        QVERIFY(!QTest::currentTestFailed());
+
+        // The plan's step: two points a 5 min window.
+        QLineSeries *p = view.autoscalePlanSeries();
+        QCOMPARE(p->count(), 6);
+        QCOMPARE(p->at(0), QPointF(0, 1));
+        QCOMPARE(p->at(1), QPointF(5, 1));
+        QCOMPARE(p->at(2), QPointF(5, 4));
+        QCOMPARE(p->at(5), QPointF(15, 4));
+
+        // A marker per window with cold-start misses, the count beside it.
+        QList<QPointF> markers;
+        QList<int> counts;
+        for (const AutoscaleWindow &w : cold.windows)
+            if (w.coldMisses > 0) {
+                markers << QPointF((w.beginS + w.lengthS / 2) / 60, w.meanReplicas);
+                counts << int(w.coldMisses);
+            }
+        QVERIFY(!markers.isEmpty());
+        QCOMPARE(view.coldMissSeries()->points(), markers);
+        QCOMPARE(view.coldMissCounts(), counts);
+        const QString summary = view.autoscaleSummary()->text();
+        QVERIFY2(summary.contains(QStringLiteral("Cold-start misses: <b>%1 of %2 misses</b>")
+                                      .arg(cold.coldMisses)
+                                      .arg(cold.misses)) &&
+                     summary.contains(QStringLiteral("<b>%1% of 15 windows met</b>")
+                                          .arg(100 * cold.windowsMetShare(), 0, 'f', 1)) &&
+                     summary.contains(QStringLiteral("the plan: 0.8 replica-hours (cost 1.50)")) &&
+                     summary.contains(QStringLiteral("a fixed fleet of 4: 1.0 replica-hours (cost 2.00)")),
+                 qPrintable(summary));
+
+        // The older run (no cold start): no misses during one, no markers.
+        QCOMPARE(warm.coldMisses, std::size_t(0));
+        view.autoscaleBox()->setCurrentIndex(1);
+        QTRY_COMPARE(shown.count() + failed.count(), 2);
+        QVERIFY2(failed.isEmpty(), qPrintable(failed.value(0).value(0).toString()));
+        QCOMPARE(view.coldMissSeries()->count(), 0);
+        checkStep(
+            view.autoscaleServingSeries(), warm.timeline, [](const ReplicaPoint &p) { return p.ready; }, 60,
+            warm.spanS / 60);
+        QVERIFY(!QTest::currentTestFailed());
+        QCOMPARE(failed.count(), 0);
+
+        // A document without run.timeline: stored newest, listed on refresh,
+        // refused with a message and nothing drawn.
+        StoredAutoscaleRun bad;
+        bad.sourceTraceId = trace;
+        bad.slo = "p99 <= 2 s";
+        bad.policy = "reactive";
+        bad.result = {{"run", {{"policy", "reactive"}, {"windows", nlohmann::json::array()}}}};
+        const std::int64_t badId = saveAutoscaleRun(*temp.store, bad).value();
+        view.refresh();
+        QTRY_COMPARE(failed.count(), 1);
+        QCOMPARE(view.autoscaleBox()->count(), 3);
+        QCOMPARE(view.autoscaleBox()->currentData().toLongLong(), qlonglong(badId));
+        QVERIFY2(failed.at(0).at(0).toString().contains(QStringLiteral("run.timeline")),
+                 qPrintable(failed.at(0).at(0).toString()));
+        QVERIFY(view.autoscaleSummary()->text().contains(QStringLiteral("run.timeline")));
+        QCOMPARE(view.autoscaleServingSeries()->count(), 0);
+        QCOMPARE(view.coldMissSeries()->count(), 0);
+        QVERIFY(!view.autoscaleRunId());
+
+        // Rows of the wrong type: refused too.
+        bad.result = {{"run", {{"windows", nlohmann::json::array()}, {"timeline", {{"x", 1, 0, 0, 1}}}}}};
+        saveAutoscaleRun(*temp.store, bad).value();
+        view.refresh();
+        QTRY_COMPARE(failed.count(), 2);
+        QVERIFY2(failed.at(1).at(0).toString().contains(QStringLiteral("malformed")),
+                 qPrintable(failed.at(1).at(0).toString()));
+
+        // Back to a good run.
+        view.autoscaleBox()->setCurrentIndex(view.autoscaleBox()->findData(qlonglong(id)));
+        QTRY_COMPARE(shown.count(), 3);
+        QCOMPARE(view.coldMissCounts(), counts);
     }
 
     // The Advisor: a knob search on 1 s at 1000 req/s then 1 s at 3000 req/s
@@ -337,6 +557,153 @@ private slots:
         QVERIFY2(p.windows.size() >= 1900 && done < p.windows.size(), qPrintable(QString::number(done)));
         QVERIFY(panel->resultText()->text().startsWith(QStringLiteral("Cancelled")));
         QVERIFY(panel->planButton()->isEnabled());
+    }
+
+    // A week at a 15 s period where the fleet changes at every decision
+    // (40320 rows: each line would be ~80k points, seconds to paint) is
+    // drawn as its envelope: at most 4 points per 1/400 of the span, the
+    // first and last points and the lowest and highest values kept; the
+    // wanted line solid (a dashed one that long paints for seconds).
+    void reducesAWeekForDrawing()
+    {
+        test::TempStore temp;
+        const auto trace = temp.store->addTrace("t", "", TraceFormat::Plain, stepTrace()).value().id;
+        nlohmann::json timeline = nlohmann::json::array();
+        std::mt19937_64 rng(3);
+        int lowest = 1 << 20, highest = 0;
+        for (int i = 0; i < 40320; ++i) {
+            const int ready = 5 + int(rng() % 20);
+            lowest = std::min(lowest, ready);
+            highest = std::max(highest, ready);
+            timeline.push_back({15.0 * (i + 1), ready, int(rng() % 3), 0, ready});
+        }
+        StoredAutoscaleRun stored;
+        stored.sourceTraceId = trace;
+        stored.slo = "p99 <= 2 s";
+        stored.policy = "reactive";
+        stored.result = {
+            {"run", {{"timeline", timeline}, {"windows", nlohmann::json::array()}, {"span_s", 604800.0}}}};
+        QVERIFY(saveAutoscaleRun(*temp.store, stored));
+        TraceListModel traces;
+        traces.setTraces(temp.store->traces().value());
+        FleetView view(temp.store, &traces, nullptr);
+        QSignalSpy shown(&view, &FleetView::autoscaleRunShown);
+        QTRY_COMPARE(shown.count(), 1);
+        QCOMPARE(view.autoscaleUnitS(), 3600.0);
+        for (QLineSeries *s : {view.autoscaleServingSeries(), view.autoscaleWantedSeries()}) {
+            QVERIFY2(s->count() > 400 && s->count() <= 4 * 400 + 2, qPrintable(QString::number(s->count())));
+            QCOMPARE(s->at(0), QPointF(15.0 / 3600, timeline[0][1].get<double>()));
+            QCOMPARE(s->at(s->count() - 1), QPointF(168, timeline.back()[1].get<double>()));
+            double low = 1e9, high = 0;
+            for (const QPointF &p : s->points()) {
+                low = std::min(low, p.y());
+                high = std::max(high, p.y());
+            }
+            QCOMPARE(low, double(lowest));
+            QCOMPARE(high, double(highest));
+        }
+        QCOMPARE(view.autoscaleWantedSeries()->pen().style(), Qt::SolidLine);
+        QVERIFY(view.autoscaleBilledSeries()->count() <= 4 * 400 + 2);
+    }
+
+    // Not a check: with BP_FLEET_AUTOSCALE_SCREENSHOT=FILE.png, the picture
+    // in docs/images/fleet-autoscale.png (tests/ui/take_screenshots.sh): a
+    // day with a daily shape (low at 04:00, peak at 16:00) planned per hour
+    // by the fleet planner, a reactive policy replayed over it with a 3 min
+    // cold start, both stored, the view grabbed.
+    void autoscaleScreenshot()
+    {
+        const QString file = qEnvironmentVariable("BP_FLEET_AUTOSCALE_SCREENSHOT");
+        if (file.isEmpty())
+            QSKIP("set BP_FLEET_AUTOSCALE_SCREENSHOT=FILE.png to take the screenshot");
+        test::TempStore temp;
+        std::vector<TraceRow> rows;
+        std::mt19937_64 rng(11);
+        std::uniform_int_distribution<int> out(4, 24);
+        const double peak = qEnvironmentVariableIntValue("BP_FLEET_PEAK_RATE") > 0
+                                ? qEnvironmentVariableIntValue("BP_FLEET_PEAK_RATE")
+                                : 6;
+        for (double t = 0;;) {
+            const double hour = t / 3600;
+            const double rate = peak * (0.15 + 0.85 * (0.5 - 0.5 * std::cos(2 * M_PI * (hour - 4) / 24)));
+            t += std::exponential_distribution<double>(rate)(rng);
+            if (t >= 86400)
+                break;
+            rows.push_back({t, 64, out(rng)});
+        }
+        const auto trace =
+            temp.store->addTrace("a day, daily shape", "", TraceFormat::Plain, rows).value().id;
+        Calibration cal = echoCalibration(0.05, 0.5); // one request a batch: 0.55 s each
+        const SimulatorOptions model = simulatorOptionsFor(cal, CostNoise::None);
+        FleetPlanRequest pr;
+        pr.source = {ReplaySource::Kind::Trace, trace};
+        pr.slo.e2eP99 = 3s;
+        pr.window = 1h;
+        pr.config.policy = PolicyKind::None;
+        pr.config.queueCapacity = 1'000'000;
+        pr.search.maxReplicas = 16;
+        pr.search.routers = {RouterPolicy::LeastOutstanding};
+        pr.noise = CostNoise::None;
+        pr.replicaCostPerHour = 2.5;
+        const FleetPlan plan = planFleet(*temp.store, cal, pr).value();
+        StoredPlan storedPlan;
+        storedPlan.sourceTraceId = trace;
+        storedPlan.slo = describe(pr.slo);
+        storedPlan.result = planDocument(plan, pr, cal);
+        const std::int64_t planId = saveCapacityPlan(*temp.store, storedPlan).value();
+
+        const auto arrivals = loadAutoscaleArrivals(*temp.store, trace, 1, model).value();
+        AutoscaleSimRequest r;
+        r.config = pr.config;
+        r.slo = pr.slo;
+        r.replicaCostPerHour = pr.replicaCostPerHour;
+        r.coldStartS = 180;
+        ReactiveKnobs k;
+        k.metric = ScaleMetric::RequestRate; // 1.3 of the 1.8 req/s a replica serves
+        k.target = 1.3;
+        k.bounds = {1, 16};
+        const AutoscaleRun run = simulateAutoscale(model, arrivals.arrivals, r, k);
+        QVERIFY(run.status.isOk());
+        nlohmann::json replicas = nlohmann::json::array();
+        for (const PlannedWindow &w : plan.windows)
+            replicas.push_back(w.choice.replicas);
+        const nlohmann::json planJson = {{"id", planId},         {"window_s", 3600},
+                                         {"replicas", replicas}, {"replica_hours", plan.replicaHours},
+                                         {"cost", plan.cost},    {"peak_replicas", plan.peakReplicas}};
+        StoredAutoscaleRun stored;
+        stored.sourceTraceId = trace;
+        stored.slo = describe(r.slo);
+        stored.policy = run.policy;
+        stored.result = {{"trace", trace},
+                         {"rate_scale", 1},
+                         {"slo", stored.slo},
+                         {"period_s", r.periodS},
+                         {"window_s", r.windowS},
+                         {"cold_start_s", r.coldStartS},
+                         {"run", autoscaleRunJson(run)},
+                         {"plan", planJson},
+                         {"fixed",
+                          {{"replicas", plan.peakReplicas},
+                           {"replica_hours", plan.peakReplicas * 24.0},
+                           {"cost", plan.peakReplicas * 24.0 * r.replicaCostPerHour}}}};
+        QVERIFY(saveAutoscaleRun(*temp.store, stored));
+
+        TraceListModel traces;
+        traces.setTraces(temp.store->traces().value());
+        FleetView view(temp.store, &traces, nullptr);
+        QSignalSpy planShown(&view, &FleetView::planShown);
+        QSignalSpy runShown(&view, &FleetView::autoscaleRunShown);
+        view.resize(1500, 1000);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QTRY_COMPARE(planShown.count(), 1);
+        QTRY_COMPARE(runShown.count(), 1);
+        QCoreApplication::processEvents();
+        QVERIFY(view.grab().save(file));
+        qInfo("%s: %zu arrivals, plan peak %d (%.1f replica-h), run %s: %.1f%% windows met, %.1f replica-h, "
+              "%zu of %zu misses during cold starts",
+              qPrintable(file), rows.size(), plan.peakReplicas, plan.replicaHours, run.policy.c_str(),
+              100 * run.windowsMetShare(), run.replicaHours, run.coldMisses, run.misses);
     }
 
     // Before a search there is nothing to plan: the reason is shown, nothing runs.
