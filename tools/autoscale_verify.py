@@ -88,7 +88,8 @@ def parse_slo(text):
 
 
 def read_trace(path, rate_scale):
-    """(offset_s, input_tokens, output_tokens) per row, offsets divided by the rate scale (as traceArrivals)."""
+    """(offset_s, input_tokens, output_tokens) per row, in arrival order: offsets from the earliest
+    arrival (as import-trace stores them) divided by the rate scale (as traceArrivals)."""
     rows = []
     with open(path, newline="") as f:
         reader = csv.reader(f)
@@ -97,9 +98,10 @@ def read_trace(path, rate_scale):
             raise ValueError(f"{path}: the header must be arrival_s,input_tokens,output_tokens")
         for row in reader:
             if row:
-                rows.append((max(0.0, float(row[0])) / rate_scale, int(row[1]), int(row[2])))
+                rows.append((float(row[0]), int(row[1]), int(row[2])))
     rows.sort(key=lambda r: r[0])
-    return rows
+    first = rows[0][0] if rows else 0.0
+    return [((t - first) / rate_scale, i, o) for t, i, o in rows]
 
 
 # ---- Prometheus text: the few sums fleet_watch reads.
