@@ -538,6 +538,11 @@ class Controller:
         self.decide_proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                             stderr=subprocess.PIPE, start_new_session=True)
         self.all_procs.append(self.decide_proc)
+        try:  # flags it refuses end it at once: say so before starting servers
+            self.decide_proc.wait(1.0)
+            raise RuntimeError(f"autoscale --decide exited with status {self.decide_proc.returncode}")
+        except subprocess.TimeoutExpired:
+            pass
         first = self.start_fleet(a.initial)
         rows_sent = len(self.rows)
         if a.duration and self.rows and self.rows[-1][0] > a.duration:
