@@ -8,9 +8,15 @@ week:   the shared Azure hour repeated over 7 days with a daily shape: each
 prefix: one hour of Poisson arrivals whose prompts open with one of a few
         shared system prompts (Zipf popularity): a Mooncake JSON Lines file
         whose one hash id per row is the system prompt (prefix-affinity's key).
+step:   a load step for autoscaling (issue 37, tools/autoscale_verify.py):
+        Poisson arrivals at --base req/s, at --peak req/s from --up to --down
+        seconds, over --span seconds; prompt and output lengths uniform in
+        --input and --output (LO..HI). Plain CSV.
 
 usage: make_fleet_traces.py week   AZURE_CSV OUT.csv [--seed N]
        make_fleet_traces.py prefix OUT.jsonl [--rate R] [--prompts K] [--seed N]
+       make_fleet_traces.py step   OUT.csv [--span S] [--base R] [--peak R] [--up S] [--down S]
+                                    [--input LO..HI] [--output LO..HI] [--seed N]
 """
 import argparse
 import csv
@@ -68,6 +74,26 @@ def prefix(args):
     print(f"{n} requests, {args.prompts} system prompts")
 
 
+def step(args):
+    rng = random.Random(args.seed)
+    lo_in, hi_in = (int(x) for x in args.input.split(".."))
+    lo_out, hi_out = (int(x) for x in args.output.split(".."))
+    t = 0.0
+    n = 0
+    with open(args.output_file, "w") as out:
+        out.write("arrival_s,input_tokens,output_tokens\n")
+        while True:
+            # thinning-free: the rate in force at the current time (the step's edges are sharp enough
+            # at these rates: a gap is well under a second)
+            t += rng.expovariate(args.peak if args.up <= t < args.down else args.base)
+            if t >= args.span:
+                break
+            out.write(f"{t:.6f},{rng.randint(lo_in, hi_in)},{rng.randint(lo_out, hi_out)}\n")
+            n += 1
+    print(f"{n} requests over {args.span:g} s: {args.base:g} req/s, {args.peak:g} from {args.up:g} s to "
+          f"{args.down:g} s")
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="what", required=True)
@@ -80,8 +106,18 @@ def main():
     p.add_argument("--rate", type=float, default=20)
     p.add_argument("--prompts", type=int, default=16)
     p.add_argument("--seed", type=int, default=1)
+    s = sub.add_parser("step")
+    s.add_argument("output_file")
+    s.add_argument("--span", type=float, default=480)
+    s.add_argument("--base", type=float, default=2)
+    s.add_argument("--peak", type=float, default=10)
+    s.add_argument("--up", type=float, default=120)
+    s.add_argument("--down", type=float, default=300)
+    s.add_argument("--input", default="32..128")
+    s.add_argument("--output", default="8..32")
+    s.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    (week if args.what == "week" else prefix)(args)
+    {"week": week, "prefix": prefix, "step": step}[args.what](args)
 
 
 if __name__ == "__main__":
