@@ -481,13 +481,16 @@ int runAutoscaleTrace(const AppOptions &options, CommandArgs &args)
         search.requiredShare = *share;
         search.threads = s.jobs;
         search.progress = [&](std::size_t runs, const AutoscaleRun &last) {
-            err << QStringLiteral("autoscale --search: run %1: %2 -> %3 windows met, %4 replica-hours%5\n")
+            const QString verdict =
+                last.missedOut ? QStringLiteral("stopped: missed more windows than the share allows")
+                : last.stopped ? QStringLiteral("stopped: dearer than the best so far")
+                               : QStringLiteral("%1 windows met").arg(percent(last.windowsMetShare()));
+            err << QStringLiteral("autoscale --search: run %1: %2 -> %3, %4 replica-hours billed, %5 s\n")
                        .arg(runs)
                        .arg(q(last.policy))
-                       .arg(percent(last.windowsMetShare()))
+                       .arg(verdict)
                        .arg(last.replicaHours, 0, 'f', 2)
-                       .arg(last.stopped ? QStringLiteral(" (stopped: dearer than the best so far)")
-                                         : QString());
+                       .arg(last.wallSeconds, 0, 'f', 1);
             err.flush();
         };
         err << QStringLiteral(
@@ -503,7 +506,11 @@ int runAutoscaleTrace(const AppOptions &options, CommandArgs &args)
             nlohmann::json t = autoscaleRunJson(r, false);
             t.erase("windows");
             t["knobs"] = autoscaleKnobsJson(k);
-            t["stopped"] = r.stopped;
+            t["stopped"] = r.stopped; // cut short: its windows were not judged
+            if (r.stopped) {
+                t["stopped_why"] = r.missedOut ? "missed" : "dearer";
+                t["windows_met_share"] = nullptr;
+            }
             tried.push_back(std::move(t));
         }
         doc["search"] = {{"required_share", *share},
@@ -522,9 +529,9 @@ int runAutoscaleTrace(const AppOptions &options, CommandArgs &args)
                     .arg(q(candidateLabel(s.request.config)));
         if (!found.best) {
             said << QStringLiteral(
-                       "search: no policy tried met the SLO in %1 of the windows (raise --max, lower "
-                       "the cold start, or relax the SLO); the start's run follows\n")
-                       .arg(percent(*share));
+                        "search: no policy tried met the SLO in %1 of the windows (raise --max, lower "
+                        "the cold start, or relax the SLO); the start's run follows\n")
+                        .arg(percent(*share));
             run = simulateAutoscale(s.model, arrivals->arrivals, s.request, *knobs);
         } else {
             knobs = *found.best;

@@ -232,7 +232,7 @@ private slots:
         // The answer is the cheapest of the tries that met.
         const double best = j["run"]["replica_hours"].get<double>();
         for (const json &t : search["tried"])
-            if (t["windows_met_share"].get<double>() >= 0.8 && !t["stopped"].get<bool>())
+            if (!t["stopped"].get<bool>() && t["windows_met_share"].get<double>() >= 0.8)
                 QVERIFY2(t["replica_hours"].get<double>() >= best - 1e-9,
                          t["policy"].get<std::string>().c_str());
         QVERIFY(r.out.contains("\"calibration\""));

@@ -264,7 +264,41 @@ AutoscaleRun simulateAutoscale(const SimulatorOptions &model, std::span<const Pl
     };
     so.scaling = std::move(scaling);
     const TimePoint start = so.start;
-    so.onResponse = [&ended, start](std::size_t index, TimePoint arrival, const Response &resp) {
+    // Windows surely missed, as responses come (stopAboveMissedWindows): a
+    // window of n requests misses a bound once more than n − ceil(0.99 n)
+    // of them exceed it (its nearest-rank p99 is then above the bound). n
+    // counts every arrival, the unservable too, so the count is never early.
+    struct WindowCount {
+        std::size_t n = 0, over[3] = {0, 0, 0};
+        bool missed = false;
+    };
+    std::vector<WindowCount> counts;
+    std::size_t missedWindows = 0;
+    bool missedOut = false;
+    if (r.stopAboveMissedWindows > 0 && !arrivals.empty()) {
+        const auto windowOf = [&r](double s) { return std::size_t(std::max(0.0, s) / r.windowS); };
+        counts.resize(windowOf(toSeconds(arrivals.back().offset)) + 1);
+        for (const PlannedArrival &a : arrivals)
+            ++counts[std::min(counts.size() - 1, windowOf(toSeconds(a.offset)))].n;
+    }
+    const double bounds[3] = {toSeconds(r.slo.ttftP99), toSeconds(r.slo.tpotP99), toSeconds(r.slo.e2eP99)};
+    auto countMiss = [&](const Ended &e) {
+        if (counts.empty() || e.unservable)
+            return;
+        WindowCount &w =
+            counts[std::min(counts.size() - 1, std::size_t(std::max(0.0, e.arrivalS) / r.windowS))];
+        const double values[3] = {e.ttftS, e.tpotS, e.totalS};
+        const auto allowed = w.n - std::size_t(std::ceil(0.99 * double(w.n)));
+        for (int b = 0; b < 3; ++b)
+            if (bounds[b] > 0 && (!e.ok || values[b] > bounds[b]) && ++w.over[b] > allowed && !w.missed) {
+                w.missed = true;
+                if (++missedWindows > r.stopAboveMissedWindows) {
+                    missedOut = true;
+                    stop.store(true, std::memory_order_relaxed);
+                }
+            }
+    };
+    so.onResponse = [&ended, start, &countMiss](std::size_t index, TimePoint arrival, const Response &resp) {
         Ended &e = ended[index];
         e.arrivalS = toSeconds(arrival - start);
         e.ok = resp.status.isOk();
@@ -274,6 +308,7 @@ AutoscaleRun simulateAutoscale(const SimulatorOptions &model, std::span<const Pl
         e.totalS = float(toSeconds(resp.timing.total));
         if (e.ok && resp.timing.timeToFirstToken <= Duration::zero())
             e.ttftS = e.totalS; // a request-level model's first token is its answer
+        countMiss(e);
     };
     if (r.progress) {
         const std::size_t total = arrivals.size();
@@ -286,6 +321,7 @@ AutoscaleRun simulateAutoscale(const SimulatorOptions &model, std::span<const Pl
     run.status = out.status;
     run.cancelled = r.cancel && r.cancel->load() && out.cancelled;
     run.stopped = out.cancelled && !run.cancelled;
+    run.missedOut = run.stopped && missedOut;
     run.replicaHours = out.replicaSeconds / 3600.0;
     run.cost = run.replicaHours * r.replicaCostPerHour;
     run.peakReplicas = out.peakReplicas;
@@ -355,6 +391,7 @@ AutoscaleSearchResult searchAutoscale(const SimulatorOptions &model, std::span<c
     const TimePoint wallStart = SteadyClock::now();
     AutoscaleSearchResult result;
     const auto all = ladders(start);
+    const double arrivalsSpanS = arrivals.empty() ? 0 : toSeconds(arrivals.back().offset);
     std::mutex mutex;
     std::size_t nextLadder = 0;
     double bestHours = 0; // 0: none met yet
@@ -364,6 +401,10 @@ AutoscaleSearchResult searchAutoscale(const SimulatorOptions &model, std::span<c
             std::lock_guard lock(mutex);
             r.stopAboveReplicaHours = bestHours;
         }
+        // Past this many missed windows it cannot meet the required share.
+        const auto windows = std::size_t(std::floor(arrivalsSpanS / r.windowS)) + 1;
+        r.stopAboveMissedWindows =
+            std::max<std::size_t>(1, std::size_t(std::floor((1 - search.requiredShare) * double(windows))));
         r.progress = nullptr;
         AutoscaleRun run = simulateAutoscale(model, arrivals, r, k);
         std::lock_guard lock(mutex);
@@ -381,7 +422,8 @@ AutoscaleSearchResult searchAutoscale(const SimulatorOptions &model, std::span<c
         result.tried.emplace_back(k, run);
         // Stopped for its cost: dearer than the best that met, so only the
         // cheaper end of its ladder can win — search there, as if it met.
-        return std::pair{met || run.stopped, run.cancelled};
+        // Stopped for its misses: it did not meet.
+        return std::pair{met || (run.stopped && !run.missedOut), run.cancelled};
     };
     auto worker = [&] {
         for (;;) {

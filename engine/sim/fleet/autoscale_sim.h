@@ -62,6 +62,13 @@ struct AutoscaleSimRequest {
     // A run stops early (`stopped`) once it has billed more than this many
     // replica-hours (a search's best so far); 0: never.
     double stopAboveReplicaHours = 0;
+    // A run stops early (`missedOut`) once more than this many windows have
+    // surely missed the SLO (a bound's misses in a window already past
+    // what its p99 allows, counted as responses come); 0: never. A search
+    // sets it from its required share: an under-provisioned policy, whose
+    // queues grow without end, is then cut short instead of simulated to
+    // the end.
+    std::size_t stopAboveMissedWindows = 0;
     const std::atomic<bool> *cancel = nullptr;
     // Every ~4096 arrivals: how many are in, of all.
     std::function<void(std::size_t done, std::size_t total)> progress;
@@ -96,6 +103,7 @@ struct AutoscaleRun {
     double spanS = 0; // serving time simulated
     double wallSeconds = 0;
     bool cancelled = false, stopped = false; // stopped: past stopAboveReplicaHours
+    bool missedOut = false;                  // stopped: past stopAboveMissedWindows
     double windowsMetShare() const
     {
         return windows.empty() ? 1.0 : double(windowsMet) / double(windows.size());

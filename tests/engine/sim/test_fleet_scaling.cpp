@@ -203,6 +203,34 @@ private slots:
     // the reactive policy scales up and the requests that wait through the
     // cold start miss the SLO — attributed to it. Without a cold start the
     // same policy misses less; windows and cost add up.
+    // A run told how many missed windows it may have stops at the first
+    // one past that, once the window surely missed (more than 1% of its
+    // requests over the bound); allowed more, the same run goes to the end.
+    void stopsOnceTooManyWindowsMissed()
+    {
+        const SimulatorOptions model = deterministic(100ms);
+        std::vector<PlannedArrival> arrivals;
+        steady(arrivals, 0, 900, 30); // 3x what the one replica serves
+        AutoscaleSimRequest r;
+        r.config = model.config;
+        r.slo.e2eP99 = 2s;
+        r.windowS = 60;
+        ReactiveKnobs k;
+        k.bounds = {1, 1};
+        r.stopAboveMissedWindows = 2;
+        const AutoscaleRun cut = simulateAutoscale(model, arrivals, r, k);
+        QVERIFY(cut.status.isOk());
+        QVERIFY(cut.stopped && cut.missedOut && !cut.cancelled);
+        QVERIFY(cut.windows.empty()); // not judged
+        // stopped well before the 900 s of arrivals ended (its misses surface as its queue drains)
+        QVERIFY2(cut.replicaHours * 3600 < 600, qPrintable(QString::number(cut.replicaHours * 3600)));
+        r.stopAboveMissedWindows = 0;
+        const AutoscaleRun whole = simulateAutoscale(model, arrivals, r, k);
+        QVERIFY(!whole.stopped && !whole.missedOut);
+        QCOMPARE(whole.windows.size(), std::size_t(15));
+        QVERIFY(whole.windowsMet <= 1);
+    }
+
     void stepLoadMissesDuringTheColdStart()
     {
         const SimulatorOptions model = deterministic(100ms);
