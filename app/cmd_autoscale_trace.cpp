@@ -328,7 +328,7 @@ void printRun(QTextStream &out, const AutoscaleRun &run, const Setup &s, const s
                        .arg(percent(run.replicaHours / fixedHours));
     }
     if (run.cancelled)
-        out << "cancelled: the windows simulated so far are shown\n";
+        out << "cancelled before the end of the trace: no window was judged\n";
 }
 
 } // namespace
@@ -476,15 +476,17 @@ int runAutoscaleTrace(const AppOptions &options, CommandArgs &args)
         {"cold_start_from", s.cold.from},
         {"replica_cost_per_hour", s.request.replicaCostPerHour}};
     AutoscaleRun run;
+    bool searchCancelled = false; // Ctrl-C in a search: the best of the runs that ended
     if (args.has("search")) {
         AutoscaleSearch search;
         search.requiredShare = *share;
         search.threads = s.jobs;
         search.progress = [&](std::size_t runs, const AutoscaleRun &last) {
             const QString verdict =
-                last.missedOut ? QStringLiteral("stopped: missed more windows than the share allows")
-                : last.stopped ? QStringLiteral("stopped: dearer than the best so far")
-                               : QStringLiteral("%1 windows met").arg(percent(last.windowsMetShare()));
+                last.cancelled   ? QStringLiteral("cancelled")
+                : last.missedOut ? QStringLiteral("stopped: missed more windows than the share allows")
+                : last.stopped   ? QStringLiteral("stopped: dearer than the best so far")
+                                 : QStringLiteral("%1 windows met").arg(percent(last.windowsMetShare()));
             err << QStringLiteral("autoscale --search: run %1: %2 -> %3, %4 replica-hours billed, %5 s\n")
                        .arg(runs)
                        .arg(q(last.policy))
@@ -527,6 +529,9 @@ int runAutoscaleTrace(const AppOptions &options, CommandArgs &args)
                     .arg(s.calibration.id)
                     .arg(q(s.calibration.describe()))
                     .arg(q(candidateLabel(s.request.config)));
+        searchCancelled = found.cancelled;
+        if (!found.best && found.cancelled)
+            return fail(QStringLiteral("cancelled: no run that ended met the SLO"), 130);
         if (!found.best) {
             said << QStringLiteral(
                         "search: no policy tried met the SLO in %1 of the windows (raise --max, lower "
@@ -538,8 +543,6 @@ int runAutoscaleTrace(const AppOptions &options, CommandArgs &args)
             run = std::move(found.bestRun);
             said << QStringLiteral("search: the cheapest that met: %1\n").arg(q(run.policy));
         }
-        if (found.cancelled)
-            run.cancelled = true;
     } else {
         std::size_t shown = 0;
         s.request.progress = [&](std::size_t done, std::size_t total) {
@@ -563,7 +566,7 @@ int runAutoscaleTrace(const AppOptions &options, CommandArgs &args)
                         {"replica_hours", fixedHours},
                         {"cost", fixedHours * s.request.replicaCostPerHour}};
     }
-    if (!args.has("no-store") && !run.cancelled) {
+    if (!args.has("no-store") && !run.cancelled && !searchCancelled) {
         StoredAutoscaleRun stored;
         stored.sourceTraceId = s.traceId;
         stored.calibrationId = s.calibration.id;
@@ -583,7 +586,9 @@ int runAutoscaleTrace(const AppOptions &options, CommandArgs &args)
             out << QStringLiteral("stored as autoscale run %1 (the console's Fleet view shows it)\n")
                        .arg(doc["autoscale_run_id"].get<std::int64_t>());
     }
-    return run.cancelled ? 130 : 0;
+    if (searchCancelled)
+        err << "autoscale --search: cancelled: the best of the runs that ended is shown\n";
+    return run.cancelled || searchCancelled ? 130 : 0;
 }
 
 } // namespace bp::app
