@@ -23,6 +23,18 @@
 
 namespace bp::app {
 
+std::optional<double> optionSeconds(CommandArgs &args, const QString &flag, double fallback, double maxS)
+{
+    if (!args.has(flag))
+        return fallback;
+    const std::string text = args.value(flag).toStdString();
+    if (text == "0")
+        return 0.0;
+    if (auto span = parseSpan(text, fromSeconds(maxS)))
+        return toSeconds(*span);
+    return std::nullopt;
+}
+
 namespace {
 
 constexpr const char *kUsage =
@@ -46,19 +58,6 @@ int fail(const QString &message, int code = 1)
 Status usage(const QString &why)
 {
     return Status(StatusCode::InvalidArgument, (why + "\n" + kUsage).toStdString());
-}
-
-// A length in seconds: "0" or a span ("300s", "5m").
-std::optional<double> seconds(CommandArgs &args, const QString &flag, double fallback, double maxS)
-{
-    if (!args.has(flag))
-        return fallback;
-    const std::string text = args.value(flag).toStdString();
-    if (text == "0")
-        return 0.0;
-    if (auto span = parseSpan(text, fromSeconds(maxS)))
-        return toSeconds(*span);
-    return std::nullopt;
 }
 
 Result<ScaleBounds> boundsFrom(CommandArgs &args)
@@ -92,8 +91,8 @@ Result<ReactiveKnobs> reactiveFrom(CommandArgs &args)
     k.metric = *metric;
     const auto target = args.number("target", defaultTarget(k.metric), 1e-9, 1e9);
     const auto tolerance = args.number("tolerance", k.tolerance, 0, 0.99);
-    const auto up = seconds(args, "up-window", k.upWindowS, 3600),
-               down = seconds(args, "down-window", k.downWindowS, 3600);
+    const auto up = optionSeconds(args, "up-window", k.upWindowS, 3600),
+               down = optionSeconds(args, "down-window", k.downWindowS, 3600);
     if (!target || !tolerance)
         return usage(args.error());
     if (!up || !down)
@@ -124,7 +123,8 @@ Result<ScheduledKnobs> scheduledFrom(CommandArgs &args)
             return usage(QStringLiteral("--schedule: '%1' is not a replica count").arg(part));
         k.replicas.push_back(n);
     }
-    const auto slot = seconds(args, "slot", k.slotS, 7 * 86400), lead = seconds(args, "lead", 180, 86400);
+    const auto slot = optionSeconds(args, "slot", k.slotS, 7 * 86400),
+               lead = optionSeconds(args, "lead", 180, 86400);
     if (!slot || *slot <= 0 || !lead)
         return usage(QStringLiteral("--slot is a length (1h, 15m); --lead is 0 or a length"));
     k.slotS = *slot;
@@ -144,8 +144,8 @@ Result<PredictiveKnobs> predictiveFrom(CommandArgs &args, double periodS)
     const auto rate = args.number("replica-rate", 1, 1e-6, 1e6);
     const auto alpha = args.number("alpha", k.alpha, 1e-3, 1), beta = args.number("beta", k.beta, 0, 1);
     const auto headroom = args.number("headroom", k.headroom, 1, 10);
-    const auto horizon = seconds(args, "horizon", k.horizonS, 86400);
-    const auto down = seconds(args, "down-window", k.downWindowS, 3600);
+    const auto horizon = optionSeconds(args, "horizon", k.horizonS, 86400);
+    const auto down = optionSeconds(args, "down-window", k.downWindowS, 3600);
     if (!rate || !alpha || !beta || !headroom)
         return usage(args.error());
     if (!horizon || !down)
@@ -185,7 +185,7 @@ Result<Watch> watchFrom(CommandArgs &args)
     }
     if (w.urls.empty())
         return usage(QStringLiteral("--watch needs at least one server URL"));
-    const auto period = seconds(args, "period", 15, 3600);
+    const auto period = optionSeconds(args, "period", 15, 3600);
     const auto count = args.number("count", 40, 1, 1e6);
     if (!period || *period < 0.05)
         return usage(QStringLiteral("--period is a length from 50ms to 1h (15s, 1m)"));
@@ -371,7 +371,7 @@ int exportManifest(CommandArgs &args)
     target.prometheus = args.value("prometheus", q(target.prometheus)).toStdString();
     target.server = args.value("server", q(target.server)).toStdString();
     target.timezone = args.value("timezone", q(target.timezone)).toStdString();
-    const auto period = seconds(args, "period", 15, 3600);
+    const auto period = optionSeconds(args, "period", 15, 3600);
     if (!period || *period < 1)
         return fail(q(usage(QStringLiteral("--period is a length from 1s to 1h (15s, 1m)")).message()), 2);
     target.periodS = *period;
@@ -394,7 +394,7 @@ int exportManifest(CommandArgs &args)
 Result<AutoscaleKnobs> autoscaleKnobsFromArgs(CommandArgs &args)
 {
     const QString policy = args.value("policy", QStringLiteral("reactive"));
-    const auto period = seconds(args, "period", 15, 3600);
+    const auto period = optionSeconds(args, "period", 15, 3600);
     const auto wrap = [](auto knobs) -> Result<AutoscaleKnobs> {
         if (!knobs)
             return knobs.status();

@@ -17,12 +17,18 @@
 #include "engine/sim/fleet/autoscale_export.h"
 #include "engine/sim/fleet/autoscaler.h"
 
+#include <QString>
+
 #include <memory>
+#include <optional>
 
 namespace bp::app {
 
 class CommandArgs;
 
+// A length flag in seconds: "0" or a span ("300s", "5m") up to `maxS`;
+// `fallback` when absent, nullopt when malformed.
+std::optional<double> optionSeconds(CommandArgs &args, const QString &flag, double fallback, double maxS);
 // The policy's knobs the flags describe (--policy and its knobs), validated.
 Result<AutoscaleKnobs> autoscaleKnobsFromArgs(CommandArgs &args);
 // The policy they describe.

@@ -41,19 +41,6 @@ Status invalid(const QString &why)
     return Status(StatusCode::InvalidArgument, why.toStdString());
 }
 
-// A length flag in seconds: "0" or a span ("300s", "5m"); nullopt when malformed.
-std::optional<double> lengthOf(CommandArgs &args, const char *flag, double fallback, double maxS)
-{
-    if (!args.has(flag))
-        return fallback;
-    const std::string text = args.value(flag).toStdString();
-    if (text == "0")
-        return 0.0;
-    if (auto span = parseSpan(text, fromSeconds(maxS)))
-        return toSeconds(*span);
-    return std::nullopt;
-}
-
 QString megabytes(double bytes)
 {
     return bytes >= 1e9 ? QStringLiteral("%1 GB").arg(bytes / 1e9, 0, 'f', 2)
@@ -69,13 +56,13 @@ struct ColdStart {
 Result<ColdStart> coldStartFor(CommandArgs &args, const Calibration &calibration)
 {
     if (args.has("cold-start")) {
-        const auto s = lengthOf(args, "cold-start", 0, 86400);
+        const auto s = optionSeconds(args, "cold-start", 0, 86400);
         if (!s)
             return invalid(QStringLiteral("--cold-start is 0 or a length up to 1d (90s, 3m), not '%1'")
                                .arg(args.value("cold-start")));
         return ColdStart{*s, "--cold-start"};
     }
-    const auto warmup = lengthOf(args, "warmup", 30, 86400);
+    const auto warmup = optionSeconds(args, "warmup", 30, 86400);
     const auto bandwidth = args.number("load-bandwidth", 1e9, 1e3, 1e13);
     const auto given = args.number("model-bytes", 0, 0, 1e15);
     if (!warmup)
@@ -223,7 +210,7 @@ Result<AutoscaleKnobs> scheduleFromPlan(CommandArgs &args, const PlanLine &plan,
     ScheduledKnobs k;
     k.replicas = plan.replicas;
     k.slotS = plan.windowS;
-    const auto lead = lengthOf(args, "lead", coldStartS, 86400);
+    const auto lead = optionSeconds(args, "lead", coldStartS, 86400);
     if (!lead)
         return invalid(QStringLiteral("--lead is 0 or a length (3m, 90s)"));
     k.leadS = *lead;
@@ -365,8 +352,8 @@ int runAutoscaleTrace(const AppOptions &options, CommandArgs &args)
     auto slo = parseTuneSlo(args.value("slo").toStdString());
     if (!slo)
         return fail(q(slo.status().message()), 2);
-    const auto window = lengthOf(args, "window", 300, 86400);
-    const auto period = lengthOf(args, "period", 15, 3600);
+    const auto window = optionSeconds(args, "window", 300, 86400);
+    const auto period = optionSeconds(args, "period", 15, 3600);
     if (!window || *window < 1)
         return fail(
             QStringLiteral("--window is a length from 1s to 1d (5m, 1h), not '%1'").arg(args.value("window")),

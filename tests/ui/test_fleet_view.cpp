@@ -130,7 +130,8 @@ SimulatorOptions deterministic(double costS)
 // A run stored as `autoscale --trace` stores it: the document with the run,
 // the plan (per 5 min window) and a fixed fleet.
 std::int64_t storeRun(TraceStore &store, std::int64_t trace, const AutoscaleRun &run,
-                      const AutoscaleSimRequest &r, const nlohmann::json &plan)
+                      const AutoscaleSimRequest &r, const nlohmann::json &plan,
+                      const nlohmann::json &fixed = {{"replicas", 4}, {"replica_hours", 1.0}, {"cost", 2.0}})
 {
     StoredAutoscaleRun stored;
     stored.sourceTraceId = trace;
@@ -144,7 +145,7 @@ std::int64_t storeRun(TraceStore &store, std::int64_t trace, const AutoscaleRun 
                      {"cold_start_s", r.coldStartS},
                      {"run", autoscaleRunJson(run)},
                      {"plan", plan},
-                     {"fixed", {{"replicas", 4}, {"replica_hours", 1.0}, {"cost", 2.0}}}};
+                     {"fixed", fixed}};
     return saveAutoscaleRun(store, stored).value();
 }
 
@@ -670,23 +671,11 @@ private slots:
         const nlohmann::json planJson = {{"id", planId},         {"window_s", 3600},
                                          {"replicas", replicas}, {"replica_hours", plan.replicaHours},
                                          {"cost", plan.cost},    {"peak_replicas", plan.peakReplicas}};
-        StoredAutoscaleRun stored;
-        stored.sourceTraceId = trace;
-        stored.slo = describe(r.slo);
-        stored.policy = run.policy;
-        stored.result = {{"trace", trace},
-                         {"rate_scale", 1},
-                         {"slo", stored.slo},
-                         {"period_s", r.periodS},
-                         {"window_s", r.windowS},
-                         {"cold_start_s", r.coldStartS},
-                         {"run", autoscaleRunJson(run)},
-                         {"plan", planJson},
-                         {"fixed",
-                          {{"replicas", plan.peakReplicas},
-                           {"replica_hours", plan.peakReplicas * 24.0},
-                           {"cost", plan.peakReplicas * 24.0 * r.replicaCostPerHour}}}};
-        QVERIFY(saveAutoscaleRun(*temp.store, stored));
+        const double fixedHours = plan.peakReplicas * 24.0;
+        QVERIFY(storeRun(*temp.store, trace, run, r, planJson,
+                         {{"replicas", plan.peakReplicas},
+                          {"replica_hours", fixedHours},
+                          {"cost", fixedHours * r.replicaCostPerHour}}) > 0);
 
         TraceListModel traces;
         traces.setTraces(temp.store->traces().value());
