@@ -20,28 +20,8 @@ namespace {
 using Run = bp::test::ProcessRun;
 using nlohmann::json;
 
-class Cli {
-public:
-    Cli() : m_db(m_dir.filePath("traces.sqlite")) {}
-    QString path(const QString &name) const { return m_dir.filePath(name); }
-
-    Run run(QStringList args, const QByteArray &input = {}) const
-    {
-        args << "--db" << m_db;
-        return bp::test::runProcess(QStringLiteral(BATCHPILOT_EXE), args, 240000, input);
-    }
-
-    QString write(const QString &name, const QByteArray &text) const
-    {
-        QFile f(path(name));
-        if (!f.open(QIODevice::WriteOnly) || f.write(text) != text.size())
-            qFatal("cannot write %s", qPrintable(f.fileName()));
-        return f.fileName();
-    }
-
-private:
-    QTemporaryDir m_dir;
-    QString m_db;
+struct Cli : bp::test::CliDb {
+    Cli() : CliDb(QStringLiteral(BATCHPILOT_EXE), 240000) {}
 };
 
 // 8 minutes: 10 req/s for 60 s, 300 req/s for 120 s, 10 req/s for 300 s;
@@ -282,7 +262,7 @@ private slots:
                                  "{\"at_s\": 30, \"ready\": 1, \"kv_usage\": 7}\n"
                                  "\n"
                                  "{\"at_s\": 45, \"ready\": 5, \"starting\": 0, \"waiting\": 0}\n";
-        Run r = m_cli.run(QStringList{"autoscale", "--decide"} + policyArgs(), input);
+        Run r = m_cli.run(QStringList{"autoscale", "--decide"} + policyArgs(), {}, input);
         VERIFY_RUN(r, 1); // a line was refused
         const QStringList lines = r.out.split('\n', Qt::SkipEmptyParts);
         QCOMPARE(lines.size(), 4);

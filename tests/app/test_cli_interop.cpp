@@ -19,34 +19,14 @@ QString fixture(const char *name)
     return QStringLiteral(TRACE_FIXTURES "/") + name;
 }
 
-class Cli {
-public:
-    Cli() : m_db(m_dir.filePath("traces.sqlite")) {}
-    QString path(const QString &name) const { return m_dir.filePath(name); }
-
-    Run run(QStringList args) const
-    {
-        args << "--db" << m_db;
-        return bp::test::runProcess(QStringLiteral(BATCHPILOT_EXE), args, 120000);
-    }
-
-    QString write(const QString &name, const QByteArray &text) const
-    {
-        QFile f(path(name));
-        if (!f.open(QIODevice::WriteOnly) || f.write(text) != text.size())
-            qFatal("cannot write %s", qPrintable(f.fileName()));
-        return f.fileName();
-    }
+struct Cli : bp::test::CliDb {
+    Cli() : CliDb(QStringLiteral(BATCHPILOT_EXE)) {}
 
     static QString read(const QString &file)
     {
         QFile f(file);
         return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
     }
-
-private:
-    QTemporaryDir m_dir;
-    QString m_db;
 };
 
 nlohmann::json json(const Run &r)

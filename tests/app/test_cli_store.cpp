@@ -14,30 +14,8 @@ namespace {
 
 using Run = bp::test::ProcessRun;
 
-class Cli {
-public:
-    Cli() : m_db(m_dir.filePath("traces.sqlite")) {}
-    QString path(const QString &name) const { return m_dir.filePath(name); }
-    const QString &db() const { return m_db; }
-
-    Run run(QStringList args, const QString &db = {}) const
-    {
-        args << "--db" << (db.isEmpty() ? m_db : db);
-        return bp::test::runProcess(QStringLiteral(BATCHPILOT_EXE), args, 120000);
-    }
-
-    QString write(const QString &name, const QByteArray &text) const
-    {
-        QFile f(path(name));
-        // not Q_ASSERT(f.open(...)): the call would vanish in release builds
-        if (!f.open(QIODevice::WriteOnly) || f.write(text) != text.size())
-            qFatal("cannot write %s", qPrintable(f.fileName()));
-        return f.fileName();
-    }
-
-private:
-    QTemporaryDir m_dir;
-    QString m_db;
+struct Cli : bp::test::CliDb {
+    Cli() : CliDb(QStringLiteral(BATCHPILOT_EXE)) {}
 };
 
 nlohmann::json json(const Run &r)

@@ -13,28 +13,8 @@ namespace {
 
 using Run = bp::test::ProcessRun;
 
-class Cli {
-public:
-    Cli() : m_db(m_dir.filePath("traces.sqlite")) {}
-    QString path(const QString &name) const { return m_dir.filePath(name); }
-
-    Run run(QStringList args) const
-    {
-        args << "--db" << m_db;
-        return bp::test::runProcess(QStringLiteral(BATCHPILOT_EXE), args, 120000);
-    }
-
-    QString write(const QString &name, const QByteArray &text) const
-    {
-        QFile f(path(name));
-        if (!f.open(QIODevice::WriteOnly) || f.write(text) != text.size())
-            qFatal("cannot write %s", qPrintable(f.fileName()));
-        return f.fileName();
-    }
-
-private:
-    QTemporaryDir m_dir;
-    QString m_db;
+struct Cli : bp::test::CliDb {
+    Cli() : CliDb(QStringLiteral(BATCHPILOT_EXE)) {}
 };
 
 // 300 arrivals 4 ms apart (250 req/s, 1.2 s), inputs 8..71 tokens.
