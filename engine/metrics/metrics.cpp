@@ -27,11 +27,17 @@ MetricsRecorder::Slot &MetricsRecorder::slotFor(TimePoint t)
 {
     const std::int64_t epoch = std::max<std::int64_t>(0, epochOf(t));
     Slot &slot = (*m_slots)[std::size_t(epoch % kSlots)];
-    if (slot.epoch != epoch) {
-        slot = Slot();
-        slot.epoch = epoch;
-    }
+    if (slot.epoch != epoch)
+        slot.reset(epoch);
     return slot;
+}
+
+void MetricsRecorder::Slot::reset(std::int64_t e)
+{
+    static_cast<SlotCounts &>(*this) = SlotCounts{};
+    epoch = e;
+    for (LatencyHistogram *h : {&total, &queueWait, &compute, &ttft, &tpot, &itl})
+        h->clear();
 }
 
 void MetricsRecorder::setGoodputSlo(const GoodputConfig &slo)

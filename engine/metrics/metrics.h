@@ -46,14 +46,19 @@ public:
     void fillQueues(Snapshot &out, const BatchingConfig &config) const;
 
 private:
-    struct Slot {
+    // A slot's counters; its histograms beside them (Slot) are cleared in
+    // place when the slot is reused (reset()), not reassigned: 6 × 19 KB.
+    struct SlotCounts {
         std::int64_t epoch = -1;
-        LatencyHistogram total, queueWait, compute, ttft, tpot, itl;
         std::uint64_t requests = 0, inputTokens = 0, outputTokens = 0, batches = 0, batchMembers = 0;
         std::uint64_t good = 0, steps = 0, stepTokens = 0;
         std::uint64_t prefixQueries = 0, prefixHits = 0; // tokens
         std::int64_t realTokens = 0, paddedTokens = 0;
         std::array<std::int64_t, kMaxExecutors> busyNs{};
+    };
+    struct Slot : SlotCounts {
+        LatencyHistogram total, queueWait, compute, ttft, tpot, itl;
+        void reset(std::int64_t epoch);
     };
     Slot &slotFor(TimePoint t) REQUIRES(m_mutex);
     std::int64_t epochOf(TimePoint t) const { return (t - m_start) / kSlot; }

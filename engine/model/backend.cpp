@@ -1,16 +1,34 @@
 #include "backend.h"
 
-#include <unordered_set>
+#include <algorithm>
+#include <string>
+#include <vector>
 
 namespace bp {
 
 Status checkDistinctSequences(const std::vector<StepItem> &items)
 {
-    std::unordered_set<std::uint64_t> seen;
+    auto twice = [](std::uint64_t sequence) {
+        return Status(StatusCode::InvalidArgument,
+                      "sequence " + std::to_string(sequence) + " appears twice in one step");
+    };
+    // Every step is checked: a step's few sequences without allocating, a
+    // large one sorted.
+    constexpr std::size_t kCompareEach = 32;
+    if (items.size() <= kCompareEach) {
+        for (std::size_t i = 1; i < items.size(); ++i)
+            for (std::size_t j = 0; j < i; ++j)
+                if (items[j].sequence == items[i].sequence)
+                    return twice(items[i].sequence);
+        return Status::ok();
+    }
+    std::vector<std::uint64_t> ids;
+    ids.reserve(items.size());
     for (const StepItem &item : items)
-        if (!seen.insert(item.sequence).second)
-            return Status(StatusCode::InvalidArgument,
-                          "sequence " + std::to_string(item.sequence) + " appears twice in one step");
+        ids.push_back(item.sequence);
+    std::sort(ids.begin(), ids.end());
+    if (const auto same = std::adjacent_find(ids.begin(), ids.end()); same != ids.end())
+        return twice(*same);
     return Status::ok();
 }
 

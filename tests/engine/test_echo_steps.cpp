@@ -125,6 +125,14 @@ private slots:
         QCOMPARE(steps->cachedTokens(), std::int64_t(3));
         // The same sequence twice in one step fails the step.
         QCOMPARE(steps->step({{1, {1}, true}, {1, {2}, true}}, out).code(), StatusCode::InvalidArgument);
+        // So it does in a large step (checked by sorting), the last item the second.
+        std::vector<StepItem> wide;
+        for (std::uint64_t id = 100; id < 140; ++id)
+            wide.push_back({id, {1}, true});
+        wide.push_back({117, {2}, true});
+        const Status twice = steps->step(wide, out);
+        QCOMPARE(twice.code(), StatusCode::InvalidArgument);
+        QVERIFY2(twice.message().find("sequence 117") != std::string::npos, twice.message().c_str());
         steps->release(99); // unknown: ignored
         steps->release(1);
         steps->release(4);
