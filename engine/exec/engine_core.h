@@ -120,6 +120,18 @@ public:
     // requests that ended with it. Without the lock.
     void finish(WorkUnit &unit, UnitRun &run) EXCLUDES(m_mutex);
 
+    // ---- Decode runs: the simulator's coalesced steps (simulator.h) --------
+    // Instead of decide(), with a free executor: the run of decode steps the
+    // scheduler would hand out one after another while no request arrives
+    // (Scheduler::beginDecodeRun), at most `maxSteps`; nullopt when there is
+    // none or a step could go otherwise (shutting down, the response cache
+    // or the SLO controller on). In flight until endDecodeRunLocked().
+    std::optional<DecodeRun> beginDecodeRunLocked(int maxSteps) REQUIRES(m_mutex);
+    // Its first ends.size() steps ran, the i-th model call ending at
+    // ends[i]: the sequences hold their tokens. The steps' batch records
+    // and metrics are not made (the caller counts them).
+    void endDecodeRunLocked(std::span<const TimePoint> ends) REQUIRES(m_mutex);
+
     // ---- Shutdown: the one drain, for both drivers -------------------------
     // No more submits; with Drain what is queued still runs (partial batches
     // leave; a policy that will not run the rest fails it at the next

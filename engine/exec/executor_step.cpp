@@ -62,6 +62,23 @@ EngineCore::Decision EngineCore::decide()
     }
 }
 
+std::optional<DecodeRun> EngineCore::beginDecodeRunLocked(int maxSteps)
+{
+    const std::shared_ptr<const BatchingConfig> config = m_config.current();
+    if (m_stopping || config->cache.enabled || config->slo.enabled)
+        return std::nullopt; // an interceptor may answer or propose between steps
+    std::optional<DecodeRun> run = m_scheduler->beginDecodeRun(m_clock.now(), maxSteps);
+    if (run)
+        ++m_inFlight;
+    return run;
+}
+
+void EngineCore::endDecodeRunLocked(std::span<const TimePoint> ends)
+{
+    m_scheduler->endDecodeRun(ends);
+    --m_inFlight;
+}
+
 UnitRun EngineCore::run(WorkUnit &unit, int executor)
 {
     UnitRun run;

@@ -65,6 +65,34 @@ void ContinuousScheduler::decide(TimePoint now, StepWork &step, std::vector<Fail
         makeRoom(plan.kvReserved - plan.kvPinned);
 }
 
+std::optional<DecodeRun> ContinuousScheduler::beginDecodeRun(TimePoint /*now*/, int maxSteps)
+{
+    const int room = std::min(maxSteps, decodeRunRoom());
+    if (room < 1 || m_running.size() > std::size_t(m_config.continuous.maxNumBatchedTokens))
+        return std::nullopt;
+    // The KV each step's next tokens take, as preemptForNextTokens() counts
+    // it before that step (the running sequences' cache grown by the steps before).
+    std::int64_t grown = 0;
+    int steps = 0;
+    for (; steps < room; ++steps) {
+        std::int64_t next = 0;
+        for (const SequencePtr &s : m_running)
+            next += roundUp(s->cached + steps + 1) - roundUp(s->cached + steps);
+        if (!fitsKv(grown + next))
+            break;
+        grown += next;
+    }
+    if (steps < 1)
+        return std::nullopt;
+    DecodeRun run;
+    run.steps = steps;
+    run.sequences.reserve(m_running.size());
+    for (const SequencePtr &s : m_running)
+        run.sequences.push_back(s->id);
+    m_workInFlight = true;
+    return run;
+}
+
 int ContinuousScheduler::preemptForNextTokens()
 {
     int preempted = 0;

@@ -57,6 +57,12 @@ public:
     ContinuousScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
                         std::shared_ptr<UnitIds> ids = nullptr);
 
+    // Decode runs: the steps decide() would take one after another while
+    // no request arrives — every running sequence decoding, within
+    // max_num_batched_tokens, none finishing, and the KV budget holding
+    // each step's next tokens (no preemption).
+    std::optional<DecodeRun> beginDecodeRun(TimePoint now, int maxSteps) override;
+
 private:
     // The step being decided: what is left of the token budget and of the
     // KV room.

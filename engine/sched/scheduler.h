@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,15 @@ public:
 
 private:
     std::uint64_t m_next = 1;
+};
+
+// A run of decode steps a scheduler would decide one after another while
+// nothing else happens (Scheduler::beginDecodeRun): every running sequence
+// fed its next token in each, none finishing, none preempted. The
+// simulator's coalesced steps (simulator.h, coalesceDecodeRuns).
+struct DecodeRun {
+    std::vector<std::uint64_t> sequences; // the model's live-sequence ids, in the step's order
+    int steps = 0;                        // at most this many such steps in a row
 };
 
 class Scheduler {
@@ -113,6 +123,19 @@ public:
     // scheduler, running sequences too). The engine drains until 0.
     virtual std::size_t size() const = 0;
     virtual SchedulerGauges gauges(TimePoint now) const = 0;
+
+    // Decode runs (DecodeRun; only a policy that knows its decisions has
+    // them: nullopt otherwise). With no unit in flight: the run of at most
+    // `maxSteps` steps its next decisions would be if no request arrived,
+    // held as a unit in flight until endDecodeRun().
+    virtual std::optional<DecodeRun> beginDecodeRun(TimePoint /*now*/, int /*maxSteps*/)
+    {
+        return std::nullopt;
+    }
+    // The run's first ends.size() steps happened, the i-th model call
+    // ending at ends[i] (each sequence's next token then): the books as
+    // that many steps would leave them. Their unit ids are taken.
+    virtual void endDecodeRun(std::span<const TimePoint> /*ends*/) {}
 
     const BatchingConfig &config() const { return m_config; }
     bool lastAdmitNeedsWake() const { return m_lastAdmitNeedsWake; }

@@ -184,6 +184,7 @@ Scheduler::Poll SequenceBooks::poll(TimePoint now, bool /*draining*/, bool mayDi
     if (!mayDispatch || (m_waiting.empty() && m_running.empty()))
         return result;
     StepWork step;
+    step.items.reserve(m_running.size() + std::min<std::size_t>(m_waiting.size(), 8));
     decide(now, step, result.failed);
     for (SequencePtr &s : m_running) {
         s->planned = 0;

@@ -62,6 +62,9 @@ public:
     // running set is below it, a smaller KV budget preempts at the next step.
     void reconfigure(const BatchingConfig &config, std::uint64_t version) override;
     std::vector<Pending> takeAll() override;
+    // A decode run's steps applied (sequence_books_finished.cpp): as
+    // finished() applies a step in which every running sequence decodes.
+    void endDecodeRun(std::span<const TimePoint> ends) override;
 
     // Waiting and running sequences together (the engine drains until 0).
     std::size_t size() const override { return m_waiting.size() + m_running.size(); }
@@ -135,6 +138,12 @@ protected:
     void preempt(std::size_t runningIndex);
     // Frees running[i] and fails it with `why`.
     void drop(std::size_t runningIndex, Status why, std::vector<Failure> &failed);
+
+    // Whether a decode run may start: no unit in flight, nothing waiting,
+    // no prefix cache, every running sequence decoding with nothing that
+    // can change it between steps (a cancel flag, a token callback); how
+    // many steps in a row none of them finishes (0: no run).
+    int decodeRunRoom() const;
 
     // KV, in the model's granule (1 without a pool part).
     bool fitsKv(std::int64_t tokens) const;

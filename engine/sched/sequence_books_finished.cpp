@@ -4,6 +4,7 @@
 #include "sequence_books.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace bp {
 
@@ -96,6 +97,36 @@ bool SequenceBooks::finished(WorkUnit &unit, UnitRun &run, TimePoint now, UnitDo
     stepDone(step);
     done.record = stepRecordOf(step, run);
     return true;
+}
+
+int SequenceBooks::decodeRunRoom() const
+{
+    if (m_workInFlight || !m_waiting.empty() || m_running.empty() || m_prefix || m_preemptedUnreported > 0)
+        return 0;
+    int room = std::numeric_limits<int>::max();
+    for (const SequencePtr &s : m_running) {
+        const Request &r = s->pending.request;
+        if (!s->decoding() || r.cancelled || r.onToken || s->id == 0)
+            return 0;
+        // Its last token ends it: the run stops before that step.
+        room = std::min(room, s->maxNew() - int(s->generated.size()) - 1);
+    }
+    return std::max(0, room);
+}
+
+void SequenceBooks::endDecodeRun(std::span<const TimePoint> ends)
+{
+    m_workInFlight = false;
+    for (const TimePoint end : ends) {
+        m_ids->next(); // the step's unit id
+        for (const SequencePtr &p : m_running) {
+            Sequence &s = *p;
+            m_kvTokens += kvGrowth(s, 1);
+            s.cached += 1;
+            appendToken(s, TokenId(0), end); // the cost model's token
+        }
+        m_now = end;
+    }
 }
 
 } // namespace bp

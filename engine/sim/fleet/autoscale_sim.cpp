@@ -211,6 +211,7 @@ AutoscaleRun simulateAutoscale(const SimulatorOptions &model, std::span<const Pl
     so.onSample = nullptr;
     so.samplePeriod = Duration::zero();
     so.cancel = &stop;
+    so.coalesceDecodeRuns = true; // a week is ~10^8 steps (simulator.h)
     billing.at(0, so.replicas);
     phase.assign(std::size_t(so.replicas), ReplicaPhase::Ready);
 

@@ -1,6 +1,7 @@
 #include "engine/sim/simulation/cost_backend.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace bp {
 
@@ -145,6 +146,37 @@ Status CostBackend::step(const std::vector<StepItem> &items, std::vector<StepOut
     }
     m_clock.charge(charge(m_cost.iterationSeconds(shape), true));
     return Status::ok();
+}
+
+CostBackend::DecodeSpan CostBackend::decodeSpan(std::span<const std::uint64_t> sequences) const
+{
+    DecodeSpan span;
+    span.steps = std::numeric_limits<int>::max();
+    for (const std::uint64_t id : sequences) {
+        const auto it = m_lengths.find(id);
+        if (it == m_lengths.end() || it->second <= 0)
+            return {}; // not decoding on this model: no run
+        span.context += it->second;
+        if (m_positions > 0) // step() refuses a sequence past the positions
+            span.steps =
+                int(std::min<std::int64_t>(span.steps, std::max<std::int64_t>(0, m_positions - it->second)));
+    }
+    return span;
+}
+
+Duration CostBackend::chargeDecodes(int n, std::int64_t context)
+{
+    StepShape shape;
+    shape.decodes = n;
+    shape.decodeContext = context + n; // each attends to its context and the token it feeds
+    return charge(m_cost.iterationSeconds(shape), true);
+}
+
+void CostBackend::advanceDecodes(std::span<const std::uint64_t> sequences, int steps)
+{
+    for (const std::uint64_t id : sequences)
+        m_lengths[id] += steps;
+    m_cached += std::int64_t(sequences.size()) * steps;
 }
 
 void CostBackend::release(std::uint64_t sequence)

@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <random>
+#include <span>
 #include <string_view>
 #include <unordered_map>
 
@@ -100,6 +101,20 @@ public:
     void setConcurrentUnits(int units) { m_units = units; }
     // A unit `seconds` long as charged.
     Duration charge(double seconds, bool iteration);
+
+    // Decode runs (EngineCore::beginDecodeRunLocked), as step() would see
+    // their steps one by one. The live sequences' context between them
+    // before the run, and how many steps the model's positions allow.
+    struct DecodeSpan {
+        std::int64_t context = 0;
+        int steps = 0;
+    };
+    DecodeSpan decodeSpan(std::span<const std::uint64_t> sequences) const;
+    // The charged time of a step decoding `n` sequences whose context sums
+    // to `context` tokens before it (one noise draw, as step()).
+    Duration chargeDecodes(int n, std::int64_t context);
+    // The run's first `steps` steps ran: each sequence holds that many more tokens.
+    void advanceDecodes(std::span<const std::uint64_t> sequences, int steps);
 
 private:
     int outputTokens(const Request &r) const;

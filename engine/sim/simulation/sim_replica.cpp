@@ -58,6 +58,7 @@ void Replica::instancesChangedLocked(int n)
         idleSince.resize(k, TimePoint::min());
     }
     instances = k;
+    refreshEvents();
 }
 
 int Replica::freeExecutor() const
@@ -68,13 +69,15 @@ int Replica::freeExecutor() const
     return -1;
 }
 
-std::optional<TimePoint> Replica::nextCompletion() const
+void Replica::refreshEvents()
 {
-    std::optional<TimePoint> t;
+    m_next.reset();
+    if (decodeRun)
+        m_next = decodeRun->ended ? decodeRun->frees.back() : decodeRun->ends.back();
     for (const auto &r : running)
-        if (!t || r->nextEvent() < *t)
-            t = r->nextEvent();
-    return t;
+        if (!m_next || r->nextEvent() < *m_next)
+            m_next = r->nextEvent();
+    m_wake = wakeAt && freeExecutor() >= 0 ? wakeAt : std::nullopt;
 }
 
 Duration Replica::lateness(int executor)
@@ -110,10 +113,105 @@ void Replica::start(WorkUnit &&unit, int executor)
     ++sim.out.batches;
 }
 
+bool Replica::startDecodeRun(int executor)
+{
+    // Steps a run may take: enough to cover the long gaps between arrivals.
+    constexpr int kMostSteps = 4096;
+    const TimePoint now = sim.now;
+    DecodeSteps d;
+    {
+        MutexLock lock(core->mutex());
+        std::optional<DecodeRun> run = core->beginDecodeRunLocked(kMostSteps);
+        if (!run)
+            return false;
+        const CostBackend::DecodeSpan span = backend->decodeSpan(run->sequences);
+        const int steps = std::min(run->steps, span.steps);
+        if (steps < 1) {
+            core->endDecodeRunLocked({}); // none: the scheduler decides as usual
+            return false;
+        }
+        // Each step as start() would charge it: the first one late by the
+        // executor's wake-up, the next ones decided as the executor frees.
+        const auto n = std::int64_t(run->sequences.size());
+        TimePoint start = now + lateness(executor);
+        for (int i = 0; i < steps; ++i) {
+            const TimePoint end = start + backend->chargeDecodes(int(n), span.context + n * i);
+            const TimePoint free = end + fromSeconds(sim.o.cost.stepOverhead());
+            if (i > 0 && sim.runHorizon && end > *sim.runHorizon)
+                break; // a scaling decision comes first: it reads the KV of the steps ended
+            d.starts.push_back(start);
+            d.ends.push_back(end);
+            d.frees.push_back(free);
+            start = free;
+        }
+        d.run = std::move(*run);
+    }
+    d.executor = executor;
+    d.decidedAt = now;
+    busy[std::size_t(executor)] = true;
+    decodeRun = std::move(d);
+    return true;
+}
+
+void Replica::endDecodeRun()
+{
+    DecodeSteps &d = *decodeRun;
+    const auto k = int(d.ends.size());
+    {
+        MutexLock lock(core->mutex());
+        core->endDecodeRunLocked(d.ends);
+    }
+    backend->advanceDecodes(d.run.sequences, k);
+    for (int i = 0; i < k; ++i)
+        fig.busyS += toSeconds(d.ends[std::size_t(i)] - d.starts[std::size_t(i)]);
+    fig.peakKvTokens = std::max(fig.peakKvTokens, backend->cachedTokens());
+    fig.batches += std::size_t(k);
+    sim.out.batches += std::size_t(k);
+    sim.out.coalescedSteps += std::size_t(k);
+    sim.out.end = std::max(sim.out.end, d.ends.back());
+    d.ended = true;
+}
+
+void Replica::freeDecodeRun()
+{
+    busy[std::size_t(decodeRun->executor)] = false;
+    idleSince[std::size_t(decodeRun->executor)] = decodeRun->frees.back();
+    decodeRun.reset();
+}
+
+std::size_t Replica::DecodeSteps::decidedBy(TimePoint t) const
+{
+    return 1 + std::size_t(std::upper_bound(frees.begin(), frees.end() - 1, t) - frees.begin());
+}
+
+void Replica::cutDecodeRun()
+{
+    if (!decodeRun || decodeRun->ended)
+        return;
+    DecodeSteps &d = *decodeRun;
+    const std::size_t keep = d.decidedBy(sim.now);
+    d.starts.resize(keep);
+    d.ends.resize(keep);
+    d.frees.resize(keep);
+    refreshEvents();
+}
+
+std::int64_t Replica::kvTokensNow() const
+{
+    std::int64_t tokens = backend->cachedTokens();
+    if (decodeRun && !decodeRun->ended) // step() takes the tokens on when it is decided
+        tokens += std::int64_t(decodeRun->decidedBy(sim.now) * decodeRun->run.sequences.size());
+    return tokens;
+}
+
 void Replica::completeDue()
 {
     dirty = true;
     const TimePoint now = sim.now;
+    if (decodeRun && !decodeRun->ended && decodeRun->ends.back() <= now)
+        endDecodeRun(); // its tokens, at the last model call's end
+    if (decodeRun && decodeRun->ended && decodeRun->frees.back() <= now)
+        freeDecodeRun();
     // In event order (ties by executor), as the executors would finish.
     std::sort(running.begin(), running.end(), [](const auto &a, const auto &b) {
         return a->nextEvent() != b->nextEvent() ? a->nextEvent() < b->nextEvent()
@@ -136,6 +234,7 @@ void Replica::completeDue()
     }
     std::erase_if(running, [&](const auto &r) { return r->finished && r->free <= now; });
     clock.set(now);
+    refreshEvents();
 }
 
 void Replica::dispatchReady()
@@ -145,9 +244,12 @@ void Replica::dispatchReady()
         const int executor = freeExecutor();
         if (executor < 0) {
             wakeAt.reset(); // no leader: the next decision comes with a free executor
+            refreshEvents();
             return;
         }
         clock.set(sim.now);
+        if (sim.coalesce && instances == 1 && !decodeRun && running.empty() && startDecodeRun(executor))
+            continue;
         EngineCore::Decision d;
         {
             MutexLock lock(core->mutex());
@@ -160,6 +262,7 @@ void Replica::dispatchReady()
         wakeAt = d.wakeAt;
         if (wakeAt && *wakeAt <= sim.now)
             wakeAt = sim.now + Duration(1); // never the same instant again
+        refreshEvents();
         return;
     }
 }

@@ -23,6 +23,11 @@ struct Shared {
     SimOutcome out;
     // Requests that waited in the router's queue: id -> how long.
     std::unordered_map<std::uint64_t, Duration> routerWaits;
+    // Decode runs (SimulatorOptions::coalesceDecodeRuns): taken, and the
+    // time a run's steps end by (the next scaling decision, which reads
+    // the replicas' KV).
+    bool coalesce = false;
+    std::optional<TimePoint> runHorizon;
 };
 
 // A unit on a virtual executor: its model call ends at run.end (it is then
@@ -88,6 +93,28 @@ struct Replica final : ExecutorDriver {
     ReplicaPhase phase = ReplicaPhase::Ready;
     TimePoint askedAt{}, readyAt{};
 
+    // A decode run in flight on `executor` (Shared::coalesce): decided at
+    // `decidedAt`, its steps' model calls from starts[i] to ends[i], the
+    // executor free again at frees[i] (the next step's decision). `ended`:
+    // its last model call is over and its tokens are in the books; the
+    // executor is busy until frees.back().
+    struct DecodeSteps {
+        DecodeRun run;
+        int executor = 0;
+        TimePoint decidedAt{};
+        std::vector<TimePoint> starts, ends, frees;
+        bool ended = false;
+        // Its steps decided by `t` (the first at decidedAt, each next one as
+        // the executor frees): at least the first.
+        std::size_t decidedBy(TimePoint t) const;
+    };
+    std::optional<DecodeSteps> decodeRun;
+    // A request arrives for it: the run ends with the step decided by now
+    // (the request joins at the next decision, as it would between steps).
+    void cutDecodeRun();
+    // The tokens in its KV cache now, a run's steps counted as they start.
+    std::int64_t kvTokensNow() const;
+
     // Its clock starts at `at` (the simulation's start, or when it was asked for).
     Replica(Shared &s, int i, TimePoint at);
 
@@ -97,8 +124,11 @@ struct Replica final : ExecutorDriver {
     void instancesChangedLocked(int n) override;
 
     int freeExecutor() const;
-    std::optional<TimePoint> nextCompletion() const;
-    std::optional<TimePoint> wakeUp() const { return wakeAt && freeExecutor() >= 0 ? wakeAt : std::nullopt; }
+    // Its next events, kept as they change (the event loop asks after every
+    // event, of every replica): the end of a unit's model call or of an
+    // executor's overhead, and the scheduler's wake-up while an executor is free.
+    std::optional<TimePoint> nextCompletion() const { return m_next; }
+    std::optional<TimePoint> wakeUp() const { return m_wake; }
     // The scheduler lateness charged to a unit `executor` starts now: none
     // when it only just became free (the engine's leader goes straight on
     // to the next unit), else its wake-up (CostModel::dispatchLateness).
@@ -115,6 +145,19 @@ struct Replica final : ExecutorDriver {
     // The core's one drain (EngineCore::shutdown, failHeld); it decides again.
     void stop(ShutdownMode mode);
     void failHeld();
+
+private:
+    // After running, busy or wakeAt changed: nextCompletion() and wakeUp() again.
+    void refreshEvents();
+    // With `executor` free: a decode run instead of a decision, when the
+    // engine has one (EngineCore::beginDecodeRunLocked); its steps charged now.
+    bool startDecodeRun(int executor);
+    // The run's last model call is over: the books and the model as its
+    // steps leave them.
+    void endDecodeRun();
+    // The executor is free after the run's last step.
+    void freeDecodeRun();
+    std::optional<TimePoint> m_next, m_wake;
 };
 
 } // namespace bp::sim

@@ -64,7 +64,7 @@ struct Simulator::Impl final : VirtualDriver {
     std::size_t arrivedInPeriod = 0;
 
     explicit Impl(const SimulatorOptions &options)
-        : shared{options, NoiseDraws(options.costNoise, options.noiseSeed), options.start, {}, {}},
+        : shared{options, NoiseDraws(options.costNoise, options.noiseSeed), options.start, {}, {}, false, {}},
           o(options), noise(shared.noise), now(shared.now), out(shared.out), router([&] {
               RouterOptions r = options.router;
               r.replicas = int(slotsFor(options));
@@ -95,6 +95,7 @@ struct Simulator::Impl final : VirtualDriver {
             else
                 r.core->addObserver(std::make_shared<sim::ReplicaTagger>(*o.observer, shared, i, n));
         }
+        shared.coalesce = o.coalesceDecodeRuns && !o.observer && !o.onSample;
         loads.resize(slots);
         completions.resize(slots);
         eligible = std::make_unique<bool[]>(slots);
@@ -127,7 +128,7 @@ struct Simulator::Impl final : VirtualDriver {
         bool any = false;
         for (std::size_t k = 0; k < replicas.size(); ++k) {
             const Replica &r = *replicas[k];
-            loads[k] = {r.outstanding, r.backend->cachedTokens()};
+            loads[k] = {r.outstanding, r.kvTokensNow()};
             eligible[k] = r.phase == ReplicaPhase::Ready &&
                           (o.routerQueueLimit <= 0 || r.outstanding < o.routerQueueLimit);
             any = any || eligible[k];
@@ -188,6 +189,7 @@ struct Simulator::Impl final : VirtualDriver {
             out.routerWaitMax = std::max(out.routerWaitMax, waited);
         }
         rep.clock.set(now);
+        rep.cutDecodeRun(); // it joins at the next decision
         rep.dirty = true;
         ++rep.fig.routed;
         ++rep.outstanding;
@@ -276,12 +278,15 @@ struct Simulator::Impl final : VirtualDriver {
     void settle() override
     {
         drainRouterQueue();
+        if (o.scaling) // a decode run ends by the next decision
+            shared.runHorizon = scalingActive() ? std::optional(nextTick) : std::nullopt;
         for (auto &r : replicas) { // those with news, or due to wake up
             if (r->phase == ReplicaPhase::Gone || r->phase == ReplicaPhase::Starting)
                 continue;
             if (r->dirty || (r->wakeAt && *r->wakeAt <= now))
                 r->dispatchReady();
-            if (r->phase == ReplicaPhase::Draining && r->outstanding == 0 && r->running.empty())
+            if (r->phase == ReplicaPhase::Draining && r->outstanding == 0 && r->running.empty() &&
+                !r->decodeRun)
                 retire(*r); // drained
         }
     }
@@ -531,8 +536,10 @@ struct Simulator::Impl final : VirtualDriver {
                 o.observer->onRequestFailed(rec);
         }
         routerQueue.clear();
-        for (auto &r : replicas)
+        for (auto &r : replicas) {
+            r->cutDecodeRun();           // the step running now finishes, as any unit in flight
             r->stop(ShutdownMode::Fail); // queued requests fail; units in flight finish
+        }
         for (;;) {
             std::optional<TimePoint> t;
             for (const auto &r : replicas)

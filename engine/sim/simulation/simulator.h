@@ -84,9 +84,10 @@ struct SimOutcome {
     std::size_t completed = 0; // ok
     std::size_t failed = 0;    // accepted, then not ok (expired, shut down, out of range)
     std::size_t batches = 0;
-    std::size_t configChanges = 0; // by the SLO controller (the config history's changes)
-    std::uint64_t preemptions = 0; // continuous: sequences preempted by the KV budget
-    TimePoint end{};               // the last completion (virtual)
+    std::size_t coalescedSteps = 0; // of batches: steps taken in decode runs (coalesceDecodeRuns)
+    std::size_t configChanges = 0;  // by the SLO controller (the config history's changes)
+    std::uint64_t preemptions = 0;  // continuous: sequences preempted by the KV budget
+    TimePoint end{};                // the last completion (virtual)
     bool cancelled = false;
     Snapshot last; // the final snapshot (with replicas: fleetSnapshot() of theirs)
     // Per replica (one entry for a single engine), and the router's queue:
@@ -147,6 +148,20 @@ struct SimulatorOptions {
     // when it arrived (before now if it waited at the router) and the
     // engine's response. Optional; what a caller needs without a session.
     std::function<void(std::size_t index, TimePoint arrival, const Response &)> onResponse;
+    // Coalesced decode steps (a week of a fleet is ~10^8 steps): on a
+    // replica with one executor, the steps its scheduler would take one
+    // after another while no request arrives — every running sequence only
+    // decoding, nothing waiting, none finishing, the KV budget holding each
+    // step's tokens (EngineCore::beginDecodeRunLocked) — are one event. Each
+    // step is still charged by the cost model and every token stamped at
+    // its step's end; a request routed to the replica ends the run after
+    // the step then running, and a run ends before the next scaling
+    // decision, which reads the replicas' KV. The outcome is stepping's to
+    // the nanosecond (test_fleet_scaling compares them), except that under
+    // drawn noise the draws come in another order; the runs' steps make no
+    // batch records or engine metrics (SimOutcome counts them). Only
+    // without an observer and samples (ignored otherwise).
+    bool coalesceDecodeRuns = false;
 };
 
 // The fleet's snapshot for a metric sample: counters, rates and depths

@@ -10,7 +10,11 @@
 
 #include <QtTest>
 
+#include <array>
 #include <map>
+
+Q_DECLARE_METATYPE(bp::RouterPolicy)
+Q_DECLARE_METATYPE(bp::CostNoise)
 
 using namespace bp;
 using namespace std::chrono_literals;
@@ -197,6 +201,139 @@ private slots:
         QCOMPARE(seen.front().atS, 1.0);
         QCOMPARE(seen.front().running, 4.0);
         QCOMPARE(seen.front().waiting, 8.0);
+    }
+
+    // Coalesced decode runs (SimulatorOptions::coalesceDecodeRuns) change
+    // how fast a fleet is simulated, not what it serves: a scaled fleet
+    // under policy continuous — cold starts, drains, a KV budget tight
+    // enough to preempt, scheduler lateness and a step overhead — gives
+    // every request the same outcome to the nanosecond, stepped or
+    // coalesced, with either router, at noise none and mean (the draws of
+    // drawn noise come in another order).
+    void coalescedDecodeRunsMatchStepping_data()
+    {
+        QTest::addColumn<RouterPolicy>("router");
+        QTest::addColumn<CostNoise>("noise");
+        QTest::newRow("least-outstanding, none") << RouterPolicy::LeastOutstanding << CostNoise::None;
+        QTest::newRow("least-kv, mean") << RouterPolicy::LeastKv << CostNoise::Mean;
+    }
+    void coalescedDecodeRunsMatchStepping()
+    {
+        QFETCH(RouterPolicy, router);
+        QFETCH(CostNoise, noise);
+        SimulatorOptions o;
+        o.config.policy = PolicyKind::Continuous;
+        o.config.queueCapacity = 10'000;
+        o.config.continuous.maxNumSeqs = 6;
+        o.config.continuous.maxNumBatchedTokens = 256;
+        o.config.continuous.chunkedPrefill = true;
+        o.config.continuous.prefillChunk = 128;
+        o.config.continuous.kvCacheTokens = 1500; // tight: sequences are preempted
+        o.limits.maxSequenceLength = 1024;
+        o.limits.vocabSize = 1000;
+        o.cost.generative = true;
+        o.cost.coef[CostModel::kIterationStart] = 0.004;         // s0: 4 ms a step
+        o.cost.coef[CostModel::kIterationStart + 1] = 0.0005;    // s1: per sequence
+        o.cost.coef[CostModel::kIterationStart + 2] = 0.00002;   // s2: per token
+        o.cost.coef[CostModel::kIterationStart + 3] = 0.0000001; // s3: per token attended
+        o.cost.stepOverheadS = 0.0007;
+        o.cost.dispatchLateness = {0.0001, 0.0004, 0.002};
+        o.cost.iterationResiduals = {0.8, 1.0, 1.35};
+        o.costNoise = noise;
+        o.output = OutputKind::Generated;
+        o.router.policy = router;
+        std::vector<PlannedArrival> arrivals;
+        std::uint64_t lcg = 12345;
+        auto draw = [&lcg](int lo, int hi) {
+            lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+            return lo + int((lcg >> 33) % std::uint64_t(hi - lo + 1));
+        };
+        for (double t = 0; t < 150;) {
+            t += 0.05 + draw(0, 400) / 1000.0 * (t > 40 && t < 90 ? 0.3 : 1.0); // a busier middle
+            PlannedArrival a;
+            a.offset = fromSeconds(t);
+            a.inputTokens = draw(4, 300);
+            a.maxNewTokens = draw(1, 400);
+            arrivals.push_back(a);
+        }
+        struct Seen {
+            bool ok = false;
+            std::size_t tokens = 0;
+            Duration ttft{}, tpot{}, total{};
+            std::size_t gaps = 0;
+            bool operator==(const Seen &) const = default;
+        };
+        // What each decision saw: the KV a run's steps leave is read there.
+        using Observed = std::vector<std::array<double, 4>>;
+        auto simulate = [&](bool coalesce, std::vector<Seen> &seen, Events &events, Observed &observed) {
+            SimulatorOptions c = o;
+            c.coalesceDecodeRuns = coalesce;
+            c.scaling = scripted({{0, 1}, {30, 3}, {100, 2}}, 10s, events);
+            c.scaling->period = 5s;
+            c.scaling->onDecision = [&observed](const FleetObservation &ob, int) {
+                observed.push_back({ob.atS, ob.running, ob.waiting, ob.kvUsage});
+            };
+            c.onResponse = [&seen](std::size_t i, TimePoint, const Response &r) {
+                seen[i] = {r.status.isOk(),
+                           r.tokens.size(),
+                           r.timing.timeToFirstToken,
+                           r.timing.timePerOutputToken,
+                           r.timing.total,
+                           r.timing.interTokenLatencies.size()};
+            };
+            seen.assign(arrivals.size(), {});
+            return Simulator(c).run(arrivals);
+        };
+        std::vector<Seen> stepped, coalesced;
+        Events steppedEvents, coalescedEvents;
+        Observed steppedSaw, coalescedSaw;
+        const SimOutcome a = simulate(false, stepped, steppedEvents, steppedSaw);
+        const SimOutcome b = simulate(true, coalesced, coalescedEvents, coalescedSaw);
+        QVERIFY2(a.status.isOk(), a.status.message().c_str());
+        QVERIFY2(b.status.isOk(), b.status.message().c_str());
+        QCOMPARE(a.coalescedSteps, std::size_t(0));
+        QVERIFY2(b.coalescedSteps * 3 > b.batches,
+                 qPrintable(QString("%1 of %2 steps coalesced").arg(b.coalescedSteps).arg(b.batches)));
+        QVERIFY(a.preemptions > 0); // the KV budget bites
+        QCOMPARE(a.completed, arrivals.size());
+        for (std::size_t i = 0; i < arrivals.size(); ++i)
+            QVERIFY2(stepped[i] == coalesced[i],
+                     qPrintable(QString("request %1: ttft %2 vs %3 ns, total %4 vs %5 ns")
+                                    .arg(i)
+                                    .arg(stepped[i].ttft.count())
+                                    .arg(coalesced[i].ttft.count())
+                                    .arg(stepped[i].total.count())
+                                    .arg(coalesced[i].total.count())));
+        QCOMPARE(b.completed, a.completed);
+        QCOMPARE(b.batches, a.batches);
+        QCOMPARE(b.preemptions, a.preemptions);
+        QCOMPARE(b.end, a.end);
+        QCOMPARE(b.replicaSeconds, a.replicaSeconds);
+        QCOMPARE(b.peakReplicas, a.peakReplicas);
+        QCOMPARE(b.replicas.size(), a.replicas.size());
+        for (std::size_t r = 0; r < a.replicas.size(); ++r) {
+            QCOMPARE(b.replicas[r].routed, a.replicas[r].routed);
+            QCOMPARE(b.replicas[r].batches, a.replicas[r].batches);
+            QCOMPARE(b.replicas[r].outputTokens, a.replicas[r].outputTokens);
+            QCOMPARE(b.replicas[r].peakKvTokens, a.replicas[r].peakKvTokens);
+            QVERIFY(std::abs(b.replicas[r].busyS - a.replicas[r].busyS) < 1e-9);
+        }
+        QCOMPARE(coalescedSaw.size(), steppedSaw.size());
+        for (std::size_t i = 0; i < steppedSaw.size(); ++i)
+            QVERIFY2(coalescedSaw[i] == steppedSaw[i],
+                     qPrintable(QString("decision at %1 s: running %2 vs %3, waiting %4 vs %5, kv %6 vs %7")
+                                    .arg(steppedSaw[i][0])
+                                    .arg(coalescedSaw[i][1])
+                                    .arg(steppedSaw[i][1])
+                                    .arg(coalescedSaw[i][2])
+                                    .arg(steppedSaw[i][2])
+                                    .arg(coalescedSaw[i][3])
+                                    .arg(steppedSaw[i][3])));
+        QCOMPARE(coalescedEvents.all.size(), steppedEvents.all.size());
+        for (std::size_t i = 0; i < steppedEvents.all.size(); ++i) {
+            QCOMPARE(coalescedEvents.all[i].atS, steppedEvents.all[i].atS);
+            QCOMPARE(coalescedEvents.all[i].phase, steppedEvents.all[i].phase);
+        }
     }
 
     // A step in the load (2/s, then 30/s against 10/s a replica serves):
