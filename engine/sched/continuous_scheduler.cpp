@@ -71,17 +71,14 @@ std::optional<DecodeRun> ContinuousScheduler::beginDecodeRun(TimePoint /*now*/, 
     if (room < 1 || m_running.size() > std::size_t(m_config.continuous.maxNumBatchedTokens))
         return std::nullopt;
     // The KV each step's next tokens take, as preemptForNextTokens() counts
-    // it before that step (the running sequences' cache grown by the steps before).
-    std::int64_t grown = 0;
-    int steps = 0;
-    for (; steps < room; ++steps) {
-        std::int64_t next = 0;
-        for (const SequencePtr &s : m_running)
-            next += roundUp(s->cached + steps + 1) - roundUp(s->cached + steps);
-        if (!fitsKv(grown + next))
-            break;
-        grown += next;
-    }
+    // it before that step: a token per sequence (a model whose pool books
+    // whole blocks has no runs: the simulator's cost model has no pool).
+    const std::int64_t kv = kvBudget();
+    if (kv > 0 && granule() != 1)
+        return std::nullopt;
+    const auto n = std::int64_t(m_running.size());
+    const std::int64_t free = kv - (kvTokens() - unreferencedTokens());
+    const int steps = kv <= 0 ? room : int(std::clamp<std::int64_t>(free / n, 0, room));
     if (steps < 1)
         return std::nullopt;
     DecodeRun run;
