@@ -248,10 +248,13 @@ void printRun(QTextStream &out, const AutoscaleRun &run, const Setup &s, const s
                .arg(s.request.periodS)
                .arg(s.cold.seconds, 0, 'f', 1)
                .arg(q(s.cold.from));
-    out << QStringLiteral("  %1 requests over %2 of serving time, simulated in %3 s\n")
+    out << QStringLiteral("  %1 requests over %2 of serving time, simulated in %3 s (%4 steps, %5% of them "
+                          "in decode runs)\n")
                .arg(run.requests)
                .arg(clock(run.spanS))
-               .arg(run.wallSeconds, 0, 'f', 1);
+               .arg(run.wallSeconds, 0, 'f', 1)
+               .arg(run.steps)
+               .arg(run.steps ? 100.0 * double(run.coalescedSteps) / double(run.steps) : 0.0, 0, 'f', 1);
     // The windows that missed, and a replica line every hour of serving time,
     // with the p99 the SLO bounds first (TTFT, else TPOT, else end to end).
     struct Judged {

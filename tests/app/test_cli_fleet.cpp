@@ -97,6 +97,8 @@ private slots:
         QCOMPARE(j["knobs"]["policy"].get<std::string>(), std::string("reactive"));
         const json &run = j["run"];
         QCOMPARE(run["requests"].get<int>(), 600 + 36000 + 3000);
+        QVERIFY(run["steps"].get<std::size_t>() > 0);
+        QVERIFY(run["coalesced_steps"].get<std::size_t>() <= run["steps"].get<std::size_t>());
         QVERIFY(run["peak_replicas"].get<int>() >= 2);
         QVERIFY(run["scale_ups"].get<int>() >= 1);
         QVERIFY2(run["scale_downs"].get<int>() >= 1, "the fleet drains after the burst");

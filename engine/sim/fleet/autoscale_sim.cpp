@@ -326,6 +326,8 @@ AutoscaleRun simulateAutoscale(const SimulatorOptions &model, std::span<const Pl
     run.replicaHours = out.replicaSeconds / 3600.0;
     run.cost = run.replicaHours * r.replicaCostPerHour;
     run.peakReplicas = out.peakReplicas;
+    run.steps = out.batches;
+    run.coalescedSteps = out.coalescedSteps;
     run.spanS = toSeconds(out.end - start);
     if (!arrivals.empty())
         run.spanS = std::max(run.spanS, toSeconds(arrivals.back().offset));
@@ -493,7 +495,9 @@ nlohmann::json autoscaleRunJson(const AutoscaleRun &run, bool withTimeline)
                        {"cost", run.cost},
                        {"peak_replicas", run.peakReplicas},
                        {"span_s", run.spanS},
-                       {"wall_s", run.wallSeconds}};
+                       {"wall_s", run.wallSeconds},
+                       {"steps", run.steps},
+                       {"coalesced_steps", run.coalescedSteps}};
     if (withTimeline) {
         nlohmann::json t = nlohmann::json::array();
         for (const ReplicaPoint &p : run.timeline)

@@ -102,6 +102,9 @@ struct AutoscaleRun {
     int peakReplicas = 0;
     double spanS = 0; // serving time simulated
     double wallSeconds = 0;
+    // Units simulated (batches or steps), and of them the steps taken in
+    // decode runs (SimulatorOptions::coalesceDecodeRuns).
+    std::size_t steps = 0, coalescedSteps = 0;
     bool cancelled = false, stopped = false; // stopped: past stopAboveReplicaHours
     bool missedOut = false;                  // stopped: past stopAboveMissedWindows
     double windowsMetShare() const
