@@ -4,7 +4,8 @@
 // computed; an hour of trace takes about a second. What it keeps of its own
 // is only what a simulation needs and the engine has not:
 //  - the event queue: arrivals, the end of each running unit, the time an
-//    executor is free again, the scheduler's next wake-up, samples;
+//    executor is free again, the scheduler's next wake-up, samples (and,
+//    when asked, a run of decode steps as one event: coalesceDecodeRuns);
 //  - `instances` virtual executors: a unit is formed only when one is free
 //    (the engine's leader is an idle executor), so under load requests keep
 //    accumulating into larger batches; with every executor busy nothing is
