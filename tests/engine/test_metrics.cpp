@@ -2,8 +2,8 @@
 // documented 1.6% error, windowed rates on a fake clock, padding efficiency;
 // token-level figures (TPOT, ITL, goodput against the goodput SLO) and the
 // step counters of policy `continuous`.
-#include "engine/sched/outcome.h"
 #include "engine/metrics/metrics.h"
+#include "engine/sched/outcome.h"
 
 #include <QtTest>
 
@@ -80,6 +80,51 @@ private slots:
         for (double q : {0.1, 0.5, 0.99})
             QCOMPARE(a.quantile(q), all.quantile(q));
         QCOMPARE(a.mean(), all.mean());
+    }
+
+    // clear() zeroes only the buckets between the smallest and largest
+    // value recorded: none of them may survive it, at either end.
+    void clearForgetsEverythingRecorded()
+    {
+        LatencyHistogram h;
+        for (std::int64_t v : {std::int64_t(-5), std::int64_t(0), std::int64_t(63), std::int64_t(64),
+                               std::int64_t(1'000'000), std::int64_t(1) << 45})
+            h.record(v, 3);
+        h.clear();
+        QCOMPARE(h.count(), std::uint64_t(0));
+        QCOMPARE(h.quantile(0.99), std::int64_t(0));
+        QCOMPARE(h.countAtOrBelow(std::int64_t(1) << 50), std::uint64_t(0));
+        h.record(5000);
+        QCOMPARE(h.count(), std::uint64_t(1));
+        QCOMPARE(h.countAtOrBelow(std::int64_t(1) << 50), std::uint64_t(1));
+        QCOMPARE(h.min(), std::int64_t(5000));
+        QCOMPARE(h.max(), std::int64_t(5000));
+        QCOMPARE(h.quantile(0.0), std::int64_t(5000));
+        QCOMPARE(h.quantile(1.0), std::int64_t(5000));
+    }
+
+    // A window slot reused 2 s later holds only the new records.
+    void aReusedWindowSlotStartsEmpty()
+    {
+        const TimePoint start = TimePoint(1000s);
+        MetricsRecorder m(start);
+        auto batchAt = [&m](TimePoint t, Duration total) {
+            BatchRecord b;
+            b.id = 1;
+            b.size = 1;
+            std::vector<RequestRecord> rs(1);
+            rs[0].total = total;
+            rs[0].compute = total;
+            m.recordBatch(b, rs, t);
+        };
+        batchAt(start + 100ms, 900ms); // slot 0
+        batchAt(start + 2100ms, 2ms);  // slot 0 again, the window later
+        Snapshot s;
+        m.fill(s, start + 2200ms);
+        QCOMPARE(s.total.count, std::uint64_t(1));
+        QVERIFY2(s.total.maxUs < 2100, qPrintable(QString::number(s.total.maxUs)));
+        QVERIFY(s.total.p99Us < 2100);
+        QCOMPARE(s.totalAll.count, std::uint64_t(2));
     }
 
     void windowThroughputAndPadding()
