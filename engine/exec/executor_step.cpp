@@ -67,7 +67,7 @@ std::optional<DecodeRun> EngineCore::beginDecodeRunLocked(int maxSteps)
     const std::shared_ptr<const BatchingConfig> config = m_config.current();
     if (m_stopping || config->cache.enabled || config->slo.enabled)
         return std::nullopt; // an interceptor may answer or propose between steps
-    std::optional<DecodeRun> run = m_scheduler->beginDecodeRun(m_clock.now(), maxSteps);
+    std::optional<DecodeRun> run = m_scheduler->beginDecodeRun(maxSteps);
     if (run)
         ++m_inFlight;
     return run;

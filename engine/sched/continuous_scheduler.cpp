@@ -65,7 +65,7 @@ void ContinuousScheduler::decide(TimePoint now, StepWork &step, std::vector<Fail
         makeRoom(plan.kvReserved - plan.kvPinned);
 }
 
-std::optional<DecodeRun> ContinuousScheduler::beginDecodeRun(TimePoint /*now*/, int maxSteps)
+std::optional<DecodeRun> ContinuousScheduler::beginDecodeRun(int maxSteps)
 {
     const int room = std::min(maxSteps, decodeRunRoom());
     if (room < 1 || m_running.size() > std::size_t(m_config.continuous.maxNumBatchedTokens))

@@ -61,7 +61,7 @@ public:
     // no request arrives — every running sequence decoding, within
     // max_num_batched_tokens, none finishing, and the KV budget holding
     // each step's next tokens (no preemption).
-    std::optional<DecodeRun> beginDecodeRun(TimePoint now, int maxSteps) override;
+    std::optional<DecodeRun> beginDecodeRun(int maxSteps) override;
 
 private:
     // The step being decided: what is left of the token budget and of the

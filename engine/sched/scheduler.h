@@ -128,10 +128,7 @@ public:
     // them: nullopt otherwise). With no unit in flight: the run of at most
     // `maxSteps` steps its next decisions would be if no request arrived,
     // held as a unit in flight until endDecodeRun().
-    virtual std::optional<DecodeRun> beginDecodeRun(TimePoint /*now*/, int /*maxSteps*/)
-    {
-        return std::nullopt;
-    }
+    virtual std::optional<DecodeRun> beginDecodeRun(int /*maxSteps*/) { return std::nullopt; }
     // The run's first ends.size() steps happened, the i-th model call
     // ending at ends[i] (each sequence's next token then): the books as
     // that many steps would leave them. Their unit ids are taken.

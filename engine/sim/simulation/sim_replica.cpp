@@ -117,7 +117,6 @@ bool Replica::startDecodeRun(int executor)
 {
     // Steps a run may take: enough to cover the long gaps between arrivals.
     constexpr int kMostSteps = 4096;
-    const TimePoint now = sim.now;
     DecodeSteps d;
     {
         MutexLock lock(core->mutex());
@@ -133,13 +132,13 @@ bool Replica::startDecodeRun(int executor)
         // Each step as start() would charge it: the first one late by the
         // executor's wake-up, the next ones decided as the executor frees.
         const auto n = std::int64_t(run->sequences.size());
-        TimePoint start = now + lateness(executor);
+        d.firstStart = sim.now + lateness(executor);
+        TimePoint start = d.firstStart;
         for (int i = 0; i < steps; ++i) {
             const TimePoint end = start + backend->chargeDecodes(int(n), span.context + n * i);
             const TimePoint free = end + fromSeconds(sim.o.cost.stepOverhead());
             if (i > 0 && sim.runHorizon && end > *sim.runHorizon)
                 break; // a scaling decision comes first: it reads the KV of the steps ended
-            d.starts.push_back(start);
             d.ends.push_back(end);
             d.frees.push_back(free);
             start = free;
@@ -147,7 +146,6 @@ bool Replica::startDecodeRun(int executor)
         d.run = std::move(*run);
     }
     d.executor = executor;
-    d.decidedAt = now;
     busy[std::size_t(executor)] = true;
     decodeRun = std::move(d);
     return true;
@@ -162,8 +160,8 @@ void Replica::endDecodeRun()
         core->endDecodeRunLocked(d.ends);
     }
     backend->advanceDecodes(d.run.sequences, k);
-    for (int i = 0; i < k; ++i)
-        fig.busyS += toSeconds(d.ends[std::size_t(i)] - d.starts[std::size_t(i)]);
+    for (std::size_t i = 0; i < d.ends.size(); ++i)
+        fig.busyS += toSeconds(d.ends[i] - d.start(i));
     fig.peakKvTokens = std::max(fig.peakKvTokens, backend->cachedTokens());
     fig.batches += std::size_t(k);
     sim.out.batches += std::size_t(k);
@@ -190,7 +188,6 @@ void Replica::cutDecodeRun()
         return;
     DecodeSteps &d = *decodeRun;
     const std::size_t keep = d.decidedBy(sim.now);
-    d.starts.resize(keep);
     d.ends.resize(keep);
     d.frees.resize(keep);
     refreshEvents();

@@ -93,19 +93,20 @@ struct Replica final : ExecutorDriver {
     ReplicaPhase phase = ReplicaPhase::Ready;
     TimePoint askedAt{}, readyAt{};
 
-    // A decode run in flight on `executor` (Shared::coalesce): decided at
-    // `decidedAt`, its steps' model calls from starts[i] to ends[i], the
-    // executor free again at frees[i] (the next step's decision). `ended`:
-    // its last model call is over and its tokens are in the books; the
-    // executor is busy until frees.back().
+    // A decode run in flight on `executor` (Shared::coalesce): the i-th
+    // step's model call from start(i) to ends[i], the executor free again at
+    // frees[i], when the next step is decided and starts. `ended`: its last
+    // model call is over and its tokens are in the books; the executor is
+    // busy until frees.back().
     struct DecodeSteps {
         DecodeRun run;
         int executor = 0;
-        TimePoint decidedAt{};
-        std::vector<TimePoint> starts, ends, frees;
+        TimePoint firstStart{}; // the first step's, late by the executor's wake-up
+        std::vector<TimePoint> ends, frees;
         bool ended = false;
-        // Its steps decided by `t` (the first at decidedAt, each next one as
-        // the executor frees): at least the first.
+        TimePoint start(std::size_t i) const { return i == 0 ? firstStart : frees[i - 1]; }
+        // Its steps decided by `t` (the first when the run was, each next
+        // one as the executor frees): at least the first.
         std::size_t decidedBy(TimePoint t) const;
     };
     std::optional<DecodeSteps> decodeRun;
