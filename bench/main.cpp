@@ -1,4 +1,5 @@
 // batchpilot-bench: Qt-free benchmarks of the BatchPilot engine.
+#include "bandwidth_bench.h"
 #include "bench_util.h"
 #include "device_check_bench.h"
 #include "fidelity_bench.h"
@@ -51,6 +52,8 @@ int main(int argc, char **argv)
             return bp::bench::runFidelityBench(args);
         if (stage == "device-check")
             return bp::bench::runDeviceCheckBench(args);
+        if (stage == "bandwidth")
+            return bp::bench::runBandwidthBench(args);
     } catch (const std::exception &e) {
         std::cerr << "batchpilot-bench " << stage << ": " << e.what() << "\n";
         return 2;

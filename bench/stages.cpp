@@ -1,3 +1,4 @@
+#include "bandwidth_bench.h"
 #include "bench_util.h"
 #include "device_check_bench.h"
 #include "fidelity_bench.h"
@@ -10,7 +11,7 @@ namespace bp::bench {
 
 std::vector<const StageOptions *> benchStages()
 {
-    return {&schedulerStage(), &profileStage(), &loadStage(), &storeStage(), &fidelityStage(), &deviceCheckStage()};
+    return {&schedulerStage(), &profileStage(), &loadStage(), &storeStage(), &fidelityStage(), &deviceCheckStage(), &bandwidthStage()};
 }
 
 } // namespace bp::bench

@@ -100,9 +100,12 @@ endif()
 # which crashed here (std::filesystem::remove_all). libstdc++ first among
 # every program's libraries keeps our calls on the system's implementation.
 add_link_options("LINKER:--push-state,--no-as-needed" "-lstdc++" "LINKER:--pop-state")
-# An installed program finds libtorch (and the CUDA libraries) where the build
-# found them: the unpacked wheel is not on the system's library path.
-set(CMAKE_INSTALL_RPATH_USE_LINK_PATH ON)
+# An installed program finds the libtorch its package carries in the private
+# folder beside it (cmake/packaging.cmake), and nothing else: no path into
+# the building machine's home or toolkit (lintian: custom-library-search-path).
+# The build tree keeps the link paths (the unpacked wheel in the cache).
+set(CMAKE_INSTALL_RPATH "$ORIGIN/../lib/batchpilot")
+set(CMAKE_INSTALL_RPATH_USE_LINK_PATH OFF)
 
 set(BATCHPILOT_TORCH_CUDA OFF)
 if(TARGET torch_cuda AND CMAKE_CUDA_COMPILER)

@@ -100,6 +100,59 @@ install(FILES ${BATCHPILOT_PACKAGING_DIR}/completion/batchpilot
 # bench's own CMakeLists.txt stays the benchmarks'.
 target_compile_definitions(batchpilot-bench PRIVATE BATCHPILOT_VERSION="${PROJECT_VERSION}")
 
+# --- libtorch, carried inside the package --------------------------------------
+# Debian 12 has no libtorch newer than 1.13 and no CUDA 13, so the package
+# carries the libtorch it was built against (PyPI's torch wheel, unpacked by
+# packaging/install-torch.sh) in the private folder /usr/lib/batchpilot, where
+# the binaries' RUNPATH ($ORIGIN/../lib/batchpilot) finds it. Split in two:
+#   core (package batchpilot): libtorch_cpu, libc10 and the wheel's libgomp,
+#     plus the two small CUDA runtime libraries libtorch_cpu itself links
+#     (libcudart, libcupti: redistributable under the CUDA EULA), so the CPU
+#     engine runs on any Debian 12 machine;
+#   cuda (package batchpilot-cuda): the CUDA plugin (libbatchpilot_cuda.so,
+#     loaded only when a CUDA device is asked for) with libtorch_cuda and
+#     libc10_cuda; the CUDA 13 libraries those link (cuBLAS, cuDNN, NCCL, ...)
+#     come from NVIDIA's CUDA repository or toolkit (docs/packaging.md).
+set(BATCHPILOT_PRIVATE_LIBDIR lib/batchpilot) # not the multiarch folder: private to the package, as RUNPATH says
+if(BATCHPILOT_TORCH AND TORCH_INSTALL_PREFIX AND EXISTS ${TORCH_INSTALL_PREFIX}/lib/libtorch_cpu.so)
+  set(_bp_torch_lib ${TORCH_INSTALL_PREFIX}/lib)
+  # bp_install_library(FILE COMPONENT): the real file under its own (soname) name.
+  function(bp_install_library file component)
+    get_filename_component(_name ${file} NAME)
+    get_filename_component(_real ${file} REALPATH)
+    install(FILES ${_real} DESTINATION ${BATCHPILOT_PRIVATE_LIBDIR} RENAME ${_name} COMPONENT ${component})
+  endfunction()
+  foreach(lib libtorch_cpu.so libc10.so libgomp.so.1)
+    if(EXISTS ${_bp_torch_lib}/${lib})
+      bp_install_library(${_bp_torch_lib}/${lib} core)
+    endif()
+  endforeach()
+  # The CUDA runtime pieces libtorch_cpu.so needs (NEEDED, not dlopen'ed):
+  # from the CUDA toolkit the build used, or the wheel's nvidia/ folders.
+  get_filename_component(_bp_site ${TORCH_INSTALL_PREFIX}/.. ABSOLUTE)
+  foreach(soname libcudart.so.13 libcupti.so.13)
+    find_file(_bp_found_${soname} ${soname} NO_CACHE
+              PATHS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64
+                    ${_bp_site}/nvidia/cu13/lib NO_DEFAULT_PATH)
+    if(_bp_found_${soname})
+      bp_install_library(${_bp_found_${soname}} core)
+    else()
+      message(WARNING "${soname} not found: the package will not run where the CUDA toolkit is not installed")
+    endif()
+  endforeach()
+  foreach(lib libtorch_cuda.so libc10_cuda.so libtorch_nvshmem.so)
+    if(EXISTS ${_bp_torch_lib}/${lib})
+      bp_install_library(${_bp_torch_lib}/${lib} cuda)
+    endif()
+  endforeach()
+  # The wheel's own license and notices (the libraries libtorch bundles).
+  file(GLOB _bp_torch_notices ${_bp_site}/torch-*.dist-info/licenses/*)
+  install(FILES ${_bp_torch_notices} DESTINATION ${BATCHPILOT_DOCDIR}/libtorch COMPONENT core)
+endif()
+# Each package has its own copyright file and changelog (Debian policy 12.5).
+install(FILES ${BATCHPILOT_PACKAGING_DIR}/debian/copyright ${BATCHPILOT_CHANGELOG_GZ}
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/batchpilot-cuda COMPONENT cuda)
+
 # --- The Debian package --------------------------------------------------------
 set(CPACK_PACKAGE_NAME batchpilot)
 set(CPACK_PACKAGE_VENDOR "The BatchPilot developers")
@@ -125,6 +178,31 @@ set(CPACK_DEBIAN_PACKAGE_HOMEPAGE ${PROJECT_HOMEPAGE_URL})
 # (docs/benchmarks.md), Qt's platform plugins (xcb for the console,
 # offscreen for `batchpilot report` and the tests) and the report's font.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas0-openmp, qt6-qpa-plugins, fonts-dejavu-core")
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "poppler-utils, bash-completion")
+# The libraries the package carries itself are no dependency to look up.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${BATCHPILOT_PRIVATE_LIBDIR})
+# zstd: libtorch_cpu alone is ~450 MB; xz would take minutes to pack it.
+set(CPACK_DEBIAN_COMPRESSION_TYPE zstd)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_ALL core)
+set(CPACK_DEBIAN_CORE_PACKAGE_NAME batchpilot)
+set(CPACK_DEBIAN_CORE_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_CORE_PACKAGE_DEPENDS "qt6-qpa-plugins, fonts-dejavu-core")
+set(CPACK_DEBIAN_CORE_PACKAGE_SUGGESTS "batchpilot-cuda, poppler-utils, bash-completion")
+if(BATCHPILOT_TORCH_CUDA)
+  list(APPEND CPACK_COMPONENTS_ALL cuda)
+  set(CPACK_DEBIAN_CUDA_PACKAGE_NAME batchpilot-cuda)
+  set(CPACK_DEBIAN_CUDA_FILE_NAME DEB-DEFAULT)
+  set(CPACK_DEBIAN_CUDA_PACKAGE_SECTION science)
+  # No Debian 12 package ships the CUDA 13 libraries libtorch_cuda links:
+  # dpkg-shlibdeps could not name them, so the package declares batchpilot
+  # and says in its description (and docs/packaging.md) where CUDA comes from.
+  set(CPACK_DEBIAN_CUDA_PACKAGE_SHLIBDEPS OFF)
+  set(CPACK_DEBIAN_CUDA_PACKAGE_DEPENDS "batchpilot (= ${PROJECT_VERSION})")
+  set(CPACK_COMPONENT_CUDA_DESCRIPTION [=[NVIDIA GPU support for BatchPilot
+The engine's CUDA plugin (paged attention kernels, CUDA graphs) and the
+CUDA half of libtorch. BatchPilot loads it only when a CUDA device is asked
+for (--device auto or cuda). It needs an NVIDIA driver and the CUDA 13.0
+runtime libraries (cuBLAS, cuDNN 9, NCCL, cuSPARSE, cuFFT, cuRAND, cuFile,
+cuSPARSELt, NVSHMEM) from NVIDIA's CUDA repository or toolkit.]=])
+endif()
 include(CPack)

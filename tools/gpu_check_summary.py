@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""The GPU check's figures against issues 33's and 36's targets, from the JSON files
+"""The GPU check's figures against the GPU step's targets, from the JSON files
 bench/gpu/check.sh wrote into OUT: prints a table and writes OUT/summary.json.
-Missing files give "-" (a stage that failed or was skipped)."""
+Missing files give "-" (a stage that failed or was skipped).
+
+A memory-bound step is judged against the bandwidth of the device it ran on,
+measured in the same run (`batchpilot-bench bandwidth`, OUT/bandwidth.json: a
+device-to-device copy), never against another GPU's figure; the device's name
+comes from OUT/gpu.csv (nvidia-smi) or the bandwidth stage."""
+import csv
 import json
 import os
 import sys
-
-# The H200's memory bandwidth as measured there (about 4.3 TB/s; docs/gpu.md)
-BANDWIDTH_BYTES_PER_S = 4.3e12
 
 
 def load(out, name):
@@ -27,9 +30,26 @@ def cell(profile, batch):
     return None
 
 
+def device_name(out, bandwidth):
+    try:
+        with open(os.path.join(out, "gpu.csv")) as f:
+            lines = [r for r in csv.reader(f) if r]
+        if len(lines) >= 2 and not lines[1][0].startswith("NVIDIA-SMI has failed"):
+            return lines[1][0].strip()
+    except OSError:
+        pass
+    if bandwidth:
+        return bandwidth.get("device_name") or bandwidth.get("device")
+    return None
+
+
 def main():
     out = sys.argv[1]
     rows, figures = [], {}
+    bw = load(out, "bandwidth.json")
+    bandwidth = bw["bytes_per_s"] if bw and bw.get("bytes_per_s") else None
+    figures["device"] = device_name(out, bw)
+    figures["bandwidth_bytes_per_s"] = bandwidth
 
     def row(what, value, target, ok):
         rows.append((what, value, target, "-" if ok is None else ("met" if ok else "NOT met")))
@@ -91,21 +111,29 @@ def main():
         figures["fidelity_median_abs_error"] = fid["median_abs_error"]
         row("fidelity: median |error| over the figures", f"{100 * fid['median_abs_error']:.1f}%", "<= 5%",
             fid["median_abs_error"] <= 0.05)
-    # Llama-3-8B's shape in bf16 (issue 36): the step against reading the
-    # weights once at the bandwidth the H200 measured (4.3 TB/s, docs/gpu.md).
+    if bandwidth:
+        row(f"memory bandwidth of {figures['device'] or 'the device'} (copy, read + write)",
+            f"{bandwidth / 1e9:.0f} GB/s", "", None)
+    # The Llama shape's step against reading its weights once at the bandwidth
+    # measured on this device in this run.
     lp = load(out, "llama_profile.json")
     l1, l64 = cell(lp, 1), cell(lp, 64)
     if l1:
-        weights_ms = lp["parameters"] * 2 / BANDWIDTH_BYTES_PER_S * 1e3
+        name = lp.get("model", "Llama-3-8B").split("/")[-2] if "/" in lp.get("model", "") else "Llama-3-8B"
         figures["llama_step_ms_b1"] = l1["tpot_ms"]
-        figures["llama_weight_read_ms"] = weights_ms
-        row("Llama-3-8B decode step, batch 1 / weight read at 4.3 TB/s",
-            f"{l1['tpot_ms']:.2f} / {weights_ms:.2f} ms = x{l1['tpot_ms'] / weights_ms:.2f}", "<= 1.3",
-            l1["tpot_ms"] <= 1.3 * weights_ms)
+        if bandwidth:
+            bytes_per_weight = 2 if lp.get("dtype", "bfloat16") in ("bfloat16", "float16") else 4
+            weights_ms = lp["parameters"] * bytes_per_weight / bandwidth * 1e3
+            figures["llama_weight_read_ms"] = weights_ms
+            row(f"{name} decode step, batch 1 / weight read at {bandwidth / 1e9:.0f} GB/s",
+                f"{l1['tpot_ms']:.2f} / {weights_ms:.2f} ms = x{l1['tpot_ms'] / weights_ms:.2f}", "<= 1.3",
+                l1["tpot_ms"] <= 1.3 * weights_ms)
+        else:
+            row(f"{name} decode step, batch 1", f"{l1['tpot_ms']:.2f} ms (no bandwidth measured)", "", None)
         if l64:
             r = l64["decode_tokens_per_s"] / l1["decode_tokens_per_s"]
             figures["llama_step_ms_b64"] = l64["tpot_ms"]
-            row("Llama-3-8B decode tok/s, batch 64 / batch 1", f"{l64['decode_tokens_per_s']:.0f} / "
+            row(f"{name} decode tok/s, batch 64 / batch 1", f"{l64['decode_tokens_per_s']:.0f} / "
                 f"{l1['decode_tokens_per_s']:.0f} = x{r:.1f}", ">= 20", r >= 20)
     ll = load(out, "llama_load.json")
     if ll:
@@ -114,7 +142,7 @@ def main():
             best[r["policy"]] = max(best.get(r["policy"], 0.0), r.get("goodput", 0.0))
         figures["llama_best_goodput"] = best
         dyn, cont = best.get("dynamic", 0.0), best.get("continuous", 0.0)
-        row("Llama-3-8B goodput at TTFT<=1s, TPOT<=50ms: continuous vs dynamic@64",
+        row("Llama shape's goodput at TTFT<=1s, TPOT<=50ms: continuous vs dynamic@64",
             f"{cont:.1f} vs {dyn:.1f} req/s: x{(cont / dyn if dyn else float('inf')):.2f}", ">= 2",
             dyn > 0 and cont >= 2 * dyn)
     width = max(len(r[0]) for r in rows) if rows else 10

@@ -1,6 +1,7 @@
 #include "engine/model/model_registry.h"
 
 #include "engine/model/device_check.h"
+#include "engine/model/memory_bandwidth.h"
 
 #ifdef BATCHPILOT_HAVE_TORCH
 #include "torch_models.h"
@@ -40,6 +41,17 @@ Result<DeviceCheckReport> checkDevice(const std::string &device, bool decoder)
     (void)decoder;
     return Status(StatusCode::Unavailable,
                   "checking device " + device + " needs libtorch (BATCHPILOT_TORCH=OFF)");
+#endif
+}
+
+Result<BandwidthReport> measureMemoryBandwidth(const std::string &device, std::int64_t bytes, int repeats,
+                                               int threads)
+{
+#ifdef BATCHPILOT_HAVE_TORCH
+    return measureTorchMemoryBandwidth(device, bytes, repeats, threads);
+#else
+    (void)bytes, (void)repeats, (void)threads;
+    return Status(StatusCode::Unavailable, "measuring the bandwidth of " + device + " needs libtorch (BATCHPILOT_TORCH=OFF)");
 #endif
 }
 
