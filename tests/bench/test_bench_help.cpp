@@ -50,7 +50,7 @@ private slots:
     {
         QTest::addColumn<int>("index");
         const auto stages = benchStages();
-        QCOMPARE(stages.size(), std::size_t(6)); // scheduler, profile, load, store, fidelity, device-check
+        QCOMPARE(stages.size(), std::size_t(7)); // scheduler, profile, load, store, fidelity, device-check, bandwidth
         for (std::size_t i = 0; i < stages.size(); ++i)
             QTest::newRow(stages[i]->name.c_str()) << int(i);
     }
