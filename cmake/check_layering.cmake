@@ -9,7 +9,9 @@
 #  - anything includes a file of entry/ (nothing sits above the root);
 #  - a file of engine/ includes a floor of engine/ above its own (the floor
 #    order below, docs/architecture.md "The engine's floors"), or a folder of
-#    engine/ has no floor.
+#    engine/ has no floor; every quoted include is resolved, "engine/..." from
+#    the root and a bare or relative one from the file's folder;
+#  - a file of engine/ includes anything outside engine/.
 # Usage: cmake -DSOURCE_DIR=<repo> -P check_layering.cmake
 file(GLOB_RECURSE engine_files "${SOURCE_DIR}/engine/*.h" "${SOURCE_DIR}/engine/*.cpp"
      "${SOURCE_DIR}/bench/*.h" "${SOURCE_DIR}/bench/*.cpp")
@@ -84,9 +86,27 @@ foreach(rel IN LISTS engine_sources)
     list(APPEND failures "engine/${rel}: engine/${floor}/ has no floor: place it in the floor order (cmake/check_layering.cmake, docs/architecture.md)")
     continue()
   endif()
-  file(STRINGS "${SOURCE_DIR}/engine/${rel}" engine_includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"engine/")
+  # Every quoted include, resolved as the compiler would: "engine/..." from
+  # the source root, a bare or relative one ("batcher.h", "../exec/engine.h")
+  # from the including file's folder first.
+  file(STRINGS "${SOURCE_DIR}/engine/${rel}" engine_includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  get_filename_component(rel_dir "${SOURCE_DIR}/engine/${rel}" DIRECTORY)
   foreach(line IN LISTS engine_includes)
-    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"engine/([^\"]+)\".*" "\\1" target "${line}")
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*" "\\1" included "${line}")
+    if(included MATCHES "^engine/")
+      string(REGEX REPLACE "^engine/" "" target "${included}")
+    elseif(included MATCHES "^(app|bench|ui|entry|tests)/")
+      list(APPEND failures "engine/${rel}: includes ${included}: the engine includes nothing outside engine/")
+      continue()
+    else()
+      get_filename_component(resolved "${included}" ABSOLUTE BASE_DIR "${rel_dir}")
+      file(RELATIVE_PATH target "${SOURCE_DIR}/engine" "${resolved}")
+      if(target MATCHES "^\\.\\./")
+        file(RELATIVE_PATH outside "${SOURCE_DIR}" "${resolved}")
+        list(APPEND failures "engine/${rel}: includes \"${included}\" (${outside}): the engine includes nothing outside engine/")
+        continue()
+      endif()
+    endif()
     engine_floor("${target}" to_floor to_rank)
     if(to_floor STREQUAL floor)
       continue()

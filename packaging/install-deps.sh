@@ -25,8 +25,9 @@ PACKAGES=(
   # GUI screenshots, report rendering, packaging checks, load tests
   xvfb xauth x11-apps imagemagick poppler-utils appstream desktop-file-utils
   dpkg-dev file wrk curl
-  # the .deb: manual pages from --help, lintian, the completion's test
-  help2man lintian bash-completion man-db
+  # the .deb: manual pages from --help, lintian, the completion's test, and
+  # the clean Debian 12 root check-deb.sh installs it into
+  help2man lintian bash-completion man-db debootstrap
 )
 
 missing=()

@@ -1,2 +1,4 @@
-// Fixture: allowed, the executor includes the scheduler below it.
+// Fixture: allowed, the executor includes the scheduler below it, and a
+// header of its own folder by its bare name.
 #include "engine/sched/scheduler.h"
+#include "engine_parts.h"

@@ -1,0 +1,2 @@
+// Fixture: an engine file reaching out of engine/ by a relative path.
+#include "../../app/rest/server.h"
