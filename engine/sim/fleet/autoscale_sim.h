@@ -1,4 +1,4 @@
-// Autoscaling over time (issue 37 items 1 and 2, `batchpilot autoscale
+// Autoscaling over time (`batchpilot autoscale
 // --trace`): a policy (autoscaler.h) turned on the virtual clock over a whole
 // trace, on a fleet whose replicas start cold and drain
 // (engine/sim/simulation/fleet_scaling.h), and judged window by window:
