@@ -176,7 +176,7 @@ QString describe(const Figures &f)
 }
 
 // The median |predicted - measured| / measured over throughput, TTFT p50
-// and p99, TPOT p50 and p99 (the measure of a prediction).
+// and p99, TPOT p50 and p99 (the measure a prediction is judged by).
 double medianError(const Figures &predicted, const Figures &measured)
 {
     const auto error = [](double p, double m) { return m > 0 ? std::abs(p - m) / m : HUGE_VAL; };
@@ -553,7 +553,7 @@ private slots:
         qInfo("held-out trace measured:  %s", qPrintable(describe(heldOutMeasured)));
         qInfo("held-out median |error| over throughput, TTFT p50/p99, TPOT p50/p99: %.1f%% (target 15%%)",
               100 * heldOutError);
-        // The target is 15%; asserted at 30% so that a busy 2-core
+        // The target is 15%; asserted at 30% so that a busy 2-core
         // machine (the fake server is Python, its steps a few ms on the wall
         // clock) does not fail it on a slow step.
         QVERIFY2(heldOutError <= 0.30, qPrintable(QStringLiteral("%1%").arg(100 * heldOutError)));

@@ -117,7 +117,7 @@ struct AutoscaleRun {
 AutoscaleRun simulateAutoscale(const SimulatorOptions &model, std::span<const PlannedArrival> arrivals,
                                const AutoscaleSimRequest &request, const AutoscaleKnobs &knobs);
 
-// The search (item 2): the cheapest policy that meets the SLO in at least
+// The search: the cheapest policy that meets the SLO in at least
 // `requiredShare` of the windows, over the knobs an operator sets —
 // reactive: the target (a geometric ladder around the start's), the
 // scale-down window and the minimum replicas; predictive: the per-replica
