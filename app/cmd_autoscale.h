@@ -1,5 +1,5 @@
 // batchpilot autoscale: autoscaler policies (engine/sim/fleet/autoscaler.h)
-// on a fleet. `--watch URL[,URL...]` is the advisory mode (issue 37 item 3):
+// on a fleet. `--watch URL[,URL...]` is the advisory mode:
 // every period it scrapes each server's /metrics, folds them into what the
 // policy observes (engine/sim/fleet/fleet_watch.h) and prints what the
 // policy would do and why. It changes nothing. `--export keda|hpa` prints

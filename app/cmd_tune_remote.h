@@ -8,8 +8,7 @@
 //
 // Only a BatchPilot target is tuned today: its knobs are BatchPilot's own,
 // read from GET /v1/config and set by PUT /v1/config. Another kind is
-// refused with what is missing (a scheduler model of that server, issue 24
-// item 3).
+// refused with what is missing (a scheduler model of that server).
 #pragma once
 
 #include "app_options.h"

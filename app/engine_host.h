@@ -57,8 +57,8 @@ EngineHostResult createEngine(const AppOptions &options);
 Result<std::shared_ptr<Backend>> backendFor(const AppOptions &options);
 Result<BatchingConfig> batchingConfigFor(const AppOptions &options, Backend *backend = nullptr);
 
-// The policy a model opens with when no --config says otherwise (issue 27
-// §3): `continuous` for a generative model with step-level generation
+// The policy a model opens with when no --config says otherwise:
+// `continuous` for a generative model with step-level generation
 // (builtin:tiny-decoder, a TorchScript decoder) — the policy every LLM
 // server uses, measured in docs/benchmarks.md at several times dynamic's
 // goodput — and `dynamic` for the rest (encoders). builtin:echo is the

@@ -50,7 +50,7 @@ std::vector<TraceRow> fitTrace(std::vector<TraceRow> rows, double seconds, doubl
 // quiet stretch; lengths log-uniform.
 std::vector<TraceRow> burstyRows(std::size_t n, double rate, int maxLength, std::uint64_t seed);
 
-// --prefix (issue 25 item 4): policy continuous with the KV prefix cache
+// --prefix: policy continuous with the KV prefix cache
 // off, on (block 16) and on under a KV budget that evicts.
 std::vector<NamedConfig> prefixConfigs();
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A fake LLM server whose scheduler and step cost are known exactly: the
 tests' ground truth for BatchPilot's remote calibration, scraping and
-tuning (issue 34 item 4).
+tuning.
 
 It serves, over HTTP on 127.0.0.1, the surface and the Prometheus metric
 names of vLLM, TGI or SGLang (--flavour), but computes nothing: one

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Traces for fleet planning (issue 26, docs/capacity.md).
+"""Traces for fleet planning (docs/capacity.md).
 
 week:   the shared Azure hour repeated over 7 days with a daily shape: each
         copy of the hour keeps a row with probability p(hour of day), a
@@ -8,7 +8,7 @@ week:   the shared Azure hour repeated over 7 days with a daily shape: each
 prefix: one hour of Poisson arrivals whose prompts open with one of a few
         shared system prompts (Zipf popularity): a Mooncake JSON Lines file
         whose one hash id per row is the system prompt (prefix-affinity's key).
-step:   a load step for autoscaling (issue 37, tools/autoscale_verify.py):
+step:   a load step for autoscaling (tools/autoscale_verify.py):
         Poisson arrivals at --base req/s, at --peak req/s from --up to --down
         seconds, over --span seconds; prompt and output lengths uniform in
         --input and --output (LO..HI). Plain CSV.

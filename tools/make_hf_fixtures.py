@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Makes the Hugging Face fixtures in tests/fixtures/hf/ (issue 36): tiny
+"""Makes the Hugging Face fixtures in tests/fixtures/hf/: tiny
 random checkpoints of each architecture BatchPilot runs, small byte-level BPE
 tokenizers trained on tests/fixtures/hf/corpus.txt, and what the reference
 implementation (transformers, tokenizers) answers for them, so that the C++

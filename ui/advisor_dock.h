@@ -1,4 +1,4 @@
-// The Advisor dock (issue 15 item 5): asks the tuner which settings serve a
+// The Advisor dock: asks the tuner which settings serve a
 // recorded trace or session best under an SLO, and applies the answer live.
 // The operator picks the source (the Traces dock's lists), the SLO (p99, or
 // TTFT p99 + TPOT p99), the objective (goodput | throughput) and a
@@ -89,7 +89,7 @@ public:
     AdvisorChart *chart() const { return m_chart; }
     AdvisorSearch *search() const { return m_search; }
     AdvisorVerifyPanel *verifyPanel() const { return m_verifyPanel; }
-    // "Plan replicas": the fleet planner for the selected candidate (issue 26).
+    // "Plan replicas": the fleet planner for the selected candidate.
     AdvisorReplicasPanel *replicasPanel() const { return m_replicas; }
     const std::optional<AdvisorResult> &result() const { return m_result; }
 

@@ -1,4 +1,4 @@
-// The Advisor's replicas (issue 26 item 5): after a knob search, "Plan
+// The Advisor's replicas: after a knob search, "Plan
 // replicas" runs the fleet planner (engine/sim/fleet/fleet_plan.h, what
 // `batchpilot plan` runs) for the picked candidate — the recommendation, or
 // the row selected in the dock's table — over the search's source, SLO,

@@ -1,4 +1,4 @@
-// The Advisor's verification (issue 27 §4): replays a window of the source
+// The Advisor's verification: replays a window of the source
 // for real — the console's model, the wall clock — under the recommended
 // (or selected) candidate and shows predicted vs measured. The window box
 // takes what `batchpilot tune --verify-window` takes (busiest:3m, first:2m,

@@ -80,7 +80,7 @@ QFormLayout *ControlPanel::buildPolicyRows()
     m_policyHint->setWordWrap(true);
     m_policyHint->setStyleSheet(QStringLiteral("color: palette(mid);"));
     policyForm->addRow(m_policyHint);
-    // Which default the model opened with (issue 27 §3): continuous for a
+    // Which default the model opened with: continuous for a
     // generative model, dynamic for an encoder; --config overrides it.
     m_defaultNote = new QLabel(app::defaultPolicyNote(m_bridge.engine().model()), this);
     m_defaultNote->setObjectName(QStringLiteral("defaultPolicyNote"));

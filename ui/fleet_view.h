@@ -1,4 +1,4 @@
-// The Fleet view (issue 26 item 5): capacity plans and simulated fleets in
+// The Fleet view: capacity plans and simulated fleets in
 // the console. For the picked source (an imported trace or a recorded
 // session, the Traces dock's lists) it lists the stored capacity plans
 // (`batchpilot plan`, or the Advisor's "Plan replicas") and shows the one
@@ -9,7 +9,7 @@
 // the selected window's replicas from the plan (the peak window at first).
 //
 // For a trace it also lists the stored autoscaler replays (`batchpilot
-// autoscale --trace`, issue 37 item 5) and draws the one picked: the replicas
+// autoscale --trace`) and draws the one picked: the replicas
 // over time — serving, billed (serving + starting + draining) and wanted —
 // with the plan's replicas per window on the same axes and the windows that
 // had misses during a cold start marked.

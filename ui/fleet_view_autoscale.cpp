@@ -1,4 +1,4 @@
-// The Fleet view's autoscaler runs (issue 37 item 5): a stored replay of a
+// The Fleet view's autoscaler runs: a stored replay of a
 // policy over a trace (`batchpilot autoscale --trace`, table autoscale_runs)
 // drawn as replicas over time beside the plan's replicas per window, the
 // windows with misses during a cold start marked.

@@ -1,4 +1,4 @@
-// The client-side router of a remote fleet (issue 26 item 4, `replay
+// The client-side router of a remote fleet (`replay
 // --target URL1,URL2 --router P`): which server a request goes to, decided
 // by the simulator's own Router (engine/sim/simulation/router.h) so that a measured
 // fleet and `replay --simulate --replicas N --router P` route alike.

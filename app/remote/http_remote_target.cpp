@@ -108,7 +108,7 @@ void HttpRemoteTarget::Worker::enqueue(PendingRequest p)
                      QStringLiteral("not_sent"));
         return;
     }
-    // The client's own queue is bounded (issue 23 item 9): an open loop
+    // The client's own queue is bounded: an open loop
     // offered far more than the server serves would otherwise grow it
     // until Stop. What exceeds it is shed at once, recorded as rejected
     // (queue_full) and counted as "client_shed".

@@ -1,7 +1,7 @@
 // How one remote exchange becomes what a local request would have been: a
 // RequestRecord for the trace store and a Response for the caller, with
-// the outcome classified the way the engine classifies its own (issue 24
-// §6), as pure functions (tested without a server):
+// the outcome classified the way the engine classifies its own,
+// as pure functions (tested without a server):
 //  - timing: queue_wait = waiting for a connection, compute = on the wire
 //    (request written -> answer complete), total = scheduled arrival ->
 //    answer complete; TTFT = scheduled arrival -> first token event

@@ -19,7 +19,7 @@ namespace bp::remote {
 
 struct RemoteOptions {
     QUrl target; // http[s]://host[:port][/prefix]; routes are appended to the prefix
-    // A fleet (issue 26 item 4, `replay --target URL1,URL2`): every
+    // A fleet (`replay --target URL1,URL2`): every
     // replica's URL in replica order, replicas[0] == target. Empty: target
     // alone, no router. Each request goes to the replica the client-side
     // router picks (engine/sim/simulation/router.h, the simulator's Router).

@@ -14,7 +14,7 @@
 //    store's own definitions: completed (status ok) requests, nearest-rank
 //    percentiles (bp::nearestRank). The request and batch rows are read one
 //    at a time on a connection of the report's own: a session of millions
-//    of rows costs a few integers per completed request (issue 26 item 3),
+//    of rows costs a few integers per completed request,
 //    never its records;
 //  - the time series are the session's metric samples, the markers its
 //    config history;

@@ -1,4 +1,4 @@
-// The fleet sections of a session report (issue 26):
+// The fleet sections of a session report:
 //  - "Fleet": a simulated fleet session's replicas (engine/store/fleet_store.h
 //    replica_figures): requests routed, completed, failed, busy time,
 //    peak outstanding and KV, with the router from sessions.replay.fleet;

@@ -16,7 +16,7 @@
 // Request that shares the flag (Request::cancelled) then stops at its next
 // step. The flag lives in the slot, so a long keep-alive connection holds
 // nothing per request once it is answered (no per-request connection to the
-// queue's destroyed() signal: issue 23 #2).
+// queue's destroyed() signal, which grew by a slot per request).
 //
 // Server thread only.
 #pragma once

@@ -148,7 +148,7 @@ std::string renderPrometheus(const ExporterInput &in)
     w.latencyHistogram("batchpilot_compute_seconds", "Execution time of the batch each request ran in.",
                        s.computeHist);
 
-    // Generation (issue 14): token-level latency, the continuous scheduler's
+    // Generation: token-level latency, the continuous scheduler's
     // gauges and counters, goodput against the goodput.* SLO knobs.
     w.latencyHistogram("batchpilot_time_to_first_token_seconds",
                        "Time from arrival to the first generated token (completed generative requests).",

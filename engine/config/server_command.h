@@ -1,5 +1,5 @@
 // A server model's knobs (engine/core/server_model.h) to and from the
-// server's own syntax (issue 24 §4), by the knob table's rows (each names
+// server's own syntax, by the knob table's rows (each names
 // the knob's setting and launch flag: engine/config/knob_table.cpp):
 //  - serverModelFromSettings(): the model of a server from its settings as
 //    import-config and the settings fetch keep them (the server's names:

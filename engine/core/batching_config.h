@@ -26,7 +26,7 @@ enum class PolicyKind {
     Hybrid,     // router: short requests under load -> static layer of several sizes,
                 // long or rare ones -> a dynamic layer (docs/optimizations.md)
     Continuous, // iteration-level: a step over running sequences, joins and leaves
-                // between steps (generative models with StepModel; issue 14)
+                // between steps (generative models with StepModel)
 };
 
 // Queue delay from the observed arrival rate: the time the rate needs to

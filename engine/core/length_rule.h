@@ -1,7 +1,7 @@
 // One length rule for every path that turns a trace row into a request: the
 // embedded replay, the simulation (replay --simulate, tune, plan, the
 // Advisor), a remote replay over OIP, OpenAI completions or chat, and the
-// fidelity bench's inputs (issue 34 item 3).
+// fidelity bench's inputs.
 //
 //  1. Scale: input = max(1, round(in · s)); a generative model's output =
 //     round(out · s), at least 1 when the source asked for any: an output

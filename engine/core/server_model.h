@@ -1,4 +1,4 @@
-// Which server's scheduler a simulation runs (issue 24 §3), and that
+// Which server's scheduler a simulation runs, and that
 // server's own batching knobs, under the server's own names. BatchPilot's
 // embedded engine is the default; the others are models of a remote server
 // behind the scheduler seam (engine/sched/server_models/), selected by the

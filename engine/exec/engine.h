@@ -31,7 +31,7 @@
 //    it in atomically; the next scheduling decision uses it; queued requests
 //    are re-bucketed; nothing in flight is lost; every change is stamped
 //    into the config history. A writer never reverts a field it did not
-//    name (issue 12.3: whole-config writes lost each other's changes).
+//    name (whole-config writes would lose each other's changes).
 //    reconfigure() is update() with every field (ConfigPatch::whole).
 //  - Self-tuning (docs/optimizations.md): the adaptive delay lives in the
 //    Batcher; the SLO controller (an interceptor) and the memory guard

@@ -45,7 +45,7 @@ void ContinuousScheduler::decide(TimePoint now, StepWork &step, std::vector<Fail
         kv > 0 ? kv - (kvTokens() - unreferencedTokens()) : std::numeric_limits<std::int64_t>::max() / 2;
     // A sequence preempted by this decision is at the front of the queue:
     // rejoining now would take the room its preemption made for the running
-    // decodes and be preempted again at the next step (issue 23 item 6). It
+    // decodes and be preempted again at the next step. It
     // rejoins at a later decision; FCFS, nobody overtakes it.
     const bool mayJoin = preempted == 0;
     if (m_config.continuous.decodeFirst) {

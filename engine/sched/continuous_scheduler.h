@@ -1,4 +1,4 @@
-// The iteration-level Scheduler (policy `continuous`, issue 14 item 2), after
+// The iteration-level Scheduler (policy `continuous`), after
 // vLLM's and Orca's schedulers: the unit of work is one step over a running
 // set of sequences (StepModel::step), not a batch of whole requests.
 //  - A finished sequence leaves the running set after the step that produced

@@ -1,4 +1,4 @@
-// The KV prefix cache of policy `continuous` (issue 25), after vLLM's KV
+// The KV prefix cache of policy `continuous`, after vLLM's KV
 // cache manager (automatic prefix caching) and SGLang's RadixAttention: the
 // scheduler's books of which KV blocks the model holds, so that a request
 // whose leading blocks were computed before starts from them instead of

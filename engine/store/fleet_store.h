@@ -1,4 +1,4 @@
-// Fleets in the trace database (issue 26, docs/schema.md): a simulated
+// Fleets in the trace database (docs/schema.md): a simulated
 // fleet session's per-replica figures (`replica_figures`), capacity plans
 // (`capacity_plans`, `batchpilot plan`: the plan as one JSON document) and
 // autoscaler replays (`autoscale_runs`, `batchpilot autoscale --trace`). Reports show a "Fleet" table for a
@@ -68,7 +68,7 @@ Result<std::vector<PlanHeadline>> capacityPlanHeadlines(const TraceStore &store,
 // One plan with its document; NotFound for an unknown id.
 Result<StoredPlan> capacityPlan(const TraceStore &store, std::int64_t id);
 
-// An autoscaler replayed over a trace (issue 37, `autoscale --trace`).
+// An autoscaler replayed over a trace (`autoscale --trace`).
 struct StoredAutoscaleRun {
     std::int64_t id = 0; // 0 = not stored
     std::int64_t createdAtUs = 0;

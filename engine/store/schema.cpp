@@ -164,7 +164,7 @@ CREATE TABLE calibrations (
 CREATE INDEX calibrations_by_key ON calibrations(model, preset, device, threads);
 )sql";
 
-// Version 6: token-level timing (issue 14). A request's time per output
+// Version 6: token-level timing. A request's time per output
 // token and a summary of its inter-token gaps (the gaps themselves stay in
 // memory: n - 1 per request); a step's tokens, joins, state after it and
 // preemptions (policy continuous; zero for request batches and old rows).
@@ -200,7 +200,7 @@ CREATE INDEX tunings_by_verify_session ON tunings(verify_session_id);
 CREATE INDEX tunings_by_source_session ON tunings(source_session_id);
 )sql";
 
-// Version 8: calibrations of remote servers (`calibrate --target`, issue 24)
+// Version 8: calibrations of remote servers (`calibrate --target`)
 // are keyed by the server's URL and kind beside the model's name there.
 constexpr const char *kMigration8 = R"sql(
 ALTER TABLE calibrations ADD COLUMN target_url TEXT NOT NULL DEFAULT '';
@@ -208,14 +208,14 @@ ALTER TABLE calibrations ADD COLUMN server TEXT NOT NULL DEFAULT '';
 CREATE INDEX calibrations_by_target ON calibrations(target_url, model, server);
 )sql";
 
-// Version 9: the KV prefix cache (issue 25): a request's prompt tokens served
+// Version 9: the KV prefix cache: a request's prompt tokens served
 // from the cache at its first join (policy continuous with
 // prefix_cache.enabled; 0 otherwise and in older rows).
 constexpr const char *kMigration9 = R"sql(
 ALTER TABLE requests ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
 )sql";
 
-// Version 10: multi-turn conversations (issue 25 item 3). A trace row and
+// Version 10: multi-turn conversations. A trace row and
 // a session's request name their conversation (0 = none) and turn (1-based;
 // 0 = none); a trace row also keeps its think time (a follow-up turn is sent
 // that long after the previous answer completes). A remote target's scrape
@@ -229,7 +229,7 @@ ALTER TABLE requests ADD COLUMN turn INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE target_samples ADD COLUMN prefix_cache_hit_rate REAL;
 )sql";
 
-// Version 11: fleets (issue 26). A simulated fleet's requests and batches
+// Version 11: fleets. A simulated fleet's requests and batches
 // name the replica that served them, a request how long it waited in the
 // router's queue; each replica's figures are a row of `replica_figures`;
 // capacity plans (`batchpilot plan`) are rows of `capacity_plans`, the
@@ -271,7 +271,7 @@ constexpr const char *kMigration12 = R"sql(
 ALTER TABLE calibrations ADD COLUMN dtype TEXT NOT NULL DEFAULT 'float32';
 )sql";
 
-// Version 13: autoscaler replays (issue 37, `batchpilot autoscale --trace`):
+// Version 13: autoscaler replays (`batchpilot autoscale --trace`):
 // a policy run over a trace, the run itself one JSON document.
 constexpr const char *kMigration13 = R"sql(
 CREATE TABLE autoscale_runs (
@@ -323,7 +323,7 @@ Status migrate(sqlite::Connection &db, int target)
     // migrating it at this moment. BEGIN IMMEDIATE waits for its write lock
     // (the busy timeout), and once we hold ours the version we read is the
     // one we build on; a step another connection already made is skipped
-    // (issue 23 item 7: reading it first made both migrate, and the second
+    // (reading it before the lock let both migrate, and the second
     // failed on "duplicate column"). A version already at `target` is final
     // (versions only go up), so an up-to-date file takes no write lock.
     const int wanted = std::min(target, kSchemaVersion);

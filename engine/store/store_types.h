@@ -167,7 +167,7 @@ struct ImportOptions {
     bool skipFailed = false;
     // Repeat the file's rows (and hash ids) back to back until the trace
     // spans at least this long (0: as they are): a week of one hour's
-    // shape, for planning (issue 26). Each copy starts one mean gap after
+    // shape, for planning. Each copy starts one mean gap after
     // the previous copy's last arrival.
     Duration repeatTo{};
     // Tokens per hash id (TraceParseOptions::blockTokens), stored with the trace.

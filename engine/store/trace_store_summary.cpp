@@ -39,7 +39,7 @@ Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
     const bool remote = info->kind == "remote";
     if (remote) {
         // The server's own settings: what its /metrics published, else not
-        // known (issue 27 §4); the client's figures are in replay.client.
+        // known; the client's figures are in replay.client.
         const nlohmann::json replay = info->replay.is_object() ? info->replay : nlohmann::json::object();
         const nlohmann::json client = replay.value("client", nlohmann::json());
         auto text = [&](const char *key) {

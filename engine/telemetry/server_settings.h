@@ -1,5 +1,5 @@
 // What a remote server's /metrics tells of its own batching settings, as
-// one line for a remote session's `config` row (issue 27 §4): the session
+// one line for a remote session's `config` row: the session
 // summary of a local session shows the engine's last config; a remote one
 // shows this, or says that the server's settings are not known.
 //

@@ -1,5 +1,5 @@
 // How one generation step is laid out on the device and run (nano-vllm's
-// model runner, STYLE.md): the scheduler says *which* sequences run, the
+// model runner): the scheduler says *which* sequences run, the
 // block books (KvBlockPool) say *where* their keys and values live, and the
 // runner turns the step into flat tensors, runs the model once over all of
 // them and samples on the device.

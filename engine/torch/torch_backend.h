@@ -1,4 +1,4 @@
-// What every libtorch backend shares (issue 13 item 6): where it runs (device,
+// What every libtorch backend shares: where it runs (device,
 // intra-op threads), the memory probe, and the preamble around every call into
 // torch: the calling thread's torch threads, InferenceMode, and an exception
 // mapped to a Status (torchFailure: ResourceExhausted for out-of-memory,

@@ -2,7 +2,7 @@
 // imported step-load trace (quiet, a burst at 30x, quiet again) replayed
 // under a reactive policy on a simulated fleet of builtin:echo replicas
 // (an imported calibration: 20 ms a batch + 4 ms a request), then checked
-// for what the issue asks of it: replicas that serve a cold start after
+// for what autoscaling must do: replicas that serve a cold start after
 // they were asked for, drains after the burst, misses attributed to the
 // cold start (none when the cold start is 0), the static plan and the fixed
 // fleet beside it, the run stored, the cold start's default from the

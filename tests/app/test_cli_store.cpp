@@ -109,8 +109,7 @@ private slots:
     }
 
     // A simulated replay shows each latency figure with the range the
-    // calibration's fit spread gives it, and how to narrow it (issue 23,
-    // "The first prediction").
+    // calibration's fit spread gives it, and how to narrow it.
     void simulationShowsTheFitSpread()
     {
         Cli cli;

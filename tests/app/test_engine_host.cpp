@@ -173,7 +173,7 @@ private slots:
         QVERIFY(!QFile::exists(dir.filePath("t.sqlite"))); // nothing recorded for an engine that never ran
     }
 
-    // Issue 27 §3: a generative model opens in `continuous` (the policy
+    // A generative model opens in `continuous` (the policy
     // every LLM server uses), an encoder and the no-compute echo in
     // `dynamic`; an explicit --config still wins.
     void defaultPolicyFollowsTheModel_data()

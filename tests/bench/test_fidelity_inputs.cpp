@@ -1,4 +1,4 @@
-// `batchpilot-bench fidelity --prefix` (issue 25 item 4): its shared-prompt
+// `batchpilot-bench fidelity --prefix`: its shared-prompt
 // trace has exactly the reuse it says (every request after the first finds
 // the system prompt's blocks; its own blocks are new), and its configs are
 // continuous with the prefix cache off, on, and on under a KV budget.

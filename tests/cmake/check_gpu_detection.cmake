@@ -1,4 +1,4 @@
-# The quick start's GPU detection (issue 33 item 1), with a fake nvidia-smi:
+# The quick start's GPU detection, with a fake nvidia-smi:
 # configuring on a machine whose nvidia-smi lists a GPU compiles the CUDA
 # kernels for that GPU's compute capability; with no nvidia-smi (or one that
 # fails, as on a box without the driver) for sm_90, and the CUDA paths still

@@ -241,7 +241,7 @@ private slots:
         QCOMPARE(poll.batch()->items[0].request.id, std::uint64_t(2));
     }
 
-    // Issue 12.1: the last request with a deadline leaving by dispatch (not
+    // Regression: the last request with a deadline leaving by dispatch (not
     // by expiry) left its deadline behind as the next wake-up time; once it
     // passed, poll() returned a time in the past forever and the engine's
     // leader spun on it at ~65% of a core with nothing queued.
@@ -285,7 +285,7 @@ private slots:
         QVERIFY(!poll.wakeAt);
     }
 
-    // Issue 12.5: take-by-priority sorted the whole queue on every dispatch.
+    // Take-by-priority once sorted the whole queue on every dispatch.
     // The per-level FIFOs must pick exactly what that sort picked: the
     // highest effective priority (priority + whole aging periods waited),
     // ties by admission, members listed in admission order. Checked against

@@ -1,4 +1,4 @@
-// Config changes as field-level patches (issue 12.3): a writer changes the
+// Config changes as field-level patches: a writer changes the
 // fields it names, applied to the config in force under the engine lock, and
 // never reverts a field it did not touch; every writer, controllers
 // included, goes through validate().

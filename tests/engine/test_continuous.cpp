@@ -1,4 +1,4 @@
-// Policy `continuous` (issue 14 item 2) on a fake clock: the iteration-level
+// Policy `continuous` on a fake clock: the iteration-level
 // scheduler driven step by step against a deterministic greedy StepModel.
 #include "books_driver.h"
 #include "engine/exec/engine.h"
@@ -480,7 +480,7 @@ private slots:
         QCOMPARE((*engine)->config().policy, PolicyKind::Dynamic);
     }
 
-    // Issue 23 item 1: kv_cache_tokens lowered live below what a waiting
+    // kv_cache_tokens lowered live below what a waiting
     // request needs. The front of the queue can never join; it must fail
     // with the reason, and the request behind it must be served (before the
     // fix both waited forever: waiting 2, running 0).
@@ -555,7 +555,7 @@ private slots:
         QCOMPARE(s.runningSequences, std::size_t(0));
     }
 
-    // Issue 23 item 6: with prefills first, a sequence preempted to make KV
+    // With prefills first, a sequence preempted to make KV
     // room for the running decodes must not rejoin in the same decision
     // (taking that room back, then being preempted again at the next step).
     void preemptedSequenceDoesNotRejoinInTheSameDecision_data()

@@ -254,7 +254,7 @@ private slots:
         QCOMPARE(c.responses()[1].timing.queueWait, Duration::zero());
     }
 
-    // Issue 12.1: after one request with a deadline left by dispatch, the
+    // Regression: after one request with a deadline left by dispatch, the
     // leader kept the stale deadline as its wake-up time and spun on it for
     // ever (~65% of a core on an idle process). It must end in an untimed
     // wait, and the idle process must use next to no CPU.
@@ -320,7 +320,7 @@ private slots:
         QCOMPARE((*engine)->snapshot().configHistory.size(), std::size_t(2));
     }
 
-    // Issue 12.5: snapshot() copied up to 1,000 history entries under the
+    // snapshot() once copied up to 1,000 history entries under the
     // engine mutex ten times a second. The history is now shared in
     // immutable chunks; it must still read as a bounded, ordered value that
     // keeps the initial entry and never changes once taken.
@@ -434,7 +434,7 @@ private slots:
         QVERIFY(c.responses()[2].status.isOk());
     }
 
-    // Issue 12.4: a backend that throws something that is not a
+    // Regression: a backend that throws something that is not a
     // std::exception (or throws while the out-of-memory split retries the
     // halves) ended the process. Every request must get exactly one
     // completion, with status internal.
@@ -483,7 +483,7 @@ private slots:
         QCOMPARE(s.recentBatches.back().oomSplits, oomAbove < 4 ? 3 : 0); // 4 -> 2+2 -> 1+1+1+1
     }
 
-    // Issue 12.4: observers are someone else's code; one that throws from
+    // Observers are someone else's code; one that throws from
     // any callback must not end the process, lose a completion or keep the
     // observers after it from running.
     void throwingObserverLosesNothing()
@@ -537,7 +537,7 @@ private slots:
     // policy and the instance count, and the real trace sink attached (as
     // whenever the store is on): every accepted request completes exactly
     // once, every rejected one never. Run under the tsan preset too, where it
-    // showed issue 12.2: Engine::fail read the batcher's config for the
+    // showed a race: Engine::fail read the batcher's config for the
     // observers without the engine mutex while reconfigure replaced it.
     void exactlyOneCompletionUnderConcurrency()
     {

@@ -1,4 +1,4 @@
-// Issue-8 strategies on a fake clock: adaptive delay, the SLO (AIMD)
+// The strategies of docs/optimizations.md on a fake clock: adaptive delay, the SLO (AIMD)
 // controller, hybrid routing, the response cache, the memory guard and
 // priorities.
 #include "engine/exec/engine.h"

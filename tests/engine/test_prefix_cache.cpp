@@ -1,4 +1,4 @@
-// The KV prefix cache (issue 25 items 1 and 2): the cache object on a fake
+// The KV prefix cache: the cache object on a fake
 // clock (references, LRU eviction), and the continuous scheduler with it on
 // builtin:echo's StepModel (identical outputs with the cache on and off, a
 // hand-built trace's exact hit rate, a preempted sequence that loses its

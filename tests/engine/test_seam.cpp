@@ -1,5 +1,5 @@
-// The scheduler seam and the pieces the Engine was split into (issue 13
-// items 1, 2, 6): the out-of-memory matcher, the memory guard decorator,
+// The scheduler seam and the pieces the Engine was split into:
+// the out-of-memory matcher, the memory guard decorator,
 // config versions, record/response building, the interceptors, and an
 // Engine driven through the seam on a fake clock.
 #include "engine/config/config_versions.h"
@@ -60,7 +60,7 @@ private:
 class TestSeam : public QObject {
     Q_OBJECT
 private slots:
-    // One matcher for engine/ and engine/torch/ (issue 13 item 6). Each row
+    // One matcher for engine/ and engine/torch/. Each row
     // is a message one of the two old matchers got wrong, or a control.
     void outOfMemoryMatcher_data()
     {

@@ -1,4 +1,4 @@
-// The server models behind the scheduler seam (issue 24 §3) on a fake
+// The server models behind the scheduler seam on a fake
 // clock: hand-built arrivals whose step-by-step decisions are known from
 // the servers' own schedulers (vLLM V1, TGI's batching task, SGLang's
 // prefill adder, Triton's dynamic batcher).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ctest autoscale_verify (issue 37 item 6): tools/autoscale_verify.py end to
+"""ctest autoscale_verify: tools/autoscale_verify.py end to
 end, short: real `batchpilot --headless` servers (builtin:tiny-decoder, one
 thread each) scaled 1 -> 2 -> 1 by `autoscale --decide` over a 40 s trace
 (1 request/s, 8/s from 10 s to 25 s in pairs of simultaneous arrivals, then

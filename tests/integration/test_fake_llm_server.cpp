@@ -1,5 +1,5 @@
-// `batchpilot calibrate --target URL` against a ground truth (issue 34 item
-// 4): tools/fake_llm_server.py, a fake vLLM / TGI / SGLang server in its
+// `batchpilot calibrate --target URL` against a ground truth:
+// tools/fake_llm_server.py, a fake vLLM / TGI / SGLang server in its
 // own process whose continuous-batching scheduler and step cost are known
 // exactly (it sleeps each step's cost on the wall clock: 4 ms per step,
 // 20 us per prefill token, 60 us per running decode), written apart from
@@ -7,7 +7,7 @@
 // not against BatchPilot's own model of a server.
 //  - vLLM: the fitted per-step and per-token terms are within 25% of the
 //    truth; the per-sequence term is printed beside its truth, not
-//    asserted (issue 34 item 5); the settings read from
+//    asserted; the settings read from
 //    vllm:cache_config_info and /v1/models are the server's; every probe
 //    request reached the server and succeeded; the limits BatchPilot saw
 //    never exceed the server's (and its step log confirms them);
@@ -176,7 +176,7 @@ QString describe(const Figures &f)
 }
 
 // The median |predicted - measured| / measured over throughput, TTFT p50
-// and p99, TPOT p50 and p99 (the issue's measure of a prediction).
+// and p99, TPOT p50 and p99 (the measure a prediction is judged by).
 double medianError(const Figures &predicted, const Figures &measured)
 {
     const auto error = [](double p, double m) { return m > 0 ? std::abs(p - m) / m : HUGE_VAL; };
@@ -246,7 +246,7 @@ private slots:
               calibrateS, remote.value("probe").toObject().value("requests").toInt(), step * 1e6,
               kStepS * 1e6, perToken * 1e6, kPrefillTokenS * 1e6, term(remote, "request") * 1e6,
               term(remote, "per_attention") * 1e6);
-        // Issue 34 item 5: the truth is 60 us per running decode; the fit's
+        // The truth is 60 us per running decode; the fit's
         // decode item costs s1 + s2, so s1's truth is 60 - 20 = 40 us (a
         // prefill's sequence costs nothing per sequence). The plan's decode
         // rounds at 1..16 running separate it from the step term.
@@ -350,7 +350,7 @@ private slots:
         QVERIFY2(server.stop(), qPrintable(server.output()));
     }
 
-    // The whole loop (issue 34 item 4) against a vLLM flavour started with
+    // The whole loop against a vLLM flavour started with
     // settings too tight for its load: calibrate from outside, simulate,
     // tune, restart with the pick, replay for real, and check the
     // prediction on a second trace that was not used to calibrate or tune.
@@ -553,7 +553,7 @@ private slots:
         qInfo("held-out trace measured:  %s", qPrintable(describe(heldOutMeasured)));
         qInfo("held-out median |error| over throughput, TTFT p50/p99, TPOT p50/p99: %.1f%% (target 15%%)",
               100 * heldOutError);
-        // The issue's target is 15%; asserted at 30% so that a busy 2-core
+        // The target is 15%; asserted at 30% so that a busy 2-core
         // machine (the fake server is Python, its steps a few ms on the wall
         // clock) does not fail it on a slow step.
         QVERIFY2(heldOutError <= 0.30, qPrintable(QStringLiteral("%1%").arg(100 * heldOutError)));

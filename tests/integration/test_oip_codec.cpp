@@ -170,7 +170,7 @@ private slots:
                  parsed.status().message().c_str());
     }
 
-    // Issue 13, item 5: one µs conversion (bp::toMicros, engine/core/clock.h) for
+    // One µs conversion (bp::toMicros, engine/core/clock.h) for
     // every writer. The REST codecs had their own, rounded to 0.1 µs, so the
     // same 1234 ns read 1.2 µs over REST and 1.234 µs in replay and config JSON.
     void timingsUseTheEnginesMicroseconds()

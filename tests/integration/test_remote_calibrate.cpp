@@ -1,4 +1,4 @@
-// `batchpilot calibrate --target URL` (issue 24 items 1-2), as the real
+// `batchpilot calibrate --target URL`, as the real
 // binary:
 //  - against a real `batchpilot --headless` serving builtin:tiny-decoder
 //    (preset test, policy continuous) that the client is told nothing

@@ -42,7 +42,7 @@ private slots:
         QCOMPARE(message.value("content").toString(), QStringLiteral("a b b ")); // one word per token
     }
 
-    // Issue 25: a trace's shared blocks stay a shared prefix as chat text
+    // A trace's shared blocks stay a shared prefix as chat text
     // (one word per token id), and different blocks give different text.
     void chatTextKeepsASharedPrefix()
     {

@@ -1,4 +1,4 @@
-// A remote fleet (issue 26 item 4): a replay driven into two real
+// A remote fleet: a replay driven into two real
 // `batchpilot --headless` servers on loopback through the client-side
 // router (`replay --target URL1,URL2 --router P`), which is the simulator's
 // own Router (engine/sim/simulation/router.h).

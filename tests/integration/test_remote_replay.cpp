@@ -1,4 +1,4 @@
-// Remote replays (issue 16 items 1-2): the replayer driving a server over
+// Remote replays: the replayer driving a server over
 // HTTP instead of the embedded engine.
 //  - OIP against a real `batchpilot --headless` (builtin:echo) started by
 //    the test: every request stored, and the server's own counters
@@ -9,8 +9,8 @@
 //    never fatal.
 //  - OpenAI /v1/completions streaming against SseStandIn below, a small
 //    server on QTcpServer that stands in for an OpenAI-compatible
-//    streaming server (vLLM, TGI, SGLang) — BatchPilot's own
-//    /v1/completions arrives with issue 14; this stand-in answers the way
+//    streaming server (vLLM, TGI, SGLang), not BatchPilot's own
+//    /v1/completions: this stand-in answers the way
 //    those servers document (chunked server-sent events, one per token,
 //    then data: [DONE]) and checks the body the client sends.
 //  - Open loop: with one connection and a slow server, requests keep their
@@ -485,7 +485,7 @@ private slots:
     void scrapesTheGenerationSeriesOfAContinuousServer()
     {
         // A second server under policy continuous: its iteration-level
-        // gauges and step counters (issue 14's exporter names) are mapped to
+        // gauges and step counters are mapped to
         // running / waiting / KV usage / tokens per step (target_metrics.h).
         QTemporaryDir dir;
         const QString config = dir.filePath("continuous.json");
@@ -525,7 +525,7 @@ private slots:
         QVERIFY(server.stop(SIGTERM));
     }
 
-    // Issue 24 §6: a streamed remote session stores TPOT and the
+    // A streamed remote session stores TPOT and the
     // inter-token gaps per request, and its summary's TPOT and goodput are
     // those of its rows. A remote request is no cache hit: its TTFT (not its
     // end-to-end time) is judged against the TTFT bound.
@@ -582,7 +582,7 @@ private slots:
         QCOMPARE(f.store->summary(outcome->sessionId)->goodCompleted, std::uint64_t(0));
     }
 
-    // Issue 24 §6: remote outcomes are classified as the engine's are: 429
+    // Remote outcomes are classified as the engine's are: 429
     // rejected (queue_full); 5xx and timeouts failed (internal, unavailable,
     // deadline_exceeded), not rejected.
     void remoteOutcomesAreClassifiedAsTheEnginesAre()
@@ -616,7 +616,7 @@ private slots:
         QCOMPARE(s.rejected, std::uint64_t(0));
     }
 
-    // Issue 23 item 9: the client's own queue (requests waiting for a
+    // The client's own queue (requests waiting for a
     // connection) is capped; what exceeds it is shed at once, stored as
     // rejected (queue_full) and counted as shed.
     void clientQueueIsCappedAndShedRequestsAreCounted()
@@ -649,7 +649,7 @@ private slots:
         }()));
     }
 
-    // Issue 27 §4: a remote session's config row shows what the server
+    // A remote session's config row shows what the server
     // published of its own settings, or says they are not known.
     void remoteConfigRowShowsTheServersSettings()
     {

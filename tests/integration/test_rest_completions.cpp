@@ -765,8 +765,8 @@ private slots:
         QCOMPARE(e.value("param").toString(), QStringLiteral("prompt"));
     }
 
-    // A client that hangs up mid-stream, under policy continuous (issue 23
-    // #8): the server sets Request::cancelled (its connection queue flags the
+    // A client that hangs up mid-stream, under policy continuous:
+    // the server sets Request::cancelled (its connection queue flags the
     // unanswered slot when the connection goes), writes nothing more, keeps
     // serving, and the scheduler ends the request at its next step as
     // `cancelled`, never `ok`. The generation asked for (1,000 tokens of

@@ -523,7 +523,7 @@ private slots:
         QCOMPARE(httpRequest(m_port, "POST", "/v1/sessions/1/report").status, 405);
     }
 
-    // Issue 14 item 3: generation under policy `continuous` shows in
+    // Generation under policy `continuous` shows in
     // /v1/stats (TPOT, ITL, goodput, steps) and /metrics (the histograms,
     // gauges and counters of docs/rest.md), judged against the goodput SLO.
     void tokenMetricsInStatsAndMetrics()
@@ -574,7 +574,7 @@ private slots:
 
     // Every counter checked here moves because of what this test does
     // itself, compared before and after, so it passes alone, in any order
-    // and under any load. (Issue 23 #11: it used to count the queue_full
+    // and under any load. (It used to count the queue_full
     // answers of queueFull(), which reach the engine only while the
     // frontend's cached queue capacity is still stale, a matter of timing.)
     void metricsText()

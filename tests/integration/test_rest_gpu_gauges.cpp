@@ -1,4 +1,4 @@
-// The headless server's NVML gauges (issue 33 item 6): with an NVML library
+// The headless server's NVML gauges: with an NVML library
 // (the fake one of tests/app, through BATCHPILOT_NVML_LIBRARY, reporting
 // FAKE_NVML_SAMPLE) /metrics carries batchpilot_gpu_* and /v1/stats "gpu";
 // without one (no library) both leave them out and everything else works.

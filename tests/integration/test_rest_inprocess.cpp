@@ -403,7 +403,7 @@ private slots:
         QCOMPARE(httpRequest(port, "GET", "/v1/sessions/1/report?format=json").status, 404);
     }
 
-    // Issue 23 #2: completions on one keep-alive connection leave nothing
+    // Completions on one keep-alive connection leave nothing
     // behind per request. Each used to connect a slot to its connection
     // queue's destroyed() signal and never disconnect it (~160 B a request,
     // 3.2 MB over 20,000 requests).
@@ -436,7 +436,7 @@ private slots:
     }
 
     // A client that hangs up mid-stream cancels its request under policy
-    // continuous (issue 23 #8, deterministic here: the engine takes a step
+    // continuous (deterministic here: the engine takes a step
     // only when the test lets it). The connection queue sets the request's
     // flag when the client goes; the scheduler ends the request at its next
     // step with `cancelled`, not `ok`.
@@ -474,7 +474,7 @@ private slots:
         QCOMPARE(engine->snapshot().completed, std::uint64_t(0));
     }
 
-    // Issue 23 #10: under continuous, the queue depth (/v1/stats queue_depth,
+    // Under continuous, the queue depth (/v1/stats queue_depth,
     // batchpilot_queue_depth) counts the sequences waiting to join, not the
     // running ones, as its help text says.
     void queueDepthCountsWaitingSequencesOnly()

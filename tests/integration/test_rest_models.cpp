@@ -16,7 +16,7 @@ private slots:
     {
         HeadlessProcess p({"--model", "builtin:tiny-encoder", "--preset", "test", "--threads", "1", "--device", "cpu"});
         QVERIFY2(p.start(), qPrintable(p.output()));
-        // an encoder opens in dynamic (issue 27 §3)
+        // an encoder opens in dynamic
         QCOMPARE(httpRequest(p.port(), "GET", "/v1/config").json().value("policy").toString(),
                  QStringLiteral("dynamic"));
         HttpResponse r = httpRequest(p.port(), "GET", "/v2/models/tiny-encoder");
@@ -51,7 +51,7 @@ private slots:
         HeadlessProcess p({"--model", "builtin:tiny-decoder", "--preset", "test", "--threads", "1", "--device", "cpu"});
         QVERIFY2(p.start(), qPrintable(p.output()));
         const quint16 port = p.port();
-        // a generative model opens in continuous (issue 27 §3)
+        // a generative model opens in continuous
         QCOMPARE(httpRequest(port, "GET", "/v1/config").json().value("policy").toString(),
                  QStringLiteral("continuous"));
         HttpResponse r = httpRequest(port, "POST", "/v1/infer", toJson({{"text", "hello"}, {"max_new_tokens", 4}}));

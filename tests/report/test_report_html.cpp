@@ -131,7 +131,7 @@ private slots:
         QVERIFY(!html.contains("<svg"));
     }
 
-    // Last: it adds a tuning verified by the replay session (issue 24 §5).
+    // Last: it adds a tuning verified by the replay session.
     void recommendationShowsPredictedAgainstMeasuredForAVerification()
     {
         StoredTuning t;

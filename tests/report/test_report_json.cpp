@@ -102,7 +102,7 @@ private slots:
         QCOMPARE(h["ttft_p99_ms"].get<double>(), rankMs(ttft, 0.99));
     }
 
-    // Issue 14 item 3: TPOT percentiles and goodput, with the SLO used,
+    // TPOT percentiles and goodput, with the SLO used,
     // recomputed from the stored records.
     void generationFiguresAndGoodput()
     {

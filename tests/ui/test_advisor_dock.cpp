@@ -359,7 +359,7 @@ private slots:
         QCOMPARE(chart.boundSeries()->at(0).x(), 10.0);
     }
 
-    // Issue 25: the source's reusable-prefix share shows before any search.
+    // The source's reusable-prefix share shows before any search.
     void showsTheSourcesReusablePrefixShare()
     {
         Fixture f(50, 0.01, false);

@@ -41,7 +41,7 @@ class TestControlPanel : public QObject {
 private slots:
     void initTestCase() { test::isolateSettings(); }
 
-    // Issue 27 §3: the panel says which default policy the model opened
+    // The panel says which default policy the model opened
     // with: continuous for a generative model, dynamic for an encoder and
     // for the no-compute echo.
     void notesTheModelsDefaultPolicy()
@@ -266,7 +266,7 @@ private slots:
         QCOMPARE(f.panel.formConfig(), f.engine->config());
     }
 
-    // Issue 12.3: undo re-applied the whole config from before the change,
+    // Undo once re-applied the whole config from before the change,
     // memory_batch_limit included, so the out-of-memory failures the memory
     // guard had stopped came back. Undo and redo touch only the fields
     // their change touched.
@@ -286,7 +286,7 @@ private slots:
         QCOMPARE(f.engine->config().memoryBatchLimit, 8);
     }
 
-    // Issue 12.3: the form sent every field, so an edit waiting for its
+    // The form once sent every field, so an edit waiting for its
     // debounce reverted whatever REST changed meanwhile.
     void anEditKeepsChangesMadeElsewhereMeanwhile()
     {
@@ -344,7 +344,7 @@ private slots:
         QVERIFY(!f.panel.dirty());
     }
 
-    // Issue 13, item 3: the console's editors take range, step, unit, default
+    // The console's editors take range, step, unit, default
     // and tooltip from engine/config/knobs.h. Every knob of the table has exactly one
     // editor, and each editor's range and tooltip are the table's.
     void editorsFollowTheKnobTable()
@@ -444,7 +444,7 @@ private slots:
         QCOMPARE(f.undo.count(), 0);
     }
 
-    // Issue 14 item 3: the goodput SLOs (knob table) have their own group,
+    // The goodput SLOs (knob table) have their own group,
     // and reach the engine.
     void goodputSlosChangeTheEngine()
     {

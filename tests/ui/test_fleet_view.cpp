@@ -1,4 +1,4 @@
-// The console's fleet (issue 26 item 5) on real trace stores: the Fleet view
+// The console's fleet on real trace stores: the Fleet view
 // shows a capacity plan stored by the store API (the windows, the replicas
 // chart, each router's minimum, the peak window's replicas) and a simulated
 // fleet session's per-replica load (replica_figures); the Advisor's "Plan
@@ -303,7 +303,7 @@ private slots:
         QCOMPARE(view.autoscaleBox()->count(), 0); // a session has no autoscaler runs
     }
 
-    // Autoscaler replays of a trace (issue 37 item 5): a reactive policy on
+    // Autoscaler replays of a trace: a reactive policy on
     // a step from 2 to 30 req/s with a 120 s cold start (misses while the
     // new replicas start) and without one. The runs are listed, newest
     // first; the picked one's serving, billed and wanted replicas follow its

@@ -3,7 +3,7 @@
 // its summary, the utilization chart switches to NVML figures when a (fake)
 // GPU library answers and says what it shows when not, and the batch
 // timeline collects batches and finds the one under the cursor. For
-// generation (issue 14 item 3): the TTFT/TPOT and sequences/KV charts appear
+// generation: the TTFT/TPOT and sequences/KV charts appear
 // only when something generates, follow the snapshots' figures with the
 // goodput SLOs as levels, fill from a real `continuous` engine, and the
 // timeline draws each step split into decode and prefill tokens with its

@@ -85,7 +85,7 @@ private slots:
         QVERIFY(w.advisor() && !w.advisor()->isVisible());
         w.showAdvisor();
         QVERIFY(w.advisor()->isVisible());
-        QVERIFY(w.findChild<RemoteTargetView *>()); // the "Remote target" dock (issue 16)
+        QVERIFY(w.findChild<RemoteTargetView *>()); // the "Remote target" dock
         const QStringList status = statusTexts(w);
         QVERIFY2(status.contains("Model: builtin:echo"), qPrintable(status.join(" | ")));
         QVERIFY(status.contains("Device: cpu"));

@@ -1,4 +1,4 @@
-// The console aimed at a remote server (issue 16 items 1 and 2), against
+// The console aimed at a remote server, against
 // a real `batchpilot --headless` started by the test:
 //  - the Traffic panel's target selector sends its generated traffic to
 //    the server instead of the embedded engine, in every protocol (OIP
@@ -250,7 +250,7 @@ private slots:
         QCOMPARE(view.sessionId(), id); // kept on screen after it ended
     }
 
-    // Issue 23 item 9: 1,000 req/s offered to a server that answers none.
+    // 1,000 req/s offered to a server that answers none.
     // The client's queue stays at its cap (the rest is shed, and the panel
     // says so) instead of growing until Stop.
     void clientQueueStaysBoundedAgainstASlowServer()

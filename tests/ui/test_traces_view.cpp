@@ -92,7 +92,7 @@ private slots:
         QCOMPARE(f.view.traceModel()->traces().front().rows, 30000ull);
     }
 
-    // Issue 25: the console's importer reads the multi-turn format
+    // The console's importer reads the multi-turn format
     // (detected by its conversation_id) with its conversations.
     void importsAMultiTurnTrace()
     {

@@ -99,7 +99,7 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(f.engine->snapshot().completed >= 40, 20000);
     }
 
-    // Issue 25: shared-prefix and multi-turn traffic from the panel. Each
+    // Shared-prefix and multi-turn traffic from the panel. Each
     // conversation's later turns wait for the previous answer (closed loop)
     // and resend its prompt: the echo engine sees the context grow.
     void conversationsAndASharedSystemPrompt()

@@ -138,7 +138,7 @@ private slots:
         QVERIFY(qAbs(TimeChartView::niceCeiling(v) - nice) < 1e-12 * nice);
     }
 
-    // A days-long session's samples (issue 26: the comparison of a session
+    // A days-long session's samples (the comparison of a session
     // of millions of rows drew 346,689 points a series): a chart keeps at
     // most about kMaxPoints, with every spike and dip.
     void chartsThinLongSeries()

@@ -178,7 +178,7 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
 // cost.concurrency) is taken from `key`.
 Result<Calibration> calibrate(const Calibration &key, std::span<const CostObservation> observations);
 
-// Interference (issue 23 defect 12): a calibration measured while other
+// Interference: a calibration measured while other
 // work shared the cores fits badly and times the same batch differently
 // from run to run. Past either limit the calibration is suspect.
 inline constexpr double kInterferenceFitError = 0.25; // median relative error over whole batches

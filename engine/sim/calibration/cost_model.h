@@ -1,5 +1,5 @@
 // A cost model: how long Backend::run takes for a batch, as a function of
-// its shape, fitted from measurements (issue 15 item 1). The simulator
+// its shape, fitted from measurements. The simulator
 // (simulator.h) charges every batch its prediction instead of running it.
 //
 // The model (times in seconds, b = batch size, L = padded length):

@@ -1,5 +1,5 @@
 // Calibrating a remote server from the outside (`batchpilot calibrate
-// --target URL`, issue 24): a bounded probe plan, what its answers say about
+// --target URL`): a bounded probe plan, what its answers say about
 // the server's step cost, the limits its /metrics shows, and the fit.
 //
 // The model is the simulator's iteration cost (cost_model.h),

@@ -1,4 +1,4 @@
-// The scheduler model a remote calibration's server runs (issue 34 item 1):
+// The scheduler model a remote calibration's server runs:
 // replay --simulate, tune, plan and the Advisor, given a calibration of a
 // vLLM, TGI or SGLang server, simulate that server's scheduler with its
 // settings, and say where each setting came from:

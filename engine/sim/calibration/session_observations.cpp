@@ -26,8 +26,8 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
         Duration handoff{};
     };
     std::vector<Members> members(batches->size());
-    // Batch ids are unique in a session (issue 23 item 5); sessions recorded
-    // before that repeat them after a switch of policy kind. A request is
+    // Batch ids are unique in a session now; sessions recorded
+    // by older versions repeat them after a switch of policy kind. A request is
     // joined to the request-level row of its id that was dispatched when it
     // left the queue (arrival + queue wait = dispatch, exactly), and by id
     // alone only where the id names one row. A step's members are not used.

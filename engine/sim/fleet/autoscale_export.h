@@ -1,5 +1,5 @@
 // Autoscaler policies (autoscaler.h) as the manifests a Kubernetes cluster
-// runs (issue 37 item 4, docs/export.md "Autoscaler manifests"):
+// runs (docs/export.md "Autoscaler manifests"):
 //  - keda: a keda.sh/v1alpha1 ScaledObject on a Deployment. Reactive: a
 //    `prometheus` trigger whose query is the policy's metric on the server
 //    (the names engine/telemetry/target_metrics.h maps), threshold = the

@@ -1,4 +1,4 @@
-// Autoscaling over time (issue 37 items 1 and 2, `batchpilot autoscale
+// Autoscaling over time (`batchpilot autoscale
 // --trace`): a policy (autoscaler.h) turned on the virtual clock over a whole
 // trace, on a fleet whose replicas start cold and drain
 // (engine/sim/simulation/fleet_scaling.h), and judged window by window:
@@ -117,7 +117,7 @@ struct AutoscaleRun {
 AutoscaleRun simulateAutoscale(const SimulatorOptions &model, std::span<const PlannedArrival> arrivals,
                                const AutoscaleSimRequest &request, const AutoscaleKnobs &knobs);
 
-// The search (item 2): the cheapest policy that meets the SLO in at least
+// The search: the cheapest policy that meets the SLO in at least
 // `requiredShare` of the windows, over the knobs an operator sets —
 // reactive: the target (a geometric ladder around the start's), the
 // scale-down window and the minimum replicas; predictive: the per-replica

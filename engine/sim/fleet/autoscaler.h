@@ -1,4 +1,4 @@
-// Autoscaler policies (issue 37 item 1): what a fleet's autoscaler decides at
+// Autoscaler policies: what a fleet's autoscaler decides at
 // each decision period from what it can observe, as pure objects with no
 // clock of their own. The fleet simulation turns them on the virtual clock;
 // `autoscale --watch` turns them on a live fleet's /metrics and only prints.

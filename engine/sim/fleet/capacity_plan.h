@@ -1,4 +1,4 @@
-// The capacity planner's search (issue 26 item 2): for each window of a
+// The capacity planner's search: for each window of a
 // trace, the fewest replicas — and the router — that meet an SLO. Generic
 // over how a (window, replicas, router) point is judged: fleet_plan.h
 // judges it by simulating the window's arrivals on a fleet; a test judges

@@ -1,5 +1,5 @@
-// A capacity plan (fleet_plan.h) in each serving stack's own form (issue 26
-// item 6, docs/export.md "Replicas and autoscaling"):
+// A capacity plan (fleet_plan.h) in each serving stack's own form
+// (docs/export.md "Replicas and autoscaling"):
 //  - ray-serve: a Serve deployment with autoscaling_config (min_replicas =
 //    the plan's least, max_replicas = its peak, target_ongoing_requests
 //    from the simulated load per replica at the peak), and num_replicas for

@@ -1,4 +1,4 @@
-// Fleet planning (issue 26, `batchpilot plan`): how many replicas of the
+// Fleet planning (`batchpilot plan`): how many replicas of the
 // calibrated model, behind which router, a trace needs to meet an SLO in
 // each window of it (an hour by default), and at k× its rate. The search
 // is capacity_plan.h's; each point is judged by simulating the window's

@@ -1,4 +1,4 @@
-// What an autoscaler observes of a live fleet (issue 37 item 3, `autoscale
+// What an autoscaler observes of a live fleet (`autoscale
 // --watch`): one round of /metrics scrapes, one per server, folded into a
 // FleetObservation. Each server's figures come through the one mapping of
 // server metrics (engine/telemetry/target_metrics.h): waiting requests (its

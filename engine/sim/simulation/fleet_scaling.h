@@ -1,4 +1,4 @@
-// A fleet whose size changes during a simulation (issue 37): what the
+// A fleet whose size changes during a simulation: what the
 // simulator tells an autoscaler at each decision and what it asks of it.
 // The policies themselves live above, in engine/sim/fleet/autoscaler.h;
 // the simulator only turns a decision into replicas on the virtual clock:

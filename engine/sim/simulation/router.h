@@ -1,4 +1,4 @@
-// The fleet's router (issue 26): which of N replicas serves a request. A
+// The fleet's router: which of N replicas serves a request. A
 // policy object only — no queue, no clock, no threads — so that the
 // simulator (simulator.h, SimulatorOptions::replicas) and a client-side
 // router in front of real servers decide alike.

@@ -126,7 +126,7 @@ struct SimulatorOptions {
     std::function<void(const SimOutcome &soFar)> onProgress;
     std::size_t progressEvery = 4096;
     const std::atomic<bool> *cancel = nullptr; // checked between arrivals
-    // A fleet (issue 26): `replicas` engines, each with this config, its own
+    // A fleet: `replicas` engines, each with this config, its own
     // scheduler, KV budget and executors and the same cost model, on one
     // virtual clock and one event queue, behind a router (router.h). Each
     // arrival is routed when it arrives, unless routerQueueLimit > 0: then a
@@ -139,7 +139,7 @@ struct SimulatorOptions {
     int replicas = 1;
     RouterOptions router;
     int routerQueueLimit = 0;
-    // Autoscaling (issue 37, fleet_scaling.h): `replicas` serve from the
+    // Autoscaling (fleet_scaling.h): `replicas` serve from the
     // start, then a decision every scaling->period adds replicas (serving
     // after the cold start) or drains them. Not with an `observer`: a
     // scaled fleet records no session (SimOutcome::status says so).

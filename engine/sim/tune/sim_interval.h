@@ -1,5 +1,5 @@
-// The spread of a calibration's fit carried through a simulation (issue 23,
-// "The first prediction"): a simulated latency is as good as the cost model
+// The spread of a calibration's fit carried through a simulation.
+// A simulated latency is as good as the cost model
 // behind it, and near saturation a few percent of cost become tens of
 // percent of latency. So `replay --simulate` runs the same arrivals twice
 // more, with every unit's predicted cost scaled down and up by the fit's

@@ -28,7 +28,7 @@ public:
     // scheduler lateness drawn too, seeded). Stated in the session's replay
     // facts.
     void setCostNoise(CostNoise noise, std::uint64_t seed = 1);
-    // A fleet (issue 26): `replicas` engines behind a router
+    // A fleet: `replicas` engines behind a router
     // (SimulatorOptions::replicas, router, routerQueueLimit). The session's
     // rows then name their replica, each replica's figures are stored
     // (engine/store/fleet_store.h) and sessions.replay.fleet says the fleet.

@@ -1,4 +1,4 @@
-// The tune pipeline (issue 23 §3): the one assembly of a tuning that
+// The tune pipeline: the one assembly of a tuning that
 // `batchpilot tune` (app/cmd_tune.cpp), the console's Advisor
 // (ui/advisor_search.cpp) and the simulated replay (simulated_replay.cpp)
 // call, instead of three copies. Five stages:

@@ -1,4 +1,4 @@
-// The tuner (issue 15 item 4): searches the batching knobs in simulation for
+// The tuner: searches the batching knobs in simulation for
 // the config that best serves a trace under a service-level objective, and
 // says how much more load that config takes before it misses the SLO.
 //
@@ -150,7 +150,7 @@ struct TuneFigures {
 // two tokens) meets any TPOT bound.
 TuneFigures figuresOf(std::span<const TuneSample> samples, std::size_t requests, const TuneSlo &slo);
 
-// The pick against the config running now (issue 34 item 2): a change is
+// The pick against the config running now: a change is
 // recommended only when the pick is better by more than the cost model can
 // tell apart. `margin` is the fit's spread (sim_interval.h: fitSpread), at
 // least 1%:

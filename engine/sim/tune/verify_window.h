@@ -1,5 +1,5 @@
-// Which arrivals `tune` replays in real time to verify its pick (issue 27
-// §4). A real-clock replay costs the arrivals' own duration, so the whole
+// Which arrivals `tune` replays in real time to verify its pick.
+// A real-clock replay costs the arrivals' own duration, so the whole
 // Azure hour took an hour; by default the verification replays a
 // representative window instead: the busiest 3 minutes of arrivals (the
 // most arrivals in any 3-minute stretch, at the replay's speed), where a

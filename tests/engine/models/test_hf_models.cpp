@@ -1,4 +1,4 @@
-// Hugging Face decoders (issue 36, engine/torch/llama_model.h) against the
+// Hugging Face decoders (engine/torch/llama_model.h) against the
 // reference implementation's recorded answers (tests/fixtures/hf, made by
 // tools/make_hf_fixtures.py with transformers): for a LlamaForCausalLM
 // (untied, llama3 rope), a Qwen2ForCausalLM (tied, QKV bias) and a sharded

@@ -1,4 +1,4 @@
-// The paged step's own checks (issue 33 item 2): the KV-write and
+// The paged step's own checks: the KV-write and
 // paged-attention ops against a dense float64 reference on the CPU (and on
 // CUDA where there is a device), and the invariant that makes a step's cost
 // flat in its company: a step over 32 sequences of different lengths, one of

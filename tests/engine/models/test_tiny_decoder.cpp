@@ -376,7 +376,7 @@ private slots:
         }
     }
 
-    // Prefix caching (issue 25): requests sharing a system prompt through
+    // Prefix caching: requests sharing a system prompt through
     // the continuous scheduler with the cache on and off give the same
     // tokens, token for token, and the one-at-a-time reference's; with it on
     // the later requests start from the kept keys and values (fewer prompt

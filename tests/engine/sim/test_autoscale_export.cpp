@@ -1,4 +1,4 @@
-// Autoscaler manifests (issue 37 item 4): a plan's schedule and each policy
+// Autoscaler manifests: a plan's schedule and each policy
 // as KEDA and HPA YAML. The documents themselves are validated against the
 // vendored schemas by tests/k8s/validate_manifests.py; this checks what the
 // schemas cannot: the cron expressions, the queries, the thresholds.

@@ -1,4 +1,4 @@
-// Autoscaler policies (issue 37 item 1): HPA's algorithm (tolerance,
+// Autoscaler policies: HPA's algorithm (tolerance,
 // stabilization windows, bounds, starting replicas at zero), a plan's
 // schedule asked for a cold start early, and Holt's forecast ahead of a ramp.
 #include "engine/sim/fleet/autoscaler.h"

@@ -1,4 +1,4 @@
-// Calibration quality (issue 23 defect 12) and the one way to time a
+// Calibration quality and the one way to time a
 // backend (backend_timing.h), with synthetic timings: a fake backend moves
 // a FakeClock by a scripted cost, so the measurement path is the real one
 // and the timings are exact.

@@ -1,6 +1,6 @@
-// `calibrate --session` joins a session's request rows to its batch rows
-// (issue 23 item 5). Batch ids are unique in a session now; a session
-// recorded before that repeats them after a switch of policy kind, and the
+// `calibrate --session` joins a session's request rows to its batch rows.
+// Batch ids are unique in a session now; a session
+// recorded by an older version repeats them after a switch of policy kind, and the
 // join must still give each batch its own members: the request-level row
 // of that id dispatched when the request left the queue.
 #include "engine/sim/calibration/calibration.h"

@@ -231,7 +231,7 @@ private slots:
         QVERIFY(!calibrationFromJson(nlohmann::json{{"model", "x"}})); // no format marker
     }
 
-    // A GPU's step (issue 33 item 3): flat in its tokens up to a knee, then
+    // A GPU's step: flat in its tokens up to a knee, then
     // growing, and a step with a prompt chunk (eager, no CUDA graph) dearer
     // than a pure decode step. The fit finds the knee and the eager term and
     // predicts every step within 3%.

@@ -1,4 +1,4 @@
-// Fleets (issue 26): the router's policies on the virtual clock, N replicas
+// Fleets: the router's policies on the virtual clock, N replicas
 // of a known-cost backend against M/D/c queueing, the fleet's records in a
 // simulated session, and the capacity planner's search on a synthetic
 // surface (and on a simulated trace).

@@ -1,4 +1,4 @@
-// Issue 37 items 1 and 2: a fleet that scales on the virtual clock — a new
+// A fleet that scales on the virtual clock — a new
 // replica serves only after its cold start, a removed one drains, a starting
 // one is cancelled first, billing runs from the ask to the end of the drain
 // — and the autoscaler replayed over a trace: windows, misses during cold

@@ -1,4 +1,4 @@
-// Issue 25 item 4: the prefix cache in the simulator and the tuner.
+// The prefix cache in the simulator and the tuner.
 //  - A hand-built trace whose reuse is known exactly: the simulated hit rate
 //    is the known one, and the engine's (builtin:echo on the virtual clock)
 //    request for request; with a KV budget that evicts, the two still agree

@@ -1,4 +1,4 @@
-// Tuning a remote server's own knobs (issue 24 §4), without the server: a
+// Tuning a remote server's own knobs, without the server: a
 // remote calibration of kind vllm fitted from synthetic observations and
 // stored, its current settings from a `vllm serve` command line, the
 // tuner's search over vLLM's knob space on the vLLM scheduler model, and the
@@ -185,7 +185,7 @@ private slots:
         QCOMPARE(t2.maxQueueDelay, Duration(500us));
     }
 
-    // issue 34 item 1: the settings of a remote server's model come from what
+    // The settings of a remote server's model come from what
     // is given, then what was read, then the probe where it saw a cap, then
     // the server's defaults; each says where it came from.
     void theServerModelTakesTheProbesCapsOnlyWhereTheyActed()
@@ -254,7 +254,7 @@ private slots:
         QCOMPARE(describeChange(a, b), std::string("max_num_seqs 16→8, max_num_batched_tokens 2048→256"));
     }
 
-    // issue 34 item 2: a change only when it is better by more than the fit can tell.
+    // A change only when it is better by more than the fit can tell.
     void theCurrentSettingsStayUnlessThePickIsClearlyBetter()
     {
         TuneFigures current, pick;

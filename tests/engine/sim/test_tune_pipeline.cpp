@@ -1,5 +1,5 @@
 // The tune pipeline (engine/sim/tune/tune_pipeline.h) and its bounded
-// verification (issue 27 §4):
+// verification:
 //  - the verification window, a pure function: the busiest stretch, the
 //    first one, all; its parser;
 //  - the whole pipeline on a real store and builtin:echo: the search is

@@ -162,7 +162,7 @@ private slots:
         QCOMPARE(g.good, std::size_t(2));
     }
 
-    // Issue 23 defect 4: one TPOT definition. Two requests share a
+    // One TPOT definition. Two requests share a
     // request-level batch: one wants 2 tokens, the other 64. The decoder
     // reports each member's own last token (finished rows leave the batch),
     // so the engine's TPOT of the short one is its one decode step over two

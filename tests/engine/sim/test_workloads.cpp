@@ -1,4 +1,4 @@
-// Issue 25 item 3: a trace's prefix structure and conversations reach the
+// A trace's prefix structure and conversations reach the
 // engine, the simulator and a remote target. Hash ids become the same token
 // ids in every replay (shared leading blocks = an identical leading token
 // run, different ids = different runs); a conversation's turn k+1 is

@@ -112,7 +112,7 @@ sglang:cache_hit_rate{model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.007507552
 )";
 
 // BatchPilot's own /metrics under policy continuous (the generation
-// gauges and step counters of the shared contract, issue 14 item 3), two
+// gauges and step counters of the shared contract), two
 // scrapes; then the same names under a request-level policy.
 const char *kBatchpilot1 = R"(# TYPE batchpilot_queue_depth gauge
 batchpilot_queue_depth 5
@@ -322,7 +322,7 @@ private slots:
         QCOMPARE(*s.prefixCacheHitRate, 0.007507552643049313); // sglang:cache_hit_rate
     }
 
-    // Issue 25: the server's prefix-cache hit rate. vLLM V1 exports token
+    // The server's prefix-cache hit rate. vLLM V1 exports token
     // counters (prometheus_client adds `_total` on the wire): the rate
     // between two scrapes; V0 a gauge.
     void mapsPrefixCacheHitRates()

@@ -206,7 +206,7 @@ private slots:
 
     void migratesVersion8InPlace()
     {
-        // Version 10 (issue 25): conversations and turns on requests and
+        // Version 10: conversations and turns on requests and
         // trace rows, think times on trace rows, the target's prefix-cache
         // hit rate. Old rows read back as single requests, old scrapes
         // without a hit rate; new rows store all of them.
@@ -351,7 +351,7 @@ private slots:
         QCOMPARE((*store)->session(id + 100).status().code(), StatusCode::NotFound);
     }
 
-    // Issue 23 item 7: two processes opening an old file at once both
+    // Two processes opening an old file at once both
     // migrate it. Two connections are held at BEGIN IMMEDIATE by a third
     // that has the write lock, released together; both must succeed and the
     // file end at the current version (before the fix the version was read

@@ -112,7 +112,7 @@ private slots:
         QVERIFY(!(*sink)->flush());
     }
 
-    // Issue 12.14: config rows were dropped with everything else when the
+    // Config rows were once dropped with everything else when the
     // queue was full, and replays and reports then described another
     // session. A change is never dropped for a full queue.
     void configRowsSurviveAFullQueue()
@@ -150,7 +150,7 @@ private slots:
         QCOMPARE(f.store->batches(id)->size(), std::size_t(1));
     }
 
-    // Issue 12.14: cache hits were documented as traced, but the sink had no
+    // Cache hits were once documented as traced, but the sink had no
     // override for them. One is a request row with batch_id 0 and status ok.
     void cacheHitsAreTraced()
     {
