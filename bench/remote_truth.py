@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prediction against a server whose truth is known (issue 34 item 4).
+"""Prediction against a server whose truth is known.
 
 For each server flavour of tools/fake_llm_server.py (a scheduler with set
 limits and a known step cost, its own code), this:

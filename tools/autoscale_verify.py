@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Verify the autoscaler simulation against real servers (issue 37 item 6).
+"""Verify the autoscaler simulation against real servers.
 
 A client-side controller that scales a fleet of real `batchpilot --headless`
 processes by the decisions of `batchpilot autoscale --decide` (the same

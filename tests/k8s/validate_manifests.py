@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Validates `batchpilot autoscale --export keda|hpa` (issue 37 item 4).
+"""Validates `batchpilot autoscale --export keda|hpa`.
 
 usage: validate_manifests.py BATCHPILOT DATA_DIR
 
