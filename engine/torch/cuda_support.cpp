@@ -1,22 +1,16 @@
 #include "cuda_support.h"
 
+#include "cuda_plugin.h"
+
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <stdexcept>
 #include <string>
-
-#ifdef BATCHPILOT_TORCH_CUDA
-#include <ATen/cuda/CUDAGeneratorImpl.h>
-#include <ATen/cuda/CUDAGraph.h>
-#include <c10/cuda/CUDACachingAllocator.h>
-#include <c10/cuda/CUDAFunctions.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#include <cuda_runtime_api.h>
-#endif
 
 namespace bp {
 
@@ -34,20 +28,40 @@ std::int64_t hostMeminfo(const std::string &key)
     return 0;
 }
 
+// The plugin's table for a CUDA device (a CUDA device exists only once
+// resolveTorchDevice loaded it, so failing here is a caller's bug).
+const BpCudaPluginApi &plugin()
+{
+    auto api = cudaPlugin();
+    if (!api)
+        throw std::runtime_error(api.status().message());
+    return **api;
+}
+
+void check(int rc, const char *err)
+{
+    if (rc != 0)
+        throw std::runtime_error(err);
+}
+
+struct MemInfo {
+    std::int64_t free = 0, total = 0;
+};
+
+MemInfo cudaMemInfo(const at::Device &device, bool emptyCache)
+{
+    MemInfo m;
+    char err[512] = {};
+    check(plugin().memoryInfo(device.index(), emptyCache, &m.free, &m.total, err, sizeof err), err);
+    return m;
+}
+
 } // namespace
 
 std::int64_t freeDeviceMemory(const at::Device &device)
 {
-#ifdef BATCHPILOT_TORCH_CUDA
-    if (device.is_cuda()) {
-        const c10::cuda::CUDAGuard guard(device);
-        c10::cuda::CUDACachingAllocator::emptyCache();
-        std::size_t free = 0, total = 0;
-        C10_CUDA_CHECK(cudaMemGetInfo(&free, &total));
-        return std::int64_t(free);
-    }
-#endif
-    (void)device;
+    if (device.is_cuda())
+        return cudaMemInfo(device, true).free;
     return std::min(hostMeminfo("MemAvailable"), kCpuKvCap);
 }
 
@@ -60,41 +74,36 @@ std::int64_t availableDeviceMemory(const at::Device &device)
 
 at::Generator deviceGenerator(const at::Device &device, std::uint64_t seed)
 {
-#ifdef BATCHPILOT_TORCH_CUDA
     if (device.is_cuda()) {
-        at::Generator g = at::cuda::detail::createCUDAGenerator(device.index());
+        // torch's CUDA hooks (registered by the plugin's libtorch_cuda) make it.
+        at::Generator g = at::globalContext().defaultGenerator(device).clone();
         g.set_current_seed(seed);
         return g;
     }
-#endif
-    (void)device;
     return at::detail::createCPUGenerator(seed);
 }
 
 std::int64_t totalDeviceMemory(const at::Device &device)
 {
-#ifdef BATCHPILOT_TORCH_CUDA
-    if (device.is_cuda()) {
-        const c10::cuda::CUDAGuard guard(device);
-        std::size_t free = 0, total = 0;
-        C10_CUDA_CHECK(cudaMemGetInfo(&free, &total));
-        return std::int64_t(total);
-    }
-#endif
-    (void)device;
+    if (device.is_cuda())
+        return cudaMemInfo(device, false).total;
     return hostMeminfo("MemTotal");
 }
 
 std::int64_t reservedDeviceMemory(const at::Device &device)
 {
-#ifdef BATCHPILOT_TORCH_CUDA
+    return device.is_cuda() ? plugin().reservedBytes(device.index()) : 0;
+}
+
+std::int64_t peakAllocatedDeviceMemory(const at::Device &device)
+{
+    return device.is_cuda() ? plugin().peakAllocatedBytes(device.index()) : 0;
+}
+
+void resetPeakDeviceMemory(const at::Device &device)
+{
     if (device.is_cuda())
-        return std::int64_t(c10::cuda::CUDACachingAllocator::getDeviceStats(device.index())
-                                .reserved_bytes[0]
-                                .current);
-#endif
-    (void)device;
-    return 0;
+        plugin().resetPeak(device.index());
 }
 
 at::Tensor stagingTensor(std::int64_t elements, at::ScalarType type, const at::Device &device)
@@ -104,92 +113,83 @@ at::Tensor stagingTensor(std::int64_t elements, at::ScalarType type, const at::D
 
 void synchronize(const at::Device &device)
 {
-#ifdef BATCHPILOT_TORCH_CUDA
-    if (device.is_cuda())
-        c10::cuda::getCurrentCUDAStream(device.index()).synchronize();
-#endif
-    (void)device;
+    if (!device.is_cuda())
+        return;
+    char err[512] = {};
+    check(plugin().synchronize(device.index(), err, sizeof err), err);
 }
 
 bool cudaGraphsAvailable(const at::Device &device)
 {
-#ifdef BATCHPILOT_TORCH_CUDA
-    return device.is_cuda();
-#else
-    (void)device;
-    return false;
-#endif
+    return device.is_cuda() && cudaPluginLoaded();
 }
 
-#ifdef BATCHPILOT_TORCH_CUDA
 struct CudaGraphs::Impl {
-    at::Device device;
-    std::map<int, std::unique_ptr<at::cuda::CUDAGraph>> graphs;
+    const BpCudaPluginApi &api;
+    void *graphs = nullptr;
     std::map<int, at::Tensor> outputs;
-    at::cuda::MempoolId_t pool{0, 0};
+    ~Impl()
+    {
+        if (graphs)
+            api.graphsDestroy(graphs);
+    }
 };
 
-CudaGraphs::CudaGraphs(const at::Device &device) : m(std::make_unique<Impl>(Impl{device, {}, {}, {0, 0}})) {}
+CudaGraphs::CudaGraphs(const at::Device &device) : m(std::make_unique<Impl>(Impl{plugin(), nullptr, {}}))
+{
+    char err[512] = {};
+    m->graphs = m->api.graphsCreate(device.index(), err, sizeof err);
+    if (!m->graphs)
+        throw std::runtime_error(std::string("CUDA graphs: ") + err);
+}
 
 CudaGraphs::~CudaGraphs() = default;
 
+namespace {
+
+struct BodyContext {
+    const std::function<at::Tensor()> *body;
+    at::Tensor out;
+};
+
+int runBody(void *context, char *err, std::size_t size)
+{
+    auto &c = *static_cast<BodyContext *>(context);
+    try {
+        c.out = (*c.body)();
+        return 0;
+    } catch (const std::exception &e) {
+        std::snprintf(err, size, "%s", e.what());
+        return 1;
+    }
+}
+
+} // namespace
+
 void CudaGraphs::capture(int key, const std::function<at::Tensor()> &body)
 {
-    const c10::cuda::CUDAGuard guard(m->device);
-    // Whatever the caller queued (its buffers' contents) is done before the
-    // side stream starts.
-    c10::cuda::getCurrentCUDAStream(m->device.index()).synchronize();
-    c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, m->device.index());
-    const c10::cuda::CUDAStreamGuard streamGuard(side);
-    body();
-    body();
-    side.synchronize();
-    auto graph = std::make_unique<at::cuda::CUDAGraph>();
-    if (m->graphs.empty())
-        m->pool = at::cuda::graph_pool_handle();
-    graph->capture_begin(m->pool);
-    at::Tensor out = body();
-    graph->capture_end();
-    side.synchronize();
-    m->graphs[key] = std::move(graph);
-    m->outputs[key] = out;
+    BodyContext context{&body, {}};
+    char err[1024] = {};
+    const bool fault = takeGraphCaptureFault();
+    check(m->api.graphsCapture(m->graphs, key, &runBody, &context, fault, err, sizeof err), err);
+    m->outputs[key] = context.out;
 }
 
 bool CudaGraphs::has(int key) const
 {
-    return m->graphs.count(key) > 0;
+    return m->outputs.count(key) > 0;
 }
 
 const at::Tensor &CudaGraphs::replay(int key)
 {
-    m->graphs.at(key)->replay();
+    char err[512] = {};
+    check(m->api.graphsReplay(m->graphs, key, err, sizeof err), err);
     return m->outputs.at(key);
 }
 
 std::size_t CudaGraphs::size() const
 {
-    return m->graphs.size();
+    return m->outputs.size();
 }
-#else
-struct CudaGraphs::Impl {};
-CudaGraphs::CudaGraphs(const at::Device &) : m(std::make_unique<Impl>()) {}
-CudaGraphs::~CudaGraphs() = default;
-void CudaGraphs::capture(int, const std::function<at::Tensor()> &)
-{
-    throw std::runtime_error("CUDA graphs need a CUDA build of libtorch");
-}
-bool CudaGraphs::has(int) const
-{
-    return false;
-}
-const at::Tensor &CudaGraphs::replay(int)
-{
-    throw std::runtime_error("CUDA graphs need a CUDA build of libtorch");
-}
-std::size_t CudaGraphs::size() const
-{
-    return 0;
-}
-#endif
 
 } // namespace bp

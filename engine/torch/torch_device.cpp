@@ -1,14 +1,15 @@
 #include "torch_device.h"
 
 #include "cpu_blas.h"
+#include "cuda_plugin.h"
 
 #include "engine/core/out_of_memory.h"
 
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
-#include <torch/cuda.h>
 
 #include <charconv>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -18,18 +19,37 @@
 
 namespace bp {
 
+namespace {
+
+// CUDA devices, or why there are none (the plugin's loader's words).
+Result<int> cudaDevices()
+{
+    auto api = cudaPlugin();
+    if (!api)
+        return api.status();
+    char err[512] = {};
+    const int n = (*api)->deviceCount(err, sizeof err);
+    if (n < 0)
+        return Status(StatusCode::Unavailable, std::string("CUDA is not usable: ") + err);
+    return n;
+}
+
+} // namespace
+
 int torchCudaDeviceCount()
 {
-    return torch::cuda::is_available() ? int(torch::cuda::device_count()) : 0;
+    if (!nvidiaDriverPresent() && !std::getenv("BATCHPILOT_CUDA_PLUGIN"))
+        return 0;
+    auto n = cudaDevices();
+    return n ? *n : 0;
 }
 
 Result<TorchDevice> resolveTorchDevice(const std::string &spec)
 {
     if (spec == "cpu")
         return TorchDevice{};
-    const int count = torchCudaDeviceCount();
     if (spec == "auto")
-        return count > 0 ? TorchDevice{true, 0, "cuda:0"} : TorchDevice{};
+        return torchCudaDeviceCount() > 0 ? TorchDevice{true, 0, "cuda:0"} : TorchDevice{};
     int index = 0;
     if (spec.rfind("cuda:", 0) == 0) {
         const char *first = spec.data() + 5, *last = spec.data() + spec.size();
@@ -41,12 +61,12 @@ Result<TorchDevice> resolveTorchDevice(const std::string &spec)
         return Status(StatusCode::InvalidArgument,
                       "unknown device '" + spec + "': expected auto, cpu, cuda or cuda:N");
     }
-    if (count == 0)
-        return Status(
-            StatusCode::Unavailable,
-            "device '" + spec +
-                "' requested, but libtorch sees no CUDA device (this libtorch is CPU-only or no GPU is "
-                "visible); use --device cpu, or auto to fall back to the CPU");
+    auto devices = cudaDevices();
+    if (!devices)
+        return Status(StatusCode::Unavailable, "device '" + spec +
+                                                   "' requested: " + devices.status().message() +
+                                                   "; use --device cpu, or auto to fall back to the CPU");
+    const int count = *devices;
     if (index >= count)
         return Status(StatusCode::Unavailable, "device '" + spec + "' requested, but libtorch sees only " +
                                                    std::to_string(count) + " CUDA device(s)");

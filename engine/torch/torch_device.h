@@ -2,13 +2,14 @@
 // torch_device.cpp is the one place that asks libtorch about CUDA.
 //
 // Device strings (ModelSpec::device):
-//   "auto"    CUDA device 0 when libtorch sees one, else the CPU
-//   "cpu"     the CPU
-//   "cuda"    CUDA device 0; Unavailable when libtorch sees no CUDA device
+//   "auto"    CUDA device 0 when an NVIDIA driver is present and the CUDA
+//             plugin loads and sees a GPU, else the CPU
+//   "cpu"     the CPU (the CUDA plugin is never loaded)
+//   "cuda"    CUDA device 0; Unavailable, with one line saying what is
+//             missing (the plugin, a CUDA library, the driver), otherwise
 //   "cuda:N"  CUDA device N; Unavailable when there is no device N
-// Anything else is InvalidArgument. The choice is made at run time
-// (torch::cuda::is_available()), so the same binary runs on a CPU-only
-// libtorch (Debian's) and on a CUDA one; no CUDA symbol is referenced.
+// Anything else is InvalidArgument. The binaries link only libtorch_cpu and
+// libc10; CUDA comes from the plugin (cuda_plugin.h), loaded at run time.
 #pragma once
 
 #include "engine/core/result.h"
@@ -28,7 +29,8 @@ struct TorchDevice {
 
 Result<TorchDevice> resolveTorchDevice(const std::string &spec);
 
-// Number of CUDA devices libtorch sees (0 on a CPU-only build).
+// Number of CUDA devices (0 without a driver, the plugin or a GPU); with a
+// driver present (or BATCHPILOT_CUDA_PLUGIN set) it loads the plugin.
 int torchCudaDeviceCount();
 
 // ModelSpec::threads -> the intra-op thread count: 0 means every core.

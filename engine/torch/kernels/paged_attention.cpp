@@ -1,4 +1,5 @@
 #include "paged_attention.h"
+#include "paged_attention_checks.h"
 
 #include "../cpu_blas.h"
 
@@ -14,60 +15,9 @@
 #include <type_traits>
 #include <vector>
 
-#ifdef BATCHPILOT_TORCH_CUDA
-#include "paged_attention_cuda.h"
-
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
-
 namespace bp {
 
 namespace {
-
-void checkWriteKv(const at::Tensor &kPool, const at::Tensor &vPool, const at::Tensor &k, const at::Tensor &v,
-                  const at::Tensor &slots)
-{
-    TORCH_CHECK(kPool.dim() == 4 && vPool.sizes() == kPool.sizes() && kPool.is_contiguous() &&
-                    vPool.is_contiguous(),
-                "write_kv: the pools must be contiguous [kv_heads, blocks, block_tokens, head_dim]");
-    TORCH_CHECK(k.dim() == 3 && v.sizes() == k.sizes() && k.size(1) == kPool.size(0) &&
-                    k.size(2) == kPool.size(3),
-                "write_kv: k and v must be [tokens, kv_heads, head_dim] of the pool's heads and head_dim");
-    TORCH_CHECK(k.stride(2) == 1 && k.stride(1) == k.size(2) && v.stride(2) == 1 && v.stride(1) == v.size(2),
-                "write_kv: each row of k and v must be contiguous");
-    TORCH_CHECK(k.scalar_type() == kPool.scalar_type() && v.scalar_type() == kPool.scalar_type(),
-                "write_kv: k and v must have the pool's dtype");
-    TORCH_CHECK(slots.scalar_type() == at::kInt && slots.dim() == 1 && slots.size(0) == k.size(0) &&
-                    slots.is_contiguous(),
-                "write_kv: slots must be int32 [tokens]");
-}
-
-void checkAttention(const at::Tensor &q, const at::Tensor &kPool, const at::Tensor &vPool,
-                    const at::Tensor &blockTables, const at::Tensor &querySeq, const at::Tensor &positions,
-                    std::int64_t blockTokens)
-{
-    TORCH_CHECK(q.dim() == 3 && q.stride(2) == 1 && q.stride(1) == q.size(2),
-                "paged_attention: q must be [tokens, heads, head_dim] with each row's heads contiguous");
-    TORCH_CHECK(
-        kPool.dim() == 4 && vPool.sizes() == kPool.sizes() && kPool.is_contiguous() &&
-            vPool.is_contiguous() && kPool.size(3) == q.size(2),
-        "paged_attention: the pools must be contiguous [kv_heads, blocks, block_tokens, head_dim] of q's "
-        "head_dim");
-    TORCH_CHECK(kPool.size(0) > 0 && q.size(1) % kPool.size(0) == 0,
-                "paged_attention: heads must be a multiple of kv_heads");
-    TORCH_CHECK(kPool.scalar_type() == q.scalar_type() && vPool.scalar_type() == q.scalar_type(),
-                "paged_attention: q and the pools must have one dtype");
-    TORCH_CHECK(blockTables.scalar_type() == at::kInt && blockTables.dim() == 2 &&
-                    blockTables.is_contiguous(),
-                "paged_attention: block_tables must be contiguous int32 [sequences, width]");
-    for (const at::Tensor *t : {&querySeq, &positions})
-        TORCH_CHECK(t->scalar_type() == at::kInt && t->dim() == 1 && t->size(0) == q.size(0) &&
-                        t->is_contiguous(),
-                    "paged_attention: query_seq and positions must be int32 [tokens]");
-    TORCH_CHECK(blockTokens > 0 && blockTokens == kPool.size(2),
-                "paged_attention: block_tokens must be the pools' block size");
-}
 
 void writeKvCpu(at::Tensor &kPool, at::Tensor &vPool, const at::Tensor &k, const at::Tensor &v,
                 const at::Tensor &slots)
@@ -312,71 +262,6 @@ at::Tensor pagedAttentionCpu(const at::Tensor &q, const at::Tensor &kPool, const
     return out;
 }
 
-#ifdef BATCHPILOT_TORCH_CUDA
-kernels::Element elementOf(const at::Tensor &t)
-{
-    switch (t.scalar_type()) {
-    case at::kFloat: return kernels::Element::Float32;
-    case at::kBFloat16: return kernels::Element::BFloat16;
-    case at::kHalf: return kernels::Element::Float16;
-    default: TORCH_CHECK(false, "paged attention: unsupported dtype ", t.scalar_type());
-    }
-}
-
-void writeKvCuda(at::Tensor &kPool, at::Tensor &vPool, const at::Tensor &k, const at::Tensor &v,
-                 const at::Tensor &slots)
-{
-    checkWriteKv(kPool, vPool, k, v, slots);
-    const c10::cuda::CUDAGuard guard(kPool.device());
-    kernels::WriteKvArgs a;
-    a.k = k.data_ptr();
-    a.kRowStride = k.stride(0);
-    a.v = v.data_ptr();
-    a.vRowStride = v.stride(0);
-    a.kPool = kPool.data_ptr();
-    a.vPool = vPool.data_ptr();
-    a.slots = slots.data_ptr<std::int32_t>();
-    a.tokens = k.size(0);
-    a.kvHeads = int(kPool.size(0));
-    a.blocks = kPool.size(1);
-    a.blockTokens = int(kPool.size(2));
-    a.headDim = int(kPool.size(3));
-    kernels::launchWriteKv(a, elementOf(k), c10::cuda::getCurrentCUDAStream(kPool.device().index()).stream());
-}
-
-at::Tensor pagedAttentionCuda(const at::Tensor &q, const at::Tensor &kPool, const at::Tensor &vPool,
-                              const at::Tensor &blockTables, const at::Tensor &querySeq,
-                              const at::Tensor &positions, std::int64_t blockTokens, double scale)
-{
-    checkAttention(q, kPool, vPool, blockTables, querySeq, positions, blockTokens);
-    TORCH_CHECK(kernels::cudaAttentionSupports(int(q.size(2))),
-                "paged_attention: no CUDA kernel for head_dim ", q.size(2),
-                " (built for 32, 64, 96, 128, 256)");
-    const c10::cuda::CUDAGuard guard(q.device());
-    at::Tensor out = at::empty({q.size(0), q.size(1), q.size(2)}, q.options());
-    kernels::AttentionArgs a;
-    a.q = q.data_ptr();
-    a.qRowStride = q.stride(0);
-    a.kPool = kPool.data_ptr();
-    a.vPool = vPool.data_ptr();
-    a.blockTables = blockTables.data_ptr<std::int32_t>();
-    a.tableStride = blockTables.size(1);
-    a.querySeq = querySeq.data_ptr<std::int32_t>();
-    a.positions = positions.data_ptr<std::int32_t>();
-    a.out = out.data_ptr();
-    a.tokens = q.size(0);
-    a.heads = int(q.size(1));
-    a.kvHeads = int(kPool.size(0));
-    a.blocks = kPool.size(1);
-    a.headDim = int(q.size(2));
-    a.blockTokens = int(blockTokens);
-    a.scale = float(scale);
-    kernels::launchPagedAttention(a, elementOf(q),
-                                  c10::cuda::getCurrentCUDAStream(q.device().index()).stream());
-    return out;
-}
-#endif
-
 } // namespace
 
 TORCH_LIBRARY(batchpilot, m)
@@ -391,14 +276,6 @@ TORCH_LIBRARY_IMPL(batchpilot, CPU, m)
     m.impl("write_kv", &writeKvCpu);
     m.impl("paged_attention", &pagedAttentionCpu);
 }
-
-#ifdef BATCHPILOT_TORCH_CUDA
-TORCH_LIBRARY_IMPL(batchpilot, CUDA, m)
-{
-    m.impl("write_kv", &writeKvCuda);
-    m.impl("paged_attention", &pagedAttentionCuda);
-}
-#endif
 
 void writeKv(at::Tensor &kPool, at::Tensor &vPool, const at::Tensor &k, const at::Tensor &v,
              const at::Tensor &slots)
@@ -420,15 +297,6 @@ at::Tensor pagedAttention(const at::Tensor &q, const at::Tensor &kPool, const at
             .typed<at::Tensor(const at::Tensor &, const at::Tensor &, const at::Tensor &, const at::Tensor &,
                               const at::Tensor &, const at::Tensor &, std::int64_t, double)>();
     return op.call(q, kPool, vPool, blockTables, querySeq, positions, blockTokens, scale);
-}
-
-bool pagedAttentionHasCuda()
-{
-#ifdef BATCHPILOT_TORCH_CUDA
-    return true;
-#else
-    return false;
-#endif
 }
 
 } // namespace bp

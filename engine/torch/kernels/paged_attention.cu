@@ -206,11 +206,6 @@ template <class T> void attention(const AttentionArgs &a, cudaStream_t stream)
 
 } // namespace
 
-bool cudaAttentionSupports(int headDim)
-{
-    return headDim == 32 || headDim == 64 || headDim == 96 || headDim == 128 || headDim == 256;
-}
-
 void launchPagedAttention(const AttentionArgs &a, Element element, void *stream)
 {
     if (a.tokens <= 0)

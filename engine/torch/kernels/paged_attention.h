@@ -38,7 +38,4 @@ at::Tensor pagedAttention(const at::Tensor &q, const at::Tensor &kPool, const at
                           const at::Tensor &blockTables, const at::Tensor &querySeq,
                           const at::Tensor &positions, std::int64_t blockTokens, double scale);
 
-// Whether this build has the CUDA kernels (a CUDA libtorch and nvcc).
-bool pagedAttentionHasCuda();
-
 } // namespace bp

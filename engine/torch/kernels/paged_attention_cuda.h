@@ -16,6 +16,8 @@
 // the CUDA error when a launch fails.
 #pragma once
 
+#include "head_dims.h"
+
 #include <cstdint>
 
 namespace bp::kernels {
@@ -51,8 +53,6 @@ struct WriteKvArgs {
     int kvHeads = 0, blockTokens = 0, headDim = 0; // each k / v row holds kvHeads * headDim, heads contiguous
 };
 
-// Head sizes the attention kernel is built for (a multiple of 32, at most 256).
-bool cudaAttentionSupports(int headDim);
 void launchPagedAttention(const AttentionArgs &args, Element element, void *stream);
 void launchWriteKv(const WriteKvArgs &args, Element element, void *stream);
 
