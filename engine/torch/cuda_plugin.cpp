@@ -7,8 +7,11 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -92,7 +95,9 @@ Result<const BpCudaPluginApi *> loadPlugin()
     if (dlopen(kPluginFile, RTLD_NOW | RTLD_LOCAL))
         return openPlugin(kPluginFile);
     const std::string why = dlerrorText();
-    if (why.find(std::string(kPluginFile) + ": cannot open shared object file") == std::string::npos)
+    const std::string_view notFound = ": cannot open shared object file";
+    const auto at = why.find(kPluginFile);
+    if (at == std::string::npos || why.compare(at + std::strlen(kPluginFile), notFound.size(), notFound) != 0)
         return Status(StatusCode::Unavailable, "CUDA support cannot be loaded: " + why);
     std::string where;
     for (const std::string &t : tried)
