@@ -165,8 +165,8 @@ struct BpeTokenizer::Impl {
         for (const PreStep &step : pre) {
             std::vector<std::string> next;
             for (std::string &piece : pieces) {
-                if (step.kind == PreStep::Kind::ByteLevel && step.addPrefixSpace && &piece == &pieces.front() &&
-                    !piece.empty() && piece[0] != ' ')
+                if (step.kind == PreStep::Kind::ByteLevel && step.addPrefixSpace &&
+                    &piece == &pieces.front() && !piece.empty() && piece[0] != ' ')
                     piece.insert(piece.begin(), ' ');
                 if (step.kind == PreStep::Kind::ByteLevel && !step.regex) {
                     next.push_back(piece);
@@ -174,7 +174,8 @@ struct BpeTokenizer::Impl {
                 }
                 std::vector<std::pair<std::size_t, std::size_t>> found;
                 if (step.kind == PreStep::Kind::SplitString) {
-                    for (std::size_t at = piece.find(step.literal); at != std::string::npos && !step.literal.empty();
+                    for (std::size_t at = piece.find(step.literal);
+                         at != std::string::npos && !step.literal.empty();
                          at = piece.find(step.literal, at + step.literal.size()))
                         found.emplace_back(at, at + step.literal.size());
                 } else {
@@ -249,7 +250,8 @@ struct BpeTokenizer::Impl {
             return;
         std::string normalized = text;
         if (nfc) {
-            if (utf8proc_uint8_t *n = utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t *>(text.c_str()))) {
+            if (utf8proc_uint8_t *n =
+                    utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t *>(text.c_str()))) {
                 normalized = reinterpret_cast<const char *>(n);
                 std::free(n);
             }
@@ -358,7 +360,8 @@ Status collectPost(const json &j, const std::string &file, std::vector<TokenId> 
         return Status::ok();
     }
     if (type != "TemplateProcessing")
-        return refuse(file, "post-processor " + type + " is not supported (TemplateProcessing, ByteLevel, Sequence)");
+        return refuse(file, "post-processor " + type +
+                                " is not supported (TemplateProcessing, ByteLevel, Sequence)");
     bool afterA = false;
     for (const json &piece : j.at("single")) {
         if (piece.contains("Sequence")) {
@@ -415,7 +418,8 @@ Result<std::shared_ptr<BpeTokenizer>> BpeTokenizer::load(const std::string &path
     try {
         const json &model = j.at("model");
         if (model.value("type", std::string("BPE")) != "BPE")
-            return refuse(path, "model type " + model.value("type", std::string()) + " is not supported (BPE is)");
+            return refuse(path,
+                          "model type " + model.value("type", std::string()) + " is not supported (BPE is)");
         if (model.value("byte_fallback", false))
             return refuse(path, "BPE with byte_fallback (SentencePiece style) is not supported");
         if (!model.value("continuing_subword_prefix", json()).is_null() ||
@@ -447,13 +451,14 @@ Result<std::shared_ptr<BpeTokenizer>> BpeTokenizer::load(const std::string &path
             if (const auto it = impl->vocab.find(unk.get<std::string>()); it != impl->vocab.end())
                 impl->unk = it->second;
         for (const json &a : j.value("added_tokens", json::array())) {
-            Impl::Added added{a.at("content").get<std::string>(), a.at("id").get<TokenId>(), a.value("special", false),
-                              a.value("lstrip", false), a.value("rstrip", false)};
+            Impl::Added added{a.at("content").get<std::string>(), a.at("id").get<TokenId>(),
+                              a.value("special", false), a.value("lstrip", false), a.value("rstrip", false)};
             largest = std::max(largest, added.id);
             impl->added.push_back(added);
         }
-        std::stable_sort(impl->added.begin(), impl->added.end(),
-                         [](const Impl::Added &a, const Impl::Added &b) { return a.content.size() > b.content.size(); });
+        std::stable_sort(
+            impl->added.begin(), impl->added.end(),
+            [](const Impl::Added &a, const Impl::Added &b) { return a.content.size() > b.content.size(); });
         impl->tokenOf.assign(std::size_t(largest + 1), std::string());
         impl->special.assign(std::size_t(largest + 1), false);
         impl->isAdded.assign(std::size_t(largest + 1), false);
@@ -472,43 +477,21 @@ Result<std::shared_ptr<BpeTokenizer>> BpeTokenizer::load(const std::string &path
             return s;
         const json decoder = j.value("decoder", json());
         if (!decoder.is_null() && decoder.value("type", std::string()) != "ByteLevel")
-            return refuse(path, "decoder " + decoder.value("type", std::string()) + " is not supported (ByteLevel is)");
+            return refuse(path, "decoder " + decoder.value("type", std::string()) +
+                                    " is not supported (ByteLevel is)");
     } catch (const json::exception &e) {
         return refuse(path, std::string("malformed: ") + e.what());
     }
     const int vocabSize = int(impl->tokenOf.size());
     auto out = std::shared_ptr<BpeTokenizer>(new BpeTokenizer(std::move(impl)));
     out->m_vocabSize = vocabSize;
-    // The chat template: chat_template.jinja beside it (transformers 5), or
-    // tokenizer_config.json's "chat_template" (transformers 4).
-    const auto folder = std::filesystem::path(path).parent_path();
-    const auto config = folder / "tokenizer_config.json";
-    std::string jinja;
-    if (std::ifstream t(folder / "chat_template.jinja"); t)
-        jinja.assign(std::istreambuf_iterator<char>(t), std::istreambuf_iterator<char>());
-    if (std::ifstream c(config); c || !jinja.empty()) {
-        const json cj = c ? json::parse(c, nullptr, false) : json();
-        std::string chat = jinja;
-        if (chat.empty() && !cj.is_discarded() && cj.is_object() && cj.contains("chat_template")) {
-            const json &t = cj["chat_template"];
-            if (t.is_string())
-                chat = t.get<std::string>();
-            else if (t.is_array())
-                for (const json &named : t)
-                    if (named.value("name", std::string()) == "default")
-                        chat = named.value("template", std::string());
-        }
-        const bool llama3 = chat.find("<|start_header_id|>") != std::string::npos && out->idOf("<|eot_id|>") &&
-                            out->idOf("<|begin_of_text|>");
-        const bool chatml = chat.find("<|im_start|>") != std::string::npos && out->idOf("<|im_start|>") &&
-                            out->idOf("<|im_end|>");
-        out->m_chat = llama3 ? ChatFamily::Llama3 : chatml ? ChatFamily::ChatMl : ChatFamily::None;
-        out->m->chatTemplateNote = chat.empty() ? "neither chat_template.jinja nor tokenizer_config.json has a chat "
-                                                  "template"
-                                                : "its chat template is neither Llama 3's nor ChatML";
-    } else {
-        out->m->chatTemplateNote = "there is no chat_template.jinja or tokenizer_config.json";
-    }
+    // The chat template beside it. A missing or broken one does not stop
+    // the model from serving completions: chatPrompt() says why it cannot.
+    auto chat = ChatTemplate::load(std::filesystem::path(path).parent_path().string());
+    if (chat)
+        out->m_chat = std::move(*chat);
+    else
+        out->m->chatTemplateNote = chat.status().message();
     return out;
 }
 
@@ -582,30 +565,10 @@ std::string BpeTokenizer::tokenBytes(TokenId id, bool skipSpecial) const
 
 Result<std::string> BpeTokenizer::chatPrompt(const std::vector<ChatMessage> &messages) const
 {
-    std::string out;
-    switch (m_chat) {
-    case ChatFamily::Llama3: {
-        const auto trim = [](const std::string &s) {
-            const auto b = s.find_first_not_of(" \t\n\r");
-            const auto e = s.find_last_not_of(" \t\n\r");
-            return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-        };
-        out = "<|begin_of_text|>";
-        for (const ChatMessage &msg : messages)
-            out += "<|start_header_id|>" + msg.role + "<|end_header_id|>\n\n" + trim(msg.content) + "<|eot_id|>";
-        out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-        return out;
-    }
-    case ChatFamily::ChatMl:
-        for (const ChatMessage &msg : messages)
-            out += "<|im_start|>" + msg.role + "\n" + msg.content + "<|im_end|>\n";
-        out += "<|im_start|>assistant\n";
-        return out;
-    case ChatFamily::None: break;
-    }
-    return Status(StatusCode::InvalidArgument,
-                  "this model has no chat template BatchPilot renders (" + m->chatTemplateNote +
-                      "; Llama 3 and ChatML templates are rendered): send the prompt yourself to /v1/completions");
+    if (m_chat)
+        return m_chat->render(messages, true);
+    return Status(StatusCode::InvalidArgument, "this model has no chat template (" + m->chatTemplateNote +
+                                                   "): send the prompt yourself to /v1/completions");
 }
 
 } // namespace bp

@@ -21,16 +21,17 @@
 // Anything else (SentencePiece-style Metaspace and byte_fallback, WordPiece,
 // Unigram, other normalizers) is refused by load() naming the part.
 //
-// Chat prompts: tokenizer_config.json's chat_template, when it is one of the
-// two families rendered here: Llama 3 (<|start_header_id|>role<|end_header_id|>
-// \n\n content <|eot_id|>, after <|begin_of_text|>) and ChatML (Qwen 2:
-// <|im_start|>role\n content <|im_end|>\n). The messages are rendered as
-// given: a template's default system prompt (Qwen 2's "You are a helpful
-// assistant.", Llama 3.1's date preamble) is not added. Any other template
-// makes chatPrompt() InvalidArgument, saying so.
+// Chat prompts: the folder's chat template (chat_template.jinja or
+// tokenizer_config.json's chat_template) rendered by a Jinja engine as
+// transformers' apply_chat_template renders it (engine/model/chat_template.h),
+// with the generation prompt on. The prompt holds the template's own special
+// tokens, so it is encoded without adding more (as transformers does).
+// Without a template, or with one that does not parse, chatPrompt() is
+// InvalidArgument saying so.
 #pragma once
 
 #include "engine/core/tokenizer.h"
+#include "engine/model/chat_template.h"
 
 #include <map>
 #include <memory>
@@ -43,8 +44,6 @@ namespace bp {
 
 class BpeTokenizer final : public TextTokenizer {
 public:
-    enum class ChatFamily { None, Llama3, ChatMl };
-
     // tokenizer.json, and tokenizer_config.json beside it when present (the
     // chat template). NotFound / InvalidArgument naming the file and the part.
     static Result<std::shared_ptr<BpeTokenizer>> load(const std::string &tokenizerJson);
@@ -54,10 +53,11 @@ public:
     std::vector<TokenId> encode(std::string_view text, bool addSpecial = true) const override;
     std::string tokenBytes(TokenId id, bool skipSpecial = true) const override;
     Result<std::string> chatPrompt(const std::vector<ChatMessage> &messages) const override;
-    bool chatPromptHasSpecials() const override { return m_chat != ChatFamily::None; }
+    bool chatPromptHasSpecials() const override { return m_chat != nullptr; }
 
     int vocabSize() const { return m_vocabSize; } // the largest id + 1
-    ChatFamily chatFamily() const { return m_chat; }
+    // The chat template, or null when the folder has none that parses.
+    const ChatTemplate *chatTemplate() const { return m_chat.get(); }
     std::optional<TokenId> idOf(const std::string &token) const;
 
 private:
@@ -65,7 +65,7 @@ private:
     explicit BpeTokenizer(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> m;
     int m_vocabSize = 0;
-    ChatFamily m_chat = ChatFamily::None;
+    std::shared_ptr<const ChatTemplate> m_chat;
 };
 
 } // namespace bp

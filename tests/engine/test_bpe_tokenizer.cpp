@@ -84,7 +84,7 @@ private slots:
         } else {
             auto prompt = (*tok)->chatPrompt({{"user", "hi"}});
             QCOMPARE(prompt.status().code(), StatusCode::InvalidArgument);
-            QVERIFY(prompt.status().message().find("Llama 3 and ChatML") != std::string::npos);
+            QVERIFY(prompt.status().message().find("has no chat template") != std::string::npos);
         }
     }
 
@@ -133,7 +133,8 @@ private slots:
         j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(unclosed";
         QVERIFY(write(j).status().message().find("does not compile") != std::string::npos);
         std::ofstream(dir / "tokenizer.json") << "{not json";
-        QCOMPARE(BpeTokenizer::load((dir / "tokenizer.json").string()).status().code(), StatusCode::InvalidArgument);
+        QCOMPARE(BpeTokenizer::load((dir / "tokenizer.json").string()).status().code(),
+                 StatusCode::InvalidArgument);
         QCOMPARE(BpeTokenizer::load((dir / "missing.json").string()).status().code(), StatusCode::NotFound);
         std::filesystem::remove_all(dir);
     }
