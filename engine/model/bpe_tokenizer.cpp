@@ -1,12 +1,11 @@
 #include "bpe_tokenizer.h"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
-#include <utf8proc.h>
+#include "tokenizer_text_stages.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,10 +16,6 @@ namespace bp {
 namespace {
 
 using json = nlohmann::json;
-
-// GPT-2's split pattern, what ByteLevel(use_regex: true) applies.
-constexpr const char *kGpt2Pattern =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 std::string utf8Of(std::uint32_t cp)
 {
@@ -74,67 +69,6 @@ bool isSpace(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 
-class Regex {
-public:
-    static Result<std::unique_ptr<Regex>> compile(const std::string &pattern, const std::string &where)
-    {
-        int error = 0;
-        PCRE2_SIZE offset = 0;
-        pcre2_code *code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.c_str()), pattern.size(),
-                                         PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
-        if (!code) {
-            PCRE2_UCHAR message[256];
-            pcre2_get_error_message(error, message, sizeof message);
-            return Status(StatusCode::InvalidArgument, where + ": the split pattern does not compile at " +
-                                                           std::to_string(offset) + ": " +
-                                                           reinterpret_cast<const char *>(message));
-        }
-        pcre2_jit_compile(code, PCRE2_JIT_COMPLETE); // optional: matching works without it
-        return std::unique_ptr<Regex>(new Regex(code));
-    }
-    ~Regex() { pcre2_code_free(m_code); }
-    // [begin, end) of every match in `s`, in order.
-    std::vector<std::pair<std::size_t, std::size_t>> matches(const std::string &s) const
-    {
-        std::vector<std::pair<std::size_t, std::size_t>> out;
-        pcre2_match_data *md = pcre2_match_data_create_from_pattern(m_code, nullptr);
-        std::size_t at = 0;
-        while (at <= s.size()) {
-            const int rc = pcre2_match(m_code, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), at,
-                                       PCRE2_NO_UTF_CHECK, md, nullptr);
-            if (rc < 0)
-                break;
-            const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-            std::size_t begin = ov[0], end = ov[1];
-            if (end == begin) { // an empty match: step over one character
-                if (begin >= s.size())
-                    break;
-                std::size_t next = begin + 1;
-                while (next < s.size() && (static_cast<unsigned char>(s[next]) & 0xC0) == 0x80)
-                    ++next;
-                at = next;
-                continue;
-            }
-            out.emplace_back(begin, end);
-            at = end;
-        }
-        pcre2_match_data_free(md);
-        return out;
-    }
-
-private:
-    explicit Regex(pcre2_code *code) : m_code(code) {}
-    pcre2_code *m_code;
-};
-
-struct PreStep {
-    enum class Kind { Split, SplitString, ByteLevel } kind = Kind::ByteLevel;
-    std::unique_ptr<Regex> regex; // Split, ByteLevel with use_regex
-    std::string literal;          // SplitString
-    bool removed = false;         // Split behavior Removed (else Isolated)
-    bool addPrefixSpace = false;  // ByteLevel
-};
-
 } // namespace
 
 struct BpeTokenizer::Impl {
@@ -152,62 +86,50 @@ struct BpeTokenizer::Impl {
     std::vector<Added> added; // longest first
     std::vector<bool> special;
     std::vector<bool> isAdded;
-    bool nfc = false;
-    std::vector<PreStep> pre;
+    hf::TextStages stages;
+    bool byteLevel = true;     // GPT-2's byte-to-character alphabet (else SentencePiece-style pieces)
+    bool byteFallback = false; // a character outside the vocabulary as its <0xNN> byte tokens
+    bool fuseUnk = false;      // consecutive unknown characters as one unk
+    bool stripFirstSpace =
+        false; // the decoder's Strip / Metaspace: decodeAsTransformers drops one leading space
+    std::string spaceMark = "\u2581";    // what the SentencePiece-style decoder turns back into a space
     std::vector<TokenId> prefix, suffix; // the post-processor's single template
     std::string byteChar[256];
     std::unordered_map<std::uint32_t, unsigned char> charByte;
     std::string chatTemplateNote;
 
-    std::vector<std::string> preTokenize(const std::string &text) const
-    {
-        std::vector<std::string> pieces{text};
-        for (const PreStep &step : pre) {
-            std::vector<std::string> next;
-            for (std::string &piece : pieces) {
-                if (step.kind == PreStep::Kind::ByteLevel && step.addPrefixSpace &&
-                    &piece == &pieces.front() && !piece.empty() && piece[0] != ' ')
-                    piece.insert(piece.begin(), ' ');
-                if (step.kind == PreStep::Kind::ByteLevel && !step.regex) {
-                    next.push_back(piece);
-                    continue;
-                }
-                std::vector<std::pair<std::size_t, std::size_t>> found;
-                if (step.kind == PreStep::Kind::SplitString) {
-                    for (std::size_t at = piece.find(step.literal);
-                         at != std::string::npos && !step.literal.empty();
-                         at = piece.find(step.literal, at + step.literal.size()))
-                        found.emplace_back(at, at + step.literal.size());
-                } else {
-                    found = step.regex->matches(piece);
-                }
-                std::size_t last = 0;
-                for (const auto &[b, e] : found) {
-                    if (b > last)
-                        next.push_back(piece.substr(last, b - last));
-                    if (!step.removed)
-                        next.push_back(piece.substr(b, e - b));
-                    last = e;
-                }
-                if (last < piece.size())
-                    next.push_back(piece.substr(last));
-            }
-            pieces = std::move(next);
-        }
-        return pieces;
-    }
-
     void bpe(const std::string &piece, std::vector<TokenId> &out) const
     {
         std::string mapped;
-        for (char c : piece)
-            mapped += byteChar[static_cast<unsigned char>(c)];
+        if (byteLevel)
+            for (char c : piece)
+                mapped += byteChar[static_cast<unsigned char>(c)];
+        else
+            mapped = piece;
         if (ignoreMerges)
             if (const auto it = vocab.find(mapped); it != vocab.end()) {
                 out.push_back(it->second);
                 return;
             }
-        std::vector<std::string> symbols = characters(mapped);
+        std::vector<std::string> symbols;
+        for (std::string &c : characters(mapped)) {
+            if (!byteFallback || vocab.count(c)) {
+                symbols.push_back(std::move(c));
+                continue;
+            }
+            // byte_fallback: each byte's <0xNN> token, when all exist.
+            std::vector<std::string> bytes;
+            for (unsigned char b : c) {
+                char name[8];
+                std::snprintf(name, sizeof name, "<0x%02X>", b);
+                if (vocab.count(name))
+                    bytes.push_back(name);
+            }
+            if (bytes.size() == c.size())
+                symbols.insert(symbols.end(), bytes.begin(), bytes.end());
+            else
+                symbols.push_back(std::move(c));
+        }
         std::string key;
         while (symbols.size() > 1) {
             int best = std::numeric_limits<int>::max();
@@ -236,27 +158,23 @@ struct BpeTokenizer::Impl {
             }
             symbols = std::move(merged);
         }
+        bool lastUnk = false;
         for (const std::string &s : symbols) {
-            if (const auto it = vocab.find(s); it != vocab.end())
+            if (const auto it = vocab.find(s); it != vocab.end()) {
                 out.push_back(it->second);
-            else if (unk)
+                lastUnk = false;
+            } else if (unk && !(fuseUnk && lastUnk)) {
                 out.push_back(*unk);
+                lastUnk = true;
+            }
         }
     }
 
-    void encodeText(const std::string &text, std::vector<TokenId> &out) const
+    void encodeText(const std::string &text, bool atStart, std::vector<TokenId> &out) const
     {
         if (text.empty())
             return;
-        std::string normalized = text;
-        if (nfc) {
-            if (utf8proc_uint8_t *n =
-                    utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t *>(text.c_str()))) {
-                normalized = reinterpret_cast<const char *>(n);
-                std::free(n);
-            }
-        }
-        for (const std::string &piece : preTokenize(normalized))
+        for (const std::string &piece : stages.preTokenize(stages.normalize(text), atStart))
             if (!piece.empty())
                 bpe(piece, out);
     }
@@ -267,82 +185,6 @@ namespace {
 Status refuse(const std::string &file, const std::string &what)
 {
     return Status(StatusCode::InvalidArgument, file + ": " + what);
-}
-
-Result<PreStep> preStep(const json &j, const std::string &file)
-{
-    const std::string type = j.value("type", std::string());
-    PreStep step;
-    if (type == "ByteLevel") {
-        step.kind = PreStep::Kind::ByteLevel;
-        step.addPrefixSpace = j.value("add_prefix_space", false);
-        if (j.value("use_regex", true)) {
-            auto re = Regex::compile(kGpt2Pattern, file);
-            if (!re)
-                return re.status();
-            step.regex = std::move(*re);
-        }
-        return step;
-    }
-    if (type == "Split") {
-        if (j.value("invert", false))
-            return refuse(file, "a Split pre-tokenizer with invert: true is not supported");
-        const std::string behavior = j.value("behavior", std::string("Isolated"));
-        if (behavior != "Isolated" && behavior != "Removed")
-            return refuse(file, "a Split pre-tokenizer with behavior " + behavior +
-                                    " is not supported (Isolated and Removed are)");
-        step.removed = behavior == "Removed";
-        const json &pattern = j.at("pattern");
-        if (pattern.contains("Regex")) {
-            step.kind = PreStep::Kind::Split;
-            auto re = Regex::compile(pattern["Regex"].get<std::string>(), file);
-            if (!re)
-                return re.status();
-            step.regex = std::move(*re);
-        } else {
-            step.kind = PreStep::Kind::SplitString;
-            step.literal = pattern.value("String", std::string());
-        }
-        return step;
-    }
-    return refuse(file, "pre-tokenizer " + (type.empty() ? std::string("?") : type) +
-                            " is not supported (ByteLevel, Split and Sequence are; SentencePiece-style "
-                            "Metaspace tokenizers are not)");
-}
-
-Status collectPre(const json &j, const std::string &file, std::vector<PreStep> &out)
-{
-    if (j.is_null())
-        return Status::ok();
-    if (j.value("type", std::string()) == "Sequence") {
-        for (const json &p : j.at("pretokenizers"))
-            if (Status s = collectPre(p, file, out); !s)
-                return s;
-        return Status::ok();
-    }
-    auto step = preStep(j, file);
-    if (!step)
-        return step.status();
-    out.push_back(std::move(*step));
-    return Status::ok();
-}
-
-Status collectNormalizer(const json &j, const std::string &file, bool &nfc)
-{
-    if (j.is_null())
-        return Status::ok();
-    const std::string type = j.value("type", std::string());
-    if (type == "NFC") {
-        nfc = true;
-        return Status::ok();
-    }
-    if (type == "Sequence") {
-        for (const json &n : j.at("normalizers"))
-            if (Status s = collectNormalizer(n, file, nfc); !s)
-                return s;
-        return Status::ok();
-    }
-    return refuse(file, "normalizer " + type + " is not supported (NFC and Sequence are)");
 }
 
 Status collectPost(const json &j, const std::string &file, std::vector<TokenId> &prefix,
@@ -376,6 +218,45 @@ Status collectPost(const json &j, const std::string &file, std::vector<TokenId> 
             return refuse(file, "TemplateProcessing names special token " + name + " without ids");
         for (const json &id : specials[name]["ids"])
             (afterA ? suffix : prefix).push_back(id.get<TokenId>());
+    }
+    return Status::ok();
+}
+
+// The decoder: ByteLevel (byte-level BPE), or SentencePiece style: Metaspace,
+// or a Sequence of Replace(mark -> " "), ByteFallback, Fuse and Strip(" ", 1, 0)
+// as transformers writes Llama 2's, Mistral's and Gemma's.
+Status readDecoder(const json &d, const std::string &file, BpeTokenizer::Impl &impl)
+{
+    if (d.is_null())
+        return Status::ok();
+    const std::string type = d.value("type", std::string());
+    if (type == "ByteLevel") {
+        impl.byteLevel = true;
+        return Status::ok();
+    }
+    impl.byteLevel = false;
+    if (type == "Metaspace") {
+        impl.spaceMark = d.value("replacement", std::string("\u2581"));
+        const std::string scheme =
+            d.value("prepend_scheme", std::string(d.value("add_prefix_space", true) ? "always" : "never"));
+        impl.stripFirstSpace = scheme != "never";
+        return Status::ok();
+    }
+    const std::string supported =
+        "(ByteLevel, Metaspace, or a Sequence of Replace, ByteFallback, Fuse and Strip are)";
+    if (type != "Sequence")
+        return refuse(file, "decoder " + type + " is not supported " + supported);
+    for (const json &step : d.at("decoders")) {
+        const std::string t = step.value("type", std::string());
+        if (t == "Replace" && step.at("pattern").contains("String") &&
+            step.value("content", std::string()) == " ") {
+            impl.spaceMark = step["pattern"]["String"].get<std::string>();
+        } else if (t == "Strip" && step.value("content", std::string()) == " " &&
+                   step.value("start", 0) <= 1 && step.value("stop", 0) == 0) {
+            impl.stripFirstSpace = step.value("start", 0) == 1;
+        } else if (t != "ByteFallback" && t != "Fuse") {
+            return refuse(file, "decoder step " + t + " (" + step.dump() + ") is not supported " + supported);
+        }
     }
     return Status::ok();
 }
@@ -420,8 +301,8 @@ Result<std::shared_ptr<BpeTokenizer>> BpeTokenizer::load(const std::string &path
         if (model.value("type", std::string("BPE")) != "BPE")
             return refuse(path,
                           "model type " + model.value("type", std::string()) + " is not supported (BPE is)");
-        if (model.value("byte_fallback", false))
-            return refuse(path, "BPE with byte_fallback (SentencePiece style) is not supported");
+        impl->byteFallback = model.value("byte_fallback", false);
+        impl->fuseUnk = model.value("fuse_unk", false);
         if (!model.value("continuing_subword_prefix", json()).is_null() ||
             !model.value("end_of_word_suffix", json()).is_null())
             return refuse(path, "BPE with a subword prefix or word suffix is not supported");
@@ -469,16 +350,15 @@ Result<std::shared_ptr<BpeTokenizer>> BpeTokenizer::load(const std::string &path
             impl->special[std::size_t(a.id)] = a.special;
             impl->isAdded[std::size_t(a.id)] = true;
         }
-        if (Status s = collectNormalizer(j.value("normalizer", json()), path, impl->nfc); !s)
-            return s;
-        if (Status s = collectPre(j.value("pre_tokenizer", json()), path, impl->pre); !s)
+        if (Status s = hf::TextStages::parse(j.value("normalizer", json()), j.value("pre_tokenizer", json()),
+                                             path, impl->stages);
+            !s)
             return s;
         if (Status s = collectPost(j.value("post_processor", json()), path, impl->prefix, impl->suffix); !s)
             return s;
-        const json decoder = j.value("decoder", json());
-        if (!decoder.is_null() && decoder.value("type", std::string()) != "ByteLevel")
-            return refuse(path, "decoder " + decoder.value("type", std::string()) +
-                                    " is not supported (ByteLevel is)");
+        impl->byteLevel = impl->stages.byteLevel();
+        if (Status s = readDecoder(j.value("decoder", json()), path, *impl); !s)
+            return s;
     } catch (const json::exception &e) {
         return refuse(path, std::string("malformed: ") + e.what());
     }
@@ -497,8 +377,8 @@ Result<std::shared_ptr<BpeTokenizer>> BpeTokenizer::load(const std::string &path
 
 std::string BpeTokenizer::describe() const
 {
-    return "byte-level BPE from " + m->file + " (" + std::to_string(m_vocabSize) + " ids, " +
-           std::to_string(m->rank.size()) + " merges)";
+    return std::string(m->byteLevel ? "byte-level" : "SentencePiece-style") + " BPE from " + m->file + " (" +
+           std::to_string(m_vocabSize) + " ids, " + std::to_string(m->rank.size()) + " merges)";
 }
 
 std::optional<TokenId> BpeTokenizer::idOf(const std::string &token) const
@@ -534,7 +414,7 @@ std::vector<TokenId> BpeTokenizer::encode(std::string_view input, bool addSpecia
         if (hit->lstrip)
             while (plainEnd > start && isSpace(text[plainEnd - 1]))
                 --plainEnd;
-        m->encodeText(text.substr(start, plainEnd - start), out);
+        m->encodeText(text.substr(start, plainEnd - start), start == 0, out);
         out.push_back(hit->id);
         i += hit->content.size();
         if (hit->rstrip)
@@ -542,7 +422,7 @@ std::vector<TokenId> BpeTokenizer::encode(std::string_view input, bool addSpecia
                 ++i;
         start = i;
     }
-    m->encodeText(text.substr(start), out);
+    m->encodeText(text.substr(start), start == 0, out);
     if (addSpecial)
         out.insert(out.end(), m->suffix.begin(), m->suffix.end());
     return out;
@@ -555,12 +435,31 @@ std::string BpeTokenizer::tokenBytes(TokenId id, bool skipSpecial) const
         return "\xEF\xBF\xBD";
     if (m->isAdded[std::size_t(id)])
         return m->special[std::size_t(id)] && skipSpecial ? std::string() : m->tokenOf[std::size_t(id)];
+    const std::string &token = m->tokenOf[std::size_t(id)];
+    if (!m->byteLevel) {
+        unsigned byte = 0;
+        if (token.size() == 6 && std::sscanf(token.c_str(), "<0x%2X>", &byte) == 1 && token[5] == '>')
+            return std::string(1, char(byte));
+        std::string text = token;
+        for (std::size_t at = text.find(m->spaceMark); at != std::string::npos && !m->spaceMark.empty();
+             at = text.find(m->spaceMark, at + 1))
+            text.replace(at, m->spaceMark.size(), " ");
+        return text;
+    }
     std::string bytes;
-    for (const std::string &c : characters(m->tokenOf[std::size_t(id)])) {
+    for (const std::string &c : characters(token)) {
         const auto it = m->charByte.find(codePoint(c));
         bytes += it != m->charByte.end() ? std::string(1, char(it->second)) : c;
     }
     return bytes;
+}
+
+std::string BpeTokenizer::decodeAsTransformers(std::span<const TokenId> ids, bool skipSpecial) const
+{
+    std::string text = decode(ids, skipSpecial);
+    if (m->stripFirstSpace && !text.empty() && text[0] == ' ')
+        text.erase(0, 1);
+    return text;
 }
 
 Result<std::string> BpeTokenizer::chatPrompt(const std::vector<ChatMessage> &messages) const
