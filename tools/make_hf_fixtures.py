@@ -371,6 +371,17 @@ def sentencepiece_references():
                           "decoded_with_specials": tok.decode(ids, skip_special_tokens=False),
                           "tokens": [tok.id_to_token(i) for i in plain]})
         out[style] = {"vocab_size": tok.get_vocab_size(), "cases": cases}
+        # A chat through the family's template, encoded as apply_chat_template(tokenize=True) does.
+        template, specials = {"llama2": ("llama-2-chat", {"bos_token": "<s>", "eos_token": "</s>"}),
+                              "mistral-v03": ("mistralai-Mistral-Nemo-Instruct-2407",
+                                              {"bos_token": "<s>", "eos_token": "</s>"}),
+                              "gemma": ("google-gemma-2-2b-it", {"bos_token": "<bos>", "eos_token": "<eos>"})}[style]
+        chat_fast = PreTrainedTokenizerFast(tokenizer_file=str(folder / f"{style}.json"), **specials)
+        messages = CONVERSATIONS["multi-turn"]
+        prompt = chat_fast.apply_chat_template(messages, chat_template=(ROOT / "templates" / f"{template}.jinja")
+                                               .read_text(), tokenize=False, add_generation_prompt=True)
+        out[style]["chat"] = {"template": template, "specials": specials, "conversation": "multi-turn",
+                              "prompt": prompt, "ids": chat_fast.encode(prompt, add_special_tokens=False)}
         print(f"sentencepiece/{style}: vocab {tok.get_vocab_size()}, {len(cases)} cases")
     (folder / "reference.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
 

@@ -124,6 +124,22 @@ private slots:
                 fallbacks += t.get<std::string>().rfind("<0x", 0) == 0;
         }
         QVERIFY(fallbacks > 20); // byte_fallback was exercised
+        // A chat through the family's real template, encoded as
+        // apply_chat_template(tokenize=True) encodes it: <s> / <bos> matched
+        // as a special token, the rest without a prefix added.
+        const auto &chat = ref["chat"];
+        std::ifstream src(fixture("templates/") + chat["template"].get<std::string>() + ".jinja");
+        const std::string source((std::istreambuf_iterator<char>(src)), std::istreambuf_iterator<char>());
+        auto tmpl = ChatTemplate::parse(source, chat["specials"].get<std::map<std::string, std::string>>());
+        QVERIFY2(tmpl, tmpl.status().toString().c_str());
+        std::vector<ChatMessage> messages;
+        const nlohmann::json conversations = reference("templates")["conversations"];
+        for (const auto &m : conversations[chat["conversation"].get<std::string>()])
+            messages.push_back({m["role"], m["content"]});
+        auto prompt = (*tmpl)->render(messages, true);
+        QVERIFY2(prompt, prompt.status().toString().c_str());
+        QCOMPARE(*prompt, chat["prompt"].get<std::string>());
+        QVERIFY((*tok)->encode(*prompt, false) == chat["ids"].get<std::vector<TokenId>>());
         // A continuation keeps its space: "▁batch" is " batch".
         const auto batch = (*tok)->idOf("\u2581batch");
         QVERIFY(batch);
