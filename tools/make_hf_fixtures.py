@@ -14,7 +14,21 @@ tests need no Python.
   mistral/  MistralForCausalLM: GQA 4/2, in two safetensors shards with an
             index; a GPT-2-style tokenizer (ByteLevel with its own pattern)
 
-reference.json in each: for fixed prompts (chosen so that every step's top-2
+  llama-custom-chat/  LlamaForCausalLM with its own byte-level BPE tokenizer and a chat
+            template of its own (<|begin|>role ... <|end|>), issue 46
+  sentencepiece/  SentencePiece-style BPE tokenizers (tokenizer.json only):
+            llama2.json (Prepend + Replace normalizers, byte_fallback, decoder
+            Replace/ByteFallback/Fuse/Strip), mistral-v03.json (Metaspace
+            pre-tokenizer, prepend_scheme first, split off),
+            gemma.json (Replace normalizer, no prefix); reference.json: ids and
+            decodes from tokenizers
+  templates/  real chat templates as models ship them (*.jinja, the text of
+            each model's tokenizer_config.json / chat_template.jinja) and
+            reference.json: transformers' apply_chat_template renderings of
+            conversations with and without a system message, the generation
+            prompt on and off, or the error a template raises
+
+reference.json in each model folder: for fixed prompts (chosen so that every step's top-2
 logit margin exceeds 1e-3), the greedy tokens and every step's float32
 logits; token ids of a corpus with Unicode, whitespace runs and special
 tokens (with and without the tokenizer's own specials); the decoded texts;
@@ -27,6 +41,7 @@ computed from exactly those values in float32. Run from the repository root:
 import json
 import pathlib
 import random
+import sys
 
 import torch
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
@@ -64,10 +79,10 @@ TEXTS = [
 
 
 def train_tokenizer(style, vocab_size=420):
-    if style == "gpt2":
+    if style in ("gpt2", "custom"):
         tok = Tokenizer(models.BPE())
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-        specials = ["<|endoftext|>"]
+        specials = ["<|endoftext|>"] if style == "gpt2" else ["<|end_of_text|>", "<|begin|>", "<|end|>"]
     else:
         tok = Tokenizer(models.BPE(ignore_merges=(style == "llama3")))
         pattern = LLAMA3_SPLIT if style == "llama3" else QWEN2_SPLIT
@@ -99,12 +114,14 @@ def train_tokenizer(style, vocab_size=420):
 
 def save_tokenizer(tok, specials, style, folder):
     tok.save(str(folder / "tokenizer.json"))
-    chat = {"llama3": LLAMA3_CHAT, "qwen2": CHATML_CHAT}.get(style)
+    chat = {"llama3": LLAMA3_CHAT, "qwen2": CHATML_CHAT, "custom": CUSTOM_CHAT}.get(style)
     kwargs = {}
     if style == "llama3":
         kwargs = dict(bos_token="<|begin_of_text|>", eos_token="<|eot_id|>")
     elif style == "qwen2":
         kwargs = dict(eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    elif style == "custom":
+        kwargs = dict(eos_token="<|end|>")
     else:
         kwargs = dict(eos_token="<|endoftext|>")
     fast = PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), **kwargs)
@@ -216,19 +233,192 @@ def build(name, style, config_cls, model_cls, config_kwargs, seed, shard=False):
           f"files {files}")
 
 
+CUSTOM_CHAT = ("{% for m in messages %}<|begin|>{{ m['role'] }}\n{{ m['content'] }}<|end|>\n{% endfor %}"
+               "<|begin|>assistant\n")
+
+# Templates not in templates/ as files: Llama 2 chat's and Mistral 7B Instruct
+# v0.1's, as their tokenizer_config.json ships them.
+LLAMA2_CHAT = (
+    "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}"
+    "{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}"
+    "{% set system_message = false %}{% endif %}{% for message in loop_messages %}"
+    "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+    "{% if loop.index0 == 0 and system_message != false %}"
+    "{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}"
+    "{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}"
+    "{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}"
+    "{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}")
+MISTRAL_V01_CHAT = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+    "{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}"
+    "{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}"
+    "{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %}")
+
+# Each template's special tokens, as its model's tokenizer_config.json names them.
+TEMPLATE_SPECIALS = {
+    "llama-2-chat": {"bos_token": "<s>", "eos_token": "</s>"},
+    "mistral-7b-instruct-v0.1": {"bos_token": "<s>", "eos_token": "</s>"},
+    "mistralai-Mistral-Nemo-Instruct-2407": {"bos_token": "<s>", "eos_token": "</s>"},
+    "google-gemma-2-2b-it": {"bos_token": "<bos>", "eos_token": "<eos>"},
+    "microsoft-Phi-3.5-mini-instruct": {"bos_token": "<s>", "eos_token": "<|endoftext|>"},
+    "deepseek-ai-DeepSeek-R1-Distill-Llama-8B": {"bos_token": "<\uff5cbegin\u2581of\u2581sentence\uff5c>",
+                                                 "eos_token": "<\uff5cend\u2581of\u2581sentence\uff5c>"},
+    "Qwen-Qwen3-0.6B": {"eos_token": "<|im_end|>"},
+    "meta-llama-Llama-3.1-8B-Instruct": {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"},
+    "Qwen-Qwen2.5-7B-Instruct": {"eos_token": "<|im_end|>"},
+}
+
+CONVERSATIONS = {
+    "system multi-turn": [
+        {"role": "system", "content": "You batch requests."},
+        {"role": "user", "content": "  How large should a batch be?  "},
+        {"role": "assistant", "content": "It depends on the traffic."},
+        {"role": "user", "content": "\u00dcn\u00efcode too: \u65e5\u672c"}],
+    "multi-turn": [
+        {"role": "user", "content": "Hi!"},
+        {"role": "assistant", "content": "<think>\nGreet back.\n</think>\n\nHello. How can I help?"},
+        {"role": "user", "content": "Tell me about KV caches.\nBriefly."}],
+    "one user message": [{"role": "user", "content": "What is continuous batching?"}],
+}
+
+
+def template_references():
+    """Every template in templates/ rendered by transformers for each
+    conversation, the generation prompt on and off (or the error raised)."""
+    folder = ROOT / "templates"
+    (folder / "llama-2-chat.jinja").write_text(LLAMA2_CHAT)
+    (folder / "mistral-7b-instruct-v0.1.jinja").write_text(MISTRAL_V01_CHAT)
+    base = ROOT / "llama" / "tokenizer.json"
+    out = {}
+    for path in sorted(folder.glob("*.jinja")):
+        name = path.stem
+        source = path.read_text()
+        specials = TEMPLATE_SPECIALS[name]
+        tok = PreTrainedTokenizerFast(tokenizer_file=str(base), **specials)
+        cases = []
+        for label, messages in CONVERSATIONS.items():
+            for gen in (True, False):
+                case = {"conversation": label, "add_generation_prompt": gen}
+                try:
+                    case["prompt"] = tok.apply_chat_template(messages, chat_template=source, tokenize=False,
+                                                             add_generation_prompt=gen)
+                except Exception as e:  # jinja2's TemplateError: what raise_exception said
+                    case["error"] = str(e)
+                cases.append(case)
+        out[name] = {"specials": specials, "cases": cases}
+        print(f"templates/{name}: {sum('prompt' in c for c in cases)} renderings, "
+              f"{sum('error' in c for c in cases)} errors")
+    (folder / "reference.json").write_text(json.dumps({"conversations": CONVERSATIONS, "templates": out},
+                                                      indent=1, ensure_ascii=False) + "\n")
+
+
+def train_sentencepiece(style, vocab_size=300):
+    """A SentencePiece-style BPE (as transformers converts Llama 2, Mistral and
+    Gemma): <unk> <s> </s>, the 256 <0xNN> byte tokens, then pieces trained on
+    the corpus with \u2581 for spaces; a small alphabet so CJK and emoji fall
+    back to bytes."""
+    trainer_tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    trainer_tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<unk>"], min_frequency=2,
+                                  limit_alphabet=70, show_progress=False)
+    trainer_tok.train_from_iterator(CORPUS.splitlines(), trainer=trainer)
+    trained = json.loads(trainer_tok.to_str())["model"]
+    specials = ["<unk>", "<s>", "</s>"] if style != "gemma" else ["<pad>", "<eos>", "<bos>", "<unk>"]
+    vocab = {}
+    for t in specials + [f"<0x{b:02X}>" for b in range(256)]:
+        vocab[t] = len(vocab)
+    for piece, _ in sorted(trained["vocab"].items(), key=lambda kv: kv[1]):
+        if piece not in vocab:
+            vocab[piece] = len(vocab)
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in trained["merges"]]
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    tok.add_special_tokens(specials)
+    bos = "<bos>" if style == "gemma" else "<s>"
+    if style == "llama2":
+        tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
+        tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                         decoders.Strip(" ", 1, 0)])
+    elif style == "mistral-v03":
+        tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first", split=False)
+        tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                         decoders.Strip(" ", 1, 0)])
+    else:  # gemma: spaces replaced, no prefix, nothing stripped
+        tok.normalizer = normalizers.Replace(" ", "\u2581")
+        tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()])
+    tok.post_processor = processors.TemplateProcessing(single=f"{bos} $A", pair=f"{bos} $A $B",
+                                                       special_tokens=[(bos, vocab[bos])])
+    return tok
+
+
+def sentencepiece_references():
+    folder = ROOT / "sentencepiece"
+    folder.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for style in ("llama2", "mistral-v03", "gemma"):
+        tok = train_sentencepiece(style)
+        tok.save(str(folder / f"{style}.json"))
+        fast = PreTrainedTokenizerFast(tokenizer_file=str(folder / f"{style}.json"))
+        cases = []
+        texts = TEXTS + ["<s>[INST] Hi there [/INST] Hello</s>", " two  spaces\nand a\ttab", "\u00e9\u0301 \u0000 bytes"]
+        for text in texts:
+            ids = tok.encode(text, add_special_tokens=True).ids
+            plain = tok.encode(text, add_special_tokens=False).ids
+            cases.append({"text": text, "ids": ids, "ids_plain": plain,
+                          "decoded": tok.decode(ids, skip_special_tokens=True),
+                          "decoded_with_specials": tok.decode(ids, skip_special_tokens=False),
+                          "tokens": [tok.id_to_token(i) for i in plain]})
+        out[style] = {"vocab_size": tok.get_vocab_size(), "cases": cases}
+        # A chat through the family's template, encoded as apply_chat_template(tokenize=True) does.
+        template, specials = {"llama2": ("llama-2-chat", {"bos_token": "<s>", "eos_token": "</s>"}),
+                              "mistral-v03": ("mistralai-Mistral-Nemo-Instruct-2407",
+                                              {"bos_token": "<s>", "eos_token": "</s>"}),
+                              "gemma": ("google-gemma-2-2b-it", {"bos_token": "<bos>", "eos_token": "<eos>"})}[style]
+        chat_fast = PreTrainedTokenizerFast(tokenizer_file=str(folder / f"{style}.json"), **specials)
+        messages = CONVERSATIONS["multi-turn"]
+        prompt = chat_fast.apply_chat_template(messages, chat_template=(ROOT / "templates" / f"{template}.jinja")
+                                               .read_text(), tokenize=False, add_generation_prompt=True)
+        out[style]["chat"] = {"template": template, "specials": specials, "conversation": "multi-turn",
+                              "prompt": prompt, "ids": chat_fast.encode(prompt, add_special_tokens=False)}
+        print(f"sentencepiece/{style}: vocab {tok.get_vocab_size()}, {len(cases)} cases")
+    (folder / "reference.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+
+
 def main():
+    """Builds every fixture, or those named on the command line
+    (python3 tools/make_hf_fixtures.py templates sentencepiece llama-custom-chat)."""
+    wanted = set(sys.argv[1:])
+
+    def want(name):
+        return not wanted or name in wanted
+
     # head_dim 32 (not hidden / heads): the explicit head_dim path, and a size
     # the CUDA kernel is built for
     small = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, head_dim=32,
                  max_position_embeddings=128, rms_norm_eps=1e-5)
-    build("llama", "llama3", LlamaConfig, LlamaForCausalLM,
-          dict(small, num_key_value_heads=2, tie_word_embeddings=False, rope_theta=500000.0,
-               rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                             "original_max_position_embeddings": 32}), seed=1)
-    build("qwen2", "qwen2", Qwen2Config, Qwen2ForCausalLM,
-          dict(small, num_key_value_heads=1, tie_word_embeddings=True, rope_theta=1000000.0), seed=2)
-    build("mistral", "gpt2", MistralConfig, MistralForCausalLM,
-          dict(small, num_key_value_heads=2, tie_word_embeddings=False, sliding_window=None), seed=3, shard=True)
+    if want("llama"):
+        build("llama", "llama3", LlamaConfig, LlamaForCausalLM,
+              dict(small, num_key_value_heads=2, tie_word_embeddings=False, rope_theta=500000.0,
+                   rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 32}), seed=1)
+    if want("qwen2"):
+        build("qwen2", "qwen2", Qwen2Config, Qwen2ForCausalLM,
+              dict(small, num_key_value_heads=1, tie_word_embeddings=True, rope_theta=1000000.0), seed=2)
+    if want("mistral"):
+        build("mistral", "gpt2", MistralConfig, MistralForCausalLM,
+              dict(small, num_key_value_heads=2, tie_word_embeddings=False, sliding_window=None), seed=3,
+              shard=True)
+    if want("templates"):
+        template_references()
+    if want("sentencepiece"):
+        sentencepiece_references()
+    if want("llama-custom-chat"):
+        build("llama-custom-chat", "custom", LlamaConfig, LlamaForCausalLM,
+              dict(hidden_size=64, intermediate_size=96, num_hidden_layers=1, num_attention_heads=2, head_dim=32,
+                   num_key_value_heads=1, max_position_embeddings=128, rms_norm_eps=1e-5,
+                   tie_word_embeddings=True), seed=4)
 
 
 if __name__ == "__main__":

@@ -117,9 +117,10 @@ Result<OpenAiRequest> parseChatRequest(std::string_view body, const ModelInfo &m
             auto messages = parseMessages(value);
             if (!messages)
                 return messages.status();
-            // The model's chat template (a Hugging Face model's Llama 3 or
-            // ChatML; the built-ins' plain layout); a model without one this
-            // renders is a 400 saying so.
+            // The model's chat template (a Hugging Face model's own, rendered
+            // by the Jinja engine; the built-ins' plain layout). No template,
+            // or one that fails to render (raise_exception included), is a
+            // 400 with the engine's message.
             const TextTokenizer &tokenizer = tokenizerOf(model);
             std::vector<ChatMessage> chat;
             for (auto &[role, content] : *messages)
@@ -139,14 +140,17 @@ Result<OpenAiRequest> parseChatRequest(std::string_view body, const ModelInfo &m
                 (key == "max_tokens" ? maxTokens : maxCompletionTokens) = n;
         } else if (key == "tools" || key == "functions") {
             if (!value.is_null() && !(value.is_array() && value.empty()))
-                return invalid("field '" + key + "' is not supported: the model answers with text only");
+                return invalid("field '" + key +
+                               "' is not supported: BatchPilot renders the chat template without tools and "
+                               "the model answers with text only");
         } else if (key == "tool_choice" || key == "function_call") {
             if (!value.is_null() && value != "none" && value != "auto")
                 return invalid("field '" + key +
                                "' must be \"none\", \"auto\" or null: tools are not supported");
         } else if (key == "response_format") {
             if (!value.is_null() && !(value.is_object() && value.value("type", "") == "text"))
-                return invalid("field 'response_format' must be {\"type\": \"text\"} or null");
+                return invalid("field 'response_format' is not supported beyond {\"type\": \"text\"}: "
+                               "BatchPilot does not constrain the answer to JSON or a schema");
         } else {
             bool handled = false;
             if (Status s = parseCommonField(key, value, model, out, handled); !s)

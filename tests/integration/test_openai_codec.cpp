@@ -186,6 +186,10 @@ private slots:
         QTest::newRow("tools") << QByteArray(
                                       R"({"messages": [{"role": "user", "content": "x"}], "tools": [{}]})")
                                << "'tools' is not supported";
+        QTest::newRow("response_format json_object")
+            << QByteArray(
+                   R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})")
+            << "'response_format' is not supported";
         QTest::newRow("unknown field")
             << QByteArray(R"({"messages": [{"role": "user", "content": "x"}], "foo": 1})")
             << "unknown field 'foo'";

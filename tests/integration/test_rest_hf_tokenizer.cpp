@@ -10,9 +10,12 @@
 //  - a greedy completion's text is transformers' decode of the reference's
 //    greedy tokens, byte for byte, including the U+FFFD of a character cut
 //    by the last token; streamed, its deltas join to the same text;
-//  - a model without a chat format answers chat with an OpenAI 400 error;
+//  - a folder with a template of its own (llama-custom-chat) answers chat
+//    through it; tools are a clear 400;
+//  - a model without a chat template answers chat with an OpenAI 400 error;
 //  - the official OpenAI Python client (tools/openai_client_check.py) gets
-//    the same: models, chat, streamed chat with usage, completion. Skipped
+//    the same from the Qwen2 and the own-template folders: models, chat,
+//    streamed chat with usage, completion. Skipped
 //    where the `openai` package is not installed for python3 (or for the
 //    interpreter BATCHPILOT_PYTHON names).
 #include "headless_process.h"
@@ -128,6 +131,35 @@ private slots:
         QVERIFY(server.stop(SIGTERM));
     }
 
+    // Issue 46's folder: a Llama with its own byte-level BPE and a template
+    // of its own (<|begin|>role ... <|end|>) answers chat through that
+    // template, as transformers renders it; tools are refused clearly.
+    void ownTemplateAnswersChat()
+    {
+#ifndef BATCHPILOT_HAVE_TORCH
+        QSKIP("built without libtorch (BATCHPILOT_TORCH=OFF)");
+#endif
+        const QJsonObject chat = reference("llama-custom-chat").value("chat").toObject();
+        HeadlessProcess server({"--model", "hf:" + fixture("llama-custom-chat"), "--device", "cpu"});
+        QVERIFY2(server.start(), qPrintable(server.output()));
+        const quint16 port = server.port();
+        HttpResponse r =
+            post(port, "/v1/chat/completions",
+                 {{"model", "llama-custom-chat"}, {"messages", chat.value("messages")}, {"max_tokens", 3}});
+        QCOMPARE(r.status, 200);
+        QCOMPARE(r.json().value("usage").toObject().value("prompt_tokens").toInt(),
+                 int(chat.value("ids").toArray().size()));
+        QCOMPARE(r.json().value("usage").toObject().value("completion_tokens").toInt(), 3);
+        const QJsonArray tools{QJsonObject{{"type", "function"}, {"function", QJsonObject{{"name", "f"}}}}};
+        r = post(port, "/v1/chat/completions",
+                 {{"model", "llama-custom-chat"}, {"messages", chat.value("messages")}, {"tools", tools}});
+        QCOMPARE(r.status, 400);
+        QVERIFY2(r.json().value("error").toObject().value("message").toString().contains(
+                     "'tools' is not supported"),
+                 r.body.constData());
+        QVERIFY(server.stop(SIGTERM));
+    }
+
     void noChatFormatIsAClearError()
     {
 #ifndef BATCHPILOT_HAVE_TORCH
@@ -151,8 +183,15 @@ private slots:
         QVERIFY(server.stop(SIGTERM));
     }
 
+    void officialOpenAiClient_data()
+    {
+        QTest::addColumn<QString>("name");
+        QTest::newRow("qwen2 (ChatML)") << "qwen2";
+        QTest::newRow("llama-custom-chat (its own template)") << "llama-custom-chat";
+    }
     void officialOpenAiClient()
     {
+        QFETCH(QString, name);
 #ifndef BATCHPILOT_HAVE_TORCH
         QSKIP("built without libtorch (BATCHPILOT_TORCH=OFF)");
 #endif
@@ -164,7 +203,7 @@ private slots:
             QSKIP(qPrintable(QStringLiteral("the openai package is not installed for %1 (pip install openai; "
                                             "BATCHPILOT_PYTHON names another interpreter)")
                                  .arg(python)));
-        HeadlessProcess server({"--model", "hf:" + fixture("qwen2"), "--device", "cpu"});
+        HeadlessProcess server({"--model", "hf:" + fixture(name), "--device", "cpu"});
         QVERIFY2(server.start(), qPrintable(server.output()));
         const QByteArray root = qgetenv("BATCHPILOT_SOURCE_DIR");
         QProcess client;
@@ -172,7 +211,7 @@ private slots:
         client.start(python, {QString::fromUtf8(root.isEmpty() ? QByteArray(".") : root) +
                                   "/tools/openai_client_check.py",
                               QStringLiteral("http://127.0.0.1:%1").arg(server.port()), "--reference",
-                              fixture("qwen2") + "/reference.json"});
+                              fixture(name) + "/reference.json"});
         QVERIFY(client.waitForFinished(120000));
         const QString out = QString::fromUtf8(client.readAll());
         qInfo().noquote() << out;

@@ -108,6 +108,7 @@ private slots:
         QTest::newRow("LlamaForCausalLM") << "llama";
         QTest::newRow("Qwen2ForCausalLM") << "qwen2";
         QTest::newRow("MistralForCausalLM (sharded)") << "mistral";
+        QTest::newRow("LlamaForCausalLM (own chat template, tied)") << "llama-custom-chat";
     }
     void matchesTransformers()
     {
