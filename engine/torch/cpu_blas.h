@@ -17,7 +17,13 @@
 namespace bp {
 
 // x @ w^T + b for x [..., in], w [out, in], b [out] or undefined: at::linear's contract.
+// On the CPU, products of few rows (decode steps; cpu_kernels.h) in float32 or
+// bfloat16 stream the weights once, split between ATen's threads.
 at::Tensor linear(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b = at::Tensor());
+
+// acc += x @ w^T + b, acc [..., out] contiguous of x's dtype: into acc itself
+// on the CPU (a GEMM with beta 1, or the few-rows product), no tensor between.
+void addLinear(at::Tensor &acc, const at::Tensor &x, const at::Tensor &w, const at::Tensor &b = at::Tensor());
 
 // C[m, n] = A[m, k] · B[n, k]^T on float32 row-major buffers with the given
 // leading dimensions (OpenBLAS's sgemm, or a plain loop without it). For
