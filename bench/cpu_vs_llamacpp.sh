@@ -32,6 +32,8 @@
 #   BATCHPILOT_ROUNDS          rounds (default 1); ratios use the medians over rounds
 #   BATCHPILOT_THREADS         threads for both engines (default 2)
 #   BATCHPILOT_LONG            0 skips the 1,024-token context (default 1)
+#   BATCHPILOT_BENCH_BASELINE  a second batchpilot-bench (say, an older build) profiled on the
+#                              f32 grids in the same rounds: before/after in one run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-cpu-vs-llamacpp}
@@ -83,8 +85,10 @@ lbb() { # GGUF NPP NPL OUT
   "$LBB" -m "$1" -c "$ctx" -b 2048 -ub 512 -npp "$2" -ntg 32 -npl "$3" -t "$THREADS" --output-format jsonl \
     >"$4" 2>"$4.log" || die "llama-batched-bench failed; see $4.log"
 }
-prof() { # OUT DTYPE BATCHES LENGTH
-  "$BENCH" profile --model "hf:$CKPT" --device cpu --dtype "$2" --threads "$THREADS" --batches "$3" \
+BASELINE=${BATCHPILOT_BENCH_BASELINE:-}
+[[ -z "$BASELINE" || -x "$BASELINE" ]] || die "$BASELINE is not an executable"
+prof() { # OUT DTYPE BATCHES LENGTH [BINARY]
+  "${5:-$BENCH}" profile --model "hf:$CKPT" --device cpu --dtype "$2" --threads "$THREADS" --batches "$3" \
     --lengths "$4" --new-tokens 32 --repeats 3 --quiet --json "$1" >"$1.txt" || die "profile failed"
 }
 
@@ -95,11 +99,13 @@ for ((r = 1; r <= ROUNDS; r++)); do
   { uptime; nproc; lscpu | grep -m1 'Model name'; } >"$R/machine.txt"
   "$BENCH" bandwidth --device cpu --mib 256 --repeats 10 --threads "$THREADS" >"$R/bandwidth.txt"
   prof "$R/bp-f32-128.json" float32 1,4,16 128
+  [[ -z "$BASELINE" ]] || prof "$R/base-f32-128.json" float32 1,4,16 128 "$BASELINE"
   lbb "$CKPT/model-f32.gguf" 128 1,4,16 "$R/llama-f32-128.jsonl"
   prof "$R/bp-bf16-128.json" bfloat16 1,16 128
   lbb "$CKPT/model-f16.gguf" 128 1,16 "$R/llama-f16-128.jsonl"
   if [[ "$LONG" != 0 ]]; then
     prof "$R/bp-f32-1024.json" float32 1,4,16 1024
+    [[ -z "$BASELINE" ]] || prof "$R/base-f32-1024.json" float32 1,4,16 1024 "$BASELINE"
     lbb "$CKPT/model-f32.gguf" 1024 1,4,16 "$R/llama-f32-1024.jsonl"
   fi
   uptime >>"$R/machine.txt"

@@ -91,6 +91,24 @@ def main():
             print(f"| {label} | {batch} | {length} | {bs:.2f} | {ls:.2f} | {ratio} | {bp_:.0f} | {lp:.0f} | {pratio} |"
                   if bs and ls else f"| {label} | {batch} | {length} | {bs} | {ls} | - | - | - | - |")
 
+    if (rounds[0] / "base-f32-128.json").exists():
+        print()
+        print("BatchPilot before (BATCHPILOT_BENCH_BASELINE) and after, same rounds:")
+        print("| prompt | batch | step ms before | step ms after | decode speed-up | prefill tok/s before | after | speed-up |")
+        print("|---|---|---|---|---|---|---|---|")
+        for length in (128, 1024):
+            name = f"f32-{length}.json"
+            if not (rounds[0] / ("base-" + name)).exists():
+                continue
+            for batch in sorted(k[0] for k in bp_cells(rounds[0] / ("bp-" + name))[0]):
+                row = []
+                for prefix in ("base-", "bp-"):
+                    cells = [bp_cells(r / (prefix + name))[0].get((batch, length)) for r in rounds]
+                    row.append((med([c["tpot_ms"] for c in cells if c]),
+                                med([batch * length / (c["ttft_ms"] / 1e3) for c in cells if c])))
+                (s0, p0), (s1, p1) = row
+                print(f"| {length} | {batch} | {s0:.2f} | {s1:.2f} | {s0 / s1:.2f}x | {p0:.0f} | {p1:.0f} | {p1 / p0:.2f}x |")
+
     V, d = config["vocab_size"], config["hidden_size"]
     tied = config.get("tie_word_embeddings", False)
     read_params = params - (0 if tied else V * d) if params else None
