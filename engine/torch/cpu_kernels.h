@@ -1,0 +1,46 @@
+// Fused CPU kernels for the decoder step (issue 45): what a Llama-style layer
+// does between its matrix products, in one pass each instead of several ATen
+// ops with a fresh tensor after each, and the matrix products of few rows
+// (decode steps) as one stream over the weights.
+//
+// Only for CPU tensors of float32 or bfloat16 (callers check cpuFused());
+// the results match the ATen formulation they replace up to float rounding
+// (test_cpu_kernels). Threads: at::parallel_for (ATen's intra-op pool), the
+// pool the rest of the step uses, so no second pool spins beside it.
+//
+// Internal to engine/torch/ (includes ATen).
+#pragma once
+
+#include <ATen/ATen.h>
+
+namespace bp {
+
+// True for a CPU tensor of float32 or bfloat16: the kernels below apply.
+bool cpuFused(const at::Tensor &t);
+
+// RMSNorm as transformers' LlamaRMSNorm (in float32, the weight last):
+// weight * (x / sqrt(mean(x^2) + eps)) over the last dimension of x [rows, d].
+at::Tensor rmsNormCpu(const at::Tensor &x, const at::Tensor &weight, double eps);
+
+// Rotary embedding in place on the first `heads` heads of each row of
+// qk [tokens, >= heads * D] (row stride any, each head contiguous): x * cos +
+// rotate_half(x) * sin with cos/sin [positions, D] at positions[t] (int32).
+void ropeInPlaceCpu(at::Tensor &qk, std::int64_t heads, std::int64_t D, const at::Tensor &cos,
+                    const at::Tensor &sin, const at::Tensor &positions);
+
+// silu(gateUp[:, :f]) * gateUp[:, f:] for gateUp [rows, 2f]: [rows, f].
+at::Tensor swigluCpu(const at::Tensor &gateUp);
+
+// acc [..., n] += x [..., k] · w [n, k]^T (m rows) (float32 or bfloat16 weights, x and acc
+// of the same dtype as w): for few rows m, one pass over the weights split
+// between the threads, each weight row read once for all m rows.
+void addSmallLinearCpu(at::Tensor &acc, const at::Tensor &x, const at::Tensor &w);
+// x · w^T (+ b) the same way: [..., n]. Neither dispatches more ATen ops than
+// the GEMM path of bp::linear / bp::addLinear does.
+at::Tensor smallLinearCpu(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b = at::Tensor());
+
+// Rows up to which the products above beat a general GEMM (OpenBLAS for
+// float32, oneDNN for bfloat16) on a memory-bound product.
+constexpr std::int64_t kSmallLinearRows = 16;
+
+} // namespace bp
