@@ -43,7 +43,7 @@ QString percent(double rel)
     return std::isfinite(rel) ? QString::number(100 * rel, 'f', 1) + QLatin1Char('%') : QStringLiteral("n/a");
 }
 
-const QStringList kServers{"auto", "vllm", "tgi", "sglang", "triton", "batchpilot"};
+const QStringList kServers{"auto", "vllm", "tgi", "sglang", "triton", "llamacpp", "batchpilot"};
 
 void printFit(QTextStream &out, const Calibration &c)
 {
@@ -233,9 +233,15 @@ int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
                    .arg(q(metrics.status().message()));
     if (server == "auto") {
         server = metrics ? detectServer(*metrics) : std::string();
+        QString from = QStringLiteral("from /metrics");
+        if (server.empty()) {
+            server = remote::detectFromRoutes(ro);
+            from = QStringLiteral("from GET /props");
+        }
         err << QStringLiteral("calibrate: server %1\n")
-                   .arg(server.empty() ? QStringLiteral("not recognised from /metrics (give --server)")
-                                       : q(server));
+                   .arg(server.empty()
+                            ? QStringLiteral("not recognised from /metrics or its routes (give --server)")
+                            : q(server) + " (" + from + ")");
     }
     ServerSettings settings;
     if (args.has("server-config")) {

@@ -22,6 +22,7 @@ ProbeKnobs probeKnobs(ServerKind kind)
     case ServerKind::Vllm: return {"max_num_seqs", "max_num_batched_tokens"};
     case ServerKind::Sglang: return {"max_running_requests", "chunked_prefill_size"};
     case ServerKind::Tgi: return {"max_batch_size", nullptr};
+    case ServerKind::LlamaCpp: return {"n_parallel", "n_batch"};
     default: return {};
     }
 }
@@ -46,7 +47,8 @@ std::vector<std::pair<std::string, std::string>> schedulerSettings(const Batchin
 // The KV settings' names: where a KV capacity read or measured lands.
 bool isKvSetting(const std::string &name)
 {
-    return name == "kv_cache_tokens" || name == "max_total_tokens" || name == "max_batch_total_tokens";
+    return name == "kv_cache_tokens" || name == "max_total_tokens" || name == "max_batch_total_tokens" ||
+           name == "n_ctx";
 }
 
 } // namespace
