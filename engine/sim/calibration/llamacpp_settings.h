@@ -15,6 +15,8 @@
 
 #include "engine/sim/calibration/remote_settings.h"
 
+#include <string_view>
+
 namespace bp {
 
 // True when `props` is llama-server's GET /props (it has total_slots and
@@ -25,5 +27,23 @@ bool isLlamaCppProps(const nlohmann::json &props);
 // From GET /props, and GET /slots when given. InvalidArgument when `props`
 // is not llama-server's.
 Result<ServerSettings> llamacppSettings(const nlohmann::json &props, const nlohmann::json *slotList);
+
+} // namespace bp
+
+namespace bp {
+
+// True when `text` is a llama-server command line (a `llama-server` word)
+// or an Ollama environment (OLLAMA_NUM_PARALLEL=, OLLAMA_CONTEXT_LENGTH=,
+// OLLAMA_MAX_QUEUE=).
+bool looksLikeLlamaCppCommand(std::string_view text);
+
+// The settings a llama-server command line sets: -np/--parallel,
+// -c/--ctx-size, -b/--batch-size, -ub/--ubatch-size, -kvu/--kv-unified,
+// -no-kvu/--no-kv-unified, --cache-reuse (other flags are kept as
+// settings). Ollama's environment maps to the same: OLLAMA_NUM_PARALLEL the
+// slots, OLLAMA_CONTEXT_LENGTH a slot's context (Ollama sizes the cache as
+// slots × context), OLLAMA_MAX_QUEUE kept (its queue bound). InvalidArgument
+// naming a flag without a whole number.
+Result<ServerSettings> llamacppSettingsFromCommand(std::string_view text, const std::string &source);
 
 } // namespace bp

@@ -68,6 +68,21 @@ bool simulatesServerModel(const RemoteCalibration &calibration)
     return kind && *kind != ServerKind::BatchPilot;
 }
 
+std::optional<std::string> unknownKindMessage(const RemoteCalibration &calibration,
+                                              const std::string &command)
+{
+    if (parseServerKind(calibration.server))
+        return std::nullopt;
+    return command + ": the server's kind is " +
+           (calibration.server.empty() ? std::string("not known") : "'" + calibration.server + "'") +
+           " (its /metrics and routes matched no server modelled here), so there is no scheduler model of it "
+           "to simulate; BatchPilot's own scheduler is not assumed in its place. Calibrate again with "
+           "--server "
+           "KIND (vllm, tgi, sglang, triton, llamacpp, batchpilot) if it is one of those, or give --config "
+           "FILE "
+           "to simulate a scheduler of your choosing (said as assumed in the output)";
+}
+
 Result<RemoteServerModel> remoteServerModel(const RemoteCalibration &cal, const ServerSettings *given)
 {
     RemoteServerModel out;
