@@ -117,6 +117,8 @@ BatchingConfig serverConfigFromSettings(ServerKind kind, const nlohmann::json &s
         else if (kv)
             k.kvCacheTokens = *kv;
     }
+    if (kind == ServerKind::LlamaCpp)
+        c.prefixCache.enabled = true; // cache_prompt, on by default: its prompt cache
     if (kind == ServerKind::Sglang && c.server.sglang.chunkedPrefillSize < 0)
         c.server.sglang.chunkedPrefillSize = 0; // -1: chunking off
     return c;
