@@ -24,6 +24,7 @@ run)
   exec ./build/default/app/batchpilot "$@"
   ;;
 test)
+  ./packaging/install-llama-cpp.sh --build # llama-server for tests/integration llamacpp_server_* (~8 min once)
   cmake --workflow --preset test
   echo "== The headless server for a GPU box without a desktop (no Widgets, Charts or PDF) =="
   cmake --preset headless -DBATCHPILOT_TESTS=ON

@@ -132,7 +132,7 @@ int runCalibrate(const AppOptions &options)
                 "\nusage: batchpilot calibrate [--quick] [--session ID [--no-profile]] [--json] | --list | "
                 "--export ID [-o FILE] | --import FILE\n"
                 "       batchpilot calibrate --target URL --model NAME [--protocol openai|openai-chat|oip] "
-                "[--server auto|vllm|tgi|sglang|triton|batchpilot] [--server-config FILE] [--quick] "
+                "[--server auto|vllm|tgi|sglang|triton|llamacpp|batchpilot] [--server-config FILE] [--quick] "
                 "[--max-concurrency N] [--max-duration S] [--session ID] [--json]",
             2);
     if (args.has("target") && !args.has("list"))

@@ -14,6 +14,7 @@
 
 #include "engine/config/config_import.h"
 #include "engine/sim/calibration/calibration_store.h"
+#include "engine/sim/calibration/llamacpp_settings.h"
 #include "engine/sim/calibration/remote_calibrate.h"
 #include "engine/sim/calibration/remote_server_model.h"
 #include "engine/store/trace_store.h"
@@ -43,7 +44,7 @@ QString percent(double rel)
     return std::isfinite(rel) ? QString::number(100 * rel, 'f', 1) + QLatin1Char('%') : QStringLiteral("n/a");
 }
 
-const QStringList kServers{"auto", "vllm", "tgi", "sglang", "triton", "batchpilot"};
+const QStringList kServers{"auto", "vllm", "tgi", "sglang", "triton", "llamacpp", "batchpilot"};
 
 void printFit(QTextStream &out, const Calibration &c)
 {
@@ -163,6 +164,12 @@ Result<ServerSettings> settingsFromFile(const QString &path)
                       "cannot read '" + path.toStdString() + "': " + f.errorString().toStdString());
     const std::string text = f.readAll().toStdString();
     const std::string source = "file " + path.toStdString();
+    if (looksLikeLlamaCppCommand(text)) {
+        auto s = llamacppSettingsFromCommand(text, source);
+        if (!s)
+            return Status(s.status().code(), path.toStdString() + ": " + s.status().message());
+        return s;
+    }
     if (const auto format = detectServerFormat(text)) {
         auto imported = importConfig(text, *format);
         if (!imported)
@@ -177,8 +184,9 @@ Result<ServerSettings> settingsFromFile(const QString &path)
         return s;
     }
     return Status(StatusCode::InvalidArgument,
-                  path.toStdString() + ": not a vllm serve or text-generation-launcher command, a Triton "
-                                       "config.pbtxt, or a BatchPilot config JSON");
+                  path.toStdString() + ": not a vllm serve, text-generation-launcher or llama-server "
+                                       "command, an Ollama environment, a Triton config.pbtxt, or a "
+                                       "BatchPilot config JSON");
 }
 
 int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
@@ -233,9 +241,15 @@ int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
                    .arg(q(metrics.status().message()));
     if (server == "auto") {
         server = metrics ? detectServer(*metrics) : std::string();
+        QString from = QStringLiteral("from /metrics");
+        if (server.empty()) {
+            server = remote::detectFromRoutes(ro);
+            from = QStringLiteral("from GET /props");
+        }
         err << QStringLiteral("calibrate: server %1\n")
-                   .arg(server.empty() ? QStringLiteral("not recognised from /metrics (give --server)")
-                                       : q(server));
+                   .arg(server.empty()
+                            ? QStringLiteral("not recognised from /metrics or its routes (give --server)")
+                            : q(server) + " (" + from + ")");
     }
     ServerSettings settings;
     if (args.has("server-config")) {

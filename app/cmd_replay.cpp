@@ -198,6 +198,15 @@ int runReplay(const AppOptions &options)
             QTextStream(stderr) << "warning: " << q(*warning) << "\n";
         // A remote calibration of a vLLM, TGI, SGLang or Triton server:
         // simulate that server's scheduler (engine/sim/calibration/remote_server_model.h).
+        if (calibration->remote && !options.config.isEmpty() &&
+            unknownKindMessage(*calibration->remote, "replay --simulate"))
+            serverModel =
+                "the server's kind is not known: simulated with the scheduler --config gives (assumed, "
+                "not inferred)";
+        else if (calibration->remote) {
+            if (auto why = unknownKindMessage(*calibration->remote, "replay --simulate"))
+                return fail(q(*why), 2);
+        }
         if (calibration->remote && simulatesServerModel(*calibration->remote) && options.config.isEmpty()) {
             auto m = remoteServerModel(*calibration->remote, nullptr);
             if (!m)

@@ -170,6 +170,9 @@ int runTune(const AppOptions &options)
     // --target: that server's scheduler model, its settings from
     // --server-config, the calibration's reading and the probe's caps.
     std::optional<RemoteServerModel> serverModel;
+    if (!remoteTarget && calibration->remote && !request.source.config)
+        if (auto why = unknownKindMessage(*calibration->remote, "tune"))
+            return fail(q(*why), 2);
     if (remoteTarget) {
         serverModel = remoteTarget->model;
     } else if (calibration->remote && simulatesServerModel(*calibration->remote) && !request.source.config) {

@@ -71,10 +71,8 @@ Result<RemoteTune> remoteTune(const TraceStore &store, const AppOptions &options
     const std::optional<ServerKind> kind = parseServerKind(server);
     if (!kind)
         return Status(StatusCode::InvalidArgument,
-                      "calibration " + std::to_string(t.calibration.id) + ": the server's kind is " +
-                          (server.empty() ? std::string("not known") : "'" + server + "'") +
-                          "; tune --target models vllm, tgi, sglang, triton and batchpilot: calibrate again "
-                          "with --server KIND");
+                      "calibration " + std::to_string(t.calibration.id) + ": " +
+                          *unknownKindMessage(*t.calibration.remote, "tune --target"));
     if (args.has("apply") && *kind != ServerKind::BatchPilot)
         return Status(StatusCode::InvalidArgument,
                       "--apply sends the pick with PUT /v1/config, which only a BatchPilot server has; " +

@@ -125,7 +125,7 @@ const std::vector<Command> &commands()
           {"protocol", "openai|openai-chat|oip",
            "remote: the protocol to probe with (default openai; oip has no token events: prefill and "
            "whole answers only)"},
-          {"server", "auto|vllm|tgi|sglang|triton|batchpilot",
+          {"server", "auto|vllm|tgi|sglang|triton|llamacpp|batchpilot",
            "remote: the server's kind, for where its settings are read (default auto: from /metrics)"},
           {"server-config", "FILE",
            "remote: the server's settings from this file (vllm serve / text-generation-launcher flags, "
@@ -170,7 +170,8 @@ const std::vector<Command> &commands()
           {"json", "", "print every candidate, the front, the recommendation and the check as JSON"},
           {"target", "URL",
            "tune this remote server (--model: the model's name there): its calibration from calibrate "
-           "--target, its scheduler model (vllm, tgi, sglang, triton or batchpilot) and its current "
+           "--target, its scheduler model (vllm, tgi, sglang, triton, llamacpp or batchpilot) and its "
+           "current "
            "settings the base; prints the pick in the server's syntax (launch flags, config.pbtxt, or PUT "
            "/v1/config)"},
           {"server-config", "FILE",

@@ -53,7 +53,7 @@ ServerDialect dialectFor(const std::string &server)
     ServerDialect d;
     if (server == "tgi")
         d.textPrompt = true;
-    if (server == "vllm" || server == "sglang")
+    if (server == "vllm" || server == "sglang" || server == "llamacpp")
         d.ignoreEos = true;
     if (server == "vllm")
         d.minTokens = true;

@@ -4,6 +4,8 @@
 #include "http1_connection.h"
 #include "remote_codec.h"
 
+#include "engine/sim/calibration/llamacpp_settings.h"
+
 #include <QEventLoop>
 
 namespace bp::remote {
@@ -133,6 +135,13 @@ Result<ServerSettings> fetchServerSettings(const RemoteOptions &options, const s
             return config.status();
         return tritonSettings(*config);
     }
+    if (server == "llamacpp") {
+        auto props = getJson(routeUrl(t, QStringLiteral("/props")), options.token);
+        if (!props)
+            return props.status();
+        auto slotList = getJson(routeUrl(t, QStringLiteral("/slots")), options.token);
+        return llamacppSettings(*props, slotList ? &*slotList : nullptr);
+    }
     if (server == "batchpilot") {
         auto config = getJson(routeUrl(t, QStringLiteral("/v1/config")), options.token);
         if (!config)
@@ -142,6 +151,14 @@ Result<ServerSettings> fetchServerSettings(const RemoteOptions &options, const s
     }
     return Status(StatusCode::NotFound, (server.empty() ? std::string("an unrecognised server") : server) +
                                             " publishes no batching settings; give --server-config FILE");
+}
+
+std::string detectFromRoutes(const RemoteOptions &options)
+{
+    auto props = getJson(routeUrl(options.target, QStringLiteral("/props")), options.token);
+    if (props && isLlamaCppProps(*props))
+        return "llamacpp";
+    return {};
 }
 
 } // namespace bp::remote

@@ -7,9 +7,12 @@
 //   triton      GET /v2/models/NAME/config
 //   sglang      GET /get_server_info (else /server_info) + GET /v1/models
 //   batchpilot  GET /v1/config + GET /v1/models
+//   llamacpp    GET /props + GET /slots
 //
 // The kind comes from the operator (--server) or, for `auto`, from the
-// series names of /metrics (engine/telemetry/target_metrics.h detectServer).
+// series names of /metrics (engine/telemetry/target_metrics.h detectServer),
+// else from the routes a server answers (detectFromRoutes: llama-server's
+// GET /props).
 //
 // Threading: blocks the calling thread and runs a local event loop on it
 // (a QCoreApplication must exist).
@@ -54,5 +57,9 @@ Result<prom::Exposition> scrapeOnce(const RemoteOptions &options);
 // else the error of the route that failed.
 Result<ServerSettings> fetchServerSettings(const RemoteOptions &options, const std::string &server,
                                            const prom::Exposition *metrics);
+
+// The kind a server's own routes show when its /metrics does not: "llamacpp"
+// for an answer to GET /props that is llama-server's; else empty.
+std::string detectFromRoutes(const RemoteOptions &options);
 
 } // namespace bp::remote

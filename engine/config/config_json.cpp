@@ -168,12 +168,12 @@ Status readServer(const json &j, BatchingConfig &c)
     if (kindIt == j.end() || !kindIt->is_string())
         return Status(StatusCode::InvalidArgument,
                       "field 'server.kind' must name a server (vllm, tgi, sglang, "
-                      "triton, batchpilot)");
+                      "triton, llamacpp, batchpilot)");
     const std::optional<ServerKind> kind = parseServerKind(kindIt->get<std::string>());
     if (!kind)
         return Status(StatusCode::InvalidArgument,
                       "unknown server '" + kindIt->get<std::string>() +
-                          "' in 'server.kind' (vllm, tgi, sglang, triton, batchpilot)");
+                          "' in 'server.kind' (vllm, tgi, sglang, triton, llamacpp, batchpilot)");
     for (const auto &[key, value] : j.items()) {
         if (key == "kind")
             continue;

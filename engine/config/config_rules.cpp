@@ -20,8 +20,8 @@ Status validateServerModel(const BatchingConfig &c)
 {
     const ServerModelConfig &m = c.server;
     const bool continuous = c.policy == PolicyKind::Continuous;
-    const bool iteration =
-        m.kind == ServerKind::Vllm || m.kind == ServerKind::Tgi || m.kind == ServerKind::Sglang;
+    const bool iteration = m.kind == ServerKind::Vllm || m.kind == ServerKind::Tgi ||
+                           m.kind == ServerKind::Sglang || m.kind == ServerKind::LlamaCpp;
     if (iteration && !continuous)
         return {StatusCode::InvalidArgument, std::string(serverKindName(m.kind)) +
                                                  " batches at the iteration level: its model runs under "
@@ -32,6 +32,14 @@ Status validateServerModel(const BatchingConfig &c)
     for (const Knob &k : serverKnobs(m.kind))
         if (Status s = checkKnob(k, c); !s)
             return s;
+    if (m.kind == ServerKind::LlamaCpp && m.llamacpp.nUbatch > m.llamacpp.nBatch)
+        return {StatusCode::InvalidArgument, "llamacpp n_ubatch " + std::to_string(m.llamacpp.nUbatch) +
+                                                 " exceeds n_batch " + std::to_string(m.llamacpp.nBatch) +
+                                                 " (llama.cpp caps it so)"};
+    if (m.kind == ServerKind::LlamaCpp && !m.llamacpp.kvUnified && m.llamacpp.nCtx < m.llamacpp.nParallel)
+        return {StatusCode::InvalidArgument, "llamacpp n_ctx " + std::to_string(m.llamacpp.nCtx) +
+                                                 " leaves no context for each of " +
+                                                 std::to_string(m.llamacpp.nParallel) + " slots"};
     return Status::ok();
 }
 

@@ -66,6 +66,8 @@ constexpr double kTgiWaitsGrid[] = {5, 20, 60};
 constexpr double kSglangRunningGrid[] = {16, 32, 64, 128, 256};
 constexpr double kSglangChunkGrid[] = {512, 2048, 8192};
 constexpr double kSglangConservativenessGrid[] = {0.5, 1.0, 1.5};
+constexpr double kLlamaCppSlotsGrid[] = {1, 2, 4, 8, 16};
+constexpr double kLlamaCppBatchGrid[] = {256, 512, 2048};
 
 const Knob kKnobs[] = {
     {.key = "policy",
@@ -566,6 +568,35 @@ const Knob kKnobs[] = {
      .doc = "batch sizes the batcher prefers to dispatch at",
      BP_LIST(server.triton.preferredBatchSize), .minItems = 0, .maxItems = 32,
      BP_SERVER(Triton, "preferred_batch_size", {}), .zeroUnset = true},
+
+    // llama.cpp's llama-server (common/common.h common_params, common/arg.cpp; tools/server/).
+    {.key = "server.llamacpp.n_parallel", .type = KnobType::Int, .unit = "slots", .lo = 1, .hi = 4096,
+     .policies = kContinuous,
+     .doc = "slots: requests generating at once; the rest wait in the deferred queue",
+     BP_INT(server.llamacpp.nParallel), BP_SERVER(LlamaCpp, "n_parallel", "parallel"),
+     .tuneAxis = TuneAxis::Size, .tuneGrid = kLlamaCppSlotsGrid},
+    {.key = "server.llamacpp.n_ctx", .type = KnobType::Int, .unit = "tokens", .lo = 1, .hi = 1e8,
+     .policies = kContinuous,
+     .doc = "the KV cache of all slots (the server's memory: the tuner keeps it); a slot's context is "
+            "n_ctx, or n_ctx / n_parallel without kv_unified",
+     BP_INT(server.llamacpp.nCtx), BP_SERVER(LlamaCpp, "n_ctx", "ctx-size")},
+    {.key = "server.llamacpp.n_batch", .type = KnobType::Int, .unit = "tokens", .lo = 1, .hi = 1e7,
+     .policies = kContinuous,
+     .doc = "tokens of one llama_decode: every generating slot's token, then prompt chunks up to it",
+     BP_INT(server.llamacpp.nBatch), BP_SERVER(LlamaCpp, "n_batch", "batch-size"),
+     .tuneAxis = TuneAxis::Tokens, .tuneGrid = kLlamaCppBatchGrid},
+    {.key = "server.llamacpp.n_ubatch", .type = KnobType::Int, .unit = "tokens", .lo = 1, .hi = 1e7,
+     .policies = kContinuous,
+     .doc = "tokens of one compute pass inside a llama_decode (at most n_batch)",
+     BP_INT(server.llamacpp.nUbatch), BP_SERVER(LlamaCpp, "n_ubatch", "ubatch-size")},
+    {.key = "server.llamacpp.kv_unified", .type = KnobType::Bool, .unit = "", .policies = kContinuous,
+     .doc = "one KV cache the slots share (each slot may use all of n_ctx)",
+     BP_BOOL(server.llamacpp.kvUnified), BP_SERVER(LlamaCpp, "kv_unified", "kv-unified")},
+    {.key = "server.llamacpp.n_cache_reuse", .type = KnobType::Int, .unit = "tokens", .lo = 0, .hi = 1e7,
+     .policies = kContinuous,
+     .doc = "--cache-reuse: reuse cached chunks of at least this size by KV shifting; 0 = off",
+     BP_INT(server.llamacpp.nCacheReuse), BP_SERVER(LlamaCpp, "n_cache_reuse", "cache-reuse"),
+     .zeroUnset = true},
     // clang-format on
 };
 

@@ -226,7 +226,8 @@ std::string knobsMarkdown()
               " |\n";
     // A server model's knobs: in JSON under "server" beside its kind, by the
     // server's own names; the launch flag server_command.h writes.
-    for (ServerKind kind : {ServerKind::Vllm, ServerKind::Tgi, ServerKind::Sglang, ServerKind::Triton}) {
+    for (ServerKind kind :
+         {ServerKind::Vllm, ServerKind::Tgi, ServerKind::Sglang, ServerKind::Triton, ServerKind::LlamaCpp}) {
         md += "\nServer model `" + std::string(serverKindName(kind)) + "` (policy " +
               knobPolicies(serverKnobs(kind).front()) + "; `\"server\": {\"kind\": \"" +
               std::string(serverKindName(kind)) +

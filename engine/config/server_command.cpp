@@ -93,7 +93,8 @@ BatchingConfig serverConfigFromSettings(ServerKind kind, const nlohmann::json &s
     }
     case ServerKind::Vllm:
     case ServerKind::Tgi:
-    case ServerKind::Sglang: break;
+    case ServerKind::Sglang:
+    case ServerKind::LlamaCpp: break;
     }
     c.policy = PolicyKind::Continuous;
     // The KV capacity measured or published, where the settings do not say.
@@ -101,6 +102,8 @@ BatchingConfig serverConfigFromSettings(ServerKind kind, const nlohmann::json &s
         c.server.tgi.maxBatchTotalTokens = int(std::min<std::int64_t>(*kv, 100000000));
     if (kv && kind == ServerKind::Sglang)
         c.server.sglang.maxTotalTokens = *kv;
+    if (kv && kind == ServerKind::LlamaCpp)
+        c.server.llamacpp.nCtx = int(std::min<std::int64_t>(*kv, 100000000));
     for (const Knob &k : serverKnobs(kind))
         readSetting(k, s, c);
     if (kind == ServerKind::Vllm) {
@@ -114,6 +117,8 @@ BatchingConfig serverConfigFromSettings(ServerKind kind, const nlohmann::json &s
         else if (kv)
             k.kvCacheTokens = *kv;
     }
+    if (kind == ServerKind::LlamaCpp)
+        c.prefixCache.enabled = true; // cache_prompt, on by default: its prompt cache
     if (kind == ServerKind::Sglang && c.server.sglang.chunkedPrefillSize < 0)
         c.server.sglang.chunkedPrefillSize = 0; // -1: chunking off
     return c;
@@ -128,6 +133,7 @@ std::string serverLaunchText(const BatchingConfig &c, const std::string &model)
     case ServerKind::Vllm: s = "vllm serve " + model; break;
     case ServerKind::Tgi: s = "text-generation-launcher --model-id " + model; break;
     case ServerKind::Sglang: s = "python -m sglang.launch_server --model-path " + model; break;
+    case ServerKind::LlamaCpp: s = "llama-server -m " + model + " --metrics"; break;
     case ServerKind::Triton: {
         s = "max_batch_size: " + std::to_string(c.maxBatchSize) + "\ndynamic_batching {\n";
         if (!m.triton.preferredBatchSize.empty()) {

@@ -13,11 +13,14 @@
 //   sglang  the scheduler's prefill adder: max_running_requests,
 //           chunked_prefill_size, max_prefill_tokens, schedule_policy,
 //           schedule_conservativeness, the KV pool (max_total_tokens)
+//   llamacpp  llama-server's slot loop: n_parallel slots, one llama_decode
+//           per turn of every generating slot's token and prompt chunks up
+//           to n_batch, a deferred queue, a context per slot
 //   triton  the dynamic batcher: max_batch_size and
 //           max_queue_delay_microseconds (BatchingConfig's max_batch_size and
 //           max_queue_delay) and preferred_batch_size (here)
 //
-// The iteration-level models (vllm, tgi, sglang) run under policy
+// The iteration-level models (vllm, tgi, sglang, llamacpp) run under policy
 // `continuous`; triton under policy `dynamic` (validateServerModel() in
 // config/config_rules.h, a layer above).
 // Qt-free.
@@ -36,9 +39,9 @@
 
 namespace bp {
 
-enum class ServerKind { BatchPilot, Vllm, Tgi, Sglang, Triton };
-std::string_view serverKindName(ServerKind kind); // "batchpilot", "vllm", ...
-// "batchpilot", "vllm", "tgi", "sglang", "triton"; nullopt otherwise.
+enum class ServerKind { BatchPilot, Vllm, Tgi, Sglang, Triton, LlamaCpp };
+std::string_view serverKindName(ServerKind kind); // "batchpilot", "vllm", ..., "llamacpp"
+// "batchpilot", "vllm", "tgi", "sglang", "triton", "llamacpp"; nullopt otherwise.
 std::optional<ServerKind> parseServerKind(std::string_view name);
 
 // The defaults are the servers' own. Each field's name in the server's
@@ -84,12 +87,27 @@ struct TritonKnobs {
     bool operator==(const TritonKnobs &) const = default;
 };
 
+// llama.cpp's llama-server (common/common.h common_params; tools/server/
+// server.cpp, server-context.cpp). Its defaults, except n_ctx: the server's
+// 0 means "the model's training context", which a model of it cannot know,
+// so 4096 stands in (the settings read from /props replace it).
+struct LlamaCppKnobs {
+    int nParallel = 4;     // slots (-np; the server's auto is 4 with a unified KV cache)
+    int nCtx = 4096;       // KV cache of all slots (-c)
+    int nBatch = 2048;     // tokens of one llama_decode call (-b)
+    int nUbatch = 512;     // tokens of one compute pass inside it (-ub)
+    bool kvUnified = true; // one KV cache the slots share (-kvu); else n_ctx / n_parallel each
+    int nCacheReuse = 0;   // --cache-reuse: chunk size for KV shifting reuse; 0 = off
+    bool operator==(const LlamaCppKnobs &) const = default;
+};
+
 struct ServerModelConfig {
     ServerKind kind = ServerKind::BatchPilot;
     VllmKnobs vllm;
     TgiKnobs tgi;
     SglangKnobs sglang;
     TritonKnobs triton;
+    LlamaCppKnobs llamacpp;
     bool operator==(const ServerModelConfig &) const = default;
 };
 

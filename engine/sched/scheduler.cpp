@@ -2,6 +2,7 @@
 
 #include "batcher.h"
 #include "continuous_scheduler.h"
+#include "server_models/llamacpp_scheduler.h"
 #include "server_models/sglang_scheduler.h"
 #include "server_models/tgi_scheduler.h"
 #include "server_models/vllm_scheduler.h"
@@ -50,6 +51,8 @@ std::unique_ptr<Scheduler> makeScheduler(const BatchingConfig &config, ModelLimi
         case ServerKind::Tgi: return std::make_unique<TgiScheduler>(config, limits, *steps, std::move(ids));
         case ServerKind::Sglang:
             return std::make_unique<SglangScheduler>(config, limits, *steps, std::move(ids));
+        case ServerKind::LlamaCpp:
+            return std::make_unique<LlamaCppScheduler>(config, limits, *steps, std::move(ids));
         case ServerKind::BatchPilot:
         case ServerKind::Triton: break;
         }

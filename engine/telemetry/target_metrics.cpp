@@ -14,6 +14,8 @@ std::string detectServer(const prom::Exposition &e)
         return "triton";
     if (e.hasPrefix("batchpilot_"))
         return "batchpilot";
+    if (e.hasPrefix("llamacpp:"))
+        return "llamacpp";
     return {};
 }
 
@@ -100,6 +102,19 @@ TargetSample TargetMetricsMapper::map(const prom::Exposition &e, Duration at)
             if (used && max && *max > 0)
                 t.kvUsage = *used / *max;
         }
+    } else if (t.server == "llamacpp") {
+        // llama-server (tools/server/server-task.cpp to_metrics): busy slots,
+        // deferred tasks, llama_decode calls and the token counters.
+        t.running = e.sum("llamacpp:requests_processing");
+        t.waiting = e.sum("llamacpp:requests_deferred");
+        t.queue = t.waiting;
+        t.batchSize = t.running;
+        std::optional<double> tokens;
+        if (const auto prompt = e.sum("llamacpp:prompt_tokens_total"),
+            predicted = e.sum("llamacpp:tokens_predicted_total");
+            prompt || predicted)
+            tokens = prompt.value_or(0) + predicted.value_or(0);
+        t.tokensPerStep = deltaRatio("llamacpp:n_decode", tokens, e.sum("llamacpp:n_decode_total"));
     } else if (t.server == "batchpilot") {
         t.queue = e.sum("batchpilot_queue_depth");
         t.batchSize = deltaRatio("batchpilot_batch_size", e.sum("batchpilot_batch_size_sum"),

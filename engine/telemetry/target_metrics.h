@@ -25,6 +25,16 @@
 //   tokens_per_step  —                       —                       Δbatchpilot_step_tokens_total / Δbatchpilot_steps_total (*)
 //                                                                    (batchpilot_tokens_per_step without the counters)
 //
+//   series           llama.cpp (llama-server --metrics)
+//   batch_size       = running
+//   queue            llamacpp:requests_deferred
+//   running          llamacpp:requests_processing
+//   waiting          llamacpp:requests_deferred
+//   tokens_per_step  Δ(llamacpp:prompt_tokens_total + llamacpp:tokens_predicted_total)
+//                    / Δllamacpp:n_decode_total
+//   (kv_usage: llama-server publishes none; n_tokens_max is the longest
+//   sequence seen, not a usage)
+//
 //   (*)  only while batchpilot_config_policy{policy="continuous"} is 1 (or
 //        the policy is not exported): request-level policies export zeros.
 //   (**) not when it is 0 while batchpilot_kv_cache_tokens > 0: no KV
@@ -51,7 +61,7 @@
 
 namespace bp {
 
-// "vllm", "triton", "tgi", "sglang", "batchpilot", or "" when the
+// "vllm", "triton", "tgi", "sglang", "batchpilot", "llamacpp", or "" when the
 // exposition has none of their metrics.
 std::string detectServer(const prom::Exposition &exposition);
 

@@ -18,7 +18,7 @@ namespace bp {
 // with `error` set and every series empty.
 struct TargetSample {
     Duration at{};                   // offset from the session's start
-    std::string server;              // "vllm", "triton", "tgi", "sglang", "batchpilot"; empty when unknown
+    std::string server; // "vllm", "triton", "tgi", "sglang", "batchpilot", "llamacpp"; empty when unknown
     std::optional<double> batchSize; // sequences per batch / step
     std::optional<double> queue;     // requests queued in the server
     std::optional<double> running;   // sequences running

@@ -22,6 +22,7 @@ ProbeKnobs probeKnobs(ServerKind kind)
     case ServerKind::Vllm: return {"max_num_seqs", "max_num_batched_tokens"};
     case ServerKind::Sglang: return {"max_running_requests", "chunked_prefill_size"};
     case ServerKind::Tgi: return {"max_batch_size", nullptr};
+    case ServerKind::LlamaCpp: return {"n_parallel", "n_batch"};
     default: return {};
     }
 }
@@ -46,7 +47,8 @@ std::vector<std::pair<std::string, std::string>> schedulerSettings(const Batchin
 // The KV settings' names: where a KV capacity read or measured lands.
 bool isKvSetting(const std::string &name)
 {
-    return name == "kv_cache_tokens" || name == "max_total_tokens" || name == "max_batch_total_tokens";
+    return name == "kv_cache_tokens" || name == "max_total_tokens" || name == "max_batch_total_tokens" ||
+           name == "n_ctx";
 }
 
 } // namespace
@@ -64,6 +66,21 @@ bool simulatesServerModel(const RemoteCalibration &calibration)
 {
     const auto kind = parseServerKind(calibration.server);
     return kind && *kind != ServerKind::BatchPilot;
+}
+
+std::optional<std::string> unknownKindMessage(const RemoteCalibration &calibration,
+                                              const std::string &command)
+{
+    if (parseServerKind(calibration.server))
+        return std::nullopt;
+    return command + ": the server's kind is " +
+           (calibration.server.empty() ? std::string("not known") : "'" + calibration.server + "'") +
+           " (its /metrics and routes matched no server modelled here), so there is no scheduler model of it "
+           "to simulate; BatchPilot's own scheduler is not assumed in its place. Calibrate again with "
+           "--server "
+           "KIND (vllm, tgi, sglang, triton, llamacpp, batchpilot) if it is one of those, or give --config "
+           "FILE "
+           "to simulate a scheduler of your choosing (said as assumed in the output)";
 }
 
 Result<RemoteServerModel> remoteServerModel(const RemoteCalibration &cal, const ServerSettings *given)

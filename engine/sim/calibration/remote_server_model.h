@@ -51,7 +51,15 @@ Result<RemoteServerModel> remoteServerModel(const RemoteCalibration &calibration
 int serverPrefillChunk(const BatchingConfig &config);
 
 // True for a calibration whose server has a scheduler model (vLLM, TGI,
-// SGLang, Triton): what the simulation of it should run.
+// SGLang, Triton, llama.cpp): what the simulation of it should run.
 bool simulatesServerModel(const RemoteCalibration &calibration);
+
+// A calibration of a server of unknown kind (nothing in its /metrics or
+// routes said which it is, and no --server): no scheduler model of it
+// exists here, so a simulation must not pick one silently (issue 43). The
+// message says so and what to do (`command`: "replay --simulate", "tune");
+// nullopt when the kind is known.
+std::optional<std::string> unknownKindMessage(const RemoteCalibration &calibration,
+                                              const std::string &command);
 
 } // namespace bp

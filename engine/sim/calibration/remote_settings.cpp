@@ -47,7 +47,9 @@ const nlohmann::json *modelEntry(const nlohmann::json *models, const std::string
     return &(*models)["data"][0];
 }
 
-void setKnob(ServerSettings &s, const char *key, double value)
+} // namespace
+
+void setServerKnob(ServerSettings &s, const char *key, double value)
 {
     const Knob *k = findKnob(key);
     BatchingConfig c;
@@ -60,8 +62,6 @@ void setKnob(ServerSettings &s, const char *key, double value)
     }
     s.knobs.update(knobValues(c, {key}));
 }
-
-} // namespace
 
 std::string ServerSettings::summary(std::size_t maxItems) const
 {
@@ -193,7 +193,7 @@ Result<ServerSettings> vllmSettings(const prom::Exposition &metrics, const nlohm
         s.kvCapacityTokens = kvTokens;
         if (engines > 1)
             s.notes.push_back("KV capacity summed over " + std::to_string(engines) + " engines");
-        setKnob(s, "continuous.kv_cache_tokens", double(kvTokens));
+        setServerKnob(s, "continuous.kv_cache_tokens", double(kvTokens));
     }
     if (const nlohmann::json *m = modelEntry(models, model)) {
         if (auto len = jsonWhole(*m, "max_model_len")) {
@@ -224,12 +224,12 @@ Result<ServerSettings> tgiSettings(const nlohmann::json &info, const prom::Expos
           "max_batch_size", "max_client_batch_size", "max_best_of"})
         if (info.contains(key) && !info[key].is_null())
             s.settings[key] = info[key];
-    setKnob(s, "policy", double(int(PolicyKind::Continuous)));
+    setServerKnob(s, "policy", double(int(PolicyKind::Continuous)));
     s.maxModelLen = jsonWhole(info, "max_total_tokens");
     if (auto v = jsonWhole(info, "max_concurrent_requests"))
-        setKnob(s, "queue_capacity", double(*v));
+        setServerKnob(s, "queue_capacity", double(*v));
     if (auto v = jsonWhole(info, "max_batch_size"))
-        setKnob(s, "continuous.max_num_seqs", double(*v));
+        setServerKnob(s, "continuous.max_num_seqs", double(*v));
     std::optional<std::int64_t> total = jsonWhole(info, "max_batch_total_tokens");
     if (!total && metrics)
         if (auto g = metrics->sum("tgi_batch_max_total_tokens"); g && *g > 0) {
@@ -239,7 +239,7 @@ Result<ServerSettings> tgiSettings(const nlohmann::json &info, const prom::Expos
         }
     if (total) {
         s.kvCapacityTokens = *total;
-        setKnob(s, "continuous.kv_cache_tokens", double(*total));
+        setServerKnob(s, "continuous.kv_cache_tokens", double(*total));
     }
     if (!info.contains("max_batch_total_tokens"))
         s.notes.push_back("TGI 2.3+ no longer lists --max-batch-prefill-tokens, --waiting-served-ratio or "
@@ -281,18 +281,18 @@ Result<ServerSettings> sglangSettings(const nlohmann::json &info, const nlohmann
                             "max_req_input_len", "enable_mixed_chunk", "disable_radix_cache"})
         if (const nlohmann::json *v = value(key); v && (v->is_number() || v->is_string() || v->is_boolean()))
             s.settings[key] = *v;
-    setKnob(s, "policy", double(int(PolicyKind::Continuous)));
+    setServerKnob(s, "policy", double(int(PolicyKind::Continuous)));
     if (auto v = whole("max_running_requests"); v && *v > 0)
-        setKnob(s, "continuous.max_num_seqs", double(*v));
+        setServerKnob(s, "continuous.max_num_seqs", double(*v));
     else
         s.notes.push_back("SGLang published no max_running_requests: the probe's limits show it");
     if (auto chunk = whole("chunked_prefill_size")) {
-        setKnob(s, "continuous.chunked_prefill", *chunk > 0 ? 1.0 : 0.0); // -1: chunking off
+        setServerKnob(s, "continuous.chunked_prefill", *chunk > 0 ? 1.0 : 0.0); // -1: chunking off
         if (*chunk > 0)
-            setKnob(s, "continuous.prefill_chunk", double(*chunk));
+            setServerKnob(s, "continuous.prefill_chunk", double(*chunk));
     }
     if (auto v = whole("max_prefill_tokens"); v && *v > 0)
-        setKnob(s, "continuous.max_num_batched_tokens", double(*v));
+        setServerKnob(s, "continuous.max_num_batched_tokens", double(*v));
     // The KV pool: the scheduler's max_total_num_tokens; the server arg
     // max_total_tokens is only what the operator asked for (null if not).
     std::optional<std::int64_t> pool = whole("max_total_num_tokens");
@@ -301,7 +301,7 @@ Result<ServerSettings> sglangSettings(const nlohmann::json &info, const nlohmann
     if (pool && *pool > 0) {
         s.settings["max_total_tokens"] = *pool;
         s.kvCapacityTokens = *pool;
-        setKnob(s, "continuous.kv_cache_tokens", double(*pool));
+        setServerKnob(s, "continuous.kv_cache_tokens", double(*pool));
     }
     if (auto len = whole("context_length"); len && *len > 0) {
         s.maxModelLen = *len;

@@ -22,6 +22,7 @@
 //               /v1/models `max_model_len`
 //   Triton      GET /v2/models/NAME/config (config_import.h: tritonFromJson)
 //   BatchPilot  GET /v1/config (every knob) and /v1/models `max_model_len`
+//   llama.cpp   GET /props and GET /slots (llamacpp_settings.h)
 //
 // `settings` keeps what was read under the server's own names; `knobs`
 // holds the BatchPilot knobs they set (import-config's mapping), so a
@@ -67,6 +68,10 @@ Result<ServerSettings> serverSettingsFromJson(const nlohmann::json &j);
 // when the settings do not make a valid config.
 Result<BatchingConfig> serverCurrentConfig(const std::string &server, const ServerSettings &settings,
                                            std::optional<double> kvCapacityTokens);
+
+// Sets BatchPilot knob `key` in `s.knobs`; a value out of its range is a
+// note instead.
+void setServerKnob(ServerSettings &s, const char *key, double value);
 
 // From import-config's reading of a file.
 ServerSettings settingsFromImport(const ImportedConfig &imported, const std::string &source);

@@ -8,6 +8,8 @@
 //           (max_prefill_tokens and the KV pool kept)
 //   triton  size max_batch_size, delay max_queue_delay_microseconds, flag preferred_batch_size {b/2, b}
 //           (BatchPilot's own knobs and a derived list: its grid is here)
+//   llamacpp size n_parallel, tokens n_batch (n_ctx, the server's KV memory, kept; n_ubatch capped
+//           at n_batch)
 #include "engine/sim/tune/tune_space.h"
 
 #include "engine/config/knobs.h"
@@ -125,12 +127,15 @@ std::optional<BatchingConfig> serverConfig(const TuneOptions &o, const Point &p)
     case ServerKind::Vllm:
     case ServerKind::Tgi:
     case ServerKind::Sglang:
+    case ServerKind::LlamaCpp:
         c.policy = PolicyKind::Continuous;
         for (const Knob &k : serverKnobs(p.server))
             if (k.tuneAxis != TuneAxis::None)
                 k.set(c, axisValue(p, k.tuneAxis));
         if (p.server == ServerKind::Tgi && m.tgi.maxBatchPrefillTokens > m.tgi.maxBatchTotalTokens)
             return std::nullopt; // TGI refuses to start so
+        if (p.server == ServerKind::LlamaCpp)
+            m.llamacpp.nUbatch = std::min(m.llamacpp.nUbatch, m.llamacpp.nBatch); // llama.cpp caps it so
         break;
     }
     if (!validate(c))

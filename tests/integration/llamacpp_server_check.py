@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""The remote loop against a real llama.cpp llama-server (issue 43 item 3).
+
+    llamacpp_server_check.py BATCHPILOT MAKE_TINY_GGUF INSTALL_LLAMA_CPP WORKDIR known|unknown
+
+llama-server is the one packaging/install-llama-cpp.sh --build builds into
+~/.cache/batchpilot (the same folder rule: BATCHPILOT_LLAMA_CPP_HOME, else
+XDG_CACHE_HOME or ~/.cache); without it the test exits 77 (ctest: skipped,
+shown as such). Nothing is downloaded: the checkpoint is written here by
+tools/make_tiny_gguf.py.
+
+known:   calibrate --target recognises llamacpp and reads its slots and
+         context; a replay of 40 arrivals into the server and the same
+         arrivals simulated on llama.cpp's scheduler model agree on
+         throughput and completions; the simulation of 1 slot predicts a
+         slower TTFT than of 2 (the model's slots act); tune --target answers
+         with llama-server flags.
+unknown: the same server behind a proxy that hides /metrics, /props and
+         /slots: calibrate says the kind is not recognised, and replay
+         --simulate and tune refuse rather than simulate a scheduler it may
+         not have.
+"""
+import http.client
+import http.server
+import os
+import re
+import socket
+import socketserver
+import subprocess
+import sys
+import threading
+import time
+
+SKIP = 77
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def llama_server(install_script):
+    text = open(install_script).read()
+    version = re.search(r"^VERSION=(\S+)", text, re.M).group(1).strip("\"'")
+    home = os.environ.get("BATCHPILOT_LLAMA_CPP_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "batchpilot",
+        "llama-cpp-python-" + version)
+    return os.path.join(home, "build", "bin", "llama-server")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(cmd, expect=0):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if expect is not None and p.returncode != expect:
+        fail("%s exited %d (expected %d)\nstdout:\n%s\nstderr:\n%s" % (" ".join(cmd), p.returncode, expect,
+                                                                       p.stdout[-3000:], p.stderr[-3000:]))
+    return p
+
+
+def wait_ready(port, proc):
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            fail("llama-server exited %d before it was ready" % proc.returncode)
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            c.request("GET", "/health")
+            if c.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)  # polling a child process's readiness, not a timed assertion
+    fail("llama-server not ready in 30 s")
+
+
+class HidingProxy(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+
+def make_handler(upstream):
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def forward(self):
+            path = self.path.split("?")[0]
+            if path in ("/metrics", "/props", "/slots"):
+                body = b'{"error":"not found"}'
+                self.send_response(404)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            n = int(self.headers.get("Content-Length") or 0)
+            data = self.rfile.read(n) if n else None
+            c = http.client.HTTPConnection("127.0.0.1", upstream, timeout=60)
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+            c.request(self.command, self.path, body=data, headers=headers)
+            r = c.getresponse()
+            self.send_response(r.status)
+            for k, v in r.getheaders():
+                if k.lower() not in ("transfer-encoding", "connection", "content-length", "server", "date"):
+                    self.send_header(k, v)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            while True:
+                chunk = r.read1(65536)
+                if not chunk:
+                    break
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            c.close()
+
+        do_GET = forward
+        do_POST = forward
+
+    return Handler
+
+
+def rows(text):
+    """The summary table's rows: name -> the cells after it."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"(\S[\w ()/]*?\S)\s{2,}(.*)$", line)
+        if m:
+            out[m.group(1)] = re.split(r"\s{2,}", m.group(2).strip())
+    return out
+
+
+def number(cell):
+    return float(cell.replace(",", ""))
+
+
+def main():
+    if len(sys.argv) != 6:
+        sys.exit(__doc__)
+    bp, make_gguf, install, work, mode = sys.argv[1:]
+    server_bin = llama_server(install)
+    if not os.access(server_bin, os.X_OK):
+        print("SKIP: no llama-server at %s (packaging/install-llama-cpp.sh --build builds it)" % server_bin)
+        return SKIP
+    os.makedirs(work, exist_ok=True)
+    gguf = os.path.join(work, "tiny.gguf")
+    if not os.path.exists(gguf):
+        run([sys.executable, make_gguf, gguf + ".part"])
+        os.replace(gguf + ".part", gguf)
+    db = os.path.join(work, "bp-%s.db" % mode)
+    if os.path.exists(db):
+        os.remove(db)
+    port = free_port()
+    log = open(os.path.join(work, "llama-server-%s.log" % mode), "w")
+    proc = subprocess.Popen([server_bin, "-m", gguf, "-np", "2", "-c", "2048", "-t", "1", "--metrics",
+                             "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    proxy = None
+    try:
+        wait_ready(port, proc)
+        url = "http://127.0.0.1:%d" % port
+        if mode == "unknown":
+            proxy = HidingProxy(("127.0.0.1", 0), make_handler(port))
+            threading.Thread(target=proxy.serve_forever, daemon=True).start()
+            url = "http://127.0.0.1:%d" % proxy.server_address[1]
+        base = [bp, "--db", db]
+        run(base + ["import-trace", "--sample"])
+        cal = run(base + ["calibrate", "--target", url, "--protocol", "openai", "--model", "tiny",
+                          "--vocab-size", "400", "--max-length", "1024", "--max-concurrency", "4", "--quick"])
+        if mode == "known":
+            check_known(base, url, cal)
+        else:
+            check_unknown(base, url, cal)
+    finally:
+        if proxy:
+            proxy.shutdown()
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    print("OK: " + mode)
+    return 0
+
+
+TRACE = ["--limit", "40", "--length-scale", "0.05"]
+
+
+def check_known(base, url, cal):
+    if "calibrate: server llamacpp (from /metrics)" not in cal.stderr:
+        fail("llama-server not recognised:\n" + cal.stderr)
+    out = cal.stdout
+    for want in ("(llamacpp)", "n_parallel=2", "slot_n_ctx=1024", "n_ctx=2048"):
+        if want not in out:
+            fail("calibrate did not print %r:\n%s" % (want, out))
+    if "limits seen in /metrics" not in out or "limits seen in /metrics (0 scrapes" in out or \
+            re.search(r"limits seen in /metrics \([^)]*\): none", out):
+        fail("no limits read from llama-server's /metrics:\n" + out)
+    cid = re.search(r"calibration (\d+):", out).group(1)
+    real = run(base + ["replay", "1", "--trace", "--target", url, "--protocol", "openai", "--model", "tiny",
+                       "--vocab-size", "400", "--max-length", "1024"] + TRACE)
+    sid = re.search(r"session (\d+)", real.stdout + real.stderr).group(1)
+    sim = run(base + ["replay", "1", "--trace", "--simulate", "--calibration", cid, "--compare", sid] + TRACE)
+    if "llamacpp's scheduler" not in sim.stdout + sim.stderr:
+        fail("replay --simulate did not run llama.cpp's scheduler model:\n" + sim.stdout + sim.stderr)
+    r = rows(sim.stdout)
+    measured, predicted = number(r["throughput (req/s)"][0]), number(r["throughput (req/s)"][1])
+    if abs(predicted - measured) > 0.25 * measured:
+        fail("throughput predicted %.2f, measured %.2f" % (predicted, measured))
+    if r["completed"][0] != r["completed"][1]:
+        fail("completed: measured %s, predicted %s" % (r["completed"][0], r["completed"][1]))
+    # The model's slots act: one slot makes the arrivals queue.
+    one = os.path.join(os.path.dirname(base[2]), "one-slot.json")
+    with open(one, "w") as f:
+        f.write('{"policy": "continuous", "server": {"kind": "llamacpp", "n_parallel": 1, "n_ctx": 1024}}')
+    slow = run(base + ["replay", "1", "--trace", "--simulate", "--calibration", cid, "--config", one,
+                       "--speed", "8"] + TRACE)
+    fast = run(base + ["replay", "1", "--trace", "--simulate", "--calibration", cid, "--speed", "8"] + TRACE)
+    t1, t2 = number(rows(slow.stdout)["TTFT p99 (ms)"][0]), number(rows(fast.stdout)["TTFT p99 (ms)"][0])
+    if not t1 > t2:
+        fail("1 slot predicts TTFT p99 %.1f ms, 2 slots %.1f ms: the slots do not act" % (t1, t2))
+    tune = run(base + ["tune", "--trace", "1", "--target", url, "--model", "tiny", "--calibration", cid,
+                       "--slo", "ttft_p99<=10s"] + TRACE)
+    if "llama-server -m tiny" not in tune.stdout or "--parallel" not in tune.stdout:
+        fail("tune --target did not answer with llama-server flags:\n" + tune.stdout + tune.stderr)
+    if "keep the server's current config" not in tune.stdout:
+        fail("the current settings meet a loose SLO, yet tune did not keep them:\n" + tune.stdout)
+
+
+def check_unknown(base, url, cal):
+    if "not recognised" not in cal.stderr:
+        fail("a server with /metrics and /props hidden was recognised:\n" + cal.stderr)
+    cid = re.search(r"calibration (\d+):", cal.stdout).group(1)
+    sim = run(base + ["replay", "1", "--trace", "--simulate", "--calibration", cid] + TRACE, expect=2)
+    if "kind is not known" not in sim.stderr or "not assumed" not in sim.stderr:
+        fail("replay --simulate did not refuse an unknown kind:\n" + sim.stderr)
+    tune = run(base + ["tune", "--trace", "1", "--calibration", cid, "--slo", "ttft_p99<=10s"] + TRACE,
+               expect=None)
+    if tune.returncode == 0 or "kind is not known" not in tune.stderr:
+        fail("tune simulated a server of unknown kind:\n" + tune.stdout + tune.stderr)
+    tt = run(base + ["tune", "--trace", "1", "--target", url, "--model", "tiny", "--calibration", cid,
+                     "--slo", "ttft_p99<=10s"] + TRACE, expect=None)
+    if tt.returncode == 0 or "kind is not known" not in tt.stderr:
+        fail("tune --target simulated a server of unknown kind:\n" + tt.stdout + tt.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
