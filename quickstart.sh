@@ -4,8 +4,10 @@
 #   ./quickstart.sh test   install what is missing, build, run the whole test
 #                          suite (the default preset), build the headless
 #                          server (no Widgets/Charts), check the lock
-#                          discipline (clang -Wthread-safety), then run the
-#                          engine's tests under ThreadSanitizer
+#                          discipline (clang -Wthread-safety), run the
+#                          engine's tests under ThreadSanitizer, then build
+#                          the two .deb packages and install them in a clean
+#                          Debian 12 root (packaging/check-deb.sh)
 set -euo pipefail
 cd "$(dirname "$0")"
 mode=${1:-run}
@@ -34,6 +36,8 @@ test)
   cmake --workflow --preset thread-safety
   echo "== ThreadSanitizer: engine and its tests =="
   cmake --workflow --preset tsan
+  echo "== The .deb packages, installed and run in a clean Debian 12 root (~10 min) =="
+  ./packaging/check-deb.sh build/default
   ;;
 *)
   echo "usage: $0 run|test [batchpilot options]" >&2

@@ -219,7 +219,10 @@ python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); c=p["cells"]; asser
 
 step "in the root: headless serving, a request from outside"
 DB=/tmp/t.sqlite
-inroot batchpilot --headless --port 0 --model builtin:tiny-decoder --device auto --db $DB >"$WORK/out" 2>"$WORK/err" &
+# Not through inroot(): a function in the background is a subshell, and the
+# SIGTERM below must reach the server (chroot and env exec it, sudo relays).
+$SUDO chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+  batchpilot --headless --port 0 --model builtin:tiny-decoder --device auto --db $DB >"$WORK/out" 2>"$WORK/err" &
 SERVER_PID=$!
 URL=""
 for _ in $(seq 1 600); do # up to 60 s
