@@ -423,7 +423,8 @@ int runFidelityBench(const Args &args)
                      {"median_abs_error", med},
                      {"worst_abs_error", worstValue},
                      {"worst", worstWhere}};
-    const int rc = writeJsonOption(args, j);
+    // Without --json the table above is the whole output (exit 0).
+    const int rc = args.has("json") ? writeJsonOption(args, j) : 0;
     if (temporary) {
         store->reset();
         std::error_code ec;

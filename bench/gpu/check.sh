@@ -146,7 +146,7 @@ fi
 if [[ "$DEVICE" == cuda ]]; then
   LOAD_FACTORS=(0.3333 0.6667 1); LLAMA_FACTORS=(0.5 1 1.5); FIDELITY=(--seconds 2)
 else
-  LOAD_FACTORS=(0.5); LLAMA_FACTORS=(0.5); FIDELITY=(--seconds 1 --configs 3)
+  LOAD_FACTORS=(0.5); LLAMA_FACTORS=(0.5); FIDELITY=(--preset test --seconds 1 --configs 2)
 fi
 
 # --- correctness first ---------------------------------------------------------------
