@@ -17,6 +17,7 @@
 #include "engine/sim/calibration/llamacpp_settings.h"
 #include "engine/sim/calibration/remote_calibrate.h"
 #include "engine/sim/calibration/remote_server_model.h"
+#include "engine/sim/calibration/unknown_server.h"
 #include "engine/store/trace_store.h"
 #include "engine/telemetry/target_metrics.h"
 
@@ -302,6 +303,17 @@ int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
     }
     if (server.empty() || server == "auto")
         server = run.server;
+    if (server.empty() && !args.has("server-config")) {
+        // Unknown kind: what the probe's rounds show of its scheduler.
+        settings = inferredSettings(inferScheduler(run.requests));
+        err << QStringLiteral(
+                   "calibrate: the server's kind is not known; inferred from the probe's rounds%1:\n")
+                   .arg(hasInferredScheduler(settings)
+                            ? QString()
+                            : QStringLiteral(" (not enough to simulate it: give --server KIND)"));
+        for (const std::string &line : settings.notes)
+            err << "  " << q(line) << "\n";
+    }
 
     RemoteCalibration r;
     r.url = ro.target.toString().toStdString();

@@ -17,13 +17,13 @@ namespace bp {
 // (or, for a rate, this was the first scrape). A failed scrape is a sample
 // with `error` set and every series empty.
 struct TargetSample {
-    Duration at{};                   // offset from the session's start
+    Duration at{};      // offset from the session's start
     std::string server; // "vllm", "triton", "tgi", "sglang", "batchpilot", "llamacpp"; empty when unknown
-    std::optional<double> batchSize; // sequences per batch / step
-    std::optional<double> queue;     // requests queued in the server
-    std::optional<double> running;   // sequences running
-    std::optional<double> waiting;   // sequences waiting for a slot
-    std::optional<double> kvUsage;   // KV cache in use, 0..1
+    std::optional<double> batchSize;     // sequences per batch / step
+    std::optional<double> queue;         // requests queued in the server
+    std::optional<double> running;       // sequences running
+    std::optional<double> waiting;       // sequences waiting for a slot
+    std::optional<double> kvUsage;       // KV cache in use, 0..1
     std::optional<double> tokensPerStep; // tokens per engine step
     // Prompt tokens served from the server's prefix cache, 0..1: vLLM
     // Δvllm:prefix_cache_hits / Δvllm:prefix_cache_queries (older:

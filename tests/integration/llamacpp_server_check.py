@@ -16,9 +16,10 @@ known:   calibrate --target recognises llamacpp and reads its slots and
          slower TTFT than of 2 (the model's slots act); tune --target answers
          with llama-server flags.
 unknown: the same server behind a proxy that hides /metrics, /props and
-         /slots: calibrate says the kind is not recognised, and replay
-         --simulate and tune refuse rather than simulate a scheduler it may
-         not have.
+         /slots: calibrate says the kind is not recognised, infers the 2
+         slots as a running cap from the probe's rounds and stores it; the
+         quick plan cannot tell the scheduling level, so replay --simulate
+         and tune refuse rather than simulate a scheduler it may not have.
 """
 import http.client
 import http.server
@@ -234,7 +235,15 @@ def check_known(base, url, cal):
 def check_unknown(base, url, cal):
     if "not recognised" not in cal.stderr:
         fail("a server with /metrics and /props hidden was recognised:\n" + cal.stderr)
+    # What the probe's rounds show: the 2 slots as a running cap, stored with the calibration.
+    if "inferred from the probe's rounds" not in cal.stderr or "running cap 2:" not in cal.stderr:
+        fail("the probe's rounds did not show the server's 2 slots as its running cap:\n" + cal.stderr)
     cid = re.search(r"calibration (\d+):", cal.stdout).group(1)
+    exported = run(base + ["calibrate", "--export", cid]).stdout
+    if '"running_cap": 2' not in exported or '"inferred"' not in exported:
+        fail("the inference is not stored with the calibration:\n" + exported[:2000])
+    if "can tell" in cal.stderr or "cannot be told" not in cal.stderr:
+        return  # a level was inferred: the generic model simulates (not reached with the quick plan)
     sim = run(base + ["replay", "1", "--trace", "--simulate", "--calibration", cid] + TRACE, expect=2)
     if "kind is not known" not in sim.stderr or "not assumed" not in sim.stderr:
         fail("replay --simulate did not refuse an unknown kind:\n" + sim.stderr)

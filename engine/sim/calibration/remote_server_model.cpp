@@ -1,6 +1,8 @@
 #include "engine/sim/calibration/remote_server_model.h"
 
+#include "engine/config/config_rules.h"
 #include "engine/config/server_command.h"
+#include "engine/sim/calibration/unknown_server.h"
 
 #include <algorithm>
 #include <cmath>
@@ -65,13 +67,13 @@ int serverPrefillChunk(const BatchingConfig &c)
 bool simulatesServerModel(const RemoteCalibration &calibration)
 {
     const auto kind = parseServerKind(calibration.server);
-    return kind && *kind != ServerKind::BatchPilot;
+    return (kind && *kind != ServerKind::BatchPilot) || hasInferredScheduler(calibration.settings);
 }
 
 std::optional<std::string> unknownKindMessage(const RemoteCalibration &calibration,
                                               const std::string &command)
 {
-    if (parseServerKind(calibration.server))
+    if (parseServerKind(calibration.server) || hasInferredScheduler(calibration.settings))
         return std::nullopt;
     return command + ": the server's kind is " +
            (calibration.server.empty() ? std::string("not known") : "'" + calibration.server + "'") +
@@ -111,6 +113,17 @@ Result<RemoteServerModel> remoteServerModel(const RemoteCalibration &cal, const 
         if (!c)
             return c.status();
         out.config = *c;
+        if (!kind && hasInferredScheduler(merged)) {
+            // Unknown kind: the generic scheduler the probe's rounds showed.
+            const bool iteration = out.config.policy == PolicyKind::Continuous;
+            out.server = std::string("a generic ") + (iteration ? "iteration" : "request") + "-level server";
+            out.origins.push_back(
+                {"model", describeConfig(out.config),
+                 "inferred from the probe's rounds: the server's kind is not known, so this "
+                 "is not its own scheduler"});
+            for (const std::string &line : merged.notes)
+                out.origins.push_back({"evidence", line, "probe"});
+        }
         return out;
     }
     // 3: the probe, where it saw a cap and nothing above said otherwise.
