@@ -130,6 +130,15 @@ const float *floatRows(const at::Tensor &x, std::vector<float> &buffer)
     return buffer.data();
 }
 
+// Rows per task of an elementwise kernel over rows of `width` elements: at
+// least ~64 K elements, so that a decode step's or a short prompt's norm runs
+// on the calling thread (a parallel region costs more than the work, and far
+// more when a thread of the pool is descheduled on a busy machine).
+std::int64_t grainRows(std::int64_t width)
+{
+    return std::max<std::int64_t>(1, (64 << 10) / std::max<std::int64_t>(1, width));
+}
+
 // f(float{}) or f(Bf16{}): the two dtypes the kernels take.
 template <class F> void dispatchFused(at::ScalarType type, F &&f)
 {
@@ -198,7 +207,7 @@ at::Tensor rmsNormCpu(const at::Tensor &x, const at::Tensor &weight, double eps)
         using scalar_t = decltype(tag);
         const scalar_t *xp = x.data_ptr<scalar_t>(), *wp = weight.data_ptr<scalar_t>();
         scalar_t *op = out.data_ptr<scalar_t>();
-        at::parallel_for(0, rows, 8, [&](std::int64_t b, std::int64_t e) {
+        at::parallel_for(0, rows, grainRows(d), [&](std::int64_t b, std::int64_t e) {
             for (std::int64_t r = b; r < e; ++r) {
                 const scalar_t *xr = xp + r * d;
                 scalar_t *orow = op + r * d;
@@ -237,7 +246,7 @@ void ropeInPlaceCpu(at::Tensor &qk, std::int64_t heads, std::int64_t D, const at
         using scalar_t = decltype(tag);
         scalar_t *base = qk.data_ptr<scalar_t>();
         const scalar_t *cp = cos.data_ptr<scalar_t>(), *sp = sin.data_ptr<scalar_t>();
-        at::parallel_for(0, T, 16, [&](std::int64_t b, std::int64_t e) {
+        at::parallel_for(0, T, grainRows(heads * D), [&](std::int64_t b, std::int64_t e) {
             for (std::int64_t t = b; t < e; ++t) {
                 const scalar_t *c = cp + std::int64_t(pos[t]) * D, *s = sp + std::int64_t(pos[t]) * D;
                 for (std::int64_t h = 0; h < heads; ++h) {
@@ -263,7 +272,7 @@ at::Tensor swigluCpu(const at::Tensor &gateUp)
         using scalar_t = decltype(tag);
         const scalar_t *gp = gateUp.data_ptr<scalar_t>();
         scalar_t *op = out.data_ptr<scalar_t>();
-        at::parallel_for(0, rows, 4, [&](std::int64_t b, std::int64_t e) {
+        at::parallel_for(0, rows, grainRows(2 * f), [&](std::int64_t b, std::int64_t e) {
             for (std::int64_t r = b; r < e; ++r) {
                 const scalar_t *g = gp + r * 2 * f, *u = g + f;
                 scalar_t *o = op + r * f;
