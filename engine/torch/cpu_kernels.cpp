@@ -93,9 +93,10 @@ void smallProduct(const float *x, std::int64_t m, std::int64_t k, const at::Tens
                   bool accumulate)
 {
     const std::int64_t n = w.size(0);
-    // Enough rows per task that a task streams at least ~64 KiB of weights.
+    // Enough rows per task that a task streams at least ~128 KiB of weights (a
+    // small layer runs on the calling thread: no parallel region for it).
     const std::int64_t grain =
-        std::max<std::int64_t>(16, (64 << 10) / std::max<std::int64_t>(1, k * w.element_size()));
+        std::max<std::int64_t>(16, (128 << 10) / std::max<std::int64_t>(1, k * w.element_size()));
     if (w.scalar_type() == at::kFloat) {
         const float *wp = w.data_ptr<float>();
         at::parallel_for(0, n, grain, [&](std::int64_t b, std::int64_t e) {
