@@ -93,9 +93,10 @@ void smallProduct(const float *x, std::int64_t m, std::int64_t k, const at::Tens
                   bool accumulate)
 {
     const std::int64_t n = w.size(0);
-    // Enough rows per task that a task streams at least ~64 KiB of weights.
+    // Enough rows per task that a task streams at least ~128 KiB of weights (a
+    // small layer runs on the calling thread: no parallel region for it).
     const std::int64_t grain =
-        std::max<std::int64_t>(16, (64 << 10) / std::max<std::int64_t>(1, k * w.element_size()));
+        std::max<std::int64_t>(16, (128 << 10) / std::max<std::int64_t>(1, k * w.element_size()));
     if (w.scalar_type() == at::kFloat) {
         const float *wp = w.data_ptr<float>();
         at::parallel_for(0, n, grain, [&](std::int64_t b, std::int64_t e) {
@@ -128,6 +129,15 @@ const float *floatRows(const at::Tensor &x, std::vector<float> &buffer)
     for (std::int64_t i = 0; i < x.numel(); ++i)
         buffer[std::size_t(i)] = float(p[i]);
     return buffer.data();
+}
+
+// Rows per task of an elementwise kernel over rows of `width` elements: at
+// least ~64 K elements, so that a decode step's or a short prompt's norm runs
+// on the calling thread (a parallel region costs more than the work, and far
+// more when a thread of the pool is descheduled on a busy machine).
+std::int64_t grainRows(std::int64_t width)
+{
+    return std::max<std::int64_t>(1, (64 << 10) / std::max<std::int64_t>(1, width));
 }
 
 // f(float{}) or f(Bf16{}): the two dtypes the kernels take.
@@ -198,7 +208,7 @@ at::Tensor rmsNormCpu(const at::Tensor &x, const at::Tensor &weight, double eps)
         using scalar_t = decltype(tag);
         const scalar_t *xp = x.data_ptr<scalar_t>(), *wp = weight.data_ptr<scalar_t>();
         scalar_t *op = out.data_ptr<scalar_t>();
-        at::parallel_for(0, rows, 8, [&](std::int64_t b, std::int64_t e) {
+        at::parallel_for(0, rows, grainRows(d), [&](std::int64_t b, std::int64_t e) {
             for (std::int64_t r = b; r < e; ++r) {
                 const scalar_t *xr = xp + r * d;
                 scalar_t *orow = op + r * d;
@@ -237,7 +247,7 @@ void ropeInPlaceCpu(at::Tensor &qk, std::int64_t heads, std::int64_t D, const at
         using scalar_t = decltype(tag);
         scalar_t *base = qk.data_ptr<scalar_t>();
         const scalar_t *cp = cos.data_ptr<scalar_t>(), *sp = sin.data_ptr<scalar_t>();
-        at::parallel_for(0, T, 16, [&](std::int64_t b, std::int64_t e) {
+        at::parallel_for(0, T, grainRows(heads * D), [&](std::int64_t b, std::int64_t e) {
             for (std::int64_t t = b; t < e; ++t) {
                 const scalar_t *c = cp + std::int64_t(pos[t]) * D, *s = sp + std::int64_t(pos[t]) * D;
                 for (std::int64_t h = 0; h < heads; ++h) {
@@ -263,7 +273,7 @@ at::Tensor swigluCpu(const at::Tensor &gateUp)
         using scalar_t = decltype(tag);
         const scalar_t *gp = gateUp.data_ptr<scalar_t>();
         scalar_t *op = out.data_ptr<scalar_t>();
-        at::parallel_for(0, rows, 4, [&](std::int64_t b, std::int64_t e) {
+        at::parallel_for(0, rows, grainRows(2 * f), [&](std::int64_t b, std::int64_t e) {
             for (std::int64_t r = b; r < e; ++r) {
                 const scalar_t *g = gp + r * 2 * f, *u = g + f;
                 scalar_t *o = op + r * f;

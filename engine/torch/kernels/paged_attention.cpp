@@ -50,9 +50,9 @@ void writeKvCpu(at::Tensor &kPool, at::Tensor &vPool, const at::Tensor &k, const
 //  - a run of one: per head, its scores over the context (vectorised dot
 //    products), the softmax, the weighted sum of the values;
 //  - a longer run (a prefill chunk): per KV head, the context's keys and
-//    values gathered out of the blocks once, then per query head two
-//    matrix products (OpenBLAS: scores = Q·Kᵀ, out = P·V) with the causal
-//    mask and the softmax between them.
+//    values gathered out of the blocks once, the queries of the heads that
+//    share it stacked, two matrix products (scores = Q·Kᵀ, out = P·V; cpu_blas)
+//    with the causal mask and the softmax between them.
 // All in float whatever the storage type. A run's result depends only on its
 // own sequence's keys and on the run, never on the rest of the step.
 template <class T> float toFloat(T x)
@@ -153,16 +153,17 @@ void attendOne(const T *q, const T *kPool, const T *vPool, const std::int32_t *t
 }
 
 // A run of n query tokens of one sequence at positions first .. first+n-1,
-// one KV head and the query heads that share it.
+// one KV head and the query heads that share it: the group's queries stacked
+// into one matrix, so two products per KV head (not per query head).
 template <class T>
 void attendRun(const T *q, const T *kPool, const T *vPool, const std::int32_t *table, std::int64_t first,
                std::int64_t n, const AttentionShape &a, std::int64_t kvHead, std::vector<float> &scratch,
                T *out)
 {
-    const std::int64_t D = a.D, context = first + n;
-    scratch.resize(std::size_t(2 * context * D + n * D + n * context + n * D));
-    float *K = scratch.data(), *V = K + context * D, *Q = V + context * D, *S = Q + n * D,
-          *O = S + n * context;
+    const std::int64_t D = a.D, context = first + n, G = a.group, rows = G * n;
+    scratch.resize(std::size_t(2 * context * D + rows * D + rows * context + rows * D));
+    float *K = scratch.data(), *V = K + context * D, *Q = V + context * D, *S = Q + rows * D,
+          *O = S + rows * context;
     for (std::int64_t p = 0; p < context; ++p) {
         const T *k = keyRow(kPool, table, p, a, kvHead), *v = keyRow(vPool, table, p, a, kvHead);
         for (std::int64_t e = 0; e < D; ++e) {
@@ -170,30 +171,31 @@ void attendRun(const T *q, const T *kPool, const T *vPool, const std::int32_t *t
             V[p * D + e] = toFloat(v[e]);
         }
     }
-    for (std::int64_t h = kvHead * a.group; h < (kvHead + 1) * a.group; ++h) {
+    // row g * n + i: query head kvHead * G + g, token i
+    for (std::int64_t g = 0; g < G; ++g)
         for (std::int64_t i = 0; i < n; ++i)
             for (std::int64_t e = 0; e < D; ++e)
-                Q[i * D + e] = toFloat(q[i * a.qRow + h * D + e]) * a.scale;
-        sgemmNT(int(n), int(context), int(D), Q, int(D), K, int(D), S, int(context));
-        for (std::int64_t i = 0; i < n; ++i) {
-            float *row = S + i * context;
-            const std::int64_t allowed = first + i + 1; // causal: keys 0 .. its own position
-            const float m = *std::max_element(row, row + allowed);
-            float sum = 0.f;
-            for (std::int64_t p = 0; p < allowed; ++p) {
-                row[p] = std::exp(row[p] - m);
-                sum += row[p];
-            }
-            const float inv = 1.f / sum;
-            for (std::int64_t p = 0; p < allowed; ++p)
-                row[p] *= inv;
-            std::fill(row + allowed, row + context, 0.f);
+                Q[(g * n + i) * D + e] = toFloat(q[i * a.qRow + (kvHead * G + g) * D + e]) * a.scale;
+    sgemmNT(int(rows), int(context), int(D), Q, int(D), K, int(D), S, int(context));
+    for (std::int64_t r = 0; r < rows; ++r) {
+        float *row = S + r * context;
+        const std::int64_t allowed = first + r % n + 1; // causal: keys 0 .. its own position
+        const float m = *std::max_element(row, row + allowed);
+        float sum = 0.f;
+        for (std::int64_t p = 0; p < allowed; ++p) {
+            row[p] = std::exp(row[p] - m);
+            sum += row[p];
         }
-        sgemmNN(int(n), int(D), int(context), S, int(context), V, int(D), O, int(D));
+        const float inv = 1.f / sum;
+        for (std::int64_t p = 0; p < allowed; ++p)
+            row[p] *= inv;
+        std::fill(row + allowed, row + context, 0.f);
+    }
+    sgemmNN(int(rows), int(D), int(context), S, int(context), V, int(D), O, int(D));
+    for (std::int64_t g = 0; g < G; ++g)
         for (std::int64_t i = 0; i < n; ++i)
             for (std::int64_t e = 0; e < D; ++e)
-                out[(i * a.H + h) * D + e] = T(O[i * D + e]);
-    }
+                out[(i * a.H + kvHead * G + g) * D + e] = T(O[(g * n + i) * D + e]);
 }
 
 at::Tensor pagedAttentionCpu(const at::Tensor &q, const at::Tensor &kPool, const at::Tensor &vPool,
