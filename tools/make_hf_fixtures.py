@@ -16,6 +16,8 @@ tests need no Python.
 
   llama-custom-chat/  LlamaForCausalLM with its own byte-level BPE tokenizer and a chat
             template of its own (<|begin|>role ... <|end|>), issue 46
+  mistral-sentencepiece/  MistralForCausalLM with a SentencePiece-style tokenizer
+            (Mistral v0.3's layout, byte_fallback) and Mistral Nemo's [INST] template
   sentencepiece/  SentencePiece-style BPE tokenizers (tokenizer.json only):
             llama2.json (Prepend + Replace normalizers, byte_fallback, decoder
             Replace/ByteFallback/Fuse/Strip), mistral-v03.json (Metaspace
@@ -202,8 +204,16 @@ def build(name, style, config_cls, model_cls, config_kwargs, seed, shard=False):
     for old in folder.glob("*"):
         if old.name != ".gitignore":
             old.unlink()
-    tok, specials = train_tokenizer(style)
-    fast = save_tokenizer(tok, specials, style, folder)
+    if style == "mistral-v03":  # SentencePiece style, Mistral Nemo's [INST] template
+        train_sentencepiece(style).save(str(folder / "tokenizer.json"))
+        fast = PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), bos_token="<s>",
+                                       eos_token="</s>", unk_token="<unk>")
+        fast.chat_template = (ROOT / "templates" / "mistralai-Mistral-Nemo-Instruct-2407.jinja").read_text()
+        fast.save_pretrained(str(folder))
+        fast = PreTrainedTokenizerFast.from_pretrained(str(folder))
+    else:
+        tok, specials = train_tokenizer(style)
+        fast = save_tokenizer(tok, specials, style, folder)
     vocab = len(fast)
     torch.manual_seed(seed)
     config = config_cls(vocab_size=vocab, **config_kwargs)
@@ -414,6 +424,11 @@ def main():
         template_references()
     if want("sentencepiece"):
         sentencepiece_references()
+    if want("mistral-sentencepiece"):
+        build("mistral-sentencepiece", "mistral-v03", MistralConfig, MistralForCausalLM,
+              dict(hidden_size=64, intermediate_size=96, num_hidden_layers=1, num_attention_heads=2, head_dim=32,
+                   num_key_value_heads=1, max_position_embeddings=128, rms_norm_eps=1e-5,
+                   tie_word_embeddings=False, sliding_window=None), seed=5)
     if want("llama-custom-chat"):
         build("llama-custom-chat", "custom", LlamaConfig, LlamaForCausalLM,
               dict(hidden_size=64, intermediate_size=96, num_hidden_layers=1, num_attention_heads=2, head_dim=32,

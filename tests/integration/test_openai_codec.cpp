@@ -6,8 +6,12 @@
 #include "app/rest/openai_codec.h"
 
 #include "engine/core/tokenizer.h"
+#include "engine/model/bpe_tokenizer.h"
 
 #include <QtTest>
+
+#include <filesystem>
+#include <fstream>
 
 using namespace bp;
 using namespace bp::rest;
@@ -197,6 +201,40 @@ private slots:
             << QByteArray(R"({"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": 0})")
             << "max_completion_tokens 0 is below 1";
     }
+    // A Hugging Face model's own template renders the prompt; one that
+    // raises (Gemma 2 refuses a system message) is a 400 with its message.
+    void chatRendersTheModelsTemplate()
+    {
+        const char *root = std::getenv("BATCHPILOT_SOURCE_DIR");
+        const std::filesystem::path source = std::string(root ? root : ".") + "/tests/fixtures/hf";
+        const auto dir = std::filesystem::temp_directory_path() / "bp_openai_chat_template";
+        std::filesystem::create_directories(dir);
+        std::filesystem::copy_file(source / "llama-custom-chat" / "tokenizer.json", dir / "tokenizer.json",
+                                   std::filesystem::copy_options::overwrite_existing);
+        std::filesystem::copy_file(source / "templates" / "google-gemma-2-2b-it.jinja",
+                                   dir / "chat_template.jinja",
+                                   std::filesystem::copy_options::overwrite_existing);
+        std::ofstream(dir / "tokenizer_config.json")
+            << R"({"bos_token": "<|begin|>", "eos_token": "<|end|>"})";
+        auto tok = BpeTokenizer::load((dir / "tokenizer.json").string());
+        QVERIFY2(tok, tok.status().toString().c_str());
+        ModelInfo model = decoderLike();
+        model.vocabSize = (*tok)->vocabSize();
+        model.tokenizer = *tok;
+        auto ok = parseChatRequest(R"({"messages": [{"role": "user", "content": "Hi"}]})", model);
+        QVERIFY2(ok, ok.status().message().c_str());
+        const std::string want = "<|begin|><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n";
+        QVERIFY(ok->prompts[0].tokens == (*tok)->encode(want, false));
+        auto refused = parseChatRequest(
+            R"({"messages": [{"role": "system", "content": "x"}, {"role": "user", "content": "Hi"}]})",
+            model);
+        QVERIFY(!refused);
+        QCOMPARE(refused.status().code(), StatusCode::InvalidArgument);
+        QVERIFY2(refused.status().message().find("System role not supported") != std::string::npos,
+                 refused.status().message().c_str());
+        std::filesystem::remove_all(dir);
+    }
+
     void chatRefusesWhatItCannotDo()
     {
         QFETCH(QByteArray, body);

@@ -188,6 +188,7 @@ private slots:
         QTest::addColumn<QString>("name");
         QTest::newRow("qwen2 (ChatML)") << "qwen2";
         QTest::newRow("llama-custom-chat (its own template)") << "llama-custom-chat";
+        QTest::newRow("mistral-sentencepiece ([INST], byte_fallback)") << "mistral-sentencepiece";
     }
     void officialOpenAiClient()
     {

@@ -109,6 +109,7 @@ private slots:
         QTest::newRow("Qwen2ForCausalLM") << "qwen2";
         QTest::newRow("MistralForCausalLM (sharded)") << "mistral";
         QTest::newRow("LlamaForCausalLM (own chat template, tied)") << "llama-custom-chat";
+        QTest::newRow("MistralForCausalLM (SentencePiece-style tokenizer)") << "mistral-sentencepiece";
     }
     void matchesTransformers()
     {
