@@ -2,6 +2,7 @@
 #include "cpu_blas.h"
 
 #include "cuda_support.h"
+#include "kernels/head_dims.h"
 #include "kernels/paged_attention.h"
 #include "paged_model.h"
 
@@ -112,7 +113,8 @@ at::Tensor inverseFrequencies(const HfModelConfig &c)
 {
     const std::int64_t D = c.headDim;
     at::Tensor inv =
-        1.0 / at::pow(c.ropeTheta, at::arange(0, D, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) / double(D));
+        1.0 / at::pow(c.ropeTheta,
+                      at::arange(0, D, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) / double(D));
     if (!c.llama3Rope)
         return inv;
     const double oldContext = c.originalMaxPositions;
@@ -121,7 +123,8 @@ at::Tensor inverseFrequencies(const HfModelConfig &c)
     at::Tensor llama = at::where(wavelen > lowWavelen, inv / c.ropeFactor, inv);
     const at::Tensor smooth = (oldContext / wavelen - c.lowFreqFactor) / (c.highFreqFactor - c.lowFreqFactor);
     const at::Tensor smoothed = (1 - smooth) * llama / c.ropeFactor + smooth * llama;
-    const at::Tensor medium = (wavelen < highWavelen).logical_not().logical_and((wavelen > lowWavelen).logical_not());
+    const at::Tensor medium =
+        (wavelen < highWavelen).logical_not().logical_and((wavelen > lowWavelen).logical_not());
     return at::where(medium, smoothed, llama);
 }
 
@@ -135,18 +138,21 @@ LlamaWeights loadWeights(const HfModelConfig &c, WeightSource &src, const at::Te
         const std::string p = "model.layers." + std::to_string(l) + ".";
         LayerWeights L;
         L.inNorm = src.get(p + "input_layernorm.weight", {d});
-        L.qkvW = at::cat({src.get(p + "self_attn.q_proj.weight", {q, d}), src.get(p + "self_attn.k_proj.weight", {kv, d}),
+        L.qkvW = at::cat({src.get(p + "self_attn.q_proj.weight", {q, d}),
+                          src.get(p + "self_attn.k_proj.weight", {kv, d}),
                           src.get(p + "self_attn.v_proj.weight", {kv, d})},
                          0);
         if (c.qkvBias)
-            L.qkvB = at::cat({src.get(p + "self_attn.q_proj.bias", {q}), src.get(p + "self_attn.k_proj.bias", {kv}),
+            L.qkvB = at::cat({src.get(p + "self_attn.q_proj.bias", {q}),
+                              src.get(p + "self_attn.k_proj.bias", {kv}),
                               src.get(p + "self_attn.v_proj.bias", {kv})},
                              0);
         L.oW = src.get(p + "self_attn.o_proj.weight", {d, q});
         if (c.oBias)
             L.oB = src.get(p + "self_attn.o_proj.bias", {d});
         L.postNorm = src.get(p + "post_attention_layernorm.weight", {d});
-        L.gateUpW = at::cat({src.get(p + "mlp.gate_proj.weight", {f, d}), src.get(p + "mlp.up_proj.weight", {f, d})}, 0);
+        L.gateUpW = at::cat(
+            {src.get(p + "mlp.gate_proj.weight", {f, d}), src.get(p + "mlp.up_proj.weight", {f, d})}, 0);
         L.downW = src.get(p + "mlp.down_proj.weight", {d, f});
         w.layers.push_back(std::move(L));
     }
@@ -154,8 +160,8 @@ LlamaWeights loadWeights(const HfModelConfig &c, WeightSource &src, const at::Te
     w.lmHead = c.tieEmbeddings ? w.embed : src.get("lm_head.weight", {V, d});
     // Rotary tables as transformers computes them: position x frequency in
     // float32, both halves, cos and sin, then the model's dtype.
-    const at::Tensor freqs = at::outer(at::arange(c.maxPositions, at::TensorOptions().dtype(at::kFloat)),
-                                       inverseFrequencies(c));
+    const at::Tensor freqs =
+        at::outer(at::arange(c.maxPositions, at::TensorOptions().dtype(at::kFloat)), inverseFrequencies(c));
     const at::Tensor emb = at::cat({freqs, freqs}, -1);
     w.cos = emb.cos().to(options);
     w.sin = emb.sin().to(options);
@@ -198,8 +204,9 @@ public:
             const at::Tensor k = rotary(qkv.narrow(1, H * D, Hkv * D).view({T, Hkv, D}), cos, sin);
             const at::Tensor v = qkv.narrow(1, (H + Hkv) * D, Hkv * D).view({T, Hkv, D});
             writeKv(pool.keys(int(l)), pool.values(int(l)), k, v, step.slots);
-            const at::Tensor attended = pagedAttention(q, pool.keys(int(l)), pool.values(int(l)), step.blockTables,
-                                                       step.querySeq, step.positions, pool.blockTokens(), scale);
+            const at::Tensor attended =
+                pagedAttention(q, pool.keys(int(l)), pool.values(int(l)), step.blockTables, step.querySeq,
+                               step.positions, pool.blockTokens(), scale);
             x = x + bp::linear(attended.view({T, H * D}), L.oW, L.oB);
             const at::Tensor gateUp = bp::linear(rmsNorm(x, L.postNorm, m_c.rmsEps), L.gateUpW);
             x = x + bp::linear(at::silu(gateUp.narrow(1, 0, f)) * gateUp.narrow(1, f, f), L.downW);
@@ -222,10 +229,11 @@ std::string gib(double bytes)
 class HfDecoder final : public PagedModel {
 public:
     HfDecoder(const std::string &name, const HfModelConfig &config, LlamaWeights weights,
-              const TorchPlacement &placement, std::shared_ptr<const TextTokenizer> tokenizer, std::string source)
+              const TorchPlacement &placement, std::shared_ptr<const TextTokenizer> tokenizer,
+              std::string source)
         : PagedModel(placement, name, m_trunk,
-                     KvPoolShape{config.layers, config.kvHeads, config.headDim, placement.dtype}, config.maxPositions,
-                     config.vocabSize),
+                     KvPoolShape{config.layers, config.kvHeads, config.headDim, placement.dtype},
+                     config.maxPositions, config.vocabSize),
           m_config(config), m_weights(std::move(weights)), m_trunk(m_config, m_weights),
           m_tokenizer(std::move(tokenizer)), m_source(std::move(source))
     {
@@ -265,14 +273,16 @@ bool isHfModelName(const std::string &name)
 Result<std::shared_ptr<Backend>> makeHfDecoder(const ModelSpec &spec)
 {
     const bool random = spec.name.rfind(kHfConfig, 0) == 0;
-    const std::string path = spec.name.substr(random ? std::string(kHfConfig).size() : std::string(kHf).size());
+    const std::string path =
+        spec.name.substr(random ? std::string(kHfConfig).size() : std::string(kHf).size());
     std::error_code ec;
     if (path.empty())
         return Status(StatusCode::InvalidArgument, "model '" + spec.name + "' names no path");
     const fs::path folder = random ? fs::path(path).parent_path() : fs::path(path);
     if (!random && !fs::is_directory(folder, ec))
-        return Status(StatusCode::NotFound, spec.name + ": " + path + " is not a folder (hf:FOLDER wants a "
-                                                                      "Hugging Face model folder)");
+        return Status(StatusCode::NotFound, spec.name + ": " + path +
+                                                " is not a folder (hf:FOLDER wants a "
+                                                "Hugging Face model folder)");
     auto config = loadHfConfig(random ? path : (folder / "config.json").string());
     if (!config)
         return config.status();
@@ -283,9 +293,9 @@ Result<std::shared_ptr<Backend>> makeHfDecoder(const ModelSpec &spec)
         if (!t)
             return t.status();
         if ((*t)->vocabSize() > config->vocabSize)
-            return Status(StatusCode::InvalidArgument, tokenizerFile.string() + " has " +
-                                                           std::to_string((*t)->vocabSize()) + " ids, the model " +
-                                                           std::to_string(config->vocabSize));
+            return Status(StatusCode::InvalidArgument,
+                          tokenizerFile.string() + " has " + std::to_string((*t)->vocabSize()) +
+                              " ids, the model " + std::to_string(config->vocabSize));
         tokenizer = *t;
     } else if (!random) {
         return Status(StatusCode::NotFound, spec.name + ": no tokenizer.json in " + folder.string());
@@ -300,14 +310,19 @@ Result<std::shared_ptr<Backend>> makeHfDecoder(const ModelSpec &spec)
     auto placement = prepareTorch(spec);
     if (!placement)
         return placement.status();
+    // A head size the device's attention kernel lacks is refused here, not
+    // at the first step (after minutes of loading weights).
+    if (const std::string problem = kernels::headDimProblem(config->headDim, placement->device.cuda);
+        !problem.empty())
+        return Status(StatusCode::InvalidArgument, spec.name + ": " + problem);
     // Weights that cannot fit are refused before anything is allocated.
     const double need = double(config->parameterCount()) * double(c10::elementSize(placement->dtype));
     const double free = double(availableDeviceMemory(placement->atDevice));
     if (need > free)
         return Status(StatusCode::ResourceExhausted,
                       spec.name + ": " + std::to_string(config->parameterCount()) + " parameters in " +
-                          placement->dtypeName + " need " + gib(need) + " on " + placement->device.name + ", " +
-                          gib(free) + " is free (before the KV cache)");
+                          placement->dtypeName + " need " + gib(need) + " on " + placement->device.name +
+                          ", " + gib(free) + " is free (before the KV cache)");
     const std::string name = spec.name;
     const std::string source = random ? "seeded random weights (seed " + std::to_string(spec.seed) + ")"
                                       : "weights from " + folder.string();
@@ -317,7 +332,8 @@ Result<std::shared_ptr<Backend>> makeHfDecoder(const ModelSpec &spec)
         const auto options = at::TensorOptions().dtype(placement->dtype).device(placement->atDevice);
         LlamaWeights weights;
         if (random) {
-            RandomSource src(options, config->initializerRange, deviceGenerator(placement->atDevice, spec.seed));
+            RandomSource src(options, config->initializerRange,
+                             deviceGenerator(placement->atDevice, spec.seed));
             weights = loadWeights(*config, src, options);
         } else {
             CheckpointSource src(checkpoint, options);
