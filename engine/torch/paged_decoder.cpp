@@ -8,8 +8,8 @@
 
 namespace bp {
 
-PagedDecoder::PagedDecoder(std::string name, const PagedTrunk &trunk, const KvPoolShape &shape, int maxPositions,
-                           const at::Device &device, bool cudaGraphs)
+PagedDecoder::PagedDecoder(std::string name, const PagedTrunk &trunk, const KvPoolShape &shape,
+                           int maxPositions, const at::Device &device, bool cudaGraphs)
     : m_name(std::move(name)), m_trunk(trunk), m_shape(shape), m_maxPositions(maxPositions), m_device(device),
       m_cudaGraphs(cudaGraphs)
 {
@@ -21,7 +21,7 @@ Status PagedDecoder::makeLocked(const KvPoolRequest &request)
     m_runner.reset();
     m_pool.reset();
     m_graphNote.clear();
-    auto pool = KvPool::create(m_shape, request, m_device);
+    auto pool = KvPool::create(m_shape, request, m_device, m_maxPositions);
     if (!pool)
         return pool.status();
     m_pool = std::move(*pool);
@@ -132,7 +132,8 @@ Status PagedDecoder::generate(const std::vector<const std::vector<TokenId> *> &p
     std::size_t next = 0;
     for (std::size_t i = 0; i < M; ++i) {
         const auto n = std::size_t(books.blocksFor(std::int64_t(prompts[i]->size()) + wants[i] - 1));
-        seqs[i].blocks.assign(blocks->begin() + std::ptrdiff_t(next), blocks->begin() + std::ptrdiff_t(next + n));
+        seqs[i].blocks.assign(blocks->begin() + std::ptrdiff_t(next),
+                              blocks->begin() + std::ptrdiff_t(next + n));
         next += n;
     }
 
