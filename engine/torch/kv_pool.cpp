@@ -31,7 +31,8 @@ std::int64_t cpuKvSpace()
 }
 
 Result<std::unique_ptr<KvPool>> KvPool::create(const KvPoolShape &shape, const KvPoolRequest &request,
-                                               const at::Device &device, int maxSequenceTokens)
+                                               const at::Device &device, int maxSequenceTokens,
+                                               std::int64_t measuredBlocks)
 {
     if (request.blockTokens < 1)
         return Status(StatusCode::InvalidArgument, "KV block size must be at least 1 token");
@@ -43,7 +44,9 @@ Result<std::unique_ptr<KvPool>> KvPool::create(const KvPoolShape &shape, const K
     const std::int64_t perBlock = perToken * request.blockTokens;
     std::int64_t blocks = 0;
     std::string sizing;
-    if (request.tokens > 0) {
+    if (measuredBlocks > 0) {
+        blocks = measuredBlocks; // the caller sized it (PagedDecoder, after a warm-up)
+    } else if (request.tokens > 0) {
         // Whole blocks, rounded down: the scheduler's books (whole blocks under
         // kv_cache_tokens) and the pool then hold the same number of tokens.
         blocks = request.tokens / request.blockTokens;

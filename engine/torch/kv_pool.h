@@ -46,8 +46,11 @@ public:
     // ResourceExhausted naming the bytes asked and free when the pool does not
     // fit; InvalidArgument for a request out of range.
     // `maxSequenceTokens`: the model's length (the CPU's sizing; 0: unknown).
+    // `measuredBlocks` > 0: that many blocks, sized by the caller (a CUDA
+    // pool after a warm-up, PagedDecoder), `request` kept as asked.
     static Result<std::unique_ptr<KvPool>> create(const KvPoolShape &shape, const KvPoolRequest &request,
-                                                  const at::Device &device, int maxSequenceTokens = 0);
+                                                  const at::Device &device, int maxSequenceTokens = 0,
+                                                  std::int64_t measuredBlocks = 0);
 
     KvBlockPool &books() { return m_books; }
     const KvBlockPool &books() const { return m_books; }
@@ -61,6 +64,7 @@ public:
     // one allocation): a head's rows of consecutive blocks are contiguous.
     at::Tensor &keys(int layer) { return m_keys[std::size_t(layer)]; }
     at::Tensor &values(int layer) { return m_values[std::size_t(layer)]; }
+    void setSizing(std::string sizing) { m_sizing = std::move(sizing); }
     // "8192 tokens (512 blocks of 16), 96.0 MiB BFloat16 on cuda:0, sized
     // kv_memory_fraction 0.90 of free memory"
     std::string describe() const;
