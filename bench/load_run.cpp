@@ -139,6 +139,11 @@ Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const Loa
     EngineOptions eo;
     eo.batching = o.config;
     eo.backend = backend;
+    // No memory probe for a paged model (one with steps): its batches are
+    // bounded by the KV pool's blocks, which the scheduler books, and the
+    // probe's synthetic prefills (n x the longest bucket) cost seconds on
+    // every run of a load sweep while telling nothing the books do not.
+    eo.probeMemory = backend->steps() == nullptr;
     auto created = Engine::create(eo);
     if (!created)
         return created.status();

@@ -45,8 +45,10 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(BatchingConfig config,
         // (continuous.kv_cache_tokens, kv_memory_fraction,
         // prefix_cache.block_tokens). Another engine holding blocks of it
         // keeps the pool as it is (Unavailable): this one books against it.
+        const int sequences = std::max({config.maxBatchSize, config.staticBatchSize,
+                                        config.hybrid.staticSizes.back(), config.continuous.maxNumSeqs});
         const KvPoolRequest kv{config.continuous.kvCacheTokens, config.continuous.kvMemoryFraction,
-                               config.prefixCache.blockTokens};
+                               config.prefixCache.blockTokens, sequences};
         if (Status s = backend->prepareKv(kv); !s && s.code() != StatusCode::Unavailable)
             return s;
     }

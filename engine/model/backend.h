@@ -114,6 +114,10 @@ struct KvPoolRequest {
     std::int64_t tokens = 0;     // > 0: this many slots (rounded down to whole blocks); 0: from memory
     double memoryFraction = 0.9; // of the device's free memory, when tokens is 0
     int blockTokens = 16;
+    // The most sequences the engine keeps at once (0: not known). On the
+    // CPU at tokens 0 the pool holds no more than they can use: this many
+    // sequences of the model's full length.
+    int sequences = 0;
     bool operator==(const KvPoolRequest &) const = default;
 };
 

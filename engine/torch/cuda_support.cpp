@@ -62,14 +62,12 @@ std::int64_t freeDeviceMemory(const at::Device &device)
 {
     if (device.is_cuda())
         return cudaMemInfo(device, true).free;
-    return std::min(hostMeminfo("MemAvailable"), kCpuKvCap);
+    return hostMeminfo("MemAvailable");
 }
 
 std::int64_t availableDeviceMemory(const at::Device &device)
 {
-    if (device.is_cuda())
-        return freeDeviceMemory(device);
-    return hostMeminfo("MemAvailable");
+    return freeDeviceMemory(device);
 }
 
 at::Generator deviceGenerator(const at::Device &device, std::uint64_t seed)

@@ -16,14 +16,13 @@
 
 namespace bp {
 
-// Memory a KV pool may take on `device`: CUDA, the device's free memory
-// (after handing libtorch's cached blocks back); CPU, the host's
-// MemAvailable, capped at kCpuKvCap (vLLM's CPU backend reserves 4 GiB for
-// its KV cache by default: VLLM_CPU_KVCACHE_SPACE).
+// Free memory on `device`: CUDA, the device's (after handing libtorch's
+// cached blocks back); CPU, the host's MemAvailable. A CPU KV pool takes at
+// most kCpuKvCap of it unless BATCHPILOT_CPU_KV_SPACE says otherwise
+// (kv_pool.h; vLLM's CPU backend reserves 4 GiB: VLLM_CPU_KVCACHE_SPACE).
 constexpr std::int64_t kCpuKvCap = std::int64_t(4) << 30;
 std::int64_t freeDeviceMemory(const at::Device &device);
-// What a model's weights may take: the device's free memory (CUDA) or the
-// host's MemAvailable, uncapped.
+// What a model's weights may take: the same, uncapped.
 std::int64_t availableDeviceMemory(const at::Device &device);
 // A generator on `device` seeded with `seed` (random weights drawn where they live).
 at::Generator deviceGenerator(const at::Device &device, std::uint64_t seed);

@@ -2,7 +2,9 @@
 
 #include "cuda_support.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 namespace bp {
 
@@ -17,8 +19,20 @@ std::string mib(double bytes)
 
 } // namespace
 
+std::int64_t cpuKvSpace()
+{
+    if (const char *env = std::getenv("BATCHPILOT_CPU_KV_SPACE"); env && *env) {
+        char *end = nullptr;
+        const double gib = std::strtod(env, &end);
+        if (end != env && *end == '\0' && gib > 0)
+            return std::int64_t(gib * double(std::int64_t(1) << 30));
+    }
+    return kCpuKvCap;
+}
+
 Result<std::unique_ptr<KvPool>> KvPool::create(const KvPoolShape &shape, const KvPoolRequest &request,
-                                               const at::Device &device)
+                                               const at::Device &device, int maxSequenceTokens,
+                                               std::int64_t measuredBlocks)
 {
     if (request.blockTokens < 1)
         return Status(StatusCode::InvalidArgument, "KV block size must be at least 1 token");
@@ -29,7 +43,10 @@ Result<std::unique_ptr<KvPool>> KvPool::create(const KvPoolShape &shape, const K
     const std::int64_t perToken = shape.bytesPerToken();
     const std::int64_t perBlock = perToken * request.blockTokens;
     std::int64_t blocks = 0;
-    if (request.tokens > 0) {
+    std::string sizing;
+    if (measuredBlocks > 0) {
+        blocks = measuredBlocks; // the caller sized it (PagedDecoder, after a warm-up)
+    } else if (request.tokens > 0) {
         // Whole blocks, rounded down: the scheduler's books (whole blocks under
         // kv_cache_tokens) and the pool then hold the same number of tokens.
         blocks = request.tokens / request.blockTokens;
@@ -37,9 +54,37 @@ Result<std::unique_ptr<KvPool>> KvPool::create(const KvPoolShape &shape, const K
             return Status(StatusCode::InvalidArgument, "kv_cache_tokens " + std::to_string(request.tokens) +
                                                            " holds no whole KV block of " +
                                                            std::to_string(request.blockTokens) + " tokens");
+        sizing = "kv_cache_tokens";
+    } else if (device.is_cpu()) {
+        // The CPU: what the engine's sequences can use (each at the model's
+        // full length), within the fraction of available memory and the
+        // BATCHPILOT_CPU_KV_SPACE cap; not gigabytes a small model never
+        // touches.
+        const std::int64_t space = cpuKvSpace();
+        const std::int64_t memory =
+            std::min(std::int64_t(double(freeDeviceMemory(device)) * request.memoryFraction), space);
+        blocks = memory / perBlock - 1;
+        sizing = "at most " + mib(double(space)) + " (BATCHPILOT_CPU_KV_SPACE)";
+        if (request.sequences > 0 && maxSequenceTokens > 0) {
+            const std::int64_t perSequence =
+                (maxSequenceTokens + request.blockTokens - 1) / request.blockTokens;
+            const std::int64_t useful = std::int64_t(request.sequences) * perSequence;
+            if (useful <= blocks) {
+                blocks = useful;
+                sizing = "for " + std::to_string(request.sequences) + " sequences of " +
+                         std::to_string(maxSequenceTokens) + " tokens";
+            }
+        }
+        if (blocks < 1)
+            return Status(StatusCode::ResourceExhausted,
+                          "no room for a KV cache on the CPU: " + mib(double(memory)) +
+                              " may be used, one block of " + std::to_string(request.blockTokens) +
+                              " tokens takes " + mib(double(perBlock)));
     } else {
         const std::int64_t free = freeDeviceMemory(device);
         blocks = std::int64_t(double(free) * request.memoryFraction) / perBlock - 1;
+        sizing =
+            "kv_memory_fraction " + std::to_string(request.memoryFraction).substr(0, 4) + " of free memory";
         if (blocks < 1)
             return Status(StatusCode::ResourceExhausted, "no room for a KV cache on " + device.str() + ": " +
                                                              mib(double(free)) + " free, one block of " +
@@ -60,7 +105,9 @@ Result<std::unique_ptr<KvPool>> KvPool::create(const KvPoolShape &shape, const K
                           " free: lower kv_cache_tokens or "
                           "kv_memory_fraction");
     }
-    return std::unique_ptr<KvPool>(new KvPool(shape, request, blocks, std::move(storage)));
+    auto pool = std::unique_ptr<KvPool>(new KvPool(shape, request, blocks, std::move(storage)));
+    pool->m_sizing = std::move(sizing);
+    return pool;
 }
 
 KvPool::KvPool(const KvPoolShape &shape, const KvPoolRequest &request, std::int64_t blocks,
@@ -78,7 +125,8 @@ std::string KvPool::describe() const
 {
     return std::to_string(capacityTokens()) + " tokens (" + std::to_string(m_books.totalBlocks()) +
            " blocks of " + std::to_string(blockTokens()) + "), " + mib(double(bytes())) + " " +
-           std::string(c10::toString(m_shape.dtype)) + " on " + m_storage.device().str();
+           std::string(c10::toString(m_shape.dtype)) + " on " + m_storage.device().str() +
+           (m_sizing.empty() ? std::string() : ", sized " + m_sizing);
 }
 
 } // namespace bp

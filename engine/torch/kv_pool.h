@@ -3,9 +3,14 @@
 // blockTokens, headDim] (a head's block is one contiguous run of
 // blockTokens × headDim), blocks whose books KvBlockPool keeps
 // (engine/model/kv_block_pool.h). Sized once, when an engine starts on the
-// model (Backend::prepareKv), from kv_cache_tokens or, at 0, from the
-// device's free memory times continuous.kv_memory_fraction
-// (cuda_support.h, freeDeviceMemory).
+// model (Backend::prepareKv), from kv_cache_tokens or, at 0:
+//  - CUDA: the device's free memory times continuous.kv_memory_fraction
+//    (cuda_support.h, freeDeviceMemory);
+//  - the CPU: what the engine's sequences can use (KvPoolRequest::sequences
+//    of the model's full length), within kv_memory_fraction of available
+//    memory and BATCHPILOT_CPU_KV_SPACE GiB (default 4, vLLM's
+//    VLLM_CPU_KVCACHE_SPACE), so that a small model does not reserve
+//    gigabytes. describe() (the start-up log line) says which bound sized it.
 //
 // Block 0 is scratch, never handed out: the padded rows of a CUDA-graph
 // decode step write their keys and values there.
@@ -40,8 +45,12 @@ class KvPool {
 public:
     // ResourceExhausted naming the bytes asked and free when the pool does not
     // fit; InvalidArgument for a request out of range.
+    // `maxSequenceTokens`: the model's length (the CPU's sizing; 0: unknown).
+    // `measuredBlocks` > 0: that many blocks, sized by the caller (a CUDA
+    // pool after a warm-up, PagedDecoder), `request` kept as asked.
     static Result<std::unique_ptr<KvPool>> create(const KvPoolShape &shape, const KvPoolRequest &request,
-                                                  const at::Device &device);
+                                                  const at::Device &device, int maxSequenceTokens = 0,
+                                                  std::int64_t measuredBlocks = 0);
 
     KvBlockPool &books() { return m_books; }
     const KvBlockPool &books() const { return m_books; }
@@ -55,7 +64,9 @@ public:
     // one allocation): a head's rows of consecutive blocks are contiguous.
     at::Tensor &keys(int layer) { return m_keys[std::size_t(layer)]; }
     at::Tensor &values(int layer) { return m_values[std::size_t(layer)]; }
-    // "8,192 slots (512 blocks of 16), 96.0 MiB bf16 on cuda:0"
+    void setSizing(std::string sizing) { m_sizing = std::move(sizing); }
+    // "8192 tokens (512 blocks of 16), 96.0 MiB BFloat16 on cuda:0, sized
+    // kv_memory_fraction 0.90 of free memory"
     std::string describe() const;
 
 private:
@@ -66,6 +77,10 @@ private:
     KvBlockPool m_books;
     at::Tensor m_storage; // [layers, 2, kvHeads, blocks, blockTokens, headDim]
     std::vector<at::Tensor> m_keys, m_values;
+    std::string m_sizing; // which bound sized it, for describe()
 };
+
+// The CPU pool's cap: BATCHPILOT_CPU_KV_SPACE (GiB, > 0), else kCpuKvCap.
+std::int64_t cpuKvSpace();
 
 } // namespace bp

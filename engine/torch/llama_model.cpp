@@ -3,6 +3,7 @@
 #include "cpu_kernels.h"
 
 #include "cuda_support.h"
+#include "kernels/head_dims.h"
 #include "kernels/paged_attention.h"
 #include "paged_model.h"
 
@@ -339,6 +340,11 @@ Result<std::shared_ptr<Backend>> makeHfDecoder(const ModelSpec &spec)
     auto placement = prepareTorch(spec);
     if (!placement)
         return placement.status();
+    // A head size the device's attention kernel lacks is refused here, not
+    // at the first step (after minutes of loading weights).
+    if (const std::string problem = kernels::headDimProblem(config->headDim, placement->device.cuda);
+        !problem.empty())
+        return Status(StatusCode::InvalidArgument, spec.name + ": " + problem);
     // Weights that cannot fit are refused before anything is allocated.
     const double need = double(config->parameterCount()) * double(c10::elementSize(placement->dtype));
     const double free = double(availableDeviceMemory(placement->atDevice));

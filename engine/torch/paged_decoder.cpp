@@ -4,15 +4,74 @@
 #include "torch_device.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <mutex>
 
 namespace bp {
 
-PagedDecoder::PagedDecoder(std::string name, const PagedTrunk &trunk, const KvPoolShape &shape, int maxPositions,
-                           const at::Device &device, bool cudaGraphs)
+PagedDecoder::PagedDecoder(std::string name, const PagedTrunk &trunk, const KvPoolShape &shape,
+                           int maxPositions, const at::Device &device, bool cudaGraphs)
     : m_name(std::move(name)), m_trunk(trunk), m_shape(shape), m_maxPositions(maxPositions), m_device(device),
       m_cudaGraphs(cudaGraphs)
 {
+}
+
+namespace {
+
+std::string mib(std::int64_t bytes)
+{
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(1 << 20));
+    return buf;
+}
+
+} // namespace
+
+Result<PagedDecoder::StepMemory> PagedDecoder::measureStepMemory(const KvPoolRequest &request)
+{
+    // A provisional pool just large enough for the largest step: kPrefillTokens
+    // prompt tokens as sequences of at most the model's length.
+    const std::int64_t B = request.blockTokens, total = kPrefillTokens;
+    const std::int64_t perSeq = std::min<std::int64_t>(m_maxPositions, total);
+    const std::int64_t sequences = (total + perSeq - 1) / perSeq, blocksPerSeq = (perSeq + B - 1) / B;
+    KvPoolRequest provisional = request;
+    provisional.tokens = sequences * blocksPerSeq * B;
+    auto pool = KvPool::create(m_shape, provisional, m_device, m_maxPositions);
+    if (!pool)
+        return pool.status();
+    auto blocks = (*pool)->books().allocate(sequences * blocksPerSeq);
+    if (!blocks)
+        return Status(StatusCode::Internal,
+                      m_name + ": the warm-up's provisional KV pool is short of blocks");
+    std::vector<PagedSequence> seqs(static_cast<std::size_t>(sequences));
+    std::vector<TokenId> zeros(std::size_t(perSeq), 0);
+    std::vector<PagedItem> items;
+    for (std::int64_t i = 0; i < sequences; ++i) {
+        seqs[std::size_t(i)].blocks.assign(blocks->begin() + i * blocksPerSeq,
+                                           blocks->begin() + (i + 1) * blocksPerSeq);
+        const std::int64_t n = std::min(perSeq, total - i * perSeq);
+        items.push_back(
+            {&seqs[std::size_t(i)], std::span<const TokenId>(zeros.data(), std::size_t(n)), true});
+    }
+    PagedRunner runner(m_trunk, **pool, m_device, m_maxPositions);
+    StepMemory m;
+    m.stepTokens = total;
+    synchronize(m_device);
+    resetPeakDeviceMemory(m_device);
+    const std::int64_t allocated = peakAllocatedDeviceMemory(m_device); // the peak is now what is held
+    (void)runner.run(items);
+    m.activations = std::max<std::int64_t>(0, peakAllocatedDeviceMemory(m_device) - allocated);
+    if (m_cudaGraphs) {
+        const std::int64_t before = reservedDeviceMemory(m_device);
+        try {
+            (void)runner.captureGraphs(PagedRunner::kGraphBuckets.back());
+            m.graphs = std::max<std::int64_t>(0, reservedDeviceMemory(m_device) - before);
+        } catch (const std::exception &) {
+            m.graphs = 0; // the real capture will fail the same way and say so
+        }
+    }
+    (*pool)->books().unref(*blocks);
+    return m;
 }
 
 Status PagedDecoder::makeLocked(const KvPoolRequest &request)
@@ -21,10 +80,38 @@ Status PagedDecoder::makeLocked(const KvPoolRequest &request)
     m_runner.reset();
     m_pool.reset();
     m_graphNote.clear();
-    auto pool = KvPool::create(m_shape, request, m_device);
+    // On CUDA at kv_cache_tokens 0 the pool is sized after a warm-up of the
+    // largest step and the graph captures (on a provisional pool): it takes
+    // kv_memory_fraction of what is free less what they need, not of the
+    // memory free before them (which left them to run out of it).
+    std::int64_t measuredBlocks = 0;
+    std::string sizing;
+    if (m_device.is_cuda() && request.tokens == 0) {
+        if (!(request.memoryFraction > 0 && request.memoryFraction <= 1))
+            return Status(StatusCode::InvalidArgument, "kv_memory_fraction must be in (0, 1]");
+        auto measured = measureStepMemory(request);
+        if (!measured)
+            return measured.status();
+        const std::int64_t free = freeDeviceMemory(m_device);
+        const std::int64_t perBlock = m_shape.bytesPerToken() * request.blockTokens;
+        const std::int64_t budget =
+            std::int64_t(double(free) * request.memoryFraction) - measured->activations - measured->graphs;
+        measuredBlocks = budget / perBlock - 1;
+        if (measuredBlocks < 1)
+            return Status(StatusCode::ResourceExhausted,
+                          m_name + ": no room for a KV cache on " + m_device.str() + ": " + mib(free) +
+                              " free, a step of " + std::to_string(measured->stepTokens) + " tokens needs " +
+                              mib(measured->activations) + " and the CUDA graphs " + mib(measured->graphs));
+        sizing = "after a warm-up step of " + std::to_string(measured->stepTokens) + " tokens (" +
+                 mib(measured->activations) + ") and the graphs (" + mib(measured->graphs) +
+                 "): kv_memory_fraction of " + mib(free) + " free, less those";
+    }
+    auto pool = KvPool::create(m_shape, request, m_device, m_maxPositions, measuredBlocks);
     if (!pool)
         return pool.status();
     m_pool = std::move(*pool);
+    if (!sizing.empty())
+        m_pool->setSizing(sizing);
     m_runner = std::make_unique<PagedRunner>(m_trunk, *m_pool, m_device, m_maxPositions);
     if (m_cudaGraphs && m_device.is_cuda()) {
         try {
@@ -132,7 +219,8 @@ Status PagedDecoder::generate(const std::vector<const std::vector<TokenId> *> &p
     std::size_t next = 0;
     for (std::size_t i = 0; i < M; ++i) {
         const auto n = std::size_t(books.blocksFor(std::int64_t(prompts[i]->size()) + wants[i] - 1));
-        seqs[i].blocks.assign(blocks->begin() + std::ptrdiff_t(next), blocks->begin() + std::ptrdiff_t(next + n));
+        seqs[i].blocks.assign(blocks->begin() + std::ptrdiff_t(next),
+                              blocks->begin() + std::ptrdiff_t(next + n));
         next += n;
     }
 

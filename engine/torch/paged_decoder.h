@@ -12,8 +12,10 @@
 //    live sequences between steps.
 //
 // The pool is sized by prepare() (Backend::prepareKv, called when an engine
-// starts on the model) or, when a path runs before that, from the defaults
-// (all of kv_memory_fraction's share of free memory). A different request
+// starts on the model) or, when a path runs before that, from the defaults.
+// On CUDA at kv_cache_tokens 0 it is sized after a warm-up of the largest
+// step (kPrefillTokens) and the graph captures, both run on a provisional
+// pool: kv_memory_fraction of free memory less what they took. A different request
 // re-creates the pool (and recaptures the graphs) only while no block is in
 // use; otherwise it is refused (Unavailable), and the pool in use stays.
 //
@@ -75,6 +77,14 @@ public:
     const KvPoolShape &shape() const { return m_shape; }
 
 private:
+    // What the largest step and the graph captures take on the device,
+    // measured on a provisional pool (CUDA; kv_cache_tokens 0).
+    struct StepMemory {
+        std::int64_t stepTokens = 0;
+        std::int64_t activations = 0; // the step's peak beyond what was held
+        std::int64_t graphs = 0;      // what the captures reserved
+    };
+    Result<StepMemory> measureStepMemory(const KvPoolRequest &request);
     Status makeLocked(const KvPoolRequest &request);
 
     std::string m_name;

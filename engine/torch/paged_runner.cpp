@@ -7,7 +7,7 @@
 
 namespace bp {
 
-const std::vector<int> PagedRunner::kGraphBuckets = {1,  2,  4,  8,   16,  24,  32,  48,  64,
+const std::vector<int> PagedRunner::kGraphBuckets = {1,  2,  4,   8,   16,  24,  32,  48, 64,
                                                      80, 96, 112, 128, 160, 192, 224, 256};
 
 PagedRunner::PagedRunner(const PagedTrunk &trunk, KvPool &pool, const at::Device &device, int maxPositions)
@@ -27,8 +27,8 @@ void PagedRunner::layout(std::span<const PagedItem> items, std::int64_t rows, st
     const auto padding = rows - std::int64_t(items.size());
     T += padding; // a padding row feeds one token and samples it
     N += padding;
-    std::int32_t *ids = out, *pos = out + T, *slots = out + 2 * T, *querySeq = out + 3 * T, *samples = out + 4 * T,
-                 *tables = out + 4 * T + N;
+    std::int32_t *ids = out, *pos = out + T, *slots = out + 2 * T, *querySeq = out + 3 * T,
+                 *samples = out + 4 * T, *tables = out + 4 * T + N;
     const std::int64_t B = m_pool.blockTokens();
     std::int64_t t = 0, n = 0;
     for (std::size_t i = 0; i < items.size(); ++i) {
@@ -82,7 +82,8 @@ PagedStepResult PagedRunner::run(std::span<const PagedItem> items, bool wantLogi
             decodeOnly = decodeOnly && item.tokens.size() == 1 && item.sample &&
                          std::int64_t(item.sequence->blocks.size()) <= m_graphWidth;
         if (decodeOnly && int(items.size()) <= m_maxGraphBatch) {
-            const auto bucket = std::lower_bound(kGraphBuckets.begin(), kGraphBuckets.end(), int(items.size()));
+            const auto bucket =
+                std::lower_bound(kGraphBuckets.begin(), kGraphBuckets.end(), int(items.size()));
             if (bucket != kGraphBuckets.end() && m_graphs->has(*bucket))
                 return runGraph(items, *bucket);
         }
@@ -92,16 +93,17 @@ PagedStepResult PagedRunner::run(std::span<const PagedItem> items, bool wantLogi
 
 PagedStepResult PagedRunner::runEager(std::span<const PagedItem> items, bool wantLogits)
 {
-    std::int64_t T = 0, N = 0, W = 1;
+    std::int64_t T = 0, N = 0;
+    const std::int64_t W = tableColumns(items);
     for (const PagedItem &item : items) {
         T += std::int64_t(item.tokens.size());
         N += item.sample;
-        W = std::max<std::int64_t>(W, std::int64_t(item.sequence->blocks.size()));
     }
     const auto S = std::int64_t(items.size());
     const std::int64_t size = 4 * T + N + S * W;
     at::Tensor host = stagingTensor(size, at::kInt, m_device);
     layout(items, S, W, host.data_ptr<std::int32_t>());
+    m_lastUploadColumns = W;
     at::Tensor packed = host;
     if (!m_device.is_cpu()) {
         packed = at::empty({size}, at::TensorOptions().dtype(at::kInt).device(m_device));
@@ -128,15 +130,33 @@ PagedStepResult PagedRunner::runEager(std::span<const PagedItem> items, bool wan
     return result;
 }
 
+std::int64_t PagedRunner::tableColumns(std::span<const PagedItem> items)
+{
+    std::int64_t width = 1;
+    for (const PagedItem &item : items)
+        width = std::max<std::int64_t>(width, std::int64_t(item.sequence->blocks.size()));
+    return width;
+}
+
 PagedStepResult PagedRunner::runGraph(std::span<const PagedItem> items, int bucket)
 {
     const std::lock_guard lock(m_graphMutex);
-    const auto index = std::size_t(std::find(kGraphBuckets.begin(), kGraphBuckets.end(), bucket) -
-                                   kGraphBuckets.begin());
+    const auto index =
+        std::size_t(std::find(kGraphBuckets.begin(), kGraphBuckets.end(), bucket) - kGraphBuckets.begin());
     at::Tensor &input = m_graphInputs[index];
-    at::Tensor host = stagingTensor(input.numel(), at::kInt, m_device);
-    layout(items, bucket, m_graphWidth, host.data_ptr<std::int32_t>());
-    input.copy_(host, /*non_blocking=*/true);
+    // Only the block-table columns this step's sequences use go up (the
+    // graph's table is m_graphWidth = maxPositions / blockTokens wide): a
+    // query reads its own row up to its position's block, and a padding
+    // row only column 0, so the columns past `width` are never read.
+    const std::int64_t width = tableColumns(items), head = 5 * std::int64_t(bucket);
+    at::Tensor host = stagingTensor(head + bucket * width, at::kInt, m_device);
+    layout(items, bucket, width, host.data_ptr<std::int32_t>());
+    input.narrow(0, 0, head).copy_(host.narrow(0, 0, head), /*non_blocking=*/true);
+    input.narrow(0, head, bucket * m_graphWidth)
+        .view({bucket, m_graphWidth})
+        .narrow(1, 0, width)
+        .copy_(host.narrow(0, head, bucket * width).view({bucket, width}), /*non_blocking=*/true);
+    m_lastUploadColumns = width;
     const at::Tensor &out = m_graphs->replay(bucket);
     const auto b = std::int64_t(items.size());
     at::Tensor nextHost = stagingTensor(b, at::kLong, m_device);
@@ -182,8 +202,9 @@ std::string PagedRunner::captureGraphs(int maxBatch)
         m_maxGraphBatch = largest;
     }
     char line[160];
-    std::snprintf(line, sizeof line, "CUDA graphs: %d decode steps captured (batch 1..%d) in %.0f ms, %.1f MiB",
-                  captured, largest, ms, mib);
+    std::snprintf(line, sizeof line,
+                  "CUDA graphs: %d decode steps captured (batch 1..%d) in %.0f ms, %.1f MiB", captured,
+                  largest, ms, mib);
     return line;
 }
 

@@ -7,7 +7,8 @@
 // A step's layout, for S sequences feeding T tokens and sampling N of them:
 //   ids, positions, slots, querySeq   int32 [T]   (slot: where the token's K/V go)
 //   sampleRows                        int32 [N]   (rows of the hidden states to sample)
-//   blockTables                       int32 [S, W] (W: the widest table in the step)
+//   blockTables                       int32 [S, W] (W: the widest table in the step;
+//                                     a graph replay uploads these W columns too)
 // all packed into one host buffer (page-locked on CUDA) and copied up in one
 // go; the greedy next tokens (argmax on the device) come back in one copy,
 // the step's one host-device synchronisation.
@@ -30,6 +31,7 @@
 
 #include <ATen/ATen.h>
 
+#include <atomic>
 #include <mutex>
 #include <span>
 #include <string>
@@ -90,14 +92,22 @@ public:
     // One step; throws (a torch error) on failure.
     PagedStepResult run(std::span<const PagedItem> items, bool wantLogits = false);
 
+    // The block-table columns a step uploads: its widest sequence's blocks
+    // (at least 1), for an eager step and a graph replay alike (a graph's
+    // table is wider; the columns past these are never read).
+    static std::int64_t tableColumns(std::span<const PagedItem> items);
+    // Those of the last step run (tests: the graph path's upload width).
+    std::int64_t lastUploadColumns() const { return m_lastUploadColumns; }
+
 private:
     PagedStepResult runEager(std::span<const PagedItem> items, bool wantLogits);
     PagedStepResult runGraph(std::span<const PagedItem> items, int bucket);
     // Fills `out` (int32) with the packed layout; `rows` >= items (padding
     // rows decode token 0 at position 0 into the scratch block).
-    void layout(std::span<const PagedItem> items, std::int64_t rows, std::int64_t width, std::int32_t *out) const;
-    StepTensors views(const at::Tensor &packed, std::int64_t tokens, std::int64_t sequences, std::int64_t samples,
-                      std::int64_t width) const;
+    void layout(std::span<const PagedItem> items, std::int64_t rows, std::int64_t width,
+                std::int32_t *out) const;
+    StepTensors views(const at::Tensor &packed, std::int64_t tokens, std::int64_t sequences,
+                      std::int64_t samples, std::int64_t width) const;
 
     const PagedTrunk &m_trunk;
     KvPool &m_pool;
@@ -107,6 +117,7 @@ private:
     std::unique_ptr<CudaGraphs> m_graphs;
     std::vector<at::Tensor> m_graphInputs; // per bucket index: the static packed buffer
     int m_maxGraphBatch = 0;
+    std::atomic<std::int64_t> m_lastUploadColumns{0};
 };
 
 } // namespace bp

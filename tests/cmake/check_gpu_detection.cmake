@@ -1,7 +1,7 @@
 # The quick start's GPU detection, with a fake nvidia-smi:
 # configuring on a machine whose nvidia-smi lists a GPU compiles the CUDA
 # kernels for that GPU's compute capability; with no nvidia-smi (or one that
-# fails, as on a box without the driver) for sm_90, and the CUDA paths still
+# fails, as on a box without the driver) for sm_80, sm_90, sm_100 and PTX, and the CUDA paths still
 # compile. Usage: cmake -DSOURCE_DIR=<repo> -DWORK_DIR=<tmp> -P check_gpu_detection.cmake
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}/bin")
@@ -37,4 +37,4 @@ configure(a100 "NVIDIA A100-SXM4-80GB, 8.0"
   "CUDA kernels for this machine's GPU: NVIDIA A100-SXM4-80GB (sm_8.0);arch=compute_80,code=sm_80;CUDA=ON")
 configure(h200 "NVIDIA H200, 9.0"
   "CUDA kernels for this machine's GPU: NVIDIA H200 (sm_9.0);arch=compute_90,code=sm_90;CUDA=ON")
-configure(none "" "no GPU seen by nvidia-smi;arch=compute_90,code=sm_90;CUDA=ON")
+configure(none "" "no GPU seen by nvidia-smi;arch=compute_80,code=sm_80;arch=compute_90,code=sm_90;arch=compute_100,code=sm_100;arch=compute_100,code=compute_100;CUDA=ON")

@@ -22,14 +22,18 @@ constexpr bool cudaAttentionSupports(int headDim)
 // otherwise why not, naming the sizes they do handle.
 inline std::string headDimProblem(int headDim, bool cuda)
 {
-    if (cuda && !cudaAttentionSupports(headDim))
-        return "head size " + std::to_string(headDim) +
-               " has no CUDA paged-attention kernel (built for 32, 64, 96, 128 and 256); run it with "
-               "--device cpu";
-    if (!cuda && (headDim < 1 || headDim > kCpuMaxHeadDim))
-        return "head size " + std::to_string(headDim) + " is outside the CPU paged-attention kernel's 1.." +
-               std::to_string(kCpuMaxHeadDim);
-    return {};
+    // Appended piece by piece: GCC 12 warns (-Warray-bounds, a false
+    // positive) on "literal" + std::to_string(...) chains inlined here.
+    std::string out;
+    if (cuda && !cudaAttentionSupports(headDim)) {
+        out.append("head size ").append(std::to_string(headDim));
+        out.append(" has no CUDA paged-attention kernel (built for 32, 64, 96, 128 and 256); run it with "
+                   "--device cpu");
+    } else if (!cuda && (headDim < 1 || headDim > kCpuMaxHeadDim)) {
+        out.append("head size ").append(std::to_string(headDim));
+        out.append(" is outside the CPU paged-attention kernel's 1..").append(std::to_string(kCpuMaxHeadDim));
+    }
+    return out;
 }
 
 } // namespace bp::kernels

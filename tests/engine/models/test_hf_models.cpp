@@ -10,6 +10,7 @@
 #include "engine/model/backend.h"
 #include "engine/model/hf_config.h"
 #include "engine/model/model_registry.h"
+#include "engine/torch/kernels/head_dims.h"
 #include "engine/torch/tiny_decoder.h"
 #include "model_test_util.h"
 
@@ -275,6 +276,20 @@ private slots:
         j = config;
         j["num_key_value_heads"] = 3;
         QVERIFY(write(j).message().find("multiple of num_key_value_heads") != std::string::npos);
+        // A head size no attention kernel handles is refused at load, before
+        // any weight is made (the CPU kernel's limit is 512; CUDA's sizes are
+        // 32, 64, 96, 128 and 256, kernels/head_dims.h).
+        j = config;
+        j["head_dim"] = 520;
+        const Status wide = write(j);
+        QCOMPARE(wide.code(), StatusCode::InvalidArgument);
+        QVERIFY2(wide.message().find("head size 520 is outside the CPU paged-attention kernel's 1..512") !=
+                     std::string::npos,
+                 wide.message().c_str());
+        QVERIFY(kernels::headDimProblem(80, true).find("no CUDA paged-attention kernel") !=
+                std::string::npos);
+        QVERIFY(kernels::headDimProblem(128, true).empty());
+        QVERIFY(kernels::headDimProblem(80, false).empty());
         // Llama 3 70B's shape: refused before anything is allocated, saying what it needs
         j = config;
         j["hidden_size"] = 8192;

@@ -10,6 +10,8 @@
 #include "engine/model/backend.h"
 #include "engine/model/device_check.h"
 #include "engine/model/model_registry.h"
+#include "engine/torch/cuda_plugin.h"
+#include "engine/torch/paged_runner.h"
 #include "engine/torch/torch_device.h"
 #include "model_test_util.h"
 
@@ -97,6 +99,50 @@ private slots:
             QVERIFY2(l.passed, qPrintable(QString::fromStdString(l.name + ": " + l.detail)));
     }
 
+    // Only the block-table columns a step's sequences use are uploaded,
+    // on the eager path and a graph replay alike (PagedRunner::tableColumns),
+    // not the graph table's maxPositions / blockTokens columns.
+    void aStepUploadsOnlyTheTableColumnsItUses()
+    {
+        std::vector<PagedSequence> seqs(3);
+        seqs[0].blocks = {1};
+        seqs[1].blocks = {2, 3, 4};
+        seqs[2].blocks = {5, 6, 7, 8, 9, 10, 11};
+        const TokenId token = 1;
+        std::vector<PagedItem> items;
+        for (const PagedSequence &seq : seqs)
+            items.push_back({&seq, std::span<const TokenId>(&token, 1), true});
+        QCOMPARE(PagedRunner::tableColumns(items), std::int64_t(7));
+        QCOMPARE(PagedRunner::tableColumns(std::span<const PagedItem>(items).first(2)), std::int64_t(3));
+        QCOMPARE(PagedRunner::tableColumns({}), std::int64_t(1));
+    }
+
+    // A capture that fails once it has begun (the test hook) is ended, the
+    // graphs are dropped and every step runs eagerly; the model serves on.
+    // Only a GPU can run it: on the CPU no graph is ever captured.
+    void aFailedCaptureFallsBackToEagerOnCuda()
+    {
+        if (torchCudaDeviceCount() == 0)
+            QSKIP("no CUDA device here: the capture fallback needs one (bench/gpu/check.sh runs this)");
+        ModelSpec spec = testSpec("builtin:tiny-decoder");
+        spec.device = "cuda";
+        auto backend = createOrFail(spec);
+        QVERIFY(backend);
+        failNextGraphCapture();
+        QVERIFY(backend->prepareKv({4096, 0.9, 16}).isOk());
+        std::string notes;
+        for (const std::string &line : backend->notes())
+            notes += line + "\n";
+        QVERIFY2(notes.find("CUDA graphs: capture failed, every step runs eagerly") != std::string::npos &&
+                     notes.find("test hook") != std::string::npos,
+                 notes.c_str());
+        std::vector<StepOutcome> out;
+        QVERIFY(backend->steps()->step({{1, {1, 2, 3}, true}}, out).isOk());
+        QVERIFY(out[0].status.isOk());
+        QVERIFY(backend->steps()->step({{1, {out[0].next}, true}}, out).isOk()); // a decode, eagerly
+        QVERIFY(out[0].status.isOk());
+    }
+
     void aStepOf32SequencesDispatchesTheOpsOfOne()
     {
         ModelSpec spec = testSpec("builtin:tiny-decoder");
@@ -117,7 +163,7 @@ private slots:
         for (std::size_t i = 0; i < 31; ++i)
             mixed.push_back({items[i].sequence, {out[i].next}, true});
         QVERIFY(steps.step({{33, randomTokens(rng, 40), false}}, out).isOk()); // its first chunk
-        mixed.push_back({33, randomTokens(rng, 24), false});                  // mid-prefill: no sample
+        mixed.push_back({33, randomTokens(rng, 24), false});                   // mid-prefill: no sample
         QCOMPARE(mixed.size(), std::size_t(32));
         std::vector<StepOutcome> mixedOut;
         const auto many = opsDuring([&] { QVERIFY(steps.step(mixed, mixedOut).isOk()); });

@@ -95,6 +95,14 @@ GenerateOptions withLogits(bool cache = true)
     return o;
 }
 
+std::string joinedNotes(const Backend &model)
+{
+    std::string all;
+    for (const std::string &line : model.notes())
+        all += line + "\n";
+    return all;
+}
+
 // A pool of `tokens` slots (0: from memory) in blocks of `block` tokens.
 bool preparePool(DecoderModel &model, std::int64_t tokens, int block)
 {
@@ -254,6 +262,20 @@ private slots:
         QVERIFY(fromMemory > 1000);
         QVERIFY(preparePool(*model, 0, 16)); // the same request: nothing changes
         QCOMPARE(model->steps()->kvPool().capacityTokens, fromMemory);
+        // The CPU pool from what the engine's sequences can use: 3 of the
+        // model's full length (whole blocks), and the start-up line says so.
+        {
+            const int length = model->info().maxSequenceLength;
+            QVERIFY(model->prepareKv({0, 0.9, 16, 3}).isOk());
+            QCOMPARE(model->steps()->kvPool().capacityTokens, std::int64_t(3) * ((length + 15) / 16) * 16);
+            const std::string line = joinedNotes(*model);
+            QVERIFY2(line.find("sized for 3 sequences of ") != std::string::npos, line.c_str());
+            // More sequences than memory allows: the memory bound, named.
+            QVERIFY(model->prepareKv({0, 0.9, 16, 1000000}).isOk());
+            QVERIFY(model->steps()->kvPool().capacityTokens > std::int64_t(3) * length);
+            QVERIFY(joinedNotes(*model).find("(BATCHPILOT_CPU_KV_SPACE)") != std::string::npos);
+            QVERIFY(preparePool(*model, 0, 16));
+        }
         // in use: another size is refused and the pool stays
         std::vector<StepOutcome> out;
         QVERIFY(model->steps()->step({{1, {1, 2, 3}, true}}, out).isOk());
