@@ -13,7 +13,7 @@
 # root after the install, to show that the checks fail when a library the
 # package should carry is missing. --keep-root leaves the root for a look.
 # --reuse-debs checks the packages a previous run left in BUILD_DIR instead of
-# packing again (xz: ~2-5 min here).
+# building and packing again (xz: 5-10 min here).
 # Needs root (or sudo): debootstrap, chroot and mounts. Costs, on 2 cores
 # with the build done: packing ~1 min, the root ~1 min the first time (then a
 # cached tarball, seconds), apt in the root ~1 min (about 60 MB of Debian's
@@ -73,10 +73,10 @@ step "build and package ($BUILD)"
 if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
   cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBATCHPILOT_TESTS=OFF
 fi
-cmake --build "$BUILD" -j"$JOBS"
 if [[ $REUSE_DEBS -eq 1 && -n "$(ls "$BUILD"/batchpilot_*.deb 2>/dev/null)" ]]; then
-  echo "   (--reuse-debs: the packages already in $BUILD)"
+  echo "   (--reuse-debs: the packages already in $BUILD, not built again)"
 else
+  cmake --build "$BUILD" -j"$JOBS"
   rm -f "$BUILD"/batchpilot*_*.deb
   (cd "$BUILD" && cpack -G DEB >"$BUILD/cpack.log" 2>&1) || { tail -30 "$BUILD/cpack.log"; die "cpack failed"; }
 fi
