@@ -171,7 +171,7 @@ for m in proc dev; do
   MOUNTS+=("$ROOT/$m")
 done
 inroot() { $SUDO chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
-ok "$(inroot sh -c 'echo Debian $(cat /etc/debian_version); dpkg-query -W | wc -l') packages, no batchpilot, no libtorch: $(inroot sh -c 'ls /usr/lib/batchpilot 2>&1 | head -1')"
+ok "$(inroot sh -c 'echo "Debian $(cat /etc/debian_version), $(dpkg-query -W | wc -l) packages"'); /usr/lib/batchpilot: $(inroot sh -c 'test -e /usr/lib/batchpilot && echo present || echo absent')"
 
 step "apt installs the package(s) in the root"
 mkdir -p "$ROOT/tmp/debs"
