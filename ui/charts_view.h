@@ -24,6 +24,9 @@ class QValueAxis;
 namespace bp::ui {
 
 class TimeChartView;
+namespace charts {
+struct WindowPoints;
+}
 
 class ChartsView : public QWidget {
     Q_OBJECT
@@ -75,8 +78,20 @@ protected:
     void showEvent(QShowEvent *event) override;
 
 private:
+    // The builders (charts_view_build.cpp), in the order the constructor calls
+    // them.
+    void buildLatencyChart();
+    void buildThroughputChart();
+    void buildUtilizationChart();
+    void buildQueueCharts();
+    void buildGenerationCharts();
+    void buildBatchSizeChart();
+    void layOut();
+
     void scheduleRedraw();
     void redraw();
+    void drawGeneration(const charts::WindowPoints &points);
+    void drawMarkers(double now);
     void redrawBatchSizes();
     void setUtilizationMode(bool gpu, const QString &gpuName, int cores);
     void showSlos(const GoodputSlos &slos, bool kvBounded);

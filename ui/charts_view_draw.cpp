@@ -28,20 +28,7 @@ void ChartsView::redraw()
         return;
     }
     const double now = m_history.latest().t;
-    const std::size_t first = m_history.firstAtOrAfter(now - m_windowS - 1);
-    const qsizetype n = qsizetype(m_history.size() - first);
-
-    auto points = [&](Field field) {
-        QList<QPointF> out;
-        out.reserve(n);
-        for (std::size_t i = first; i < m_history.size(); ++i) {
-            const ChartSample &s = m_history.at(i);
-            const double v = s.*field;
-            if (!std::isnan(v))
-                out.append(QPointF(s.t - now, v));
-        }
-        return out;
-    };
+    const WindowPoints points{m_history, m_history.firstAtOrAfter(now - m_windowS - 1), now};
     m_latency->setPoints(TotalP50, points(&ChartSample::totalP50Ms));
     m_latency->setPoints(TotalP90, points(&ChartSample::totalP90Ms));
     m_latency->setPoints(TotalP99, points(&ChartSample::totalP99Ms));
@@ -62,31 +49,42 @@ void ChartsView::redraw()
     m_queue->setPoints(0, points(&ChartSample::queueDepth));
     m_padding->setPoints(Padding, points(&ChartSample::paddingPercent));
     m_padding->setPoints(MeanBatch, points(&ChartSample::meanBatchSize));
-    if (m_generative) {
-        const ChartSample &last = m_history.latest();
-        showSlos(m_history.slos(), !std::isnan(last.kvPercent));
-        m_tokens->setPoints(TtftP50, points(&ChartSample::ttftP50Ms));
-        m_tokens->setPoints(TtftP99, points(&ChartSample::ttftP99Ms));
-        m_tokens->setPoints(TpotP50, points(&ChartSample::tpotP50Ms));
-        m_tokens->setPoints(TpotP99, points(&ChartSample::tpotP99Ms));
-        // A SLO is a level across the window (it may have changed in it, but
-        // the chart shows the one in force, as the control panel does).
-        auto level = [&](double v) {
-            return v > 0 ? QList<QPointF>{QPointF(-m_windowS, v), QPointF(0, v)} : QList<QPointF>{};
-        };
-        m_tokens->setPoints(TtftSlo, level(m_history.slos().ttftMs));
-        m_tokens->setPoints(TpotSlo, level(m_history.slos().tpotMs));
-        m_throughput->setPoints(Goodput, m_history.slos().any() ? points(&ChartSample::goodputPerS)
-                                                                : QList<QPointF>{});
-        m_sequences->setPoints(Running, points(&ChartSample::runningSequences));
-        m_sequences->setPoints(Waiting, points(&ChartSample::waitingSequences));
-        m_sequences->setPoints(
-            Kv, points(std::isnan(last.kvPercent) ? &ChartSample::kvTokens : &ChartSample::kvPercent));
-        m_sequences->setPoints(PrefixHits,
-                               points(std::isnan(last.kvPercent) ? &ChartSample::prefixCacheTokens
-                                                                 : &ChartSample::prefixHitPercent));
-    }
+    if (m_generative)
+        drawGeneration(points);
+    drawMarkers(now);
+    redrawBatchSizes();
+    emit redrawn();
+}
 
+// TTFT/TPOT with their SLOs, goodput, running and waiting sequences, the KV cache.
+void ChartsView::drawGeneration(const WindowPoints &points)
+{
+    const ChartSample &last = m_history.latest();
+    showSlos(m_history.slos(), !std::isnan(last.kvPercent));
+    m_tokens->setPoints(TtftP50, points(&ChartSample::ttftP50Ms));
+    m_tokens->setPoints(TtftP99, points(&ChartSample::ttftP99Ms));
+    m_tokens->setPoints(TpotP50, points(&ChartSample::tpotP50Ms));
+    m_tokens->setPoints(TpotP99, points(&ChartSample::tpotP99Ms));
+    // A SLO is a level across the window (it may have changed in it, but
+    // the chart shows the one in force, as the control panel does).
+    auto level = [&](double v) {
+        return v > 0 ? QList<QPointF>{QPointF(-m_windowS, v), QPointF(0, v)} : QList<QPointF>{};
+    };
+    m_tokens->setPoints(TtftSlo, level(m_history.slos().ttftMs));
+    m_tokens->setPoints(TpotSlo, level(m_history.slos().tpotMs));
+    m_throughput->setPoints(Goodput,
+                            m_history.slos().any() ? points(&ChartSample::goodputPerS) : QList<QPointF>{});
+    m_sequences->setPoints(Running, points(&ChartSample::runningSequences));
+    m_sequences->setPoints(Waiting, points(&ChartSample::waitingSequences));
+    m_sequences->setPoints(
+        Kv, points(std::isnan(last.kvPercent) ? &ChartSample::kvTokens : &ChartSample::kvPercent));
+    m_sequences->setPoints(PrefixHits, points(std::isnan(last.kvPercent) ? &ChartSample::prefixCacheTokens
+                                                                         : &ChartSample::prefixHitPercent));
+}
+
+// A marker at every config change in the window, on every time chart, which rescale.
+void ChartsView::drawMarkers(double now)
+{
     std::vector<TimeChartView::Marker> markers;
     for (const ConfigMarker &m : m_history.markers()) {
         if (m.t < now - m_windowS)
@@ -101,8 +99,6 @@ void ChartsView::redraw()
         c->rescale();
         c->setMarkers(markers);
     }
-    redrawBatchSizes();
-    emit redrawn();
 }
 
 void ChartsView::setPrediction(std::uint64_t configVersion, const QString &label, double p99Ms,

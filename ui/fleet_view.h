@@ -41,13 +41,15 @@ class QBarSet;
 class QScatterSeries;
 class QStandardItem;
 class QComboBox;
+class QChartView;
+class QHBoxLayout;
 class QLabel;
+class QPushButton;
 class QLineSeries;
 class QXYSeries;
 class QStandardItemModel;
 class QTableView;
 class QChart;
-class QChartView;
 
 namespace bp {
 class TraceStore;
@@ -58,11 +60,13 @@ namespace bp::ui {
 class SessionListModel;
 class TraceListModel;
 struct AutoscaleDrawing;
+struct FleetListing;
 
 class FleetView : public QWidget {
     Q_OBJECT
 public:
-    // `traces` and `sessions` (the Traces dock's lists, may be null) are the sources offered.
+    // `traces` and `sessions` (the Traces dock's lists, may be null) are the
+    // sources offered.
     FleetView(std::shared_ptr<TraceStore> store, TraceListModel *traces, SessionListModel *sessions,
               QWidget *parent = nullptr);
     ~FleetView() override;
@@ -86,22 +90,25 @@ public:
     QBarSet *busySet() const { return m_busySet; }
     const std::optional<StoredPlan> &plan() const { return m_shown; }
 
-    // The autoscaler replays of the picked trace (newest first; empty for a session).
+    // The autoscaler replays of the picked trace (newest first; empty for a
+    // session).
     QComboBox *autoscaleBox() const { return m_autoscale; }
     QLabel *autoscaleSummary() const { return m_autoscaleSummary; }
     // "Replicas over time" for the picked run, x in autoscaleUnitS() seconds
     // (hours for a span of 2 h or more, as the plan's chart): step lines
     // with a point where the value changes (the envelope past 1600 points:
-    // fleet_view_autoscale.cpp) — serving (ready), billed (ready +
+    // fleet_view_drawing.cpp) — serving (ready), billed (ready +
     // starting + draining), wanted (dashed) — and the plan's replicas per
     // window (two points a window; empty without a plan).
     QLineSeries *autoscaleServingSeries() const { return m_asServing; }
     QLineSeries *autoscaleBilledSeries() const { return m_asBilled; }
     QLineSeries *autoscaleWantedSeries() const { return m_asWanted; }
     QLineSeries *autoscalePlanSeries() const { return m_asPlan; }
-    // A point per window with cold-start misses: its middle, its mean billed replicas.
+    // A point per window with cold-start misses: its middle, its mean billed
+    // replicas.
     QScatterSeries *coldMissSeries() const { return m_asColdMisses; }
-    // Those windows' cold-start misses, in the series' order (also its points' tooltips).
+    // Those windows' cold-start misses, in the series' order (also its points'
+    // tooltips).
     const QList<int> &coldMissCounts() const { return m_coldMissCounts; }
     double autoscaleUnitS() const { return m_autoscaleUnitS; }
     std::optional<std::int64_t> autoscaleRunId() const { return m_autoscaleShown; }
@@ -126,9 +133,34 @@ signals:
     void failed(const QString &message);
 
 private:
+    // The builders (fleet_view_build.cpp), in the order the constructor calls
+    // them.
+    QHBoxLayout *buildSourceRow(TraceListModel *traces, QPushButton *&refresh);
+    QChartView *buildPlanChart();
+    void buildAutoscalePanel();
+    QChartView *buildAutoscaleChart();
+    QChartView *buildLoadChart();
+    void buildTables();
+    void layOut(QHBoxLayout *top, QChartView *planView, QChartView *loadView);
+    void connectControls(QPushButton *refresh);
+    void coldMissHovered(const QPointF &point, bool state);
+
     void sourceChanged();
+    void showListing(FleetListing &listing, bool session, std::int64_t id);
+    void listPlans(const std::vector<PlanHeadline> &plans);
+    void showFleetReplicas(std::int64_t id, const std::vector<StoredReplica> &replicas, double spanS);
+    void clearPlan(bool session, std::int64_t id);
     void loadPlan();
+    // A plan's drawing (fleet_view_plan.cpp).
     void showPlan(StoredPlan plan);
+    struct PlanPeak {
+        int replicas = 0, row = -1,
+            unmet = 0; // the peak window's replicas and row; windows not met
+    };
+    void resetRouterSeries(const nlohmann::json &routers);
+    PlanPeak addPlanWindows(const nlohmann::json &windows, const nlohmann::json &routers, double unit,
+                            double windowS, int maxReplicas);
+    void placePlanSeries(double spanS, double unit, int peak);
     void showReplicas(const QStringList &labels, const QList<double> &busy);
     void listAutoscaleRuns(const std::vector<AutoscaleHeadline> &runs);
     void clearAutoscaleChart();
@@ -141,7 +173,8 @@ private:
     JobTracker m_planJobs{this, &m_pool};
     JobTracker m_autoscaleJobs{this, &m_pool};
     std::optional<StoredPlan> m_shown;
-    bool m_fleetSession = false; // the source has replica_figures rows (shown instead of a window's)
+    bool m_fleetSession = false; // the source has replica_figures rows (shown
+                                 // instead of a window's)
 
     SourcePicker *m_source = nullptr;
     QComboBox *m_plan = nullptr;
@@ -182,6 +215,8 @@ Result<AutoscaleDrawing> autoscaleDrawing(const StoredAutoscaleRun &run);
 
 // "1 h", "10 min", "30 s".
 QString windowLength(double seconds);
+// Replica-hours as the view prints them: "12.5", "130".
+QString replicaHours(double h);
 // A read-only table cell; `value` (Qt::UserRole, right-aligned) when valid.
 QStandardItem *fleetCell(const QString &text, const QVariant &value = {});
 

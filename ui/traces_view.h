@@ -15,10 +15,15 @@
 
 #include <memory>
 
+class QHBoxLayout;
 class QLabel;
 class QProgressBar;
 class QPushButton;
 class QTableView;
+
+namespace bp {
+struct ImportResult;
+}
 
 namespace bp::ui {
 
@@ -60,7 +65,8 @@ public slots:
     void replaySelectedTrace();
     void replaySelectedSession();
     void askAndReplay(const ReplaySource &source);
-    void replay(const ReplayOptions &options, const std::optional<remote::RemoteOptions> &remote = std::nullopt);
+    void replay(const ReplayOptions &options,
+                const std::optional<remote::RemoteOptions> &remote = std::nullopt);
     void compareSelected();
     void cancelJob();
     void deleteSelected();
@@ -84,6 +90,17 @@ signals:
     void sampleOffered();
 
 private:
+    // The builders and wiring (traces_view_build.cpp), in the order the
+    // constructor calls them.
+    QWidget *buildTraceBox();
+    QWidget *buildSessionBox(QPushButton *&refreshButton);
+    QHBoxLayout *buildJobRow();
+    QPushButton *buildSampleOffer();
+    void connectButtons(QPushButton *refreshButton, QPushButton *dismiss);
+    void connectJobs();
+    void importDone(const ImportResult &r);
+    void replayDone(const ReplayOutcome &o);
+
     void startJobUi(const QString &text);
     void finishJobUi(const QString &text, bool error = false);
     void updateButtons();

@@ -9,13 +9,39 @@ ArrivalPlan::ArrivalPlan(std::span<const PlannedArrival> arrivals, TimePoint sta
 {
 }
 
+ArrivalPlan::ArrivalPlan(TimePoint start, int vocabSize)
+    : m_start(start), m_vocab(std::max(1, vocabSize)), m_live(true)
+{
+}
+
+std::size_t ArrivalPlan::add(PlannedArrival a)
+{
+    const std::size_t position = size();
+    if (a.previous >= 0)
+        m_window[std::size_t(a.previous) - m_base].next = std::ptrdiff_t(position);
+    m_window.push_back(std::move(a));
+    return position;
+}
+
+void ArrivalPlan::forgetBefore(std::size_t position)
+{
+    for (; m_base < position && !m_window.empty(); ++m_base)
+        m_window.pop_front();
+    m_open = std::max(m_open, m_base); // forgotten positions are no open-loop arrivals left
+}
+
+void ArrivalPlan::skipFollowUps()
+{
+    while (m_open < size() && (*this)[m_open].followUp())
+        ++m_open;
+}
+
 std::optional<ArrivalPlan::Due> ArrivalPlan::next()
 {
-    while (m_open < m_arrivals.size() && m_arrivals[m_open].followUp())
-        ++m_open;
+    skipFollowUps();
     std::optional<Due> due;
-    if (m_open < m_arrivals.size())
-        due = Due{m_start + m_arrivals[m_open].offset, m_open};
+    if (m_open < size())
+        due = Due{m_start + (*this)[m_open].offset, m_open};
     if (const auto r = m_book.nextReleased();
         r && (!due || r->at < due->at || (r->at == due->at && r->order < due->index)))
         due = Due{r->at, std::size_t(r->key)};
@@ -30,9 +56,8 @@ std::optional<TimePoint> ArrivalPlan::releasedAt() const
 
 bool ArrivalPlan::more()
 {
-    while (m_open < m_arrivals.size() && m_arrivals[m_open].followUp())
-        ++m_open;
-    return m_open < m_arrivals.size() || m_book.anyReleased();
+    skipFollowUps();
+    return m_open < size() || m_book.anyReleased();
 }
 
 void ArrivalPlan::take(const Due &due)
@@ -45,7 +70,7 @@ void ArrivalPlan::take(const Due &due)
 
 std::vector<TokenId> ArrivalPlan::prompt(std::size_t index, std::vector<TokenId> own)
 {
-    const PlannedArrival &a = m_arrivals[index];
+    const PlannedArrival &a = (*this)[index];
     if (!a.followUp())
         return own;
     return m_book.nextPrompt(std::uint64_t(a.previous), a.conversation, a.turn, own, m_vocab);
@@ -53,19 +78,19 @@ std::vector<TokenId> ArrivalPlan::prompt(std::size_t index, std::vector<TokenId>
 
 void ArrivalPlan::sent(std::size_t index, const std::vector<TokenId> &prompt)
 {
-    const PlannedArrival &a = m_arrivals[index];
+    const PlannedArrival &a = (*this)[index];
     if (a.next >= 0)
         m_book.sent(index, prompt, a.maxNewTokens);
 }
 
 void ArrivalPlan::ended(std::size_t index, TimePoint at, std::vector<TokenId> answer)
 {
-    const PlannedArrival &a = m_arrivals[index];
+    const PlannedArrival &a = (*this)[index];
     if (a.next < 0)
         return;
     const auto next = std::size_t(a.next);
     m_book.ended(index, std::move(answer));
-    m_book.release(at + m_arrivals[next].think, next, next);
+    m_book.release(at + (*this)[next].think, next, next);
 }
 
 } // namespace bp

@@ -5,14 +5,21 @@
 // at their offsets merged with the follow-up turns the conversation book
 // (conversation_book.h) releases, each `think` after its previous turn ended.
 //
-// Not thread-safe: the replay driver locks around it (completions arrive
-// on engine or client threads); the simulator is single-threaded.
+// A live plan (the traffic pacer's, traffic_pacer.h) starts empty and owns
+// the arrivals that add() appends as a schedule draws them; it forgets
+// those its caller is done with (forgetBefore()), so an unlimited load
+// keeps only a window.
+//
+// Not thread-safe: the replay driver and the pacer lock around it
+// (completions arrive on engine or client threads); the simulator is
+// single-threaded.
 #pragma once
 
 #include "conversation_book.h"
 #include "trace_csv.h"
 
 #include <cstddef>
+#include <deque>
 #include <optional>
 #include <span>
 #include <vector>
@@ -51,6 +58,15 @@ class ArrivalPlan {
 public:
     // `arrivals` in offset order, outliving the cursor; offsets count from `start`.
     ArrivalPlan(std::span<const PlannedArrival> arrivals, TimePoint start, int vocabSize);
+    // A live plan: no arrivals until add().
+    ArrivalPlan(TimePoint start, int vocabSize);
+
+    // Live plans: appends `a`, an open-loop arrival (offset order) or the
+    // follow-up of a turn already in the plan (`a.previous`, which must not
+    // have gone out yet: it becomes that turn's `next`). Returns its position.
+    std::size_t add(PlannedArrival a);
+    // Live plans: positions below `position` will not be named again.
+    void forgetBefore(std::size_t position);
 
     struct Due {
         TimePoint at{};
@@ -67,12 +83,14 @@ public:
     // `due` (from next()) goes out now.
     void take(const Due &due);
 
-    const PlannedArrival &operator[](std::size_t index) const { return m_arrivals[index]; }
-    std::size_t size() const { return m_arrivals.size(); }
-    std::uint64_t idOf(std::size_t index) const
+    const PlannedArrival &operator[](std::size_t index) const
     {
-        return m_arrivals[index].id ? m_arrivals[index].id : index + 1;
+        return m_live ? m_window[index - m_base] : m_arrivals[index];
     }
+    // The positions so far (a live plan: forgotten ones included).
+    std::size_t size() const { return m_live ? m_base + m_window.size() : m_arrivals.size(); }
+    TimePoint start() const { return m_start; }
+    std::uint64_t idOf(std::size_t index) const { return (*this)[index].id ? (*this)[index].id : index + 1; }
 
     // The prompt of arrival `index`: `own` (its new text), after the
     // context of its previous turn for a follow-up.
@@ -84,11 +102,16 @@ public:
     void ended(std::size_t index, TimePoint at, std::vector<TokenId> answer);
 
 private:
+    void skipFollowUps();
+
     std::span<const PlannedArrival> m_arrivals;
     TimePoint m_start;
     int m_vocab;
     std::size_t m_open = 0; // the next open-loop position to consider
     ConversationBook m_book;
+    bool m_live = false;
+    std::deque<PlannedArrival> m_window; // a live plan's, from position m_base
+    std::size_t m_base = 0;
 };
 
 } // namespace bp

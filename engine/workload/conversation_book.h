@@ -7,10 +7,9 @@
 // seeded by the conversation and turn so every replay sends the same) and
 // its own new text (prefix_tokens.h: nextTurnPrompt).
 //
-// Used by the live traffic pacer (traffic_pacer.h), the replay driver
-// (real and virtual clock) and the simulator, through ArrivalPlan
-// (arrival_plan.h) for the last two. Keys are the caller's: a plan index,
-// or the pacer's request key.
+// Used through ArrivalPlan (arrival_plan.h) by the live traffic pacer
+// (traffic_pacer.h), the replay driver (real and virtual clock) and the
+// simulator. Keys are the caller's: a plan position.
 //
 // Not thread-safe: a caller with completions on other threads locks around it.
 #pragma once
@@ -31,7 +30,7 @@ public:
     using Key = std::uint64_t;
 
     // A released follow-up: due `at`; among those due at once, the lower
-    // `order` first (a plan index, or the order of release).
+    // `order` first (a plan position).
     struct Due {
         TimePoint at{};
         std::uint64_t order = 0;

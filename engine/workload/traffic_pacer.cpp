@@ -1,63 +1,86 @@
 #include "traffic_pacer.h"
 
+#include <algorithm>
+
 namespace bp {
 
 TrafficPacer::TrafficPacer(WorkloadSpec spec) : m_schedule(std::move(spec)) {}
 
 void TrafficPacer::fillOpen(TimePoint start)
 {
-    m_start = start;
-    if (!m_open && !m_scheduleDone) {
-        m_open = m_schedule.next();
-        m_scheduleDone = !m_open;
-    }
+    if (!m_plan)
+        m_plan.emplace(start, m_schedule.spec().vocabSize);
+    if (m_openInPlan || m_scheduleDone)
+        return;
+    const std::optional<Arrival> open = m_schedule.next();
+    m_scheduleDone = !open;
+    if (!open)
+        return;
+    PlannedArrival planned;
+    planned.offset = open->offset;
+    planned.maxNewTokens = open->outputTokens;
+    planned.conversation = open->conversation;
+    planned.turn = open->turn;
+    m_arrivals.emplace(m_plan->add(std::move(planned)), *open);
+    m_openInPlan = true;
+}
+
+// Every position below the first one still to go out or to be answered is done.
+void TrafficPacer::forgetDone()
+{
+    std::size_t first = m_plan->size();
+    if (!m_arrivals.empty())
+        first = std::min(first, m_arrivals.begin()->first);
+    if (!m_waiting.empty())
+        first = std::min(first, m_waiting.begin()->first);
+    m_plan->forgetBefore(first);
 }
 
 std::optional<TimePoint> TrafficPacer::nextDue(TimePoint start)
 {
     std::lock_guard lock(m_mutex);
     fillOpen(start);
-    std::optional<TimePoint> due;
-    if (m_open)
-        due = start + m_open->offset;
-    if (const auto r = m_book.nextReleased(); r && (!due || r->at < *due))
-        due = r->at;
-    return due;
+    const auto due = m_plan->next();
+    return due ? std::optional(due->at) : std::nullopt;
 }
 
 std::optional<TrafficPacer::Item> TrafficPacer::take(TimePoint start)
 {
     std::lock_guard lock(m_mutex);
     fillOpen(start);
-    const std::optional<ConversationBook::Due> released = m_book.nextReleased();
-    const bool openFirst = m_open && (!released || start + m_open->offset <= released->at);
-    Item item;
-    if (openFirst) {
-        item.arrival = *m_open;
-        m_open.reset();
-        item.when = start + item.arrival.offset;
-        item.tokens = m_schedule.tokens(item.arrival);
-    } else if (released) {
-        m_book.popReleased();
-        const auto it = m_followUps.find(released->key);
-        item.arrival = it->second;
-        m_followUps.erase(it);
-        item.when = released->at;
-        item.tokens =
-            m_book.nextPrompt(released->key, item.arrival.conversation, item.arrival.turn,
-                              m_schedule.tokens(item.arrival.inputTokens), m_schedule.spec().vocabSize);
-    } else {
+    const std::optional<ArrivalPlan::Due> due = m_plan->next();
+    if (!due)
         return std::nullopt;
+    m_plan->take(*due);
+    const auto it = m_arrivals.find(due->index);
+    Item item{it->second, due->at, {}, due->index + 1};
+    m_arrivals.erase(it);
+    const WorkloadSpec &spec = m_schedule.spec();
+    if ((*m_plan)[due->index].followUp()) {
+        item.arrival.offset = due->at - m_plan->start();
+        item.tokens = m_plan->prompt(due->index, m_schedule.tokens(item.arrival.inputTokens));
+    } else {
+        m_openInPlan = false;
+        item.tokens = m_schedule.tokens(item.arrival);
     }
     // The context grows each turn: past the longest input the target takes,
     // the prompt is cut to it (the shared prefix kept), as first turns are.
-    if (const int cap = m_schedule.spec().lengthCap; cap > 0 && item.tokens.size() > std::size_t(cap))
-        item.tokens.resize(std::size_t(cap));
-    item.key = m_nextKey++;
-    if (item.arrival.conversation != 0 && item.arrival.turn < m_schedule.spec().turnsPerConversation) {
-        m_waiting.emplace(item.key, item.arrival);
-        m_book.sent(item.key, item.tokens, item.arrival.outputTokens);
+    if (spec.lengthCap > 0 && item.tokens.size() > std::size_t(spec.lengthCap))
+        item.tokens.resize(std::size_t(spec.lengthCap));
+    // Its follow-up takes the next position now, its new text drawn now.
+    if (auto next = m_schedule.followUp(item.arrival, Duration{})) {
+        PlannedArrival planned;
+        planned.maxNewTokens = next->outputTokens;
+        planned.conversation = next->conversation;
+        planned.turn = next->turn;
+        planned.think = fromSeconds(spec.thinkTimeS);
+        planned.previous = std::ptrdiff_t(due->index);
+        const std::size_t position = m_plan->add(std::move(planned));
+        m_arrivals.emplace(position, *next);
+        m_waiting.emplace(due->index, position);
+        m_plan->sent(due->index, item.tokens);
     }
+    forgetDone();
     return item;
 }
 
@@ -65,21 +88,12 @@ void TrafficPacer::completed(std::uint64_t key, TimePoint at, const std::vector<
 {
     {
         std::lock_guard lock(m_mutex);
-        auto it = m_waiting.find(key);
+        const auto it = key ? m_waiting.find(std::size_t(key - 1)) : m_waiting.end();
         if (it == m_waiting.end())
             return;
-        const Arrival arrival = it->second;
+        m_plan->ended(it->first, at, answer);
         m_waiting.erase(it);
-        auto next = m_schedule.followUp(arrival, at - m_start);
-        if (!next) {
-            m_book.forget(key);
-            return;
-        }
-        m_book.ended(key, answer);
-        const TimePoint due = at + fromSeconds(m_schedule.spec().thinkTimeS);
-        next->offset = due - m_start;
-        m_followUps.emplace(key, *next);
-        m_book.release(due, m_releaseOrder++, key);
+        ++m_releases;
     }
     m_cv.notify_all();
 }
@@ -87,14 +101,14 @@ void TrafficPacer::completed(std::uint64_t key, TimePoint at, const std::vector<
 bool TrafficPacer::finished()
 {
     std::lock_guard lock(m_mutex);
-    return m_scheduleDone && !m_open && !m_book.anyReleased() && m_waiting.empty();
+    return m_scheduleDone && m_arrivals.empty() && m_waiting.empty();
 }
 
 void TrafficPacer::waitUntil(TimePoint until)
 {
     std::unique_lock lock(m_mutex);
-    const std::uint64_t seen = m_releaseOrder;
-    m_cv.wait_until(lock, until, [&] { return m_releaseOrder != seen; });
+    const std::uint64_t seen = m_releases;
+    m_cv.wait_until(lock, until, [&] { return m_releases != seen; });
 }
 
 } // namespace bp

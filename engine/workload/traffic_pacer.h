@@ -6,16 +6,21 @@
 // conversation book, conversation_book.h: previous prompt + the answer's
 // generated ids, else a stand-in of its length), the new text.
 //
+// The merge is ArrivalPlan's cursor (arrival_plan.h) over a live plan that
+// the pacer grows as the schedule draws arrivals: a turn's follow-up takes
+// its position when the turn goes out. So the tie rule is the replay's and
+// the simulator's: at equal times, the lower position first.
+//
 // Thread-safe: the load loop calls nextDue/take/wait; completions (engine
 // or client threads) call completed().
 #pragma once
 
-#include "conversation_book.h"
+#include "arrival_plan.h"
 #include "workload.h"
 
 #include <condition_variable>
+#include <map>
 #include <mutex>
-#include <unordered_map>
 
 namespace bp {
 
@@ -46,20 +51,20 @@ public:
 
 private:
     void fillOpen(TimePoint start);
+    void forgetDone();
 
     std::mutex m_mutex;
     std::condition_variable m_cv;
-    WorkloadSchedule m_schedule; // guarded by m_mutex
-    std::optional<Arrival> m_open;
+    WorkloadSchedule m_schedule;       // guarded by m_mutex, as is the rest
+    std::optional<ArrivalPlan> m_plan; // made at the first call, from its start
+    bool m_openInPlan = false;         // an open-loop arrival drawn and not taken
     bool m_scheduleDone = false;
-    TimePoint m_start{};
-    std::uint64_t m_nextKey = 1;
-    // In flight with a turn after them: their arrival (their prompts are in the book).
-    std::unordered_map<std::uint64_t, Arrival> m_waiting;
-    // Released follow-ups, by the key of the turn they follow.
-    std::unordered_map<std::uint64_t, Arrival> m_followUps;
-    ConversationBook m_book;
-    std::uint64_t m_releaseOrder = 0;
+    // By plan position, those still to go out: the open-loop arrival drawn,
+    // the follow-ups reserved (each drawn when its previous turn went out).
+    std::map<std::size_t, Arrival> m_arrivals;
+    // Sent turns waiting for an answer, by position: their follow-up's.
+    std::map<std::size_t, std::size_t> m_waiting;
+    std::uint64_t m_releases = 0;
 };
 
 } // namespace bp

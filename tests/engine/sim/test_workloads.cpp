@@ -10,6 +10,7 @@
 #include "engine/replay/replayer.h"
 #include "engine/sim/simulation/simulator.h"
 #include "engine/store/trace_store.h"
+#include "engine/workload/arrival_plan.h"
 #include "engine/workload/prefix_tokens.h"
 #include "engine/workload/traffic_pacer.h"
 
@@ -420,6 +421,93 @@ private slots:
         QVERIFY(second);
         QCOMPARE(second->tokens.size(), std::size_t(25));
         QCOMPARE(commonPrefix(second->tokens, first->tokens), std::size_t(22));
+    }
+
+    // One tie rule for the live pacer and a replay's plan: at equal times the
+    // lower plan position first. A turn's follow-up takes its position when
+    // the turn goes out, so a turn released just as the next conversation
+    // starts goes before it (the pacer used to send the open-loop one first).
+    void pacerBreaksTiesAsThePlanDoes()
+    {
+        WorkloadSpec s;
+        s.arrivals = ArrivalKind::Constant;
+        s.rate = 10;
+        s.fixedLength = 4;
+        s.maxNewTokens = 2;
+        s.conversations = 2;
+        s.turnsPerConversation = 2;
+        s.thinkTimeS = 0;
+        TrafficPacer pacer(s);
+        const TimePoint start{};
+        auto a = pacer.take(start);
+        QVERIFY(a);
+        const TimePoint second = *pacer.nextDue(start); // conversation 2 starts
+        QVERIFY(second > start);
+        pacer.completed(a->key, second, {}); // conversation 1's turn 2 is due then too
+        auto b = pacer.take(start), c = pacer.take(start);
+        QVERIFY(b && c);
+        QCOMPARE(b->when, second);
+        QCOMPARE(c->when, second);
+        QCOMPARE(b->arrival.conversation, std::int64_t(1));
+        QCOMPARE(b->arrival.turn, 2);
+        QCOMPARE(c->arrival.conversation, std::int64_t(2));
+        QCOMPARE(c->arrival.turn, 1);
+
+        // The same arrivals as a replay's plan: the same order.
+        std::vector<PlannedArrival> planned(3);
+        planned[0].next = 1;
+        planned[1].previous = 0;
+        planned[2].offset = second - start;
+        ArrivalPlan plan(planned, start, 256);
+        auto first = plan.next();
+        QVERIFY(first);
+        QCOMPARE(first->index, std::size_t(0));
+        plan.take(*first);
+        plan.sent(0, {1, 2});
+        plan.ended(0, second, {});
+        auto tie = plan.next();
+        QVERIFY(tie);
+        QCOMPARE(tie->at, second);
+        QCOMPARE(tie->index, std::size_t(1));
+        plan.take(*tie);
+        tie = plan.next();
+        QVERIFY(tie);
+        QCOMPARE(tie->index, std::size_t(2));
+    }
+
+    // A live plan forgets what its caller is done with: positions go on
+    // counting and each follow-up still finds its turn and its context.
+    void livePlanKeepsAWindow()
+    {
+        const TimePoint start{};
+        ArrivalPlan plan(start, 256);
+        for (int i = 0; i < 1000; ++i) {
+            PlannedArrival a;
+            a.offset = std::chrono::milliseconds(i);
+            a.maxNewTokens = 1;
+            const std::size_t position = plan.add(a);
+            QCOMPARE(position, std::size_t(2 * i));
+            PlannedArrival followUp;
+            followUp.previous = std::ptrdiff_t(position);
+            followUp.think = std::chrono::milliseconds(1);
+            QCOMPARE(plan.add(followUp), position + 1);
+            QCOMPARE(plan[position].next, std::ptrdiff_t(position + 1));
+            const auto due = plan.next();
+            QVERIFY(due);
+            QCOMPARE(due->index, position);
+            plan.take(*due);
+            plan.sent(position, {TokenId(i)});
+            plan.ended(position, start + std::chrono::milliseconds(i), {7});
+            const auto turn = plan.next();
+            QVERIFY(turn);
+            QCOMPARE(turn->index, position + 1);
+            QCOMPARE(turn->at, start + std::chrono::milliseconds(i + 1));
+            plan.take(*turn);
+            QCOMPARE(plan.prompt(position + 1, {9}).size(), std::size_t(3)); // turn, answer, new text
+            plan.forgetBefore(position + 2);
+        }
+        QCOMPARE(plan.size(), std::size_t(2000));
+        QVERIFY(!plan.more());
     }
 };
 
