@@ -13,7 +13,7 @@
 #                Network, HttpServer, WebSockets with ICU, SQLite, PCRE2,
 #                utf8proc ...; stripped
 # OUT/lib/batchpilot/libbatchpilot_cuda.so   the CUDA plugin (our kernels for
-#                sm_80, sm_90, sm_100 and PTX)
+#                sm_90 and PTX)
 # OUT/MANIFEST   what was built from which commit, against which torch
 # libtorch and the CUDA libraries are not carried: the GPU machine's torch
 # wheel (site-packages/torch/lib and nvidia/) provides them; check.sh points
@@ -33,8 +33,11 @@ die() { echo "bundle: $*" >&2; exit 1; }
 
 export CCACHE_NOHASHDIR=true
 start=$(date +%s)
+# The kernels for Hopper (H100/H200: the GPU machines this bundle is for) plus
+# PTX a newer GPU's driver compiles; the default three targets (sm_80, sm_90,
+# sm_100) would put the bundle past its limit. BATCHPILOT_BUNDLE_ARCH overrides.
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBATCHPILOT_GUI=OFF -DBATCHPILOT_TESTS=OFF \
-  -DBATCHPILOT_OPENBLAS=OFF >"$BUILD.configure.log" 2>&1 || { tail -20 "$BUILD.configure.log"; die "configure failed"; }
+  -DTORCH_CUDA_ARCH_LIST="${BATCHPILOT_BUNDLE_ARCH:-9.0+PTX}" -DBATCHPILOT_OPENBLAS=OFF >"$BUILD.configure.log" 2>&1 || { tail -20 "$BUILD.configure.log"; die "configure failed"; }
 grep -q 'CUDA kernels: ON' "$BUILD.configure.log" || die "this libtorch or toolkit gives no CUDA kernels (see $BUILD.configure.log)"
 targets=(batchpilot batchpilot-bench)
 ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q '^batchpilot_cuda:' && targets+=(batchpilot_cuda)
