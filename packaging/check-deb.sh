@@ -170,7 +170,9 @@ for m in proc dev; do
   if [[ $m == proc ]]; then $SUDO mount -t proc proc "$ROOT/proc"; else $SUDO mount --bind /dev "$ROOT/dev"; fi
   MOUNTS+=("$ROOT/$m")
 done
-inroot() { $SUDO chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
+# A command in the root, with a clean environment (nothing of this machine's).
+ROOT_ENV=(/usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8)
+inroot() { $SUDO chroot "$ROOT" "${ROOT_ENV[@]}" "$@"; }
 ok "$(inroot sh -c 'echo "Debian $(cat /etc/debian_version), $(dpkg-query -W | wc -l) packages"'); /usr/lib/batchpilot: $(inroot sh -c 'test -e /usr/lib/batchpilot && echo present || echo absent')"
 
 step "apt installs the package(s) in the root"
@@ -221,8 +223,7 @@ step "in the root: headless serving, a request from outside"
 DB=/tmp/t.sqlite
 # Not through inroot(): a function in the background is a subshell, and the
 # SIGTERM below must reach the server (chroot and env exec it, sudo relays).
-$SUDO chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-  batchpilot --headless --port 0 --model builtin:tiny-decoder --device auto --db $DB >"$WORK/out" 2>"$WORK/err" &
+$SUDO chroot "$ROOT" "${ROOT_ENV[@]}" batchpilot --headless --port 0 --model builtin:tiny-decoder --device auto --db $DB >"$WORK/out" 2>"$WORK/err" &
 SERVER_PID=$!
 URL=""
 for _ in $(seq 1 600); do # up to 60 s
