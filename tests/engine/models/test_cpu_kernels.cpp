@@ -7,6 +7,7 @@
 // torch before Qt: Qt's `slots` keyword macro breaks torch's headers.
 #include "engine/torch/cpu_blas.h"
 #include "engine/torch/cpu_kernels.h"
+#include "engine/torch/kernels/vec_math.h"
 
 #include <QtTest>
 
@@ -117,6 +118,21 @@ private slots:
                     addSmallLinearCpu(acc, x, w);
                     QVERIFY(maxError(acc, accRef) <= tolerance(dtype, 8 * scale));
                 }
+    }
+
+    void expVecIsExpf()
+    {
+        double worst = 0;
+        for (float x = -86.5f; x <= 88.7f; x += 0.0137f) {
+            const double ref = std::exp(double(x));
+            worst = std::max(worst, std::abs(double(expVec(x)) - ref) / ref);
+        }
+        QVERIFY2(worst < 3.6e-7, qPrintable(QString::number(worst))); // 3 units of float's 2^-23
+        QCOMPARE(expVec(0.f), 1.f);
+        QCOMPARE(expVec(-INFINITY), 0.f);
+        QCOMPARE(expVec(-1000.f), 0.f);
+        QCOMPARE(expVec(INFINITY), INFINITY);
+        QVERIFY(std::isnan(expVec(NAN)));
     }
 
     void argmaxRowsIsAtensArgmax()
