@@ -1,6 +1,7 @@
 #include "engine/sim/tune/simulated_replay.h"
 
 #include "engine/sim/simulation/simulator.h"
+#include "engine/sim/tune/request_overhead.h"
 #include "engine/sim/tune/tune_pipeline.h"
 
 #include "engine/store/fleet_store.h"
@@ -159,7 +160,13 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
         return sink.status();
     }
     (*sink)->start();
-    so.observer = sink->get();
+    // A remote server's requests as its clients see them: the calibration's
+    // per-request path added, as `tune` adds it (request_overhead.h).
+    RequestOverheadObserver clientSide(sink->get(), requestOverheadOf(cal));
+    if (requestOverheadOf(cal) > Duration::zero())
+        so.observer = &clientSide;
+    else
+        so.observer = sink->get();
     so.onSample = [&](const Snapshot &s) {
         (*sink)->recordSample(sampleOf(s, so.start, (*sink)->droppedRows()));
     };
