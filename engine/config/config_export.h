@@ -43,7 +43,7 @@ struct ExportedConfig {
 PolicyKind tritonPolicy(bool dynamicBatching, const std::vector<int> &preferredBatchSizes, int maxBatchSize);
 
 // `mapped` lists the knobs whose values the written fields carry exactly
-// (import-config gives them back: tests/engine/test_config_import.cpp); a
+// (import-config gives them back: tests/engine/config/test_config_import.cpp); a
 // knob the format can only approximate (a delay rounded to its unit, a batch
 // size capped by memory_batch_limit, a policy the syntax cannot tell) is in
 // `unmapped`, with why.

@@ -14,7 +14,7 @@
 // (`settings`: snake_case flags, Triton's field paths, TorchServe's keys);
 // those with a BatchPilot knob also set it (`knobs`). For every knob an export
 // marks as mapped, import(export(config)) gives the config's value back
-// (tests/engine/test_config_import.cpp checks every format and knob).
+// (tests/engine/config/test_config_import.cpp checks every format and knob).
 // Flags and fields BatchPilot does not model are kept and listed, never an
 // error; malformed input is, with its line number ("line 7: ...").
 #pragma once

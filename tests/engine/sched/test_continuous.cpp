@@ -1,6 +1,6 @@
 // Policy `continuous` on a fake clock: the iteration-level
 // scheduler driven step by step against a deterministic greedy StepModel.
-#include "books_driver.h"
+#include "tests/engine/books_driver.h"
 #include "engine/exec/engine.h"
 #include "engine/model/backend.h"
 #include "engine/sched/continuous_scheduler.h"

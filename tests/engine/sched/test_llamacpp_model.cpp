@@ -1,7 +1,7 @@
 // llama.cpp's llama-server as a server kind (issue 43): its scheduler model
 // (engine/sched/server_models/llamacpp_scheduler.h) on a fake clock with the
 // hash model, its /metrics series, its /props settings and its launch flags.
-#include "books_driver.h"
+#include "tests/engine/books_driver.h"
 #include "engine/config/config_rules.h"
 #include "engine/config/server_command.h"
 #include "engine/sched/server_models/llamacpp_scheduler.h"

@@ -2,7 +2,7 @@
 // clock: hand-built arrivals whose step-by-step decisions are known from
 // the servers' own schedulers (vLLM V1, TGI's batching task, SGLang's
 // prefill adder, Triton's dynamic batcher).
-#include "books_driver.h"
+#include "tests/engine/books_driver.h"
 #include "engine/config/config_rules.h"
 #include "engine/sched/batcher.h"
 #include "engine/sched/server_models/sglang_scheduler.h"

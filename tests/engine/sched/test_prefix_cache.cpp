@@ -7,7 +7,7 @@
 #include "engine/exec/engine.h"
 #include "engine/model/backend.h"
 #include "engine/sched/prefix_cache.h"
-#include "prefix_driver.h"
+#include "tests/engine/prefix_driver.h"
 
 #include <QtTest>
 

@@ -3,7 +3,7 @@
 // for a batch of one, whatever the prefill chunking, the company and a
 // recompute after a release; sequences join and leave between steps; release
 // frees the cache; bad items fail alone.
-#include "step_driver.h"
+#include "tests/engine/step_driver.h"
 
 #include <QtTest>
 

@@ -4,7 +4,7 @@
 // genai-perf payloads (lengths from input_length, text or hash_ids), detection
 // by content and the --format override, bad rows reported with their line
 // numbers, and the Mooncake export read back unchanged (directly and through
-// the store). Fixtures: tests/engine/store/traces/.
+// the store). Fixtures: tests/engine/workload/traces/.
 #include "engine/store/trace_store.h"
 #include "engine/workload/trace_export.h"
 
