@@ -76,6 +76,84 @@ QString helpText()
 
 } // namespace
 
+namespace {
+
+// A common option's value checked and set; the error, or empty.
+QString setNumber(AppOptions &o, const QString &key, const QString &value)
+{
+    bool ok = true;
+    if (key == "port") {
+        const int p = value.toInt(&ok);
+        if (!ok || p < 0 || p > 65535)
+            return QStringLiteral("--port must be 0..65535, got '%1'").arg(value);
+        o.port = quint16(p);
+    } else if (key == "max-body-bytes") {
+        o.maxBodyBytes = value.toLongLong(&ok);
+        if (!ok || o.maxBodyBytes < 1)
+            return QStringLiteral("--max-body-bytes must be a positive integer, got '%1'").arg(value);
+    } else if (key == "spin-us") {
+        o.spinUs = value.toInt(&ok);
+        if (!ok || o.spinUs < 0 || o.spinUs > 100'000)
+            return QStringLiteral("--spin-us must be 0..100000, got '%1'").arg(value);
+    } else if (key == "vocab-size" || key == "max-length") {
+        const int v = value.toInt(&ok);
+        if (!ok || v < 1 || v > 100'000'000)
+            return QStringLiteral("--%1 must be a positive integer, got '%2'").arg(key, value);
+        (key == "vocab-size" ? o.vocabSize : o.maxLength) = v;
+    } else if (key == "threads") {
+        o.threads = value.toInt(&ok);
+        if (!ok || o.threads < 0 || o.threads > 256)
+            return QStringLiteral("--threads must be 0..256, got '%1'").arg(value);
+    }
+    return {};
+}
+
+QString setOption(AppOptions &o, const QString &key, const QString &value)
+{
+    if (key == "bind")
+        o.bind = value;
+    else if (key == "token")
+        o.token = value;
+    else if (key == "db")
+        o.db = value;
+    else if (key == "model") {
+        o.model = value;
+        o.modelGiven = true;
+    } else if (key == "device")
+        o.device = value;
+    else if (key == "preset")
+        o.preset = value;
+    else if (key == "config")
+        o.config = value;
+    else if (key == "dtype") {
+        static const QStringList dtypes = {"auto", "float32", "bfloat16", "float16"};
+        if (!dtypes.contains(value))
+            return QStringLiteral("--dtype must be auto, float32, bfloat16 or float16, got '%1'").arg(value);
+        o.dtype = value;
+    } else if (key == "cuda-graphs") {
+        if (value != "on" && value != "off")
+            return QStringLiteral("--cuda-graphs must be on or off, got '%1'").arg(value);
+        o.cudaGraphs = value == "on";
+    } else
+        return setNumber(o, key, value);
+    return {};
+}
+
+// --help: the top level's, a command's, or an unknown command's error.
+ParseOutcome helpFor(const QString &command)
+{
+    ParseOutcome out;
+    if (command.isEmpty())
+        out.exitText = helpText();
+    else if (const Command *c = findCommand(command))
+        out.exitText = commandHelp(*c);
+    else
+        out.error = QStringLiteral("unknown command '%1' (see --help)").arg(command);
+    return out;
+}
+
+} // namespace
+
 ParseOutcome parseAppOptions(const QStringList &arguments)
 {
     ParseOutcome out;
@@ -88,16 +166,8 @@ ParseOutcome parseAppOptions(const QStringList &arguments)
             o.commandArgs << a;
             continue;
         }
-        if (a == "--help" || a == "-h") {
-            if (o.command.isEmpty()) {
-                out.exitText = helpText();
-            } else if (const Command *c = findCommand(o.command)) {
-                out.exitText = commandHelp(*c);
-            } else {
-                out.error = QStringLiteral("unknown command '%1' (see --help)").arg(o.command);
-            }
-            return out;
-        }
+        if (a == "--help" || a == "-h")
+            return helpFor(o.command);
         if (a == "--version") {
             out.exitText = QStringLiteral("batchpilot %1\n").arg(QCoreApplication::applicationVersion());
             return out;
@@ -131,63 +201,10 @@ ParseOutcome parseAppOptions(const QStringList &arguments)
                 out.error = QStringLiteral("unknown option --%1 (see --help)").arg(key);
                 return out;
             }
-            bool ok = true;
-            if (key == "bind") o.bind = value;
-            else if (key == "port") {
-                const int p = value.toInt(&ok);
-                if (!ok || p < 0 || p > 65535) {
-                    out.error = QStringLiteral("--port must be 0..65535, got '%1'").arg(value);
-                    return out;
-                }
-                o.port = quint16(p);
-            } else if (key == "token") { o.token = value; tokenGiven = true; }
-            else if (key == "max-body-bytes") {
-                o.maxBodyBytes = value.toLongLong(&ok);
-                if (!ok || o.maxBodyBytes < 1) {
-                    out.error = QStringLiteral("--max-body-bytes must be a positive integer, got '%1'").arg(value);
-                    return out;
-                }
-            }
-            else if (key == "db") o.db = value;
-            else if (key == "model") { o.model = value; o.modelGiven = true; }
-            else if (key == "device") o.device = value;
-            else if (key == "preset") o.preset = value;
-            else if (key == "dtype") {
-                static const QStringList dtypes = {"auto", "float32", "bfloat16", "float16"};
-                if (!dtypes.contains(value)) {
-                    out.error = QStringLiteral("--dtype must be auto, float32, bfloat16 or float16, got '%1'")
-                                    .arg(value);
-                    return out;
-                }
-                o.dtype = value;
-            } else if (key == "cuda-graphs") {
-                if (value != "on" && value != "off") {
-                    out.error = QStringLiteral("--cuda-graphs must be on or off, got '%1'").arg(value);
-                    return out;
-                }
-                o.cudaGraphs = value == "on";
-            }
-            else if (key == "config") o.config = value;
-            else if (key == "spin-us") {
-                o.spinUs = value.toInt(&ok);
-                if (!ok || o.spinUs < 0 || o.spinUs > 100'000) {
-                    out.error = QStringLiteral("--spin-us must be 0..100000, got '%1'").arg(value);
-                    return out;
-                }
-            } else if (key == "vocab-size" || key == "max-length") {
-                const int v = value.toInt(&ok);
-                if (!ok || v < 1 || v > 100'000'000) {
-                    out.error = QStringLiteral("--%1 must be a positive integer, got '%2'").arg(key, value);
-                    return out;
-                }
-                (key == "vocab-size" ? o.vocabSize : o.maxLength) = v;
-            } else if (key == "threads") {
-                o.threads = value.toInt(&ok);
-                if (!ok || o.threads < 0 || o.threads > 256) {
-                    out.error = QStringLiteral("--threads must be 0..256, got '%1'").arg(value);
-                    return out;
-                }
-            }
+            out.error = setOption(o, key, value);
+            if (!out.error.isEmpty())
+                return out;
+            tokenGiven = tokenGiven || key == "token";
             continue;
         }
         if (o.command.isEmpty()) {

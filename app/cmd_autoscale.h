@@ -35,6 +35,9 @@ Result<AutoscaleKnobs> autoscaleKnobsFromArgs(CommandArgs &args);
 Result<std::unique_ptr<AutoscalePolicy>> autoscalePolicyFromArgs(CommandArgs &args);
 
 int runAutoscale(const AppOptions &options);
+// --decide (cmd_autoscale_decide.cpp): observations on stdin, the policy's
+// decisions on stdout, one per line; 1 when a line was refused.
+int runAutoscaleDecide(AutoscalePolicy &policy);
 // --trace (cmd_autoscale_trace.cpp): the policy replayed over a trace in simulation.
 int runAutoscaleTrace(const AppOptions &options, CommandArgs &args);
 

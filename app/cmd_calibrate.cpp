@@ -121,6 +121,134 @@ int list(TraceStore &store, bool json)
     return 0;
 }
 
+constexpr int kGoOn = -1;
+
+// --export ID: on stdout, or --output FILE.
+int exportOne(TraceStore &store, CommandArgs &args, double id, QTextStream &out, QTextStream &err)
+{
+    auto c = loadCalibration(store, std::int64_t(id));
+    if (!c)
+        return fail(q(c.status().message()));
+    const QString text = q(toJson(*c).dump(2)) + "\n";
+    const QString path = args.value("output");
+    if (path.isEmpty()) {
+        out << text;
+        return 0;
+    }
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(text.toUtf8()) < 0)
+        return fail(QStringLiteral("cannot write '%1': %2").arg(path, f.errorString()));
+    err << QStringLiteral("calibration %1 written to %2\n").arg(c->id).arg(path);
+    return 0;
+}
+
+// --import FILE: stored under a new id.
+int importOne(TraceStore &store, CommandArgs &args, QTextStream &out)
+{
+    auto c = loadCalibrationFile(args.value("import").toStdString());
+    if (!c)
+        return fail(q(c.status().message()));
+    auto id = saveCalibration(store, *c);
+    if (!id)
+        return fail(q(id.status().message()));
+    c->id = *id;
+    out << QStringLiteral("imported as calibration %1: %2\n").arg(*id).arg(q(c->describe()));
+    return 0;
+}
+
+// The profile grid measured on the loaded model (unless --no-profile).
+int profile(CommandArgs &args, const std::shared_ptr<Backend> &backend, Calibration &key,
+            std::vector<CostObservation> &observations, QStringList &sources, QTextStream &err)
+{
+    const bool quick = args.has("quick");
+    const CalibrationGrid grid = quick ? CalibrationGrid::quick() : CalibrationGrid{};
+    err << QStringLiteral("calibrate: profiling %1 (%2 grid)\n")
+               .arg(q(key.describe()), quick ? "quick" : "full");
+    err.flush();
+    auto measured = measureProfile(backend, grid, key, [&](const CalibrationProgress &p) {
+        err << QStringLiteral("  %1/%2  batch %3 x length %4%5: %6 ms\n")
+                   .arg(p.done)
+                   .arg(p.total)
+                   .arg(p.batch, 3)
+                   .arg(p.length, 4)
+                   .arg(key.generative ? QStringLiteral(" x %1 new").arg(p.newTokens) : QString())
+                   .arg(p.seconds * 1e3, 0, 'f', 2);
+        err.flush();
+    });
+    if (!measured)
+        return fail(q(measured.status().message()));
+    observations = std::move(measured.value());
+    sources << (quick ? QStringLiteral("profile (quick)") : QStringLiteral("profile"));
+    return kGoOn;
+}
+
+// --session ID: its batch rows, and its serving overhead and lateness.
+int addSession(TraceStore &store, std::int64_t id, Calibration &key,
+               std::vector<CostObservation> &observations, QStringList &sources, QTextStream &err)
+{
+    auto s = store.session(id);
+    if (!s)
+        return fail(q(s.status().message()));
+    if (s->model != key.model)
+        err << QStringLiteral("warning: session %1 ran %2, not %3\n").arg(id).arg(q(s->model), q(key.model));
+    auto rows = sessionObservations(store, id, key.generative);
+    if (!rows)
+        return fail(q(rows.status().message()));
+    observations.insert(observations.end(), rows->batches.begin(), rows->batches.end());
+    if (rows->overheadSamples > 0)
+        key.cost.overheadS = rows->overheadS;
+    if (rows->stepOverheadSamples > 0)
+        key.cost.stepOverheadS = rows->stepOverheadS;
+    if (!rows->lateness.empty())
+        key.cost.dispatchLateness = sampleQuantiles(rows->lateness);
+    sources << QStringLiteral("session %1 (%2 batches%3)")
+                   .arg(id)
+                   .arg(rows->batches.size())
+                   .arg(rows->overlapped ? QStringLiteral(", %1 that overlapped another executor's left out")
+                                               .arg(rows->overlapped)
+                                         : QString());
+    return kGoOn;
+}
+
+// Fit: the model's facts come from the model itself (loading is cheap; the
+// grid is what takes time). Stored, then printed.
+int fit(const AppOptions &options, CommandArgs &args, TraceStore &store, double session, QTextStream &out,
+        QTextStream &err)
+{
+    auto backend = backendFor(options);
+    if (!backend)
+        return fail(q(backend.status().message()));
+    const int threads =
+        options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+    Calibration key = Calibration::forModel((*backend)->info(), options.preset.toStdString(), threads);
+    std::vector<CostObservation> observations;
+    QStringList sources;
+    if (!args.has("no-profile"))
+        if (const int code = profile(args, *backend, key, observations, sources, err); code != kGoOn)
+            return code;
+    if (session > 0)
+        if (const int code = addSession(store, std::int64_t(session), key, observations, sources, err);
+            code != kGoOn)
+            return code;
+    key.source = sources.join(QStringLiteral(" + ")).toStdString();
+    auto fitted = calibrate(key, observations);
+    if (!fitted)
+        return fail(q(fitted.status().message()));
+    auto id = saveCalibration(store, *fitted);
+    if (!id)
+        return fail(q(id.status().message()));
+    fitted->id = *id;
+    if (const auto warning = interferenceWarning(*fitted))
+        err << "warning: " << q(*warning) << "\n";
+    if (args.has("json")) {
+        out << q(toJson(*fitted).dump(2)) << "\n";
+        return 0;
+    }
+    printCalibration(out, *fitted);
+    out << QStringLiteral("simulate with it: batchpilot replay ID --simulate --calibration %1\n").arg(*id);
+    return 0;
+}
+
 } // namespace
 
 int runCalibrate(const AppOptions &options)
@@ -147,119 +275,19 @@ int runCalibrate(const AppOptions &options)
         return fail(args.error(), 2);
     if (args.has("no-profile") && *session == 0)
         return fail(QStringLiteral("--no-profile needs --session ID"), 2);
-    const bool json = args.has("json");
 
     auto store = TraceStore::open(options.db.toStdString());
     if (!store)
         return fail(q(store.status().message()));
     QTextStream out(stdout);
     QTextStream err(stderr);
-
     if (args.has("list"))
-        return list(**store, json);
-    if (*exportId > 0) {
-        auto c = loadCalibration(**store, std::int64_t(*exportId));
-        if (!c)
-            return fail(q(c.status().message()));
-        const QString text = q(toJson(*c).dump(2)) + "\n";
-        const QString path = args.value("output");
-        if (path.isEmpty()) {
-            out << text;
-            return 0;
-        }
-        QFile f(path);
-        if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(text.toUtf8()) < 0)
-            return fail(QStringLiteral("cannot write '%1': %2").arg(path, f.errorString()));
-        err << QStringLiteral("calibration %1 written to %2\n").arg(c->id).arg(path);
-        return 0;
-    }
-    if (args.has("import")) {
-        auto c = loadCalibrationFile(args.value("import").toStdString());
-        if (!c)
-            return fail(q(c.status().message()));
-        auto id = saveCalibration(**store, *c);
-        if (!id)
-            return fail(q(id.status().message()));
-        c->id = *id;
-        out << QStringLiteral("imported as calibration %1: %2\n").arg(*id).arg(q(c->describe()));
-        return 0;
-    }
-
-    // Fit: the model's facts come from the model itself (loading is cheap;
-    // the grid is what takes time).
-    auto backend = backendFor(options);
-    if (!backend)
-        return fail(q(backend.status().message()));
-    const int threads =
-        options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-    Calibration key = Calibration::forModel((*backend)->info(), options.preset.toStdString(), threads);
-    std::vector<CostObservation> observations;
-    QStringList sources;
-    if (!args.has("no-profile")) {
-        const bool quick = args.has("quick");
-        const CalibrationGrid grid = quick ? CalibrationGrid::quick() : CalibrationGrid{};
-        err << QStringLiteral("calibrate: profiling %1 (%2 grid)\n")
-                   .arg(q(key.describe()), quick ? "quick" : "full");
-        err.flush();
-        auto measured = measureProfile(*backend, grid, key, [&](const CalibrationProgress &p) {
-            err << QStringLiteral("  %1/%2  batch %3 x length %4%5: %6 ms\n")
-                       .arg(p.done)
-                       .arg(p.total)
-                       .arg(p.batch, 3)
-                       .arg(p.length, 4)
-                       .arg(key.generative ? QStringLiteral(" x %1 new").arg(p.newTokens) : QString())
-                       .arg(p.seconds * 1e3, 0, 'f', 2);
-            err.flush();
-        });
-        if (!measured)
-            return fail(q(measured.status().message()));
-        observations = std::move(measured.value());
-        sources << (quick ? QStringLiteral("profile (quick)") : QStringLiteral("profile"));
-    }
-    if (*session > 0) {
-        const auto id = std::int64_t(*session);
-        auto s = (*store)->session(id);
-        if (!s)
-            return fail(q(s.status().message()));
-        if (s->model != key.model)
-            err << QStringLiteral("warning: session %1 ran %2, not %3\n")
-                       .arg(id)
-                       .arg(q(s->model), q(key.model));
-        auto rows = sessionObservations(**store, id, key.generative);
-        if (!rows)
-            return fail(q(rows.status().message()));
-        observations.insert(observations.end(), rows->batches.begin(), rows->batches.end());
-        if (rows->overheadSamples > 0)
-            key.cost.overheadS = rows->overheadS;
-        if (rows->stepOverheadSamples > 0)
-            key.cost.stepOverheadS = rows->stepOverheadS;
-        if (!rows->lateness.empty())
-            key.cost.dispatchLateness = sampleQuantiles(rows->lateness);
-        sources << QStringLiteral("session %1 (%2 batches%3)")
-                       .arg(id)
-                       .arg(rows->batches.size())
-                       .arg(rows->overlapped
-                                ? QStringLiteral(", %1 that overlapped another executor's left out")
-                                      .arg(rows->overlapped)
-                                : QString());
-    }
-    key.source = sources.join(QStringLiteral(" + ")).toStdString();
-    auto fitted = calibrate(key, observations);
-    if (!fitted)
-        return fail(q(fitted.status().message()));
-    auto id = saveCalibration(**store, *fitted);
-    if (!id)
-        return fail(q(id.status().message()));
-    fitted->id = *id;
-    if (const auto warning = interferenceWarning(*fitted))
-        err << "warning: " << q(*warning) << "\n";
-    if (json) {
-        out << q(toJson(*fitted).dump(2)) << "\n";
-        return 0;
-    }
-    printCalibration(out, *fitted);
-    out << QStringLiteral("simulate with it: batchpilot replay ID --simulate --calibration %1\n").arg(*id);
-    return 0;
+        return list(**store, args.has("json"));
+    if (*exportId > 0)
+        return exportOne(**store, args, *exportId, out, err);
+    if (args.has("import"))
+        return importOne(**store, args, out);
+    return fit(options, args, **store, *session, out, err);
 }
 
 // --calibration ID|FILE, or the newest calibration of --model (and
@@ -273,16 +301,35 @@ Result<CostNoise> costNoiseFor(const CommandArgs &args)
                   QStringLiteral("--noise must be none, mean or drawn, not '%1'").arg(name).toStdString());
 }
 
+Result<std::optional<RemoteServerModel>> serverModelFor(const AppOptions &options,
+                                                        const Calibration &calibration,
+                                                        const std::optional<QString> &serverConfig)
+{
+    if (!calibration.remote || !simulatesServerModel(*calibration.remote) || !options.config.isEmpty())
+        return std::optional<RemoteServerModel>();
+    std::optional<ServerSettings> given;
+    if (serverConfig) {
+        auto file = settingsFromFile(*serverConfig);
+        if (!file)
+            return file.status();
+        given = std::move(*file);
+    }
+    auto m = remoteServerModel(*calibration.remote, given ? &*given : nullptr);
+    if (!m)
+        return m.status();
+    return std::optional<RemoteServerModel>(std::move(*m));
+}
+
 Result<BatchingConfig> simulatedReplicaConfig(const AppOptions &options, const Calibration &calibration,
                                               BatchingConfig config,
                                               const std::function<void(std::string)> &note)
 {
-    if (calibration.remote && simulatesServerModel(*calibration.remote) && options.config.isEmpty()) {
-        auto m = remoteServerModel(*calibration.remote, nullptr);
-        if (!m)
-            return m.status();
-        config = m->config;
-        note("each replica runs " + m->server + "'s scheduler; its settings: " + m->describe());
+    auto m = serverModelFor(options, calibration);
+    if (!m)
+        return m.status();
+    if (*m) {
+        config = (*m)->config;
+        note("each replica runs " + (*m)->server + "'s scheduler; its settings: " + (*m)->describe());
     }
     if (config.policy == PolicyKind::Continuous && !calibration.generative)
         return Status(StatusCode::InvalidArgument,

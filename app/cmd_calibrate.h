@@ -8,6 +8,7 @@
 #include "app_options.h"
 
 #include "engine/sim/calibration/calibration.h"
+#include "engine/sim/calibration/remote_server_model.h"
 #include "engine/sim/simulation/simulator.h"
 
 #include <functional>
@@ -27,6 +28,17 @@ Result<Calibration> calibrationFor(const TraceStore &store, const AppOptions &op
 // How a simulation charges each unit: --noise none|mean|drawn (default
 // drawn); InvalidArgument naming the bad value.
 Result<CostNoise> costNoiseFor(const CommandArgs &args);
+// The server model a simulation of `calibration` runs: for a remote
+// calibration of a server BatchPilot models (vLLM, TGI, SGLang, Triton,
+// llama.cpp), that server's scheduler and its settings (those in
+// `serverConfig`, a --server-config FILE read only then, first; then the
+// calibration's reading and the probe's caps). nullopt for a local
+// calibration, a server without a model, or when --config gives the config.
+// The one place replay --simulate, tune, plan and autoscale --trace make
+// this choice.
+Result<std::optional<RemoteServerModel>> serverModelFor(const AppOptions &options,
+                                                        const Calibration &calibration,
+                                                        const std::optional<QString> &serverConfig = {});
 // The batching config each simulated replica runs (plan, autoscale
 // --trace): `config` (--config, or what the source recorded); without
 // --config, a remote calibration of a server BatchPilot models (vLLM, TGI,

@@ -190,15 +190,27 @@ Result<ServerSettings> settingsFromFile(const QString &path)
                                        "BatchPilot config JSON");
 }
 
-int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
-{
+namespace {
+
+constexpr int kGoOn = -1;
+
+// The flags of a remote calibration.
+struct RemoteFlags {
     remote::RemoteOptions ro;
+    QString protocol;
+    std::string server; // --server: "auto" until detected
+    double maxDuration = 600, scrape = 250, session = 0;
+};
+
+int parseRemote(const AppOptions &options, CommandArgs &args, RemoteFlags &f)
+{
+    remote::RemoteOptions &ro = f.ro;
     ro.target = QUrl(args.value("target"));
-    const QString protocol = args.value("protocol", QStringLiteral("openai"));
-    const auto parsed = remote::parseProtocol(protocol);
+    f.protocol = args.value("protocol", QStringLiteral("openai"));
+    const auto parsed = remote::parseProtocol(f.protocol);
     if (!parsed)
         return fail(
-            QStringLiteral("--protocol must be one of %1, not '%2'").arg(remote::protocolNames(), protocol),
+            QStringLiteral("--protocol must be one of %1, not '%2'").arg(remote::protocolNames(), f.protocol),
             2);
     ro.protocol = *parsed;
     if (!options.modelGiven)
@@ -225,100 +237,115 @@ int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
         ro.vocabSize = options.vocabSize;
     if (Status st = remote::validate(ro); !st)
         return fail(q(st.message()), 2);
-    const bool json = args.has("json");
-    std::string server = serverFlag.toStdString();
+    f.server = serverFlag.toStdString();
+    f.maxDuration = *maxDuration;
+    f.scrape = *scrape;
+    f.session = *session;
+    return kGoOn;
+}
 
-    auto db = TraceStore::open(options.db.toStdString());
-    if (!db)
-        return fail(q(db.status().message()));
-    if (*session > 0)
-        return refine(**db, ro, server, std::int64_t(*session), json);
+// What the server says of itself before the probe: its kind, its settings
+// (or --server-config's) and its model length, which the plan fits.
+struct ServerFacts {
+    std::optional<prom::Exposition> metrics;
+    ServerSettings settings;
+    std::int64_t maxModelLen = 0;
+};
 
-    QTextStream err(stderr);
-    // The server's kind and settings first: the plan fits its model length.
-    auto metrics = remote::scrapeOnce(ro);
+int readServer(const AppOptions &options, CommandArgs &args, RemoteFlags &f, ServerFacts &facts,
+               QTextStream &err)
+{
+    auto metrics = remote::scrapeOnce(f.ro);
     if (!metrics)
         err << QStringLiteral("calibrate: no /metrics (%1): the probe runs without the server's limits\n")
                    .arg(q(metrics.status().message()));
-    if (server == "auto") {
-        server = metrics ? detectServer(*metrics) : std::string();
+    else
+        facts.metrics = *metrics;
+    if (f.server == "auto") {
+        f.server = metrics ? detectServer(*metrics) : std::string();
         QString from = QStringLiteral("from /metrics");
-        if (server.empty()) {
-            server = remote::detectFromRoutes(ro);
+        if (f.server.empty()) {
+            f.server = remote::detectFromRoutes(f.ro);
             from = QStringLiteral("from GET /props");
         }
         err << QStringLiteral("calibrate: server %1\n")
-                   .arg(server.empty()
+                   .arg(f.server.empty()
                             ? QStringLiteral("not recognised from /metrics or its routes (give --server)")
-                            : q(server) + " (" + from + ")");
+                            : q(f.server) + " (" + from + ")");
     }
-    ServerSettings settings;
     if (args.has("server-config")) {
         auto s = settingsFromFile(args.value("server-config"));
         if (!s)
             return fail(q(s.status().message()));
-        settings = std::move(*s);
-    } else if (auto s = remote::fetchServerSettings(ro, server, metrics ? &*metrics : nullptr)) {
-        settings = std::move(*s);
+        facts.settings = std::move(*s);
+    } else if (auto s = remote::fetchServerSettings(f.ro, f.server, metrics ? &*metrics : nullptr)) {
+        facts.settings = std::move(*s);
     } else {
         err << QStringLiteral("calibrate: the server's settings are not known: %1\n")
                    .arg(q(s.status().message()));
     }
-    for (const std::string &note : settings.notes)
+    for (const std::string &note : facts.settings.notes)
         err << QStringLiteral("  note: %1\n").arg(q(note));
-    const std::int64_t maxModelLen = settings.maxModelLen.value_or(
+    facts.maxModelLen = facts.settings.maxModelLen.value_or(
         options.maxLength > 0 ? options.maxLength : remote::RemoteOptions{}.maxInputTokens);
+    return kGoOn;
+}
 
+// The bounded probe, said before it runs; Ctrl+C stops it and what was
+// measured is fitted.
+remote::ProbeRun probe(CommandArgs &args, const RemoteFlags &f, const ServerFacts &facts, ProbePlan &plan,
+                       QTextStream &err)
+{
+    const remote::RemoteOptions &ro = f.ro;
     const bool streaming = remote::isStreaming(ro.protocol);
-    ProbePlan plan = (args.has("quick") ? ProbePlan::quick(ro.maxConcurrency, streaming)
-                                        : ProbePlan::full(ro.maxConcurrency, streaming))
-                         .fittedTo(maxModelLen);
+    plan = (args.has("quick") ? ProbePlan::quick(ro.maxConcurrency, streaming)
+                              : ProbePlan::full(ro.maxConcurrency, streaming))
+               .fittedTo(facts.maxModelLen);
     plan.timeout = ro.timeout;
-    plan.maxDuration = std::chrono::seconds(qint64(*maxDuration));
+    plan.maxDuration = std::chrono::seconds(qint64(f.maxDuration));
     err << QStringLiteral(
                "calibrate: probing %1 (%2, %3): %4 requests, at most %5 s (Ctrl+C stops and fits what "
                "was measured)\n")
-               .arg(ro.target.toString(), ro.model, protocol)
+               .arg(ro.target.toString(), ro.model, f.protocol)
                .arg(plan.requests())
                .arg(std::chrono::duration_cast<std::chrono::seconds>(plan.bound()).count())
         << q(plan.describe());
     err.flush();
-
     remote::ProbeRunOptions po;
     po.remote = ro;
     po.plan = plan;
-    po.dialect = remote::dialectFor(server);
+    po.dialect = remote::dialectFor(f.server);
     if (const std::string d = remote::describe(po.dialect, ro.protocol); !d.empty())
-        err << QStringLiteral("calibrate: requests to a %1 server: %2\n").arg(q(server), q(d));
-    po.scrapeInterval = std::chrono::milliseconds(qint64(*scrape));
+        err << QStringLiteral("calibrate: requests to a %1 server: %2\n").arg(q(f.server), q(d));
+    po.scrapeInterval = std::chrono::milliseconds(qint64(f.scrape));
     po.progress = [&err](const std::string &line) {
         err << "  " << q(line) << "\n";
         err.flush();
     };
-    remote::ProbeRun run;
-    {
-        SigintFlag sigint;
-        po.interrupt = sigint.flag();
-        run = remote::runProbe(po);
-    }
-    if (server.empty() || server == "auto")
-        server = run.server;
-    if (server.empty() && !args.has("server-config")) {
-        // Unknown kind: what the probe's rounds show of its scheduler.
-        settings = inferredSettings(inferScheduler(run.requests));
-        err << QStringLiteral(
-                   "calibrate: the server's kind is not known; inferred from the probe's rounds%1:\n")
-                   .arg(hasInferredScheduler(settings)
-                            ? QString()
-                            : QStringLiteral(" (not enough to simulate it: give --server KIND)"));
-        for (const std::string &line : settings.notes)
-            err << "  " << q(line) << "\n";
-    }
+    SigintFlag sigint;
+    po.interrupt = sigint.flag();
+    return remote::runProbe(po);
+}
 
+// A server of unknown kind: what the probe's rounds show of its scheduler.
+void inferUnknownServer(const remote::ProbeRun &run, ServerSettings &settings, QTextStream &err)
+{
+    settings = inferredSettings(inferScheduler(run.requests));
+    err << QStringLiteral("calibrate: the server's kind is not known; inferred from the probe's rounds%1:\n")
+               .arg(hasInferredScheduler(settings)
+                        ? QString()
+                        : QStringLiteral(" (not enough to simulate it: give --server KIND)"));
+    for (const std::string &line : settings.notes)
+        err << "  " << q(line) << "\n";
+}
+
+RemoteCalibration calibrationOf(const RemoteFlags &f, const ServerSettings &settings, const ProbePlan &plan,
+                                const remote::ProbeRun &run)
+{
     RemoteCalibration r;
-    r.url = ro.target.toString().toStdString();
-    r.server = server;
-    r.protocol = protocol.toStdString();
+    r.url = f.ro.target.toString().toStdString();
+    r.server = f.server;
+    r.protocol = f.protocol.toStdString();
     r.settings = settings;
     r.prefillChunk = prefillChunkOf(settings);
     r.limits =
@@ -339,7 +366,14 @@ int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
         // long prompt's steps as the server ran them.
         if (auto m = remoteServerModel(r, nullptr))
             r.prefillChunk = serverPrefillChunk(m->config);
+    const bool streaming = remote::isStreaming(f.ro.protocol);
     r.observations = probeObservations(run.requests, r.prefillChunk, streaming, 8, prefillAlone(r.server));
+    return r;
+}
+
+// Requests not sent, and the first that failed.
+void reportShortfall(const remote::ProbeRun &run, QTextStream &err)
+{
     if (!run.interrupted && run.requests.size() != run.planned)
         err << QStringLiteral("calibrate: %1 of the %2 planned requests were sent\n")
                    .arg(run.requests.size())
@@ -353,12 +387,42 @@ int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
             break;
         }
     err.flush();
+}
+
+} // namespace
+
+int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
+{
+    RemoteFlags f;
+    if (const int code = parseRemote(options, args, f); code != kGoOn)
+        return code;
+    const bool json = args.has("json");
+    auto db = TraceStore::open(options.db.toStdString());
+    if (!db)
+        return fail(q(db.status().message()));
+    if (f.session > 0)
+        return refine(**db, f.ro, f.server, std::int64_t(f.session), json);
+
+    QTextStream err(stderr);
+    // The server's kind and settings first: the plan fits its model length.
+    ServerFacts facts;
+    if (const int code = readServer(options, args, f, facts, err); code != kGoOn)
+        return code;
+    ProbePlan plan;
+    const remote::ProbeRun run = probe(args, f, facts, plan, err);
+    if (f.server.empty() || f.server == "auto")
+        f.server = run.server;
+    if (f.server.empty() && !args.has("server-config"))
+        inferUnknownServer(run, facts.settings, err);
+    RemoteCalibration r = calibrationOf(f, facts.settings, plan, run);
+    reportShortfall(run, err);
     const std::string source = "probe (" + std::to_string(run.requests.size()) + " requests, " +
                                QString::number(run.seconds, 'f', 1).toStdString() + " s" +
                                (run.interrupted ? ", stopped early" : "") + ")";
-    const int vocab = ro.vocabSize;
-    return store(**db, remoteCalibration(ro.model.toStdString(), vocab, maxModelLen, std::move(r), source),
-                 json);
+    return store(
+        **db,
+        remoteCalibration(f.ro.model.toStdString(), f.ro.vocabSize, facts.maxModelLen, std::move(r), source),
+        json);
 }
 
 } // namespace bp::app

@@ -6,6 +6,7 @@
 #include "command_args.h"
 #include "commands.h"
 #include "engine_host.h"
+#include "simulation_args.h"
 
 #include "engine/core/span_text.h"
 #include "engine/sim/fleet/fleet_export.h"
@@ -39,34 +40,25 @@ Result<FleetPlanRequest> parse(const AppOptions &options, CommandArgs &args)
     auto usage = [](const QString &why) {
         return Status(StatusCode::InvalidArgument, (why + "\n" + kUsage).toStdString());
     };
-    if (!args.error().isEmpty())
-        return usage(args.error());
-    if (!args.positional().isEmpty())
-        return usage(QStringLiteral("unexpected '%1'").arg(args.positional().front()));
-    if (args.has("trace") == args.has("session"))
-        return usage(QStringLiteral("give one of --trace ID or --session ID"));
-    if (!args.has("slo"))
-        return usage(
-            QStringLiteral("--slo is required, e.g. --slo 'p99<=2s' or 'ttft_p99<=500ms,tpot_p99<=50ms'"));
-    FleetPlanRequest r;
-    auto slo = parseTuneSlo(args.value("slo").toStdString());
+    auto slo = parseSourceAndSlo(
+        args, kUsage,
+        QStringLiteral("--slo is required, e.g. --slo 'p99<=2s' or 'ttft_p99<=500ms,tpot_p99<=50ms'"));
     if (!slo)
         return slo.status();
+    FleetPlanRequest r;
     r.slo = *slo;
-    const auto sourceId = args.number(args.has("trace") ? "trace" : "session", 0, 1, 9e18);
+    const auto source = replaySourceFor(args);
     const auto rate = args.number("rate-scale", 1, 1e-3, 1e5);
     const auto cost = args.number("replica-cost", 0, 0, 1e9);
     const auto queue = args.number("router-queue", 0, 0, 1e6);
-    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-    const auto jobs = args.number("jobs", std::min(cores, 16), 1, 16);
-    if (!sourceId || !rate || !cost || !queue || !jobs)
+    const auto jobs = jobsFor(args);
+    if (!source || !rate || !cost || !queue || !jobs)
         return Status(StatusCode::InvalidArgument, args.error().toStdString());
-    r.source = {args.has("trace") ? ReplaySource::Kind::Trace : ReplaySource::Kind::Session,
-                std::int64_t(*sourceId)};
+    r.source = *source;
+    r.search.threads = *jobs;
     r.rateScale = *rate;
     r.replicaCostPerHour = *cost;
     r.routerQueueLimit = int(*queue);
-    r.search.threads = int(*jobs);
     const QString range = args.value("replicas", QStringLiteral("1..16"));
     const QStringList ends = range.split(QStringLiteral(".."));
     bool okLo = false, okHi = false;
@@ -100,12 +92,11 @@ Result<FleetPlanRequest> parse(const AppOptions &options, CommandArgs &args)
     if (!noise)
         return noise.status();
     r.noise = *noise;
-    if (!options.config.isEmpty()) {
-        auto config = batchingConfigFor(options);
-        if (!config)
-            return config.status();
-        r.config = *config;
-    }
+    auto config = givenConfig(options);
+    if (!config)
+        return config.status();
+    if (*config)
+        r.config = **config;
     if (args.has("export") && !isFleetExportFormat(args.value("export").toStdString()))
         return Status(StatusCode::InvalidArgument, "--export is one of " + std::string(kFleetExportFormats) +
                                                        ", not '" + args.value("export").toStdString() + "'");

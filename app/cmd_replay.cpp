@@ -4,6 +4,7 @@
 // last config), records it as a new session, and prints the comparison.
 #include "cli_text.h"
 #include "cmd_store.h"
+#include "replay_command.h"
 #include "sigint_flag.h"
 
 #include "cmd_calibrate.h"
@@ -27,6 +28,8 @@
 #include <atomic>
 
 namespace bp::app {
+
+using namespace replay_command;
 
 namespace {
 
@@ -99,18 +102,17 @@ std::unique_ptr<remote::HttpRemoteTarget> remoteTargetFor(const AppOptions &opti
     return std::move(target.value());
 }
 
-} // namespace
+constexpr int kGoOn = -1;
 
-int runReplay(const AppOptions &options)
+int parseNumbers(CommandArgs &args, ReplayFlags &f)
 {
-    CommandArgs args(options.commandArgs, commandOptions("replay"));
     if (!args.error().isEmpty())
         return fail(args.error() + "\n" + kUsage, 2);
     if (args.positional().size() != 1)
         return fail(kUsage, 2);
     bool ok = false;
-    const qint64 id = args.positional().front().toLongLong(&ok);
-    if (!ok || id <= 0)
+    f.id = args.positional().front().toLongLong(&ok);
+    if (!ok || f.id <= 0)
         return fail(QStringLiteral("'%1' is not a session or trace id").arg(args.positional().front()), 2);
     const auto speed = args.number("speed", 1, 1e-6, 1e6);
     const auto lengthScale = args.number("length-scale", 1, 1e-6, 1e3);
@@ -118,47 +120,63 @@ int runReplay(const AppOptions &options)
     const auto compare = args.number("compare", 0, 1, 9e18);
     if (!speed || !lengthScale || !limit || !compare)
         return fail(args.error(), 2);
-    const bool simulate = args.has("simulate");
-    if (simulate && args.has("virtual"))
+    f.speed = *speed;
+    f.lengthScale = *lengthScale;
+    f.limit = *limit;
+    f.compare = *compare;
+    return kGoOn;
+}
+
+int parseFlags(CommandArgs &args, ReplayFlags &f)
+{
+    if (const int code = parseNumbers(args, f); code != kGoOn)
+        return code;
+    f.simulate = args.has("simulate");
+    if (f.simulate && args.has("virtual"))
         return fail(QStringLiteral("--virtual and --simulate exclude each other\n") + kUsage, 2);
-    if (args.has("calibration") && !simulate)
+    if (args.has("calibration") && !f.simulate)
         return fail(QStringLiteral("--calibration needs --simulate\n") + kUsage, 2);
-    if (args.has("noise") && !simulate)
+    if (args.has("noise") && !f.simulate)
         return fail(QStringLiteral("--noise needs --simulate\n") + kUsage, 2);
     auto noise = costNoiseFor(args);
     if (!noise)
         return fail(q(noise.status().message()), 2);
+    f.noise = *noise;
     const auto replicas = args.number("replicas", 1, 1, 256);
     if (!replicas)
         return fail(args.error(), 2);
+    f.replicas = *replicas;
     const auto router =
         parseRouterPolicy(args.value("router", QStringLiteral("least-outstanding")).toStdString());
     if (!router)
         return fail(
             QStringLiteral("--router must be round-robin, least-outstanding, least-kv or prefix-affinity"),
             2);
-    if (args.has("replicas") && !simulate)
+    f.router = *router;
+    if (args.has("replicas") && !f.simulate)
         return fail(QStringLiteral("--replicas needs --simulate (a remote fleet's replicas are its --target "
                                    "URLs)\n") +
                         kUsage,
                     2);
-    if (args.has("router") && !simulate && !args.has("target"))
+    if (args.has("router") && !f.simulate && !args.has("target"))
         return fail(QStringLiteral("--router needs --simulate or --target URL1,URL2\n") + kUsage, 2);
+    return kGoOn;
+}
 
-    auto store = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
-    if (!store)
-        return fail(q(store.status().message()));
-    ReplayOptions ro;
-    ro.source = {args.has("trace") ? ReplaySource::Kind::Trace : ReplaySource::Kind::Session, id};
-    // The source must exist before a model is loaded (which can take a while).
+// The source (and --compare's session) must exist before a model is loaded
+// (which can take a while); the replay's options from the flags.
+int openSource(const AppOptions &options, CommandArgs &args, const ReplayFlags &f, TraceStore &store,
+               ReplayOptions &ro)
+{
+    ro.source = {args.has("trace") ? ReplaySource::Kind::Trace : ReplaySource::Kind::Session, f.id};
     if (ro.source.kind == ReplaySource::Kind::Trace) {
-        if (auto t = (*store)->trace(id); !t)
+        if (auto t = store.trace(f.id); !t)
             return fail(q(t.status().message()));
-    } else if (auto s = (*store)->session(id); !s) {
+    } else if (auto s = store.session(f.id); !s) {
         return fail(q(s.status().message()));
     }
-    if (*compare > 0)
-        if (auto s = (*store)->session(std::int64_t(*compare)); !s)
+    if (f.compare > 0)
+        if (auto s = store.session(std::int64_t(f.compare)); !s)
             return fail(q(s.status().message()));
     if (!options.config.isEmpty()) {
         auto config = batchingConfigFor(options);
@@ -166,55 +184,62 @@ int runReplay(const AppOptions &options)
             return fail(q(config.status().message()));
         ro.config = *config;
     }
-    ro.speed = *speed;
-    ro.lengthScale = *lengthScale;
-    ro.limit = std::size_t(*limit);
-    ro.clock = simulate              ? ReplayClock::Simulated
+    ro.speed = f.speed;
+    ro.lengthScale = f.lengthScale;
+    ro.limit = std::size_t(f.limit);
+    ro.clock = f.simulate            ? ReplayClock::Simulated
                : args.has("virtual") ? ReplayClock::Virtual
                                      : ReplayClock::Real;
     ro.clampToModel = !args.has("no-clamp");
     ro.notes = args.value("notes").toStdString();
     ro.progressInterval = std::chrono::seconds(1);
+    return kGoOn;
+}
 
+int chooseSimulation(const AppOptions &options, CommandArgs &args, TraceStore &store, ReplayOptions &ro,
+                     Driver &d)
+{
+    auto c = calibrationFor(store, options, args);
+    if (!c)
+        return fail(q(c.status().message()));
+    d.calibration = *c;
+    if (const auto warning = interferenceWarning(*d.calibration))
+        QTextStream(stderr) << "warning: " << q(*warning) << "\n";
+    // A remote calibration of a vLLM, TGI, SGLang or Triton server:
+    // simulate that server's scheduler (engine/sim/calibration/remote_server_model.h).
+    const RemoteCalibration *remote = d.calibration->remote ? &*d.calibration->remote : nullptr;
+    if (remote && !options.config.isEmpty() && unknownKindMessage(*remote, "replay --simulate"))
+        d.serverModel =
+            "the server's kind is not known: simulated with the scheduler --config gives (assumed, "
+            "not inferred)";
+    else if (remote) {
+        if (auto why = unknownKindMessage(*remote, "replay --simulate"))
+            return fail(q(*why), 2);
+    }
+    auto m = serverModelFor(options, *d.calibration);
+    if (!m)
+        return fail(q(m.status().message()));
+    if (*m) {
+        ro.config = (*m)->config;
+        d.serverModel = (*m)->server + "'s scheduler; its settings: " + (*m)->describe();
+    }
+    return kGoOn;
+}
+
+int chooseDriver(const AppOptions &options, CommandArgs &args, const ReplayFlags &f, TraceStore &store,
+                 ReplayOptions &ro, Driver &d)
+{
     const bool isRemote = args.has("target");
     for (const char *flag : {"protocol", "max-concurrency", "max-queued", "timeout", "scrape-interval",
                              "metrics-url", "max-new-tokens"})
         if (!isRemote && args.has(flag))
             return fail(QStringLiteral("--%1 applies to a remote replay (--target URL)").arg(flag), 2);
-    if (isRemote && simulate)
+    if (isRemote && f.simulate)
         return fail(
             QStringLiteral("--simulate simulates the embedded engine; a remote replay runs in real time"), 2);
-    std::unique_ptr<remote::HttpRemoteTarget> target;
-    std::shared_ptr<Backend> backend;
-    // A simulation loads no model: its calibration has the model's facts.
-    std::optional<Calibration> calibration;
-    std::string serverModel; // the server model a remote calibration simulates, described
-    if (simulate) {
-        auto c = calibrationFor(**store, options, args);
-        if (!c)
-            return fail(q(c.status().message()));
-        calibration = *c;
-        if (const auto warning = interferenceWarning(*calibration))
-            QTextStream(stderr) << "warning: " << q(*warning) << "\n";
-        // A remote calibration of a vLLM, TGI, SGLang or Triton server:
-        // simulate that server's scheduler (engine/sim/calibration/remote_server_model.h).
-        if (calibration->remote && !options.config.isEmpty() &&
-            unknownKindMessage(*calibration->remote, "replay --simulate"))
-            serverModel =
-                "the server's kind is not known: simulated with the scheduler --config gives (assumed, "
-                "not inferred)";
-        else if (calibration->remote) {
-            if (auto why = unknownKindMessage(*calibration->remote, "replay --simulate"))
-                return fail(q(*why), 2);
-        }
-        if (calibration->remote && simulatesServerModel(*calibration->remote) && options.config.isEmpty()) {
-            auto m = remoteServerModel(*calibration->remote, nullptr);
-            if (!m)
-                return fail(q(m.status().message()));
-            ro.config = m->config;
-            serverModel = m->server + "'s scheduler; its settings: " + m->describe();
-        }
-    } else if (isRemote) {
+    if (f.simulate)
+        return chooseSimulation(options, args, store, ro, d);
+    if (isRemote) {
         if (args.has("virtual"))
             return fail(
                 QStringLiteral("--virtual simulates the embedded engine; a remote replay runs in real time"),
@@ -222,15 +247,53 @@ int runReplay(const AppOptions &options)
         // --config: only its goodput.* bounds apply (the yardstick of the
         // session's goodput); the server keeps its own batching settings.
         QString error;
-        target = remoteTargetFor(options, args, error);
-        if (!target)
+        d.target = remoteTargetFor(options, args, error);
+        if (!d.target)
             return fail(error, 2);
-    } else {
-        auto b = backendFor(options);
-        if (!b)
-            return fail(q(b.status().message()));
-        backend = *b;
+        return kGoOn;
     }
+    auto b = backendFor(options);
+    if (!b)
+        return fail(q(b.status().message()));
+    d.backend = *b;
+    return kGoOn;
+}
+
+Result<Summaries> summaries(TraceStore &store, const ReplayFlags &f, const ReplayOptions &ro,
+                            std::int64_t sessionId)
+{
+    auto replayed = store.summary(sessionId);
+    if (!replayed)
+        return replayed.status();
+    Summaries s{*replayed, std::nullopt};
+    const std::int64_t baselineId =
+        f.compare > 0 ? std::int64_t(f.compare) : (ro.source.kind == ReplaySource::Kind::Session ? f.id : 0);
+    if (baselineId > 0) {
+        auto b = store.summary(baselineId);
+        if (!b)
+            return b.status();
+        s.baseline = *b;
+    }
+    return s;
+}
+
+} // namespace
+
+int runReplay(const AppOptions &options)
+{
+    CommandArgs args(options.commandArgs, commandOptions("replay"));
+    ReplayFlags f;
+    if (const int code = parseFlags(args, f); code != kGoOn)
+        return code;
+    auto store = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
+    if (!store)
+        return fail(q(store.status().message()));
+    ReplayOptions ro;
+    if (const int code = openSource(options, args, f, **store, ro); code != kGoOn)
+        return code;
+    Driver d;
+    if (const int code = chooseDriver(options, args, f, **store, ro, d); code != kGoOn)
+        return code;
 
     QTextStream err(stderr);
     auto progress = [&](const ReplayProgress &p) {
@@ -243,124 +306,28 @@ int runReplay(const AppOptions &options)
         err.flush();
     };
     SigintFlag sigint;
-    Replayer replayer(*store, backend);
+    Replayer replayer(*store, d.backend);
     std::optional<SimulatedReplay> simulated;
-    if (simulate) {
-        simulated.emplace(*store, *calibration);
-        simulated->setCostNoise(*noise);
-        simulated->setFleet(int(*replicas), {*router, int(*replicas)});
+    if (f.simulate) {
+        simulated.emplace(*store, *d.calibration);
+        simulated->setCostNoise(f.noise);
+        simulated->setFleet(int(f.replicas), {f.router, int(f.replicas)});
     }
-    auto outcome = simulate ? simulated->run(ro, progress, sigint.flag())
-                   : target ? replayer.runRemote(ro, *target, progress, sigint.flag())
-                            : replayer.run(ro, progress, sigint.flag());
+    auto outcome = f.simulate ? simulated->run(ro, progress, sigint.flag())
+                   : d.target ? replayer.runRemote(ro, *d.target, progress, sigint.flag())
+                              : replayer.run(ro, progress, sigint.flag());
     if (!outcome)
         return fail(q(outcome.status().message()));
-    const ReplayOutcome &o = *outcome;
-
-    auto replayed = (*store)->summary(o.sessionId);
-    if (!replayed)
-        return fail(q(replayed.status().message()));
-    std::optional<SessionSummary> baseline;
-    const std::int64_t baselineId =
-        *compare > 0 ? std::int64_t(*compare) : (ro.source.kind == ReplaySource::Kind::Session ? id : 0);
-    if (baselineId > 0) {
-        auto s = (*store)->summary(baselineId);
-        if (!s)
-            return fail(q(s.status().message()));
-        baseline = *s;
-    }
-
+    auto s = summaries(**store, f, ro, outcome->sessionId);
+    if (!s)
+        return fail(q(s.status().message()));
     QTextStream out(stdout);
-    if (args.has("json")) {
-        nlohmann::json j{{"session_id", o.sessionId},
-                         {"source", {{"kind", args.has("trace") ? "trace" : "session"}, {"id", id}}},
-                         {"config", toJson(o.config)},
-                         {"requests", o.total},
-                         {"submitted", o.submitted},
-                         {"rejected_at_submit", o.rejected},
-                         {"completed", o.completed},
-                         {"failed", o.failed},
-                         {"clamped", o.clamped},
-                         {"raised", o.raised},
-                         {"cancelled", o.cancelled},
-                         {"wall_s", o.wallSeconds},
-                         {"max_lateness_us", toMicros(o.maxLateness)},
-                         {"logging_warning", o.warning}};
-        if (target) {
-            j.erase("config");
-            j["target"] = target->describe();
-            j["client"] = o.client;
-        }
-        if (calibration)
-            j["calibration"] = {{"id", calibration->id},
-                                {"describe", calibration->describe()},
-                                {"batch_fit_error", toJson(calibration->batchError)}};
-        if (simulated && simulated->interval())
-            j["interval"] = simulatedIntervalJson(*simulated->interval(), *calibration);
-        if (!serverModel.empty())
-            j["server_model"] = serverModel;
-        j["comparison"] =
-            baseline ? comparisonJson(*baseline, *replayed) : nlohmann::json{{"b", toJson(*replayed)}};
-        out << q(j.dump(2)) << "\n";
-    } else {
-        out << QStringLiteral("%1 session %2 (%3 of %4 %5, %6 clock): %7 requests in %8 s wall time\n")
-                   .arg(target ? "remote" : "replay")
-                   .arg(o.sessionId)
-                   .arg(o.cancelled ? "cancelled replay" : "replay")
-                   .arg(args.has("trace") ? "trace" : "session")
-                   .arg(id)
-                   .arg(q(std::string(replayClockName(ro.clock))))
-                   .arg(o.submitted)
-                   .arg(o.wallSeconds, 0, 'f', 2);
-        if (calibration)
-            out << QStringLiteral(
-                       "  calibration %1: %2; its fit to whole batches: median error %3%, worst %4%\n")
-                       .arg(calibration->id)
-                       .arg(q(calibration->describe()))
-                       .arg(100 * calibration->batchError.medianRel, 0, 'f', 1)
-                       .arg(100 * calibration->batchError.maxRel, 0, 'f', 1);
-        if (!serverModel.empty())
-            out << "  server model: " << q(serverModel) << "\n";
-        // The length rule's changes (engine/core/length_rule.h).
-        const int maxLength = target        ? target->model().maxSequenceLength
-                              : calibration ? calibration->maxSequenceLength
-                              : backend     ? backend->info().maxSequenceLength
-                                            : 0;
-        if (const std::string lengths = LengthCounts{o.raised, o.clamped}.describe(maxLength);
-            !lengths.empty())
-            out << "  lengths: " << q(lengths) << "\n";
-        if (ro.clock == ReplayClock::Real)
-            out << QStringLiteral("  submissions were at most %1 ms late\n")
-                       .arg(toMicros(o.maxLateness) / 1000, 0, 'f', 2);
-        if (!o.warning.empty())
-            out << "  warning: " << q(o.warning) << "\n";
-        if (simulated && simulated->interval())
-            out << "  " << q(describeSpread(*simulated->interval())) << "\n  "
-                << q(narrowIntervalHint(*calibration)) << "\n";
-        if (target) {
-            out << QStringLiteral("  target %1 (%2), HTTP statuses %3\n")
-                       .arg(q(target->url()), q(o.client.value("protocol", std::string())),
-                            q(o.client.value("http_status", nlohmann::json::object()).dump()));
-            if (const std::string server = o.client.value("server", std::string()); !server.empty())
-                out << QStringLiteral("  scraped %1 /metrics %2 times (%3 failed)\n")
-                           .arg(q(server))
-                           .arg(o.client.value("scrapes", 0))
-                           .arg(o.client.value("scrape_errors", 0));
-            if (const auto fleet = o.client.find("fleet"); fleet != o.client.end())
-                for (const nlohmann::json &r : fleet->value("replica_figures", nlohmann::json::array()))
-                    out << QStringLiteral("  %1 replica %2 %3: %4 routed, %5 completed, %6 failed, peak %7 "
-                                          "outstanding\n")
-                               .arg(q(fleet->value("router", std::string())))
-                               .arg(r.value("replica", 0))
-                               .arg(q(r.value("url", std::string())))
-                               .arg(r.value("routed", 0))
-                               .arg(r.value("completed", 0))
-                               .arg(r.value("failed", 0))
-                               .arg(r.value("peak_outstanding", 0));
-        }
-        out << "\n" << q(baseline ? formatComparison(*baseline, *replayed) : formatSummary(*replayed));
-    }
-    return o.cancelled ? 130 : 0;
+    const SimulatedReplay *sim = simulated ? &*simulated : nullptr;
+    if (args.has("json"))
+        printJson(out, args, f, d, sim, *outcome, *s);
+    else
+        printText(out, args, f, ro, d, sim, *outcome, *s);
+    return outcome->cancelled ? 130 : 0;
 }
 
 } // namespace bp::app

@@ -1,6 +1,7 @@
 #include "cmd_tune.h"
 #include "cli_text.h"
 #include "sigint_flag.h"
+#include "tune_command.h"
 
 #include "cmd_tune_remote.h"
 #include "cmd_tune_text.h"
@@ -10,6 +11,7 @@
 #include "command_args.h"
 #include "commands.h"
 #include "engine_host.h"
+#include "simulation_args.h"
 #include "tune_output.h"
 
 #include "engine/config/config_json.h"
@@ -26,6 +28,8 @@
 
 namespace bp::app {
 
+using namespace tune_command;
+
 namespace {
 
 constexpr const char *kUsage =
@@ -40,30 +44,13 @@ int fail(const QString &message, int code = 1)
     return failCommand(QStringLiteral("tune"), message, code);
 }
 
-// The flags, as a pipeline request (the calibration aside).
-struct Parsed {
-    TuneRequest request;
-    QString objectiveName;
-};
-
 Result<Parsed> parse(const AppOptions &options, CommandArgs &args)
 {
-    auto usage = [](const QString &why) {
-        return Status(StatusCode::InvalidArgument, (why + "\n" + kUsage).toStdString());
-    };
-    if (!args.error().isEmpty())
-        return usage(args.error());
-    if (!args.positional().isEmpty())
-        return usage(QStringLiteral("unexpected '%1'").arg(args.positional().front()));
-    if (args.has("trace") == args.has("session"))
-        return usage(QStringLiteral("give one of --trace ID or --session ID"));
-    if (!args.has("slo"))
-        return usage(QStringLiteral("--slo is required, e.g. --slo 'p99<=200ms'"));
-    Parsed p;
-    TuneSettings &s = p.request.settings;
-    auto slo = parseTuneSlo(args.value("slo").toStdString());
+    auto slo = parseSourceAndSlo(args, kUsage, QStringLiteral("--slo is required, e.g. --slo 'p99<=200ms'"));
     if (!slo)
         return slo.status();
+    Parsed p;
+    TuneSettings &s = p.request.settings;
     s.slo = *slo;
     p.objectiveName = args.value("objective", QStringLiteral("goodput"));
     const auto objective = parseTuneObjective(p.objectiveName.toStdString());
@@ -81,31 +68,27 @@ Result<Parsed> parse(const AppOptions &options, CommandArgs &args)
     if (!noise)
         return noise.status();
     s.noise = *noise;
-    const auto sourceId = args.number(args.has("trace") ? "trace" : "session", 0, 1, 9e18);
+    const auto source = replaySourceFor(args);
     const auto speed = args.number("speed", 1, 1e-6, 1e6);
     const auto lengthScale = args.number("length-scale", 1, 1e-6, 1e3);
     const auto limit = args.number("limit", 0, 0, 1e12);
     const auto budget = args.number("budget", 240, 1, 100000);
     const auto instances = args.number("instances", 2, 1, 16);
-    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-    const auto jobs = args.number("jobs", std::min(cores, 16), 1, 16);
-    if (!sourceId || !speed || !lengthScale || !limit || !budget || !instances || !jobs)
+    const auto jobs = jobsFor(args);
+    if (!source || !speed || !lengthScale || !limit || !budget || !instances || !jobs)
         return Status(StatusCode::InvalidArgument, args.error().toStdString());
     ReplayOptions &ro = p.request.source;
-    ro.source = {args.has("trace") ? ReplaySource::Kind::Trace : ReplaySource::Kind::Session,
-                 std::int64_t(*sourceId)};
-    if (!options.config.isEmpty()) {
-        auto config = batchingConfigFor(options);
-        if (!config)
-            return config.status();
-        ro.config = *config;
-    }
+    ro.source = *source;
+    auto config = givenConfig(options);
+    if (!config)
+        return config.status();
+    ro.config = *config;
     ro.speed = *speed;
     ro.lengthScale = *lengthScale;
     ro.limit = std::size_t(*limit);
     s.budget = std::size_t(*budget);
     s.maxInstances = int(*instances);
-    s.threads = int(*jobs);
+    s.threads = *jobs;
     p.request.verify = !args.has("no-verify");
     return p;
 }
@@ -128,6 +111,242 @@ Result<std::shared_ptr<Backend>> verificationBackend(const AppOptions &options, 
     return backend;
 }
 
+constexpr int kGoOn = -1;
+
+int openSource(const AppOptions &options, CommandArgs &args, const TuneRequest &asked, TuneJob &job)
+{
+    auto opened = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
+    if (!opened)
+        return fail(q(opened.status().message()));
+    job.store = std::move(*opened);
+    if (auto source = describeSource(*job.store, asked.source.source); !source)
+        return fail(q(source.status().message()));
+    job.request = asked;
+    if (args.has("target")) {
+        auto t = remoteTune(*job.store, options, args);
+        if (!t)
+            return fail(q(t.status().message()));
+        job.remoteTarget = std::move(*t);
+        if (!job.request.source.config)
+            job.request.source.config = job.remoteTarget->current;
+        job.request.verify = false;
+    } else if (args.has("apply")) {
+        return fail(QStringLiteral("--apply sends the pick to a server: give --target URL"), 2);
+    }
+    return kGoOn;
+}
+
+int chooseModel(const AppOptions &options, CommandArgs &args, const TuneRequest &asked, TuneJob &job)
+{
+    auto calibration = job.remoteTarget ? Result<Calibration>(job.remoteTarget->calibration)
+                                        : calibrationFor(*job.store, options, args);
+    if (!calibration)
+        return fail(q(calibration.status().message()) +
+                    QStringLiteral("\n(a calibration is the cost model the search simulates with: "
+                                   "batchpilot calibrate --model M [--preset P] --quick)"));
+    job.calibration = *calibration;
+    if (job.remoteTarget) {
+        job.serverModel = job.remoteTarget->model;
+        return kGoOn;
+    }
+    if (job.calibration.remote && !asked.source.config)
+        if (auto why = unknownKindMessage(*job.calibration.remote, "tune"))
+            return fail(q(*why), 2);
+    auto m =
+        serverModelFor(options, job.calibration,
+                       args.has("server-config") ? std::optional(args.value("server-config")) : std::nullopt);
+    if (!m)
+        return fail(q(m.status().message()));
+    if (*m) {
+        job.serverModel = std::move(**m);
+        job.request.source.config = job.serverModel->config;
+        job.request.verify = false; // the server is not here to verify on: replay --target does
+    }
+    return kGoOn;
+}
+
+int prepare(const AppOptions &options, CommandArgs &args, const TuneRequest &asked, TuneJob &job)
+{
+    if (const int code = openSource(options, args, asked, job); code != kGoOn)
+        return code;
+    if (const int code = chooseModel(options, args, asked, job); code != kGoOn)
+        return code;
+    if (const auto warning = interferenceWarning(job.calibration))
+        QTextStream(stderr) << "warning: " << q(*warning) << "\n";
+    if (job.request.verify) {
+        auto loaded = verificationBackend(options, job.calibration);
+        if (!loaded)
+            return fail(q(loaded.status().message()));
+        job.backend = *loaded;
+    }
+    return kGoOn;
+}
+
+// Progress once a second, the first after a second (a search that ends
+// sooner printed its first count only: "1 simulations of about 336"), and
+// the final count when any was shown (finish()).
+class SearchProgress {
+public:
+    explicit SearchProgress(QTextStream &err) : m_err(err) {}
+    TuneHooks hooks()
+    {
+        TuneHooks hooks;
+        hooks.searchProgress = [this](std::size_t done, std::size_t total) { searched(done, total); };
+        hooks.verifyStarting = [this](const VerifyPlan &plan) { verifying(plan); };
+        hooks.verifyProgress = [this](const ReplayProgress &p) {
+            m_err << QStringLiteral("verify: %1/%2 done\n").arg(p.finished).arg(p.total);
+            m_err.flush();
+        };
+        return hooks;
+    }
+    void finish()
+    {
+        if (!m_shown)
+            return;
+        m_err << QStringLiteral("tune: %1 simulations done\n").arg(m_simulations);
+        m_err.flush();
+    }
+
+private:
+    void searched(std::size_t done, std::size_t total)
+    {
+        m_simulations = done;
+        const TimePoint now = SteadyClock::now();
+        if (now - m_lastShown < std::chrono::seconds(1))
+            return;
+        m_lastShown = now;
+        m_shown = true;
+        m_err << QStringLiteral("tune: %1 simulations of about %2\n").arg(done).arg(total);
+        m_err.flush();
+    }
+    void verifying(const VerifyPlan &plan)
+    {
+        m_err << QStringLiteral(
+                     "tune: verifying %1 with a real-clock replay of %2: %3 of %4 requests, %5 s of "
+                     "arrivals; expected %6 (Ctrl+C stops it and keeps what was verified; "
+                     "--verify-window all replays every arrival, --no-verify skips it)\n")
+                     .arg(q(plan.label), q(describe(plan.spec)))
+                     .arg(plan.window.size())
+                     .arg(plan.sourceRequests)
+                     .arg(toSeconds(plan.window.span()), 0, 'f', 1)
+                     .arg(durationText(plan.expectedSeconds));
+        m_err.flush();
+    }
+
+    QTextStream &m_err;
+    TimePoint m_lastShown = SteadyClock::now();
+    std::size_t m_simulations = 0;
+    bool m_shown = false;
+};
+
+// The server's current settings (a server model's) predicted and judged
+// against the recommendation; the pick is the one that wins.
+TuneOutcome judge(const TuneJob &job, const TuneRun &run, const TuneRequest &asked)
+{
+    const TuneResult &r = run.result;
+    const TuneCandidate &rec = r.candidates[*r.recommended];
+    TuneOutcome o;
+    o.cancelled = r.cancelled || (run.verification && run.verification->partial);
+    o.tokenLevel = asked.settings.slo.tokenLevel() || job.calibration.generative;
+    if (job.serverModel)
+        o.current = job.serverModel->config; // with --target: remoteTarget->current, from the same model
+    if (o.current) {
+        o.currentFigures = simulationEvaluator(tuneWorkloadFor(run.source, job.calibration, run.settings),
+                                               asked.settings.slo)(*o.current, 1.0);
+        o.verdict = judgeAgainstCurrent(*o.currentFigures, rec.figures,
+                                        fitSpread(job.calibration, o.current->policy).value_or(0.0));
+    }
+    o.keep = o.verdict && o.verdict->keep;
+    o.pick = o.keep ? *o.current : rec.config;
+    o.pickLabel = o.keep ? std::string("the server's current settings") : rec.label;
+    return o;
+}
+
+// --target: the server's settings and the pick stored with the tuning, in
+// the server's own syntax for the operator to apply.
+int storeTarget(TuneJob &job, TuneRun &run, const TuneOutcome &o)
+{
+    RemoteTune &t = *job.remoteTarget;
+    nlohmann::json &target = run.stored.document["target"];
+    target = {{"url", t.options.target.toString().toStdString()},
+              {"server", t.calibration.remote->server},
+              {"current_config", toJson(t.current)},
+              {"current_predicted", tuneFiguresJson(*o.currentFigures)}};
+    const TuneCandidate &rec = run.result.candidates[*run.result.recommended];
+    if (rec.config.server.kind == ServerKind::BatchPilot)
+        return kGoOn;
+    const std::string model = t.options.model.toStdString();
+    target["current_settings"] = describeConfig(t.current);
+    target["current_launch"] = launchText(t.current, model);
+    target["recommended_settings"] = describeConfig(o.pick);
+    target["recommended_launch"] = launchText(o.pick, model);
+    target["keep_current"] = o.keep;
+    if (Status s = setTuningTarget(*job.store, run.stored.tuningId, target); !s)
+        return fail(QStringLiteral("cannot store the pick: ") + q(s.message()));
+    return kGoOn;
+}
+
+// --apply: the pick sent to the server, then the same arrivals replayed
+// into it (unless --no-verify) and the measured figures stored beside the
+// predicted.
+int applyAndVerify(CommandArgs &args, TuneJob &job, TuneRun &run, const TuneRequest &asked, TuneOutcome &o,
+                   const TuneHooks &hooks, const SigintFlag &sigint)
+{
+    RemoteTune &t = *job.remoteTarget;
+    QTextStream err(stderr);
+    if (args.has("apply") && !run.result.cancelled && o.keep) {
+        err << QStringLiteral("tune: nothing to apply: the server's current settings stay\n");
+    } else if (args.has("apply") && !run.result.cancelled) {
+        if (Status s = applyPick(t, o.pick); !s)
+            return fail(q(s.message()));
+        t.applied = true;
+        err << QStringLiteral("tune: applied %1 to %2\n").arg(q(o.pickLabel), t.options.target.toString());
+    }
+    run.stored.document["target"]["applied"] = t.applied;
+    if (!t.applied || !asked.verify)
+        return kGoOn;
+    ReplayOptions real = job.request.source;
+    real.clock = ReplayClock::Real;
+    real.config = o.pick;
+    real.notes = "tune: verifies " + o.pickLabel + " on " + t.options.target.toString().toStdString();
+    real.progressInterval = std::chrono::seconds(2);
+    auto outcome = replayOnTarget(job.store, t, real, hooks.verifyProgress, sigint.flag());
+    if (!outcome)
+        return fail(QStringLiteral("verification replay: ") + q(outcome.status().message()));
+    o.verified = *outcome;
+    auto m =
+        measuredFigures(*job.store, outcome->sessionId, run.source.arrivals().size(), asked.settings.slo);
+    if (!m)
+        return fail(q(m.status().message()));
+    o.measured = *m;
+    run.stored.document["verification"] = {{"session_id", o.verified->sessionId},
+                                           {"wall_s", o.verified->wallSeconds},
+                                           {"cancelled", o.verified->cancelled},
+                                           {"measured", tuneFiguresJson(*o.measured)}};
+    if (Status s = setTuningVerification(*job.store, run.stored.tuningId, o.verified->sessionId,
+                                         run.stored.document["verification"]);
+        !s)
+        return fail(QStringLiteral("cannot store the verification: ") + q(s.message()));
+    o.cancelled = o.cancelled || o.verified->cancelled;
+    return kGoOn;
+}
+
+// --output FILE: a server model's pick in that server's syntax; BatchPilot's
+// as its config JSON.
+int writePick(const AppOptions &options, CommandArgs &args, const TuneJob &job, const TuneOutcome &o)
+{
+    if (!args.has("output"))
+        return kGoOn;
+    QFile f(args.value("output"));
+    const QByteArray text =
+        QByteArray::fromStdString(o.pick.server.kind != ServerKind::BatchPilot && job.serverModel
+                                      ? launchText(o.pick, options.model.toStdString())
+                                      : toJson(o.pick).dump(2) + "\n");
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(text) != text.size())
+        return fail(QStringLiteral("cannot write %1: %2").arg(f.fileName(), f.errorString()));
+    return kGoOn;
+}
+
 } // namespace
 
 int runTune(const AppOptions &options)
@@ -136,284 +355,36 @@ int runTune(const AppOptions &options)
     auto parsed = parse(options, args);
     if (!parsed)
         return fail(q(parsed.status().message()), 2);
-    const TuneRequest &request = parsed->request;
-
-    auto opened = TraceStore::open(options.db.toStdString(), TraceStore::OpenMode::MustExist);
-    if (!opened)
-        return fail(q(opened.status().message()));
-    const std::shared_ptr<TraceStore> store = std::move(*opened);
-    if (auto source = describeSource(*store, request.source.source); !source)
-        return fail(q(source.status().message()));
-    // --target: the server's remote calibration, its current settings the base;
-    // it is verified on the server itself, after --apply (not by the pipeline).
-    std::optional<RemoteTune> remoteTarget;
-    TuneRequest remoteRequest;
-    if (args.has("target")) {
-        auto t = remoteTune(*store, options, args);
-        if (!t)
-            return fail(q(t.status().message()));
-        remoteTarget = std::move(*t);
-        remoteRequest = request;
-        if (!remoteRequest.source.config)
-            remoteRequest.source.config = remoteTarget->current;
-        remoteRequest.verify = false;
-    } else if (args.has("apply")) {
-        return fail(QStringLiteral("--apply sends the pick to a server: give --target URL"), 2);
-    }
-    auto calibration =
-        remoteTarget ? Result<Calibration>(remoteTarget->calibration) : calibrationFor(*store, options, args);
-    if (!calibration)
-        return fail(q(calibration.status().message()) +
-                    QStringLiteral("\n(a calibration is the cost model the search simulates with: "
-                                   "batchpilot calibrate --model M [--preset P] --quick)"));
-    // A remote calibration of a vLLM, TGI, SGLang or Triton server without
-    // --target: that server's scheduler model, its settings from
-    // --server-config, the calibration's reading and the probe's caps.
-    std::optional<RemoteServerModel> serverModel;
-    if (!remoteTarget && calibration->remote && !request.source.config)
-        if (auto why = unknownKindMessage(*calibration->remote, "tune"))
-            return fail(q(*why), 2);
-    if (remoteTarget) {
-        serverModel = remoteTarget->model;
-    } else if (calibration->remote && simulatesServerModel(*calibration->remote) && !request.source.config) {
-        std::optional<ServerSettings> given;
-        if (args.has("server-config")) {
-            auto file = settingsFromFile(args.value("server-config"));
-            if (!file)
-                return fail(q(file.status().message()));
-            given = *file;
-        }
-        auto m = remoteServerModel(*calibration->remote, given ? &*given : nullptr);
-        if (!m)
-            return fail(q(m.status().message()));
-        serverModel = *m;
-        remoteRequest = request;
-        remoteRequest.source.config = m->config;
-        remoteRequest.verify = false; // the server is not here to verify on: replay --target does
-    }
-    const TuneRequest &req = remoteTarget || serverModel ? remoteRequest : request;
+    TuneJob job;
+    if (const int code = prepare(options, args, parsed->request, job); code != kGoOn)
+        return code;
     QTextStream err(stderr);
-    if (const auto warning = interferenceWarning(*calibration))
-        err << "warning: " << q(*warning) << "\n";
-    std::shared_ptr<Backend> backend;
-    if (req.verify) {
-        auto loaded = verificationBackend(options, *calibration);
-        if (!loaded)
-            return fail(q(loaded.status().message()));
-        backend = *loaded;
-    }
-
-    // Progress once a second, the first after a second (a search that ends
-    // sooner printed its first count only: "1 simulations of about 336"),
-    // and the final count when any was shown.
-    TimePoint lastShown = SteadyClock::now();
-    std::size_t simulations = 0;
-    bool shown = false;
-    TuneHooks hooks;
-    hooks.searchProgress = [&](std::size_t done, std::size_t total) {
-        simulations = done;
-        const TimePoint now = SteadyClock::now();
-        if (now - lastShown < std::chrono::seconds(1))
-            return;
-        lastShown = now;
-        shown = true;
-        err << QStringLiteral("tune: %1 simulations of about %2\n").arg(done).arg(total);
-        err.flush();
-    };
-    hooks.verifyStarting = [&](const VerifyPlan &plan) {
-        err << QStringLiteral("tune: verifying %1 with a real-clock replay of %2: %3 of %4 requests, %5 s of "
-                              "arrivals; expected %6 (Ctrl+C stops it and keeps what was verified; "
-                              "--verify-window all replays every arrival, --no-verify skips it)\n")
-                   .arg(q(plan.label), q(describe(plan.spec)))
-                   .arg(plan.window.size())
-                   .arg(plan.sourceRequests)
-                   .arg(toSeconds(plan.window.span()), 0, 'f', 1)
-                   .arg(durationText(plan.expectedSeconds));
-        err.flush();
-    };
-    hooks.verifyProgress = [&](const ReplayProgress &p) {
-        err << QStringLiteral("verify: %1/%2 done\n").arg(p.finished).arg(p.total);
-        err.flush();
-    };
+    SearchProgress progress(err);
     SigintFlag sigint;
+    TuneHooks hooks = progress.hooks();
     hooks.cancel = sigint.flag();
-    auto run = runTunePipeline(store, *calibration, req, backend, hooks);
+    auto run = runTunePipeline(job.store, job.calibration, job.request, job.backend, hooks);
     if (!run)
         return fail(q(run.status().message()));
-    if (shown) {
-        err << QStringLiteral("tune: %1 simulations done\n").arg(simulations);
-        err.flush();
-    }
-    const TuneResult &r = run->result;
-    if (!r.recommended)
+    progress.finish();
+    if (!run->result.recommended)
         return fail(QStringLiteral("cancelled before any config was evaluated"), 130);
-    const TuneCandidate &rec = r.candidates[*r.recommended];
-    bool cancelled = r.cancelled || (run->verification && run->verification->partial);
-    const bool tokenLevel = request.settings.slo.tokenLevel() || calibration->generative;
-
-    // A remote target: the server's current settings predicted beside the
-    // pick; --apply sends it, then the same arrivals are replayed into the
-    // server and the measured figures stored beside the predicted.
-    std::optional<TuneFigures> currentFigures, measured;
-    std::optional<ReplayOutcome> verified;
-    // A server's current settings against the pick: a change only when it is
-    // better by more than the fit can tell (judgeAgainstCurrent, tuner.h).
-    std::optional<CurrentVerdict> verdict;
-    std::optional<BatchingConfig> current;
-    if (serverModel)
-        current = serverModel->config; // with --target: remoteTarget->current, from the same model
-    if (current) {
-        currentFigures = simulationEvaluator(tuneWorkloadFor(run->source, *calibration, run->settings),
-                                             request.settings.slo)(*current, 1.0);
-        verdict = judgeAgainstCurrent(*currentFigures, rec.figures,
-                                      fitSpread(*calibration, current->policy).value_or(0.0));
+    TuneOutcome o = judge(job, *run, parsed->request);
+    if (job.remoteTarget) {
+        if (const int code = storeTarget(job, *run, o); code != kGoOn)
+            return code;
+        if (const int code = applyAndVerify(args, job, *run, parsed->request, o, hooks, sigint);
+            code != kGoOn)
+            return code;
     }
-    const bool keep = verdict && verdict->keep;
-    const BatchingConfig &pick = keep ? *current : rec.config;
-    const std::string pickLabel = keep ? std::string("the server's current settings") : rec.label;
-    if (remoteTarget) {
-        run->stored.document["target"] = {{"url", remoteTarget->options.target.toString().toStdString()},
-                                          {"server", remoteTarget->calibration.remote->server},
-                                          {"current_config", toJson(remoteTarget->current)},
-                                          {"current_predicted", tuneFiguresJson(*currentFigures)}};
-        if (rec.config.server.kind != ServerKind::BatchPilot) {
-            // The server's own syntax, for the operator to apply and the store to keep.
-            const std::string model = remoteTarget->options.model.toStdString();
-            run->stored.document["target"]["current_settings"] = describeConfig(remoteTarget->current);
-            run->stored.document["target"]["current_launch"] = launchText(remoteTarget->current, model);
-            run->stored.document["target"]["recommended_settings"] = describeConfig(pick);
-            run->stored.document["target"]["recommended_launch"] = launchText(pick, model);
-            run->stored.document["target"]["keep_current"] = keep;
-            if (Status s = setTuningTarget(*store, run->stored.tuningId, run->stored.document["target"]); !s)
-                return fail(QStringLiteral("cannot store the pick: ") + q(s.message()));
-        }
-        if (args.has("apply") && !r.cancelled && keep) {
-            err << QStringLiteral("tune: nothing to apply: the server's current settings stay\n");
-        } else if (args.has("apply") && !r.cancelled) {
-            if (Status s = applyPick(*remoteTarget, pick); !s)
-                return fail(q(s.message()));
-            remoteTarget->applied = true;
-            err << QStringLiteral("tune: applied %1 to %2\n")
-                       .arg(q(pickLabel), remoteTarget->options.target.toString());
-        }
-        run->stored.document["target"]["applied"] = remoteTarget->applied;
-        if (remoteTarget->applied && request.verify) {
-            ReplayOptions real = req.source;
-            real.clock = ReplayClock::Real;
-            real.config = pick;
-            real.notes = "tune: verifies " + pickLabel + " on " +
-                         remoteTarget->options.target.toString().toStdString();
-            real.progressInterval = std::chrono::seconds(2);
-            auto outcome = replayOnTarget(store, *remoteTarget, real, hooks.verifyProgress, sigint.flag());
-            if (!outcome)
-                return fail(QStringLiteral("verification replay: ") + q(outcome.status().message()));
-            verified = *outcome;
-            auto m = measuredFigures(*store, outcome->sessionId, run->source.arrivals().size(),
-                                     request.settings.slo);
-            if (!m)
-                return fail(q(m.status().message()));
-            measured = *m;
-            run->stored.document["verification"] = {{"session_id", verified->sessionId},
-                                                    {"wall_s", verified->wallSeconds},
-                                                    {"cancelled", verified->cancelled},
-                                                    {"measured", tuneFiguresJson(*measured)}};
-            if (Status s = setTuningVerification(*store, run->stored.tuningId, verified->sessionId,
-                                                 run->stored.document["verification"]);
-                !s)
-                return fail(QStringLiteral("cannot store the verification: ") + q(s.message()));
-            cancelled = cancelled || verified->cancelled;
-        }
-    }
-
-    if (args.has("output")) {
-        QFile f(args.value("output"));
-        // A server model's pick in that server's syntax; BatchPilot's as its config JSON.
-        const QByteArray text =
-            QByteArray::fromStdString(pick.server.kind != ServerKind::BatchPilot && serverModel
-                                          ? launchText(pick, options.model.toStdString())
-                                          : toJson(pick).dump(2) + "\n");
-        if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(text) != text.size())
-            return fail(QStringLiteral("cannot write %1: %2").arg(f.fileName(), f.errorString()));
-    }
-
+    if (const int code = writePick(options, args, job, o); code != kGoOn)
+        return code;
     QTextStream out(stdout);
-    // How much of the prompt a prefix cache could serve (hash ids, conversations): before the search's table.
-    const PrefixShare share = run->source.prefixShare();
-    if (args.has("json")) {
-        nlohmann::json j = run->stored.document;
-        j["reusable_prefix"] = {{"prompt_tokens", share.promptTokens},
-                                {"reusable_tokens", share.reusableTokens},
-                                {"share", share.share()}};
-        nlohmann::json candidates = nlohmann::json::array();
-        for (const TuneCandidate &c : r.candidates)
-            candidates.push_back({{"label", c.label},
-                                  {"config", toJson(c.config)},
-                                  {"predicted", tuneFiguresJson(c.figures)},
-                                  {"pareto", c.pareto}});
-        j["candidates"] = candidates;
-        j["pareto"] = r.pareto;
-        if (run->interval)
-            j["recommended"]["interval"] = simulatedIntervalJson(*run->interval, *calibration);
-        if (verdict)
-            j["current"] = {
-                {"config", toJson(*current)},
-                {"predicted", tuneFiguresJson(*currentFigures)},
-                {"meets_slo", verdict->currentMeets},
-                {"keep", verdict->keep},
-                {"gain", std::isfinite(verdict->gain) ? nlohmann::json(verdict->gain) : nlohmann::json()},
-                {"margin", verdict->margin},
-                {"settings", serverModel->describe()}};
-        out << q(j.dump(2)) << "\n";
-        return cancelled ? 130 : 0;
-    }
-
-    const QString baseName = serverModel && options.config.isEmpty() ? QStringLiteral("server's current")
-                             : request.source.config                 ? QStringLiteral("--config")
-                             : request.source.source.kind == ReplaySource::Kind::Session
-                                 ? QStringLiteral("session's")
-                                 : QStringLiteral("default");
-    out << QStringLiteral("Reusable prefix: %1% of %2 prompt tokens are in blocks seen before%3\n")
-               .arg(100.0 * share.share(), 0, 'f', 1)
-               .arg(share.promptTokens)
-               .arg(share.reusableTokens ? QString() : QStringLiteral(" (no hash ids or conversations)"));
-    if (serverModel && options.config.isEmpty())
-        out << QStringLiteral("Server model: %1's scheduler; its settings: %2\n")
-                   .arg(q(serverModel->server), q(serverModel->describe()));
-    printSearch(out, *run, parsed->objectiveName, baseName, request.settings.noise,
-                verdict ? &*verdict : nullptr, currentFigures ? &*currentFigures : nullptr);
-    if (run->interval)
-        out << "  " << q(describeSpread(*run->interval)) << "\n  " << q(narrowIntervalHint(*calibration))
-            << "\n";
-    if (const std::string w = run->source.extrapolationWarning(*calibration); !w.empty())
-        out << "  warning: " << q(w) << "\n";
-    if (args.has("output"))
-        out << QStringLiteral(
-                   "  written to %1 (apply: batchpilot --headless --config %1, or PUT /v1/config)\n")
-                   .arg(args.value("output"));
-    if (remoteTarget)
-        printRemotePick(out, *remoteTarget, pick, keep ? *currentFigures : rec.figures, *currentFigures,
-                        tokenLevel);
-    if (run->verification) {
-        printVerification(out, *run->verification, tokenLevel);
-    } else if (verified) {
-        out << QStringLiteral(
-                   "\nVerification: real-clock replay on the server, session %1, %2 s wall time%3\n")
-                   .arg(verified->sessionId)
-                   .arg(verified->wallSeconds, 0, 'f', 1)
-                   .arg(verified->cancelled ? QStringLiteral(" (cancelled)") : QString());
-        printVerification(out, rec.figures, *measured, tokenLevel);
-    } else if (remoteTarget && !remoteTarget->applied && request.verify) {
-        out << QStringLiteral(
-            "\nNot verified: --apply sends the pick to the server, then the same arrivals are "
-            "replayed into it.\n");
-    } else if (request.verify)
-        out << QStringLiteral("\nNot verified (the search was cancelled).\n");
-    out << QStringLiteral("\nStored as tuning %1").arg(run->stored.tuningId);
-    if (run->verification || verified)
-        out << QStringLiteral("; its report: batchpilot report %1 -o tuned.html")
-                   .arg(verified ? verified->sessionId : run->verification->replay.sessionId);
-    out << "\n";
-    return cancelled ? 130 : 0;
+    if (args.has("json"))
+        printJson(out, job, *run, o);
+    else
+        printText(out, options, args, *parsed, job, *run, o);
+    return o.cancelled ? 130 : 0;
 }
 
 } // namespace bp::app

@@ -67,20 +67,20 @@ QString durationText(double seconds)
     return QStringLiteral("about %1 h %2 min").arg(s / 3600).arg((s % 3600) / 60);
 }
 
-void printSearch(QTextStream &out, const TuneRun &run, const QString &objectiveName, const QString &baseName,
-                 CostNoise noise, const CurrentVerdict *verdict, const TuneFigures *current)
+namespace {
+
+// What was searched: the source, the calibration, how many simulations.
+void printSearchHeader(QTextStream &out, const TuneRun &run, const QString &objectiveName, CostNoise noise)
 {
     const TuneResult &r = run.result;
     const TuneSource &source = run.source;
     const Calibration &cal = run.calibration;
-    const TuneSlo &slo = run.settings.slo;
-    const bool tokenLevel = slo.tokenLevel() || cal.generative;
     out << QStringLiteral("tune %1: %2 requests, %3 req/s offered (speed %4), SLO %5, objective %6\n")
                .arg(q(source.name))
                .arg(source.plan.requests.size())
                .arg(source.offeredPerS, 0, 'f', 1)
                .arg(source.replay.speed)
-               .arg(q(describe(slo)), objectiveName);
+               .arg(q(describe(run.settings.slo)), objectiveName);
     if (const std::string lengths = source.plan.lengths.describe(cal.maxSequenceLength); !lengths.empty())
         out << "  lengths: " << q(lengths) << "\n";
     out << QStringLiteral("  calibration %1: %2; its fit to whole batches: median error %3%, worst %4%; "
@@ -100,45 +100,41 @@ void printSearch(QTextStream &out, const TuneRun &run, const QString &objectiveN
                .arg(r.wallSeconds, 0, 'f', 1)
                .arg(run.settings.threads)
                .arg(r.cancelled ? QStringLiteral(" (cancelled)") : QString());
-    int width = 6;
-    for (const TuneCandidate &c : r.candidates)
-        width = std::max(width, int(c.label.size()));
-    out << QStringLiteral(
-        "\nPareto front (throughput vs SLO ratio = the worst p99 / its bound; <= 1 meets it):\n");
-    out << header(tokenLevel, width);
-    for (std::size_t i : r.pareto)
-        out << row(q(r.candidates[i].label), r.candidates[i].figures, tokenLevel, width);
+}
 
+void printPredicted(QTextStream &out, const TuneFigures &f, bool tokenLevel)
+{
+    out << QStringLiteral(
+               "  predicted: %1 req/s, goodput %2 req/s (%3 of %4 within the SLO), p50 %5 ms, p99 %6 ms")
+               .arg(f.throughputPerS, 0, 'f', 1)
+               .arg(f.goodputPerS, 0, 'f', 1)
+               .arg(f.good)
+               .arg(f.requests)
+               .arg(msText(f.p50S), msText(f.p99S));
+    if (tokenLevel)
+        out << QStringLiteral(", TTFT p99 %1 ms, TPOT p99 %2 ms").arg(msText(f.ttftP99S), msText(f.tpotP99S));
+    out << QStringLiteral(", mean batch %1\n").arg(f.meanBatch, 0, 'f', 1);
+    if (!f.failures.empty()) {
+        QString why;
+        for (const auto &[status, n] : f.failures)
+            why += QStringLiteral("%1%2 %3").arg(why.isEmpty() ? "" : ", ").arg(n).arg(q(status));
+        out << QStringLiteral("  did not complete: %1 (each counts as infinitely late in the p99s)\n")
+                   .arg(why);
+    }
+}
+
+QString gainText(double gain)
+{
+    return std::isfinite(gain) ? QStringLiteral("%1%2%").arg(gain >= 0 ? "+" : "").arg(100 * gain, 0, 'f', 1)
+                               : QStringLiteral("+inf");
+}
+
+// The recommendation: the current config kept, or the pick and its change.
+void printRecommendation(QTextStream &out, const TuneRun &run, const QString &baseName,
+                         const CurrentVerdict *verdict, const TuneFigures *current, bool tokenLevel)
+{
+    const TuneResult &r = run.result;
     const TuneCandidate &rec = r.candidates[*r.recommended];
-    auto predicted = [&](const TuneFigures &f) {
-        out << QStringLiteral(
-                   "  predicted: %1 req/s, goodput %2 req/s (%3 of %4 within the SLO), p50 %5 ms, p99 %6 ms")
-                   .arg(f.throughputPerS, 0, 'f', 1)
-                   .arg(f.goodputPerS, 0, 'f', 1)
-                   .arg(f.good)
-                   .arg(f.requests)
-                   .arg(msText(f.p50S), msText(f.p99S));
-        if (tokenLevel)
-            out << QStringLiteral(", TTFT p99 %1 ms, TPOT p99 %2 ms")
-                       .arg(msText(f.ttftP99S), msText(f.tpotP99S));
-        out << QStringLiteral(", mean batch %1\n").arg(f.meanBatch, 0, 'f', 1);
-        if (!f.failures.empty()) {
-            QString why;
-            for (const auto &[status, n] : f.failures)
-                why += QStringLiteral("%1%2 %3").arg(why.isEmpty() ? "" : ", ").arg(n).arg(q(status));
-            out << QStringLiteral("  did not complete: %1 (each counts as infinitely late in the p99s)\n")
-                       .arg(why);
-        }
-    };
-    auto gainText = [](double gain) {
-        return std::isfinite(gain)
-                   ? QStringLiteral("%1%2%").arg(gain >= 0 ? "+" : "").arg(100 * gain, 0, 'f', 1)
-                   : QStringLiteral("+inf");
-    };
-    if (current)
-        out << QStringLiteral("\nThe %1 config %2 the SLO (ratio %3)\n")
-                   .arg(baseName, current->sloMet ? QStringLiteral("meets") : QStringLiteral("misses"))
-                   .arg(current->sloRatio, 0, 'f', 2);
     if (verdict && verdict->keep) {
         out << QStringLiteral("\nRecommended: keep the %1 config: the best found, %2, predicts goodput %3 "
                               "req/s against %4 (%5), %6 the fit's spread of %7%\n")
@@ -151,21 +147,45 @@ void printSearch(QTextStream &out, const TuneRun &run, const QString &objectiveN
                             : QStringLiteral("and misses the SLO; within"))
                    .arg(100 * verdict->margin, 0, 'f', 1);
         out << QStringLiteral("  changes from the %1 config: none\n").arg(baseName);
-        predicted(*current);
-    } else {
-        out << QStringLiteral("\nRecommended: %1%2\n")
-                   .arg(q(rec.label))
-                   .arg(r.anyMet ? QString()
-                                 : QStringLiteral("  (NO config meets the SLO at this load: the nearest)"));
-        if (verdict)
-            out << QStringLiteral("  goodput %1 over the %2 config's, beyond the fit's spread of %3%\n")
-                       .arg(gainText(verdict->gain), baseName)
-                       .arg(100 * verdict->margin, 0, 'f', 1);
-        const std::string change = describeChange(source.plan.config, rec.config);
-        out << QStringLiteral("  changes from the %1 config: %2\n")
-                   .arg(baseName, change.empty() ? QStringLiteral("none") : q(change));
-        predicted(rec.figures);
+        printPredicted(out, *current, tokenLevel);
+        return;
     }
+    out << QStringLiteral("\nRecommended: %1%2\n")
+               .arg(q(rec.label))
+               .arg(r.anyMet ? QString()
+                             : QStringLiteral("  (NO config meets the SLO at this load: the nearest)"));
+    if (verdict)
+        out << QStringLiteral("  goodput %1 over the %2 config's, beyond the fit's spread of %3%\n")
+                   .arg(gainText(verdict->gain), baseName)
+                   .arg(100 * verdict->margin, 0, 'f', 1);
+    const std::string change = describeChange(run.source.plan.config, rec.config);
+    out << QStringLiteral("  changes from the %1 config: %2\n")
+               .arg(baseName, change.empty() ? QStringLiteral("none") : q(change));
+    printPredicted(out, rec.figures, tokenLevel);
+}
+
+} // namespace
+
+void printSearch(QTextStream &out, const TuneRun &run, const QString &objectiveName, const QString &baseName,
+                 CostNoise noise, const CurrentVerdict *verdict, const TuneFigures *current)
+{
+    const TuneResult &r = run.result;
+    const bool tokenLevel = run.settings.slo.tokenLevel() || run.calibration.generative;
+    printSearchHeader(out, run, objectiveName, noise);
+    int width = 6;
+    for (const TuneCandidate &c : r.candidates)
+        width = std::max(width, int(c.label.size()));
+    out << QStringLiteral(
+        "\nPareto front (throughput vs SLO ratio = the worst p99 / its bound; <= 1 meets it):\n");
+    out << header(tokenLevel, width);
+    for (std::size_t i : r.pareto)
+        out << row(q(r.candidates[i].label), r.candidates[i].figures, tokenLevel, width);
+    if (current)
+        out << QStringLiteral("\nThe %1 config %2 the SLO (ratio %3)\n")
+                   .arg(baseName, current->sloMet ? QStringLiteral("meets") : QStringLiteral("misses"))
+                   .arg(current->sloRatio, 0, 'f', 2);
+    printRecommendation(out, run, baseName, verdict, current, tokenLevel);
+    const TuneCandidate &rec = r.candidates[*r.recommended];
     if (rec.figures.unservable)
         out << QStringLiteral(
                    "  %1 requests are beyond the model's positions under any config (out_of_range); the "
@@ -176,8 +196,8 @@ void printSearch(QTextStream &out, const TuneRun &run, const QString &objectiveN
     } else if (r.capacity > 0) {
         out << QStringLiteral("  capacity: meets the SLO up to %1x this load (%2 req/s; speed %3)%4\n")
                    .arg(r.capacity, 0, 'f', 2)
-                   .arg(r.capacity * source.offeredPerS, 0, 'f', 1)
-                   .arg(r.capacity * source.replay.speed, 0, 'g', 4)
+                   .arg(r.capacity * run.source.offeredPerS, 0, 'f', 1)
+                   .arg(r.capacity * run.source.replay.speed, 0, 'g', 4)
                    .arg(r.capacity >= 4096 ? QStringLiteral(" or more") : QString());
     } else if (!r.cancelled) {
         out << QStringLiteral("  capacity: misses the SLO even at 1/64 of this load\n");

@@ -1,16 +1,59 @@
-// What the Advisor dock does with a candidate of its search besides
-// verifying it: apply it live on the engine, and plan the replicas it needs
-// (AdvisorReplicasPanel, the fleet planner).
+// What the Advisor dock does with a candidate of its search: verify it on
+// this console's engine (AdvisorVerifyPanel), apply it live on the engine,
+// and plan the replicas it needs (AdvisorReplicasPanel, the fleet planner).
 #include "advisor_dock.h"
 
 #include "advisor_candidates_model.h"
 #include "advisor_replicas_panel.h"
+#include "advisor_verify_panel.h"
 #include "config_change_command.h"
 
+#include <QItemSelectionModel>
 #include <QLabel>
+#include <QProgressBar>
+#include <QTableView>
 #include <QUndoStack>
 
 namespace bp::ui {
+
+const TuneCandidate *AdvisorDock::selectedCandidate(std::size_t *index) const
+{
+    if (!m_result || m_model->rowCount() == 0)
+        return nullptr;
+    const QModelIndex current = m_table->selectionModel()->currentIndex();
+    const int row = current.isValid() ? current.row() : 0; // row 0 is the recommendation
+    if (index && m_model->candidateAt(row) >= 0)
+        *index = std::size_t(m_model->candidateAt(row));
+    return m_model->candidate(row);
+}
+
+void AdvisorDock::verify()
+{
+    std::size_t index = 0;
+    const TuneCandidate *c = selectedCandidate(&index);
+    if (!c || m_search->running() || !m_result->run)
+        return;
+    if (auto w = m_verifyPanel->window(); !w) {
+        showProblem(QString::fromStdString(w.status().message()));
+        return;
+    }
+    // The check runs on the model this console serves: the calibration must be of it.
+    const std::string served = m_bridge.engine().model().name;
+    const Calibration &cal = m_result->run->calibration;
+    if (cal.model != served) {
+        showProblem(tr("The search used a calibration of %1, but this console serves %2: verify on %1 with "
+                       "batchpilot tune --calibration %3 (it loads that model), or calibrate %2.")
+                        .arg(QString::fromStdString(cal.model), QString::fromStdString(served))
+                        .arg(cal.id));
+        return;
+    }
+    m_status->setStyleSheet({});
+    m_status->setText(tr("Planning the verification of %1…").arg(QString::fromStdString(c->label)));
+    m_progress->setValue(0);
+    m_verifying = true;
+    m_verifyPanel->verify(index, m_bridge.engine().backend());
+    updateButtons();
+}
 
 void AdvisorDock::applyLive()
 {

@@ -24,6 +24,7 @@
 #include <QDockWidget>
 #include <QDoubleSpinBox>
 #include <QGroupBox>
+#include <QHash>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPixmap>
@@ -109,231 +110,32 @@ bool DemoScript::setKnob(const QString &key, const QString &value)
 
 bool DemoScript::run(const QString &command, const QString &argument)
 {
-    ControlPanel *panel = m_window.controlPanel();
-    TracesView *traces = m_window.tracesView();
-    if (command == QLatin1String("wait")) {
-        QTimer::singleShot(int(argument.toDouble() * 1000), this, &DemoScript::next);
+    using Step = bool (DemoScript::*)(const QString &);
+    static const QHash<QString, Step> steps = {
+        {QStringLiteral("wait"), &DemoScript::stepWait},
+        {QStringLiteral("traffic"), &DemoScript::stepTraffic},
+        {QStringLiteral("set"), &DemoScript::stepSet},
+        {QStringLiteral("lengths"), &DemoScript::stepLengths},
+        {QStringLiteral("new_tokens"), &DemoScript::stepNewTokens},
+        {QStringLiteral("target"), &DemoScript::stepTarget},
+        {QStringLiteral("window"), &DemoScript::stepWindow},
+        {QStringLiteral("show"), &DemoScript::stepShow},
+        {QStringLiteral("import"), &DemoScript::stepImport},
+        {QStringLiteral("replay"), &DemoScript::stepReplay},
+        {QStringLiteral("compare"), &DemoScript::stepCompare},
+        {QStringLiteral("select"), &DemoScript::stepSelect},
+        {QStringLiteral("hide"), &DemoScript::stepHide},
+        {QStringLiteral("advise"), &DemoScript::advise},
+        {QStringLiteral("fleet"), &DemoScript::stepFleet},
+        {QStringLiteral("screenshot"), &DemoScript::stepScreenshot},
+        {QStringLiteral("quit"), &DemoScript::stepQuit},
+    };
+    const auto step = steps.constFind(command);
+    if (step == steps.cend()) {
+        fail(QStringLiteral("unknown step '%1'").arg(command));
         return false;
     }
-    if (command == QLatin1String("traffic")) {
-        TrafficPanel *traffic = m_window.trafficPanel();
-        if (argument == QLatin1String("off")) {
-            traffic->stop();
-        } else {
-            traffic->stop();
-            traffic->rateBox()->setValue(argument.toDouble());
-            traffic->start();
-        }
-        return true;
-    }
-    if (command == QLatin1String("set")) {
-        const QString field = argument.section(QLatin1Char(':'), 0, 0);
-        const QString value = argument.section(QLatin1Char(':'), 1);
-        if (field == QLatin1String("policy"))
-            panel->policyBox()->setCurrentIndex(panel->policyBox()->findText(value));
-        else if (field == QLatin1String("max_batch_size"))
-            panel->maxBatchSizeBox()->setValue(value.toInt());
-        else if (field == QLatin1String("max_queue_delay"))
-            panel->queueDelayBox()->setValueUs(DurationSpinBox::parse(value, 1000).value_or(0));
-        else if (field == QLatin1String("static_batch_size"))
-            panel->staticBatchSizeBox()->setValue(value.toInt());
-        else if (field == QLatin1String("static_padded_length"))
-            panel->staticPaddedLengthBox()->setValue(value.toInt());
-        else if (field == QLatin1String("instances"))
-            panel->instancesBox()->setValue(value.toInt());
-        else if (field == QLatin1String("queue_capacity"))
-            panel->queueCapacityBox()->setValue(value.toInt());
-        else if (field == QLatin1String("bucket_edges")) {
-            std::vector<int> edges;
-            for (const QString &e : value.split(QLatin1Char(',')))
-                edges.push_back(e.toInt());
-            panel->bucketEdgesEditor()->model()->setEdges(edges);
-        } else if (!setKnob(field, value)) {
-            fail(QStringLiteral("unknown knob '%1' or bad value '%2'").arg(field, value));
-            return false;
-        }
-        panel->applyNow();
-        return true;
-    }
-    if (command == QLatin1String("lengths") || command == QLatin1String("new_tokens")) {
-        TrafficPanel *traffic = m_window.trafficPanel();
-        if (command == QLatin1String("new_tokens")) {
-            traffic->maxNewTokensBox()->setValue(argument.toInt());
-        } else if (argument.contains(QLatin1Char('-'))) {
-            traffic->lengthsBox()->setCurrentIndex(
-                traffic->lengthsBox()->findText(QStringLiteral("uniform")));
-            traffic->minLengthBox()->setValue(argument.section(QLatin1Char('-'), 0, 0).toInt());
-            traffic->maxLengthBox()->setValue(argument.section(QLatin1Char('-'), 1).toInt());
-        } else {
-            traffic->lengthsBox()->setCurrentIndex(traffic->lengthsBox()->findText(QStringLiteral("fixed")));
-            traffic->fixedLengthBox()->setValue(argument.toInt());
-        }
-        return true;
-    }
-    if (command == QLatin1String("target")) { // embedded | URL,PROTOCOL,MODEL
-        TrafficPanel *traffic = m_window.trafficPanel();
-        if (argument == QLatin1String("embedded")) {
-            traffic->targetBox()->setCurrentIndex(0);
-            return true;
-        }
-        const QStringList parts = argument.split(QLatin1Char(','));
-        RemoteTargetForm *form = traffic->remoteForm();
-        const int protocol = parts.size() == 3 ? form->protocolBox()->findData(parts[1]) : -1;
-        if (protocol < 0) {
-            fail(QStringLiteral("target expects 'embedded' or URL,PROTOCOL,MODEL (protocol oip, openai or "
-                                "openai-chat), got '%1'")
-                     .arg(argument));
-            return false;
-        }
-        traffic->targetBox()->setCurrentIndex(1);
-        form->urlEdit()->setText(parts[0]);
-        form->protocolBox()->setCurrentIndex(protocol);
-        form->modelEdit()->setText(parts[2]);
-        return true;
-    }
-    if (command == QLatin1String("window")) {
-        m_window.chartsView()->setWindow(argument.toDouble());
-        return true;
-    }
-    if (command == QLatin1String("show")) {
-        if (argument == QLatin1String("live"))
-            m_window.showPage(MainWindow::Page::Live);
-        else if (argument == QLatin1String("compare"))
-            m_window.showPage(MainWindow::Page::Compare);
-        else if (argument == QLatin1String("fleet"))
-            m_window.showPage(MainWindow::Page::Fleet);
-        else if (argument == QLatin1String("traces"))
-            m_window.showTraces();
-        else if (argument == QLatin1String("timeline"))
-            m_window.batchTimeline()->parentWidget()->raise();
-        return true;
-    }
-    if (command == QLatin1String("import")) {
-        m_done = connect(traces->importer(), &TraceImporter::imported, this,
-                         [this, traces] { continueAfterRefresh(traces); });
-        m_failed = connect(traces->importer(), &TraceImporter::failed, this,
-                           [this](const QString &why) { fail(why); });
-        traces->importFile(argument);
-        return false;
-    }
-    if (command == QLatin1String("replay")) {
-        const QStringList parts = argument.split(QLatin1Char(':'));
-        ReplayOptions options;
-        const bool trace = parts.value(0) == QLatin1String("trace");
-        options.source.kind = trace ? ReplaySource::Kind::Trace : ReplaySource::Kind::Session;
-        if (parts.value(1) == QLatin1String("latest")) {
-            const auto &rows =
-                trace ? traces->traceModel()->traces().size() : traces->sessionModel()->sessions().size();
-            if (rows == 0) {
-                fail(QStringLiteral("nothing to replay yet"));
-                return false;
-            }
-            options.source.id = trace ? traces->traceModel()->traces().front().id
-                                      : traces->sessionModel()->sessions().front().id;
-        } else {
-            options.source.id = parts.value(1).toLongLong();
-        }
-        options.speed = parts.size() > 2 ? parts[2].toDouble() : 1.0;
-        options.clock = parts.value(3) == QLatin1String("virtual") ? ReplayClock::Virtual : ReplayClock::Real;
-        options.config = panel->formConfig();
-        m_done = connect(traces->replayRunner(), &ReplayRunner::finished, this,
-                         [this, traces](const ReplayOutcome &o) {
-                             m_lastReplay = o.sessionId;
-                             continueAfterRefresh(traces);
-                         });
-        m_failed = connect(traces->replayRunner(), &ReplayRunner::failed, this,
-                           [this](const QString &why) { fail(why); });
-        traces->replay(options);
-        return false;
-    }
-    if (command == QLatin1String("compare")) {
-        std::int64_t a = 0, b = 0;
-        if (argument == QLatin1String("last-replay")) {
-            const SessionListModel *sessions = traces->sessionModel();
-            const int row = sessions->rowOf(m_lastReplay);
-            if (row < 0 || !sessions->sessions()[std::size_t(row)].sourceSessionId) {
-                fail(QStringLiteral("no replay of a session to compare yet"));
-                return false;
-            }
-            a = *sessions->sessions()[std::size_t(row)].sourceSessionId;
-            b = m_lastReplay;
-        } else {
-            a = argument.section(QLatin1Char(','), 0, 0).toLongLong();
-            b = argument.section(QLatin1Char(','), 1, 1).toLongLong();
-        }
-        m_done = connect(m_window.compareView(), &CompareView::compared, this,
-                         [this] { continueAfter(m_done, m_failed); });
-        m_failed = connect(m_window.compareView(), &CompareView::failed, this,
-                           [this](const QString &why) { fail(why); });
-        m_window.compareSessions(a, b);
-        return false;
-    }
-    if (command == QLatin1String("select")) {
-        const bool trace = argument.startsWith(QLatin1String("trace"));
-        const QString which = argument.section(QLatin1Char(':'), 1);
-        m_done = connect(traces, &TracesView::refreshed, this, [this, traces, trace, which] {
-            QTableView *table = trace ? traces->traceTable() : traces->sessionTable();
-            const std::int64_t id = which == QLatin1String("latest")
-                                        ? table->model()->index(0, 0).data(Qt::UserRole).toLongLong()
-                                    : which == QLatin1String("last-replay") ? m_lastReplay
-                                                                            : which.toLongLong();
-            const int row = trace ? traces->traceModel()->rowOf(id) : traces->sessionModel()->rowOf(id);
-            if (row >= 0)
-                table->selectRow(row);
-            continueAfter(m_done, m_failed);
-        });
-        traces->refresh();
-        return false;
-    }
-    if (command ==
-        QLatin1String("hide")) { // a dock by its name: controls, traffic, timeline, traces, remote, advisor
-        auto *dock = m_window.findChild<QDockWidget *>(argument);
-        if (!dock) {
-            fail(QStringLiteral("no dock '%1'").arg(argument));
-            return false;
-        }
-        dock->hide();
-        return true;
-    }
-    if (command == QLatin1String("advise"))
-        return advise(argument);
-    if (command == QLatin1String("fleet")) { // trace:latest, trace:ID, session:ID, session:last-replay
-        FleetView *fleet = m_window.fleetView();
-        const bool session = argument.startsWith(QLatin1String("session"));
-        const QString which = argument.section(QLatin1Char(':'), 1);
-        const std::size_t count =
-            session ? traces->sessionModel()->sessions().size() : traces->traceModel()->traces().size();
-        std::int64_t id = which == QLatin1String("last-replay") ? m_lastReplay : which.toLongLong();
-        if (which == QLatin1String("latest") && count > 0)
-            id = session ? traces->sessionModel()->sessions().front().id
-                         : traces->traceModel()->traces().front().id;
-        m_window.showPage(MainWindow::Page::Fleet);
-        m_done = connect(fleet, &FleetView::plansListed, this, [this, fleet] {
-            if (fleet->planBox()->count() == 0 ||
-                (fleet->plan() && fleet->plan()->id == fleet->planBox()->currentData().toLongLong()))
-                continueAfter(m_done, m_failed);
-        });
-        m_failed = connect(fleet, &FleetView::planShown, this, [this] { continueAfter(m_done, m_failed); });
-        if (!fleet->setSource(session, id)) {
-            fail(QStringLiteral("no such source in the fleet view"));
-            return false;
-        }
-        return false;
-    }
-    if (command == QLatin1String("screenshot")) {
-        if (!m_window.grab().save(argument)) {
-            fail(QStringLiteral("cannot write %1").arg(argument));
-            return false;
-        }
-        return true;
-    }
-    if (command == QLatin1String("quit")) {
-        m_window.close();
-        QTimer::singleShot(0, qApp, &QApplication::quit);
-        return true;
-    }
-    fail(QStringLiteral("unknown step '%1'").arg(command));
-    return false;
+    return (this->*step.value())(argument);
 }
 
 bool DemoScript::advise(const QString &argument)

@@ -54,6 +54,23 @@ signals:
 private:
     void next();
     bool run(const QString &command, const QString &argument); // false: wait for an event to continue
+    // One step each (demo_script_steps.cpp); false: wait for an event to continue.
+    bool stepWait(const QString &argument);
+    bool stepTraffic(const QString &argument);
+    bool stepSet(const QString &argument);
+    bool stepLengths(const QString &argument);
+    bool stepNewTokens(const QString &argument);
+    bool stepTarget(const QString &argument);
+    bool stepWindow(const QString &argument);
+    bool stepShow(const QString &argument);
+    bool stepImport(const QString &argument);
+    bool stepReplay(const QString &argument);
+    bool stepCompare(const QString &argument);
+    bool stepSelect(const QString &argument);
+    bool stepHide(const QString &argument);
+    bool stepFleet(const QString &argument);
+    bool stepScreenshot(const QString &argument);
+    bool stepQuit(const QString &argument);
     bool advise(const QString &argument);
     bool setKnob(const QString &key, const QString &value); // any knob of the table; false: unknown
     void fail(const QString &message);

@@ -47,7 +47,24 @@ MainWindow::MainWindow(const ConsoleContext &context, QWidget *parent)
     setWindowTitle(tr("BatchPilot — %1 on %2")
                        .arg(QString::fromStdString(model.name), QString::fromStdString(model.device)));
     setDockOptions(AnimatedDocks | AllowTabbedDocks | AllowNestedDocks);
+    buildPages(model);
+    buildDocks(bridge);
+    m_status = new StatusInfo(context, statusBar());
+    createActions();
+    connectViews(bridge);
+    bridge.startHostSampling(context.nvmlLibrary, app::NvmlSampler::deviceIndexFor(model.device));
 
+    const QRect screen =
+        QGuiApplication::primaryScreen() ? QGuiApplication::primaryScreen()->availableGeometry() : QRect();
+    resize(screen.isValid() ? screen.size().boundedTo(QSize(1600, 1000)) : QSize(1500, 950));
+    m_defaultState = saveState();
+    restoreSettings();
+}
+
+// The central tabs: Live and Comparison (the Fleet tab comes with the docks).
+void MainWindow::buildPages(const ModelInfo &model)
+{
+    const ConsoleContext &context = m_context;
     m_undo = new QUndoStack(this);
     m_charts = new ChartsView(this);
     m_charts->setGenerative(model.generative); // TTFT/TPOT and sequence charts
@@ -57,7 +74,13 @@ MainWindow::MainWindow(const ConsoleContext &context, QWidget *parent)
     m_tabs->addTab(m_charts, tr("Live"));
     m_tabs->addTab(m_compare, tr("Comparison"));
     setCentralWidget(m_tabs);
+}
 
+// The docks: Batching, Traffic, Batch timeline, Traces, Remote target and
+// the Advisor, and the Fleet tab that follows the Traces dock.
+void MainWindow::buildDocks(app::EngineBridge &bridge)
+{
+    const ConsoleContext &context = m_context;
     m_controls = new ControlPanel(bridge, m_undo, this);
     auto *scroll = new QScrollArea(this);
     scroll->setWidget(m_controls);
@@ -96,10 +119,13 @@ MainWindow::MainWindow(const ConsoleContext &context, QWidget *parent)
     resizeDocks({m_docks[0]}, {320}, Qt::Horizontal);
     resizeDocks({m_docks[0], m_docks[1]}, {560, 330}, Qt::Vertical);
     resizeDocks({m_docks[2]}, {190}, Qt::Vertical);
+}
 
-    m_status = new StatusInfo(context, statusBar());
-    createActions();
-
+// The engine's snapshots to the views, and the views to each other and the
+// status bar.
+void MainWindow::connectViews(app::EngineBridge &bridge)
+{
+    const ConsoleContext &context = m_context;
     connect(&bridge, &app::EngineBridge::snapshotReady, m_charts, &ChartsView::addSnapshot);
     connect(&bridge, &app::EngineBridge::snapshotReady, m_timeline, &BatchTimeline::addSnapshot);
     connect(&bridge, &app::EngineBridge::snapshotReady, m_status, &StatusInfo::refresh);
@@ -134,13 +160,6 @@ MainWindow::MainWindow(const ConsoleContext &context, QWidget *parent)
                 });
     connect(m_advisor, &AdvisorDock::message, this,
             [this](const QString &m) { statusBar()->showMessage(m, 8000); });
-    bridge.startHostSampling(context.nvmlLibrary, app::NvmlSampler::deviceIndexFor(model.device));
-
-    const QRect screen =
-        QGuiApplication::primaryScreen() ? QGuiApplication::primaryScreen()->availableGeometry() : QRect();
-    resize(screen.isValid() ? screen.size().boundedTo(QSize(1600, 1000)) : QSize(1500, 950));
-    m_defaultState = saveState();
-    restoreSettings();
 }
 
 MainWindow::~MainWindow() = default;

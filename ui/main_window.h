@@ -64,6 +64,10 @@ private:
         QAction *import = nullptr, *undo = nullptr, *redo = nullptr, *pause = nullptr, *traffic = nullptr;
     };
     void createActions();
+    // The constructor's parts, in the order it calls them.
+    void buildPages(const ModelInfo &model);
+    void buildDocks(app::EngineBridge &bridge);
+    void connectViews(app::EngineBridge &bridge);
     QAction *createFileMenu(); // returns Import trace
     void createEditMenu(ToolbarActions &bar);
     QAction *createViewMenu(); // returns Pause charts

@@ -1,6 +1,7 @@
 // TrafficPanel: the form's state (visibility, saved settings), the live
 // counters, the capacity estimate and the load level it warns from. The
-// panel itself and starting/stopping traffic: traffic_panel.cpp.
+// panel itself: traffic_panel.cpp; starting and stopping traffic:
+// traffic_panel_run.cpp.
 #include "traffic_panel.h"
 
 #include "remote_target_form.h"

@@ -237,21 +237,138 @@ void Http1Connection::complete(const QString &error, bool timedOut)
         done(std::move(result));
 }
 
+bool Http1Connection::badResponse(const QString &what)
+{
+    complete(QStringLiteral("bad response: %1").arg(what)); // drops the socket
+    return false;
+}
+
+void Http1Connection::emitPiece(const QByteArray &piece)
+{
+    if (piece.isEmpty())
+        return;
+    if (m_exchange.onBodyPiece)
+        m_exchange.onBodyPiece(piece, SteadyClock::now());
+    else
+        m_result.body += piece;
+}
+
+std::optional<bool> Http1Connection::parseStatusLine(const QByteArray &line)
+{
+    // HTTP/1.1 200 OK
+    const QList<QByteArray> parts = line.split(' ');
+    if (parts.size() < 2 || !parts[0].startsWith("HTTP/1."))
+        return badResponse(QStringLiteral("status line '%1'").arg(QString::fromLatin1(line.left(80))));
+    bool ok = false;
+    m_result.status = parts[1].toInt(&ok);
+    if (!ok)
+        return badResponse(QStringLiteral("status '%1'").arg(QString::fromLatin1(parts[1])));
+    m_keepAlive = parts[0] == "HTTP/1.1";
+    m_state = State::Headers;
+    return std::nullopt;
+}
+
+std::optional<bool> Http1Connection::parseHeaderLine(const QByteArray &line)
+{
+    if (line.isEmpty())
+        return endOfHead();
+    const qsizetype colon = line.indexOf(':');
+    if (colon <= 0)
+        return badResponse(QStringLiteral("header line '%1'").arg(QString::fromLatin1(line.left(80))));
+    m_result.headers.append({line.left(colon).trimmed().toLower(), line.mid(colon + 1).trimmed()});
+    return std::nullopt;
+}
+
+// The head is read: how the body comes (none, chunked, Content-Length, or
+// until the server closes) and whether the socket may be kept.
+std::optional<bool> Http1Connection::endOfHead()
+{
+    if (m_result.status >= 100 && m_result.status < 200) { // 100 Continue and friends
+        m_result.headers.clear();
+        m_state = State::StatusLine;
+        return std::nullopt;
+    }
+    const QByteArray connection = m_result.header("connection").toLower();
+    if (connection.contains("close"))
+        m_keepAlive = false;
+    else if (connection.contains("keep-alive"))
+        m_keepAlive = true;
+    const QByteArray te = m_result.header("transfer-encoding").toLower();
+    const QByteArray cl = m_result.header("content-length");
+    if (m_exchange.method == "HEAD" || m_result.status == 204 || m_result.status == 304) {
+        m_state = State::Done;
+        return true;
+    }
+    if (te.contains("chunked")) {
+        m_state = State::ChunkSize;
+    } else if (!cl.isEmpty()) {
+        bool ok = false;
+        m_remaining = cl.toLongLong(&ok);
+        if (!ok || m_remaining < 0)
+            return badResponse(QStringLiteral("Content-Length '%1'").arg(QString::fromLatin1(cl)));
+        m_state = State::Body;
+    } else {
+        m_keepAlive = false;
+        m_state = State::UntilClose;
+    }
+    return std::nullopt;
+}
+
+std::optional<bool> Http1Connection::parseChunkSize(const QByteArray &line)
+{
+    QByteArray size = line;
+    if (const qsizetype semi = size.indexOf(';'); semi >= 0)
+        size.truncate(semi);
+    bool ok = false;
+    m_remaining = size.trimmed().toLongLong(&ok, 16);
+    if (!ok || m_remaining < 0)
+        return badResponse(QStringLiteral("chunk size '%1'").arg(QString::fromLatin1(line.left(40))));
+    m_state = m_remaining == 0 ? State::Trailers : State::ChunkData;
+    return std::nullopt;
+}
+
+std::optional<bool> Http1Connection::parseLine(const QByteArray &line)
+{
+    switch (m_state) {
+    case State::StatusLine: return parseStatusLine(line);
+    case State::Headers: return parseHeaderLine(line);
+    case State::ChunkSize: return parseChunkSize(line);
+    case State::ChunkEnd:
+        if (!line.isEmpty())
+            return badResponse(QStringLiteral("chunk not followed by CRLF"));
+        m_state = State::ChunkSize;
+        return std::nullopt;
+    default: // Trailers
+        if (line.isEmpty()) {
+            m_state = State::Done;
+            return true;
+        }
+        return std::nullopt;
+    }
+}
+
+std::optional<bool> Http1Connection::parseBody()
+{
+    const qint64 take = std::min<qint64>(m_remaining, m_buffer.size());
+    if (take > 0) {
+        emitPiece(m_buffer.left(take));
+        m_buffer.remove(0, take);
+        m_remaining -= take;
+    }
+    if (m_remaining > 0)
+        return false;
+    if (m_state == State::Body) {
+        m_state = State::Done;
+        return true;
+    }
+    m_state = State::ChunkEnd;
+    return std::nullopt;
+}
+
 bool Http1Connection::parse()
 {
-    auto fail = [this](const QString &what) {
-        complete(QStringLiteral("bad response: %1").arg(what)); // drops the socket
-        return false;
-    };
-    auto emitPiece = [this](const QByteArray &piece) {
-        if (piece.isEmpty())
-            return;
-        if (m_exchange.onBodyPiece)
-            m_exchange.onBodyPiece(piece, SteadyClock::now());
-        else
-            m_result.body += piece;
-    };
     for (;;) {
+        std::optional<bool> result;
         switch (m_state) {
         case State::StatusLine:
         case State::Headers:
@@ -261,105 +378,24 @@ bool Http1Connection::parse()
             const qsizetype eol = m_buffer.indexOf("\r\n");
             if (eol < 0) {
                 if (m_buffer.size() > 64 * 1024)
-                    return fail(QStringLiteral("header line longer than 64 KiB"));
+                    return badResponse(QStringLiteral("header line longer than 64 KiB"));
                 return false;
             }
             const QByteArray line = m_buffer.left(eol);
             m_buffer.remove(0, eol + 2);
-            if (m_state == State::StatusLine) {
-                // HTTP/1.1 200 OK
-                const QList<QByteArray> parts = line.split(' ');
-                if (parts.size() < 2 || !parts[0].startsWith("HTTP/1."))
-                    return fail(QStringLiteral("status line '%1'").arg(QString::fromLatin1(line.left(80))));
-                bool ok = false;
-                m_result.status = parts[1].toInt(&ok);
-                if (!ok)
-                    return fail(QStringLiteral("status '%1'").arg(QString::fromLatin1(parts[1])));
-                m_keepAlive = parts[0] == "HTTP/1.1";
-                m_state = State::Headers;
-            } else if (m_state == State::Headers) {
-                if (!line.isEmpty()) {
-                    const qsizetype colon = line.indexOf(':');
-                    if (colon <= 0)
-                        return fail(
-                            QStringLiteral("header line '%1'").arg(QString::fromLatin1(line.left(80))));
-                    m_result.headers.append(
-                        {line.left(colon).trimmed().toLower(), line.mid(colon + 1).trimmed()});
-                    continue;
-                }
-                // End of the head.
-                if (m_result.status >= 100 && m_result.status < 200) { // 100 Continue and friends
-                    m_result.headers.clear();
-                    m_state = State::StatusLine;
-                    continue;
-                }
-                const QByteArray connection = m_result.header("connection").toLower();
-                if (connection.contains("close"))
-                    m_keepAlive = false;
-                else if (connection.contains("keep-alive"))
-                    m_keepAlive = true;
-                const QByteArray te = m_result.header("transfer-encoding").toLower();
-                const QByteArray cl = m_result.header("content-length");
-                if (m_exchange.method == "HEAD" || m_result.status == 204 || m_result.status == 304) {
-                    m_state = State::Done;
-                    return true;
-                }
-                if (te.contains("chunked")) {
-                    m_state = State::ChunkSize;
-                } else if (!cl.isEmpty()) {
-                    bool ok = false;
-                    m_remaining = cl.toLongLong(&ok);
-                    if (!ok || m_remaining < 0)
-                        return fail(QStringLiteral("Content-Length '%1'").arg(QString::fromLatin1(cl)));
-                    m_state = State::Body;
-                } else {
-                    m_keepAlive = false;
-                    m_state = State::UntilClose;
-                }
-            } else if (m_state == State::ChunkSize) {
-                QByteArray size = line;
-                if (const qsizetype semi = size.indexOf(';'); semi >= 0)
-                    size.truncate(semi);
-                bool ok = false;
-                m_remaining = size.trimmed().toLongLong(&ok, 16);
-                if (!ok || m_remaining < 0)
-                    return fail(QStringLiteral("chunk size '%1'").arg(QString::fromLatin1(line.left(40))));
-                m_state = m_remaining == 0 ? State::Trailers : State::ChunkData;
-            } else if (m_state == State::ChunkEnd) {
-                if (!line.isEmpty())
-                    return fail(QStringLiteral("chunk not followed by CRLF"));
-                m_state = State::ChunkSize;
-            } else { // Trailers
-                if (line.isEmpty()) {
-                    m_state = State::Done;
-                    return true;
-                }
-            }
+            result = parseLine(line);
             break;
         }
         case State::Body:
-        case State::ChunkData: {
-            const qint64 take = std::min<qint64>(m_remaining, m_buffer.size());
-            if (take > 0) {
-                emitPiece(m_buffer.left(take));
-                m_buffer.remove(0, take);
-                m_remaining -= take;
-            }
-            if (m_remaining > 0)
-                return false;
-            if (m_state == State::Body) {
-                m_state = State::Done;
-                return true;
-            }
-            m_state = State::ChunkEnd;
-            break;
-        }
+        case State::ChunkData: result = parseBody(); break;
         case State::UntilClose:
             emitPiece(m_buffer);
             m_buffer.clear();
             return false;
         case State::Done: return true;
         }
+        if (result)
+            return *result;
     }
 }
 

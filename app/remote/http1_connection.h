@@ -33,6 +33,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
 class QTcpSocket;
 
@@ -96,6 +97,17 @@ private:
     void onTimeout();
     // Parses what is buffered; true when the response is complete.
     bool parse();
+    // parse()'s steps: nullopt to go on parsing, else what parse() returns.
+    std::optional<bool> parseLine(const QByteArray &line);
+    std::optional<bool> parseStatusLine(const QByteArray &line);
+    std::optional<bool> parseHeaderLine(const QByteArray &line);
+    std::optional<bool> endOfHead();
+    std::optional<bool> parseChunkSize(const QByteArray &line);
+    std::optional<bool> parseBody();
+    // A malformed response: the exchange fails (the socket is dropped).
+    bool badResponse(const QString &what);
+    // A piece of the body, to the exchange's callback or the result.
+    void emitPiece(const QByteArray &piece);
     // Ends the exchange and calls its callback, which may start the next
     // one at once. A failed exchange's socket is dropped *before* the
     // callback, so callers must not touch the socket after complete().

@@ -118,11 +118,12 @@ const char *prometheusContentType()
     return "text/plain; version=0.0.4; charset=utf-8";
 }
 
-std::string renderPrometheus(const ExporterInput &in)
+namespace {
+
+// The process, its requests and their latency.
+void writeRequests(Writer &w, const ExporterInput &in)
 {
     const Snapshot &s = *in.snapshot;
-    Writer w;
-
     w.family("batchpilot_build_info", "gauge", "Version, model and device of this process (always 1).");
     w.sample("batchpilot_build_info",
              "version=\"" + escape(in.version) + "\",model=\"" + escape(s.modelName) + "\",device=\"" +
@@ -147,9 +148,11 @@ std::string renderPrometheus(const ExporterInput &in)
                        "Time from arrival until the request's batch was dispatched.", s.queueWaitHist);
     w.latencyHistogram("batchpilot_compute_seconds", "Execution time of the batch each request ran in.",
                        s.computeHist);
+}
 
-    // Generation: token-level latency, the continuous scheduler's
-    // gauges and counters, goodput against the goodput.* SLO knobs.
+// Generation: token-level latency, the continuous scheduler, prefix caching, goodput.
+void writeGeneration(Writer &w, const Snapshot &s)
+{
     w.latencyHistogram("batchpilot_time_to_first_token_seconds",
                        "Time from arrival to the first generated token (completed generative requests).",
                        s.ttftHist);
@@ -189,7 +192,11 @@ std::string renderPrometheus(const ExporterInput &in)
         "batchpilot_goodput_requests_total",
         "Requests completed OK within every set goodput SLO (goodput.ttft/tpot/e2e; all when none is set).",
         s.goodCompleted);
+}
 
+// Requests per executed batch, as a histogram.
+void writeBatchSizes(Writer &w, const Snapshot &s)
+{
     w.family("batchpilot_batch_size", "histogram", "Requests per executed batch.");
     {
         std::uint64_t cumulative = 0, total = 0, sum = 0;
@@ -207,7 +214,11 @@ std::string renderPrometheus(const ExporterInput &in)
         w.sample("batchpilot_batch_size_sum", {}, num(sum));
         w.sample("batchpilot_batch_size_count", {}, num(total));
     }
+}
 
+// The queues, the arrival rate, padding and utilization.
+void writeQueues(Writer &w, const Snapshot &s)
+{
     w.gauge("batchpilot_queue_depth", "Requests waiting in the admission queue.", double(s.queueDepth));
     w.family("batchpilot_bucket_queue_depth", "gauge",
              "Requests waiting per queue (length bucket, or hybrid layer).");
@@ -240,7 +251,11 @@ std::string renderPrometheus(const ExporterInput &in)
         w.sample("batchpilot_instance_utilization_ratio", "model_instance=\"" + std::to_string(i) + "\"",
                  num(s.instanceBusy[i]));
     w.gauge("batchpilot_window_seconds", "Length of the window the *_ratio gauges cover.", s.windowS);
+}
 
+// The config in force: the policy one-hot and one gauge per knob.
+void writeConfig(Writer &w, const Snapshot &s)
+{
     const BatchingConfig &c = s.config;
     w.family("batchpilot_config_policy", "gauge", "The active batching policy (1) among all policies (0).");
     for (PolicyKind p : {PolicyKind::None, PolicyKind::Static, PolicyKind::Dynamic, PolicyKind::Bucketed,
@@ -267,7 +282,12 @@ std::string renderPrometheus(const ExporterInput &in)
             w.gauge(name.c_str(), help.c_str(), knobGaugeValue(k, c));
         }
     }
+}
 
+// The response cache, the trace writer and the HTTP server.
+void writeServing(Writer &w, const ExporterInput &in)
+{
+    const Snapshot &s = *in.snapshot;
     w.counter("batchpilot_cache_hits_total", "Requests answered from the response cache.", s.cache.hits);
     w.counter("batchpilot_cache_misses_total", "Cache look-ups that missed.", s.cache.misses);
     w.counter("batchpilot_cache_evictions_total", "Entries evicted from the response cache.",
@@ -289,11 +309,15 @@ std::string renderPrometheus(const ExporterInput &in)
     w.gauge("batchpilot_http_connections", "Open HTTP client connections.", double(in.http.connections));
     w.gauge("batchpilot_http_requests_waiting",
             "HTTP inference requests waiting for room in the full admission queue.", double(in.http.waiting));
+}
 
-    // NVML, sampled once a second on the server thread (gpu_gauges.h);
-    // ratios as the other *_ratio gauges, 0..1.
+// NVML, sampled once a second on the server thread (gpu_gauges.h); ratios
+// as the other *_ratio gauges, 0..1.
+void writeGpu(Writer &w, const ExporterInput &in)
+{
     if (const GpuReading *g = in.gpu) {
-        const std::string labels = "gpu=\"" + std::to_string(g->index) + "\",name=\"" + escape(g->name) + "\"";
+        const std::string labels =
+            "gpu=\"" + std::to_string(g->index) + "\",name=\"" + escape(g->name) + "\"";
         auto gpuGauge = [&](const char *name, const char *help, const std::string &value) {
             w.family(name, "gauge", help);
             w.sample(name, labels, value);
@@ -309,6 +333,21 @@ std::string renderPrometheus(const ExporterInput &in)
         gpuGauge("batchpilot_gpu_memory_total_bytes", "Device memory in total.",
                  num(std::uint64_t(g->sample.memoryTotalBytes)));
     }
+}
+
+} // namespace
+
+std::string renderPrometheus(const ExporterInput &in)
+{
+    const Snapshot &s = *in.snapshot;
+    Writer w;
+    writeRequests(w, in);
+    writeGeneration(w, s);
+    writeBatchSizes(w, s);
+    writeQueues(w, s);
+    writeConfig(w, s);
+    writeServing(w, in);
+    writeGpu(w, in);
     return w.take();
 }
 
