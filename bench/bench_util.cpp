@@ -119,6 +119,12 @@ int handleHelpAndUnknown(const Args &args, const StageOptions &stage)
     return -1;
 }
 
+int report(const StageError &e)
+{
+    std::cerr << e.message << "\n";
+    return e.rc;
+}
+
 void tightenTimerSlack()
 {
 #ifdef __linux__

@@ -7,6 +7,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 namespace bp::bench {
@@ -58,6 +60,32 @@ int handleHelpAndUnknown(const Args &args, const StageOptions &stage);
 // --json FILE: writes `json` there, indented. 0, or 1 after saying on stderr
 // that the file cannot be written.
 int writeJsonOption(const Args &args, const nlohmann::json &json);
+
+// Why a stage stopped before its end: the line it prints on stderr and the
+// exit code it returns. Each stage is parse -> run (a result object) ->
+// print -> store; a part that stops hands this back instead of printing.
+struct StageError {
+    int rc = 1;
+    std::string message; // the whole line, without the newline
+};
+// Prints e.message and a newline on stderr; returns e.rc.
+int report(const StageError &e);
+
+// A stage part's result, or the StageError that stopped it.
+template <class T> class StageResult {
+public:
+    StageResult(T value) : m_state(std::move(value)) {}
+    StageResult(StageError error) : m_state(std::move(error)) {}
+    explicit operator bool() const { return m_state.index() == 0; }
+    T &operator*() { return std::get<0>(m_state); }
+    const T &operator*() const { return std::get<0>(m_state); }
+    T *operator->() { return &std::get<0>(m_state); }
+    const T *operator->() const { return &std::get<0>(m_state); }
+    const StageError &error() const { return std::get<1>(m_state); }
+
+private:
+    std::variant<T, StageError> m_state;
+};
 
 // Every stage, in the order `batchpilot-bench --help` lists them.
 std::vector<const StageOptions *> benchStages();
