@@ -60,7 +60,7 @@ void produce(Engine &engine, const SchedulerBenchOptions &o, int p, TimePoint be
         Request r;
         r.tokens = tokens;
         const TimePoint submitAt = SteadyClock::now();
-        Status s = engine.submit(std::move(r), [&, submitAt, measured](Response &&resp) {
+        Status s = engine.submit(std::move(r), [&shard, &counters, submitAt, measured](Response &&resp) {
             const TimePoint done = SteadyClock::now();
             if (!measured || !resp.status.isOk())
                 return;
