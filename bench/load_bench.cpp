@@ -10,8 +10,6 @@
 #include "load_print.h"
 #include "load_sweep.h"
 
-#include <iostream>
-
 namespace bp::bench {
 
 namespace {

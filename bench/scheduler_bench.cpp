@@ -7,7 +7,6 @@
 #include "engine/config/config_json.h"
 
 #include <cstdio>
-#include <iostream>
 
 namespace bp::bench {
 

@@ -82,6 +82,7 @@ std::string importTraceFromArgs(const Args &args)
     return trace;
 }
 
+// Each part's printer prints its lines and returns its object of the --json figures.
 nlohmann::json printRate(const RatePart &p)
 {
     const RateResult &max = p.max, &paced = p.paced;
