@@ -1,5 +1,6 @@
 #include "paged_attention.h"
 #include "paged_attention_checks.h"
+#include "vec_math.h"
 
 #include "../cpu_blas.h"
 
@@ -104,6 +105,37 @@ axpyRows(const float *rows, std::int64_t n, std::int64_t d, const float *w, floa
     }
 }
 
+// The softmax's passes over a row of scores (vec_math.h), compiled as above.
+__attribute__((target_clones("avx512f", "avx2,fma", "default"))) float rowMax(const float *row,
+                                                                              std::int64_t n)
+{
+    float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+    for (std::int64_t i = 0; i < n; ++i)
+        m = row[i] > m ? row[i] : m;
+    return m;
+}
+// row[i] = exp(row[i] - m); returns their sum.
+__attribute__((target_clones("avx512f", "avx2,fma", "default"))) float expShiftSum(float *row, std::int64_t n,
+                                                                                   float m)
+{
+    float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float w = expVec(row[i] - m);
+        row[i] = w;
+        sum += w;
+    }
+    return sum;
+}
+__attribute__((target_clones("avx512f", "avx2,fma", "default"))) void scaleRow(float *row, std::int64_t n,
+                                                                               float s)
+{
+#pragma omp simd
+    for (std::int64_t i = 0; i < n; ++i)
+        row[i] *= s;
+}
+
 // A block's rows of one head as float: the pool's own memory for float32,
 // else converted into `buffer`.
 template <class T> const float *asFloat(const T *rows, std::int64_t count, std::vector<float> &buffer)
@@ -134,13 +166,8 @@ void attendOne(const T *q, const T *kPool, const T *vPool, const std::int32_t *t
         const std::int64_t n = std::min(B, context - p);
         dotRows(asFloat(keyRow(kPool, table, p, a, kvHead), n * D, convert), n, D, qf, scores.data() + p);
     }
-    const float m = *std::max_element(scores.begin(), scores.begin() + context);
-    float sum = 0.f;
-    for (std::int64_t p = 0; p < context; ++p) {
-        const float w = std::exp(scores[std::size_t(p)] - m);
-        scores[std::size_t(p)] = w;
-        sum += w;
-    }
+    const float m = rowMax(scores.data(), context);
+    const float sum = expShiftSum(scores.data(), context, m);
     acc.assign(std::size_t(D), 0.f);
     for (std::int64_t p = 0; p < context; p += B) {
         const std::int64_t n = std::min(B, context - p);
@@ -180,15 +207,8 @@ void attendRun(const T *q, const T *kPool, const T *vPool, const std::int32_t *t
     for (std::int64_t r = 0; r < rows; ++r) {
         float *row = S + r * context;
         const std::int64_t allowed = first + r % n + 1; // causal: keys 0 .. its own position
-        const float m = *std::max_element(row, row + allowed);
-        float sum = 0.f;
-        for (std::int64_t p = 0; p < allowed; ++p) {
-            row[p] = std::exp(row[p] - m);
-            sum += row[p];
-        }
-        const float inv = 1.f / sum;
-        for (std::int64_t p = 0; p < allowed; ++p)
-            row[p] *= inv;
+        const float m = rowMax(row, allowed);
+        scaleRow(row, allowed, 1.f / expShiftSum(row, allowed, m));
         std::fill(row + allowed, row + context, 0.f);
     }
     sgemmNN(int(rows), int(D), int(context), S, int(context), V, int(D), O, int(D));
