@@ -4,6 +4,7 @@
 // cache off and on), the refusals, and the two summaries over a sweep's
 // runs (the best clean throughput within a p99 budget; the best goodput and
 // the highest rate meeting an SLO attainment target).
+#include "bench/load_bench.h"
 #include "bench/load_sweep.h"
 
 #include <QtTest>
@@ -23,7 +24,7 @@ Args argsOf(std::vector<std::string> flags)
     std::vector<char *> argv;
     for (auto &f : flags)
         argv.push_back(f.data());
-    return Args(int(argv.size()), argv.data(), 2);
+    return Args(int(argv.size()), argv.data(), 2, loadStage());
 }
 
 std::vector<std::string> labels(const std::vector<LoadPolicy> &policies)
