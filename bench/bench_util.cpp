@@ -2,11 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <stdexcept>
 
 #ifdef __linux__
@@ -15,61 +13,45 @@
 
 namespace bp::bench {
 
-Args::Args(int argc, char **argv, int first)
+namespace {
+
+// The stage's table and --help.
+cli::OptionTable withHelp(const StageOptions &stage)
 {
-    for (int i = first; i < argc; ++i) {
-        std::string a = argv[i];
-        if (a.rfind("--", 0) == 0) {
-            const auto eq = a.find('=');
-            if (eq != std::string::npos) {
-                m_values[a.substr(2, eq - 2)] = a.substr(eq + 1);
-            } else if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) {
-                m_values[a.substr(2)] = argv[++i];
-            } else {
-                m_values[a.substr(2)] = "1";
-            }
-        } else {
-            m_positional.push_back(a);
-        }
-    }
+    cli::OptionTable rows = stage.options;
+    rows.push_back({"help", "", "print this help and exit"});
+    return rows;
+}
+
+} // namespace
+
+Args::Args(int argc, char **argv, int first, const StageOptions &stage)
+    : m_parsed(cli::Args::fromArgv(argc, argv, first), withHelp(stage))
+{
+    for (int i = first; i < argc; ++i)
+        m_help = m_help || std::string(argv[i]) == "--help";
 }
 
 std::string Args::str(const std::string &key, const std::string &fallback) const
 {
-    auto it = m_values.find(key);
-    return it == m_values.end() ? fallback : it->second;
+    return m_parsed.value(key, fallback);
 }
 
 double Args::num(const std::string &key, double fallback) const
 {
-    auto it = m_values.find(key);
-    if (it == m_values.end())
+    if (!has(key))
         return fallback;
+    const std::string text = m_parsed.value(key);
     char *end = nullptr;
-    const double v = std::strtod(it->second.c_str(), &end);
-    if (end == it->second.c_str() || *end != '\0')
-        throw std::invalid_argument("--" + key + " expects a number, got '" + it->second + "'");
+    const double v = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || *end != '\0')
+        throw std::invalid_argument("--" + key + " expects a number, got '" + text + "'");
     return v;
 }
 
 std::vector<std::string> Args::list(const std::string &key, const std::string &fallback) const
 {
-    std::vector<std::string> out;
-    std::stringstream ss(str(key, fallback));
-    std::string item;
-    while (std::getline(ss, item, ','))
-        if (!item.empty())
-            out.push_back(item);
-    return out;
-}
-
-std::vector<std::string> Args::unknown(const std::vector<std::string> &known) const
-{
-    std::vector<std::string> out;
-    for (const auto &[k, v] : m_values)
-        if (std::find(known.begin(), known.end(), k) == known.end())
-            out.push_back(k);
-    return out;
+    return m_parsed.list(key, fallback);
 }
 
 std::vector<std::string> StageOptions::names() const
@@ -86,37 +68,27 @@ std::string helpText(const StageOptions &stage)
         "Usage: batchpilot-bench " + stage.name + " " + stage.synopsis + "\n" + stage.summary + "\n\n";
     if (!stage.description.empty())
         out += stage.description + "\n\n";
-    out += "Options:\n";
-    std::vector<OptionHelp> rows = stage.options;
-    rows.push_back({"help", "", "print this help and exit"});
-    std::size_t width = 0;
-    auto left = [](const OptionHelp &o) { return "--" + o.name + (o.value.empty() ? "" : " " + o.value); };
-    for (const auto &o : rows)
-        width = std::max(width, left(o).size());
-    width = std::min<std::size_t>(width, 30);
-    for (const auto &o : rows) {
-        std::string l = "  " + left(o);
-        if (l.size() < width + 4)
-            l += std::string(width + 4 - l.size(), ' ');
-        else
-            l += "\n" + std::string(width + 4, ' ');
-        out += l + o.help + "\n";
-    }
-    return out;
+    return out + "Options:\n" + cli::formatOptions(withHelp(stage), 30);
 }
 
 int handleHelpAndUnknown(const Args &args, const StageOptions &stage)
 {
-    if (args.has("help")) {
+    if (args.wantsHelp()) {
         std::cout << helpText(stage);
         return 0;
     }
-    if (auto u = args.unknown(stage.names()); !u.empty()) {
-        std::cerr << "batchpilot-bench " << stage.name << ": unknown option --" << u.front()
-                  << " (see batchpilot-bench " << stage.name << " --help)\n";
+    if (!args.error().empty()) {
+        std::cerr << "batchpilot-bench " << stage.name << ": " << args.error() << " (see batchpilot-bench "
+                  << stage.name << " --help)\n";
         return 2;
     }
     return -1;
+}
+
+int report(const StageError &e)
+{
+    std::cerr << e.message << "\n";
+    return e.rc;
 }
 
 void tightenTimerSlack()

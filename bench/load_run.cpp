@@ -49,6 +49,102 @@ struct Tally {
     std::vector<LoadSample> samples;
 };
 
+// The offered load in the window, from a copy of the (deterministic)
+// schedule drawn exactly as LoadGenerator draws it: arrival, then its
+// tokens, from the one generator (skipping the tokens would shift every
+// later arrival and count a different schedule).
+struct Offered {
+    std::uint64_t inWindow = 0;       // scheduled in [windowStart, windowEnd)
+    std::uint64_t dueByWindowEnd = 0; // scheduled before windowEnd
+    std::size_t produced = 0;         // the whole schedule
+};
+Offered countOffered(const WorkloadSpec &workload, Duration windowStart, Duration windowEnd)
+{
+    Offered o;
+    WorkloadSchedule copy(workload);
+    while (auto a = copy.next()) {
+        (void)copy.tokens(a->inputTokens);
+        if (a->offset >= windowStart && a->offset < windowEnd)
+            ++o.inWindow;
+        if (a->offset < windowEnd)
+            ++o.dueByWindowEnd;
+    }
+    o.produced = copy.produced();
+    return o;
+}
+
+// The completion hook: one LoadSample per request into the tally.
+LoadGenerator::ResponseHook sampleInto(std::shared_ptr<Tally> tally, int systemPrompt)
+{
+    return [tally, systemPrompt](const Arrival &a, TimePoint scheduled, const Response &r) {
+        LoadSample sample;
+        sample.latency = SteadyClock::now() - scheduled;
+        sample.arrival = a.offset;
+        sample.status = r.status.code();
+        sample.inputTokens = std::uint64_t(a.inputTokens + (a.systemPrompt ? systemPrompt : 0));
+        sample.cachedTokens = std::uint64_t(std::max(0, r.cachedTokens));
+        sample.outputTokens = r.tokens.size();
+        // The engine times the first token from the request's arrival in
+        // the engine; the bench counts from the scheduled arrival (as the
+        // latency), so a late submit shows up in TTFT too.
+        const Duration submitLag = std::max(Duration::zero(), sample.latency - r.timing.total);
+        if (r.timing.timeToFirstToken > Duration::zero())
+            sample.ttft = r.timing.timeToFirstToken + submitLag;
+        sample.tpot = r.timing.timePerOutputToken;
+        std::lock_guard lock(tally->mutex);
+        tally->samples.push_back(sample);
+        tally->cv.notify_all();
+    };
+}
+
+// Runs the generator until every accepted request has finished or the
+// drain's deadline passes.
+void waitForWindow(LoadGenerator &generator, Tally &tally, TimePoint windowEnd, TimePoint deadline,
+                   std::uint64_t dueByWindowEnd)
+{
+    bool arriving = true;
+    for (;;) {
+        const TimePoint now = SteadyClock::now();
+        // No arrivals after the window (the drain is for the window's
+        // requests), but every one scheduled inside it is sent, however late
+        // the producer runs: otherwise a late last arrival would be missing
+        // from a figure whose offered load counts it.
+        if (arriving && now >= windowEnd &&
+            (generator.counters().sent >= dueByWindowEnd || now >= deadline)) {
+            generator.stop();
+            arriving = false;
+        }
+        const auto c = generator.counters();
+        if (!generator.running() && c.completed + c.failed >= c.accepted)
+            break;
+        if (now >= deadline)
+            break;
+        std::unique_lock lock(tally.mutex);
+        const TimePoint wake =
+            arriving ? (now < windowEnd ? windowEnd : now + std::chrono::microseconds(200)) : deadline;
+        tally.cv.wait_until(lock, std::min(wake, now + std::chrono::milliseconds(100)));
+    }
+}
+
+void fillFromWindow(LoadRunResult &r, WindowFigures f)
+{
+    r.arrived = f.arrived;
+    r.completed = f.completed;
+    r.failed = f.failed;
+    r.unfinished = f.unfinished;
+    r.requestsPerS = f.requestsPerS;
+    r.inputTokensPerS = f.inputTokensPerS;
+    r.outputTokensPerS = f.outputTokensPerS;
+    r.latency = std::move(f.latency);
+    r.ttft = std::move(f.ttft);
+    r.tpot = std::move(f.tpot);
+    r.meanTpotMs = f.meanTpotMs;
+    r.good = f.good;
+    r.goodputPerS = f.goodputPerS;
+    r.attainment = f.attainment();
+    r.prefixHitRate = f.prefixHitRate;
+}
+
 } // namespace
 
 Result<Slo> parseSlo(std::string_view spec)
@@ -156,70 +252,12 @@ Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const Loa
     const TimePoint windowEnd = start + windowEndOffset;
     auto batches = std::make_shared<WindowBatches>(start + windowStartOffset, windowEnd);
     engine.addObserver(batches);
+    const Offered offered = countOffered(o.workload, windowStartOffset, windowEndOffset);
+    tally->samples.reserve(offered.produced);
 
-    // The offered load in the window, from a copy of the (deterministic)
-    // schedule drawn exactly as LoadGenerator draws it: arrival, then its
-    // tokens, from the one generator (skipping the tokens would shift every
-    // later arrival and count a different schedule).
-    std::uint64_t offered = 0, dueByWindowEnd = 0;
-    {
-        WorkloadSchedule copy(o.workload);
-        while (auto a = copy.next()) {
-            (void)copy.tokens(a->inputTokens);
-            if (a->offset >= windowStartOffset && a->offset < windowEndOffset)
-                ++offered;
-            if (a->offset < windowEndOffset)
-                ++dueByWindowEnd;
-        }
-        tally->samples.reserve(copy.produced());
-    }
-
-    const int systemPrompt = o.workload.systemPromptTokens;
-    auto hook = [tally, systemPrompt](const Arrival &a, TimePoint scheduled, const Response &r) {
-        LoadSample sample;
-        sample.latency = SteadyClock::now() - scheduled;
-        sample.arrival = a.offset;
-        sample.status = r.status.code();
-        sample.inputTokens = std::uint64_t(a.inputTokens + (a.systemPrompt ? systemPrompt : 0));
-        sample.cachedTokens = std::uint64_t(std::max(0, r.cachedTokens));
-        sample.outputTokens = r.tokens.size();
-        // The engine times the first token from the request's arrival in
-        // the engine; the bench counts from the scheduled arrival (as the
-        // latency), so a late submit shows up in TTFT too.
-        const Duration submitLag = std::max(Duration::zero(), sample.latency - r.timing.total);
-        if (r.timing.timeToFirstToken > Duration::zero())
-            sample.ttft = r.timing.timeToFirstToken + submitLag;
-        sample.tpot = r.timing.timePerOutputToken;
-        std::lock_guard lock(tally->mutex);
-        tally->samples.push_back(sample);
-        tally->cv.notify_all();
-    };
-
-    LoadGenerator generator(engine, o.workload, hook);
+    LoadGenerator generator(engine, o.workload, sampleInto(tally, o.workload.systemPromptTokens));
     generator.start(start);
-    const TimePoint deadline = windowEnd + fromSeconds(o.drainS);
-    bool arriving = true;
-    for (;;) {
-        const TimePoint now = SteadyClock::now();
-        // No arrivals after the window (the drain is for the window's
-        // requests), but every one scheduled inside it is sent, however late
-        // the producer runs: otherwise a late last arrival would be missing
-        // from a figure whose offered load counts it.
-        if (arriving && now >= windowEnd &&
-            (generator.counters().sent >= dueByWindowEnd || now >= deadline)) {
-            generator.stop();
-            arriving = false;
-        }
-        const auto c = generator.counters();
-        if (!generator.running() && c.completed + c.failed >= c.accepted)
-            break;
-        if (now >= deadline)
-            break;
-        std::unique_lock lock(tally->mutex);
-        const TimePoint wake =
-            arriving ? (now < windowEnd ? windowEnd : now + std::chrono::microseconds(200)) : deadline;
-        tally->cv.wait_until(lock, std::min(wake, now + std::chrono::milliseconds(100)));
-    }
+    waitForWindow(generator, *tally, windowEnd, windowEnd + fromSeconds(o.drainS), offered.dueByWindowEnd);
     generator.stop();
     const std::uint64_t rejected = generator.counters().rejected;
     engine.shutdown(ShutdownMode::Fail); // fails what is still queued: counted as unfinished
@@ -227,27 +265,12 @@ Result<LoadRunResult> runLoad(const std::shared_ptr<Backend> &backend, const Loa
     LoadRunResult r;
     r.config = o.config;
     r.windowS = o.durationS;
-    r.offeredRate = double(offered) / o.durationS;
+    r.offeredRate = double(offered.inWindow) / o.durationS;
     r.rejected = rejected;
+    r.slo = o.slo;
     batches->fill(r);
     std::lock_guard lock(tally->mutex);
-    WindowFigures f = summarizeWindow(tally->samples, windowStartOffset, windowEndOffset, o.slo);
-    r.arrived = f.arrived;
-    r.completed = f.completed;
-    r.failed = f.failed;
-    r.unfinished = f.unfinished;
-    r.requestsPerS = f.requestsPerS;
-    r.inputTokensPerS = f.inputTokensPerS;
-    r.outputTokensPerS = f.outputTokensPerS;
-    r.latency = std::move(f.latency);
-    r.ttft = std::move(f.ttft);
-    r.tpot = std::move(f.tpot);
-    r.meanTpotMs = f.meanTpotMs;
-    r.slo = o.slo;
-    r.good = f.good;
-    r.goodputPerS = f.goodputPerS;
-    r.attainment = f.attainment();
-    r.prefixHitRate = f.prefixHitRate;
+    fillFromWindow(r, summarizeWindow(tally->samples, windowStartOffset, windowEndOffset, o.slo));
     return r;
 }
 

@@ -21,17 +21,12 @@ const std::vector<OptionHelp> &conversationOptions()
     return options;
 }
 
-Setup workloadFromArgs(const Args &args, const ModelInfo &model)
+namespace {
+
+// The output and input caps, the shared system prompt and the conversations:
+// what bounds every request whatever its arrivals.
+void boundsFromArgs(const Args &args, const ModelInfo &model, WorkloadSpec &w)
 {
-    Setup s;
-    WorkloadSpec &w = s.workload;
-    w.vocabSize = std::min(model.vocabSize, 256);
-    w.seed = std::uint64_t(args.num("workload-seed", 1));
-    s.warmupS = args.num("warmup", 2);
-    s.durationS = args.num("duration", 10);
-    s.drainS = args.num("drain", 5);
-    if (s.warmupS < 0 || s.durationS <= 0 || s.drainS < 0)
-        throw std::invalid_argument("--warmup and --drain must be >= 0, --duration > 0");
     const bool generative = model.generative;
     w.maxNewTokens = generative ? int(args.num("max-new-tokens", 16)) : 0;
     // Default output cap: 256 tokens, at most half the decoder's positions.
@@ -72,43 +67,51 @@ Setup workloadFromArgs(const Args &args, const ModelInfo &model)
     w.thinkTimeS = args.num("think-time", 0);
     if (Status st = w.validate(); !st) // the defaults of everything else are valid
         throw std::invalid_argument(st.message());
+}
 
-    if (args.has("trace")) {
-        const std::string path = args.str("trace", "");
-        auto parsed = parseTraceFile(path);
-        if (!parsed)
-            throw std::invalid_argument(parsed.status().message());
-        w.trace = std::make_shared<const std::vector<TraceRow>>(std::move(parsed->rows));
-        w.arrivals = ArrivalKind::Trace;
-        w.lengths = LengthKind::Trace;
-        w.timeScale = args.num("time-scale", 1);
-        w.lengthScale = args.num("length-scale", 1);
-        w.outputFromTrace = !(generative && args.has("max-new-tokens"));
-        if (args.has("rate") || args.has("rates") || args.has("arrivals"))
-            throw std::invalid_argument(
-                "--trace sets the arrivals; use --time-scale instead of --rate/--arrivals");
-        double in = 0, out = 0;
-        for (const auto &row : *w.trace) {
-            in += std::min<double>(w.lengthCap, std::max(1.0, std::round(row.inputTokens * w.lengthScale)));
-            out += std::max(1.0, std::round(row.outputTokens * w.lengthScale));
-        }
-        const double n = double(w.trace->size());
-        s.typicalLength = int(std::ceil(in / n));
-        s.typicalNewTokens =
-            generative ? (w.outputFromTrace ? int(std::lround(out / n)) : w.maxNewTokens) : 0;
-        if (generative && w.outputCap > 0)
-            s.typicalNewTokens = std::min(s.typicalNewTokens, w.outputCap);
-        // offered rate of the trace's first `warmup + duration` seconds
-        std::size_t rows = 0;
-        while (rows < w.trace->size() && (*w.trace)[rows].arrivalS / w.timeScale < s.warmupS + s.durationS)
-            ++rows;
-        w.limit = rows;
-        s.rates = {double(rows) / (s.warmupS + s.durationS)};
-        s.describe = "trace " + path + " (time x" + args.str("time-scale", "1") + ", lengths x" +
-                     args.str("length-scale", "1") + ", " + std::to_string(rows) + " requests)";
-        return s;
+// --trace FILE: its arrivals and lengths; the rate is the trace's own over
+// warm-up + window.
+void traceFromArgs(const Args &args, const ModelInfo &model, Setup &s)
+{
+    WorkloadSpec &w = s.workload;
+    const bool generative = model.generative;
+    const std::string path = args.str("trace", "");
+    auto parsed = parseTraceFile(path);
+    if (!parsed)
+        throw std::invalid_argument(parsed.status().message());
+    w.trace = std::make_shared<const std::vector<TraceRow>>(std::move(parsed->rows));
+    w.arrivals = ArrivalKind::Trace;
+    w.lengths = LengthKind::Trace;
+    w.timeScale = args.num("time-scale", 1);
+    w.lengthScale = args.num("length-scale", 1);
+    w.outputFromTrace = !(generative && args.has("max-new-tokens"));
+    if (args.has("rate") || args.has("rates") || args.has("arrivals"))
+        throw std::invalid_argument(
+            "--trace sets the arrivals; use --time-scale instead of --rate/--arrivals");
+    double in = 0, out = 0;
+    for (const auto &row : *w.trace) {
+        in += std::min<double>(w.lengthCap, std::max(1.0, std::round(row.inputTokens * w.lengthScale)));
+        out += std::max(1.0, std::round(row.outputTokens * w.lengthScale));
     }
+    const double n = double(w.trace->size());
+    s.typicalLength = int(std::ceil(in / n));
+    s.typicalNewTokens = generative ? (w.outputFromTrace ? int(std::lround(out / n)) : w.maxNewTokens) : 0;
+    if (generative && w.outputCap > 0)
+        s.typicalNewTokens = std::min(s.typicalNewTokens, w.outputCap);
+    // offered rate of the trace's first `warmup + duration` seconds
+    std::size_t rows = 0;
+    while (rows < w.trace->size() && (*w.trace)[rows].arrivalS / w.timeScale < s.warmupS + s.durationS)
+        ++rows;
+    w.limit = rows;
+    s.rates = {double(rows) / (s.warmupS + s.durationS)};
+    s.describe = "trace " + path + " (time x" + args.str("time-scale", "1") + ", lengths x" +
+                 args.str("length-scale", "1") + ", " + std::to_string(rows) + " requests)";
+}
 
+// Arrivals drawn at --rate (or each of --rates), lengths fixed or uniform.
+void syntheticFromArgs(const Args &args, const ModelInfo &model, Setup &s)
+{
+    WorkloadSpec &w = s.workload;
     const std::string arrivals = args.str("arrivals", args.has("burstiness") ? "gamma" : "poisson");
     auto kind = parseArrivalKind(arrivals);
     if (!kind || *kind == ArrivalKind::Trace)
@@ -143,7 +146,27 @@ Setup workloadFromArgs(const Args &args, const ModelInfo &model)
                  (w.lengths == LengthKind::Fixed
                       ? "length " + std::to_string(w.fixedLength)
                       : "lengths " + std::to_string(w.minLength) + ".." + std::to_string(w.maxLength)) +
-                 (generative ? ", " + std::to_string(w.maxNewTokens) + " new tokens" : "");
+                 (model.generative ? ", " + std::to_string(w.maxNewTokens) + " new tokens" : "");
+}
+
+} // namespace
+
+Setup workloadFromArgs(const Args &args, const ModelInfo &model)
+{
+    Setup s;
+    WorkloadSpec &w = s.workload;
+    w.vocabSize = std::min(model.vocabSize, 256);
+    w.seed = std::uint64_t(args.num("workload-seed", 1));
+    s.warmupS = args.num("warmup", 2);
+    s.durationS = args.num("duration", 10);
+    s.drainS = args.num("drain", 5);
+    if (s.warmupS < 0 || s.durationS <= 0 || s.drainS < 0)
+        throw std::invalid_argument("--warmup and --drain must be >= 0, --duration > 0");
+    boundsFromArgs(args, model, w);
+    if (args.has("trace"))
+        traceFromArgs(args, model, s);
+    else
+        syntheticFromArgs(args, model, s);
     return s;
 }
 

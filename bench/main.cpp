@@ -1,12 +1,5 @@
 // batchpilot-bench: Qt-free benchmarks of the BatchPilot engine.
-#include "bandwidth_bench.h"
 #include "bench_util.h"
-#include "device_check_bench.h"
-#include "fidelity_bench.h"
-#include "load_bench.h"
-#include "profile_bench.h"
-#include "scheduler_bench.h"
-#include "store_bench.h"
 
 #include <cstring>
 #include <exception>
@@ -38,27 +31,17 @@ int main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     const std::string stage = argv[1];
+    const bp::bench::StageOptions *options = bp::bench::findStage(stage);
+    if (!options) {
+        std::cerr << "batchpilot-bench: unknown stage '" << stage << "'\n";
+        usage(std::cerr);
+        return 2;
+    }
     try {
-        bp::bench::Args args(argc, argv, 2);
-        if (stage == "scheduler")
-            return bp::bench::runSchedulerBench(args);
-        if (stage == "profile")
-            return bp::bench::runProfileBench(args);
-        if (stage == "load")
-            return bp::bench::runLoadBench(args);
-        if (stage == "store")
-            return bp::bench::runStoreBench(args);
-        if (stage == "fidelity")
-            return bp::bench::runFidelityBench(args);
-        if (stage == "device-check")
-            return bp::bench::runDeviceCheckBench(args);
-        if (stage == "bandwidth")
-            return bp::bench::runBandwidthBench(args);
+        const bp::bench::Args args(argc, argv, 2, *options);
+        return bp::bench::runStage(*options, args);
     } catch (const std::exception &e) {
         std::cerr << "batchpilot-bench " << stage << ": " << e.what() << "\n";
         return 2;
     }
-    std::cerr << "batchpilot-bench: unknown stage '" << stage << "'\n";
-    usage(std::cerr);
-    return 2;
 }
