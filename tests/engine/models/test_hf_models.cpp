@@ -11,6 +11,7 @@
 #include "engine/model/bpe_tokenizer.h"
 #include "engine/model/hf_config.h"
 #include "engine/model/model_registry.h"
+#include "engine/sim/calibration/calibration.h"
 #include "engine/torch/kernels/head_dims.h"
 #include "engine/torch/tiny_decoder.h"
 #include "model_test_util.h"
@@ -304,6 +305,37 @@ private slots:
         QVERIFY2(touched > 4 && touched <= 2 * 8, qPrintable(QString::number(touched)));
         steps.release(1);
         steps.release(2);
+        // The profile (measureBackend's iterations) measures the distinct
+        // experts per MoE layer of each step it times: at least the top k of
+        // one token, at most all 8, more for a step of more tokens; the
+        // calibration keeps the routing and the measured counts.
+        CalibrationGrid grid;
+        grid.batchSizes = {1};
+        grid.lengths = {8, 32};
+        grid.newTokens = {2};
+        grid.stepSequences = {1, 4};
+        grid.stepChunk = 16;
+        grid.warmup = 0;
+        grid.repeats = 1;
+        auto measured = measureBackend(*model, grid);
+        QVERIFY2(measured, measured.status().toString().c_str());
+        std::map<double, double> byTokens; // T -> measured X
+        for (const CostObservation &o : *measured)
+            if (o.kind == CostObservation::Kind::Iteration) {
+                QVERIFY(o.activeExperts >= 2 && o.activeExperts <= 8);
+                QCOMPARE(o.terms[std::size_t(CostModel::kIterationStart) + 6], o.activeExperts);
+                byTokens[o.terms[std::size_t(CostModel::kIterationStart) + 2]] = o.activeExperts;
+            }
+        QVERIFY(byTokens.size() >= 3);
+        QCOMPARE(byTokens.begin()->first, 1.0); // one decode: its top 2 in each layer
+        QCOMPARE(byTokens.begin()->second, 2.0);
+        QVERIFY(byTokens.rbegin()->second > 2);
+        Calibration key = Calibration::forModel(model->info(), "", 1);
+        auto calibration = calibrate(key, *measured);
+        QVERIFY2(calibration, calibration.status().toString().c_str());
+        QCOMPARE(calibration->cost.experts, 8);
+        QCOMPARE(calibration->cost.expertsPerToken, 2);
+        QVERIFY(calibration->cost.activeExperts.size() >= 3);
         // a dense model has no counter
         auto dense = load("hf:" + fixture("qwen3"));
         QVERIFY(dense);
