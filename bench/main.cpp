@@ -6,6 +6,7 @@
 #include "load_bench.h"
 #include "profile_bench.h"
 #include "scheduler_bench.h"
+#include "steps_bench.h"
 #include "store_bench.h"
 
 #include <cstring>
@@ -54,6 +55,8 @@ int main(int argc, char **argv)
             return bp::bench::runDeviceCheckBench(args);
         if (stage == "bandwidth")
             return bp::bench::runBandwidthBench(args);
+        if (stage == "steps")
+            return bp::bench::runStepsBench(args);
     } catch (const std::exception &e) {
         std::cerr << "batchpilot-bench " << stage << ": " << e.what() << "\n";
         return 2;

@@ -5,13 +5,15 @@
 #include "load_bench.h"
 #include "profile_bench.h"
 #include "scheduler_bench.h"
+#include "steps_bench.h"
 #include "store_bench.h"
 
 namespace bp::bench {
 
 std::vector<const StageOptions *> benchStages()
 {
-    return {&schedulerStage(), &profileStage(), &loadStage(), &storeStage(), &fidelityStage(), &deviceCheckStage(), &bandwidthStage()};
+    return {&schedulerStage(), &profileStage(),     &loadStage(),      &storeStage(),
+            &fidelityStage(),  &deviceCheckStage(), &bandwidthStage(), &stepsStage()};
 }
 
 } // namespace bp::bench

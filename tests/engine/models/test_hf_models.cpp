@@ -378,6 +378,31 @@ private slots:
                 std::string::npos);
     }
 
+    // The Qwen 3 shapes in resources/configs/hf: the parameter counts
+    // transformers 5.25 gives for these config.json files (its models built
+    // on the meta device), and 30B-A3B's 3.3 B active per token.
+    void qwen3Shapes()
+    {
+        const char *root = std::getenv("BATCHPILOT_SOURCE_DIR");
+        const std::string dir = std::string(root ? root : ".") + "/resources/configs/hf/";
+        auto dense = loadHfConfig(dir + "qwen3-8b/config.json");
+        QVERIFY2(dense, dense.status().toString().c_str());
+        QCOMPARE(dense->parameterCount(), std::int64_t(8190735360));
+        QCOMPARE(dense->activeParameterCount(), dense->parameterCount());
+        QVERIFY(dense->qkNorm && !dense->qkvBias && dense->headDim == 128);
+        auto moe = loadHfConfig(dir + "qwen3-30b-a3b/config.json");
+        QVERIFY2(moe, moe.status().toString().c_str());
+        QCOMPARE(moe->parameterCount(), std::int64_t(30532122624));
+        QCOMPARE(moe->activeParameterCount(), std::int64_t(3353032704));
+        QCOMPARE(moe->moeLayers(), 48);
+        QCOMPARE(moe->experts, 128);
+        QCOMPARE(moe->expertsPerToken, 8);
+        auto scaled = loadHfConfig(dir + "qwen3-30b-a3b-4layers/config.json");
+        QVERIFY(scaled);
+        QCOMPARE(scaled->parameterCount(), std::int64_t(3114814464));
+        QVERIFY(moe->describe().find("48 MoE layers of 128 experts (top 8, MLP 768)") != std::string::npos);
+    }
+
     void refusals()
     {
         const auto dir = std::filesystem::temp_directory_path() / "bp_hf_refusals";
