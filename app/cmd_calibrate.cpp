@@ -54,6 +54,22 @@ void printCalibration(QTextStream &out, const Calibration &c)
                    .arg(k[8] * 1e6, 0, 'g', 4)
                    .arg(k[9] * 1e6, 0, 'g', 4)
                    .arg(k[10] * 1e6, 0, 'g', 4);
+    if (c.generative && c.cost.experts > 0) {
+        out << QStringLiteral("  + %1*X  (us; X = active experts per MoE layer, %2 experts, top %3: "
+                              "%2*(1-(1-%3/%2)^T) under uniform routing)\n")
+                   .arg(k[13] * 1e6, 0, 'g', 4)
+                   .arg(c.cost.experts)
+                   .arg(c.cost.expertsPerToken);
+        QStringList seen;
+        for (const auto &a : c.cost.activeExperts)
+            seen << QStringLiteral("T=%1: %2 (uniform %3)")
+                        .arg(a.tokens)
+                        .arg(a.measured, 0, 'f', 1)
+                        .arg(a.expected, 0, 'f', 1);
+        if (!seen.isEmpty())
+            out << QStringLiteral("  active experts measured per step: %1\n")
+                       .arg(seen.join(QStringLiteral(", ")));
+    }
     out << QStringLiteral("  serving overhead per batch: %1 us\n").arg(c.cost.overheadS * 1e6, 0, 'f', 1);
     if (c.cost.stepOverheadS > 0)
         out << QStringLiteral("  serving overhead per continuous step: %1 us\n")

@@ -5,6 +5,7 @@
 #include "load_bench.h"
 #include "profile_bench.h"
 #include "scheduler_bench.h"
+#include "steps_bench.h"
 #include "store_bench.h"
 
 namespace bp::bench {
@@ -23,7 +24,7 @@ const std::vector<Stage> &stages()
         {&schedulerStage, &runSchedulerBench}, {&profileStage, &runProfileBench},
         {&loadStage, &runLoadBench},           {&storeStage, &runStoreBench},
         {&fidelityStage, &runFidelityBench},   {&deviceCheckStage, &runDeviceCheckBench},
-        {&bandwidthStage, &runBandwidthBench},
+        {&bandwidthStage, &runBandwidthBench}, {&stepsStage, &runStepsBench},
     };
     return all;
 }

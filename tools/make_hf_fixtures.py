@@ -24,6 +24,13 @@ tests need no Python.
             pre-tokenizer, prepend_scheme first, split off),
             gemma.json (Replace normalizer, no prefix); reference.json: ids and
             decodes from tokenizers
+  qwen3/    Qwen3ForCausalLM: per-head RMSNorm on q and k, no QKV bias, head_dim 32
+            (not hidden / heads), tied embeddings; a Qwen-style tokenizer with <think> and
+            </think> as added (non-special) tokens and Qwen 3's real chat template
+            (templates/Qwen-Qwen3-0.6B.jinja, its thinking blocks)
+  qwen3-moe/  Qwen3MoeForCausalLM: 8 experts, top-2, norm_topk_prob, layer 1 a dense MLP
+            (mlp_only_layers); the same tokenizer style and template
+
   templates/  real chat templates as models ship them (*.jinja, the text of
             each model's tokenizer_config.json / chat_template.jinja) and
             reference.json: transformers' apply_chat_template renderings of
@@ -39,6 +46,7 @@ the chat prompt transformers renders for a conversation.
 The weights are stored in bfloat16 (half the bytes) and the references are
 computed from exactly those values in float32. Run from the repository root:
   python3 tools/make_hf_fixtures.py    (needs torch, transformers, tokenizers, safetensors)
+  python3 tools/make_hf_fixtures.py qwen3 qwen3-moe    (only the folders named)
 """
 import json
 import pathlib
@@ -46,9 +54,10 @@ import random
 import sys
 
 import torch
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
-                          PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM)
+                          PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
+                          Qwen3MoeConfig, Qwen3MoeForCausalLM)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "hf"
 CORPUS = (ROOT / "corpus.txt").read_text()
@@ -92,7 +101,7 @@ def train_tokenizer(style, vocab_size=420):
             pre_tokenizers.Split(pattern=__import__("tokenizers").Regex(pattern), behavior="isolated"),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ])
-        if style == "qwen2":
+        if style in ("qwen2", "qwen3"):
             tok.normalizer = normalizers.NFC()
             specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
         else:
@@ -102,6 +111,8 @@ def train_tokenizer(style, vocab_size=420):
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, min_frequency=2,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(CORPUS.splitlines(), trainer=trainer)
+    if style == "qwen3":  # as Qwen 3's tokenizer.json has them: added, not special, not normalized
+        tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in ("<think>", "</think>")])
     if style == "llama3":
         bos = tok.token_to_id("<|begin_of_text|>")
         tok.post_processor = processors.Sequence([
@@ -117,10 +128,12 @@ def train_tokenizer(style, vocab_size=420):
 def save_tokenizer(tok, specials, style, folder):
     tok.save(str(folder / "tokenizer.json"))
     chat = {"llama3": LLAMA3_CHAT, "qwen2": CHATML_CHAT, "custom": CUSTOM_CHAT}.get(style)
+    if style == "qwen3":
+        chat = (ROOT / "templates" / "Qwen-Qwen3-0.6B.jinja").read_text()
     kwargs = {}
     if style == "llama3":
         kwargs = dict(bos_token="<|begin_of_text|>", eos_token="<|eot_id|>")
-    elif style == "qwen2":
+    elif style in ("qwen2", "qwen3"):
         kwargs = dict(eos_token="<|im_end|>", pad_token="<|endoftext|>")
     elif style == "custom":
         kwargs = dict(eos_token="<|end|>")
@@ -189,6 +202,8 @@ def tokenizer_references(fast):
     texts = list(TEXTS)
     if specials:
         texts.append(f"before{specials[-1]}after and {specials[0]} spaced")
+    if "<think>" in fast.get_vocab():  # Qwen 3's added (non-special) tokens
+        texts.append("<think>\nWeigh it.\n</think>\n\nA batch<think>of 8.")
     for text in texts:
         with_specials = fast.encode(text, add_special_tokens=True)
         plain = fast.encode(text, add_special_tokens=False)
@@ -220,10 +235,14 @@ def build(name, style, config_cls, model_cls, config_kwargs, seed, shard=False):
     model = model_cls(config)
     perturb(model, seed)
     # bfloat16 on disk; the references from exactly those values in float32
+    buffers = {n: b.clone() for n, b in model.named_buffers()}  # the rotary inv_freq, kept in float32
     model = model.to(torch.bfloat16).to(torch.float32).eval()
     model.to(torch.bfloat16).save_pretrained(str(folder), max_shard_size="150KB" if shard else "50GB",
                                              safe_serialization=True)
     model = model.to(torch.float32)
+    with torch.no_grad():  # .to(bfloat16) rounded the buffers too; a loaded model computes them in float32
+        for n, b in model.named_buffers():
+            b.copy_(buffers[n])
     rng = random.Random(seed)
     ref = {"architecture": config.architectures[0] if config.architectures else model_cls.__name__,
            "vocab_size": vocab, "parameters": sum(p.numel() for p in model.parameters()),
@@ -237,6 +256,10 @@ def build(name, style, config_cls, model_cls, config_kwargs, seed, shard=False):
         prompt = fast.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         ref["chat"] = {"messages": messages, "prompt": prompt,
                        "ids": fast.encode(prompt, add_special_tokens=False)}
+        if style == "qwen3":  # every conversation, the generation prompt on and off
+            ref["chats"] = [{"conversation": label, "add_generation_prompt": gen,
+                             "prompt": fast.apply_chat_template(m, tokenize=False, add_generation_prompt=gen)}
+                            for label, m in CONVERSATIONS.items() for gen in (True, False)]
     (folder / "reference.json").write_text(json.dumps(ref, separators=(",", ":")))
     files = sorted(p.name for p in folder.iterdir())
     print(f"{name}: {config.architectures} vocab {vocab}, {sum(p.numel() for p in model.parameters())} parameters, "
@@ -429,6 +452,16 @@ def main():
               dict(hidden_size=64, intermediate_size=96, num_hidden_layers=1, num_attention_heads=2, head_dim=32,
                    num_key_value_heads=1, max_position_embeddings=128, rms_norm_eps=1e-5,
                    tie_word_embeddings=False, sliding_window=None), seed=5)
+    if want("qwen3"):
+        build("qwen3", "qwen3", Qwen3Config, Qwen3ForCausalLM,
+              dict(small, num_key_value_heads=2, tie_word_embeddings=True, rope_theta=1000000.0,
+                   use_sliding_window=False), seed=6)
+    if want("qwen3-moe"):
+        build("qwen3-moe", "qwen3", Qwen3MoeConfig, Qwen3MoeForCausalLM,
+              dict(small, num_hidden_layers=3, num_key_value_heads=2, tie_word_embeddings=False,
+                   rope_theta=1000000.0, intermediate_size=96, moe_intermediate_size=48, num_experts=8,
+                   num_experts_per_tok=2, norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[1],
+                   use_sliding_window=False), seed=7)
     if want("llama-custom-chat"):
         build("llama-custom-chat", "custom", LlamaConfig, LlamaForCausalLM,
               dict(hidden_size=64, intermediate_size=96, num_hidden_layers=1, num_attention_heads=2, head_dim=32,

@@ -42,6 +42,11 @@ struct ModelInfo {
     int maxNewTokensLimit = 0; // largest max_new_tokens accepted (generative only)
     std::int64_t parameters = 0;
     std::string description;
+    // A mixture-of-experts model: experts per MoE layer, how many each token
+    // is routed to, and its MoE layers (0 for a dense model).
+    int experts = 0;
+    int expertsPerToken = 0;
+    int moeLayers = 0;
 
     ModelLimits limits() const { return {maxSequenceLength, vocabSize}; }
 };
@@ -175,6 +180,11 @@ public:
     virtual Status prepareKv(const KvPoolRequest & /*request*/) { return Status::ok(); }
     // Lines for a start-up log: the KV cache, CUDA graphs (empty by default).
     virtual std::vector<std::string> notes() const { return {}; }
+    // A mixture-of-experts model: the distinct experts its MoE layers have
+    // run since it was loaded, summed over layers and steps (a step whose
+    // tokens went to 5 experts in each of 2 layers adds 10). -1 for a model
+    // without experts.
+    virtual std::int64_t expertsTouched() const { return -1; }
 };
 
 // builtin:echo — no compute: returns the input tokens (or the first

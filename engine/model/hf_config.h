@@ -1,5 +1,6 @@
 // A Hugging Face config.json of the Llama family (LlamaForCausalLM,
-// Qwen2ForCausalLM, MistralForCausalLM): the shape BatchPilot's paged decoder
+// Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM and
+// Qwen3MoeForCausalLM): the shape BatchPilot's paged decoder
 // builds (engine/torch/llama_model.h). Torch-free, so the registry, the docs
 // table and the tests read it without torch.
 //
@@ -21,7 +22,7 @@
 namespace bp {
 
 struct HfModelConfig {
-    std::string architecture; // LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM
+    std::string architecture; // LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3*
     int vocabSize = 0;
     int hiddenSize = 0;
     int intermediateSize = 0;
@@ -39,11 +40,28 @@ struct HfModelConfig {
     bool tieEmbeddings = false;
     bool qkvBias = false; // Qwen 2 always; Llama with attention_bias
     bool oBias = false;   // Llama with attention_bias
+    bool qkNorm = false;  // Qwen 3: RMSNorm over each head of q and k before RoPE
+    // Qwen 3 MoE (experts > 0): a layer l is a sparse MoE block unless it is
+    // in mlp_only_layers or (l + 1) % decoder_sparse_step != 0 (then a dense
+    // MLP of intermediateSize); each token goes to its expertsPerToken
+    // experts of moeIntermediateSize, weighted by the router's softmax over
+    // the chosen ones (renormalised when normTopkProb).
+    int experts = 0;
+    int expertsPerToken = 0;
+    int moeIntermediateSize = 0;
+    bool normTopkProb = false;
+    int decoderSparseStep = 1;
+    std::vector<int> mlpOnlyLayers;
+    bool moeLayer(int layer) const;
+    int moeLayers() const;
     double initializerRange = 0.02;
     std::string torchDtype; // what the checkpoint was saved in ("bfloat16"), informational
     std::vector<int> eosTokenIds;
 
     std::int64_t parameterCount() const;
+    // What one token's forward pass uses: parameterCount() less the experts
+    // it is not routed to (Qwen3-30B-A3B: about 3.3 B of 30.5 B).
+    std::int64_t activeParameterCount() const;
     // Bytes one token's keys and values take over all layers at `elementSize`.
     std::int64_t kvBytesPerToken(int elementSize) const
     {

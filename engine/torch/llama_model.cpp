@@ -5,6 +5,7 @@
 #include "cuda_support.h"
 #include "kernels/head_dims.h"
 #include "kernels/paged_attention.h"
+#include "moe_layer.h"
 #include "paged_model.h"
 
 #include "engine/model/bpe_tokenizer.h"
@@ -27,6 +28,8 @@ constexpr const char *kHfConfig = "hf-config:";
 
 struct LayerWeights {
     at::Tensor inNorm, qkvW, qkvB, oW, oB, postNorm, gateUpW, downW;
+    at::Tensor qNorm, kNorm; // Qwen 3: per-head RMSNorm weights [headDim]
+    MoeWeights moe;          // Qwen 3 MoE: set on a sparse layer (then gateUpW / downW are not)
 };
 
 struct LlamaWeights {
@@ -151,10 +154,31 @@ LlamaWeights loadWeights(const HfModelConfig &c, WeightSource &src, const at::Te
         L.oW = src.get(p + "self_attn.o_proj.weight", {d, q});
         if (c.oBias)
             L.oB = src.get(p + "self_attn.o_proj.bias", {d});
+        if (c.qkNorm) {
+            L.qNorm = src.get(p + "self_attn.q_norm.weight", {D});
+            L.kNorm = src.get(p + "self_attn.k_norm.weight", {D});
+        }
         L.postNorm = src.get(p + "post_attention_layernorm.weight", {d});
-        L.gateUpW = at::cat(
-            {src.get(p + "mlp.gate_proj.weight", {f, d}), src.get(p + "mlp.up_proj.weight", {f, d})}, 0);
-        L.downW = src.get(p + "mlp.down_proj.weight", {d, f});
+        if (c.moeLayer(l)) {
+            // transformers' checkpoint layout: mlp.gate (the router) and
+            // mlp.experts.E.{gate,up,down}_proj, stacked here per layer
+            const std::int64_t m = c.moeIntermediateSize;
+            L.moe.router = src.get(p + "mlp.gate.weight", {c.experts, d});
+            std::vector<at::Tensor> gateUp, down;
+            for (int e = 0; e < c.experts; ++e) {
+                const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
+                gateUp.push_back(at::cat(
+                    {src.get(x + "gate_proj.weight", {m, d}), src.get(x + "up_proj.weight", {m, d})}, 0));
+                down.push_back(src.get(x + "down_proj.weight", {d, m}));
+            }
+            L.moe.gateUp = at::stack(gateUp, 0);
+            gateUp.clear();
+            L.moe.down = at::stack(down, 0);
+        } else {
+            L.gateUpW = at::cat(
+                {src.get(p + "mlp.gate_proj.weight", {f, d}), src.get(p + "mlp.up_proj.weight", {f, d})}, 0);
+            L.downW = src.get(p + "mlp.down_proj.weight", {d, f});
+        }
         w.layers.push_back(std::move(L));
     }
     w.norm = src.get("model.norm.weight", {d});
@@ -187,7 +211,14 @@ at::Tensor rotary(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &
 
 class LlamaPagedTrunk final : public PagedTrunk {
 public:
-    LlamaPagedTrunk(const HfModelConfig &config, const LlamaWeights &weights) : m_c(config), m_w(weights) {}
+    LlamaPagedTrunk(const HfModelConfig &config, const LlamaWeights &weights)
+        : m_c(config), m_w(weights), m_routing{config.expertsPerToken, config.normTopkProb}
+    {
+    }
+
+    // The distinct experts the MoE layers' steps have routed to, summed over
+    // layers and steps.
+    std::int64_t expertsTouched() const { return m_touched.load(std::memory_order_relaxed); }
 
     at::Tensor logits(const StepTensors &step, KvPool &pool) const override
     {
@@ -203,14 +234,24 @@ public:
             const LayerWeights &L = m_w.layers[l];
             const at::Tensor h = rmsNorm(x, L.inNorm, m_c.rmsEps);
             const at::Tensor qkv = bp::linear(h, L.qkvW, L.qkvB);
-            const at::Tensor q = rotary(qkv.narrow(1, 0, H * D).view({T, H, D}), cos, sin);
-            const at::Tensor k = rotary(qkv.narrow(1, H * D, Hkv * D).view({T, Hkv, D}), cos, sin);
+            at::Tensor q = qkv.narrow(1, 0, H * D).view({T, H, D});
+            at::Tensor k = qkv.narrow(1, H * D, Hkv * D).view({T, Hkv, D});
+            if (m_c.qkNorm) { // Qwen 3: each head normed before RoPE
+                q = rmsNorm(q, L.qNorm, m_c.rmsEps);
+                k = rmsNorm(k, L.kNorm, m_c.rmsEps);
+            }
+            q = rotary(q, cos, sin);
+            k = rotary(k, cos, sin);
             const at::Tensor v = qkv.narrow(1, (H + Hkv) * D, Hkv * D).view({T, Hkv, D});
             writeKv(pool.keys(int(l)), pool.values(int(l)), k, v, step.slots);
             const at::Tensor attended =
                 pagedAttention(q, pool.keys(int(l)), pool.values(int(l)), step.blockTables, step.querySeq,
                                step.positions, pool.blockTokens(), scale);
             x = x + bp::linear(attended.view({T, H * D}), L.oW, L.oB);
+            if (L.moe.router.defined()) {
+                x = x + moeBlock(rmsNorm(x, L.postNorm, m_c.rmsEps), L.moe, m_routing, &m_touched);
+                continue;
+            }
             const at::Tensor gateUp = bp::linear(rmsNorm(x, L.postNorm, m_c.rmsEps), L.gateUpW);
             x = x + bp::linear(at::silu(gateUp.narrow(1, 0, f)) * gateUp.narrow(1, f, f), L.downW);
         }
@@ -230,6 +271,11 @@ private:
         for (std::size_t l = 0; l < m_w.layers.size(); ++l) {
             const LayerWeights &L = m_w.layers[l];
             at::Tensor qkv = bp::linear(rmsNormCpu(x, L.inNorm, m_c.rmsEps), L.qkvW, L.qkvB);
+            if (m_c.qkNorm) { // Qwen 3: each head of q and k normed before RoPE
+                at::Tensor q = qkv.narrow(1, 0, H * D), k = qkv.narrow(1, H * D, Hkv * D);
+                q.copy_(rmsNormCpu(q.reshape({T * H, D}), L.qNorm, m_c.rmsEps).view({T, H * D}));
+                k.copy_(rmsNormCpu(k.reshape({T * Hkv, D}), L.kNorm, m_c.rmsEps).view({T, Hkv * D}));
+            }
             ropeInPlaceCpu(qkv, H + Hkv, D, m_w.cos, m_w.sin, step.positions);
             const at::Tensor q = qkv.narrow(1, 0, H * D).view({T, H, D});
             const at::Tensor k = qkv.narrow(1, H * D, Hkv * D).view({T, Hkv, D});
@@ -239,6 +285,10 @@ private:
                 pagedAttention(q, pool.keys(int(l)), pool.values(int(l)), step.blockTables, step.querySeq,
                                step.positions, pool.blockTokens(), scale);
             addLinear(x, attended.view({T, H * D}), L.oW, L.oB);
+            if (L.moe.router.defined()) {
+                x.add_(moeBlock(rmsNormCpu(x, L.postNorm, m_c.rmsEps), L.moe, m_routing, &m_touched));
+                continue;
+            }
             const at::Tensor gateUp = bp::linear(rmsNormCpu(x, L.postNorm, m_c.rmsEps), L.gateUpW);
             addLinear(x, swigluCpu(gateUp), L.downW);
         }
@@ -247,7 +297,18 @@ private:
 
     const HfModelConfig &m_c;
     const LlamaWeights &m_w;
+    MoeRouting m_routing;
+    mutable std::atomic<std::int64_t> m_touched{0};
 };
+
+// A mixture-of-experts step's shapes depend on its routing (rows per
+// expert), which a CUDA graph cannot replay: those steps run eagerly.
+TorchPlacement withoutGraphsForExperts(TorchPlacement placement, const HfModelConfig &config)
+{
+    if (config.experts > 0)
+        placement.cudaGraphs = false;
+    return placement;
+}
 
 std::string gib(double bytes)
 {
@@ -261,7 +322,7 @@ public:
     HfDecoder(const std::string &name, const HfModelConfig &config, LlamaWeights weights,
               const TorchPlacement &placement, std::shared_ptr<const TextTokenizer> tokenizer,
               std::string source)
-        : PagedModel(placement, name, m_trunk,
+        : PagedModel(withoutGraphsForExperts(placement, config), name, m_trunk,
                      KvPoolShape{config.layers, config.kvHeads, config.headDim, placement.dtype},
                      config.maxPositions, config.vocabSize),
           m_config(config), m_weights(std::move(weights)), m_trunk(m_config, m_weights),
@@ -274,9 +335,17 @@ public:
         m_info.maxNewTokensLimit = config.maxPositions - 1;
         m_info.parameters = config.parameterCount();
         m_info.architecture = config.architecture;
+        m_info.experts = config.experts;
+        m_info.expertsPerToken = config.expertsPerToken;
+        m_info.moeLayers = config.moeLayers();
         m_info.tokenizer = m_tokenizer;
         m_info.description = config.describe() + ", " + m_info.dtype + "; " + m_source +
                              (m_tokenizer ? "; tokenizer: " + m_tokenizer->describe() : "; byte tokenizer");
+    }
+
+    std::int64_t expertsTouched() const override
+    {
+        return m_config.experts > 0 ? m_trunk.expertsTouched() : -1;
     }
 
 private:

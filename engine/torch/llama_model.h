@@ -11,9 +11,12 @@
 //                      nobody can download here; a tokenizer.json beside the
 //                      file is used when there is one, else the byte tokenizer
 //
-// LlamaForCausalLM, Qwen2ForCausalLM and MistralForCausalLM: grouped-query
-// attention, rotary embeddings (rope_theta, and Llama 3's llama3 scaling),
-// RMSNorm, SwiGLU, tied or untied embeddings, Qwen 2's QKV bias. The
+// LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM
+// and Qwen3MoeForCausalLM: grouped-query attention, rotary embeddings
+// (rope_theta, and Llama 3's llama3 scaling), RMSNorm, SwiGLU, tied or
+// untied embeddings, Qwen 2's QKV bias, Qwen 3's per-head q/k RMSNorm, Qwen
+// 3 MoE's sparse MLP blocks (moe_layer.h; their steps never run as CUDA
+// graphs, the rows per expert change with the routing). The
 // arithmetic mirrors transformers' (RMSNorm in float32, rotary tables
 // computed in float32 and cast), so float32 logits match its to ~1e-6.
 //

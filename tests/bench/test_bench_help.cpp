@@ -5,8 +5,12 @@
 #include "bench/bench_util.h"
 #include "tests/process_run.h"
 
+#include <nlohmann/json.hpp>
+
+#include <QFile>
 #include <QProcess>
 #include <QRegularExpression>
+#include <QTemporaryDir>
 #include <QtTest>
 
 using namespace bp::bench;
@@ -46,11 +50,44 @@ private slots:
                      stage->name.c_str());
     }
 
+    // `steps` on the tiny Qwen 3 MoE fixture (8 experts, top 2, 2 MoE
+    // layers): one decode reads its top 2 experts per layer, a batch of 16
+    // more (at most all 8); each row has a step time; the fit is reported.
+    void stepsStageMeasuresActiveExperts()
+    {
+        QTemporaryDir dir;
+        const QByteArray root = qgetenv("BATCHPILOT_SOURCE_DIR");
+        const QString json = dir.filePath("steps.json");
+        const Run r = runBench({"steps", "--model",
+                                "hf:" + QString::fromUtf8(root.isEmpty() ? QByteArray(".") : root) +
+                                    "/tests/fixtures/hf/qwen3-moe",
+                                "--device", "cpu", "--threads", "1", "--batches", "1,16", "--context", "4",
+                                "--steps", "2", "--json", json});
+        QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
+        QVERIFY(r.out.contains("active experts"));
+        QFile f(json);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const auto j = nlohmann::json::parse(f.readAll().toStdString());
+        QCOMPARE(j["experts"].get<int>(), 8);
+        QCOMPARE(j["moe_layers"].get<int>(), 2);
+        QCOMPARE(j["rows"].size(), std::size_t(2));
+        QCOMPARE(j["rows"][0]["active_experts"].get<double>(), 2.0);
+        const double many = j["rows"][1]["active_experts"].get<double>();
+        QVERIFY2(many > 2 && many <= 8, qPrintable(QString::number(many)));
+        QVERIFY(j["rows"][1]["step_s"].get<double>() > 0);
+        QVERIFY(j["fit"].contains("s6_s_per_active_expert"));
+        // a model without step-level generation is refused by name
+        const Run encoder = runBench({"steps", "--model", "builtin:tiny-encoder", "--device", "cpu"});
+        QCOMPARE(encoder.code, 1);
+        QVERIFY2(encoder.err.contains("has no step-level generation"), qPrintable(encoder.err));
+    }
+
     void eachStagePrintsEveryOption_data()
     {
         QTest::addColumn<int>("index");
         const auto stages = benchStages();
-        QCOMPARE(stages.size(), std::size_t(7)); // scheduler, profile, load, store, fidelity, device-check, bandwidth
+        // scheduler, profile, load, store, fidelity, device-check, bandwidth, steps
+        QCOMPARE(stages.size(), std::size_t(8));
         for (std::size_t i = 0; i < stages.size(); ++i)
             QTest::newRow(stages[i]->name.c_str()) << int(i);
     }

@@ -189,6 +189,8 @@ private slots:
         QTest::newRow("qwen2 (ChatML)") << "qwen2";
         QTest::newRow("llama-custom-chat (its own template)") << "llama-custom-chat";
         QTest::newRow("mistral-sentencepiece ([INST], byte_fallback)") << "mistral-sentencepiece";
+        QTest::newRow("qwen3 (Qwen 3's template)") << "qwen3";
+        QTest::newRow("qwen3-moe (Qwen 3 MoE)") << "qwen3-moe";
     }
     void officialOpenAiClient()
     {

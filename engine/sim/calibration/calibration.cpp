@@ -28,6 +28,8 @@ Calibration Calibration::forModel(const ModelInfo &info, const std::string &pres
                       ? info.maxNewTokensLimit + 1
                       : 0;
     c.cost.generative = info.generative;
+    c.cost.experts = info.experts;
+    c.cost.expertsPerToken = info.expertsPerToken;
     return c;
 }
 
@@ -81,8 +83,37 @@ CalibrationGrid CalibrationGrid::quick()
     return g;
 }
 
-Result<Calibration> calibrate(const Calibration &key, std::span<const CostObservation> observations)
+Result<Calibration> calibrate(const Calibration &key, std::span<const CostObservation> given)
 {
+    // A mixture-of-experts model's iterations that were not measured (a
+    // recorded session's steps) take the active experts uniform routing
+    // gives; those the profile measured are kept for the record.
+    std::vector<CostObservation> observations(given.begin(), given.end());
+    std::vector<CostModel::ActiveExperts> active;
+    const std::size_t X = std::size_t(CostModel::kIterationStart) + 6,
+                      T = std::size_t(CostModel::kIterationStart) + 2;
+    for (CostObservation &o : observations) {
+        if (o.kind != CostObservation::Kind::Iteration || key.cost.experts <= 0)
+            continue;
+        const double expected =
+            CostModel::expectedActiveExperts(o.terms[T], key.cost.experts, key.cost.expertsPerToken);
+        if (o.activeExperts >= 0)
+            active.push_back({o.terms[T], o.activeExperts, expected});
+        else
+            o.terms[X] = expected;
+    }
+    std::sort(active.begin(), active.end(), [](const auto &a, const auto &b) { return a.tokens < b.tokens; });
+    // one row per token count: the mean of its measurements
+    std::vector<CostModel::ActiveExperts> merged;
+    for (std::size_t i = 0; i < active.size();) {
+        std::size_t j = i;
+        double sum = 0;
+        for (; j < active.size() && active[j].tokens == active[i].tokens; ++j)
+            sum += active[j].measured;
+        merged.push_back({active[i].tokens, sum / double(j - i), active[i].expected});
+        i = j;
+    }
+    active = std::move(merged);
     auto fit = fitCostModel(observations, key.generative);
     if (!fit)
         return fit.status();
@@ -92,10 +123,13 @@ Result<Calibration> calibrate(const Calibration &key, std::span<const CostObserv
     std::vector<double> lateness = c.cost.dispatchLateness;
     const std::vector<double> concurrency = c.cost.concurrency;
     c.cost = fit->model;
+    c.cost.experts = key.cost.experts;
+    c.cost.expertsPerToken = key.cost.expertsPerToken;
     c.cost.overheadS = overhead;
     c.cost.stepOverheadS = stepOverhead;
     c.cost.dispatchLateness = std::move(lateness);
     c.cost.concurrency = concurrency;
+    c.cost.activeExperts = std::move(active);
     c.error = fit->error;
     c.batchError = fit->batchError;
     c.iterationError = fit->iterationError;

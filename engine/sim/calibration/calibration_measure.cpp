@@ -7,6 +7,7 @@
 #include "engine/workload/workload.h"
 
 #include <future>
+#include <numeric>
 
 #include <thread>
 
@@ -28,15 +29,40 @@ namespace {
 // (one sequence), decode steps over all of them, and decode steps with a
 // prompt chunk joining. Each observation is the median of its timed runs.
 // False when a length does not fit the model (skipped).
-Status measureSteps(StepModel &model, const std::vector<int> &lengths, const CalibrationGrid &grid,
-                    const std::atomic<bool> *cancel, const Clock &clock, std::vector<CostObservation> &out)
+//
+// A mixture-of-experts model (ModelInfo::experts) is fed varied token ids
+// (seeded), as text routes its tokens to varied experts (one id repeated
+// would go to the same few), and each iteration's distinct experts per MoE
+// layer are measured (Backend::expertsTouched): the s6 term's X.
+Status measureSteps(Backend &backend, StepModel &model, const std::vector<int> &lengths,
+                    const CalibrationGrid &grid, const std::atomic<bool> *cancel, const Clock &clock,
+                    std::vector<CostObservation> &out)
 {
+    const ModelInfo &info = backend.info();
+    const bool moe = info.experts > 0 && info.moeLayers > 0 && backend.expertsTouched() >= 0;
     std::uint64_t nextId = 1ull << 40; // far from any live sequence of a running engine
+    std::uint64_t lcg = std::uint64_t(grid.seed) * 6364136223846793005ull + 1442695040888963407ull;
+    auto token = [&]() -> TokenId {
+        if (!moe)
+            return 1;
+        lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+        return TokenId(1 + (lcg >> 33) % std::uint64_t(std::max(1, info.vocabSize - 1)));
+    };
+    auto tokens = [&](std::size_t n) {
+        std::vector<TokenId> t(n);
+        for (TokenId &id : t)
+            id = token();
+        return t;
+    };
+    double lastExperts = -1; // of the last timed step, per MoE layer
     auto timed = [&](const std::vector<StepItem> &items, bool &fits) -> double {
         std::vector<StepOutcome> outcomes;
+        const std::int64_t touchedBefore = moe ? backend.expertsTouched() : 0;
         const TimePoint start = clock.now();
         Status s = model.step(items, outcomes);
         const double took = toSeconds(clock.now() - start);
+        if (moe)
+            lastExperts = double(backend.expertsTouched() - touchedBefore) / double(info.moeLayers);
         for (const StepOutcome &o : outcomes)
             if (s.isOk() && !o.status.isOk())
                 s = o.status;
@@ -44,18 +70,25 @@ Status measureSteps(StepModel &model, const std::vector<int> &lengths, const Cal
             fits = false;
         return took;
     };
-    auto observe = [&](const StepShape &shape, std::vector<double> times) {
+    auto observe = [&](const StepShape &shape, std::vector<double> times,
+                       const std::vector<double> &experts) {
         if (times.empty())
             return;
-        out.push_back(
-            {CostObservation::Kind::Iteration, CostModel::iterationTerms(shape), median(std::move(times))});
+        CostObservation o{CostObservation::Kind::Iteration,
+                          CostModel::iterationTerms(shape, info.experts, info.expertsPerToken),
+                          median(std::move(times))};
+        if (moe && !experts.empty()) { // the measured count, not uniform routing's
+            o.activeExperts = std::accumulate(experts.begin(), experts.end(), 0.0) / double(experts.size());
+            o.terms[std::size_t(CostModel::kIterationStart) + 6] = o.activeExperts;
+        }
+        out.push_back(o);
     };
     { // warm-up: the first step of a process pays for allocations
         bool fits = true;
         const std::uint64_t id = nextId++;
-        timed({{id, std::vector<TokenId>(8, 1), true}}, fits);
+        timed({{id, tokens(8), true}}, fits);
         for (int i = 0; i < grid.warmup; ++i)
-            timed({{id, {1}, true}}, fits);
+            timed({{id, tokens(1), true}}, fits);
         model.release(id);
     }
     for (int L : lengths) {
@@ -66,22 +99,23 @@ Status measureSteps(StepModel &model, const std::vector<int> &lengths, const Cal
                 continue;
             bool fits = true;
             std::vector<std::uint64_t> ids;
-            std::vector<double> prefill;
+            std::vector<double> prefill, prefillExperts;
             for (int i = 0; i < b && fits; ++i) {
                 ids.push_back(nextId++);
                 std::vector<StepItem> items(1);
                 items[0].sequence = ids.back();
-                items[0].tokens.assign(std::size_t(L), 1);
+                items[0].tokens = tokens(std::size_t(L));
                 prefill.push_back(timed(items, fits));
+                prefillExperts.push_back(lastExperts);
             }
             std::int64_t cached = L;
-            std::vector<double> decode, mixed;
+            std::vector<double> decode, mixed, decodeExperts, mixedExperts;
             StepShape decodeShape, mixedShape;
             const int chunk = std::max(1, std::min(grid.stepChunk, L));
             for (int run = 0; fits && run < grid.warmup + grid.repeats; ++run) {
                 std::vector<StepItem> items(ids.size());
                 for (std::size_t i = 0; i < ids.size(); ++i)
-                    items[i] = {ids[i], {1}, true};
+                    items[i] = {ids[i], tokens(1), true};
                 StepShape shape;
                 for (std::size_t i = 0; i < ids.size(); ++i)
                     shape.add(cached, 1);
@@ -89,12 +123,13 @@ Status measureSteps(StepModel &model, const std::vector<int> &lengths, const Cal
                 ++cached;
                 if (run >= grid.warmup) {
                     decode.push_back(took);
+                    decodeExperts.push_back(lastExperts);
                     decodeShape = shape;
                 }
                 // the same decodes (one token further) with a prompt chunk joining
                 StepItem joining;
                 joining.sequence = nextId++;
-                joining.tokens.assign(std::size_t(chunk), 1);
+                joining.tokens = tokens(std::size_t(chunk));
                 items.push_back(joining);
                 shape = {};
                 for (std::size_t i = 0; i < ids.size(); ++i)
@@ -105,6 +140,7 @@ Status measureSteps(StepModel &model, const std::vector<int> &lengths, const Cal
                 ++cached;
                 if (run >= grid.warmup) {
                     mixed.push_back(tookMixed);
+                    mixedExperts.push_back(lastExperts);
                     mixedShape = shape;
                 }
             }
@@ -114,9 +150,9 @@ Status measureSteps(StepModel &model, const std::vector<int> &lengths, const Cal
                 continue; // past the model's positions
             StepShape prefillShape;
             prefillShape.add(0, L);
-            observe(prefillShape, prefill);
-            observe(decodeShape, decode);
-            observe(mixedShape, mixed);
+            observe(prefillShape, prefill, prefillExperts);
+            observe(decodeShape, decode, decodeExperts);
+            observe(mixedShape, mixed, mixedExperts);
         }
     }
     return Status::ok();
@@ -187,7 +223,7 @@ measureBackend(Backend &backend, const CalibrationGrid &grid,
                            CostModel::stepTerms(c.batch, c.length + c.newTokens / 2), median(c.perToken)});
     }
     if (StepModel *steps = backend.steps(); steps && info.generative)
-        if (Status s = measureSteps(*steps, lengths, grid, cancel, clock, out); !s)
+        if (Status s = measureSteps(backend, *steps, lengths, grid, cancel, clock, out); !s)
             return s;
     return out;
 }

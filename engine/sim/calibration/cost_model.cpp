@@ -83,7 +83,15 @@ Terms CostModel::stepTerms(int batch, int context)
     return {0, 0, 0, 0, 1, b, b * double(context)};
 }
 
-Terms CostModel::iterationTerms(const StepShape &shape)
+double CostModel::expectedActiveExperts(double tokens, int experts, int perToken)
+{
+    if (experts <= 0 || perToken <= 0 || tokens <= 0)
+        return 0;
+    const double E = experts, k = std::min(perToken, experts);
+    return E * (1 - std::pow(1 - k / E, tokens));
+}
+
+Terms CostModel::iterationTerms(const StepShape &shape, int experts, int perToken)
 {
     Terms t{};
     const std::size_t i = std::size_t(kIterationStart);
@@ -92,6 +100,7 @@ Terms CostModel::iterationTerms(const StepShape &shape)
     t[i + 2] = double(shape.tokens());
     t[i + 3] = double(shape.attention());
     t[i + 5] = shape.prefills > 0 ? 1 : 0;
+    t[i + 6] = expectedActiveExperts(double(shape.tokens()), experts, perToken);
     return t;
 }
 
@@ -105,7 +114,7 @@ double CostModel::iterationSeconds(const StepShape &shape) const
     if (shape.items() == 0)
         return 0;
     if (hasIterationTerms())
-        return predict(iterationTerms(shape));
+        return predict(iterationTerms(shape, experts, expertsPerToken));
     // From the request-level terms: the decodes as one decode step, the
     // prompt chunks as one pass (their attention is what b·L² counts).
     double s = 0;
@@ -226,21 +235,32 @@ CostModel::BatchCost CostModel::batchCost(int batch, int paddedLength, std::span
 
 nlohmann::json toJson(const CostModel &m)
 {
-    return {{"generative", m.generative},
-            {"pass", {m.coef[0], m.coef[1], m.coef[2], m.coef[3]}},
-            {"step", {m.coef[4], m.coef[5], m.coef[6]}},
-            {"iteration", {m.coef[7], m.coef[8], m.coef[9], m.coef[10], m.coef[11], m.coef[12]}},
-            {"iteration_knee_tokens", m.kneeTokens},
-            {"overhead_s", m.overheadS},
-            {"step_overhead_s", m.stepOverheadS},
-            {"residuals", m.residuals},
-            {"iteration_residuals", m.iterationResiduals},
-            {"concurrency_slowdown", m.concurrency},
-            {"dispatch_lateness_s", m.dispatchLateness},
-            {"form",
-             "pass(b,L) = p0 + p1*b + p2*b*L + p3*b*L^2; step(b,c) = d0 + d1*b + d2*b*c; "
-             "iteration(n,T,A,E) = s0 + s1*n + s2*T + s3*A + s4*max(0,T-K) + s5*E (seconds; K = "
-             "iteration_knee_tokens, E = 1 for a step with prompt tokens); residuals = measured/predicted"}};
+    nlohmann::json j = {
+        {"generative", m.generative},
+        {"pass", {m.coef[0], m.coef[1], m.coef[2], m.coef[3]}},
+        {"step", {m.coef[4], m.coef[5], m.coef[6]}},
+        {"iteration", {m.coef[7], m.coef[8], m.coef[9], m.coef[10], m.coef[11], m.coef[12], m.coef[13]}},
+        {"iteration_knee_tokens", m.kneeTokens},
+        {"overhead_s", m.overheadS},
+        {"step_overhead_s", m.stepOverheadS},
+        {"residuals", m.residuals},
+        {"iteration_residuals", m.iterationResiduals},
+        {"concurrency_slowdown", m.concurrency},
+        {"dispatch_lateness_s", m.dispatchLateness},
+        {"form",
+         "pass(b,L) = p0 + p1*b + p2*b*L + p3*b*L^2; step(b,c) = d0 + d1*b + d2*b*c; "
+         "iteration(n,T,A,E,X) = s0 + s1*n + s2*T + s3*A + s4*max(0,T-K) + s5*E + s6*X (seconds; K = "
+         "iteration_knee_tokens, E = 1 for a step with prompt tokens, X = active experts per MoE layer "
+         "= experts*(1-(1-experts_per_token/experts)^T), 0 for a dense model); residuals = "
+         "measured/predicted"}};
+    if (m.experts > 0) {
+        nlohmann::json measured = nlohmann::json::array();
+        for (const auto &a : m.activeExperts)
+            measured.push_back({{"tokens", a.tokens}, {"measured", a.measured}, {"expected", a.expected}});
+        j["moe"] = {
+            {"experts", m.experts}, {"experts_per_token", m.expertsPerToken}, {"active_experts", measured}};
+    }
+    return j;
 }
 
 nlohmann::json toJson(const FitError &e)
@@ -267,17 +287,29 @@ Result<CostModel> costModelFromJson(const nlohmann::json &j)
         for (std::size_t i = 0; i < std::size_t(CostModel::kStepTerms); ++i)
             m.coef[std::size_t(CostModel::kPassTerms) + i] = step[i].get<double>();
         if (j.contains("iteration")) { // absent before continuous was simulated
-            // 4 coefficients before the knee and the eager step were terms
+            // 4 coefficients before the knee and the eager step were
+            // terms, 6 before the active experts
             const auto &iteration = j.at("iteration");
-            if (!iteration.is_array() ||
-                (iteration.size() != CostModel::kIterationTerms && iteration.size() != 4))
+            if (!iteration.is_array() || (iteration.size() != CostModel::kIterationTerms &&
+                                          iteration.size() != 6 && iteration.size() != 4))
                 return Status(StatusCode::InvalidArgument,
-                              "cost model: 'iteration' needs 6 (or 4) coefficients");
+                              "cost model: 'iteration' needs 7 (or 6, or 4) coefficients");
             for (std::size_t i = 0; i < iteration.size(); ++i)
                 m.coef[std::size_t(CostModel::kIterationStart) + i] = iteration[i].get<double>();
             m.kneeTokens = j.value("iteration_knee_tokens", 0.0);
             if (!std::isfinite(m.kneeTokens) || m.kneeTokens < 0)
                 return Status(StatusCode::InvalidArgument, "cost model: iteration_knee_tokens must be >= 0");
+        }
+        if (j.contains("moe")) {
+            const auto &moe = j.at("moe");
+            m.experts = moe.at("experts").get<int>();
+            m.expertsPerToken = moe.at("experts_per_token").get<int>();
+            if (m.experts < 1 || m.expertsPerToken < 1 || m.expertsPerToken > m.experts)
+                return Status(StatusCode::InvalidArgument,
+                              "cost model: moe needs experts >= 1 and 1 <= experts_per_token <= experts");
+            for (const auto &a : moe.value("active_experts", nlohmann::json::array()))
+                m.activeExperts.push_back({a.at("tokens").get<double>(), a.at("measured").get<double>(),
+                                           a.at("expected").get<double>()});
         }
         m.overheadS = j.value("overhead_s", 0.0);
         m.stepOverheadS = j.value("step_overhead_s", 0.0); // absent before it was measured

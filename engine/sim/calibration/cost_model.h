@@ -19,7 +19,7 @@
 //   StepModel::step over a packed set of sequences: n items, T tokens fed —
 //   prompt chunks and one per decode — and A = Σ_i t_i·(k_i + t_i), each
 //   fed token attending to the context before it, k_i tokens cached):
-//       iter(n, T, A) = s0 + s1·n + s2·T + s3·A + s4·max(0, T − K) + s5·E
+//       iter(n, T, A) = s0 + s1·n + s2·T + s3·A + s4·max(0, T − K) + s5·E + s6·X
 //   On a GPU a step costs about the same whatever its size until the
 //   device is busy (the knee K, in tokens), then grows with its tokens:
 //   s2 is the slope below the knee (small on a GPU), s2 + s4 above it. E is
@@ -27,6 +27,12 @@
 //   a CUDA graph, a step with a prefill chunk runs eagerly (launch-bound).
 //   The fit chooses K among the observed token counts (none: no knee)
 //   for the least error; on a CPU it usually finds none.
+//   X is a mixture-of-experts model's active experts: the distinct experts
+//   a step's T tokens are routed to in one MoE layer, which the weights a
+//   step reads grow with (one token reads k experts, a large batch all E).
+//   The profile measures it (Backend::expertsTouched) and fits s6 to the
+//   measured counts; a prediction takes the count uniform routing gives,
+//   E·(1 − (1 − k/E)^T) (expectedActiveExperts). 0 for a dense model.
 //   A calibration without iteration measurements (made before they
 //   existed) predicts an iteration from pass() and step() instead
 //   (iterationSeconds()).
@@ -78,10 +84,10 @@ struct StepShape {
 struct CostModel {
     static constexpr int kPassTerms = 4;
     static constexpr int kStepTerms = 3;
-    static constexpr int kIterationTerms = 6;
+    static constexpr int kIterationTerms = 7;
     static constexpr int kIterationStart = kPassTerms + kStepTerms;
     static constexpr int kTerms = kPassTerms + kStepTerms + kIterationTerms;
-    // [p0, p1, p2, p3, d0, d1, d2, s0, s1, s2, s3, s4, s5], seconds per unit of each term.
+    // [p0, p1, p2, p3, d0, d1, d2, s0, s1, s2, s3, s4, s5, s6], seconds per unit of each term.
     std::array<double, kTerms> coef{};
     // The iteration knee K in tokens (0: none): the s4 term's threshold.
     double kneeTokens = 0;
@@ -90,6 +96,21 @@ struct CostModel {
     // What a continuous step is charged beside its iteration.
     double stepOverhead() const { return stepOverheadS > 0 ? stepOverheadS : overheadS; }
     bool generative = false; // decode steps are charged
+    // A mixture-of-experts model's routing (0: dense): experts per MoE layer
+    // and how many each token goes to; the s6 term's X.
+    int experts = 0;
+    int expertsPerToken = 0;
+    // What the profile measured: the mean distinct experts per MoE layer of
+    // a step of `tokens` tokens, beside what uniform routing expects.
+    struct ActiveExperts {
+        double tokens = 0, measured = 0, expected = 0;
+        bool operator==(const ActiveExperts &) const = default;
+    };
+    std::vector<ActiveExperts> activeExperts;
+    // E·(1 − (1 − k/E)^T): the expected distinct experts `tokens` tokens
+    // touch when each goes to `perToken` of `experts` uniformly (0 when
+    // experts is 0).
+    static double expectedActiveExperts(double tokens, int experts, int perToken);
     // Measured / predicted over the fit's whole batches and iterations
     // (what a simulation charges), sorted; at most kResidualSamples
     // quantiles, each the middle of an equal share (sampleQuantiles). A
@@ -152,9 +173,11 @@ struct CostModel {
                                                  std::span<const int> wants);
     static std::array<double, kTerms> passTerms(int batch, int paddedLength);
     static std::array<double, kTerms> stepTerms(int batch, int context);
-    // An iteration's row: [.., 1, n, T, A, 0, E]; the knee term (slot
-    // kIterationStart + 4) is derived from T and kneeTokens by predict().
-    static std::array<double, kTerms> iterationTerms(const StepShape &shape);
+    // An iteration's row: [.., 1, n, T, A, 0, E, X]; the knee term (slot
+    // kIterationStart + 4) is derived from T and kneeTokens by predict(). X
+    // is expectedActiveExperts(T, experts, perToken).
+    static std::array<double, kTerms> iterationTerms(const StepShape &shape, int experts = 0,
+                                                     int perToken = 0);
     double predict(const std::array<double, kTerms> &terms) const;
     // `terms` with the knee term filled in for `knee` (iteration rows only).
     static std::array<double, kTerms> withKnee(std::array<double, kTerms> terms, double knee);
@@ -179,6 +202,10 @@ struct CostObservation {
     // Run-to-run spread of the timings behind `seconds` ((max − min) /
     // median); -1: not repeated (a recorded batch).
     double spread = -1;
+    // Iteration of a mixture-of-experts model: the distinct experts per MoE
+    // layer the step touched, measured (-1: not measured). The row's X
+    // (terms[kIterationStart + 6]) is this when measured.
+    double activeExperts = -1;
 };
 
 // How well the fit matches the observations it came from: relative errors

@@ -52,6 +52,7 @@ private slots:
         QTest::newRow("gpt-2 style (mistral fixture)") << "mistral";
         QTest::newRow("own template (llama-custom-chat)") << "llama-custom-chat";
         QTest::newRow("sentencepiece style, Mistral Nemo template") << "mistral-sentencepiece";
+        QTest::newRow("qwen-3 style (<think> added tokens, Qwen 3 template)") << "qwen3";
     }
     void matchesTheReference()
     {
@@ -70,7 +71,8 @@ private slots:
                                                  .arg(QString::fromStdString(text), show(got), show(want))));
             QVERIFY2((*tok)->encode(text, false) == wantPlain, qPrintable(QString::fromStdString(text)));
             QCOMPARE((*tok)->decodeAsTransformers(want, true), c["decoded"].get<std::string>());
-            QCOMPARE((*tok)->decodeAsTransformers(want, false), c["decoded_with_specials"].get<std::string>());
+            QCOMPARE((*tok)->decodeAsTransformers(want, false),
+                     c["decoded_with_specials"].get<std::string>());
             ++cases;
         }
         QVERIFY(cases >= 10);

@@ -8,8 +8,10 @@
 // (blocks shared by reference, a copy swapped for the kept one). And the
 // hf-config path, the refusals, and the memory check.
 #include "engine/model/backend.h"
+#include "engine/model/bpe_tokenizer.h"
 #include "engine/model/hf_config.h"
 #include "engine/model/model_registry.h"
+#include "engine/sim/calibration/calibration.h"
 #include "engine/torch/kernels/head_dims.h"
 #include "engine/torch/tiny_decoder.h"
 #include "model_test_util.h"
@@ -111,6 +113,8 @@ private slots:
         QTest::newRow("MistralForCausalLM (sharded)") << "mistral";
         QTest::newRow("LlamaForCausalLM (own chat template, tied)") << "llama-custom-chat";
         QTest::newRow("MistralForCausalLM (SentencePiece-style tokenizer)") << "mistral-sentencepiece";
+        QTest::newRow("Qwen3ForCausalLM (q/k norms)") << "qwen3";
+        QTest::newRow("Qwen3MoeForCausalLM (8 experts, top 2)") << "qwen3-moe";
     }
     void matchesTransformers()
     {
@@ -235,6 +239,110 @@ private slots:
             steps.release(l.id);
     }
 
+    // Qwen 3's real chat template, as the fixtures ship it in
+    // tokenizer_config.json / chat_template.jinja: every conversation (a
+    // system message, multi-turn with a <think> block in an assistant turn,
+    // one user message), the generation prompt on and off, byte-identical
+    // to apply_chat_template; and the served prompt (chatPrompt) is the
+    // generation-prompt one.
+    void qwen3ChatTemplate_data()
+    {
+        QTest::addColumn<QString>("name");
+        QTest::newRow("qwen3") << "qwen3";
+        QTest::newRow("qwen3-moe") << "qwen3-moe";
+    }
+    void qwen3ChatTemplate()
+    {
+        QFETCH(QString, name);
+        nlohmann::json ref;
+        expected(name.toStdString(), &ref);
+        auto tok = BpeTokenizer::load(fixture(name.toStdString()) + "/tokenizer.json");
+        QVERIFY2(tok, tok.status().toString().c_str());
+        QVERIFY((*tok)->chatTemplate());
+        std::ifstream in(fixture("templates/reference.json"));
+        const auto conversations = nlohmann::json::parse(in)["conversations"];
+        int checked = 0;
+        for (const auto &c : ref["chats"]) {
+            std::vector<ChatMessage> messages;
+            for (const auto &m : conversations[c["conversation"].get<std::string>()])
+                messages.push_back({m["role"], m["content"]});
+            const bool gen = c["add_generation_prompt"];
+            auto prompt = (*tok)->chatTemplate()->render(messages, gen);
+            QVERIFY2(prompt, prompt.status().toString().c_str());
+            QCOMPARE(*prompt, c["prompt"].get<std::string>());
+            if (gen) {
+                auto served = (*tok)->chatPrompt(messages);
+                QVERIFY(served);
+                QCOMPARE(*served, c["prompt"].get<std::string>());
+            }
+            ++checked;
+        }
+        QCOMPARE(checked, 6);
+    }
+
+    // Qwen 3 MoE: the experts a step touches are counted (the cost model's
+    // active-experts term); one token goes to top-k experts per MoE layer,
+    // and a step of many distinct tokens touches more, at most all of them.
+    void moeCountsActiveExperts()
+    {
+        auto model = load("hf:" + fixture("qwen3-moe"));
+        QVERIFY(model);
+        QCOMPARE(model->info().experts, 8);
+        QCOMPARE(model->info().expertsPerToken, 2);
+        QCOMPARE(model->info().moeLayers, 2); // layer 1 is in mlp_only_layers
+        QVERIFY(model->prepareKv({0, 0.9, 4}).isOk());
+        StepModel &steps = *model->steps();
+        std::vector<StepOutcome> out;
+        const std::int64_t before = model->expertsTouched();
+        QVERIFY(steps.step({{1, {7}, true}}, out).isOk());
+        QCOMPARE(model->expertsTouched() - before, std::int64_t(2 * 2)); // 2 layers x top 2
+        std::vector<TokenId> many;
+        for (int t = 0; t < 60; ++t)
+            many.push_back(TokenId(5 + 6 * t));
+        const std::int64_t mid = model->expertsTouched();
+        QVERIFY(steps.step({{2, many, true}}, out).isOk());
+        const std::int64_t touched = model->expertsTouched() - mid;
+        QVERIFY2(touched > 4 && touched <= 2 * 8, qPrintable(QString::number(touched)));
+        steps.release(1);
+        steps.release(2);
+        // The profile (measureBackend's iterations) measures the distinct
+        // experts per MoE layer of each step it times: at least the top k of
+        // one token, at most all 8, more for a step of more tokens; the
+        // calibration keeps the routing and the measured counts.
+        CalibrationGrid grid;
+        grid.batchSizes = {1};
+        grid.lengths = {8, 32};
+        grid.newTokens = {2};
+        grid.stepSequences = {1, 4};
+        grid.stepChunk = 16;
+        grid.warmup = 0;
+        grid.repeats = 1;
+        auto measured = measureBackend(*model, grid);
+        QVERIFY2(measured, measured.status().toString().c_str());
+        std::map<double, double> byTokens; // T -> measured X
+        for (const CostObservation &o : *measured)
+            if (o.kind == CostObservation::Kind::Iteration) {
+                QVERIFY(o.activeExperts >= 2 && o.activeExperts <= 8);
+                QCOMPARE(o.terms[std::size_t(CostModel::kIterationStart) + 6], o.activeExperts);
+                byTokens[o.terms[std::size_t(CostModel::kIterationStart) + 2]] = o.activeExperts;
+            }
+        QVERIFY(byTokens.size() >= 3);
+        QCOMPARE(byTokens.begin()->first, 1.0); // one decode: its top 2 in each layer
+        QCOMPARE(byTokens.begin()->second, 2.0);
+        QVERIFY(byTokens.rbegin()->second > 2);
+        Calibration key = Calibration::forModel(model->info(), "", 1);
+        auto calibration = calibrate(key, *measured);
+        QVERIFY2(calibration, calibration.status().toString().c_str());
+        QCOMPARE(calibration->cost.experts, 8);
+        QCOMPARE(calibration->cost.expertsPerToken, 2);
+        QVERIFY(calibration->cost.activeExperts.size() >= 3);
+        // a dense model has no counter
+        auto dense = load("hf:" + fixture("qwen3"));
+        QVERIFY(dense);
+        QCOMPARE(dense->expertsTouched(), std::int64_t(-1));
+        QCOMPARE(dense->info().experts, 0);
+    }
+
     // hf-config: the same model from its config.json alone, seeded random
     // weights through the same loader; the parameter count is the config's.
     void randomWeightsFromAConfig()
@@ -249,6 +357,50 @@ private slots:
         QCOMPARE(out[0].tokens.size(), std::size_t(4));
         QCOMPARE(out[1].tokens.size(), std::size_t(2));
         QVERIFY(model->info().tokenizer); // a tokenizer.json beside the config
+        // Qwen 3 MoE from its config alone: the count is the reference's
+        // (transformers' own), and decoder_sparse_step is followed (every
+        // second layer sparse: fewer parameters than all three).
+        auto moe = load("hf-config:" + fixture("qwen3-moe") + "/config.json");
+        QVERIFY(moe);
+        nlohmann::json ref;
+        expected("qwen3-moe", &ref);
+        QCOMPARE(moe->info().parameters, ref["parameters"].get<std::int64_t>());
+        QVERIFY(!runBatch(*moe, {makeRequest({1, 2, 3}, 3)})[0].tokens.empty());
+        auto j = nlohmann::json::parse(std::ifstream(fixture("qwen3-moe") + "/config.json"));
+        j["mlp_only_layers"] = nlohmann::json::array();
+        j["decoder_sparse_step"] = 2;
+        auto sparse = parseHfConfig(j, "config.json");
+        QVERIFY(sparse);
+        QCOMPARE(sparse->moeLayers(), 1); // layer 1 only ((1 + 1) % 2 == 0)
+        QVERIFY(sparse->moeLayer(1) && !sparse->moeLayer(0) && !sparse->moeLayer(2));
+        j["num_experts_per_tok"] = 9;
+        QVERIFY(parseHfConfig(j, "config.json").status().message().find("num_experts_per_tok") !=
+                std::string::npos);
+    }
+
+    // The Qwen 3 shapes in resources/configs/hf: the parameter counts
+    // transformers 5.25 gives for these config.json files (its models built
+    // on the meta device), and 30B-A3B's 3.3 B active per token.
+    void qwen3Shapes()
+    {
+        const char *root = std::getenv("BATCHPILOT_SOURCE_DIR");
+        const std::string dir = std::string(root ? root : ".") + "/resources/configs/hf/";
+        auto dense = loadHfConfig(dir + "qwen3-8b/config.json");
+        QVERIFY2(dense, dense.status().toString().c_str());
+        QCOMPARE(dense->parameterCount(), std::int64_t(8190735360));
+        QCOMPARE(dense->activeParameterCount(), dense->parameterCount());
+        QVERIFY(dense->qkNorm && !dense->qkvBias && dense->headDim == 128);
+        auto moe = loadHfConfig(dir + "qwen3-30b-a3b/config.json");
+        QVERIFY2(moe, moe.status().toString().c_str());
+        QCOMPARE(moe->parameterCount(), std::int64_t(30532122624));
+        QCOMPARE(moe->activeParameterCount(), std::int64_t(3353032704));
+        QCOMPARE(moe->moeLayers(), 48);
+        QCOMPARE(moe->experts, 128);
+        QCOMPARE(moe->expertsPerToken, 8);
+        auto scaled = loadHfConfig(dir + "qwen3-30b-a3b-4layers/config.json");
+        QVERIFY(scaled);
+        QCOMPARE(scaled->parameterCount(), std::int64_t(3114814464));
+        QVERIFY(moe->describe().find("48 MoE layers of 128 experts (top 8, MLP 768)") != std::string::npos);
     }
 
     void refusals()

@@ -347,6 +347,87 @@ private slots:
         QVERIFY(std::abs(older->iterationSeconds(mixed) - expected) < 1e-12);
     }
 
+    // A mixture-of-experts model's active-experts term: the closed form
+    // uniform routing gives; the fit recovers s6 from iterations whose X was
+    // measured (here: uniform routing's own counts, perturbed, as a profile
+    // would see them); a prediction uses the closed form; the routing and the
+    // measured counts survive JSON; a calibration of 6 iteration
+    // coefficients (before the term) still loads.
+    void activeExpertsTerm()
+    {
+        QCOMPARE(CostModel::expectedActiveExperts(1, 128, 8), 8.0);
+        QVERIFY(std::abs(CostModel::expectedActiveExperts(64, 128, 8) -
+                         128 * (1 - std::pow(1 - 8.0 / 128, 64))) < 1e-12);
+        QVERIFY(CostModel::expectedActiveExperts(10000, 8, 2) <= 8.0);
+        QCOMPARE(CostModel::expectedActiveExperts(16, 0, 0), 0.0);
+        QCOMPARE(CostModel::expectedActiveExperts(4, 8, 8), 8.0); // every expert for every token
+        CostModel truth = knownDecoder();
+        truth.coef[7] = 3e-4;
+        truth.coef[8] = 2e-5;
+        truth.coef[9] = 4e-6;
+        truth.coef[10] = 1e-9;
+        truth.coef[13] = 5e-5; // per active expert
+        truth.experts = 64;
+        truth.expertsPerToken = 4;
+        std::vector<CostObservation> obs = grid(truth, 0);
+        const std::size_t X = std::size_t(CostModel::kIterationStart) + 6;
+        int i = 0;
+        for (int ctx : {16, 128, 512})
+            for (int n : {1, 2, 4, 8, 16, 32, 64})
+                for (int chunk : {0, 64}) {
+                    StepShape shape;
+                    for (int s = 0; s < n; ++s)
+                        shape.add(ctx, 1);
+                    if (chunk)
+                        shape.add(0, chunk);
+                    auto terms = CostModel::iterationTerms(shape, 64, 4);
+                    QVERIFY(terms[X] > 0);
+                    // what a profile measures: near uniform routing's count, not on it
+                    terms[X] = std::min(64.0, terms[X] * (1 + 0.05 * ((i++ % 3) - 1)));
+                    CostObservation o{CostObservation::Kind::Iteration, terms, truth.predict(terms)};
+                    o.activeExperts = terms[X];
+                    obs.push_back(o);
+                }
+        auto fit = fitCostModel(obs, true);
+        QVERIFY(fit);
+        QVERIFY2(std::abs(fit->model.coef[13] - 5e-5) <= 1e-6 * 5e-5,
+                 qPrintable(QString::number(fit->model.coef[13])));
+        CostModel model = fit->model;
+        model.experts = 64;
+        model.expertsPerToken = 4;
+        StepShape one, many;
+        one.add(100, 1);
+        for (int s = 0; s < 64; ++s)
+            many.add(100, 1);
+        // one decode reads 4 experts per layer, 64 decodes about 63 of 64
+        const double oneCost = model.iterationSeconds(one), manyCost = model.iterationSeconds(many);
+        QVERIFY(std::abs(oneCost - (3e-4 + 2e-5 + 4e-6 + 101 * 1e-9 + 4 * 5e-5)) < 1e-12);
+        QVERIFY(std::abs(manyCost - (3e-4 + 64 * 2e-5 + 64 * 4e-6 + 64 * 101 * 1e-9 +
+                                     CostModel::expectedActiveExperts(64, 64, 4) * 5e-5)) < 1e-12);
+        // a dense model's X is 0: the same shape costs no experts
+        CostModel dense = model;
+        dense.experts = dense.expertsPerToken = 0;
+        QVERIFY(std::abs(model.iterationSeconds(many) - dense.iterationSeconds(many) -
+                         CostModel::expectedActiveExperts(64, 64, 4) * 5e-5) < 1e-12);
+
+        model.activeExperts = {{1, 3.9, 4}, {64, 62.5, 63.2}};
+        const nlohmann::json j = toJson(model);
+        QCOMPARE(j["iteration"].size(), std::size_t(7));
+        QCOMPARE(j["moe"]["experts"].get<int>(), 64);
+        auto back = costModelFromJson(j);
+        QVERIFY(back);
+        QVERIFY(*back == model);
+        nlohmann::json bad = j;
+        bad["moe"]["experts_per_token"] = 65;
+        QVERIFY(!costModelFromJson(bad));
+        nlohmann::json six = toJson(dense);
+        six["iteration"].erase(6);
+        auto older = costModelFromJson(six);
+        QVERIFY(older);
+        QCOMPARE(older->coef[13], 0.0);
+        QCOMPARE(older->iterationSeconds(many), dense.iterationSeconds(many));
+    }
+
     void storeKeepsCalibrations()
     {
         QTemporaryDir dir;
