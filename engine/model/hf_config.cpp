@@ -18,7 +18,9 @@ std::int64_t HfModelConfig::parameterCount() const
     const std::int64_t d = hiddenSize, q = std::int64_t(heads) * headDim, kv = std::int64_t(kvHeads) * headDim;
     const std::int64_t attention = d * q + 2 * d * kv + q * d + (qkvBias ? q + 2 * kv : 0) + (oBias ? d : 0);
     const std::int64_t mlp = 3 * d * std::int64_t(intermediateSize);
-    const std::int64_t perLayer = attention + mlp + 2 * d; // + two RMSNorms
+    // + two RMSNorms; Gemma 3: two more and the per-head q/k norms
+    const std::int64_t gemmaNorms = gemma3 ? 2 * d + 2 * std::int64_t(headDim) : 0;
+    const std::int64_t perLayer = attention + mlp + 2 * d + gemmaNorms;
     const std::int64_t embeddings = std::int64_t(vocabSize) * d * (tieEmbeddings ? 1 : 2);
     return embeddings + layers * perLayer + d; // + the final norm
 }
@@ -28,7 +30,11 @@ std::string HfModelConfig::describe() const
     return architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(hiddenSize) + ", " +
            std::to_string(heads) + " heads / " + std::to_string(kvHeads) + " KV heads of " + std::to_string(headDim) +
            ", MLP " + std::to_string(intermediateSize) + ", vocab " + std::to_string(vocabSize) + ", " +
-           std::to_string(maxPositions) + " positions" + (tieEmbeddings ? ", tied embeddings" : "");
+           std::to_string(maxPositions) + " positions" + (tieEmbeddings ? ", tied embeddings" : "") +
+           (gemma3 && gemma3->localLayers() > 0
+                ? ", sliding window " + std::to_string(gemma3->slidingWindow) + " on " +
+                      std::to_string(gemma3->localLayers()) + " of " + std::to_string(layers) + " layers"
+                : "");
 }
 
 Result<HfModelConfig> parseHfConfig(const nlohmann::json &j, const std::string &where)
@@ -41,11 +47,13 @@ Result<HfModelConfig> parseHfConfig(const nlohmann::json &j, const std::string &
         if (archs.empty())
             return bad(where, "no \"architectures\"");
         c.architecture = archs.front();
+        if (c.architecture.rfind("Gemma3For", 0) == 0) // Gemma3ForCausalLM, or refused naming the vision tower
+            return parseGemma3Config(j, where);
         if (c.architecture != "LlamaForCausalLM" && c.architecture != "Qwen2ForCausalLM" &&
             c.architecture != "MistralForCausalLM")
             return bad(where, "architecture " + c.architecture +
                                   " is not one BatchPilot runs (LlamaForCausalLM, Qwen2ForCausalLM, "
-                                  "MistralForCausalLM)");
+                                  "MistralForCausalLM, Gemma3ForCausalLM)");
         c.vocabSize = j.at("vocab_size").get<int>();
         c.hiddenSize = j.at("hidden_size").get<int>();
         c.intermediateSize = j.at("intermediate_size").get<int>();

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "engine/core/result.h"
+#include "engine/model/gemma3_config.h"
 
 #include <nlohmann/json.hpp>
 
@@ -42,6 +43,8 @@ struct HfModelConfig {
     double initializerRange = 0.02;
     std::string torchDtype; // what the checkpoint was saved in ("bfloat16"), informational
     std::vector<int> eosTokenIds;
+    // Gemma3ForCausalLM's own parts (gemma3_config.h); absent for the Llama family.
+    std::optional<Gemma3Shape> gemma3;
 
     std::int64_t parameterCount() const;
     // Bytes one token's keys and values take over all layers at `elementSize`.

@@ -3,6 +3,8 @@
 #include "cpu_kernels.h"
 
 #include "cuda_support.h"
+#include "gemma3_model.h"
+#include "hf_weights.h"
 #include "kernels/head_dims.h"
 #include "kernels/paged_attention.h"
 #include "paged_model.h"
@@ -33,14 +35,6 @@ struct LlamaWeights {
     at::Tensor embed, norm, lmHead;
     std::vector<LayerWeights> layers;
     at::Tensor cos, sin; // rotary tables [positions, headDim]
-};
-
-// Where the weights come from: a checkpoint, or seeded random numbers.
-class WeightSource {
-public:
-    virtual ~WeightSource() = default;
-    // The tensor `name` of `shape` on the device in the dtype (throws naming it).
-    virtual at::Tensor get(const std::string &name, std::vector<std::int64_t> shape) = 0;
 };
 
 at::ScalarType scalarTypeOf(const std::string &dtype, const std::string &name)
@@ -364,9 +358,13 @@ Result<std::shared_ptr<Backend>> makeHfDecoder(const ModelSpec &spec)
         if (random) {
             RandomSource src(options, config->initializerRange,
                              deviceGenerator(placement->atDevice, spec.seed));
+            if (config->gemma3)
+                return makeGemma3Decoder(name, *config, src, *placement, tokenizer, source);
             weights = loadWeights(*config, src, options);
         } else {
             CheckpointSource src(checkpoint, options);
+            if (config->gemma3)
+                return makeGemma3Decoder(name, *config, src, *placement, tokenizer, source);
             weights = loadWeights(*config, src, options);
         }
         return std::shared_ptr<Backend>(

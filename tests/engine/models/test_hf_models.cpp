@@ -111,6 +111,7 @@ private slots:
         QTest::newRow("MistralForCausalLM (sharded)") << "mistral";
         QTest::newRow("LlamaForCausalLM (own chat template, tied)") << "llama-custom-chat";
         QTest::newRow("MistralForCausalLM (SentencePiece-style tokenizer)") << "mistral-sentencepiece";
+        QTest::newRow("Gemma3ForCausalLM (sliding window shorter than the prompts)") << "gemma3";
     }
     void matchesTransformers()
     {
