@@ -52,6 +52,7 @@ private slots:
         QTest::newRow("gpt-2 style (mistral fixture)") << "mistral";
         QTest::newRow("own template (llama-custom-chat)") << "llama-custom-chat";
         QTest::newRow("sentencepiece style, Mistral Nemo template") << "mistral-sentencepiece";
+        QTest::newRow("gemma style, Gemma 3 template") << "gemma3";
     }
     void matchesTheReference()
     {
