@@ -189,6 +189,7 @@ private slots:
         QTest::newRow("qwen2 (ChatML)") << "qwen2";
         QTest::newRow("llama-custom-chat (its own template)") << "llama-custom-chat";
         QTest::newRow("mistral-sentencepiece ([INST], byte_fallback)") << "mistral-sentencepiece";
+        QTest::newRow("gemma3 (Gemma 3 template, sliding window)") << "gemma3";
     }
     void officialOpenAiClient()
     {
