@@ -7,6 +7,7 @@
 // and transformers 5's rope_parameters. Anything the decoder does not
 // implement is refused by name: another architecture, a rope type other
 // than default and llama3, a sliding window shorter than the positions.
+// Gemma3ForCausalLM is read by gemma3_config.h (its sliding windows run).
 #pragma once
 
 #include "engine/core/result.h"

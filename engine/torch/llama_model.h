@@ -13,7 +13,8 @@
 //
 // LlamaForCausalLM, Qwen2ForCausalLM and MistralForCausalLM: grouped-query
 // attention, rotary embeddings (rope_theta, and Llama 3's llama3 scaling),
-// RMSNorm, SwiGLU, tied or untied embeddings, Qwen 2's QKV bias. The
+// RMSNorm, SwiGLU, tied or untied embeddings, Qwen 2's QKV bias (and
+// Gemma3ForCausalLM, built by gemma3_model.h from the same sources). The
 // arithmetic mirrors transformers' (RMSNorm in float32, rotary tables
 // computed in float32 and cast), so float32 logits match its to ~1e-6.
 //
