@@ -39,10 +39,13 @@ Result<HfModelConfig> parseGemma3Config(const nlohmann::json &j, const std::stri
     Gemma3Shape g;
     try {
         c.architecture = j.value("architectures", std::vector<std::string>{"Gemma3ForCausalLM"}).front();
-        if (c.architecture != "Gemma3ForCausalLM")
+        if (c.architecture == "Gemma3ForConditionalGeneration")
             return bad(where, "architecture " + c.architecture +
                                   " is not one BatchPilot runs: of Gemma 3 it runs the text model alone "
                                   "(Gemma3ForCausalLM), not the vision tower and its projector");
+        if (c.architecture != "Gemma3ForCausalLM")
+            return bad(where, "architecture " + c.architecture +
+                                  " is not one BatchPilot runs (of Gemma 3, Gemma3ForCausalLM)");
         c.vocabSize = j.value("vocab_size", 262208);
         c.hiddenSize = j.at("hidden_size").get<int>();
         c.intermediateSize = j.at("intermediate_size").get<int>();

@@ -97,6 +97,9 @@ private slots:
         QVERIFY(with([](auto &j) {
                     j["architectures"] = {"Gemma3ForConditionalGeneration"};
                 }).find("not the vision tower") != std::string::npos);
+        QVERIFY(with([](auto &j) {
+                    j["architectures"] = {"Gemma3ForSequenceClassification"};
+                }).find("Gemma3ForSequenceClassification is not one BatchPilot runs") != std::string::npos);
         QVERIFY(with([](auto &j) { j["attn_logit_softcapping"] = 50.0; }).find("attn_logit_softcapping") !=
                 std::string::npos);
         QVERIFY(with([](auto &j) {
