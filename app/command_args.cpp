@@ -1,78 +1,60 @@
 #include "command_args.h"
 
+#include "engine/core/cli_args.h"
+
 namespace bp::app {
 
 namespace {
-QSet<QString> namesWhere(const QList<OptionSpec> &spec, bool takesValue)
+std::vector<std::string> utf8(const QStringList &list)
 {
-    QSet<QString> out;
-    for (const OptionSpec &o : spec)
-        if (o.value.isEmpty() != takesValue)
-            out.insert(o.name);
+    std::vector<std::string> out;
+    out.reserve(static_cast<std::size_t>(list.size()));
+    for (const QString &s : list)
+        out.push_back(s.toStdString());
+    return out;
+}
+
+std::set<std::string> utf8(const QSet<QString> &set)
+{
+    std::set<std::string> out;
+    for (const QString &s : set)
+        out.insert(s.toStdString());
     return out;
 }
 } // namespace
 
-QString formatOptions(const QList<OptionSpec> &options)
+cli::OptionTable optionTable(const QList<OptionSpec> &options)
 {
-    auto left = [](const OptionSpec &o) {
-        return "--" + o.name + (o.value.isEmpty() ? QString() : " " + o.value);
-    };
-    qsizetype width = 0;
+    cli::OptionTable out;
+    out.reserve(static_cast<std::size_t>(options.size()));
     for (const OptionSpec &o : options)
-        width = std::max(width, left(o).size());
-    width = std::min<qsizetype>(width, 26);
-    QString out;
-    for (const OptionSpec &o : options) {
-        QString l = "  " + left(o);
-        if (l.size() < width + 4)
-            l = l.leftJustified(width + 4);
-        else
-            l += "\n" + QString(width + 4, ' ');
-        out += l + o.help + "\n";
-    }
+        out.push_back({o.name.toStdString(), o.value.toStdString(), o.help.toStdString()});
     return out;
 }
 
-CommandArgs::CommandArgs(const QStringList &args, const QList<OptionSpec> &spec)
-    : CommandArgs(args, namesWhere(spec, true), namesWhere(spec, false))
+QString formatOptions(const QList<OptionSpec> &options)
 {
+    return QString::fromStdString(cli::formatOptions(optionTable(options), 26));
 }
 
-CommandArgs::CommandArgs(const QStringList &args, const QSet<QString> &valueFlags, const QSet<QString> &boolFlags)
+CommandArgs::CommandArgs(const QStringList &args, const QList<OptionSpec> &spec)
 {
-    for (int i = 0; i < args.size(); ++i) {
-        const QString &a = args[i];
-        if (!a.startsWith("--")) {
-            m_positional << a;
-            continue;
-        }
-        QString key = a.mid(2), value;
-        const int eq = key.indexOf('=');
-        if (eq >= 0) {
-            value = key.mid(eq + 1);
-            key = key.left(eq);
-        }
-        if (valueFlags.contains(key)) {
-            if (eq < 0) {
-                if (i + 1 >= args.size()) {
-                    m_error = QStringLiteral("option --%1 needs a value").arg(key);
-                    return;
-                }
-                value = args[++i];
-            }
-        } else if (boolFlags.contains(key)) {
-            if (eq >= 0) {
-                m_error = QStringLiteral("option --%1 takes no value").arg(key);
-                return;
-            }
-            value = QStringLiteral("1");
-        } else {
-            m_error = QStringLiteral("unknown option --%1").arg(key);
-            return;
-        }
-        m_values.insert(key, value);
-    }
+    take(cli::Args(utf8(args), optionTable(spec)));
+}
+
+CommandArgs::CommandArgs(const QStringList &args, const QSet<QString> &valueFlags,
+                         const QSet<QString> &boolFlags)
+{
+    take(cli::Args(utf8(args), utf8(valueFlags), utf8(boolFlags)));
+}
+
+void CommandArgs::take(const cli::Args &parsed)
+{
+    m_error = QString::fromStdString(parsed.error());
+    for (const std::string &p : parsed.positional())
+        m_positional << QString::fromStdString(p);
+    for (const auto &[name, value] : parsed.values())
+        m_values.insert(QString::fromStdString(name), QString::fromStdString(value));
 }
 
 std::optional<double> CommandArgs::number(const QString &flag, double fallback, double lo, double hi)
@@ -82,7 +64,11 @@ std::optional<double> CommandArgs::number(const QString &flag, double fallback, 
     bool ok = false;
     const double v = value(flag).toDouble(&ok);
     if (!ok || !(v >= lo && v <= hi)) {
-        m_error = QStringLiteral("--%1 must be a number in [%2, %3], got '%4'").arg(flag).arg(lo).arg(hi).arg(value(flag));
+        m_error = QStringLiteral("--%1 must be a number in [%2, %3], got '%4'")
+                      .arg(flag)
+                      .arg(lo)
+                      .arg(hi)
+                      .arg(value(flag));
         return std::nullopt;
     }
     return v;

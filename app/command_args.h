@@ -1,7 +1,12 @@
 // Flags of one subcommand: positional arguments, `--name value`,
 // `--name=value` and boolean `--flag`s, checked against what the command
-// accepts so that a typo is an error, not a silently ignored option.
+// accepts so that a typo is an error, not a silently ignored option. The
+// parsing is engine/core/cli_args.h's, which batchpilot-bench shares; this
+// is its face in Qt types. number() keeps QString's reading of a number, so
+// a command accepts and refuses what it always did.
 #pragma once
+
+#include "engine/core/cli_args.h"
 
 #include <QMap>
 #include <QSet>
@@ -19,6 +24,9 @@ struct OptionSpec {
     QString help;  // one line; says the default
 };
 
+// The same table in the shared parser's terms.
+cli::OptionTable optionTable(const QList<OptionSpec> &options);
+
 // "  --name VALUE   help" lines, aligned (help2man reads them as options).
 QString formatOptions(const QList<OptionSpec> &options);
 
@@ -33,11 +41,16 @@ public:
     const QString &error() const { return m_error; }
     const QStringList &positional() const { return m_positional; }
     bool has(const QString &flag) const { return m_values.contains(flag); }
-    QString value(const QString &flag, const QString &fallback = {}) const { return m_values.value(flag, fallback); }
+    QString value(const QString &flag, const QString &fallback = {}) const
+    {
+        return m_values.value(flag, fallback);
+    }
     // nullopt (and error() set) when present but not a number in [lo, hi].
     std::optional<double> number(const QString &flag, double fallback, double lo, double hi);
 
 private:
+    void take(const cli::Args &parsed);
+
     QStringList m_positional;
     QMap<QString, QString> m_values;
     QString m_error;

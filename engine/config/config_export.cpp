@@ -37,17 +37,6 @@ constexpr FormatName kFormats[] = {
 
 namespace exporting {
 
-// A knob by its last path component: "max_num_seqs" finds "max_num_seqs" or
-// "continuous.max_num_seqs", whichever the table declares.
-const Knob *knobNamed(std::string_view name)
-{
-    for (const Knob &k : knobs())
-        if (k.key == name || (k.key.size() > name.size() && k.key.ends_with(name) &&
-                              k.key[k.key.size() - name.size() - 1] == '.'))
-            return &k;
-    return nullptr;
-}
-
 std::string num(double v)
 {
     char buf[32];

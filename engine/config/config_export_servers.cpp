@@ -84,20 +84,31 @@ void triton(Writer &w)
 }
 
 // vLLM and TGI are continuous batchers: their knobs are sequences and tokens
-// per step. The continuous knobs map one to one when the table has them.
+// per step. BatchPilot's continuous knobs map one to one, each written
+// under the flag of the server's row that stands for it (Knob::ours).
 struct Continuous {
-    const Knob *maxSeqs = knobNamed("max_num_seqs");
-    const Knob *batchedTokens = knobNamed("max_num_batched_tokens");
-    const Knob *chunked = knobNamed("chunked_prefill");
-    const Knob *kvTokens = knobNamed("kv_cache_tokens");
-    Continuous()
-    {
-        if (!chunked)
-            chunked = knobNamed("enable_chunked_prefill");
-        if (!chunked)
-            chunked = knobNamed("chunked_prefill.enabled");
-    }
+    const Knob &maxSeqs = ours("continuous.max_num_seqs");
+    const Knob &batchedTokens = ours("continuous.max_num_batched_tokens");
+    const Knob &chunked = ours("continuous.chunked_prefill");
+    const Knob &kvTokens = ours("continuous.kv_cache_tokens");
+    static const Knob &ours(std::string_view key) { return *findKnob(key); }
 };
+
+// "--" + the flag of `server`'s row for BatchPilot's knob `key`.
+std::string flagFor(ServerKind server, std::string_view key)
+{
+    return "--" + std::string(serverRowFor(server, key)->flag);
+}
+
+// The flag for `k` with its value, and the note that says where it came from.
+void mapped(Writer &w, ServerKind server, const Knob &k, std::vector<std::string> &flags,
+            std::vector<std::string> &notes)
+{
+    const std::string flag = flagFor(server, k.key);
+    flags.push_back(flag + " " + num(k.get(w.c)));
+    notes.push_back(flag + " <- " + std::string(k.key));
+    w.use({k.key});
+}
 
 void vllm(Writer &w)
 {
@@ -105,36 +116,14 @@ void vllm(Writer &w)
     const Continuous k;
     std::vector<std::string> flags;
     std::vector<std::string> notes;
-    if (k.maxSeqs) {
-        flags.push_back("--max-num-seqs " + num(k.maxSeqs->get(c)));
-        notes.push_back("--max-num-seqs <- " + std::string(k.maxSeqs->key));
-        w.use({k.maxSeqs->key});
-    } else {
-        flags.push_back("--max-num-seqs " + std::to_string(largestBatch(c)));
-        notes.push_back("--max-num-seqs <- " + batchSource(c) +
-                        " (this build has no max_num_seqs knob: the request batch size stands in)");
-        useBatchKnobs(w, BatchSyntax::SizeOnly);
-    }
-    if (k.batchedTokens) {
-        flags.push_back("--max-num-batched-tokens " + num(k.batchedTokens->get(c)));
-        notes.push_back("--max-num-batched-tokens <- " + std::string(k.batchedTokens->key));
-        w.use({k.batchedTokens->key});
-    } else {
-        notes.push_back(
-            "--max-num-batched-tokens: not set (vLLM's default): this build has no token-budget knob");
-    }
-    if (k.chunked) {
-        const bool on = k.chunked->get(c) != 0;
-        flags.push_back(on ? "--enable-chunked-prefill" : "--no-enable-chunked-prefill");
-        notes.push_back(std::string(on ? "--enable-chunked-prefill" : "--no-enable-chunked-prefill") +
-                        " <- " + std::string(k.chunked->key));
-        w.use({k.chunked->key});
-    } else {
-        notes.push_back(
-            "--enable-chunked-prefill: not set (vLLM's default): this build has no chunked-prefill knob");
-    }
-    if (k.kvTokens)
-        w.hint(k.kvTokens->key, "vLLM sizes its KV cache from --gpu-memory-utilization, not in tokens");
+    mapped(w, ServerKind::Vllm, k.maxSeqs, flags, notes);
+    mapped(w, ServerKind::Vllm, k.batchedTokens, flags, notes);
+    const std::string chunked = flagFor(ServerKind::Vllm, k.chunked.key);
+    const std::string onOff = k.chunked.get(c) != 0 ? chunked : "--no-" + chunked.substr(2);
+    flags.push_back(onOff);
+    notes.push_back(onOff + " <- " + std::string(k.chunked.key));
+    w.use({k.chunked.key});
+    w.hint(k.kvTokens.key, "vLLM sizes its KV cache from --gpu-memory-utilization, not in tokens");
     for (const std::string &n : notes)
         w.line("# " + n);
     shellCommand(w, "vllm serve \"$MODEL\"", flags);
@@ -153,43 +142,21 @@ void tgi(Writer &w)
     const Continuous k;
     std::vector<std::string> flags;
     std::vector<std::string> notes;
-    if (k.maxSeqs) {
-        flags.push_back("--max-batch-size " + num(k.maxSeqs->get(c)));
-        notes.push_back("--max-batch-size <- " + std::string(k.maxSeqs->key));
-        w.use({k.maxSeqs->key});
+    mapped(w, ServerKind::Tgi, k.maxSeqs, flags, notes);
+    mapped(w, ServerKind::Tgi, k.batchedTokens, flags, notes);
+    const std::string totalTokens = flagFor(ServerKind::Tgi, k.kvTokens.key);
+    if (k.kvTokens.get(c) > 0) {
+        mapped(w, ServerKind::Tgi, k.kvTokens, flags, notes);
     } else {
-        flags.push_back("--max-batch-size " + std::to_string(largestBatch(c)));
-        notes.push_back("--max-batch-size <- " + batchSource(c) +
-                        " (this build has no max_num_seqs knob: the request batch size stands in)");
-        useBatchKnobs(w, BatchSyntax::SizeOnly);
+        notes.push_back(totalTokens + ": not set (TGI infers it from free memory): " +
+                        std::string(k.kvTokens.key) + " = 0 (unlimited)");
+        w.hint(k.kvTokens.key, "0 = unlimited: TGI infers " + totalTokens + " from free memory");
     }
-    if (k.batchedTokens) {
-        flags.push_back("--max-batch-prefill-tokens " + num(k.batchedTokens->get(c)));
-        notes.push_back("--max-batch-prefill-tokens <- " + std::string(k.batchedTokens->key));
-        w.use({k.batchedTokens->key});
-    } else {
-        notes.push_back(
-            "--max-batch-prefill-tokens: not set (TGI's default): this build has no token-budget knob");
-    }
-    if (k.kvTokens && k.kvTokens->get(c) > 0) {
-        flags.push_back("--max-batch-total-tokens " + num(k.kvTokens->get(c)));
-        notes.push_back("--max-batch-total-tokens <- " + std::string(k.kvTokens->key));
-        w.use({k.kvTokens->key});
-    } else if (k.kvTokens) {
-        notes.push_back("--max-batch-total-tokens: not set (TGI infers it from free memory): " +
-                        std::string(k.kvTokens->key) + " = 0 (unlimited)");
-        w.hint(k.kvTokens->key, "0 = unlimited: TGI infers --max-batch-total-tokens from free memory");
-    } else {
-        notes.push_back(
-            "--max-batch-total-tokens: not set (TGI infers it from free memory): this build has no "
-            "KV-budget knob");
-    }
-    if (k.chunked)
-        w.hint(k.chunked->key, "TGI chunks prefills on its own under --max-batch-prefill-tokens");
-    flags.push_back("--max-concurrent-requests " + std::to_string(c.queueCapacity));
-    notes.push_back(
-        "--max-concurrent-requests <- queue_capacity (beyond it TGI refuses requests, as BatchPilot "
-        "answers 429; TGI counts running requests too)");
+    w.hint(k.chunked.key, "TGI chunks prefills on its own under --max-batch-prefill-tokens");
+    const std::string concurrent = flagFor(ServerKind::Tgi, "queue_capacity");
+    flags.push_back(concurrent + " " + std::to_string(c.queueCapacity));
+    notes.push_back(concurrent + " <- queue_capacity (beyond it TGI refuses requests, as BatchPilot "
+                                 "answers 429; TGI counts running requests too)");
     w.use({"queue_capacity"});
     notes.push_back("--waiting-served-ratio: not set (TGI's default): BatchPilot has no ratio of waiting to "
                     "running requests");

@@ -45,7 +45,6 @@ public:
 // batcher that reads back as policy dynamic.
 enum class BatchSyntax { Triton, SizeOnly };
 
-const Knob *knobNamed(std::string_view name);
 std::string num(double v);
 std::string exactNum(double v);
 std::string joinInts(const std::vector<int> &v, const char *sep);

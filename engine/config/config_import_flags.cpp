@@ -1,6 +1,7 @@
 // import-config's reader of command lines: `vllm serve` and
 // `text-generation-launcher` (config_import.h).
 #include "config_import_detail.h"
+#include "knobs.h"
 
 #include <algorithm>
 #include <map>
@@ -91,36 +92,30 @@ struct FlagSpec {
     std::string_view knob; // empty: a setting only
 };
 
-// vLLM engine arguments (docs.vllm.ai/en/latest/configuration/engine_args.html)
-// that bear on batching; every other flag is kept as a setting.
-constexpr FlagSpec kVllmFlags[] = {
-    {"max-num-seqs", Kind::Whole, "continuous.max_num_seqs"},
-    {"max-num-batched-tokens", Kind::Whole, "continuous.max_num_batched_tokens"},
-    {"enable-chunked-prefill", Kind::Bool, "continuous.chunked_prefill"},
-    {"long-prefill-token-threshold", Kind::Whole, ""},
-    {"scheduling-policy", Kind::Text, ""},
-    {"max-model-len", Kind::Whole, ""},
-    {"block-size", Kind::Whole, ""},
-    {"num-gpu-blocks-override", Kind::Whole, ""},
-    {"gpu-memory-utilization", Kind::Real, ""},
-    {"enable-prefix-caching", Kind::Bool, ""},
-    {"tensor-parallel-size", Kind::Whole, ""},
-    {"data-parallel-size", Kind::Whole, ""},
-};
+Kind kindOf(KnobType type)
+{
+    switch (type) {
+    case KnobType::Double: return Kind::Real;
+    case KnobType::Bool: return Kind::Bool;
+    case KnobType::Text: return Kind::Text;
+    default: return Kind::Whole;
+    }
+}
 
-// text-generation-launcher arguments (huggingface.co/docs/text-generation-inference/reference/launcher).
-constexpr FlagSpec kTgiFlags[] = {
-    {"max-batch-size", Kind::Whole, "continuous.max_num_seqs"},
-    {"max-batch-prefill-tokens", Kind::Whole, "continuous.max_num_batched_tokens"},
-    {"max-batch-total-tokens", Kind::Whole, "continuous.kv_cache_tokens"},
-    {"max-concurrent-requests", Kind::Whole, "queue_capacity"},
-    {"waiting-served-ratio", Kind::Real, ""},
-    {"max-waiting-tokens", Kind::Whole, ""},
-    {"max-input-tokens", Kind::Whole, ""},
-    {"max-input-length", Kind::Whole, ""},
-    {"max-total-tokens", Kind::Whole, ""},
-    {"num-shard", Kind::Whole, ""},
-};
+// The flags that bear on batching, from the knob table: the server's rows
+// that have a launch flag (read into the BatchPilot knob the row stands
+// for, Knob::ours), then its settings-only flags (serverSettingFlags);
+// every other flag is kept as a setting.
+std::vector<FlagSpec> flagSpecs(ServerKind server)
+{
+    std::vector<FlagSpec> out;
+    for (const Knob &k : serverKnobs(server))
+        if (!k.flag.empty())
+            out.push_back({k.flag, kindOf(k.type), k.ours});
+    for (const ServerFlag &f : serverSettingFlags(server))
+        out.push_back({f.flag, kindOf(f.type), {}});
+    return out;
+}
 
 } // namespace
 
@@ -130,7 +125,7 @@ Result<ImportedConfig> importCommandLine(std::string_view text, ServerFormat for
     if (!words)
         return words.status();
     const bool vllm = format == ServerFormat::Vllm;
-    const std::span<const FlagSpec> specs = vllm ? std::span<const FlagSpec>(kVllmFlags) : kTgiFlags;
+    const std::vector<FlagSpec> specs = flagSpecs(vllm ? ServerKind::Vllm : ServerKind::Tgi);
     const std::string program = vllm ? "vllm serve" : "text-generation-launcher";
     ImportBuilder b(format);
     b.knob("policy", double(int(PolicyKind::Continuous)), 0,

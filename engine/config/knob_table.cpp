@@ -469,18 +469,20 @@ const Knob kKnobs[] = {
      .policies = kContinuous,
      .doc = "running sequences",
      BP_INT(server.vllm.maxNumSeqs), BP_SERVER(Vllm, "max_num_seqs", "max-num-seqs"),
-     .tuneAxis = TuneAxis::Size, .tuneGrid = kVllmSeqsGrid},
+     .ours = "continuous.max_num_seqs", .tuneAxis = TuneAxis::Size, .tuneGrid = kVllmSeqsGrid},
     {.key = "server.vllm.max_num_batched_tokens", .type = KnobType::Int, .unit = "tokens", .lo = 1, .hi = 1e6,
      .policies = kContinuous,
      .doc = "token budget per step",
      BP_INT(server.vllm.maxNumBatchedTokens),
-     BP_SERVER(Vllm, "max_num_batched_tokens", "max-num-batched-tokens"), .tuneAxis = TuneAxis::Tokens,
+     BP_SERVER(Vllm, "max_num_batched_tokens", "max-num-batched-tokens"),
+     .ours = "continuous.max_num_batched_tokens", .tuneAxis = TuneAxis::Tokens,
      .tuneGrid = kVllmTokensGrid},
     {.key = "server.vllm.enable_chunked_prefill", .type = KnobType::Bool, .unit = "", .lo = 0, .hi = 1,
      .policies = kContinuous,
      .doc = "long prompts in chunks beside running decodes (else a prompt waits for a step it fits)",
      BP_BOOL(server.vllm.chunkedPrefill),
-     BP_SERVER(Vllm, "enable_chunked_prefill", "enable-chunked-prefill"), .tuneAxis = TuneAxis::Flag,
+     BP_SERVER(Vllm, "enable_chunked_prefill", "enable-chunked-prefill"),
+     .ours = "continuous.chunked_prefill", .tuneAxis = TuneAxis::Flag,
      .tuneGrid = kOnOffGrid},
     {.key = "server.vllm.long_prefill_token_threshold", .type = KnobType::Int, .unit = "tokens", .lo = 0,
      .hi = kUnbounded, .hiKind = BoundKind::Exclusive, .policies = kContinuous,
@@ -501,12 +503,13 @@ const Knob kKnobs[] = {
      .policies = kContinuous,
      .doc = "tokens of a running batch, prompts and generated (the server's KV memory: the tuner keeps it)",
      BP_INT(server.tgi.maxBatchTotalTokens),
-     BP_SERVER(Tgi, "max_batch_total_tokens", "max-batch-total-tokens")},
+     BP_SERVER(Tgi, "max_batch_total_tokens", "max-batch-total-tokens"), .ours = "continuous.kv_cache_tokens"},
     {.key = "server.tgi.max_batch_prefill_tokens", .type = KnobType::Int, .unit = "tokens", .lo = 1,
      .hi = 1e7, .policies = kContinuous,
      .doc = "prompt tokens of one prefill batch",
      BP_INT(server.tgi.maxBatchPrefillTokens),
-     BP_SERVER(Tgi, "max_batch_prefill_tokens", "max-batch-prefill-tokens"), .tuneAxis = TuneAxis::Tokens,
+     BP_SERVER(Tgi, "max_batch_prefill_tokens", "max-batch-prefill-tokens"),
+     .ours = "continuous.max_num_batched_tokens", .tuneAxis = TuneAxis::Tokens,
      .tuneGrid = kTgiPrefillGrid},
     {.key = "server.tgi.waiting_served_ratio", .type = KnobType::Double, .unit = "", .lo = 0, .hi = 100,
      .step = 0.1, .policies = kContinuous,
@@ -521,12 +524,13 @@ const Knob kKnobs[] = {
     {.key = "server.tgi.max_batch_size", .type = KnobType::Int, .unit = "requests", .lo = 0, .hi = 65536,
      .policies = kContinuous,
      .doc = "requests of a running batch; 0 = none",
-     BP_INT(server.tgi.maxBatchSize), BP_SERVER(Tgi, "max_batch_size", "max-batch-size"), .zeroUnset = true},
+     BP_INT(server.tgi.maxBatchSize), BP_SERVER(Tgi, "max_batch_size", "max-batch-size"), .zeroUnset = true,
+     .ours = "continuous.max_num_seqs"},
     {.key = "server.tgi.max_concurrent_requests", .type = KnobType::Int, .unit = "requests", .lo = 1,
      .hi = 1e6, .policies = kContinuous,
      .doc = "requests in the server at once; beyond it a request is refused",
      BP_INT(server.tgi.maxConcurrentRequests),
-     BP_SERVER(Tgi, "max_concurrent_requests", "max-concurrent-requests")},
+     BP_SERVER(Tgi, "max_concurrent_requests", "max-concurrent-requests"), .ours = "queue_capacity"},
 
     // SGLang (python/sglang/srt/server_args.py; managers/scheduler.py, schedule_policy.py).
     {.key = "server.sglang.max_running_requests", .type = KnobType::Int, .unit = "requests", .lo = 1,
@@ -600,6 +604,26 @@ const Knob kKnobs[] = {
     // clang-format on
 };
 
+// Launch flags that are settings only (ServerFlag): vLLM's engine arguments
+// (docs.vllm.ai/en/latest/configuration/engine_args.html) and
+// text-generation-launcher's (huggingface.co/docs/text-generation-inference/reference/launcher)
+// that bear on batching without a knob row; every other flag is kept as a
+// setting too, its type guessed from its value.
+const ServerFlag kSettingFlags[] = {
+    {ServerKind::Vllm, "scheduling-policy", KnobType::Text},
+    {ServerKind::Vllm, "max-model-len", KnobType::Int},
+    {ServerKind::Vllm, "block-size", KnobType::Int},
+    {ServerKind::Vllm, "num-gpu-blocks-override", KnobType::Int},
+    {ServerKind::Vllm, "gpu-memory-utilization", KnobType::Double},
+    {ServerKind::Vllm, "enable-prefix-caching", KnobType::Bool},
+    {ServerKind::Vllm, "tensor-parallel-size", KnobType::Int},
+    {ServerKind::Vllm, "data-parallel-size", KnobType::Int},
+    {ServerKind::Tgi, "max-input-tokens", KnobType::Int},
+    {ServerKind::Tgi, "max-input-length", KnobType::Int},
+    {ServerKind::Tgi, "max-total-tokens", KnobType::Int},
+    {ServerKind::Tgi, "num-shard", KnobType::Int},
+};
+
 #undef BP_INT
 #undef BP_DOUBLE
 #undef BP_BOOL
@@ -636,6 +660,23 @@ std::span<const Knob> serverKnobs(ServerKind kind)
 std::span<const Knob> allKnobs()
 {
     return kKnobs;
+}
+
+std::span<const ServerFlag> serverSettingFlags(ServerKind kind)
+{
+    const auto first = std::find_if(std::begin(kSettingFlags), std::end(kSettingFlags),
+                                    [kind](const ServerFlag &f) { return f.server == kind; });
+    const auto last = std::find_if(first, std::end(kSettingFlags),
+                                   [kind](const ServerFlag &f) { return f.server != kind; });
+    return {first, last};
+}
+
+const Knob *serverRowFor(ServerKind kind, std::string_view ours)
+{
+    for (const Knob &k : serverKnobs(kind))
+        if (k.ours == ours)
+            return &k;
+    return nullptr;
 }
 
 } // namespace bp

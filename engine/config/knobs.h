@@ -103,6 +103,10 @@ struct Knob {
     bool zeroUnset = false;         // 0 (an empty list) = not set: settings and flags leave it out
     std::string_view flagZero = {}; // the flag's value for 0 ("-1"); empty: 0 itself
     bool listed = true;             // named in the server's settings line (describeConfig)
+    // BatchPilot's knob this server knob stands for ("continuous.max_num_seqs"
+    // for vLLM's max_num_seqs; empty: none): import-config reads the
+    // server's flag into it, export-config writes it under the flag.
+    std::string_view ours = {};
     // The tuner's coarse grid for this knob, on the search point's `tuneAxis`.
     TuneAxis tuneAxis = TuneAxis::None;
     std::span<const double> tuneGrid = {};
@@ -112,10 +116,24 @@ struct Knob {
     bool appliesTo(PolicyKind policy) const { return (policies & policyBit(policy)) != 0; }
 };
 
+// A server's launch flag that bears on batching but is no knob row (vLLM's
+// --max-model-len, TGI's --num-shard): import-config keeps it as a
+// setting, read as `type` says (Int, Double, Bool or Text).
+struct ServerFlag {
+    ServerKind server;
+    std::string_view flag; // without the dashes
+    KnobType type;
+};
+
 // BatchPilot's own knobs, in the order the docs list them.
 std::span<const Knob> knobs();
 // The knobs of a server model, in the server's order (empty for BatchPilot).
 std::span<const Knob> serverKnobs(ServerKind kind);
+// A server's launch flags that are settings only (empty for BatchPilot).
+std::span<const ServerFlag> serverSettingFlags(ServerKind kind);
+// The row of `kind` that stands for BatchPilot's knob `ours` (Knob::ours);
+// nullptr when none does.
+const Knob *serverRowFor(ServerKind kind, std::string_view ours);
 // Every row: knobs(), then each server's.
 std::span<const Knob> allKnobs();
 // nullptr when no knob has this key (any row: "server.vllm.max_num_seqs").

@@ -35,6 +35,7 @@
 #include "engine/metrics/metrics.h"
 #include "engine/metrics/snapshot.h"
 #include "engine/model/backend.h"
+#include "engine/sched/decode_runs.h"
 #include "engine/sched/scheduler.h"
 #include "engine/sched/work_unit.h"
 #include "interceptors.h"
@@ -121,11 +122,13 @@ public:
     void finish(WorkUnit &unit, UnitRun &run) EXCLUDES(m_mutex);
 
     // ---- Decode runs: the simulator's coalesced steps (simulator.h) --------
-    // Instead of decide(), with a free executor: the run of decode steps the
-    // scheduler would hand out one after another while no request arrives
-    // (Scheduler::beginDecodeRun), at most `maxSteps`; nullopt when there is
-    // none or a step could go otherwise (shutting down, the response cache
-    // or the SLO controller on). In flight until endDecodeRunLocked().
+    // Not the executor step: only the simulator calls these. Instead of
+    // decide(), with a free executor: the run of decode steps the scheduler
+    // would hand out one after another while no request arrives, when it
+    // offers them (DecodeRunSource, sched/decode_runs.h), at most
+    // `maxSteps`; nullopt when there is none or a step could go otherwise
+    // (shutting down, the response cache or the SLO controller on). In
+    // flight until endDecodeRunLocked().
     std::optional<DecodeRun> beginDecodeRunLocked(int maxSteps) REQUIRES(m_mutex);
     // Its first ends.size() steps ran, the i-th model call ending at
     // ends[i]: the sequences hold their tokens. The steps' batch records

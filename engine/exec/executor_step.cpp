@@ -67,7 +67,10 @@ std::optional<DecodeRun> EngineCore::beginDecodeRunLocked(int maxSteps)
     const std::shared_ptr<const BatchingConfig> config = m_config.current();
     if (m_stopping || config->cache.enabled || config->slo.enabled)
         return std::nullopt; // an interceptor may answer or propose between steps
-    std::optional<DecodeRun> run = m_scheduler->beginDecodeRun(maxSteps);
+    auto *runs = dynamic_cast<DecodeRunSource *>(m_scheduler.get());
+    if (!runs)
+        return std::nullopt; // a policy that cannot say its steps ahead
+    std::optional<DecodeRun> run = runs->beginDecodeRun(maxSteps);
     if (run)
         ++m_inFlight;
     return run;
@@ -75,7 +78,8 @@ std::optional<DecodeRun> EngineCore::beginDecodeRunLocked(int maxSteps)
 
 void EngineCore::endDecodeRunLocked(std::span<const TimePoint> ends)
 {
-    m_scheduler->endDecodeRun(ends);
+    if (auto *runs = dynamic_cast<DecodeRunSource *>(m_scheduler.get()))
+        runs->endDecodeRun(ends);
     --m_inFlight;
 }
 

@@ -45,11 +45,12 @@
 // time. Not thread-safe (see Scheduler).
 #pragma once
 
+#include "decode_runs.h"
 #include "sequence_books.h"
 
 namespace bp {
 
-class ContinuousScheduler final : public SequenceBooks {
+class ContinuousScheduler final : public SequenceBooks, public DecodeRunSource {
 public:
     // `model` must outlive the scheduler; it is called (release()) under the
     // engine lock.
@@ -57,11 +58,13 @@ public:
     ContinuousScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
                         std::shared_ptr<UnitIds> ids = nullptr);
 
-    // Decode runs: the steps decide() would take one after another while
-    // no request arrives — every running sequence decoding, within
-    // max_num_batched_tokens, none finishing, and the KV budget holding
-    // each step's next tokens (no preemption).
+    // Decode runs (decode_runs.h, the simulator's): the steps decide()
+    // would take one after another while no request arrives — every
+    // running sequence decoding, within max_num_batched_tokens, none
+    // finishing, and the KV budget holding each step's next tokens (no
+    // preemption).
     std::optional<DecodeRun> beginDecodeRun(int maxSteps) override;
+    void endDecodeRun(std::span<const TimePoint> ends) override { applyDecodeRun(ends); }
 
 private:
     // The step being decided: what is left of the token budget and of the

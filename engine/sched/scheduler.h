@@ -65,15 +65,6 @@ private:
     std::uint64_t m_next = 1;
 };
 
-// A run of decode steps a scheduler would decide one after another while
-// nothing else happens (Scheduler::beginDecodeRun): every running sequence
-// fed its next token in each, none finishing, none preempted. The
-// simulator's coalesced steps (simulator.h, coalesceDecodeRuns).
-struct DecodeRun {
-    std::vector<std::uint64_t> sequences; // the model's live-sequence ids, in the step's order
-    int steps = 0;                        // at most this many such steps in a row
-};
-
 class Scheduler {
 public:
     virtual ~Scheduler() = default;
@@ -123,16 +114,6 @@ public:
     // scheduler, running sequences too). The engine drains until 0.
     virtual std::size_t size() const = 0;
     virtual SchedulerGauges gauges(TimePoint now) const = 0;
-
-    // Decode runs (DecodeRun; only a policy that knows its decisions has
-    // them: nullopt otherwise). With no unit in flight: the run of at most
-    // `maxSteps` steps its next decisions would be if no request arrived,
-    // held as a unit in flight until endDecodeRun().
-    virtual std::optional<DecodeRun> beginDecodeRun(int /*maxSteps*/) { return std::nullopt; }
-    // The run's first ends.size() steps happened, the i-th model call
-    // ending at ends[i] (each sequence's next token then): the books as
-    // that many steps would leave them. Their unit ids are taken.
-    virtual void endDecodeRun(std::span<const TimePoint> /*ends*/) {}
 
     const BatchingConfig &config() const { return m_config; }
     bool lastAdmitNeedsWake() const { return m_lastAdmitNeedsWake; }

@@ -62,9 +62,6 @@ public:
     // running set is below it, a smaller KV budget preempts at the next step.
     void reconfigure(const BatchingConfig &config, std::uint64_t version) override;
     std::vector<Pending> takeAll() override;
-    // A decode run's steps applied (sequence_books_finished.cpp): as
-    // finished() applies a step in which every running sequence decodes.
-    void endDecodeRun(std::span<const TimePoint> ends) override;
 
     // Waiting and running sequences together (the engine drains until 0).
     std::size_t size() const override { return m_waiting.size() + m_running.size(); }
@@ -144,6 +141,10 @@ protected:
     // can change it between steps (a cancel flag, a token callback); how
     // many steps in a row none of them finishes (0: no run).
     int decodeRunRoom() const;
+    // A decode run's steps applied (sequence_books_finished.cpp): as
+    // finished() applies a step in which every running sequence decodes.
+    // For a policy that offers decode runs (decode_runs.h).
+    void applyDecodeRun(std::span<const TimePoint> ends);
 
     // KV, in the model's granule (1 without a pool part).
     bool fitsKv(std::int64_t tokens) const;

@@ -114,7 +114,7 @@ int SequenceBooks::decodeRunRoom() const
     return std::max(0, room);
 }
 
-void SequenceBooks::endDecodeRun(std::span<const TimePoint> ends)
+void SequenceBooks::applyDecodeRun(std::span<const TimePoint> ends)
 {
     m_workInFlight = false;
     for (const TimePoint end : ends) {

@@ -13,41 +13,38 @@
 
 namespace bp {
 
-Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
-{
-    auto info = session(sessionId);
-    if (!info)
-        return info.status();
-    auto history = configHistory(sessionId);
-    if (!history)
-        return history.status();
+namespace {
 
-    SessionSummary s;
-    s.sessionId = sessionId;
-    s.kind = info->kind;
-    s.model = info->model;
-    s.device = info->device;
-    s.sourceSessionId = info->sourceSessionId.value_or(0);
-    s.sourceTraceId = info->sourceTraceId.value_or(0);
-    s.droppedRows = info->droppedRows;
-    GoodputConfig slo; // the last config's: one yardstick for the whole session
-    if (!history->empty()) {
-        s.config = describeConfig(history->back().config);
-        s.configChanges = history->size() - 1;
-        slo = history->back().config.goodput;
+// The session's description: its kind and model, the config in force at
+// the end and how often it changed; a remote session's server settings and
+// the client's sheds. Returns the goodput SLO the session is judged by (the
+// last config's: one yardstick for the whole session).
+GoodputConfig describeSession(SessionSummary &s, const SessionInfo &info,
+                              const std::vector<StoredConfigChange> &history)
+{
+    s.kind = info.kind;
+    s.model = info.model;
+    s.device = info.device;
+    s.sourceSessionId = info.sourceSessionId.value_or(0);
+    s.sourceTraceId = info.sourceTraceId.value_or(0);
+    s.droppedRows = info.droppedRows;
+    GoodputConfig slo;
+    if (!history.empty()) {
+        s.config = describeConfig(history.back().config);
+        s.configChanges = history.size() - 1;
+        slo = history.back().config.goodput;
     }
-    const bool remote = info->kind == "remote";
-    if (remote) {
+    if (info.kind == "remote") {
         // The server's own settings: what its /metrics published, else not
         // known; the client's figures are in replay.client.
-        const nlohmann::json replay = info->replay.is_object() ? info->replay : nlohmann::json::object();
+        const nlohmann::json replay = info.replay.is_object() ? info.replay : nlohmann::json::object();
         const nlohmann::json client = replay.value("client", nlohmann::json());
         auto text = [&](const char *key) {
             return client.is_object() && client.contains(key) && client[key].is_string()
                        ? client[key].get<std::string>()
                        : std::string();
         };
-        if (history->empty()) {
+        if (history.empty()) {
             s.config = remoteConfigText(text("server_settings"), text("server"));
             slo = goodputSloFromJson(replay.value("goodput_slo", nlohmann::json()));
         }
@@ -59,27 +56,13 @@ Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
     s.sloTtftMs = ms(slo.ttft);
     s.sloTpotMs = ms(slo.tpot);
     s.sloE2eMs = ms(slo.e2e);
+    return slo;
+}
 
-    std::lock_guard lock(m_mutex);
-    const sqlite::Connection &db = *m_db;
-    auto fail = [&](int rc, const char *what) { return db.error(rc, what); };
-
-    // Totals and the time span.
-    auto totals = db.prepare("SELECT count(*), min(arrival_ns), max(arrival_ns + total_ns), "
-                             "sum(CASE WHEN status = 'ok' THEN output_tokens ELSE 0 END) "
-                             "FROM requests WHERE session_id = ?");
-    if (!totals)
-        return totals.status();
-    totals->bind(1, sessionId);
-    if (int rc = totals->step(); rc != SQLITE_ROW)
-        return fail(rc, "summarize requests");
-    s.requests = std::uint64_t(totals->int64At(0));
-    const std::int64_t first = totals->int64At(1), last = totals->int64At(2);
-    const std::int64_t outputTokens = totals->int64At(3);
-    s.durationS = s.requests ? double(last - first) / 1e9 : 0.0;
-
-    // Final statuses: never ran (batch 0) vs ran. A remote request has no
-    // batch we can see; its status says which (remoteRequestRejected).
+// Final statuses: never ran (batch 0) vs ran. A remote request has no batch
+// we can see; its status says which (remoteRequestRejected).
+Status summarizeStatuses(const sqlite::Connection &db, std::int64_t sessionId, SessionSummary &s)
+{
     auto statuses = db.prepare("SELECT status, batch_id = 0, source = 'remote', count(*) FROM requests "
                                "WHERE session_id = ? GROUP BY 1, 2, 3");
     if (!statuses)
@@ -98,9 +81,16 @@ Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
             s.failed += n;
     }
     if (rc != SQLITE_DONE)
-        return fail(rc, "summarize statuses");
+        return db.error(rc, "summarize statuses");
+    return Status::ok();
+}
 
-    // Exact percentiles of completed requests.
+// Exact percentiles of completed requests, the goodput and the prefix
+// cache's hit rate; the rates over the session's span (`outputTokens`: the
+// completed requests' generated tokens).
+Status summarizeLatencies(const sqlite::Connection &db, std::int64_t sessionId, const GoodputConfig &slo,
+                          std::int64_t outputTokens, SessionSummary &s)
+{
     auto latencies =
         db.prepare("SELECT total_ns, queue_wait_ns, ttft_ns, tpot_ns, output_tokens, "
                    "batch_id = 0 AND source <> 'remote', input_tokens, cached_tokens FROM requests "
@@ -113,6 +103,7 @@ Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
     wait.reserve(s.completed);
     double sum = 0;
     std::int64_t promptTokens = 0, cachedTokens = 0;
+    int rc;
     while ((rc = latencies->step()) == SQLITE_ROW) {
         promptTokens += latencies->int64At(6);
         cachedTokens += latencies->int64At(7);
@@ -135,7 +126,7 @@ Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
             ++s.goodCompleted;
     }
     if (rc != SQLITE_DONE)
-        return fail(rc, "read latencies");
+        return db.error(rc, "read latencies");
     for (auto *v : {&total, &wait, &ttft, &tpot})
         std::sort(v->begin(), v->end());
     constexpr double kMs = 1e6;
@@ -157,6 +148,46 @@ Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
         s.goodputRps = double(s.goodCompleted) / s.durationS;
         s.outputTokensPerS = double(outputTokens) / s.durationS;
     }
+    return Status::ok();
+}
+
+} // namespace
+
+Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
+{
+    auto info = session(sessionId);
+    if (!info)
+        return info.status();
+    auto history = configHistory(sessionId);
+    if (!history)
+        return history.status();
+
+    SessionSummary s;
+    s.sessionId = sessionId;
+    const GoodputConfig slo = describeSession(s, *info, *history);
+
+    std::lock_guard lock(m_mutex);
+    const sqlite::Connection &db = *m_db;
+    auto fail = [&](int rc, const char *what) { return db.error(rc, what); };
+
+    // Totals and the time span.
+    auto totals = db.prepare("SELECT count(*), min(arrival_ns), max(arrival_ns + total_ns), "
+                             "sum(CASE WHEN status = 'ok' THEN output_tokens ELSE 0 END) "
+                             "FROM requests WHERE session_id = ?");
+    if (!totals)
+        return totals.status();
+    totals->bind(1, sessionId);
+    if (int rc = totals->step(); rc != SQLITE_ROW)
+        return fail(rc, "summarize requests");
+    s.requests = std::uint64_t(totals->int64At(0));
+    const std::int64_t first = totals->int64At(1), last = totals->int64At(2);
+    const std::int64_t outputTokens = totals->int64At(3);
+    s.durationS = s.requests ? double(last - first) / 1e9 : 0.0;
+
+    if (Status st = summarizeStatuses(db, sessionId, s); !st)
+        return st;
+    if (Status st = summarizeLatencies(db, sessionId, slo, outputTokens, s); !st)
+        return st;
 
     // Batches.
     auto batches = db.prepare("SELECT count(*), coalesce(sum(size), 0), coalesce(sum(real_tokens), 0), "
@@ -164,7 +195,7 @@ Result<SessionSummary> TraceStore::summary(std::int64_t sessionId) const
     if (!batches)
         return batches.status();
     batches->bind(1, sessionId);
-    if ((rc = batches->step()) != SQLITE_ROW)
+    if (int rc = batches->step(); rc != SQLITE_ROW)
         return fail(rc, "summarize batches");
     s.batches = std::uint64_t(batches->int64At(0));
     const std::int64_t members = batches->int64At(1), real = batches->int64At(2),

@@ -1,4 +1,6 @@
 #include "cpu_kernels.h"
+#include "kernels/dot_rows.h"
+#include "kernels/vec_math.h"
 
 #include <ATen/Parallel.h>
 
@@ -97,6 +99,20 @@ void smallProduct(const float *x, std::int64_t m, std::int64_t k, const at::Tens
     // small layer runs on the calling thread: no parallel region for it).
     const std::int64_t grain =
         std::max<std::int64_t>(16, (128 << 10) / std::max<std::int64_t>(1, k * w.element_size()));
+    if (dotRowsAvx512()) { // register tiles (kernels/dot_rows.h)
+        if (w.scalar_type() == at::kFloat) {
+            const float *wp = w.data_ptr<float>();
+            at::parallel_for(0, n, grain, [&](std::int64_t b, std::int64_t e) {
+                dotRowsAvx512F32(x, m, k, wp, b, e, y, n, accumulate);
+            });
+        } else {
+            const auto *wp = reinterpret_cast<const std::uint16_t *>(w.data_ptr<Bf16>());
+            at::parallel_for(0, n, grain, [&](std::int64_t b, std::int64_t e) {
+                dotRowsAvx512Bf16(x, m, k, wp, b, e, y, n, accumulate);
+            });
+        }
+        return;
+    }
     if (w.scalar_type() == at::kFloat) {
         const float *wp = w.data_ptr<float>();
         at::parallel_for(0, n, grain, [&](std::int64_t b, std::int64_t e) {
@@ -138,6 +154,27 @@ const float *floatRows(const at::Tensor &x, std::vector<float> &buffer)
 std::int64_t grainRows(std::int64_t width)
 {
     return std::max<std::int64_t>(1, (64 << 10) / std::max<std::int64_t>(1, width));
+}
+
+// o[i] = silu(g[i]) * u[i] over a row, in float (vec_math.h's exp), rounded once.
+template <class T>
+__attribute__((always_inline)) inline void siluMulBody(const T *g, const T *u, T *o, std::int64_t f)
+{
+#pragma omp simd
+    for (std::int64_t i = 0; i < f; ++i) {
+        const float gv = toF(g[i]);
+        o[i] = fromF<T>(gv / (1.f + expVec(-gv)) * toF(u[i]));
+    }
+}
+__attribute__((target_clones("avx512f", "avx2,fma", "default"))) void
+siluMulRow(const float *g, const float *u, float *o, std::int64_t f)
+{
+    siluMulBody(g, u, o, f);
+}
+__attribute__((target_clones("avx512f", "avx2,fma", "default"))) void siluMulRow(const Bf16 *g, const Bf16 *u,
+                                                                                 Bf16 *o, std::int64_t f)
+{
+    siluMulBody(g, u, o, f);
 }
 
 // f(float{}) or f(Bf16{}): the two dtypes the kernels take.
@@ -275,13 +312,66 @@ at::Tensor swigluCpu(const at::Tensor &gateUp)
         scalar_t *op = out.data_ptr<scalar_t>();
         at::parallel_for(0, rows, grainRows(2 * f), [&](std::int64_t b, std::int64_t e) {
             for (std::int64_t r = b; r < e; ++r) {
-                const scalar_t *g = gp + r * 2 * f, *u = g + f;
-                scalar_t *o = op + r * f;
-                for (std::int64_t i = 0; i < f; ++i) {
-                    const float gv = toF(g[i]);
-                    o[i] = fromF<scalar_t>(gv / (1.f + std::exp(-gv)) * toF(u[i]));
-                }
+                const scalar_t *g = gp + r * 2 * f;
+                siluMulRow(g, g + f, op + r * f, f);
             }
+        });
+    });
+    return out;
+}
+
+namespace {
+
+// The index of row[0, n)'s first largest entry (the first NaN if any).
+// The largest value and whether a NaN occurs come from one vectorised pass;
+// the index from a second that stops at it.
+template <class T>
+__attribute__((always_inline)) inline std::int64_t argmaxRowBody(const T *row, std::int64_t n)
+{
+    float best = -INFINITY;
+    int nan = 0;
+#pragma omp simd reduction(max : best) reduction(| : nan)
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float v = toF(row[i]);
+        best = v > best ? v : best;
+        nan |= v != v;
+    }
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float v = toF(row[i]);
+        if (nan ? v != v : v == best)
+            return i;
+    }
+    return 0; // every entry -inf: the first, as at::argmax
+}
+
+// For AVX-512, AVX2 and the baseline, picked at run time (as dotRowsF32).
+__attribute__((target_clones("avx512f", "avx2,fma", "default"))) std::int64_t argmaxRow(const float *row,
+                                                                                        std::int64_t n)
+{
+    return argmaxRowBody(row, n);
+}
+
+__attribute__((target_clones("avx512f", "avx2,fma", "default"))) std::int64_t argmaxRow(const Bf16 *row,
+                                                                                        std::int64_t n)
+{
+    return argmaxRowBody(row, n);
+}
+
+} // namespace
+
+at::Tensor argmaxRowsCpu(const at::Tensor &logits)
+{
+    TORCH_CHECK(cpuFused(logits) && logits.dim() == 2 && logits.is_contiguous() && logits.size(1) > 0,
+                "argmax_rows: logits must be contiguous [rows, vocab > 0] on the CPU");
+    const std::int64_t rows = logits.size(0), n = logits.size(1);
+    at::Tensor out = at::empty({rows}, logits.options().dtype(at::kLong));
+    std::int64_t *op = out.data_ptr<std::int64_t>();
+    dispatchFused(logits.scalar_type(), [&](auto tag) {
+        using scalar_t = decltype(tag);
+        const scalar_t *lp = logits.data_ptr<scalar_t>();
+        at::parallel_for(0, rows, grainRows(n), [&](std::int64_t b, std::int64_t e) {
+            for (std::int64_t r = b; r < e; ++r)
+                op[r] = argmaxRow(lp + r * n, n);
         });
     });
     return out;

@@ -4,6 +4,7 @@
 #include "engine/exec/engine.h"
 #include "engine/model/backend.h"
 #include "engine/sched/continuous_scheduler.h"
+#include "engine/sched/decode_runs.h"
 #include "engine/sched/outcome.h"
 
 #include <QtTest>
@@ -478,6 +479,24 @@ private slots:
             (*engine)->update(ConfigPatch::fields(continuousConfig(4, 16), {"policy"}).value(), "test");
         QVERIFY(!update.isOk());
         QCOMPARE((*engine)->config().policy, PolicyKind::Dynamic);
+    }
+
+    // Decode runs are the simulator's, beside the Scheduler seam
+    // (sched/decode_runs.h): BatchPilot's continuous policy offers them; a
+    // request-level policy and the server models' decisions do not.
+    void decodeRunsAreBesideTheSeam()
+    {
+        HashModel model;
+        BatchingConfig c = continuousConfig(4, 16);
+        QVERIFY(dynamic_cast<DecodeRunSource *>(makeScheduler(c, ModelLimits{}, &model).get()));
+        for (ServerKind server :
+             {ServerKind::Vllm, ServerKind::Tgi, ServerKind::Sglang, ServerKind::LlamaCpp}) {
+            c.server.kind = server;
+            QVERIFY(!dynamic_cast<DecodeRunSource *>(makeScheduler(c, ModelLimits{}, &model).get()));
+        }
+        c = continuousConfig(4, 16);
+        c.policy = PolicyKind::Dynamic;
+        QVERIFY(!dynamic_cast<DecodeRunSource *>(makeScheduler(c, ModelLimits{}, &model).get()));
     }
 
     // kv_cache_tokens lowered live below what a waiting

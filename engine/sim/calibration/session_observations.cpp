@@ -10,38 +10,35 @@
 
 namespace bp {
 
-Result<SessionObservations> sessionObservations(const TraceStore &store, std::int64_t sessionId,
-                                                bool generative)
+namespace {
+
+// Members of a batch row: their output tokens (the decoder's wants) and the
+// hand-off (total − queue wait − compute: dispatch to start).
+struct Members {
+    std::vector<int> wants;
+    Duration handoff{};
+};
+
+// Each batch row's members. Batch ids are unique in a session now; sessions
+// recorded by older versions repeat them after a switch of policy kind. A
+// request is joined to the request-level row of its id that was dispatched
+// when it left the queue (arrival + queue wait = dispatch, exactly), and by
+// id alone only where the id names one row. A step's members are not used.
+std::vector<Members> membersOf(const std::vector<StoredBatch> &batches,
+                               const std::vector<StoredRequest> &requests)
 {
-    auto batches = store.batches(sessionId);
-    if (!batches)
-        return batches.status();
-    auto requests = store.requests(sessionId);
-    if (!requests)
-        return requests.status();
-    // Members of each batch row: their output tokens (the decoder's wants)
-    // and the hand-off (total − queue wait − compute: dispatch to start).
-    struct Members {
-        std::vector<int> wants;
-        Duration handoff{};
-    };
-    std::vector<Members> members(batches->size());
-    // Batch ids are unique in a session now; sessions recorded
-    // by older versions repeat them after a switch of policy kind. A request is
-    // joined to the request-level row of its id that was dispatched when it
-    // left the queue (arrival + queue wait = dispatch, exactly), and by id
-    // alone only where the id names one row. A step's members are not used.
+    std::vector<Members> members(batches.size());
     std::map<std::uint64_t, std::vector<std::size_t>> rowsById;
-    for (std::size_t i = 0; i < batches->size(); ++i)
-        rowsById[(*batches)[i].batchId].push_back(i);
-    for (const StoredRequest &r : *requests) {
+    for (std::size_t i = 0; i < batches.size(); ++i)
+        rowsById[batches[i].batchId].push_back(i);
+    for (const StoredRequest &r : requests) {
         const auto rows = rowsById.find(r.batchId);
         if (r.batchId == 0 || rows == rowsById.end())
             continue;
         std::optional<std::size_t> row;
         for (std::size_t i : rows->second)
-            if ((*batches)[i].policy != PolicyKind::Continuous &&
-                (*batches)[i].dispatched == r.arrival + r.queueWait)
+            if (batches[i].policy != PolicyKind::Continuous &&
+                batches[i].dispatched == r.arrival + r.queueWait)
                 row = i;
         if (!row && rows->second.size() == 1)
             row = rows->second.front();
@@ -51,31 +48,41 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
         m.wants.push_back(r.outputTokens);
         m.handoff = r.total - r.queueWait - r.compute;
     }
-    // Step rows (policy continuous) record their items and the tokens fed
-    // (prompt chunks and decodes apart, schema 6), not the context each
-    // attends to: the decodes are charged the session's mean decode context
-    // (over the completed requests' generated tokens), and the prompt chunks
-    // of a step are taken as equal and attending only to themselves. A row
-    // without the split (older sessions) is taken as one prompt chunk (its
-    // tokens beyond the decodes) beside n − 1 decodes when it fed more than
-    // one token to an item.
-    double contextSum = 0, decodeTokens = 0;
-    for (const StoredRequest &r : *requests)
-        if (r.status == StatusCode::Ok && r.outputTokens > 0) {
-            contextSum += r.outputTokens * (r.inputTokens + (r.outputTokens + 1) / 2.0);
-            decodeTokens += r.outputTokens;
-        }
-    const double meanContext = decodeTokens > 0 ? contextSum / decodeTokens : 0;
-    // Prefix caching: a request's cached prompt tokens skipped prefill (the
-    // step rows count only the tokens fed), but its first prompt chunk
-    // attends to them. That chunk ran in the step dispatched when it first
-    // joined (arrival + queue wait, exactly): its row's chunks attend to
-    // their mean share of the cached tokens of the requests that joined then.
-    std::map<Duration, std::int64_t> cachedAtJoin;
-    for (const StoredRequest &r : *requests)
-        if (r.cachedTokens > 0)
-            cachedAtJoin[r.arrival + r.queueWait] += r.cachedTokens;
-    auto stepShapeOf = [&](const StoredBatch &b) {
+    return members;
+}
+
+// Step rows (policy continuous) record their items and the tokens fed
+// (prompt chunks and decodes apart, schema 6), not the context each attends
+// to: the decodes are charged the session's mean decode context (over the
+// completed requests' generated tokens), and the prompt chunks of a step are
+// taken as equal and attending only to themselves. A row without the split
+// (older sessions) is taken as one prompt chunk (its tokens beyond the
+// decodes) beside n − 1 decodes when it fed more than one token to an item.
+//
+// Prefix caching: a request's cached prompt tokens skipped prefill (the step
+// rows count only the tokens fed), but its first prompt chunk attends to
+// them. That chunk ran in the step dispatched when it first joined (arrival
+// + queue wait, exactly): its row's chunks attend to their mean share of the
+// cached tokens of the requests that joined then.
+class StepShapes {
+public:
+    explicit StepShapes(const std::vector<StoredRequest> &requests)
+    {
+        double contextSum = 0, decodeTokens = 0;
+        for (const StoredRequest &r : requests)
+            if (r.status == StatusCode::Ok && r.outputTokens > 0) {
+                contextSum += r.outputTokens * (r.inputTokens + (r.outputTokens + 1) / 2.0);
+                decodeTokens += r.outputTokens;
+            }
+        m_meanContext = decodeTokens > 0 ? contextSum / decodeTokens : 0;
+        for (const StoredRequest &r : requests)
+            if (r.cachedTokens > 0)
+                m_cachedAtJoin[r.arrival + r.queueWait] += r.cachedTokens;
+    }
+
+    // A step row's shape; each dispatch time's cached tokens go to the first step asked for at it.
+    StepShape of(const StoredBatch &b)
+    {
         StepShape shape;
         if (b.decodeTokens + b.prefillTokens > 0) {
             shape.decodes = b.decodeTokens;
@@ -83,9 +90,9 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
             shape.prefillTokens = b.prefillTokens;
             if (shape.prefills > 0) {
                 shape.prefillAttention = shape.prefillTokens * shape.prefillTokens / shape.prefills;
-                if (const auto c = cachedAtJoin.find(b.dispatched); c != cachedAtJoin.end()) {
+                if (const auto c = m_cachedAtJoin.find(b.dispatched); c != m_cachedAtJoin.end()) {
                     shape.prefillAttention += shape.prefillTokens * c->second / shape.prefills;
-                    cachedAtJoin.erase(c); // one step per dispatch time
+                    m_cachedAtJoin.erase(c); // one step per dispatch time
                 }
             }
         } else {
@@ -96,16 +103,25 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
                 shape.prefillAttention = shape.prefillTokens * shape.prefillTokens;
             }
         }
-        shape.decodeContext = std::int64_t(std::llround(shape.decodes * meanContext));
+        shape.decodeContext = std::int64_t(std::llround(shape.decodes * m_meanContext));
         return shape;
-    };
-    // Which batches overlapped another one (several executors): sorted by
-    // start, a batch overlaps when an earlier one ends after its start or
-    // the next one starts before its end.
+    }
+
+private:
+    double m_meanContext = 0;
+    std::map<Duration, std::int64_t> m_cachedAtJoin;
+};
+
+// Which batches overlapped another one (several executors): sorted by
+// start, a batch overlaps when an earlier one ends after its start or the
+// next one starts before its end.
+std::vector<bool> overlappedBatches(const std::vector<StoredBatch> &batches,
+                                    const std::vector<Members> &members)
+{
     std::vector<std::pair<Duration, Duration>> spans; // start, end
     std::vector<std::size_t> order;
-    for (std::size_t index = 0; index < batches->size(); ++index) {
-        const StoredBatch &b = (*batches)[index];
+    for (std::size_t index = 0; index < batches.size(); ++index) {
+        const StoredBatch &b = batches[index];
         const Duration start = b.dispatched + members[index].handoff;
         spans.push_back({start, start + b.compute});
         order.push_back(order.size());
@@ -119,6 +135,23 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
             overlapped[order[k]] = true;
         reach = std::max(reach, end);
     }
+    return overlapped;
+}
+
+} // namespace
+
+Result<SessionObservations> sessionObservations(const TraceStore &store, std::int64_t sessionId,
+                                                bool generative)
+{
+    auto batches = store.batches(sessionId);
+    if (!batches)
+        return batches.status();
+    auto requests = store.requests(sessionId);
+    if (!requests)
+        return requests.status();
+    const std::vector<Members> members = membersOf(*batches, *requests);
+    StepShapes shapes(*requests);
+    const std::vector<bool> overlapped = overlappedBatches(*batches, members);
 
     SessionObservations out;
     std::vector<double> handoffs, gaps, stepGaps;
@@ -132,8 +165,8 @@ Result<SessionObservations> sessionObservations(const TraceStore &store, std::in
         if (overlapped[index])
             ++out.overlapped;
         else if (step)
-            out.batches.push_back({CostObservation::Kind::Iteration,
-                                   CostModel::iterationTerms(stepShapeOf(b)), toSeconds(b.compute)});
+            out.batches.push_back({CostObservation::Kind::Iteration, CostModel::iterationTerms(shapes.of(b)),
+                                   toSeconds(b.compute)});
         else
             out.batches.push_back({CostObservation::Kind::Batch,
                                    CostModel::batchTerms(generative, b.size, b.paddedLength, m.wants),

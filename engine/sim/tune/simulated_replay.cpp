@@ -1,6 +1,7 @@
 #include "engine/sim/tune/simulated_replay.h"
 
 #include "engine/sim/simulation/simulator.h"
+#include "engine/sim/tune/request_overhead.h"
 #include "engine/sim/tune/tune_pipeline.h"
 
 #include "engine/store/fleet_store.h"
@@ -9,6 +10,95 @@
 #include "engine/telemetry/host_facts.h"
 
 namespace bp {
+
+namespace {
+
+// The session a simulation records: the replay's, with the calibration,
+// the cost noise and (a fleet) the replicas and router.
+SessionStart simulationStart(const ReplayOptions &o, const ReplayPlan &plan, const Calibration &cal,
+                             CostNoise noise, std::uint64_t seed, bool fleet, int replicas,
+                             const RouterOptions &router, int routerQueueLimit)
+{
+    SessionStart start = replaySessionStart(o, plan);
+    start.kind = "simulation";
+    start.model = cal.model;
+    start.device = cal.device;
+    start.host = hostFacts();
+    start.replay["calibration"] = {{"id", cal.id},
+                                   {"model", cal.model},
+                                   {"preset", cal.preset},
+                                   {"device", cal.device},
+                                   {"threads", cal.threads},
+                                   {"source", cal.source},
+                                   {"batch_fit_error", toJson(cal.batchError)},
+                                   {"iteration_fit_error", toJson(cal.iterationError)}};
+    start.replay["cost_noise"] = noise == CostNoise::None   ? "none"
+                                 : noise == CostNoise::Mean ? "mean residual"
+                                                            : "drawn residual, seed " + std::to_string(seed);
+    if (fleet)
+        start.replay["fleet"] = {{"replicas", replicas},
+                                 {"router", routerPolicyName(router.policy)},
+                                 {"load_bound", router.loadBound},
+                                 {"router_queue_limit", routerQueueLimit}};
+    return start;
+}
+
+// Rows the sink's queue must hold for the whole session (a simulation
+// outruns any writer; nothing waits on it): its requests, samples and
+// batches — a row per step under continuous, at most one per generated
+// token and prompt chunk.
+std::size_t sessionRows(const ReplayPlan &plan)
+{
+    const std::size_t seconds =
+        plan.requests.empty() ? 0 : std::size_t(toSeconds(plan.requests.back().offset));
+    std::size_t rows = 3 * plan.requests.size() + seconds + 1024;
+    if (plan.config.policy == PolicyKind::Continuous) {
+        const std::size_t chunk = std::size_t(std::max(1, plan.config.continuous.prefillChunk));
+        for (const PlannedArrival &r : plan.requests)
+            rows += std::size_t(std::max(0, r.maxNewTokens)) + std::size_t(r.inputTokens) / chunk + 1;
+    }
+    return rows;
+}
+
+// A fleet's figures: each replica's rows, and the router's in the session's replay JSON.
+Status saveFleet(TraceStore &store, std::int64_t sessionId, const SimOutcome &sim, nlohmann::json replay)
+{
+    std::vector<StoredReplica> rows;
+    for (const ReplicaFigures &f : sim.replicas)
+        rows.push_back({f.replica, std::int64_t(f.routed), std::int64_t(f.completed), std::int64_t(f.failed),
+                        std::int64_t(f.batches), f.busyS, f.peakOutstanding, f.peakKvTokens,
+                        std::int64_t(f.preemptions), std::int64_t(f.outputTokens)});
+    if (Status s = saveReplicaFigures(store, sessionId, rows); !s)
+        return s;
+    replay["fleet"]["router_queued"] = sim.routerQueued;
+    replay["fleet"]["router_wait_mean_s"] =
+        sim.routerQueued ? toSeconds(sim.routerWaitTotal) / double(sim.routerQueued) : 0.0;
+    replay["fleet"]["router_wait_max_s"] = toSeconds(sim.routerWaitMax);
+    replay["fleet"]["affinity_routed"] = sim.router.affinity;
+    replay["fleet"]["affinity_spilled"] = sim.router.spilled;
+    (void)store.setSessionReplay(sessionId, replay);
+    return Status::ok();
+}
+
+// The replay's outcome from the simulation's (the plan's length changes added).
+ReplayOutcome outcomeOf(std::int64_t sessionId, const ReplayPlan &plan, const SimOutcome &sim)
+{
+    ReplayOutcome out;
+    out.sessionId = sessionId;
+    out.total = plan.requests.size();
+    out.submitted = sim.submitted;
+    out.accepted = sim.accepted;
+    out.rejected = sim.rejected;
+    out.completed = sim.completed;
+    out.failed = sim.failed;
+    out.clamped = plan.lengths.clamped + sim.clamped;
+    out.raised = plan.lengths.raised;
+    out.cancelled = sim.cancelled;
+    out.config = plan.config;
+    return out;
+}
+
+} // namespace
 
 SimulatedReplay::SimulatedReplay(std::shared_ptr<TraceStore> store, Calibration calibration)
     : m_store(std::move(store)), m_calibration(std::move(calibration))
@@ -46,28 +136,9 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
                       "policy continuous needs a model with step-level generation; " + cal.model +
                           " has none");
 
-    SessionStart start = replaySessionStart(o, *plan);
-    start.kind = "simulation";
-    start.model = cal.model;
-    start.device = cal.device;
-    start.host = hostFacts();
-    start.replay["calibration"] = {{"id", cal.id},
-                                   {"model", cal.model},
-                                   {"preset", cal.preset},
-                                   {"device", cal.device},
-                                   {"threads", cal.threads},
-                                   {"source", cal.source},
-                                   {"batch_fit_error", toJson(cal.batchError)},
-                                   {"iteration_fit_error", toJson(cal.iterationError)}};
-    start.replay["cost_noise"] = m_noise == CostNoise::None ? "none"
-                                 : m_noise == CostNoise::Mean
-                                     ? "mean residual"
-                                     : "drawn residual, seed " + std::to_string(m_seed);
-    if (m_replicas > 1 || m_routerQueueLimit > 0)
-        start.replay["fleet"] = {{"replicas", m_replicas},
-                                 {"router", routerPolicyName(m_router.policy)},
-                                 {"load_bound", m_router.loadBound},
-                                 {"router_queue_limit", m_routerQueueLimit}};
+    const bool fleet = m_replicas > 1 || m_routerQueueLimit > 0;
+    const SessionStart start =
+        simulationStart(o, *plan, cal, m_noise, m_seed, fleet, m_replicas, m_router, m_routerQueueLimit);
     auto sessionId = m_store->startSession(start);
     if (!sessionId)
         return sessionId.status();
@@ -77,20 +148,10 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
     so.replicas = m_replicas;
     so.router = m_router;
     so.routerQueueLimit = m_routerQueueLimit;
-    // Every row must reach the database: the sink's queue holds the whole
-    // session (a simulation outruns any writer; nothing waits on it).
+    // Every row must reach the database.
     TraceSinkOptions sinkOptions = o.recorder.sink;
     sinkOptions.requestSource = "simulation";
-    const std::size_t seconds =
-        plan->requests.empty() ? 0 : std::size_t(toSeconds(plan->requests.back().offset));
-    std::size_t rows = 3 * plan->requests.size() + seconds + 1024;
-    if (plan->config.policy == PolicyKind::Continuous) {
-        // a row per step: at most one per generated token and prompt chunk
-        const std::size_t chunk = std::size_t(std::max(1, plan->config.continuous.prefillChunk));
-        for (const PlannedArrival &r : plan->requests)
-            rows += std::size_t(std::max(0, r.maxNewTokens)) + std::size_t(r.inputTokens) / chunk + 1;
-    }
-    sinkOptions.queueCapacity = std::max(sinkOptions.queueCapacity, rows);
+    sinkOptions.queueCapacity = std::max(sinkOptions.queueCapacity, sessionRows(*plan));
     auto sink = TraceSink::create(m_store->path(), *sessionId, so.start, sinkOptions);
     if (!sink) {
         SessionEnd end;
@@ -99,7 +160,13 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
         return sink.status();
     }
     (*sink)->start();
-    so.observer = sink->get();
+    // A remote server's requests as its clients see them: the calibration's
+    // per-request path added, as `tune` adds it (request_overhead.h).
+    RequestOverheadObserver clientSide(sink->get(), requestOverheadOf(cal));
+    if (requestOverheadOf(cal) > Duration::zero())
+        so.observer = &clientSide;
+    else
+        so.observer = sink->get();
     so.onSample = [&](const Snapshot &s) {
         (*sink)->recordSample(sampleOf(s, so.start, (*sink)->droppedRows()));
     };
@@ -124,22 +191,9 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
         m_interval = simulatedInterval(so, arrivals, *spread);
 
     (*sink)->stop();
-    if (m_replicas > 1 || m_routerQueueLimit > 0) {
-        std::vector<StoredReplica> rows;
-        for (const ReplicaFigures &f : sim.replicas)
-            rows.push_back({f.replica, std::int64_t(f.routed), std::int64_t(f.completed),
-                            std::int64_t(f.failed), std::int64_t(f.batches), f.busyS, f.peakOutstanding,
-                            f.peakKvTokens, std::int64_t(f.preemptions), std::int64_t(f.outputTokens)});
-        if (Status s = saveReplicaFigures(*m_store, *sessionId, rows); !s)
+    if (fleet) {
+        if (Status s = saveFleet(*m_store, *sessionId, sim, start.replay); !s)
             return s;
-        nlohmann::json replay = start.replay;
-        replay["fleet"]["router_queued"] = sim.routerQueued;
-        replay["fleet"]["router_wait_mean_s"] =
-            sim.routerQueued ? toSeconds(sim.routerWaitTotal) / double(sim.routerQueued) : 0.0;
-        replay["fleet"]["router_wait_max_s"] = toSeconds(sim.routerWaitMax);
-        replay["fleet"]["affinity_routed"] = sim.router.affinity;
-        replay["fleet"]["affinity_spilled"] = sim.router.spilled;
-        (void)m_store->setSessionReplay(*sessionId, replay);
     }
     SessionEnd end;
     end.droppedRows = (*sink)->droppedRows();
@@ -147,18 +201,7 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
     if (Status s = m_store->endSession(*sessionId, end); !s)
         return s;
 
-    ReplayOutcome out;
-    out.sessionId = *sessionId;
-    out.total = plan->requests.size();
-    out.submitted = sim.submitted;
-    out.accepted = sim.accepted;
-    out.rejected = sim.rejected;
-    out.completed = sim.completed;
-    out.failed = sim.failed;
-    out.clamped = plan->lengths.clamped + sim.clamped;
-    out.raised = plan->lengths.raised;
-    out.cancelled = sim.cancelled;
-    out.config = plan->config;
+    ReplayOutcome out = outcomeOf(*sessionId, *plan, sim);
     out.warning = (*sink)->warning();
     if (const std::string w = source->extrapolationWarning(cal); !w.empty())
         out.warning += (out.warning.empty() ? "" : "; ") + w;

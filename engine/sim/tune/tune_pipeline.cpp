@@ -1,4 +1,5 @@
 #include "engine/sim/tune/tune_pipeline.h"
+#include "engine/sim/tune/request_overhead.h"
 
 #include "engine/workload/prefix_tokens.h"
 
@@ -168,9 +169,7 @@ TuneWorkload tuneWorkloadFor(const TuneSource &source, const Calibration &calibr
     TuneWorkload workload;
     workload.arrivals = source.arrivals();
     workload.model = simulatorOptionsFor(calibration, settings.noise, settings.noiseSeed);
-    if (calibration.remote)
-        workload.requestOverhead = std::chrono::duration_cast<Duration>(
-            std::chrono::duration<double>(calibration.remote->requestOverheadS));
+    workload.requestOverhead = requestOverheadOf(calibration);
     return workload;
 }
 

@@ -221,9 +221,7 @@ CapacityResult tournament(const TuneEvaluator &evaluate, const TuneOptions &o, T
     return out;
 }
 
-} // namespace
-
-Result<TuneResult> tune(const TuneEvaluator &evaluate, const TuneOptions &o)
+Status checkOptions(const TuneOptions &o)
 {
     if (!o.slo.any())
         return Status(StatusCode::InvalidArgument, "the tuner needs an SLO with at least one bound");
@@ -233,6 +231,68 @@ Result<TuneResult> tune(const TuneEvaluator &evaluate, const TuneOptions &o)
         return Status(StatusCode::InvalidArgument, "threads must be in [1, 16]");
     if (o.budget < 1)
         return Status(StatusCode::InvalidArgument, "the budget must be at least one config");
+    return Status::ok();
+}
+
+// The best candidate in [from, to) (of one policy family, when given).
+std::optional<std::size_t> bestIndex(const TuneResult &result, const std::vector<Point> &points,
+                                     TuneObjective objective, std::size_t from, std::size_t to,
+                                     std::optional<PolicyKind> policy = std::nullopt,
+                                     std::optional<bool> adaptive = std::nullopt)
+{
+    std::optional<std::size_t> best;
+    for (std::size_t i = from; i < to; ++i) {
+        if (policy && (points[i].policy != *policy || points[i].adaptive != *adaptive))
+            continue;
+        const TuneCandidate &c = result.candidates[i];
+        if (!best || better(c.figures, c.config, result.candidates[*best].figures,
+                            result.candidates[*best].config, objective))
+            best = i;
+    }
+    return best;
+}
+
+// The coarse grid, thinned evenly when it alone would exceed 3/4 of the budget.
+std::vector<Point> coarseGrid(const Space &space, std::size_t budget)
+{
+    std::vector<Point> grid = space.grid();
+    const std::size_t coarseBudget = std::max<std::size_t>(1, budget * 3 / 4);
+    if (grid.size() > coarseBudget) {
+        std::vector<Point> thin;
+        for (std::size_t k = 0; k < coarseBudget; ++k)
+            thin.push_back(grid[k * grid.size() / coarseBudget]);
+        grid = std::move(thin);
+    }
+    return grid;
+}
+
+// The pattern search's seeds: the best of each policy family but none,
+// best family first.
+std::vector<std::size_t> familySeeds(const TuneResult &result, const std::vector<Point> &points,
+                                     TuneObjective objective)
+{
+    std::vector<std::size_t> seeds;
+    std::vector<std::pair<PolicyKind, bool>> families;
+    for (const Point &p : points)
+        if (std::find(families.begin(), families.end(), std::pair(p.policy, p.adaptive)) == families.end())
+            families.emplace_back(p.policy, p.adaptive);
+    for (auto [policy, adaptive] : families)
+        if (auto b = bestIndex(result, points, objective, 0, result.candidates.size(), policy, adaptive);
+            b && policy != PolicyKind::None)
+            seeds.push_back(*b);
+    std::stable_sort(seeds.begin(), seeds.end(), [&](std::size_t a, std::size_t b) {
+        return better(result.candidates[a].figures, result.candidates[a].config, result.candidates[b].figures,
+                      result.candidates[b].config, objective);
+    });
+    return seeds;
+}
+
+} // namespace
+
+Result<TuneResult> tune(const TuneEvaluator &evaluate, const TuneOptions &o)
+{
+    if (Status s = checkOptions(o); !s)
+        return s;
     const TimePoint wallStart = SteadyClock::now();
     TuneResult result;
     const Space space(o);
@@ -270,49 +330,17 @@ Result<TuneResult> tune(const TuneEvaluator &evaluate, const TuneOptions &o)
             points.push_back(kept[i]);
         }
     };
-    auto bestIndex = [&](std::size_t from, std::size_t to, std::optional<PolicyKind> policy = std::nullopt,
-                         std::optional<bool> adaptive = std::nullopt) {
-        std::optional<std::size_t> best;
-        for (std::size_t i = from; i < to; ++i) {
-            if (policy && (points[i].policy != *policy || points[i].adaptive != *adaptive))
-                continue;
-            const TuneCandidate &c = result.candidates[i];
-            if (!best || better(c.figures, c.config, result.candidates[*best].figures,
-                                result.candidates[*best].config, o.objective))
-                best = i;
-        }
-        return best;
+    auto bestOf = [&](std::size_t from, std::size_t to, std::optional<PolicyKind> policy = std::nullopt,
+                      std::optional<bool> adaptive = std::nullopt) {
+        return bestIndex(result, points, o.objective, from, to, policy, adaptive);
     };
 
-    // 1. The coarse grid, thinned evenly when it alone would exceed 3/4 of the budget.
-    std::vector<Point> grid = space.grid();
-    const std::size_t coarseBudget = std::max<std::size_t>(1, o.budget * 3 / 4);
-    if (grid.size() > coarseBudget) {
-        std::vector<Point> thin;
-        for (std::size_t k = 0; k < coarseBudget; ++k)
-            thin.push_back(grid[k * grid.size() / coarseBudget]);
-        grid = std::move(thin);
-    }
-    run(grid);
+    // 1. The coarse grid.
+    run(coarseGrid(space, o.budget));
     result.coarse = result.candidates.size();
 
     // 2. Pattern search from the best of each policy family, best family first.
-    std::vector<std::size_t> seeds;
-    {
-        std::vector<std::pair<PolicyKind, bool>> families;
-        for (const Point &p : points)
-            if (std::find(families.begin(), families.end(), std::pair(p.policy, p.adaptive)) ==
-                families.end())
-                families.emplace_back(p.policy, p.adaptive);
-        for (auto [policy, adaptive] : families)
-            if (auto b = bestIndex(0, result.candidates.size(), policy, adaptive);
-                b && policy != PolicyKind::None)
-                seeds.push_back(*b);
-        std::stable_sort(seeds.begin(), seeds.end(), [&](std::size_t a, std::size_t b) {
-            return better(result.candidates[a].figures, result.candidates[a].config,
-                          result.candidates[b].figures, result.candidates[b].config, o.objective);
-        });
-    }
+    const std::vector<std::size_t> seeds = familySeeds(result, points, o.objective);
     for (std::size_t seed : seeds) {
         std::size_t current = seed;
         Steps steps;
@@ -320,8 +348,7 @@ Result<TuneResult> tune(const TuneEvaluator &evaluate, const TuneOptions &o)
         while (!cancelled() && result.candidates.size() < o.budget) {
             run(neighbours(points[current], steps, o.maxInstances, space.prefixBlocks()));
             // The current point is always its family's best so far.
-            const auto best =
-                bestIndex(0, result.candidates.size(), points[seed].policy, points[seed].adaptive);
+            const auto best = bestOf(0, result.candidates.size(), points[seed].policy, points[seed].adaptive);
             if (best && *best != current) {
                 current = *best;
                 continue;
@@ -336,7 +363,7 @@ Result<TuneResult> tune(const TuneEvaluator &evaluate, const TuneOptions &o)
     result.cancelled = cancelled();
 
     // 3. The recommendation: the best, or among its ties the one with the most headroom.
-    if (auto best = bestIndex(0, result.candidates.size())) {
+    if (auto best = bestOf(0, result.candidates.size())) {
         result.recommended = *best;
         if (o.capacity && !result.cancelled) {
             const CapacityResult cap = tournament(evaluate, o, result, *best, report);

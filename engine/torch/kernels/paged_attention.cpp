@@ -1,5 +1,6 @@
 #include "paged_attention.h"
 #include "paged_attention_checks.h"
+#include "vec_math.h"
 
 #include "../cpu_blas.h"
 
@@ -105,6 +106,37 @@ axpyRows(const float *rows, std::int64_t n, std::int64_t d, const float *w, floa
     }
 }
 
+// The softmax's passes over a row of scores (vec_math.h), compiled as above.
+__attribute__((target_clones("avx512f", "avx2,fma", "default"))) float rowMax(const float *row,
+                                                                              std::int64_t n)
+{
+    float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+    for (std::int64_t i = 0; i < n; ++i)
+        m = row[i] > m ? row[i] : m;
+    return m;
+}
+// row[i] = exp(row[i] - m); returns their sum.
+__attribute__((target_clones("avx512f", "avx2,fma", "default"))) float expShiftSum(float *row, std::int64_t n,
+                                                                                   float m)
+{
+    float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float w = expVec(row[i] - m);
+        row[i] = w;
+        sum += w;
+    }
+    return sum;
+}
+__attribute__((target_clones("avx512f", "avx2,fma", "default"))) void scaleRow(float *row, std::int64_t n,
+                                                                               float s)
+{
+#pragma omp simd
+    for (std::int64_t i = 0; i < n; ++i)
+        row[i] *= s;
+}
+
 // A block's rows of one head as float: the pool's own memory for float32,
 // else converted into `buffer`.
 template <class T> const float *asFloat(const T *rows, std::int64_t count, std::vector<float> &buffer)
@@ -146,13 +178,8 @@ void attendOne(const T *q, const T *kPool, const T *vPool, const std::int32_t *t
                 scores.data() + (p - first));
         p += n;
     }
-    const float m = *std::max_element(scores.begin(), scores.begin() + keys);
-    float sum = 0.f;
-    for (std::int64_t i = 0; i < keys; ++i) {
-        const float w = std::exp(scores[std::size_t(i)] - m);
-        scores[std::size_t(i)] = w;
-        sum += w;
-    }
+    const float m = rowMax(scores.data(), keys);
+    const float sum = expShiftSum(scores.data(), keys, m);
     acc.assign(std::size_t(D), 0.f);
     for (std::int64_t p = first; p < context;) {
         const std::int64_t n = std::min(B - p % B, context - p);
@@ -198,15 +225,8 @@ void attendRun(const T *q, const T *kPool, const T *vPool, const std::int32_t *t
         // causal: keys up to its own position; windowed: from firstKey on
         const std::int64_t position = first + r % n, from = firstKey(position, a.window) - lo,
                            allowed = position - lo + 1;
-        const float m = *std::max_element(row + from, row + allowed);
-        float sum = 0.f;
-        for (std::int64_t p = from; p < allowed; ++p) {
-            row[p] = std::exp(row[p] - m);
-            sum += row[p];
-        }
-        const float inv = 1.f / sum;
-        for (std::int64_t p = from; p < allowed; ++p)
-            row[p] *= inv;
+        const float m = rowMax(row + from, allowed - from);
+        scaleRow(row + from, allowed - from, 1.f / expShiftSum(row + from, allowed - from, m));
         std::fill(row, row + from, 0.f);
         std::fill(row + allowed, row + context, 0.f);
     }

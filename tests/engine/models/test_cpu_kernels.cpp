@@ -2,10 +2,12 @@
 // the ATen formulation they replace (transformers' LlamaRMSNorm, rotate_half
 // RoPE, silu(gate) * up, at::linear), in float32 and bfloat16, on shapes with
 // odd widths (vector tails), strided rows and every row count the few-rows
-// product takes, and bp::linear on both sides of its few-rows threshold.
+// product takes, bp::linear on both sides of its few-rows threshold, and the
+// rows' greedy argmax against at::argmax (ties, NaN).
 // torch before Qt: Qt's `slots` keyword macro breaks torch's headers.
 #include "engine/torch/cpu_blas.h"
 #include "engine/torch/cpu_kernels.h"
+#include "engine/torch/kernels/vec_math.h"
 
 #include <QtTest>
 
@@ -99,7 +101,7 @@ private slots:
     {
         at::manual_seed(4);
         for (auto dtype : {at::kFloat, at::kBFloat16})
-            for (std::int64_t m : {1, 3, 4, 5, 16})
+            for (std::int64_t m : {1, 2, 3, 4, 5, 7, 16})
                 for (std::int64_t k : {37, 256}) {
                     const std::int64_t n = 301;
                     const at::Tensor x = at::randn({m, k}).to(dtype), w = (at::randn({n, k}) * 0.1).to(dtype);
@@ -116,6 +118,49 @@ private slots:
                     addSmallLinearCpu(acc, x, w);
                     QVERIFY(maxError(acc, accRef) <= tolerance(dtype, 8 * scale));
                 }
+    }
+
+    void expVecIsExpf()
+    {
+        double worst = 0;
+        for (float x = -86.5f; x <= 88.7f; x += 0.0137f) {
+            const double ref = std::exp(double(x));
+            worst = std::max(worst, std::abs(double(expVec(x)) - ref) / ref);
+        }
+        QVERIFY2(worst < 3.6e-7, qPrintable(QString::number(worst))); // 3 units of float's 2^-23
+        QCOMPARE(expVec(0.f), 1.f);
+        QCOMPARE(expVec(-INFINITY), 0.f);
+        QCOMPARE(expVec(-1000.f), 0.f);
+        QCOMPARE(expVec(INFINITY), INFINITY);
+        QVERIFY(std::isnan(expVec(NAN)));
+    }
+
+    void argmaxRowsIsAtensArgmax()
+    {
+        at::manual_seed(6);
+        for (auto dtype : {at::kFloat, at::kBFloat16}) {
+            // a vocabulary-wide row, odd widths (vector tails), rounded values (ties)
+            for (std::int64_t n : {1, 7, 37, 151936}) {
+                const at::Tensor logits = (at::randn({5, n}) * 4).round().to(dtype);
+                QVERIFY(at::equal(argmaxRowsCpu(logits), logits.argmax(-1)));
+            }
+            // ties take the first; a NaN counts as the largest; all -inf gives 0
+            at::Tensor rows = at::zeros({4, 9}).to(dtype);
+            rows[0][3] = 2;
+            rows[0][6] = 2;
+            rows[1][2] = 5;
+            rows[1][5] = NAN;
+            rows[1][7] = NAN;
+            rows[2].fill_(-INFINITY);
+            rows[3][8] = INFINITY;
+            const at::Tensor got = argmaxRowsCpu(rows);
+            QVERIFY(at::equal(got, rows.argmax(-1)));
+            QCOMPARE(got[0].item<std::int64_t>(), 3);
+            QCOMPARE(got[1].item<std::int64_t>(), 5);
+            QCOMPARE(got[2].item<std::int64_t>(), 0);
+            QCOMPARE(got[3].item<std::int64_t>(), 8);
+        }
+        QVERIFY_THROWS_EXCEPTION(c10::Error, argmaxRowsCpu(at::zeros({2, 0})));
     }
 
     void linearIsTheSameOnBothSidesOfTheThreshold()

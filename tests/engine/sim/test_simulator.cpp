@@ -628,6 +628,56 @@ private slots:
         QCOMPARE(info.replay["calibration"].value("model", ""), std::string("builtin:echo"));
         QVERIFY(!store->metricSamples(simulated->sessionId).value().empty());
     }
+
+    // A remote server's calibration carries its per-request path (HTTP,
+    // tokenisation, the first token's delivery): replay --simulate adds it
+    // to every request's total and first-token time, as tune does, and to
+    // nothing else.
+    void remoteCalibrationAddsItsRequestPath()
+    {
+        QTemporaryDir dir;
+        auto store = TraceStore::open(dir.filePath("t.sqlite").toStdString()).value();
+        std::vector<TraceRow> rows;
+        for (int i = 0; i < 40; ++i)
+            rows.push_back({0.01 * i, 20 + (i * 7) % 50, 1 + i % 9});
+        const auto trace = store->addTrace("t", "", TraceFormat::Plain, rows).value().id;
+        ReplayOptions o;
+        o.source = {ReplaySource::Kind::Trace, trace};
+        BatchingConfig config;
+        config.policy = PolicyKind::Continuous;
+        config.continuous.maxNumSeqs = 4;
+        o.config = config;
+        Calibration local;
+        local.model = "test:decoder";
+        local.generative = true;
+        local.vocabSize = 256;
+        local.maxSequenceLength = 4096;
+        local.cost.generative = true;
+        local.cost.coef[CostModel::kIterationStart] = 2e-3;
+        local.cost.coef[CostModel::kIterationStart + 2] = 1e-5;
+        Calibration remote = local;
+        remote.remote = RemoteCalibration{};
+        remote.remote->requestOverheadS = 0.025;
+
+        SimulatedReplay a(store, local), b(store, remote);
+        a.setCostNoise(CostNoise::None);
+        b.setCostNoise(CostNoise::None);
+        auto steps = a.run(o);
+        auto client = b.run(o);
+        QVERIFY2(steps && client, "both replays run");
+        QCOMPARE(client->completed, rows.size());
+        const auto sa = store->requests(steps->sessionId).value();
+        const auto sb = store->requests(client->sessionId).value();
+        QCOMPARE(sb.size(), sa.size());
+        for (std::size_t i = 0; i < sa.size(); ++i) {
+            QCOMPARE(sb[i].requestId, sa[i].requestId);
+            QVERIFY(sa[i].timeToFirstToken > Duration::zero());
+            QCOMPARE(sb[i].total - sa[i].total, Duration(25ms));
+            QCOMPARE(sb[i].timeToFirstToken - sa[i].timeToFirstToken, Duration(25ms));
+            QCOMPARE(sb[i].queueWait, sa[i].queueWait);
+            QCOMPARE(sb[i].timePerOutputToken, sa[i].timePerOutputToken);
+        }
+    }
 };
 
 QTEST_GUILESS_MAIN(TestSimulator)

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Prediction against a real llama.cpp llama-server (docs/benchmarks.md,
+"llama.cpp's llama-server: its model's prediction against the real server").
+
+For each slot count N, this:
+  1. starts llama-server (the build packaging/install-llama-cpp.sh --build
+     makes) on the checkpoint tools/make_tiny_gguf.py writes, with
+     `-np N -c 1024*N -t 1 --metrics`;
+  2. calibrates it from outside (`batchpilot calibrate --target`, the full
+     probe plan at --max-concurrency 8): the only thing the prediction learns
+     from;
+  3. replays the bundled Azure conversation trace into it for real (its first
+     REQUESTS arrivals, half at 1 slot; lengths x0.05, at the trace's pace),
+     then simulates the same arrivals on that calibration
+     (`replay --simulate --compare`: llama.cpp's slot loop);
+  4. prints measured vs predicted throughput, TTFT p50/p99 and TPOT p50/p99,
+     and the median |error| of the five.
+
+Cost: per slot count one calibration (~50-110 requests, 30-60 s) and one real
+replay (~70 s at 240 requests): about 2-3 minutes per slot count, ~8 minutes
+for the default 1,4,8. Nothing is downloaded.
+
+    python3 bench/llamacpp_truth.py [--slots 1,4,8] [--requests 240]
+        [--batchpilot build/default/app/batchpilot] [--work DIR]
+"""
+import argparse
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+METRICS = ["throughput (req/s)", "TTFT p50 (ms)", "TTFT p99 (ms)", "TPOT p50 (ms)", "TPOT p99 (ms)"]
+
+
+def llama_server():
+    text = open(os.path.join(ROOT, "packaging", "install-llama-cpp.sh")).read()
+    version = re.search(r"^VERSION=(\S+)", text, re.M).group(1).strip("\"'")
+    home = os.environ.get("BATCHPILOT_LLAMA_CPP_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "batchpilot",
+        "llama-cpp-python-" + version)
+    return os.path.join(home, "build", "bin", "llama-server")
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        sys.exit("%s exited %d\n%s\n%s" % (" ".join(cmd), p.returncode, p.stdout[-3000:], p.stderr[-3000:]))
+    return p
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(port, proc):
+    import http.client
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            sys.exit("llama-server exited %d before it was ready" % proc.returncode)
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            c.request("GET", "/health")
+            if c.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)  # polling a child's readiness
+    sys.exit("llama-server not ready in 60 s")
+
+
+def table(text):
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"(\S[\w ()/]*?\S)\s{2,}(.*)$", line)
+        if m:
+            out[m.group(1)] = re.split(r"\s{2,}", m.group(2).strip())
+    return out
+
+
+def number(cell):
+    return float(cell.replace(",", "").split()[0])
+
+
+def one(bp, gguf, work, slots, requests):
+    db = os.path.join(work, "slots-%d.db" % slots)
+    if os.path.exists(db):
+        os.remove(db)
+    port = free_port()
+    log = open(os.path.join(work, "llama-server-%d.log" % slots), "w")
+    proc = subprocess.Popen([llama_server(), "-m", gguf, "-np", str(slots), "-c", str(1024 * slots), "-t", "1",
+                             "--metrics", "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_ready(port, proc)
+        url = "http://127.0.0.1:%d" % port
+        base = [bp, "--db", db]
+        run(base + ["import-trace", "--sample"])
+        cal = run(base + ["calibrate", "--target", url, "--protocol", "openai", "--model", "tiny",
+                          "--vocab-size", "400", "--max-length", "1024", "--max-concurrency", "8"])
+        cid = re.search(r"calibration (\d+):", cal.stdout).group(1)
+        fit = re.search(r"median[^\n]*?([\d.]+)\s*%", cal.stdout)
+        trace = ["--limit", str(requests if slots > 1 else requests // 2), "--length-scale", "0.05"]
+        uptime = open("/proc/loadavg").read().split()[:3]
+        real = run(base + ["replay", "1", "--trace", "--target", url, "--protocol", "openai", "--model", "tiny",
+                           "--vocab-size", "400", "--max-length", "1024"] + trace)
+        sid = re.search(r"session (\d+)", real.stdout + real.stderr).group(1)
+        sim = run(base + ["replay", "1", "--trace", "--simulate", "--calibration", cid, "--compare", sid] + trace)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    rows = table(sim.stdout)
+    figures = []
+    for m in METRICS:
+        measured, predicted = number(rows[m][0]), number(rows[m][1])
+        figures.append((m, measured, predicted, (predicted - measured) / measured if measured else 0.0))
+    return figures, fit.group(1) if fit else "?", " ".join(uptime)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--slots", default="1,4,8")
+    ap.add_argument("--requests", type=int, default=240)
+    ap.add_argument("--batchpilot", default=os.path.join(ROOT, "build", "default", "app", "batchpilot"))
+    ap.add_argument("--work", default=None)
+    a = ap.parse_args()
+    if not os.access(llama_server(), os.X_OK):
+        sys.exit("no llama-server at %s (packaging/install-llama-cpp.sh --build builds it)" % llama_server())
+    work = a.work or tempfile.mkdtemp(prefix="llamacpp-truth-")
+    os.makedirs(work, exist_ok=True)
+    gguf = os.path.join(work, "tiny.gguf")
+    if not os.path.exists(gguf):
+        run([sys.executable, os.path.join(ROOT, "tools", "make_tiny_gguf.py"), gguf])
+    print("llamacpp_truth: slots %s, %d requests each (half at 1 slot); ~2-3 min per slot count" %
+          (a.slots, a.requests), file=sys.stderr)
+    print("| slots | | throughput | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | median \\|error\\| | "
+          "probe fit (median) | load before |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for n in [int(s) for s in a.slots.split(",")]:
+        figures, fit, load = one(a.batchpilot, gguf, work, n, a.requests)
+        med = statistics.median(abs(e) for _, _, _, e in figures)
+        print("| %d | measured | %s | | | |" % (n, " | ".join("%.3g" % f[1] for f in figures)))
+        print("| | predicted | %s | **%.0f%%** | %s%% | %s |" % (
+            " | ".join("%.3g (%+.0f%%)" % (f[2], 100 * f[3]) for f in figures), 100 * med, fit, load))
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
