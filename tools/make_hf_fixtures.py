@@ -18,6 +18,15 @@ tests need no Python.
             template of its own (<|begin|>role ... <|end|>), issue 46
   mistral-sentencepiece/  MistralForCausalLM with a SentencePiece-style tokenizer
             (Mistral v0.3's layout, byte_fallback) and Mistral Nemo's [INST] template
+  gemma3/   Gemma3ForCausalLM (issue 46): GeGLU, (1 + weight) RMSNorms before and
+            after attention and MLP, q/k norms, sliding-window layers (window 8)
+            beside a global one with their own rope base, query_pre_attn_scalar,
+            linear rope scaling on the global layer, final logit softcapping,
+            tied embeddings; a Gemma SentencePiece-style tokenizer with
+            <start_of_turn>/<end_of_turn> and Gemma 3's chat template as it ships;
+            references from the saved checkpoint reloaded in float32, prompts and
+            generations longer than the window; reference.json "chats": the
+            template's renderings (system, multi-turn, generation prompt on/off)
   sentencepiece/  SentencePiece-style BPE tokenizers (tokenizer.json only):
             llama2.json (Prepend + Replace normalizers, byte_fallback, decoder
             Replace/ByteFallback/Fuse/Strip), mistral-v03.json (Metaspace
@@ -55,9 +64,9 @@ import sys
 
 import torch
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
-                          PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
-                          Qwen3MoeConfig, Qwen3MoeForCausalLM)
+from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM, MistralConfig,
+                          MistralForCausalLM, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM, Qwen3Config,
+                          Qwen3ForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "hf"
 CORPUS = (ROOT / "corpus.txt").read_text()
@@ -419,9 +428,107 @@ def sentencepiece_references():
     (folder / "reference.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
 
 
+# Gemma 3's chat template as google/gemma-3-4b-it and gemma-3-1b-it ship it
+# (tokenizer_config.json's chat_template).
+GEMMA3_CHAT = """{{ bos_token }}
+{%- if messages[0]['role'] == 'system' -%}
+    {%- if messages[0]['content'] is string -%}
+        {%- set first_user_prefix = messages[0]['content'] + '\\n\\n' -%}
+    {%- else -%}
+        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '\\n\\n' -%}
+    {%- endif -%}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set first_user_prefix = "" -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}
+        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}
+    {%- endif -%}
+    {%- if (message['role'] == 'assistant') -%}
+        {%- set role = "model" -%}
+    {%- else -%}
+        {%- set role = message['role'] -%}
+    {%- endif -%}
+    {{ '<start_of_turn>' + role + '\\n' + (first_user_prefix if loop.first else "") }}
+    {%- if message['content'] is string -%}
+        {{ message['content'] | trim }}
+    {%- elif message['content'] is iterable -%}
+        {%- for item in message['content'] -%}
+            {%- if item['type'] == 'image' -%}
+                {{ '<start_of_image>' }}
+            {%- elif item['type'] == 'text' -%}
+                {{ item['text'] | trim }}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- else -%}
+        {{ raise_exception("Invalid content type") }}
+    {%- endif -%}
+    {{ '<end_of_turn>\\n' }}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{'<start_of_turn>model\\n'}}
+{%- endif -%}
+"""
+
+
+def build_gemma3(seed=6):
+    """gemma3/: a tiny Gemma3ForCausalLM whose sliding window (8 tokens) is
+    shorter than its prompts and generations, with a Gemma-style tokenizer and
+    Gemma 3's chat template."""
+    folder = ROOT / "gemma3"
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*"):
+        old.unlink()
+    tok = train_sentencepiece("gemma")
+    tok.add_special_tokens(["<start_of_turn>", "<end_of_turn>"])
+    tok.save(str(folder / "tokenizer.json"))
+    fast = PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), bos_token="<bos>",
+                                   eos_token="<eos>", unk_token="<unk>", pad_token="<pad>")
+    fast.chat_template = GEMMA3_CHAT
+    fast.save_pretrained(str(folder))
+    fast = PreTrainedTokenizerFast.from_pretrained(str(folder))
+    vocab = len(fast)
+    end_of_turn = fast.convert_tokens_to_ids("<end_of_turn>")
+    torch.manual_seed(seed)
+    config = Gemma3TextConfig(
+        vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=3, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=32, query_pre_attn_scalar=24, max_position_embeddings=128,
+        rms_norm_eps=1e-6, sliding_window=8,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        rope_parameters={"full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1000000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+        final_logit_softcapping=5.0, tie_word_embeddings=True, pad_token_id=0, bos_token_id=2,
+        eos_token_id=[1, end_of_turn])
+    model = Gemma3ForCausalLM(config)
+    perturb(model, seed)
+    model.to(torch.bfloat16).save_pretrained(str(folder), safe_serialization=True)
+    # The references from the checkpoint as stored, reloaded in float32 (its
+    # rotary tables and embedding scale computed afresh, not rounded to bf16).
+    model = Gemma3ForCausalLM.from_pretrained(str(folder), dtype=torch.float32).eval()
+    rng = random.Random(seed)
+    ref = {"architecture": "Gemma3ForCausalLM", "vocab_size": vocab,
+           "parameters": sum(p.numel() for p in model.parameters()),
+           "generations": references(model, fast, vocab, rng, steps=8),
+           "tokenizer": tokenizer_references(fast)}
+    messages = CONVERSATIONS["system multi-turn"]
+    prompt = fast.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    ref["chat"] = {"messages": messages, "prompt": prompt, "ids": fast.encode(prompt, add_special_tokens=False)}
+    chats = []
+    for label, conversation in CONVERSATIONS.items():
+        for gen in (True, False):
+            rendered = fast.apply_chat_template(conversation, tokenize=False, add_generation_prompt=gen)
+            chats.append({"conversation": label, "messages": conversation, "add_generation_prompt": gen,
+                          "prompt": rendered, "ids": fast.encode(rendered, add_special_tokens=False)})
+    ref["chats"] = chats
+    (folder / "reference.json").write_text(json.dumps(ref, separators=(",", ":"), ensure_ascii=False))
+    print(f"gemma3: vocab {vocab}, {ref['parameters']} parameters, files {sorted(p.name for p in folder.iterdir())}")
+
+
 def main():
     """Builds every fixture, or those named on the command line
-    (python3 tools/make_hf_fixtures.py templates sentencepiece llama-custom-chat)."""
+    (python3 tools/make_hf_fixtures.py templates sentencepiece llama-custom-chat gemma3)."""
     wanted = set(sys.argv[1:])
 
     def want(name):
@@ -467,6 +574,8 @@ def main():
               dict(hidden_size=64, intermediate_size=96, num_hidden_layers=1, num_attention_heads=2, head_dim=32,
                    num_key_value_heads=1, max_position_embeddings=128, rms_norm_eps=1e-5,
                    tie_word_embeddings=True), seed=4)
+    if want("gemma3"):
+        build_gemma3()
 
 
 if __name__ == "__main__":

@@ -41,9 +41,11 @@ std::int64_t countParameters(const HfModelConfig &c, int routedExperts)
     // the router's [experts, d] and each expert's SwiGLU
     const std::int64_t moe =
         std::int64_t(c.experts) * d + routedExperts * 3 * d * std::int64_t(c.moeIntermediateSize);
+    // Gemma 3: two more RMSNorms per layer and its per-head q/k norms
+    const std::int64_t gemmaNorms = c.gemma3 ? 2 * d + 2 * std::int64_t(c.headDim) : 0;
     std::int64_t total = std::int64_t(c.vocabSize) * d * (c.tieEmbeddings ? 1 : 2) + d; // + the final norm
     for (int l = 0; l < c.layers; ++l)
-        total += attention + (c.moeLayer(l) ? moe : mlp) + 2 * d; // + two RMSNorms
+        total += attention + (c.moeLayer(l) ? moe : mlp) + 2 * d + gemmaNorms; // + two RMSNorms
     return total;
 }
 
@@ -69,7 +71,11 @@ std::string HfModelConfig::describe() const
            (experts > 0 ? ", " + std::to_string(moeLayers()) + " MoE layers of " + std::to_string(experts) +
                               " experts (top " + std::to_string(expertsPerToken) + ", MLP " +
                               std::to_string(moeIntermediateSize) + ")"
-                        : "");
+                        : "") +
+           (gemma3 && gemma3->localLayers() > 0
+                ? ", sliding window " + std::to_string(gemma3->slidingWindow) + " on " +
+                      std::to_string(gemma3->localLayers()) + " of " + std::to_string(layers) + " layers"
+                : "");
 }
 
 Result<HfModelConfig> parseHfConfig(const nlohmann::json &j, const std::string &where)
@@ -82,12 +88,16 @@ Result<HfModelConfig> parseHfConfig(const nlohmann::json &j, const std::string &
         if (archs.empty())
             return bad(where, "no \"architectures\"");
         c.architecture = archs.front();
+        if (c.architecture.rfind("Gemma3For", 0) ==
+            0) // Gemma3ForCausalLM, or refused naming the vision tower
+            return parseGemma3Config(j, where);
         if (c.architecture != "LlamaForCausalLM" && c.architecture != "Qwen2ForCausalLM" &&
             c.architecture != "MistralForCausalLM" && c.architecture != "Qwen3ForCausalLM" &&
             c.architecture != "Qwen3MoeForCausalLM")
-            return bad(where, "architecture " + c.architecture +
-                                  " is not one BatchPilot runs (LlamaForCausalLM, Qwen2ForCausalLM, "
-                                  "MistralForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM)");
+            return bad(where,
+                       "architecture " + c.architecture +
+                           " is not one BatchPilot runs (LlamaForCausalLM, Qwen2ForCausalLM, "
+                           "MistralForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, Gemma3ForCausalLM)");
         c.vocabSize = j.at("vocab_size").get<int>();
         c.hiddenSize = j.at("hidden_size").get<int>();
         c.intermediateSize = j.at("intermediate_size").get<int>();

@@ -8,9 +8,11 @@
 // and transformers 5's rope_parameters. Anything the decoder does not
 // implement is refused by name: another architecture, a rope type other
 // than default and llama3, a sliding window shorter than the positions.
+// Gemma3ForCausalLM is read by gemma3_config.h (its sliding windows run).
 #pragma once
 
 #include "engine/core/result.h"
+#include "engine/model/gemma3_config.h"
 
 #include <nlohmann/json.hpp>
 
@@ -57,6 +59,8 @@ struct HfModelConfig {
     double initializerRange = 0.02;
     std::string torchDtype; // what the checkpoint was saved in ("bfloat16"), informational
     std::vector<int> eosTokenIds;
+    // Gemma3ForCausalLM's own parts (gemma3_config.h); absent for the Llama family.
+    std::optional<Gemma3Shape> gemma3;
 
     std::int64_t parameterCount() const;
     // What one token's forward pass uses: parameterCount() less the experts

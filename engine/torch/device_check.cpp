@@ -23,6 +23,7 @@ struct OpCase {
     int heads, kvHeads, headDim, blockTokens;
     // per sequence: tokens already cached, tokens fed now
     std::vector<std::pair<int, int>> sequences;
+    int window = 0; // a sliding window (Gemma 3's local layers): the CPU kernel's alone
 };
 
 const std::vector<OpCase> &opCases()
@@ -36,6 +37,13 @@ const std::vector<OpCase> &opCases()
          8,
          {{30, 20}, {5, 1}, {0, 9}}},
         {"32-d heads, blocks of 1", 2, 1, 32, 1, {{3, 1}, {0, 4}, {40, 2}}},
+        {"sliding window of 6, prefill chunks beside decodes, GQA 4/2, blocks of 4",
+         4,
+         2,
+         32,
+         4,
+         {{10, 9}, {3, 1}, {20, 1}, {0, 12}, {5, 3}},
+         6},
     };
     return cases;
 }
@@ -43,14 +51,15 @@ const std::vector<OpCase> &opCases()
 // Dense attention in float64 for every query token, from the pool's rows.
 at::Tensor reference(const at::Tensor &q, const at::Tensor &kPool, const at::Tensor &vPool,
                      const std::vector<std::vector<std::int64_t>> &slotsOf, const std::vector<int> &seqOf,
-                     const std::vector<int> &posOf, int kvHeads, double scale)
+                     const std::vector<int> &posOf, int kvHeads, double scale, int window)
 {
     const std::int64_t T = q.size(0), H = q.size(1), D = q.size(2), group = H / kvHeads;
     at::Tensor out = at::zeros({T, H, D}, at::kDouble);
     for (std::int64_t t = 0; t < T; ++t) {
         const auto &slots = slotsOf[std::size_t(seqOf[std::size_t(t)])];
+        const int pos = posOf[std::size_t(t)], first = window > 0 ? std::max(0, pos + 1 - window) : 0;
         const at::Tensor index =
-            at::tensor(std::vector<std::int64_t>(slots.begin(), slots.begin() + posOf[std::size_t(t)] + 1));
+            at::tensor(std::vector<std::int64_t>(slots.begin() + first, slots.begin() + pos + 1));
         const at::Tensor k = kPool.index_select(0, index); // [ctx, Hkv, D]
         const at::Tensor v = vPool.index_select(0, index);
         for (std::int64_t h = 0; h < H; ++h) {
@@ -136,17 +145,18 @@ DeviceCheckLine checkOps(const OpCase &c, at::ScalarType dtype, const at::Device
     const at::Tensor qkvDev = qkv.to(device);
     const auto [qD, kD, vD] = views(qkvDev);
     writeKv(kDev, vDev, kD, vD, slotsT.to(device));
-    const at::Tensor got =
-        pagedAttention(qD, kDev, vDev, tableT.to(device), seqT.to(device), posT.to(device), B, scale)
-            .to(at::kCPU)
-            .to(at::kDouble);
+    const at::Tensor got = pagedAttention(qD, kDev, vDev, tableT.to(device), seqT.to(device), posT.to(device),
+                                          B, scale, c.window)
+                               .to(at::kCPU)
+                               .to(at::kDouble);
     // The reference: the same writes by plain indexing, then dense attention.
     const auto [q, k, v] = views(qkv);
     const at::Tensor slots64 = slotsT.to(at::kLong);
     at::Tensor kRef = bySlot(kPool).to(at::kDouble), vRef = bySlot(vPool).to(at::kDouble);
     kRef.index_copy_(0, slots64, k.to(at::kDouble));
     vRef.index_copy_(0, slots64, v.to(at::kDouble));
-    const at::Tensor want = reference(q.to(at::kDouble), kRef, vRef, slotsOf, seqOf, posOf, c.kvHeads, scale);
+    const at::Tensor want =
+        reference(q.to(at::kDouble), kRef, vRef, slotsOf, seqOf, posOf, c.kvHeads, scale, c.window);
     // The pool rows the write touched must be the new keys exactly.
     const double writeError =
         (bySlot(kDev.to(at::kCPU)).to(at::kDouble).index_select(0, slots64) - k.to(at::kDouble))
@@ -315,7 +325,8 @@ Result<DeviceCheckReport> checkTorchDevice(const std::string &deviceSpec, bool d
             std::mt19937 rng(1234);
             for (at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf})
                 for (const OpCase &c : opCases())
-                    report.lines.push_back(checkOps(c, dtype, toAtDevice(*device), rng));
+                    if (c.window == 0 || !device->cuda)
+                        report.lines.push_back(checkOps(c, dtype, toAtDevice(*device), rng));
             return Status::ok();
         });
     if (!s)

@@ -3,6 +3,8 @@
 #include "cpu_kernels.h"
 
 #include "cuda_support.h"
+#include "gemma3_model.h"
+#include "hf_weights.h"
 #include "kernels/head_dims.h"
 #include "kernels/paged_attention.h"
 #include "moe_layer.h"
@@ -36,14 +38,6 @@ struct LlamaWeights {
     at::Tensor embed, norm, lmHead;
     std::vector<LayerWeights> layers;
     at::Tensor cos, sin; // rotary tables [positions, headDim]
-};
-
-// Where the weights come from: a checkpoint, or seeded random numbers.
-class WeightSource {
-public:
-    virtual ~WeightSource() = default;
-    // The tensor `name` of `shape` on the device in the dtype (throws naming it).
-    virtual at::Tensor get(const std::string &name, std::vector<std::int64_t> shape) = 0;
 };
 
 at::ScalarType scalarTypeOf(const std::string &dtype, const std::string &name)
@@ -92,15 +86,17 @@ private:
 
 class RandomSource final : public WeightSource {
 public:
-    RandomSource(at::TensorOptions options, double stddev, at::Generator generator)
-        : m_options(options), m_std(stddev), m_generator(std::move(generator))
+    // `normWeight`: what a norm's weight starts as (Gemma's norms scale by
+    // 1 + weight, and transformers starts them at 0).
+    RandomSource(at::TensorOptions options, double stddev, at::Generator generator, double normWeight = 1)
+        : m_options(options), m_std(stddev), m_generator(std::move(generator)), m_norm(normWeight)
     {
     }
     at::Tensor get(const std::string &name, std::vector<std::int64_t> shape) override
     {
         // As transformers initialises them: norms 1, biases 0, the rest normal(0, initializer_range).
         if (name.size() >= 11 && name.compare(name.size() - 11, 11, "norm.weight") == 0)
-            return at::ones(shape, m_options);
+            return at::full(shape, m_norm, m_options);
         if (name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0)
             return at::zeros(shape, m_options);
         return at::empty(shape, m_options).normal_(0, m_std, m_generator);
@@ -110,6 +106,7 @@ private:
     at::TensorOptions m_options;
     double m_std;
     at::Generator m_generator;
+    double m_norm;
 };
 
 // transformers' inverse frequencies (default and llama3), in float32.
@@ -432,10 +429,14 @@ Result<std::shared_ptr<Backend>> makeHfDecoder(const ModelSpec &spec)
         LlamaWeights weights;
         if (random) {
             RandomSource src(options, config->initializerRange,
-                             deviceGenerator(placement->atDevice, spec.seed));
+                             deviceGenerator(placement->atDevice, spec.seed), config->gemma3 ? 0.0 : 1.0);
+            if (config->gemma3)
+                return makeGemma3Decoder(name, *config, src, *placement, tokenizer, source);
             weights = loadWeights(*config, src, options);
         } else {
             CheckpointSource src(checkpoint, options);
+            if (config->gemma3)
+                return makeGemma3Decoder(name, *config, src, *placement, tokenizer, source);
             weights = loadWeights(*config, src, options);
         }
         return std::shared_ptr<Backend>(

@@ -16,7 +16,8 @@
 // (rope_theta, and Llama 3's llama3 scaling), RMSNorm, SwiGLU, tied or
 // untied embeddings, Qwen 2's QKV bias, Qwen 3's per-head q/k RMSNorm, Qwen
 // 3 MoE's sparse MLP blocks (moe_layer.h; their steps never run as CUDA
-// graphs, the rows per expert change with the routing). The
+// graphs, the rows per expert change with the routing), and Gemma3ForCausalLM,
+// built by gemma3_model.h from the same sources. The
 // arithmetic mirrors transformers' (RMSNorm in float32, rotary tables
 // computed in float32 and cast), so float32 logits match its to ~1e-6.
 //

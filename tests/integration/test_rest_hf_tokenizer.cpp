@@ -191,6 +191,7 @@ private slots:
         QTest::newRow("mistral-sentencepiece ([INST], byte_fallback)") << "mistral-sentencepiece";
         QTest::newRow("qwen3 (Qwen 3's template)") << "qwen3";
         QTest::newRow("qwen3-moe (Qwen 3 MoE)") << "qwen3-moe";
+        QTest::newRow("gemma3 (Gemma 3 template, sliding window)") << "gemma3";
     }
     void officialOpenAiClient()
     {

@@ -78,9 +78,14 @@ void writeKvCuda(at::Tensor &kPool, at::Tensor &vPool, const at::Tensor &k, cons
 
 at::Tensor pagedAttentionCuda(const at::Tensor &q, const at::Tensor &kPool, const at::Tensor &vPool,
                               const at::Tensor &blockTables, const at::Tensor &querySeq,
-                              const at::Tensor &positions, std::int64_t blockTokens, double scale)
+                              const at::Tensor &positions, std::int64_t blockTokens, double scale,
+                              std::int64_t window)
 {
     checkAttention(q, kPool, vPool, blockTables, querySeq, positions, blockTokens);
+    // A sliding window (Gemma 3's local layers) is the CPU kernel's alone so
+    // far; the loader refuses such a model on CUDA before this is reached.
+    TORCH_CHECK(window == 0, "paged_attention: the CUDA kernel has no sliding window (window ", window,
+                "); run the model on the CPU");
     const std::string problem = kernels::headDimProblem(int(q.size(2)), true);
     TORCH_CHECK(problem.empty(), "paged_attention: ", problem);
     const c10::cuda::CUDAGuard guard(q.device());

@@ -64,6 +64,7 @@ template <class T> float toFloat(T x)
 struct AttentionShape {
     std::int64_t H, Hkv, D, group, width, blockTokens, qRow, blocks;
     float scale = 1.f;
+    std::int64_t window = 0; // keys a query sees (a sliding window), 0 = all before it
 };
 
 // The pool is [kv_heads, blocks, block_tokens, head_dim]: one head's rows of a
@@ -150,29 +151,41 @@ template <class T> const float *asFloat(const T *rows, std::int64_t count, std::
     }
 }
 
-// One query token, one head: block by block (a head's rows of a block are
-// contiguous), scores, softmax, the weighted sum of the values.
+// The first key position a query at `position` sees: 0, or with a sliding
+// window of W keys the positions position - W + 1 .. position (transformers'
+// sliding_window_overlay: kv > q - W).
+std::int64_t firstKey(std::int64_t position, std::int64_t window)
+{
+    return window > 0 ? std::max<std::int64_t>(0, position + 1 - window) : 0;
+}
+
+// One query token, one head, over keys first .. context - 1: block by block
+// (a head's rows of a block are contiguous), scores, softmax, the weighted
+// sum of the values.
 template <class T>
-void attendOne(const T *q, const T *kPool, const T *vPool, const std::int32_t *table, std::int64_t context,
-               const AttentionShape &a, std::int64_t head, std::vector<float> &scores,
+void attendOne(const T *q, const T *kPool, const T *vPool, const std::int32_t *table, std::int64_t first,
+               std::int64_t context, const AttentionShape &a, std::int64_t head, std::vector<float> &scores,
                std::vector<float> &acc, std::vector<float> &convert, T *out)
 {
-    const std::int64_t D = a.D, kvHead = head / a.group, B = a.blockTokens;
-    scores.resize(std::size_t(context));
+    const std::int64_t D = a.D, kvHead = head / a.group, B = a.blockTokens, keys = context - first;
+    scores.resize(std::size_t(keys));
     float qf[512];
     for (std::int64_t e = 0; e < D; ++e)
         qf[e] = toFloat(q[e]) * a.scale;
-    for (std::int64_t p = 0; p < context; p += B) {
-        const std::int64_t n = std::min(B, context - p);
-        dotRows(asFloat(keyRow(kPool, table, p, a, kvHead), n * D, convert), n, D, qf, scores.data() + p);
+    for (std::int64_t p = first; p < context;) {
+        const std::int64_t n = std::min(B - p % B, context - p); // to the end of p's block
+        dotRows(asFloat(keyRow(kPool, table, p, a, kvHead), n * D, convert), n, D, qf,
+                scores.data() + (p - first));
+        p += n;
     }
-    const float m = rowMax(scores.data(), context);
-    const float sum = expShiftSum(scores.data(), context, m);
+    const float m = rowMax(scores.data(), keys);
+    const float sum = expShiftSum(scores.data(), keys, m);
     acc.assign(std::size_t(D), 0.f);
-    for (std::int64_t p = 0; p < context; p += B) {
-        const std::int64_t n = std::min(B, context - p);
-        axpyRows(asFloat(keyRow(vPool, table, p, a, kvHead), n * D, convert), n, D, scores.data() + p,
-                 acc.data());
+    for (std::int64_t p = first; p < context;) {
+        const std::int64_t n = std::min(B - p % B, context - p);
+        axpyRows(asFloat(keyRow(vPool, table, p, a, kvHead), n * D, convert), n, D,
+                 scores.data() + (p - first), acc.data());
+        p += n;
     }
     const float inv = 1.f / sum;
     for (std::int64_t e = 0; e < D; ++e)
@@ -181,18 +194,21 @@ void attendOne(const T *q, const T *kPool, const T *vPool, const std::int32_t *t
 
 // A run of n query tokens of one sequence at positions first .. first+n-1,
 // one KV head and the query heads that share it: the group's queries stacked
-// into one matrix, so two products per KV head (not per query head).
+// into one matrix, so two products per KV head (not per query head). With a
+// sliding window only the keys the run's first query sees onwards are
+// gathered, and each row is masked to its own window.
 template <class T>
 void attendRun(const T *q, const T *kPool, const T *vPool, const std::int32_t *table, std::int64_t first,
                std::int64_t n, const AttentionShape &a, std::int64_t kvHead, std::vector<float> &scratch,
                T *out)
 {
-    const std::int64_t D = a.D, context = first + n, G = a.group, rows = G * n;
+    const std::int64_t D = a.D, lo = firstKey(first, a.window), context = first + n - lo, G = a.group,
+                       rows = G * n;
     scratch.resize(std::size_t(2 * context * D + rows * D + rows * context + rows * D));
     float *K = scratch.data(), *V = K + context * D, *Q = V + context * D, *S = Q + rows * D,
           *O = S + rows * context;
     for (std::int64_t p = 0; p < context; ++p) {
-        const T *k = keyRow(kPool, table, p, a, kvHead), *v = keyRow(vPool, table, p, a, kvHead);
+        const T *k = keyRow(kPool, table, lo + p, a, kvHead), *v = keyRow(vPool, table, lo + p, a, kvHead);
         for (std::int64_t e = 0; e < D; ++e) {
             K[p * D + e] = toFloat(k[e]);
             V[p * D + e] = toFloat(v[e]);
@@ -206,9 +222,12 @@ void attendRun(const T *q, const T *kPool, const T *vPool, const std::int32_t *t
     sgemmNT(int(rows), int(context), int(D), Q, int(D), K, int(D), S, int(context));
     for (std::int64_t r = 0; r < rows; ++r) {
         float *row = S + r * context;
-        const std::int64_t allowed = first + r % n + 1; // causal: keys 0 .. its own position
-        const float m = rowMax(row, allowed);
-        scaleRow(row, allowed, 1.f / expShiftSum(row, allowed, m));
+        // causal: keys up to its own position; windowed: from firstKey on
+        const std::int64_t position = first + r % n, from = firstKey(position, a.window) - lo,
+                           allowed = position - lo + 1;
+        const float m = rowMax(row + from, allowed - from);
+        scaleRow(row + from, allowed - from, 1.f / expShiftSum(row + from, allowed - from, m));
+        std::fill(row, row + from, 0.f);
         std::fill(row + allowed, row + context, 0.f);
     }
     sgemmNN(int(rows), int(D), int(context), S, int(context), V, int(D), O, int(D));
@@ -220,9 +239,11 @@ void attendRun(const T *q, const T *kPool, const T *vPool, const std::int32_t *t
 
 at::Tensor pagedAttentionCpu(const at::Tensor &q, const at::Tensor &kPool, const at::Tensor &vPool,
                              const at::Tensor &blockTables, const at::Tensor &querySeq,
-                             const at::Tensor &positions, std::int64_t blockTokens, double scale)
+                             const at::Tensor &positions, std::int64_t blockTokens, double scale,
+                             std::int64_t window)
 {
     checkAttention(q, kPool, vPool, blockTables, querySeq, positions, blockTokens);
+    TORCH_CHECK(window >= 0, "paged_attention: window ", window, " is negative (0 = no window)");
     const std::int64_t T = q.size(0), H = q.size(1), D = q.size(2), Hkv = kPool.size(0);
     TORCH_CHECK(D <= 512, "paged_attention: head_dim ", D, " is above the CPU kernel's 512");
     const std::int64_t width = blockTables.size(1), slots = kPool.size(1) * blockTokens;
@@ -251,6 +272,7 @@ at::Tensor pagedAttentionCpu(const at::Tensor &q, const at::Tensor &kPool, const
     }
     AttentionShape a{H, Hkv, D, H / Hkv, width, blockTokens, q.stride(0), kPool.size(1)};
     a.scale = float(scale);
+    a.window = window;
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, q.scalar_type(), "paged_attention", [&] {
         const auto *qp = q.data_ptr<scalar_t>();
         const auto *kp = kPool.data_ptr<scalar_t>();
@@ -273,8 +295,8 @@ at::Tensor pagedAttentionCpu(const at::Tensor &q, const at::Tensor &kPool, const
                 const auto [t0, n] = runs[std::size_t(r)];
                 const std::int32_t *table = tables + seq[t0] * width;
                 if (kind == 0)
-                    attendOne(qp + t0 * a.qRow + h * D, kp, vp, table, std::int64_t(pos[t0]) + 1, a, h,
-                              scores, acc, convert, op + (t0 * H + h) * D);
+                    attendOne(qp + t0 * a.qRow + h * D, kp, vp, table, firstKey(pos[t0], window),
+                              std::int64_t(pos[t0]) + 1, a, h, scores, acc, convert, op + (t0 * H + h) * D);
                 else
                     attendRun(qp + t0 * a.qRow, kp, vp, table, std::int64_t(pos[t0]), n, a, h, scores,
                               op + t0 * H * D);
@@ -290,7 +312,7 @@ TORCH_LIBRARY(batchpilot, m)
 {
     m.def("write_kv(Tensor(a!) k_pool, Tensor(b!) v_pool, Tensor k, Tensor v, Tensor slots) -> ()");
     m.def("paged_attention(Tensor q, Tensor k_pool, Tensor v_pool, Tensor block_tables, Tensor query_seq, "
-          "Tensor positions, int block_tokens, float scale) -> Tensor");
+          "Tensor positions, int block_tokens, float scale, int window=0) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(batchpilot, CPU, m)
@@ -311,14 +333,15 @@ void writeKv(at::Tensor &kPool, at::Tensor &vPool, const at::Tensor &k, const at
 
 at::Tensor pagedAttention(const at::Tensor &q, const at::Tensor &kPool, const at::Tensor &vPool,
                           const at::Tensor &blockTables, const at::Tensor &querySeq,
-                          const at::Tensor &positions, std::int64_t blockTokens, double scale)
+                          const at::Tensor &positions, std::int64_t blockTokens, double scale,
+                          std::int64_t window)
 {
     static const auto op =
         c10::Dispatcher::singleton()
             .findSchemaOrThrow("batchpilot::paged_attention", "")
             .typed<at::Tensor(const at::Tensor &, const at::Tensor &, const at::Tensor &, const at::Tensor &,
-                              const at::Tensor &, const at::Tensor &, std::int64_t, double)>();
-    return op.call(q, kPool, vPool, blockTables, querySeq, positions, blockTokens, scale);
+                              const at::Tensor &, const at::Tensor &, std::int64_t, double, std::int64_t)>();
+    return op.call(q, kPool, vPool, blockTables, querySeq, positions, blockTokens, scale, window);
 }
 
 } // namespace bp

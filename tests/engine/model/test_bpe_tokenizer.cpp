@@ -53,6 +53,7 @@ private slots:
         QTest::newRow("own template (llama-custom-chat)") << "llama-custom-chat";
         QTest::newRow("sentencepiece style, Mistral Nemo template") << "mistral-sentencepiece";
         QTest::newRow("qwen-3 style (<think> added tokens, Qwen 3 template)") << "qwen3";
+        QTest::newRow("gemma style, Gemma 3 template") << "gemma3";
     }
     void matchesTheReference()
     {

@@ -51,6 +51,13 @@ std::vector<Expected> expected(const std::string &name, nlohmann::json *all = nu
     return out;
 }
 
+std::int64_t expectedParameters(const std::string &name)
+{
+    nlohmann::json all;
+    expected(name, &all);
+    return all["parameters"].get<std::int64_t>();
+}
+
 std::shared_ptr<Backend> load(const std::string &name)
 {
     ModelSpec spec;
@@ -115,6 +122,7 @@ private slots:
         QTest::newRow("MistralForCausalLM (SentencePiece-style tokenizer)") << "mistral-sentencepiece";
         QTest::newRow("Qwen3ForCausalLM (q/k norms)") << "qwen3";
         QTest::newRow("Qwen3MoeForCausalLM (8 experts, top 2)") << "qwen3-moe";
+        QTest::newRow("Gemma3ForCausalLM (sliding window shorter than the prompts)") << "gemma3";
     }
     void matchesTransformers()
     {
@@ -357,6 +365,13 @@ private slots:
         QCOMPARE(out[0].tokens.size(), std::size_t(4));
         QCOMPARE(out[1].tokens.size(), std::size_t(2));
         QVERIFY(model->info().tokenizer); // a tokenizer.json beside the config
+        // Gemma 3's shape the same way: its own loader, its parameter count.
+        auto gemma = load("hf-config:" + fixture("gemma3") + "/config.json");
+        QVERIFY(gemma);
+        QCOMPARE(gemma->info().architecture, std::string("Gemma3ForCausalLM"));
+        QCOMPARE(gemma->info().parameters, expectedParameters("gemma3"));
+        const auto g = runBatch(*gemma, {makeRequest({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 3)});
+        QCOMPARE(g[0].tokens.size(), std::size_t(3));
         // Qwen 3 MoE from its config alone: the count is the reference's
         // (transformers' own), and decoder_sparse_step is followed (every
         // second layer sparse: fewer parameters than all three).
