@@ -5,6 +5,7 @@
 #include "remote_codec.h"
 
 #include "engine/sim/calibration/remote_calibrate.h"
+#include "engine/sim/calibration/unknown_server.h"
 #include "engine/telemetry/target_metrics.h"
 
 #include <QEventLoop>
@@ -109,9 +110,21 @@ private:
         const std::string head =
             "round " + std::to_string(m_round + 1) + "/" + std::to_string(m_rounds.size()) + ": " + r.phase;
         std::string change;
-        if (!r.probes.empty())
-            if (const auto cap = runningCapOf(observedLimits(m_run.scrapes, nullptr, nullptr)))
-                change = leaveRoomForProbes(r, *cap);
+        if (!r.probes.empty()) {
+            // The cap /metrics showed; else the one the decode rounds' own
+            // timings showed (a server of unknown kind publishes no series):
+            // with every place taken by a stream, no prompt is ever sent and
+            // the round cannot tell iteration- from request-level.
+            std::optional<int> cap = runningCapOf(observedLimits(m_run.scrapes, nullptr, nullptr));
+            std::string from;
+            if (!cap) {
+                cap = inferScheduler(m_run.requests).runningCap;
+                from = " (seen in the decode rounds' timings)";
+            }
+            if (cap)
+                if (change = leaveRoomForProbes(r, *cap); !change.empty())
+                    change += from;
+        }
         if (!change.empty()) {
             m_run.planned = 0;
             for (const ProbeRound &planned : m_rounds)

@@ -31,6 +31,10 @@ constexpr FormatName kFormats[] = {
      "https://pytorch.org/serve/batch_inference_with_ts.html"},
     {ServerFormat::RayServe, "ray-serve", "Ray Serve deployment",
      "https://docs.ray.io/en/latest/serve/advanced-guides/dyn-req-batch.html"},
+    {ServerFormat::LlamaCpp, "llamacpp", "llama.cpp llama-server flags",
+     "https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md"},
+    {ServerFormat::Ollama, "ollama", "Ollama server environment",
+     "https://github.com/ollama/ollama/blob/main/docs/faq.md"},
 };
 
 } // namespace
@@ -221,6 +225,8 @@ ExportedConfig exportConfig(const BatchingConfig &config, ServerFormat format)
     case ServerFormat::Tgi: tgi(w); break;
     case ServerFormat::TorchServe: torchserve(w); break;
     case ServerFormat::RayServe: rayServe(w); break;
+    case ServerFormat::LlamaCpp: llamacpp(w); break;
+    case ServerFormat::Ollama: ollama(w); break;
     }
 
     ExportedConfig out;

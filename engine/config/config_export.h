@@ -6,6 +6,10 @@
 //               --max-waiting-tokens explained)
 //   torchserve  model-config.yaml (batchSize, maxBatchDelay, min/maxWorkers)
 //   ray-serve   @serve.deployment + @serve.batch(max_batch_size=…, batch_wait_timeout_s=…)
+//   llamacpp    a `llama-server` command line (--parallel, --ctx-size, --batch-size,
+//               --ubatch-size, --[no-]kv-unified, --cache-reuse: the knob table's
+//               server.llamacpp rows)
+//   ollama      Ollama's environment (OLLAMA_NUM_PARALLEL, OLLAMA_CONTEXT_LENGTH)
 //
 // Driven by the knob table (knobs.h): every knob appears in the output, either
 // in a mapping comment next to the field it became, or in the closing "no
@@ -23,12 +27,12 @@
 
 namespace bp {
 
-enum class ServerFormat { Triton, Vllm, Tgi, TorchServe, RayServe };
+enum class ServerFormat { Triton, Vllm, Tgi, TorchServe, RayServe, LlamaCpp, Ollama };
 
-// "triton", "vllm", "tgi", "torchserve", "ray-serve"
+// "triton", "vllm", "tgi", "torchserve", "ray-serve", "llamacpp", "ollama"
 std::string_view serverFormatName(ServerFormat format);
 std::optional<ServerFormat> parseServerFormat(std::string_view name);
-std::string serverFormatNames(); // "triton, vllm, tgi, torchserve, ray-serve"
+std::string serverFormatNames(); // "triton, vllm, tgi, torchserve, ray-serve, llamacpp, ollama"
 
 struct ExportedConfig {
     std::string text;                  // the file / command, comments included

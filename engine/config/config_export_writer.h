@@ -61,5 +61,7 @@ void vllm(Writer &w);
 void tgi(Writer &w);
 void torchserve(Writer &w);
 void rayServe(Writer &w);
+void llamacpp(Writer &w); // config_export_llamacpp.cpp: llama-server flags
+void ollama(Writer &w);   // and Ollama's environment
 
 } // namespace bp::exporting

@@ -108,6 +108,11 @@ using namespace import_detail;
 std::optional<ServerFormat> detectServerFormat(std::string_view t)
 {
     const std::string text(t);
+    // Ollama's variables first: its export's comments name llama.cpp.
+    if (std::regex_search(text, std::regex(R"((^|[\s"'])OLLAMA_[A-Z_]+=)")))
+        return ServerFormat::Ollama;
+    if (std::regex_search(text, std::regex(R"((^|[\s/])llama-server\b)")))
+        return ServerFormat::LlamaCpp;
     if (std::regex_search(text, std::regex(R"(\bvllm(\s+serve\b|\.entrypoints))")))
         return ServerFormat::Vllm;
     if (text.find("text-generation-launcher") != std::string::npos)
@@ -131,6 +136,8 @@ Result<ImportedConfig> importConfig(std::string_view text, ServerFormat format)
     case ServerFormat::Tgi: return importCommandLine(text, format);
     case ServerFormat::TorchServe: return importTorchServe(text);
     case ServerFormat::RayServe: return importRayServe(text);
+    case ServerFormat::LlamaCpp:
+    case ServerFormat::Ollama: return importLlamaCpp(text, format);
     }
     return Status(StatusCode::InvalidArgument, "unknown format");
 }

@@ -9,6 +9,16 @@
 //   tgi         a `text-generation-launcher` command line
 //   torchserve  model-config.yaml (batchSize, maxBatchDelay, min/maxWorkers)
 //   ray-serve   @serve.deployment(...) and @serve.batch(...) keyword arguments
+//   llamacpp    a `llama-server` command line: -np/--parallel, -c/--ctx-size,
+//               -b/--batch-size, -ub/--ubatch-size, -kvu/--kv-unified (and
+//               --no-kv-unified), --cache-reuse (the knob table's
+//               server.llamacpp rows); -np without -kvu gives each slot
+//               n_ctx / n_parallel, as the server does
+//   ollama      Ollama's environment: OLLAMA_NUM_PARALLEL (slots),
+//               OLLAMA_CONTEXT_LENGTH (a request's context: n_ctx is it ×
+//               the slots, not unified), OLLAMA_MAX_QUEUE (kept, not modelled)
+//   Both set the server.llamacpp knobs (server.kind llamacpp) and the
+//   BatchPilot knobs they stand for (continuous.max_num_seqs, ...).
 //
 // Every setting the file gives is kept under the server's own name
 // (`settings`: snake_case flags, Triton's field paths, TorchServe's keys);
@@ -40,7 +50,8 @@ struct ImportedConfig {
     std::vector<std::string> notes;                     // what was read but not taken, and why
 };
 
-// The format a text is written in, from its content: a `vllm serve` or
+// The format a text is written in, from its content: OLLAMA_ variables, a
+// `llama-server` command, a `vllm serve` or
 // `text-generation-launcher` command, `@serve.` decorators, TorchServe's
 // batchSize/maxBatchDelay keys, or Triton's fields; nullopt when none fits.
 std::optional<ServerFormat> detectServerFormat(std::string_view text);

@@ -43,10 +43,25 @@ private:
     ImportedConfig m_out;
 };
 
+// A shell word and the line it starts on.
+struct Word {
+    std::string text;
+    int line = 0;
+};
+
+// Shell words: quotes ('...' literal, "..." with \" \\ \$ escapes), a
+// backslash escapes the next character (a backslash-newline joins lines),
+// `#` at a word's start comments out the rest of the line, `;` separates.
+// InvalidArgument "line N: the quote " is never closed".
+Result<std::vector<Word>> shellWords(std::string_view s);
+
 // The readers, one per syntax (config_import_flags.cpp, config_import_triton.cpp).
 Result<ImportedConfig> importCommandLine(std::string_view text, ServerFormat format); // vllm, tgi
 Result<ImportedConfig> importTorchServe(std::string_view text);
 Result<ImportedConfig> importRayServe(std::string_view text);
 Result<ImportedConfig> importTritonText(std::string_view text); // config.pbtxt, or its JSON
+// A llama-server command line and/or Ollama's environment
+// (config_import_llamacpp.cpp); `format` names which the result says it is.
+Result<ImportedConfig> importLlamaCpp(std::string_view text, ServerFormat format);
 
 } // namespace bp::import_detail

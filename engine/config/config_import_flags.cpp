@@ -8,16 +8,6 @@
 
 namespace bp::import_detail {
 
-namespace {
-
-struct Word {
-    std::string text;
-    int line = 0;
-};
-
-// Shell words: quotes ('...' literal, "..." with \" \\ \$ escapes), a
-// backslash escapes the next character (a backslash-newline joins lines),
-// `#` at a word's start comments out the rest of the line.
 Result<std::vector<Word>> shellWords(std::string_view s)
 {
     std::vector<Word> out;
@@ -76,6 +66,8 @@ Result<std::vector<Word>> shellWords(std::string_view s)
     }
     return out;
 }
+
+namespace {
 
 std::string snake(std::string_view flag)
 {

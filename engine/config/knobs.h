@@ -100,6 +100,9 @@ struct Knob {
     ServerKind server = ServerKind::BatchPilot;
     std::string_view name = {};
     std::string_view flag = {};
+    // The flag's short form without its dash, where the server has one
+    // (llama-server's "np" for --parallel: written "-np", its false "-no-np").
+    std::string_view shortFlag = {};
     bool zeroUnset = false;         // 0 (an empty list) = not set: settings and flags leave it out
     std::string_view flagZero = {}; // the flag's value for 0 ("-1"); empty: 0 itself
     bool listed = true;             // named in the server's settings line (describeConfig)

@@ -72,113 +72,20 @@ Result<ServerSettings> llamacppSettings(const nlohmann::json &props, const nlohm
 
 namespace bp {
 
-namespace {
-
-std::vector<std::string> words(std::string_view text)
-{
-    std::vector<std::string> out;
-    std::string w;
-    for (char c : text) {
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\\' || c == '"' || c == '\'') {
-            if (!w.empty())
-                out.push_back(std::move(w));
-            w.clear();
-            continue;
-        }
-        w += c;
-    }
-    if (!w.empty())
-        out.push_back(std::move(w));
-    return out;
-}
-
-struct Flag {
-    const char *shortName; // "-np"
-    const char *longName;  // "--parallel"
-    const char *setting;   // "n_parallel"
-};
-
-constexpr Flag kFlags[] = {
-    {"-np", "--parallel", "n_parallel"},         {"-c", "--ctx-size", "n_ctx"},
-    {"-b", "--batch-size", "n_batch"},           {"-ub", "--ubatch-size", "n_ubatch"},
-    {nullptr, "--cache-reuse", "n_cache_reuse"},
-};
-
-Result<std::int64_t> wholeValue(const std::string &flag, const std::string &value)
-{
-    char *end = nullptr;
-    const long long v = std::strtoll(value.c_str(), &end, 10);
-    if (value.empty() || !end || *end != '\0' || v < 0)
-        return Status(StatusCode::InvalidArgument, flag + " takes a whole number, not '" + value + "'");
-    return std::int64_t(v);
-}
-
-} // namespace
-
 bool looksLikeLlamaCppCommand(std::string_view text)
 {
-    return text.find("llama-server") != std::string_view::npos ||
-           text.find("OLLAMA_NUM_PARALLEL") != std::string_view::npos ||
-           text.find("OLLAMA_CONTEXT_LENGTH") != std::string_view::npos ||
-           text.find("OLLAMA_MAX_QUEUE") != std::string_view::npos;
+    const auto f = detectServerFormat(text);
+    return f == ServerFormat::LlamaCpp || f == ServerFormat::Ollama;
 }
 
 Result<ServerSettings> llamacppSettingsFromCommand(std::string_view text, const std::string &source)
 {
-    ServerSettings s;
-    s.server = "llamacpp";
-    s.source = source;
-    std::optional<std::int64_t> ollamaContext;
-    const std::vector<std::string> w = words(text);
-    for (std::size_t i = 0; i < w.size(); ++i) {
-        const std::string &t = w[i];
-        if (const auto eq = t.find('='); t.rfind("OLLAMA_", 0) == 0 && eq != std::string::npos) {
-            const std::string name = t.substr(0, eq);
-            auto v = wholeValue(name, t.substr(eq + 1));
-            if (!v)
-                return v.status();
-            if (name == "OLLAMA_NUM_PARALLEL")
-                s.settings["n_parallel"] = *v;
-            else if (name == "OLLAMA_CONTEXT_LENGTH")
-                ollamaContext = *v;
-            s.settings[name] = *v;
-            continue;
-        }
-        if (t == "-kvu" || t == "--kv-unified" || t == "-no-kvu" || t == "--no-kv-unified") {
-            s.settings["kv_unified"] = t.find("no") == std::string::npos;
-            continue;
-        }
-        const Flag *flag = nullptr;
-        for (const Flag &f : kFlags)
-            if ((f.shortName && t == f.shortName) || t == f.longName)
-                flag = &f;
-        if (!flag)
-            continue;
-        if (i + 1 >= w.size())
-            return Status(StatusCode::InvalidArgument, t + " needs a value");
-        auto v = wholeValue(t, w[++i]);
-        if (!v)
-            return v.status();
-        s.settings[flag->setting] = *v;
-    }
-    if (s.settings.empty())
-        return Status(StatusCode::InvalidArgument, "no llama-server flags or OLLAMA_ variables found");
-    const std::int64_t slots = s.settings.value("n_parallel", std::int64_t(4));
-    if (ollamaContext) {
-        // Ollama allocates OLLAMA_CONTEXT_LENGTH per parallel request.
-        s.settings["n_ctx"] = *ollamaContext * slots;
-        s.settings["kv_unified"] = false;
-        s.notes.push_back("Ollama: n_ctx = OLLAMA_CONTEXT_LENGTH x OLLAMA_NUM_PARALLEL; Ollama's own runner "
-                          "schedules like llama-server's slots, modelled so");
-    }
-    if (s.settings.contains("n_ctx")) {
-        const std::int64_t ctx = s.settings["n_ctx"].get<std::int64_t>();
-        s.kvCapacityTokens = ctx;
-        s.maxModelLen = s.settings.value("kv_unified", false) ? ctx : ctx / std::max<std::int64_t>(1, slots);
-    }
-    setServerKnob(s, "policy", double(int(PolicyKind::Continuous)));
-    setServerKnob(s, "continuous.max_num_seqs", double(slots));
-    return s;
+    // import-config's reader (config_import.h): the knob table's flags.
+    const ServerFormat format = detectServerFormat(text).value_or(ServerFormat::LlamaCpp);
+    auto imported = importConfig(text, format == ServerFormat::Ollama ? format : ServerFormat::LlamaCpp);
+    if (!imported)
+        return imported.status();
+    return settingsFromImport(*imported, source);
 }
 
 } // namespace bp

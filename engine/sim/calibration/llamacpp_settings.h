@@ -37,13 +37,15 @@ namespace bp {
 // OLLAMA_MAX_QUEUE=).
 bool looksLikeLlamaCppCommand(std::string_view text);
 
-// The settings a llama-server command line sets: -np/--parallel,
-// -c/--ctx-size, -b/--batch-size, -ub/--ubatch-size, -kvu/--kv-unified,
-// -no-kvu/--no-kv-unified, --cache-reuse (other flags are kept as
-// settings). Ollama's environment maps to the same: OLLAMA_NUM_PARALLEL the
-// slots, OLLAMA_CONTEXT_LENGTH a slot's context (Ollama sizes the cache as
-// slots × context), OLLAMA_MAX_QUEUE kept (its queue bound). InvalidArgument
-// naming a flag without a whole number.
+// The settings a llama-server command line sets, read by import-config's
+// reader (config_import.h, format llamacpp; the flags are the knob table's
+// server.llamacpp rows): -np/--parallel, -c/--ctx-size, -b/--batch-size,
+// -ub/--ubatch-size, -kvu/--kv-unified, -no-kvu/--no-kv-unified,
+// --cache-reuse (other flags are kept as settings). Ollama's environment
+// (format ollama) maps to the same: OLLAMA_NUM_PARALLEL the slots,
+// OLLAMA_CONTEXT_LENGTH a slot's context (Ollama sizes the cache as slots ×
+// context), OLLAMA_MAX_QUEUE kept, not modelled. InvalidArgument naming a
+// flag without a whole number.
 Result<ServerSettings> llamacppSettingsFromCommand(std::string_view text, const std::string &source);
 
 } // namespace bp

@@ -145,6 +145,8 @@ ServerSettings settingsFromImport(const ImportedConfig &imported, const std::str
     case ServerFormat::Tgi: s.server = "tgi"; break;
     case ServerFormat::TorchServe: s.server = "torchserve"; break;
     case ServerFormat::RayServe: s.server = "ray-serve"; break;
+    case ServerFormat::LlamaCpp:
+    case ServerFormat::Ollama: s.server = "llamacpp"; break;
     }
     s.source = source;
     s.settings = imported.settings;
@@ -155,6 +157,12 @@ ServerSettings settingsFromImport(const ImportedConfig &imported, const std::str
             s.maxModelLen = *v;
     if (imported.config.continuous.kvCacheTokens > 0 && s.knobs.contains("continuous.kv_cache_tokens"))
         s.kvCapacityTokens = imported.config.continuous.kvCacheTokens;
+    if (s.server == "llamacpp" && s.knobs.contains("server.llamacpp.n_ctx")) {
+        // A slot's context: n_ctx, or n_ctx / n_parallel without a unified cache.
+        const LlamaCppKnobs &k = imported.config.server.llamacpp;
+        s.kvCapacityTokens = k.nCtx;
+        s.maxModelLen = k.kvUnified ? k.nCtx : k.nCtx / std::max(1, k.nParallel);
+    }
     return s;
 }
 

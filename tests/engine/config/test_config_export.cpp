@@ -211,7 +211,7 @@ class TestConfigExport : public QObject {
 private slots:
     void names()
     {
-        for (const char *n : {"triton", "vllm", "tgi", "torchserve", "ray-serve"}) {
+        for (const char *n : {"triton", "vllm", "tgi", "torchserve", "ray-serve", "llamacpp", "ollama"}) {
             const auto f = parseServerFormat(n);
             QVERIFY(f);
             QCOMPARE(serverFormatName(*f), std::string_view(n));
@@ -293,6 +293,60 @@ private slots:
             QVERIFY2(text.find(flag) != std::string::npos, flag);
     }
 
+    void llamacpp()
+    {
+        BatchingConfig c = withPolicy(PolicyKind::Continuous);
+        c.continuous.maxNumSeqs = 8;
+        c.continuous.maxNumBatchedTokens = 256;
+        c.continuous.kvCacheTokens = 16384;
+        std::string program;
+        const ExportedConfig out = exportConfig(c, ServerFormat::LlamaCpp);
+        const auto f = flags(out.text, program);
+        QCOMPARE(program, std::string("llama-server"));
+        QCOMPARE(f.at("--parallel"), std::string("8"));
+        QCOMPARE(f.at("--batch-size"), std::string("256"));
+        QCOMPARE(f.at("--ubatch-size"), std::string("256")); // at most the batch
+        QCOMPARE(f.at("--ctx-size"), std::string("16384"));
+        QVERIFY(f.count("--kv-unified"));   // BatchPilot's KV budget is one pool
+        QVERIFY(!f.count("--cache-reuse")); // 0: off, not written
+        for (const char *k : {"policy", "continuous.max_num_seqs", "continuous.max_num_batched_tokens",
+                              "continuous.kv_cache_tokens", "continuous.chunked_prefill"})
+            QVERIFY2(std::count(out.mapped.begin(), out.mapped.end(), k) == 1, k);
+        // No KV budget: -c is left to the server, and said so.
+        c.continuous.kvCacheTokens = 0;
+        const ExportedConfig open = exportConfig(c, ServerFormat::LlamaCpp);
+        QVERIFY(!flags(open.text, program).count("--ctx-size"));
+        QVERIFY(std::count(open.unmapped.begin(), open.unmapped.end(), "continuous.kv_cache_tokens") == 1);
+        // A config that simulates llama-server writes its own knobs.
+        BatchingConfig l = withPolicy(PolicyKind::Continuous);
+        l.server.kind = ServerKind::LlamaCpp;
+        l.server.llamacpp = LlamaCppKnobs{2, 4096, 512, 128, false, 256};
+        const auto g = flags(exportConfig(l, ServerFormat::LlamaCpp).text, program);
+        QCOMPARE(g.at("--parallel"), std::string("2"));
+        QCOMPARE(g.at("--ubatch-size"), std::string("128"));
+        QCOMPARE(g.at("--cache-reuse"), std::string("256"));
+        QVERIFY(g.count("--no-kv-unified"));
+    }
+
+    void ollama()
+    {
+        BatchingConfig c = withPolicy(PolicyKind::Continuous);
+        c.continuous.maxNumSeqs = 4;
+        c.continuous.kvCacheTokens = 16384;
+        const ExportedConfig out = exportConfig(c, ServerFormat::Ollama);
+        QVERIFY2(out.text.find("\nOLLAMA_NUM_PARALLEL=4\n") != std::string::npos, out.text.c_str());
+        QVERIFY2(out.text.find("\nOLLAMA_CONTEXT_LENGTH=4096\n") != std::string::npos, out.text.c_str());
+        QVERIFY(std::count(out.mapped.begin(), out.mapped.end(), "continuous.kv_cache_tokens") == 1);
+        // Not a multiple of the slots: written rounded down, not mapped.
+        c.continuous.kvCacheTokens = 16385;
+        const ExportedConfig odd = exportConfig(c, ServerFormat::Ollama);
+        QVERIFY(odd.text.find("\nOLLAMA_CONTEXT_LENGTH=4096\n") != std::string::npos);
+        QVERIFY(std::count(odd.unmapped.begin(), odd.unmapped.end(), "continuous.kv_cache_tokens") == 1);
+        // The queue bound is explained, not written.
+        QVERIFY(out.text.find("OLLAMA_MAX_QUEUE=") == std::string::npos);
+        QVERIFY(out.text.find("OLLAMA_MAX_QUEUE bounds") != std::string::npos);
+    }
+
     void torchserve()
     {
         BatchingConfig c;
@@ -332,7 +386,7 @@ private slots:
     {
         QTest::addColumn<int>("format");
         QTest::addColumn<int>("policy");
-        for (int f = 0; f < 5; ++f)
+        for (int f = 0; f < 7; ++f)
             for (int p = 0; p < 5; ++p)
                 QTest::addRow("%s/%s", serverFormatName(ServerFormat(f)).data(),
                               policyName(PolicyKind(p)).data())

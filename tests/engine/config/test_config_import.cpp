@@ -6,6 +6,7 @@
 //    them; flags BatchPilot does not model are kept, never an error;
 //  - malformed input fails with the line it is on.
 #include "engine/config/config_import.h"
+#include "engine/config/config_rules.h"
 #include "engine/config/knobs.h"
 
 #include <QtTest>
@@ -64,7 +65,7 @@ private slots:
         QTest::addColumn<int>("format");
         QTest::addColumn<int>("policy");
         QTest::addColumn<std::string>("variant");
-        for (int f = 0; f < 5; ++f)
+        for (int f = 0; f < 7; ++f)
             for (int p = 0; p < 6; ++p)
                 for (const char *v : {"defaults", "custom", "fine-delay", "capped", "one-size"})
                     QTest::addRow("%s/%s/%s", serverFormatName(ServerFormat(f)).data(),
@@ -195,6 +196,130 @@ private slots:
         QCOMPARE(r->settings["max_waiting_tokens"], nlohmann::json(20));
     }
 
+    void llamaServerCommandAsOperatorsWriteIt()
+    {
+        const std::string cmd = "# the chat box\n"
+                                "./build/bin/llama-server -m models/qwen2-0.5b-q8_0.gguf --host 0.0.0.0 \\\n"
+                                "    -np 4 -c 16384 -b 1024 -ub 256 --cache-reuse 256 -t 8 --metrics \\\n"
+                                "    --temp -1 --flash-attn on\n";
+        QCOMPARE(detectServerFormat(cmd), std::optional<ServerFormat>(ServerFormat::LlamaCpp));
+        auto r = importConfig(cmd, ServerFormat::LlamaCpp);
+        QVERIFY2(r, r.status().message().c_str());
+        QVERIFY(validate(r->config));
+        QCOMPARE(r->config.policy, PolicyKind::Continuous);
+        QCOMPARE(r->config.server.kind, ServerKind::LlamaCpp);
+        const LlamaCppKnobs &k = r->config.server.llamacpp;
+        QCOMPARE(k.nParallel, 4);
+        QCOMPARE(k.nCtx, 16384);
+        QCOMPARE(k.nBatch, 1024);
+        QCOMPARE(k.nUbatch, 256);
+        QCOMPARE(k.nCacheReuse, 256);
+        // -np without -kvu: each slot has n_ctx / n_parallel (llama-server's
+        // own rule; only -np auto shares the cache), and a note says so.
+        QVERIFY(!k.kvUnified);
+        QCOMPARE(r->settings["kv_unified"], nlohmann::json(false));
+        // The BatchPilot knobs the rows stand for.
+        QCOMPARE(r->config.continuous.maxNumSeqs, 4);
+        QCOMPARE(r->config.continuous.maxNumBatchedTokens, 1024);
+        QCOMPARE(r->config.continuous.kvCacheTokens, 16384);
+        // Other flags are kept, with their values, and listed in a note.
+        QCOMPARE(r->settings["m"], nlohmann::json("models/qwen2-0.5b-q8_0.gguf"));
+        QCOMPARE(r->settings["t"], nlohmann::json(8));
+        QCOMPARE(r->settings["temp"], nlohmann::json(-1));
+        QCOMPARE(r->settings["metrics"], nlohmann::json(true));
+        QCOMPARE(r->settings["flash_attn"], nlohmann::json("on"));
+        auto noted = [&](const std::string &part) {
+            return std::any_of(r->notes.begin(), r->notes.end(),
+                               [&](const std::string &n) { return n.find(part) != std::string::npos; });
+        };
+        QVERIFY(noted("without --kv-unified"));
+        QVERIFY(noted("not modelled: -m, --host, -t, --metrics, --temp, --flash-attn"));
+
+        // Long forms, --flag=value, a unified cache, and its negation.
+        auto u =
+            importConfig("llama-server --parallel=8 --ctx-size 8192 --kv-unified", ServerFormat::LlamaCpp);
+        QVERIFY2(u, u.status().message().c_str());
+        QCOMPARE(u->config.server.llamacpp.nParallel, 8);
+        QVERIFY(u->config.server.llamacpp.kvUnified);
+        auto n = importConfig("llama-server -np 2 -c 4096 -no-kvu", ServerFormat::LlamaCpp);
+        QVERIFY(n);
+        QVERIFY(!n->config.server.llamacpp.kvUnified);
+        // -np -1 is the server's auto: 4 slots sharing one cache; -c 0 the
+        // model's context, which only the server knows.
+        auto a = importConfig("llama-server -np -1 -c 0", ServerFormat::LlamaCpp);
+        QVERIFY2(a, a.status().message().c_str());
+        QCOMPARE(a->config.server.llamacpp.nParallel, 4);
+        QVERIFY(a->config.server.llamacpp.kvUnified);
+        QVERIFY(std::count(a->knobs.begin(), a->knobs.end(), "server.llamacpp.n_ctx") == 0);
+        // A value outside the knob's range is a note, not a failure.
+        auto big = importConfig("llama-server -np 9000", ServerFormat::LlamaCpp);
+        QVERIFY(big);
+        QCOMPARE(big->config.server.llamacpp.nParallel, LlamaCppKnobs{}.nParallel);
+        QVERIFY(!big->notes.empty());
+    }
+
+    void ollamaEnvironment()
+    {
+        // As a systemd override writes it; other OLLAMA_ variables are kept.
+        const std::string env = "[Service]\n"
+                                "Environment=\"OLLAMA_HOST=0.0.0.0:11434\"\n"
+                                "Environment=\"OLLAMA_NUM_PARALLEL=3\"\n"
+                                "Environment=\"OLLAMA_CONTEXT_LENGTH=2048\"\n"
+                                "Environment=\"OLLAMA_MAX_QUEUE=64\"\n";
+        QCOMPARE(detectServerFormat(env), std::optional<ServerFormat>(ServerFormat::Ollama));
+        auto r = importConfig(env, ServerFormat::Ollama);
+        QVERIFY2(r, r.status().message().c_str());
+        QVERIFY(validate(r->config));
+        const LlamaCppKnobs &k = r->config.server.llamacpp;
+        QCOMPARE(k.nParallel, 3);
+        // Each request gets OLLAMA_CONTEXT_LENGTH of its own: n_ctx is it
+        // times the slots, not shared.
+        QCOMPARE(k.nCtx, 6144);
+        QVERIFY(!k.kvUnified);
+        QCOMPARE(r->config.continuous.maxNumSeqs, 3);
+        QCOMPARE(r->config.continuous.kvCacheTokens, 6144);
+        QCOMPARE(r->settings["OLLAMA_HOST"], nlohmann::json("0.0.0.0:11434"));
+        QCOMPARE(r->settings["OLLAMA_MAX_QUEUE"], nlohmann::json(64));
+        // OLLAMA_MAX_QUEUE: read, and said to be not modelled; the queue
+        // capacity stays BatchPilot's default.
+        QVERIFY(std::any_of(r->notes.begin(), r->notes.end(), [](const std::string &n) {
+            return n.find("OLLAMA_MAX_QUEUE read but not modelled") != std::string::npos;
+        }));
+        QCOMPARE(r->config.queueCapacity, BatchingConfig{}.queueCapacity);
+        // Without OLLAMA_NUM_PARALLEL, Ollama's default of 1.
+        auto d = importConfig("export OLLAMA_CONTEXT_LENGTH=8192\n", ServerFormat::Ollama);
+        QVERIFY2(d, d.status().message().c_str());
+        QCOMPARE(d->config.server.llamacpp.nParallel, 1);
+        QCOMPARE(d->config.server.llamacpp.nCtx, 8192);
+    }
+
+    // A llama-server model's own knobs (what tune --target picks) go out as
+    // its flags and come back the same.
+    void llamaCppServerKnobsRoundTrip()
+    {
+        BatchingConfig c;
+        c.policy = PolicyKind::Continuous;
+        c.server.kind = ServerKind::LlamaCpp;
+        c.server.llamacpp = LlamaCppKnobs{6, 12288, 1024, 256, false, 64};
+        QVERIFY(validate(c));
+        const std::string text = exportConfig(c, ServerFormat::LlamaCpp).text;
+        auto r = importConfig(text, *detectServerFormat(text));
+        QVERIFY2(r, (r.status().message() + "\n" + text).c_str());
+        QCOMPARE(r->config.server.llamacpp, c.server.llamacpp);
+        c.server.llamacpp.kvUnified = true;
+        r = importConfig(exportConfig(c, ServerFormat::LlamaCpp).text, ServerFormat::LlamaCpp);
+        QVERIFY(r);
+        QCOMPARE(r->config.server.llamacpp, c.server.llamacpp);
+        // Ollama carries the slots and each request's context.
+        c.server.llamacpp.kvUnified = false;
+        const std::string env = exportConfig(c, ServerFormat::Ollama).text;
+        r = importConfig(env, *detectServerFormat(env));
+        QVERIFY2(r, (r.status().message() + "\n" + env).c_str());
+        QCOMPARE(r->format, ServerFormat::Ollama);
+        QCOMPARE(r->config.server.llamacpp.nParallel, 6);
+        QCOMPARE(r->config.server.llamacpp.nCtx, 12288);
+    }
+
     // GET /v2/models/NAME/config: the ModelConfig message as JSON with
     // proto field names, 64-bit fields as numbers and every primitive field
     // printed (triton-inference-server/core src/model_config_utils.cc,
@@ -305,6 +430,17 @@ private slots:
         QTest::newRow("ray positional")
             << ray << std::string("@serve.deployment\nclass A:\n  @serve.batch(max_batch_size=8,\n     0.01)")
             << std::string("line 4: @serve.batch takes keyword arguments, got '0.01'");
+        const int llama = int(ServerFormat::LlamaCpp), ollama = int(ServerFormat::Ollama);
+        QTest::newRow("llama-server word") << llama << std::string("llama-server -m m.gguf \\\n  -np many")
+                                           << std::string("line 2: -np takes a whole number, not 'many'");
+        QTest::newRow("llama-server no value")
+            << llama << std::string("llama-server -m m.gguf -c") << std::string("line 1: -c needs a value");
+        QTest::newRow("llama-server nothing")
+            << llama << std::string("# nothing here\n")
+            << std::string("no llama-server flags or OLLAMA_ variables found");
+        QTest::newRow("ollama word") << ollama << std::string("OLLAMA_HOST=x\nOLLAMA_NUM_PARALLEL=four\n")
+                                     << std::string(
+                                            "line 2: OLLAMA_NUM_PARALLEL takes a whole number, not 'four'");
         QTest::newRow("ray paren") << ray << std::string("\n@serve.batch(max_batch_size=8\n")
                                    << std::string("line 2: the '(' of @serve.batch is never closed");
         QTest::newRow("ray number") << ray
