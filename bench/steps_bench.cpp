@@ -6,7 +6,9 @@
 
 #include "engine/sim/calibration/cost_model.h"
 #include "engine/sim/calibration/statistics.h"
+#include "engine/workload/seeded_tokens.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -40,6 +42,130 @@ const StageOptions &stepsStage()
     return stage;
 }
 
+namespace {
+
+// One batch size: `b` sequences prefilled with `context` tokens, then one
+// untimed and `timedSteps` timed decode steps.
+struct BatchRun {
+    std::vector<double> times, experts; // per timed step; experts per MoE layer
+    std::vector<CostObservation> observations;
+    Status status;
+};
+
+BatchRun runBatch(Backend &model, StepModel &steps, int b, int context, int timedSteps, bool moe,
+                  SeededTokens &tokens, std::uint64_t &nextId)
+{
+    const ModelInfo &info = model.info();
+    BatchRun r;
+    std::vector<std::uint64_t> ids;
+    std::vector<StepItem> prefill;
+    for (int i = 0; i < b; ++i) {
+        ids.push_back(nextId++);
+        StepItem item;
+        item.sequence = ids.back();
+        for (int t = 0; t < context; ++t)
+            item.tokens.push_back(tokens.next());
+        prefill.push_back(std::move(item));
+    }
+    std::vector<StepOutcome> out;
+    Status s = steps.step(prefill, out);
+    std::int64_t cached = context;
+    for (int run = 0; s.isOk() && run <= timedSteps; ++run) {
+        std::vector<StepItem> items(ids.size());
+        StepShape shape;
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            items[i].sequence = ids[i];
+            items[i].tokens = {tokens.next()};
+            shape.add(cached, 1);
+        }
+        const std::int64_t before = moe ? model.expertsTouched() : 0;
+        const auto start = std::chrono::steady_clock::now();
+        s = steps.step(items, out);
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        for (const StepOutcome &o : out)
+            if (s.isOk() && !o.status.isOk())
+                s = o.status;
+        ++cached;
+        if (run == 0)
+            continue; // warm-up
+        r.times.push_back(took);
+        // The decode-step terms a sweep separates: s0, s2·T and s6·X
+        // (n = T for decodes; the context's A barely moves here).
+        auto terms = CostModel::iterationTerms(shape, info.experts, info.expertsPerToken);
+        terms[std::size_t(CostModel::kIterationStart) + 1] = 0;
+        terms[std::size_t(CostModel::kIterationStart) + 3] = 0;
+        CostObservation o{CostObservation::Kind::Iteration, terms, took};
+        if (moe) {
+            o.activeExperts = double(model.expertsTouched() - before) / double(info.moeLayers);
+            o.terms[std::size_t(CostModel::kIterationStart) + 6] = o.activeExperts;
+            r.experts.push_back(o.activeExperts);
+        }
+        r.observations.push_back(o);
+    }
+    for (std::uint64_t id : ids)
+        steps.release(id);
+    r.status = s;
+    return r;
+}
+
+// The batch's row, printed and as JSON.
+nlohmann::json printBatch(const ModelInfo &info, int b, const BatchRun &r, bool moe)
+{
+    const double step = median(r.times);
+    nlohmann::json row = {{"batch", b}, {"step_s", step}, {"steps_s", r.times}};
+    std::printf("  %6d  %10.2f  %12.3f", b, step * 1e3, step * 1e3 / b);
+    if (moe) {
+        double sum = 0;
+        for (double x : r.experts)
+            sum += x;
+        const double measured = sum / double(r.experts.size()),
+                     expected = CostModel::expectedActiveExperts(b, info.experts, info.expertsPerToken);
+        std::printf("  %9.1f of %-4d  %16.1f", measured, info.experts, expected);
+        row["active_experts"] = measured;
+        row["uniform_routing"] = expected;
+    }
+    std::printf("\n");
+    return row;
+}
+
+// The decode-step fit s0 + s2·T (+ s6·X), printed and as JSON.
+nlohmann::json printFit(const std::vector<CostObservation> &observations, bool moe)
+{
+    auto fit = fitCostModel(observations, true);
+    if (!fit) {
+        std::printf("\n  no fit: %s\n", fit.status().message().c_str());
+        return nullptr;
+    }
+    const auto &k = fit->model.coef;
+    const std::size_t i = std::size_t(CostModel::kIterationStart);
+    std::printf("\n  fitted decode step = %.4g + %.4g*T", k[i] * 1e3, k[i + 2] * 1e3);
+    if (moe)
+        std::printf(" + %.4g*X", k[i + 6] * 1e3);
+    std::printf("  (ms; T tokens%s)\n", moe ? ", X active experts per MoE layer" : "");
+    std::printf("  fit error over %zu steps: median %.1f%%, worst %.1f%%\n", fit->error.observations,
+                100 * fit->error.medianRel, 100 * fit->error.maxRel);
+    return {{"s0_s", k[i]},
+            {"s2_s_per_token", k[i + 2]},
+            {"s6_s_per_active_expert", k[i + 6]},
+            {"error", toJson(fit->error)}};
+}
+
+void printHeader(const ModelInfo &info, int context, int timedSteps, bool moe)
+{
+    std::printf("batchpilot-bench steps  %s\n  %s\n", info.name.c_str(), info.description.c_str());
+    if (moe)
+        std::printf("  %d MoE layers of %d experts, top %d\n", info.moeLayers, info.experts,
+                    info.expertsPerToken);
+    std::printf("  context %d tokens, 1 untimed + %d timed decode steps per batch size (median)\n", context,
+                timedSteps);
+    std::printf("\n  %6s  %10s  %12s", "batch", "step ms", "ms / token");
+    if (moe)
+        std::printf("  %16s  %16s", "active experts", "uniform routing");
+    std::printf("\n");
+}
+
+} // namespace
+
 int runStepsBench(const Args &args)
 {
     if (int rc = handleHelpAndUnknown(args, stepsStage()); rc >= 0)
@@ -51,11 +177,10 @@ int runStepsBench(const Args &args)
         std::cerr << "batchpilot-bench steps: --context and --steps must be >= 1, --batches not empty\n";
         return 2;
     }
-    for (int b : batches)
-        if (b < 1) {
-            std::cerr << "batchpilot-bench steps: batch sizes must be >= 1\n";
-            return 2;
-        }
+    if (*std::min_element(batches.begin(), batches.end()) < 1) {
+        std::cerr << "batchpilot-bench steps: batch sizes must be >= 1\n";
+        return 2;
+    }
     auto backend = createBackend(spec);
     if (!backend) {
         std::cerr << "batchpilot-bench steps: " << backend.status().toString() << "\n";
@@ -68,9 +193,7 @@ int runStepsBench(const Args &args)
         std::cerr << "batchpilot-bench steps: " << info.name << " has no step-level generation\n";
         return 1;
     }
-    int largest = 0;
-    for (int b : batches)
-        largest = std::max(largest, b);
+    const int largest = *std::max_element(batches.begin(), batches.end());
     if (context + timedSteps + 2 > info.maxSequenceLength) {
         std::cerr << "batchpilot-bench steps: --context + --steps exceed the model's "
                   << info.maxSequenceLength << " positions\n";
@@ -82,128 +205,32 @@ int runStepsBench(const Args &args)
         return 1;
     }
     const bool moe = info.experts > 0 && info.moeLayers > 0 && model.expertsTouched() >= 0;
-    std::uint64_t lcg = spec.seed * 6364136223846793005ull + 1442695040888963407ull;
-    auto token = [&]() {
-        lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
-        return TokenId(1 + (lcg >> 33) % std::uint64_t(std::max(1, info.vocabSize - 1)));
-    };
-
-    std::printf("batchpilot-bench steps  %s\n  %s\n", info.name.c_str(), info.description.c_str());
-    if (moe)
-        std::printf("  %d MoE layers of %d experts, top %d\n", info.moeLayers, info.experts,
-                    info.expertsPerToken);
-    std::printf("  context %d tokens, 1 untimed + %d timed decode steps per batch size (median)\n", context,
-                timedSteps);
-    std::printf("\n  %6s  %10s  %12s", "batch", "step ms", "ms / token");
-    if (moe)
-        std::printf("  %16s  %16s", "active experts", "uniform routing");
-    std::printf("\n");
-
+    SeededTokens tokens(spec.seed, info.vocabSize);
+    printHeader(info, context, timedSteps, moe);
     std::vector<CostObservation> observations;
     nlohmann::json rows = nlohmann::json::array();
     std::uint64_t nextId = 1;
     for (int b : batches) {
-        std::vector<std::uint64_t> ids;
-        std::vector<StepItem> prefill;
-        for (int i = 0; i < b; ++i) {
-            ids.push_back(nextId++);
-            StepItem item;
-            item.sequence = ids.back();
-            for (int t = 0; t < context; ++t)
-                item.tokens.push_back(token());
-            prefill.push_back(std::move(item));
-        }
-        std::vector<StepOutcome> out;
-        Status s = steps->step(prefill, out);
-        std::vector<double> times, experts;
-        std::int64_t cached = context;
-        for (int run = 0; s.isOk() && run <= timedSteps; ++run) {
-            std::vector<StepItem> items(ids.size());
-            StepShape shape;
-            for (std::size_t i = 0; i < ids.size(); ++i) {
-                items[i].sequence = ids[i];
-                items[i].tokens = {token()};
-                shape.add(cached, 1);
-            }
-            const std::int64_t before = moe ? model.expertsTouched() : 0;
-            const auto start = std::chrono::steady_clock::now();
-            s = steps->step(items, out);
-            const double took =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            for (const StepOutcome &o : out)
-                if (s.isOk() && !o.status.isOk())
-                    s = o.status;
-            ++cached;
-            if (run == 0)
-                continue; // warm-up
-            times.push_back(took);
-            // The decode-step terms a sweep separates: s0, s2·T and s6·X
-            // (n = T for decodes; the context's A barely moves here).
-            auto terms = CostModel::iterationTerms(shape, info.experts, info.expertsPerToken);
-            terms[std::size_t(CostModel::kIterationStart) + 1] = 0;
-            terms[std::size_t(CostModel::kIterationStart) + 3] = 0;
-            CostObservation o{CostObservation::Kind::Iteration, terms, took};
-            if (moe) {
-                o.activeExperts = double(model.expertsTouched() - before) / double(info.moeLayers);
-                o.terms[std::size_t(CostModel::kIterationStart) + 6] = o.activeExperts;
-                experts.push_back(o.activeExperts);
-            }
-            observations.push_back(o);
-        }
-        for (std::uint64_t id : ids)
-            steps->release(id);
-        if (!s) {
-            std::cerr << "batchpilot-bench steps: batch " << b << ": " << s.toString() << "\n";
+        BatchRun r = runBatch(model, *steps, b, context, timedSteps, moe, tokens, nextId);
+        if (!r.status) {
+            std::cerr << "batchpilot-bench steps: batch " << b << ": " << r.status.toString() << "\n";
             return 1;
         }
-        const double step = median(times);
-        nlohmann::json row = {{"batch", b}, {"step_s", step}, {"steps_s", times}};
-        std::printf("  %6d  %10.2f  %12.3f", b, step * 1e3, step * 1e3 / b);
-        if (moe) {
-            double sum = 0;
-            for (double x : experts)
-                sum += x;
-            const double measured = sum / double(experts.size()),
-                         expected = CostModel::expectedActiveExperts(b, info.experts, info.expertsPerToken);
-            std::printf("  %9.1f of %-4d  %16.1f", measured, info.experts, expected);
-            row["active_experts"] = measured;
-            row["uniform_routing"] = expected;
-        }
-        std::printf("\n");
-        rows.push_back(row);
+        rows.push_back(printBatch(info, b, r, moe));
+        observations.insert(observations.end(), r.observations.begin(), r.observations.end());
     }
-
-    nlohmann::json fitJson;
-    auto fit = fitCostModel(observations, true);
-    if (fit) {
-        const auto &k = fit->model.coef;
-        const std::size_t i = std::size_t(CostModel::kIterationStart);
-        std::printf("\n  fitted decode step = %.4g + %.4g*T", k[i] * 1e3, k[i + 2] * 1e3);
-        if (moe)
-            std::printf(" + %.4g*X", k[i + 6] * 1e3);
-        std::printf("  (ms; T tokens%s)\n", moe ? ", X active experts per MoE layer" : "");
-        std::printf("  fit error over %zu steps: median %.1f%%, worst %.1f%%\n", fit->error.observations,
-                    100 * fit->error.medianRel, 100 * fit->error.maxRel);
-        fitJson = {{"s0_s", k[i]},
-                   {"s2_s_per_token", k[i + 2]},
-                   {"s6_s_per_active_expert", k[i + 6]},
-                   {"error", toJson(fit->error)}};
-    } else {
-        std::printf("\n  no fit: %s\n", fit.status().message().c_str());
-    }
-    if (args.has("json")) {
-        nlohmann::json j = {{"model", info.name},
-                            {"description", info.description},
-                            {"context", context},
-                            {"steps", timedSteps},
-                            {"experts", info.experts},
-                            {"experts_per_token", info.expertsPerToken},
-                            {"moe_layers", info.moeLayers},
-                            {"rows", rows},
-                            {"fit", fitJson}};
-        return writeJsonOption(args, j);
-    }
-    return 0;
+    const nlohmann::json fitJson = printFit(observations, moe);
+    if (!args.has("json"))
+        return 0;
+    return writeJsonOption(args, {{"model", info.name},
+                                  {"description", info.description},
+                                  {"context", context},
+                                  {"steps", timedSteps},
+                                  {"experts", info.experts},
+                                  {"experts_per_token", info.expertsPerToken},
+                                  {"moe_layers", info.moeLayers},
+                                  {"rows", rows},
+                                  {"fit", fitJson}});
 }
 
 } // namespace bp::bench

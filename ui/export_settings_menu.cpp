@@ -7,6 +7,8 @@
 #include <QSaveFile>
 #include <QSettings>
 
+#include <iterator>
+
 namespace bp::ui {
 
 namespace {
@@ -27,7 +29,12 @@ constexpr Entry kEntries[] = {
      "model-config.yaml"},
     {ServerFormat::RayServe, QT_TRANSLATE_NOOP("ExportSettingsMenu", "&Ray Serve (@serve.batch)…"),
      "serve_batch.py"},
+    {ServerFormat::LlamaCpp, QT_TRANSLATE_NOOP("ExportSettingsMenu", "&llama.cpp (llama-server flags)…"),
+     "llama-server.sh"},
+    {ServerFormat::Ollama, QT_TRANSLATE_NOOP("ExportSettingsMenu", "&Ollama (environment)…"), "ollama.env"},
 };
+// suggestedFileName() indexes the table by the format.
+static_assert(std::size(kEntries) == std::size_t(ServerFormat::Ollama) + 1);
 
 } // namespace
 

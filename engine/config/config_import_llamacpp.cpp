@@ -64,6 +64,136 @@ void setRow(ImportBuilder &b, const Knob &k, double v, int line, const std::stri
 constexpr std::string_view kOllamaSlots = "OLLAMA_NUM_PARALLEL", kOllamaContext = "OLLAMA_CONTEXT_LENGTH",
                            kOllamaQueue = "OLLAMA_MAX_QUEUE";
 
+// What a read has seen so far, for the defaults and notes at its end.
+struct ReadState {
+    const Knob &slotsRow = *findKnob("server.llamacpp.n_parallel");
+    const Knob &ctxRow = *findKnob("server.llamacpp.n_ctx");
+    const Knob &unifiedRow = *findKnob("server.llamacpp.kv_unified");
+    bool sawSlots = false, sawUnified = false, sawAny = false;
+    int slotsLine = 0;
+    std::optional<long long> ollamaContext;
+    int ollamaContextLine = 0;
+    std::vector<std::string> kept; // flags read but not modelled
+};
+
+// Ollama: NAME=VALUE, also behind `export`, systemd's Environment= or
+// docker's -e. False when `t` is no OLLAMA_ assignment.
+Result<bool> readOllama(ImportBuilder &b, ReadState &st, const std::string &t, int line)
+{
+    const auto pos = t.find("OLLAMA_");
+    if (pos == std::string::npos || t.find('=', pos) == std::string::npos)
+        return false;
+    const std::string assign = t.substr(pos);
+    const std::string name = assign.substr(0, assign.find('='));
+    const std::string value = assign.substr(assign.find('=') + 1);
+    st.sawAny = true;
+    if (name != kOllamaSlots && name != kOllamaContext && name != kOllamaQueue) {
+        b.setting(name, settingValue(value));
+        return true;
+    }
+    auto v = wholeNumber(value, line, name);
+    if (!v)
+        return v.status();
+    b.setting(name, *v);
+    if (name == kOllamaSlots) {
+        setRow(b, st.slotsRow, double(*v), line, name + "=" + value);
+        st.sawSlots = true, st.slotsLine = line;
+    } else if (name == kOllamaContext) {
+        st.ollamaContext = *v, st.ollamaContextLine = line;
+    }
+    return true;
+}
+
+// A numeric flag's value where llama-server gives it a meaning of its own.
+// True when handled.
+bool specialValue(ImportBuilder &b, ReadState &st, const Knob &k, const std::string &flag,
+                  const std::string &value, long long v, int line)
+{
+    if (&k == &st.slotsRow && v < 0) {
+        // -np -1: the server's auto, 4 slots sharing one KV cache.
+        b.setting("n_parallel", v);
+        b.note(at(line) + flag + " " + value +
+               ": auto, which llama-server runs as 4 slots with a unified KV cache");
+        setRow(b, st.slotsRow, 4, line, flag + " " + value);
+        setRow(b, st.unifiedRow, 1, line, flag + " " + value);
+        st.sawSlots = st.sawUnified = true, st.slotsLine = line;
+        return true;
+    }
+    if (&k == &st.ctxRow && v == 0) {
+        b.setting(std::string(k.name), 0);
+        b.note(at(line) + flag +
+               " 0: the model's training context, which only the server knows; n_ctx not set "
+               "(GET /props publishes it)");
+        return true;
+    }
+    return false;
+}
+
+// The flag at w[i] (and its value, advancing i past it).
+Status readFlag(ImportBuilder &b, ReadState &st, const std::vector<Word> &w, std::size_t &i)
+{
+    const int line = w[i].line;
+    st.sawAny = true;
+    std::string flag = w[i].text, value;
+    bool hasValue = false;
+    if (const auto eq = flag.find('='); eq != std::string::npos)
+        value = flag.substr(eq + 1), flag.resize(eq), hasValue = true;
+    bool negated = false;
+    const Knob *k = rowFor(flag, negated);
+    const bool nextIsValue = i + 1 < w.size() && !isFlag(w[i + 1].text);
+    if (!k) { // kept, not modelled: its value is the next word unless that is a flag
+        if (!hasValue && nextIsValue)
+            value = w[++i].text, hasValue = true;
+        b.setting(settingName(flag), hasValue ? settingValue(value) : nlohmann::json(true));
+        st.kept.push_back(flag);
+        return Status::ok();
+    }
+    if (k->type == KnobType::Bool) {
+        setRow(b, *k, negated ? 0 : 1, line, flag);
+        st.sawUnified = true;
+        return Status::ok();
+    }
+    if (!hasValue) {
+        if (!nextIsValue)
+            return Status(StatusCode::InvalidArgument, at(line) + flag + " needs a value");
+        value = w[++i].text;
+    }
+    auto v = wholeNumber(value, line, flag);
+    if (!v)
+        return v.status();
+    if (specialValue(b, st, *k, flag, value, *v, line))
+        return Status::ok();
+    setRow(b, *k, double(*v), line, flag + " " + value);
+    if (k == &st.slotsRow)
+        st.sawSlots = true, st.slotsLine = line;
+    return Status::ok();
+}
+
+// Ollama's defaults and its per-request contexts.
+void finishOllama(ImportBuilder &b, const ReadState &st)
+{
+    if (!st.sawSlots) {
+        setRow(b, st.slotsRow, 1, 0, "OLLAMA_NUM_PARALLEL's default");
+        b.note("OLLAMA_NUM_PARALLEL not set: Ollama's default, 1, taken (older releases chose 4 or 1 "
+               "by free memory)");
+    }
+    // Ollama gives each parallel request its own context: the runner's
+    // cache is OLLAMA_CONTEXT_LENGTH × OLLAMA_NUM_PARALLEL, not shared.
+    setRow(b, st.unifiedRow, 0, 0, "Ollama");
+    if (st.ollamaContext) {
+        const long long n = b.config().server.llamacpp.nParallel;
+        setRow(b, st.ctxRow, double(*st.ollamaContext * n), st.ollamaContextLine,
+               "OLLAMA_CONTEXT_LENGTH=" + std::to_string(*st.ollamaContext) + " x OLLAMA_NUM_PARALLEL");
+        b.note(
+            "n_ctx = OLLAMA_CONTEXT_LENGTH x OLLAMA_NUM_PARALLEL = " + std::to_string(*st.ollamaContext * n) +
+            ": each request gets OLLAMA_CONTEXT_LENGTH tokens of its own (kv_unified false)");
+    }
+    if (b.settings().contains(std::string(kOllamaQueue)))
+        b.note(std::string(kOllamaQueue) +
+               " read but not modelled: it bounds the requests Ollama has not yet handed to a runner, "
+               "and the model's deferred queue is llama-server's, which has no bound");
+}
+
 } // namespace
 
 Result<ImportedConfig> importLlamaCpp(std::string_view text, ServerFormat format)
@@ -76,127 +206,30 @@ Result<ImportedConfig> importLlamaCpp(std::string_view text, ServerFormat format
            "llama-server batches at the iteration level (policy continuous)");
     b.knob("continuous.chunked_prefill", 1, 0,
            "llama-server continues a prompt that does not fit n_batch in the next turn");
-    const Knob &slotsRow = *findKnob("server.llamacpp.n_parallel");
-    const Knob &ctxRow = *findKnob("server.llamacpp.n_ctx");
-    const Knob &unifiedRow = *findKnob("server.llamacpp.kv_unified");
-    bool sawSlots = false, sawUnified = false, sawAny = false;
-    int slotsLine = 0;
-    std::optional<long long> ollamaContext;
-    int ollamaContextLine = 0;
-    std::vector<std::string> kept; // flags read but not modelled
+    ReadState st;
     const std::vector<Word> &w = *words;
     for (std::size_t i = 0; i < w.size(); ++i) {
-        const std::string &t = w[i].text;
-        const int line = w[i].line;
-        // Ollama: NAME=VALUE, also behind `export`, systemd's Environment=
-        // or docker's -e.
-        if (const auto pos = t.find("OLLAMA_");
-            pos != std::string::npos && t.find('=', pos) != std::string::npos) {
-            const std::string assign = t.substr(pos);
-            const std::string name = assign.substr(0, assign.find('='));
-            const std::string value = assign.substr(assign.find('=') + 1);
-            sawAny = true;
-            if (name != kOllamaSlots && name != kOllamaContext && name != kOllamaQueue) {
-                b.setting(name, settingValue(value));
-                continue;
-            }
-            auto v = wholeNumber(value, line, name);
-            if (!v)
-                return v.status();
-            b.setting(name, *v);
-            if (name == kOllamaSlots) {
-                setRow(b, slotsRow, double(*v), line, name + "=" + value);
-                sawSlots = true, slotsLine = line;
-            } else if (name == kOllamaContext) {
-                ollamaContext = *v, ollamaContextLine = line;
-            }
+        auto ollama = readOllama(b, st, w[i].text, w[i].line);
+        if (!ollama)
+            return ollama.status();
+        if (*ollama || !isFlag(w[i].text))
             continue;
-        }
-        if (!isFlag(t))
-            continue;
-        sawAny = true;
-        std::string flag = t, value;
-        bool hasValue = false;
-        if (const auto eq = flag.find('='); eq != std::string::npos) {
-            value = flag.substr(eq + 1), flag.resize(eq), hasValue = true;
-        }
-        bool negated = false;
-        const Knob *k = rowFor(flag, negated);
-        const bool nextIsValue = i + 1 < w.size() && !isFlag(w[i + 1].text);
-        if (!k) { // kept, not modelled: its value is the next word unless that is a flag
-            if (!hasValue && nextIsValue)
-                value = w[++i].text, hasValue = true;
-            b.setting(settingName(flag), hasValue ? settingValue(value) : nlohmann::json(true));
-            kept.push_back(flag);
-            continue;
-        }
-        if (k->type == KnobType::Bool) {
-            setRow(b, *k, negated ? 0 : 1, line, flag);
-            sawUnified = true;
-            continue;
-        }
-        if (!hasValue) {
-            if (!nextIsValue)
-                return Status(StatusCode::InvalidArgument, at(line) + flag + " needs a value");
-            value = w[++i].text;
-        }
-        auto v = wholeNumber(value, line, flag);
-        if (!v)
-            return v.status();
-        if (k == &slotsRow && *v < 0) {
-            // -np -1: the server's auto, 4 slots sharing one KV cache.
-            b.setting("n_parallel", *v);
-            b.note(at(line) + flag + " " + value +
-                   ": auto, which llama-server runs as 4 slots with a unified KV cache");
-            setRow(b, slotsRow, 4, line, flag + " " + value);
-            setRow(b, unifiedRow, 1, line, flag + " " + value);
-            sawSlots = sawUnified = true, slotsLine = line;
-            continue;
-        }
-        if (k == &ctxRow && *v == 0) {
-            b.setting(std::string(k->name), 0);
-            b.note(at(line) + flag +
-                   " 0: the model's training context, which only the server knows; n_ctx not set "
-                   "(GET /props publishes it)");
-            continue;
-        }
-        setRow(b, *k, double(*v), line, flag + " " + value);
-        if (k == &slotsRow)
-            sawSlots = true, slotsLine = line;
+        if (Status s = readFlag(b, st, w, i); !s)
+            return s;
     }
-    if (!sawAny)
+    if (!st.sawAny)
         return Status(StatusCode::InvalidArgument, "no llama-server flags or OLLAMA_ variables found");
-    const int slots = b.config().server.llamacpp.nParallel;
-    if (format == ServerFormat::Ollama || ollamaContext) {
-        if (!sawSlots) {
-            setRow(b, slotsRow, 1, 0, "OLLAMA_NUM_PARALLEL's default");
-            b.note("OLLAMA_NUM_PARALLEL not set: Ollama's default, 1, taken (older releases chose 4 or 1 "
-                   "by free memory)");
-        }
-        // Ollama gives each parallel request its own context: the runner's
-        // cache is OLLAMA_CONTEXT_LENGTH × OLLAMA_NUM_PARALLEL, not shared.
-        setRow(b, unifiedRow, 0, 0, "Ollama");
-        if (ollamaContext) {
-            const long long n = b.config().server.llamacpp.nParallel;
-            setRow(b, ctxRow, double(*ollamaContext * n), ollamaContextLine,
-                   "OLLAMA_CONTEXT_LENGTH=" + std::to_string(*ollamaContext) + " x OLLAMA_NUM_PARALLEL");
-            b.note("n_ctx = OLLAMA_CONTEXT_LENGTH x OLLAMA_NUM_PARALLEL = " +
-                   std::to_string(*ollamaContext * n) +
-                   ": each request gets OLLAMA_CONTEXT_LENGTH tokens of its own (kv_unified false)");
-        }
-        if (b.settings().contains(std::string(kOllamaQueue)))
-            b.note(std::string(kOllamaQueue) +
-                   " read but not modelled: it bounds the requests Ollama has not yet handed to a runner, "
-                   "and the model's deferred queue is llama-server's, which has no bound");
-    } else if (sawSlots && !sawUnified) {
+    if (format == ServerFormat::Ollama || st.ollamaContext) {
+        finishOllama(b, st);
+    } else if (st.sawSlots && !st.sawUnified) {
         // llama-server: an explicit -np without -kvu gives each slot n_ctx / n_parallel.
-        setRow(b, unifiedRow, 0, slotsLine, "--parallel without --kv-unified");
-        b.note(at(slotsLine) + "--parallel " + std::to_string(slots) +
+        setRow(b, st.unifiedRow, 0, st.slotsLine, "--parallel without --kv-unified");
+        b.note(at(st.slotsLine) + "--parallel " + std::to_string(b.config().server.llamacpp.nParallel) +
                " without --kv-unified: each slot has its own n_ctx / n_parallel of the cache");
     }
-    if (!kept.empty()) {
+    if (!st.kept.empty()) {
         std::string list;
-        for (const std::string &f : kept)
+        for (const std::string &f : st.kept)
             list += (list.empty() ? "" : ", ") + f;
         b.note("kept as settings, not modelled: " + list);
     }

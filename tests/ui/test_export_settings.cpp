@@ -24,8 +24,10 @@ private slots:
         auto engine = test::makeEchoEngine(config);
         app::EngineBridge bridge(*engine);
         ExportSettingsMenu menu(bridge);
-        QCOMPARE(menu.actions().size(), 5);
+        QCOMPARE(menu.actions().size(), 7);
         QVERIFY(menu.actions()[0]->text().contains("Triton"));
+        QVERIFY(menu.actions()[5]->text().contains("llama.cpp"));
+        QVERIFY(ExportSettingsMenu::suggestedFileName(ServerFormat::Ollama).endsWith("ollama.env"));
 
         QTemporaryDir dir;
         QSignalSpy done(&menu, &ExportSettingsMenu::exported);
@@ -38,6 +40,14 @@ private slots:
         const QString text = QString::fromUtf8(f.readAll());
         QVERIFY2(text.contains("max_batch_size: 24") && text.contains("max_queue_delay_microseconds: 3000"),
                  qPrintable(text));
+
+        // llama-server's launch line from the engine's continuous knobs
+        const QString llama = dir.filePath(ExportSettingsMenu::suggestedFileName(ServerFormat::LlamaCpp));
+        menu.exportTo(ServerFormat::LlamaCpp, llama);
+        QCOMPARE(done.size(), 2);
+        QFile lf(llama);
+        QVERIFY(lf.open(QIODevice::ReadOnly));
+        QVERIFY(QString::fromUtf8(lf.readAll()).contains("llama-server"));
 
         QSignalSpy failed(&menu, &ExportSettingsMenu::exportFailed);
         menu.exportTo(ServerFormat::Vllm, dir.filePath("no/such/dir/x.sh"));

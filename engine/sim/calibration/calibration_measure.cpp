@@ -4,6 +4,7 @@
 #include "engine/sim/calibration/statistics.h"
 
 #include "engine/exec/engine.h"
+#include "engine/workload/seeded_tokens.h"
 #include "engine/workload/workload.h"
 
 #include <future>
@@ -41,19 +42,9 @@ Status measureSteps(Backend &backend, StepModel &model, const std::vector<int> &
     const ModelInfo &info = backend.info();
     const bool moe = info.experts > 0 && info.moeLayers > 0 && backend.expertsTouched() >= 0;
     std::uint64_t nextId = 1ull << 40; // far from any live sequence of a running engine
-    std::uint64_t lcg = std::uint64_t(grid.seed) * 6364136223846793005ull + 1442695040888963407ull;
-    auto token = [&]() -> TokenId {
-        if (!moe)
-            return 1;
-        lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
-        return TokenId(1 + (lcg >> 33) % std::uint64_t(std::max(1, info.vocabSize - 1)));
-    };
-    auto tokens = [&](std::size_t n) {
-        std::vector<TokenId> t(n);
-        for (TokenId &id : t)
-            id = token();
-        return t;
-    };
+    // An MoE model gets varied ids (its experts vary with them); a dense one id 1 throughout.
+    SeededTokens seeded(std::uint64_t(grid.seed), info.vocabSize);
+    auto tokens = [&](std::size_t n) { return moe ? seeded.take(n) : std::vector<TokenId>(n, 1); };
     double lastExperts = -1; // of the last timed step, per MoE layer
     auto timed = [&](const std::vector<StepItem> &items, bool &fits) -> double {
         std::vector<StepOutcome> outcomes;
