@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# BatchPilot's CPU step against llama.cpp on the same weights (issue 45).
+# BatchPilot's CPU step against llama.cpp on the same weights (docs/benchmarks.md,
+# "The CPU step against llama.cpp on the same weights").
 #
 # COST: about 6 minutes on 2 cores per round (default 1 round), the first run
 # a few more to make the checkpoint and its GGUFs (and, when no Python with

@@ -15,10 +15,10 @@ tests need no Python.
             index; a GPT-2-style tokenizer (ByteLevel with its own pattern)
 
   llama-custom-chat/  LlamaForCausalLM with its own byte-level BPE tokenizer and a chat
-            template of its own (<|begin|>role ... <|end|>), issue 46
+            template of its own (<|begin|>role ... <|end|>)
   mistral-sentencepiece/  MistralForCausalLM with a SentencePiece-style tokenizer
             (Mistral v0.3's layout, byte_fallback) and Mistral Nemo's [INST] template
-  gemma3/   Gemma3ForCausalLM (issue 46): GeGLU, (1 + weight) RMSNorms before and
+  gemma3/   Gemma3ForCausalLM: GeGLU, (1 + weight) RMSNorms before and
             after attention and MLP, q/k norms, sliding-window layers (window 8)
             beside a global one with their own rope base, query_pre_attn_scalar,
             linear rope scaling on the global layer, final logit softcapping,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Makes the checkpoint of issue 45's CPU comparison (bench/cpu_vs_llamacpp.sh):
+"""Makes the checkpoint of the CPU comparison against llama.cpp (bench/cpu_vs_llamacpp.sh):
 a Qwen2ForCausalLM with random weights, float32, as transformers initialises it
 (seed 0): vocabulary 151,936, hidden 256, 4 layers, 4 heads of 64 with 2 KV
 heads, MLP 672, untied LM head: 80,646,400 parameters (80.6 M). The tokenizer

@@ -39,7 +39,7 @@ bool haveOpenBlas();
 // OpenBLAS is linked and runs kernels for this processor. Debian's OpenBLAS
 // 0.3.21 does not recognise a processor whose model a hypervisor masks and
 // falls back to its SSE3 ("Prescott") kernels: on such a machine with AVX2
-// the float32 GEMMs go to ATen's CPU BLAS instead (issue 45: prefill 3-5x).
+// the float32 GEMMs go to ATen's CPU BLAS instead (prefill 3-5x faster here; docs/benchmarks.md).
 bool openBlasTuned();
 
 } // namespace bp

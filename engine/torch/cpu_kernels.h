@@ -1,4 +1,4 @@
-// Fused CPU kernels for the decoder step (issue 45): what a Llama-style layer
+// Fused CPU kernels for the decoder step: what a Llama-style layer
 // does between its matrix products, in one pass each instead of several ATen
 // ops with a fresh tensor after each, and the matrix products of few rows
 // (decode steps) as one stream over the weights.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The remote loop against a real llama.cpp llama-server (issue 43 item 3).
+"""The remote loop against a real llama.cpp llama-server, as ground truth for its model.
 
     llamacpp_server_check.py BATCHPILOT MAKE_TINY_GGUF INSTALL_LLAMA_CPP WORKDIR known|unknown
 

@@ -131,7 +131,7 @@ private slots:
         QVERIFY(server.stop(SIGTERM));
     }
 
-    // Issue 46's folder: a Llama with its own byte-level BPE and a template
+    // A folder as a user brings one: a Llama with its own byte-level BPE and a template
     // of its own (<|begin|>role ... <|end|>) answers chat through that
     // template, as transformers renders it; tools are refused clearly.
     void ownTemplateAnswersChat()

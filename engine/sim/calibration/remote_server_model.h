@@ -56,7 +56,7 @@ bool simulatesServerModel(const RemoteCalibration &calibration);
 
 // A calibration of a server of unknown kind (nothing in its /metrics or
 // routes said which it is, and no --server): no scheduler model of it
-// exists here, so a simulation must not pick one silently (issue 43). The
+// exists here, so a simulation must not pick one silently. The
 // message says so and what to do (`command`: "replay --simulate", "tune");
 // nullopt when the kind is known.
 std::optional<std::string> unknownKindMessage(const RemoteCalibration &calibration,

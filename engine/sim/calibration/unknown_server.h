@@ -1,5 +1,5 @@
-// What the probe's rounds show of a server of unknown kind (issue 43
-// item 2), read from its requests' timings alone (no /metrics series):
+// What the probe's rounds show of a server of unknown kind, read from its
+// requests' timings alone (no /metrics series):
 //
 //  - iteration- or request-level: in the mixed round, does a new prompt's
 //    first token come while the running streams still generate (iteration

@@ -1,4 +1,4 @@
-// llama.cpp's llama-server as a server kind (issue 43): its scheduler model
+// llama.cpp's llama-server as a server kind: its scheduler model
 // (engine/sched/server_models/llamacpp_scheduler.h) on a fake clock with the
 // hash model, its /metrics series, its /props settings and its launch flags.
 #include "tests/engine/books_driver.h"

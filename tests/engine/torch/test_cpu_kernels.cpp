@@ -1,4 +1,4 @@
-// The CPU step's fused kernels (engine/torch/cpu_kernels.h, issue 45) against
+// The CPU step's fused kernels (engine/torch/cpu_kernels.h) against
 // the ATen formulation they replace (transformers' LlamaRMSNorm, rotate_half
 // RoPE, silu(gate) * up, at::linear), in float32 and bfloat16, on shapes with
 // odd widths (vector tails), strided rows and every row count the few-rows
