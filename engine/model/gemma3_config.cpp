@@ -134,13 +134,8 @@ Result<HfModelConfig> parseGemma3Config(const nlohmann::json &j, const std::stri
     } catch (const nlohmann::json::exception &e) {
         return bad(where, std::string("malformed: ") + e.what());
     }
-    if (c.vocabSize < 1 || c.hiddenSize < 1 || c.intermediateSize < 1 || c.layers < 1 || c.heads < 1 ||
-        c.kvHeads < 1 || c.headDim < 1 || c.maxPositions < 2)
-        return bad(where, "sizes must be positive (vocab, hidden, intermediate, layers, heads, positions)");
-    if (c.heads % c.kvHeads != 0)
-        return bad(where, "num_attention_heads must be a multiple of num_key_value_heads");
-    if (c.headDim % 2 != 0)
-        return bad(where, "head_dim must be even (rotary embeddings rotate pairs)");
+    if (const std::string problem = c.shapeProblem(); !problem.empty())
+        return bad(where, problem);
     c.gemma3 = std::move(g);
     return c;
 }

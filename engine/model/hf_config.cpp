@@ -78,6 +78,29 @@ std::string HfModelConfig::describe() const
                 : "");
 }
 
+std::string HfModelConfig::shapeProblem() const
+{
+    if (vocabSize < 1 || hiddenSize < 1 || intermediateSize < 1 || layers < 1 || heads < 1 || kvHeads < 1 ||
+        headDim < 1 || maxPositions < 2)
+        return "sizes must be positive (vocab, hidden, intermediate, layers, heads, positions)";
+    if (heads % kvHeads != 0)
+        return "num_attention_heads must be a multiple of num_key_value_heads";
+    if (headDim % 2 != 0)
+        return "head_dim must be even (rotary embeddings rotate pairs)";
+    return {};
+}
+
+void fillHfModelInfo(ModelInfo &info, const std::string &name, const HfModelConfig &config)
+{
+    info.name = name;
+    info.vocabSize = config.vocabSize;
+    info.maxSequenceLength = config.maxPositions - 1;
+    info.generative = true;
+    info.maxNewTokensLimit = config.maxPositions - 1;
+    info.parameters = config.parameterCount();
+    info.architecture = config.architecture;
+}
+
 Result<HfModelConfig> parseHfConfig(const nlohmann::json &j, const std::string &where)
 {
     if (!j.is_object())
@@ -171,13 +194,8 @@ Result<HfModelConfig> parseHfConfig(const nlohmann::json &j, const std::string &
     } catch (const nlohmann::json::exception &e) {
         return bad(where, std::string("malformed: ") + e.what());
     }
-    if (c.vocabSize < 1 || c.hiddenSize < 1 || c.intermediateSize < 1 || c.layers < 1 || c.heads < 1 ||
-        c.kvHeads < 1 || c.headDim < 1 || c.maxPositions < 2)
-        return bad(where, "sizes must be positive (vocab, hidden, intermediate, layers, heads, positions)");
-    if (c.heads % c.kvHeads != 0)
-        return bad(where, "num_attention_heads must be a multiple of num_key_value_heads");
-    if (c.headDim % 2 != 0)
-        return bad(where, "head_dim must be even (rotary embeddings rotate pairs)");
+    if (const std::string problem = c.shapeProblem(); !problem.empty())
+        return bad(where, problem);
     return c;
 }
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "engine/core/result.h"
+#include "engine/model/backend.h"
 #include "engine/model/gemma3_config.h"
 
 #include <nlohmann/json.hpp>
@@ -73,10 +74,19 @@ struct HfModelConfig {
     }
     // "Qwen2ForCausalLM: 24 layers, hidden 896, 14 heads / 2 KV heads of 64, ..."
     std::string describe() const;
+    // What every family refuses in the sizes it read ("" when they hold):
+    // non-positive sizes, query heads not a multiple of the KV heads, an odd
+    // head_dim (rotary embeddings rotate pairs).
+    std::string shapeProblem() const;
 };
 
 // InvalidArgument naming `where` and the field.
 Result<HfModelConfig> parseHfConfig(const nlohmann::json &config, const std::string &where);
 Result<HfModelConfig> loadHfConfig(const std::string &path);
+
+// The ModelInfo fields a decoder built from `config` reports whatever its
+// family: name, vocabulary, positions (one kept for the first generated
+// token), generative, parameters, architecture.
+void fillHfModelInfo(ModelInfo &info, const std::string &name, const HfModelConfig &config);
 
 } // namespace bp

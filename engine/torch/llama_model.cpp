@@ -325,13 +325,7 @@ public:
           m_config(config), m_weights(std::move(weights)), m_trunk(m_config, m_weights),
           m_tokenizer(std::move(tokenizer)), m_source(std::move(source))
     {
-        m_info.name = name;
-        m_info.vocabSize = config.vocabSize;
-        m_info.maxSequenceLength = config.maxPositions - 1;
-        m_info.generative = true;
-        m_info.maxNewTokensLimit = config.maxPositions - 1;
-        m_info.parameters = config.parameterCount();
-        m_info.architecture = config.architecture;
+        fillHfModelInfo(m_info, name, config);
         m_info.experts = config.experts;
         m_info.expertsPerToken = config.expertsPerToken;
         m_info.moeLayers = config.moeLayers();
