@@ -111,13 +111,16 @@ private:
             "round " + std::to_string(m_round + 1) + "/" + std::to_string(m_rounds.size()) + ": " + r.phase;
         std::string change;
         if (!r.probes.empty()) {
-            // The cap /metrics showed; else the one the decode rounds' own
-            // timings showed (a server of unknown kind publishes no series):
-            // with every place taken by a stream, no prompt is ever sent and
-            // the round cannot tell iteration- from request-level.
+            // The cap /metrics showed; where no /metrics could be read, the
+            // one the decode rounds' own timings showed (a server of unknown
+            // kind publishes no series): with every place taken by a stream,
+            // no prompt is ever sent and the round cannot tell iteration-
+            // from request-level. A server whose series are read keeps its
+            // plan unless they show a cap (timings on a busy machine would
+            // show caps that are not there).
             std::optional<int> cap = runningCapOf(observedLimits(m_run.scrapes, nullptr, nullptr));
             std::string from;
-            if (!cap) {
+            if (!cap && !m_run.first) {
                 cap = inferScheduler(m_run.requests).runningCap;
                 from = " (seen in the decode rounds' timings)";
             }

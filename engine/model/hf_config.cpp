@@ -90,7 +90,8 @@ std::string HfModelConfig::shapeProblem() const
     return {};
 }
 
-void fillHfModelInfo(ModelInfo &info, const std::string &name, const HfModelConfig &config)
+void fillHfModelInfo(ModelInfo &info, const std::string &name, const HfModelConfig &config,
+                     std::shared_ptr<const TextTokenizer> tokenizer, const std::string &source)
 {
     info.name = name;
     info.vocabSize = config.vocabSize;
@@ -99,6 +100,15 @@ void fillHfModelInfo(ModelInfo &info, const std::string &name, const HfModelConf
     info.maxNewTokensLimit = config.maxPositions - 1;
     info.parameters = config.parameterCount();
     info.architecture = config.architecture;
+    info.description = config.describe() + ", " + info.dtype + "; " + source +
+                       (tokenizer ? "; tokenizer: " + tokenizer->describe() : "; byte tokenizer");
+    info.tokenizer = std::move(tokenizer);
+}
+
+std::string hfModelNote(const ModelInfo &info, const HfModelConfig &config, const std::string &source)
+{
+    return "model: " + info.name + " (" + config.architecture + ", " + std::to_string(info.parameters) +
+           " parameters, " + info.dtype + ", " + source + ")";
 }
 
 Result<HfModelConfig> parseHfConfig(const nlohmann::json &j, const std::string &where)

@@ -86,7 +86,13 @@ Result<HfModelConfig> loadHfConfig(const std::string &path);
 
 // The ModelInfo fields a decoder built from `config` reports whatever its
 // family: name, vocabulary, positions (one kept for the first generated
-// token), generative, parameters, architecture.
-void fillHfModelInfo(ModelInfo &info, const std::string &name, const HfModelConfig &config);
+// token), generative, parameters, architecture, its tokenizer (none: the
+// byte tokenizer) and the description, which names `source` (where the
+// weights came from) and info.dtype (set before this).
+void fillHfModelInfo(ModelInfo &info, const std::string &name, const HfModelConfig &config,
+                     std::shared_ptr<const TextTokenizer> tokenizer, const std::string &source);
+// The model line of a replay's or a report's notes: name, architecture,
+// parameters, dtype, source.
+std::string hfModelNote(const ModelInfo &info, const HfModelConfig &config, const std::string &source);
 
 } // namespace bp

@@ -99,31 +99,21 @@ void smallProduct(const float *x, std::int64_t m, std::int64_t k, const at::Tens
     // small layer runs on the calling thread: no parallel region for it).
     const std::int64_t grain =
         std::max<std::int64_t>(16, (128 << 10) / std::max<std::int64_t>(1, k * w.element_size()));
-    if (dotRowsAvx512()) { // register tiles (kernels/dot_rows.h)
-        if (w.scalar_type() == at::kFloat) {
-            const float *wp = w.data_ptr<float>();
-            at::parallel_for(0, n, grain, [&](std::int64_t b, std::int64_t e) {
-                dotRowsAvx512F32(x, m, k, wp, b, e, y, n, accumulate);
-            });
+    // rows [b, e) of w: the AVX-512 register tiles (kernels/dot_rows.h) where
+    // the processor has them, else the clones above
+    const bool tiles = dotRowsAvx512();
+    const bool f32 = w.scalar_type() == at::kFloat;
+    const void *wp = w.data_ptr();
+    at::parallel_for(0, n, grain, [&](std::int64_t b, std::int64_t e) {
+        if (f32) {
+            const auto *rows = static_cast<const float *>(wp);
+            (tiles ? dotRowsAvx512F32 : dotRowsF32)(x, m, k, rows, b, e, y, n, accumulate);
+        } else if (tiles) {
+            dotRowsAvx512Bf16(x, m, k, static_cast<const std::uint16_t *>(wp), b, e, y, n, accumulate);
         } else {
-            const auto *wp = reinterpret_cast<const std::uint16_t *>(w.data_ptr<Bf16>());
-            at::parallel_for(0, n, grain, [&](std::int64_t b, std::int64_t e) {
-                dotRowsAvx512Bf16(x, m, k, wp, b, e, y, n, accumulate);
-            });
+            dotRowsBf16(x, m, k, static_cast<const Bf16 *>(wp), b, e, y, n, accumulate);
         }
-        return;
-    }
-    if (w.scalar_type() == at::kFloat) {
-        const float *wp = w.data_ptr<float>();
-        at::parallel_for(0, n, grain, [&](std::int64_t b, std::int64_t e) {
-            dotRowsF32(x, m, k, wp, b, e, y, n, accumulate);
-        });
-    } else {
-        const Bf16 *wp = w.data_ptr<Bf16>();
-        at::parallel_for(0, n, grain, [&](std::int64_t b, std::int64_t e) {
-            dotRowsBf16(x, m, k, wp, b, e, y, n, accumulate);
-        });
-    }
+    });
 }
 
 // x [..., k] as m rows, w [n, k]; no ATen op (a step's op count must not

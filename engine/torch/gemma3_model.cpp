@@ -149,18 +149,11 @@ public:
           m_config(config), m_weights(std::move(weights)), m_trunk(m_config, m_weights),
           m_tokenizer(std::move(tokenizer)), m_source(std::move(source))
     {
-        fillHfModelInfo(m_info, name, config);
-        m_info.tokenizer = m_tokenizer;
-        m_info.description = config.describe() + ", " + m_info.dtype + "; " + m_source +
-                             (m_tokenizer ? "; tokenizer: " + m_tokenizer->describe() : "; byte tokenizer");
+        fillHfModelInfo(m_info, name, config, m_tokenizer, m_source);
     }
 
 private:
-    std::vector<std::string> modelNotes() const override
-    {
-        return {"model: " + m_info.name + " (" + m_config.architecture + ", " +
-                std::to_string(m_info.parameters) + " parameters, " + m_info.dtype + ", " + m_source + ")"};
-    }
+    std::vector<std::string> modelNotes() const override { return {hfModelNote(m_info, m_config, m_source)}; }
 
     HfModelConfig m_config;
     Gemma3Weights m_weights;

@@ -325,13 +325,10 @@ public:
           m_config(config), m_weights(std::move(weights)), m_trunk(m_config, m_weights),
           m_tokenizer(std::move(tokenizer)), m_source(std::move(source))
     {
-        fillHfModelInfo(m_info, name, config);
+        fillHfModelInfo(m_info, name, config, m_tokenizer, m_source);
         m_info.experts = config.experts;
         m_info.expertsPerToken = config.expertsPerToken;
         m_info.moeLayers = config.moeLayers();
-        m_info.tokenizer = m_tokenizer;
-        m_info.description = config.describe() + ", " + m_info.dtype + "; " + m_source +
-                             (m_tokenizer ? "; tokenizer: " + m_tokenizer->describe() : "; byte tokenizer");
     }
 
     std::int64_t expertsTouched() const override
@@ -340,11 +337,7 @@ public:
     }
 
 private:
-    std::vector<std::string> modelNotes() const override
-    {
-        return {"model: " + m_info.name + " (" + m_config.architecture + ", " +
-                std::to_string(m_info.parameters) + " parameters, " + m_info.dtype + ", " + m_source + ")"};
-    }
+    std::vector<std::string> modelNotes() const override { return {hfModelNote(m_info, m_config, m_source)}; }
 
     HfModelConfig m_config;
     LlamaWeights m_weights;

@@ -121,7 +121,7 @@ PagedStepResult PagedRunner::runEager(std::span<const PagedItem> items, bool wan
     const StepTensors st = views(packed, T, S, N, W);
     const at::Tensor logits = m_trunk.logits(st, m_pool);
     // On the CPU the rows' argmax of our own (cpu_kernels.h): ATen's compares an element at a time.
-    const at::Tensor next = logits.is_cpu() && cpuFused(logits) && logits.dim() == 2 && logits.is_contiguous()
+    const at::Tensor next = cpuFused(logits) && logits.dim() == 2 && logits.is_contiguous()
                                 ? argmaxRowsCpu(logits)
                                 : logits.argmax(-1);
     at::Tensor nextHost = stagingTensor(N, at::kLong, m_device);

@@ -162,8 +162,9 @@ Result<ReplayOutcome> SimulatedReplay::run(const ReplayOptions &options, const R
     (*sink)->start();
     // A remote server's requests as its clients see them: the calibration's
     // per-request path added, as `tune` adds it (request_overhead.h).
-    RequestOverheadObserver clientSide(sink->get(), requestOverheadOf(cal));
-    if (requestOverheadOf(cal) > Duration::zero())
+    const Duration overhead = requestOverheadOf(cal);
+    RequestOverheadObserver clientSide(sink->get(), overhead);
+    if (overhead > Duration::zero())
         so.observer = &clientSide;
     else
         so.observer = sink->get();
