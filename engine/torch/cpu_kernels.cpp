@@ -4,6 +4,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -177,6 +178,14 @@ template <class F> void dispatchFused(at::ScalarType type, F &&f)
 }
 
 } // namespace
+
+int cpuKernelThreads()
+{
+    const std::int64_t asked = at::get_num_threads();
+    std::atomic<int> tasks{0};
+    at::parallel_for(0, asked, 1, [&](std::int64_t, std::int64_t) { tasks.fetch_add(1); });
+    return tasks.load();
+}
 
 bool cpuFused(const at::Tensor &t)
 {

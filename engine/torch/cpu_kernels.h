@@ -46,6 +46,11 @@ void addSmallLinearCpu(at::Tensor &acc, const at::Tensor &x, const at::Tensor &w
 // the GEMM path of bp::linear / bp::addLinear does.
 at::Tensor smallLinearCpu(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b = at::Tensor());
 
+// How many threads a parallel region of these kernels gets: at::parallel_for
+// over at::get_num_threads() tasks, as compiled into this library (1 where it
+// was built without OpenMP, whatever at::set_num_threads asked).
+int cpuKernelThreads();
+
 // Rows up to which the products above beat a general GEMM (OpenBLAS for
 // float32, oneDNN for bfloat16) on a memory-bound product.
 constexpr std::int64_t kSmallLinearRows = 16;

@@ -82,7 +82,14 @@ Result<const BpCudaPluginApi *> loadPlugin()
     if (const std::string dir = executableDir(); !dir.empty())
         candidates.push_back(dir + "/../lib/batchpilot/" + kPluginFile);
 #ifdef BATCHPILOT_CUDA_PLUGIN_BUILD_DIR
-    candidates.push_back(std::string(BATCHPILOT_CUDA_PLUGIN_BUILD_DIR) + "/" + kPluginFile);
+    {
+        // appended, not `std::string(...) + "/" + ...`: GCC 12 reports a false
+        // -Warray-bounds on that temporary's inlined copy
+        std::string built = BATCHPILOT_CUDA_PLUGIN_BUILD_DIR;
+        built += '/';
+        built += kPluginFile;
+        candidates.push_back(std::move(built));
+    }
 #endif
     for (const std::string &path : candidates) {
         std::error_code ec;
