@@ -61,6 +61,10 @@ template <class T> float toFloat(T x)
     return float(x);
 }
 
+// Multiply-adds of a step's q·k below which its attention runs on the
+// calling thread (~10 microseconds of work).
+constexpr std::int64_t kParallelAttentionWork = std::int64_t(1) << 15;
+
 struct AttentionShape {
     std::int64_t H, Hkv, D, group, width, blockTokens, qRow, blocks;
     float scale = 1.f;
@@ -288,7 +292,16 @@ at::Tensor pagedAttentionCpu(const at::Tensor &q, const at::Tensor &kPool, const
                 for (std::int64_t g = 0; g < Hkv; ++g)
                     tasks.push_back({std::int64_t(r), g, 1});
         }
-        at::parallel_for(0, std::int64_t(tasks.size()), 1, [&](std::int64_t begin, std::int64_t end) {
+        // Split between the threads only where the work pays for a parallel
+        // region (a few microseconds): a small model's decode step attends
+        // over a few heads of a few dozen keys, cheaper than waking a thread.
+        std::int64_t work = 0; // multiply-adds of q·k, roughly
+        for (const auto &[r, h, kind] : tasks) {
+            const auto [t0, n] = runs[std::size_t(r)];
+            work += kind == 0 ? (std::int64_t(pos[t0]) + 1) * D : n * (std::int64_t(pos[t0]) + n) * D * a.group;
+        }
+        const std::int64_t grain = work < kParallelAttentionWork ? std::int64_t(tasks.size()) : 1;
+        at::parallel_for(0, std::int64_t(tasks.size()), grain, [&](std::int64_t begin, std::int64_t end) {
             std::vector<float> scores, acc, convert;
             for (std::int64_t i = begin; i < end; ++i) {
                 const auto [r, h, kind] = tasks[std::size_t(i)];
