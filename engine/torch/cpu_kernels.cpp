@@ -1,10 +1,10 @@
 #include "cpu_kernels.h"
 #include "kernels/dot_rows.h"
 #include "kernels/vec_math.h"
+#include "kernels/work_pool.h"
 
 #include <ATen/Parallel.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -105,7 +105,7 @@ void smallProduct(const float *x, std::int64_t m, std::int64_t k, const at::Tens
     const bool tiles = dotRowsAvx512();
     const bool f32 = w.scalar_type() == at::kFloat;
     const void *wp = w.data_ptr();
-    at::parallel_for(0, n, grain, [&](std::int64_t b, std::int64_t e) {
+    parallelChunks(n, grain, at::get_num_threads(), [&](std::int64_t b, std::int64_t e) {
         if (f32) {
             const auto *rows = static_cast<const float *>(wp);
             (tiles ? dotRowsAvx512F32 : dotRowsF32)(x, m, k, rows, b, e, y, n, accumulate);
@@ -179,14 +179,6 @@ template <class F> void dispatchFused(at::ScalarType type, F &&f)
 
 } // namespace
 
-int cpuKernelThreads()
-{
-    const std::int64_t asked = at::get_num_threads();
-    std::atomic<int> tasks{0};
-    at::parallel_for(0, asked, 1, [&](std::int64_t, std::int64_t) { tasks.fetch_add(1); });
-    return tasks.load();
-}
-
 bool cpuFused(const at::Tensor &t)
 {
     return t.defined() && t.is_cpu() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16);
@@ -244,7 +236,7 @@ at::Tensor rmsNormCpu(const at::Tensor &x, const at::Tensor &weight, double eps)
         using scalar_t = decltype(tag);
         const scalar_t *xp = x.data_ptr<scalar_t>(), *wp = weight.data_ptr<scalar_t>();
         scalar_t *op = out.data_ptr<scalar_t>();
-        at::parallel_for(0, rows, grainRows(d), [&](std::int64_t b, std::int64_t e) {
+        parallelChunks(rows, grainRows(d), at::get_num_threads(), [&](std::int64_t b, std::int64_t e) {
             for (std::int64_t r = b; r < e; ++r) {
                 const scalar_t *xr = xp + r * d;
                 scalar_t *orow = op + r * d;
@@ -283,7 +275,7 @@ void ropeInPlaceCpu(at::Tensor &qk, std::int64_t heads, std::int64_t D, const at
         using scalar_t = decltype(tag);
         scalar_t *base = qk.data_ptr<scalar_t>();
         const scalar_t *cp = cos.data_ptr<scalar_t>(), *sp = sin.data_ptr<scalar_t>();
-        at::parallel_for(0, T, grainRows(heads * D), [&](std::int64_t b, std::int64_t e) {
+        parallelChunks(T, grainRows(heads * D), at::get_num_threads(), [&](std::int64_t b, std::int64_t e) {
             for (std::int64_t t = b; t < e; ++t) {
                 const scalar_t *c = cp + std::int64_t(pos[t]) * D, *s = sp + std::int64_t(pos[t]) * D;
                 for (std::int64_t h = 0; h < heads; ++h) {
@@ -309,7 +301,7 @@ at::Tensor swigluCpu(const at::Tensor &gateUp)
         using scalar_t = decltype(tag);
         const scalar_t *gp = gateUp.data_ptr<scalar_t>();
         scalar_t *op = out.data_ptr<scalar_t>();
-        at::parallel_for(0, rows, grainRows(2 * f), [&](std::int64_t b, std::int64_t e) {
+        parallelChunks(rows, grainRows(2 * f), at::get_num_threads(), [&](std::int64_t b, std::int64_t e) {
             for (std::int64_t r = b; r < e; ++r) {
                 const scalar_t *g = gp + r * 2 * f;
                 siluMulRow(g, g + f, op + r * f, f);
@@ -368,7 +360,7 @@ at::Tensor argmaxRowsCpu(const at::Tensor &logits)
     dispatchFused(logits.scalar_type(), [&](auto tag) {
         using scalar_t = decltype(tag);
         const scalar_t *lp = logits.data_ptr<scalar_t>();
-        at::parallel_for(0, rows, grainRows(n), [&](std::int64_t b, std::int64_t e) {
+        parallelChunks(rows, grainRows(n), at::get_num_threads(), [&](std::int64_t b, std::int64_t e) {
             for (std::int64_t r = b; r < e; ++r)
                 op[r] = argmaxRow(lp + r * n, n);
         });

@@ -5,8 +5,9 @@
 //
 // Only for CPU tensors of float32 or bfloat16 (callers check cpuFused());
 // the results match the ATen formulation they replace up to float rounding
-// (test_cpu_kernels). Threads: at::parallel_for (ATen's intra-op pool), the
-// pool the rest of the step uses, so no second pool spins beside it.
+// (test_cpu_kernels). Threads: at::get_num_threads() of them, through
+// kernels/work_pool.h (chunks taken by whichever threads run, so a step does
+// not wait a scheduler slice for a descheduled thread's share).
 //
 // Internal to engine/torch/ (includes ATen).
 #pragma once
@@ -45,11 +46,6 @@ void addSmallLinearCpu(at::Tensor &acc, const at::Tensor &x, const at::Tensor &w
 // x · w^T (+ b) the same way: [..., n]. Neither dispatches more ATen ops than
 // the GEMM path of bp::linear / bp::addLinear does.
 at::Tensor smallLinearCpu(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b = at::Tensor());
-
-// How many threads a parallel region of these kernels gets: at::parallel_for
-// over at::get_num_threads() tasks, as compiled into this library (1 where it
-// was built without OpenMP, whatever at::set_num_threads asked).
-int cpuKernelThreads();
 
 // Rows up to which the products above beat a general GEMM (OpenBLAS for
 // float32, oneDNN for bfloat16) on a memory-bound product.

@@ -9,8 +9,6 @@
 #include "engine/torch/cpu_kernels.h"
 #include "engine/torch/kernels/vec_math.h"
 
-#include <ATen/Parallel.h>
-
 #include <QtTest>
 
 using namespace bp;
@@ -120,20 +118,6 @@ private slots:
                     addSmallLinearCpu(acc, x, w);
                     QVERIFY(maxError(acc, accRef) <= tolerance(dtype, 8 * scale));
                 }
-    }
-
-    // The kernels' parallel regions get the threads asked for: at::parallel_for
-    // is compiled into the caller, and without OpenMP there it runs every
-    // range on one thread (a batch-1 decode step then read its weights at one
-    // core's rate).
-    void parallelRegionsUseTheThreads()
-    {
-        const int before = at::get_num_threads();
-        at::set_num_threads(2);
-        QCOMPARE(cpuKernelThreads(), 2);
-        at::set_num_threads(1);
-        QCOMPARE(cpuKernelThreads(), 1);
-        at::set_num_threads(before);
     }
 
     void expVecIsExpf()
