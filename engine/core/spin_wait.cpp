@@ -3,12 +3,6 @@
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define BP_CPU_RELAX() _mm_pause()
-#else
-#define BP_CPU_RELAX() ((void)0)
-#endif
 
 namespace bp {
 
@@ -24,7 +18,7 @@ bool spinUntil(TimePoint until, const std::atomic<std::uint64_t> &pokes, std::ui
     while (SteadyClock::now() < until) {
         if (pokes.load(std::memory_order_acquire) != seen)
             return true;
-        BP_CPU_RELAX();
+        cpuRelax();
     }
     return false;
 }

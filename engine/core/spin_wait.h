@@ -18,4 +18,12 @@ void useFineTimerSlack();
 // `until` or `pokes` moves away from `seen`. True when it moved (news).
 bool spinUntil(TimePoint until, const std::atomic<std::uint64_t> &pokes, std::uint64_t seen);
 
+// The CPU's pause hint for one turn of a busy-wait loop.
+inline void cpuRelax()
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 } // namespace bp

@@ -1,7 +1,7 @@
 #include "cpu_kernels.h"
+#include "engine/core/work_pool.h"
 #include "kernels/dot_rows.h"
 #include "kernels/vec_math.h"
-#include "kernels/work_pool.h"
 
 #include <ATen/Parallel.h>
 

@@ -6,7 +6,7 @@
 // Only for CPU tensors of float32 or bfloat16 (callers check cpuFused());
 // the results match the ATen formulation they replace up to float rounding
 // (test_cpu_kernels). Threads: at::get_num_threads() of them, through
-// kernels/work_pool.h (chunks taken by whichever threads run, so a step does
+// engine/core/work_pool.h (chunks taken by whichever threads run, so a step does
 // not wait a scheduler slice for a descheduled thread's share).
 //
 // Internal to engine/torch/ (includes ATen).

@@ -1,7 +1,7 @@
 #include "paged_attention.h"
+#include "engine/core/work_pool.h"
 #include "paged_attention_checks.h"
 #include "vec_math.h"
-#include "work_pool.h"
 
 #include "../cpu_blas.h"
 

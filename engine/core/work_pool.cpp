@@ -1,4 +1,5 @@
 #include "work_pool.h"
+#include "spin_wait.h"
 
 #include <algorithm>
 #include <atomic>
@@ -28,13 +29,6 @@ struct Job {
 
 thread_local bool t_inChunk = false;
 thread_local int t_lastThreads = 0;
-
-inline void cpuRelax()
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
 
 // Takes and runs chunks until none is left; returns whether it ran any.
 bool takeChunks(Job &job)

@@ -1,8 +1,8 @@
-// The CPU kernels' chunked work split (engine/torch/kernels/work_pool.h):
+// The CPU kernels' chunked work split (engine/core/work_pool.h):
 // every item runs exactly once, a second thread takes chunks, a busy worker
 // is not waited for, an exception reaches the caller, and a call from inside
 // a chunk runs inline. Condition waits only (no sleeps, no timings).
-#include "engine/torch/kernels/work_pool.h"
+#include "engine/core/work_pool.h"
 
 #include <QtTest>
 

@@ -10,7 +10,8 @@
 // 2.6 ms. Here the threads that run take the chunks, and the caller waits only
 // for chunks that were taken: a worker that wakes late finds none left.
 //
-// Torch-free. Internal to engine/torch/.
+// Torch-free and Qt-free (engine/core/), so ThreadSanitizer checks it in the
+// engine-only build; its callers are the CPU kernels in engine/torch/.
 #pragma once
 
 #include <cstdint>
