@@ -11,16 +11,34 @@ LlamaCppScheduler::LlamaCppScheduler(BatchingConfig config, ModelLimits limits, 
 {
 }
 
+namespace {
+
+std::int64_t padTo256(std::int64_t n)
+{
+    return (n + 255) / 256 * 256;
+}
+
+} // namespace
+
+std::int64_t LlamaCppScheduler::cacheTokens(const LlamaCppKnobs &k)
+{
+    return padTo256(k.nCtx);
+}
+
 std::int64_t LlamaCppScheduler::slotContext(const LlamaCppKnobs &k)
 {
-    return k.kvUnified ? k.nCtx : k.nCtx / std::max(1, k.nParallel);
+    const std::int64_t cache = cacheTokens(k);
+    return k.kvUnified ? cache : padTo256(cache / std::max(1, k.nParallel));
 }
 
 Status LlamaCppScheduler::checkModel(const Request &r) const
 {
     const std::int64_t ctx = slotContext(m_config.server.llamacpp);
     if (std::int64_t(r.tokens.size()) >= ctx)
-        return {StatusCode::OutOfRange, "request (" + std::to_string(r.tokens.size()) +
+        // The server's answer (HTTP 400), and a refusal of this config's, not
+        // of the model's: tune counts it against the config (an out_of_range
+        // one would be left out as beyond the model under any config).
+        return {StatusCode::InvalidArgument, "request (" + std::to_string(r.tokens.size()) +
                                             " tokens) exceeds the available context size (" +
                                             std::to_string(ctx) + " tokens), try increasing it"};
     return Status::ok();
@@ -51,7 +69,7 @@ void LlamaCppScheduler::decide(TimePoint now, StepWork &step, std::vector<Failur
     std::int64_t budget = std::max(k.nBatch, k.nParallel);
     // The shared KV cache's room (kv_unified); separate caches hold a slot's
     // whole context by construction.
-    std::int64_t room = k.kvUnified ? std::max<std::int64_t>(0, k.nCtx - kvTokens())
+    std::int64_t room = k.kvUnified ? std::max<std::int64_t>(0, cacheTokens(k) - kvTokens())
                                     : std::numeric_limits<std::int64_t>::max();
     // Every generating slot's token first (pre_decode's `generating`).
     for (const SequencePtr &s : m_running)

@@ -41,7 +41,12 @@ public:
     LlamaCppScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
                       std::shared_ptr<UnitIds> ids = nullptr);
 
-    // A slot's context: n_ctx, or n_ctx / n_parallel without kv_unified.
+    // The KV cache's tokens: n_ctx rounded up to a multiple of 256, as
+    // llama_context does (build b1-0c1e570).
+    static std::int64_t cacheTokens(const LlamaCppKnobs &k);
+    // A slot's context: the cache's tokens, or without kv_unified its share
+    // per slot rounded up to a multiple of 256 (-c 4096 -np 14 gives slots of
+    // 512 tokens: the server's log says "rounding down to 7168").
     static std::int64_t slotContext(const LlamaCppKnobs &k);
 
 private:

@@ -107,21 +107,26 @@ private slots:
 
     void aSlotsContextRefusesLongPromptsAndTruncatesGenerations()
     {
-        Driver d(llamaConfig(2, 64, 2048)); // 32 tokens a slot
-        QCOMPARE(LlamaCppScheduler::slotContext(llamaConfig(2, 64, 2048).server.llamacpp), std::int64_t(32));
-        const Status refused = d.submit(1, 32, 4);
-        QCOMPARE(refused.code(), StatusCode::OutOfRange);
+        Driver d(llamaConfig(2, 512, 2048)); // 256 tokens a slot
+        QCOMPARE(LlamaCppScheduler::slotContext(llamaConfig(2, 512, 2048).server.llamacpp), std::int64_t(256));
+        // llama_context's rounding: n_ctx and each slot's share up to multiples
+        // of 256 (-c 4096 -np 14: slots of 512, as the real server's log says)
+        QCOMPARE(LlamaCppScheduler::slotContext(llamaConfig(14, 4096, 2048).server.llamacpp), std::int64_t(512));
+        QCOMPARE(LlamaCppScheduler::slotContext(llamaConfig(1, 1000, 2048).server.llamacpp), std::int64_t(1024));
+        const Status refused = d.submit(1, 256, 4);
+        // the server's HTTP 400, and this config's refusal (not the model's)
+        QCOMPARE(refused.code(), StatusCode::InvalidArgument);
         QVERIFY(QString::fromStdString(refused.message()).contains("exceeds the available context size"));
-        QVERIFY(d.submit(2, 20, 50).isOk());
+        QVERIFY(d.submit(2, 200, 100).isOk());
         d.runAll();
         QVERIFY(d.responses[2].status.isOk());
-        QCOMPARE(int(d.responses[2].tokens.size()), 32 - 20 - 1); // stopped when the context filled
+        QCOMPARE(int(d.responses[2].tokens.size()), 256 - 200 - 1); // stopped when the context filled
         // A unified KV cache gives each slot all of n_ctx.
-        Driver u(llamaConfig(2, 64, 2048, true));
-        QVERIFY(u.submit(3, 40, 2).isOk());
-        QVERIFY(u.submit(4, 40, 2).isOk());
+        Driver u(llamaConfig(2, 256, 2048, true));
+        QVERIFY(u.submit(3, 200, 2).isOk());
+        QVERIFY(u.submit(4, 200, 2).isOk());
         QVERIFY(u.stepOnce());
-        QCOMPARE(u.steps.back(), (std::vector<int>{40, 24})); // the shared 64 tokens of KV
+        QCOMPARE(u.steps.back(), (std::vector<int>{200, 56})); // the shared 256 tokens of KV
     }
 
     void sharedPromptPrefixesAreNotComputedAgain()
