@@ -3,8 +3,11 @@
 // the server's step cost, the limits its /metrics shows, and the fit.
 //
 // The model is the simulator's iteration cost (cost_model.h),
-//     iter(n, T, A) = s0 + s1·n + s2·T + s3·A
-// (one engine step over n sequences fed T tokens, A = Σ tᵢ·(kᵢ + tᵢ)), plus
+//     iter(n, T, A, D) = s0 + s1·n + s2·T + s3·A + s7·D
+// (one engine step over n sequences fed T tokens, A = Σ tᵢ·(kᵢ + tᵢ), D the
+// part of A that decodes read: a decode reads its whole KV cache for one
+// token, a prompt chunk once for many, so a token of context costs a decode
+// more — on llama-server's CPU step ~25x), plus
 // one term the client sees and the engine's step does not:
 //     o  per request: the HTTP path, tokenisation, the network, the first
 //        token's delivery (TTFT's intercept beyond the prefill's steps).
@@ -102,9 +105,9 @@ struct ProbeRequest {
 };
 
 // One row of the remote fit: counts of (requests, steps, items, tokens,
-// attention) and the seconds they took.
+// attention, the decodes' context) and the seconds they took.
 struct ProbeObservation {
-    static constexpr int kTerms = 5;
+    static constexpr int kTerms = 6;
     std::string phase;
     std::array<double, kTerms> terms{};
     double seconds = 0;
@@ -114,7 +117,8 @@ struct ProbeObservation {
 std::array<double, ProbeObservation::kTerms> prefillTerms(int promptTokens, int chunk);
 // Rows from the probe's requests (decode blocks of `block` steps).
 // `prefillAlone`: the server runs a prompt's prefill as steps of its own,
-// the decodes waiting (TGI, SGLang; prefillAlone()), so a mixed row's
+// the decodes waiting (TGI, SGLang; prefillAlone(); llama-server with a
+// KV cache per slot: serverPrefillAlone()), so a mixed row's
 // prompt adds its own steps; else (vLLM, BatchPilot) its chunks ride in
 // the decode streams' steps.
 std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> &requests, int chunk,
@@ -149,7 +153,7 @@ ObservedLimits observedLimits(const std::vector<ProbeScrape> &scrapes, const pro
                               const prom::Exposition *last);
 
 struct TermFit {
-    std::string name; // "request", "step", "per_sequence", "per_token", "per_attention"
+    std::string name; // "request", "step", "per_sequence", "per_token", "per_attention", "per_decode_context"
     std::string meaning;
     double value = 0; // seconds per unit
     double stdError = std::numeric_limits<double>::quiet_NaN();

@@ -11,12 +11,15 @@ namespace bp {
 
 namespace {
 
-constexpr const char *kTermNames[ProbeObservation::kTerms] = {"request", "step", "per_sequence", "per_token",
-                                                              "per_attention"};
+constexpr const char *kTermNames[ProbeObservation::kTerms] = {
+    "request", "step", "per_sequence", "per_token", "per_attention", "per_decode_context"};
 constexpr const char *kTermMeanings[ProbeObservation::kTerms] = {
     "o: per request, outside the steps (HTTP, tokenisation, network, the first token's delivery)",
-    "s0: per step (its launch and the serving path between steps)", "s1: per sequence in a step",
-    "s2: per token fed in a step (prompt chunks and decodes)", "s3: per token x the context it attends to"};
+    "s0: per step (its launch and the serving path between steps)",
+    "s1: per sequence in a step",
+    "s2: per token fed in a step (prompt chunks and decodes)",
+    "s3: per token x the context it attends to",
+    "s7: per decode x its context, beyond s3 (a decode reads its whole KV cache for one token)"};
 
 double medianOf(std::vector<double> v)
 {
@@ -159,8 +162,8 @@ CostModel remoteCostModel(const RemoteFit &fit)
     const auto s = [&](int i) {
         return fit.terms.size() > std::size_t(i) ? fit.terms[std::size_t(i)].value : 0.0;
     };
-    // iter(n, T, A) = s0 + s1·n + s2·T + s3·A (no knee, no eager term: the
-    // probe measures a server's steps from outside)
+    // iter(n, T, A, D) = s0 + s1·n + s2·T + s3·A + s7·D (no knee, no eager
+    // term: the probe measures a server's steps from outside)
     for (int i = 0; i < 4; ++i)
         m.coef[std::size_t(CostModel::kIterationStart + i)] = s(i + 1);
     // The request-level forms it implies: a pass over b prompts of L is one
@@ -168,9 +171,10 @@ CostModel remoteCostModel(const RemoteFit &fit)
     // at context c one of b items, b tokens, b·c attention.
     for (int i = 0; i < CostModel::kPassTerms; ++i)
         m.coef[std::size_t(i)] = s(i + 1);
+    m.coef[std::size_t(CostModel::kIterationStart + 7)] = s(5);
     m.coef[4] = s(1);
     m.coef[5] = s(2) + s(3);
-    m.coef[6] = s(4);
+    m.coef[6] = s(4) + s(5);
     m.iterationResiduals = fit.residuals;
     return m;
 }
@@ -245,7 +249,8 @@ nlohmann::json toJson(const RemoteCalibration &r)
             {"request_overhead_s", r.requestOverheadS},
             {"terms", terms},
             {"phase_fit_error", phases},
-            {"observations_form", "[phase, requests, steps, sequences, tokens, attention, seconds]"},
+            {"observations_form",
+             "[phase, requests, steps, sequences, tokens, attention, decode_context, seconds]"},
             {"observations", rows}};
 }
 
@@ -290,14 +295,17 @@ Result<RemoteCalibration> remoteCalibrationFromJson(const nlohmann::json &j)
         for (const auto &[phase, e] : phases.items())
             r.phases[phase] = fitErrorFromJson(e);
         for (const auto &row : j.value("observations", nlohmann::json::array())) {
-            if (!row.is_array() || row.size() != std::size_t(ProbeObservation::kTerms + 2))
+            // 7 values before the decodes' context was a term of its own
+            if (!row.is_array() || (row.size() != std::size_t(ProbeObservation::kTerms + 2) &&
+                                    row.size() != std::size_t(ProbeObservation::kTerms + 1)))
                 return Status(StatusCode::InvalidArgument,
-                              "remote calibration: an observation needs 7 values");
+                              "remote calibration: an observation needs 8 (or 7) values");
             ProbeObservation o;
             o.phase = row[0].get<std::string>();
-            for (int i = 0; i < ProbeObservation::kTerms; ++i)
-                o.terms[std::size_t(i)] = row[std::size_t(i + 1)].get<double>();
-            o.seconds = row[std::size_t(ProbeObservation::kTerms + 1)].get<double>();
+            const std::size_t terms = row.size() - 2;
+            for (std::size_t i = 0; i < terms; ++i)
+                o.terms[i] = row[i + 1].get<double>();
+            o.seconds = row[terms + 1].get<double>();
             r.observations.push_back(o);
         }
         return r;

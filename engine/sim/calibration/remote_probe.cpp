@@ -163,7 +163,7 @@ std::string ProbePlan::describe() const
 
 std::array<double, ProbeObservation::kTerms> prefillTerms(int promptTokens, int chunk)
 {
-    std::array<double, ProbeObservation::kTerms> t{1, 0, 0, 0, 0};
+    std::array<double, ProbeObservation::kTerms> t{1, 0, 0, 0, 0, 0};
     const std::int64_t L = promptTokens;
     const std::int64_t c = chunk > 0 ? chunk : std::max<std::int64_t>(1, L);
     for (std::int64_t cached = 0; cached < L; cached += c) {
@@ -194,6 +194,7 @@ void addDecodes(const std::vector<const ProbeRequest *> &streams, double ta, dou
             t[2] += 1;
             t[3] += 1;
             t[4] += double(s->promptTokens + i);
+            t[5] += double(s->promptTokens + i);
         }
     }
 }
@@ -308,6 +309,7 @@ std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> 
                     o.terms[2] += 1;
                     o.terms[3] += 1;
                     o.terms[4] += double(r->promptTokens + e);
+                    o.terms[5] += double(r->promptTokens + e);
                 }
                 o.seconds = until - r->sentS;
                 out.push_back(o);
@@ -366,6 +368,7 @@ std::vector<ProbeObservation> sessionObservations(const std::vector<StoredReques
                 o.terms[2] += decodes;
                 o.terms[3] += decodes;
                 o.terms[4] += decodes * (j.prompt + (fromIndex + toIndex) / 2);
+                o.terms[5] += decodes * (j.prompt + (fromIndex + toIndex) / 2);
             }
             // j's prompt ran in a step of r's window when its first token came in it
             if (&j != &r && j.first > r.first && j.first <= r.end) {
