@@ -362,6 +362,7 @@ RemoteCalibration calibrationOf(const RemoteFlags &f, const ServerSettings &sett
     for (const std::string &change : run.changes)
         r.probe.plan += "changed while it ran: " + change + "\n";
     bool alone = prefillAlone(r.server);
+    int kvPad = 0;
     if (simulatesServerModel(r))
         // The server model's chunk, its settings as read or the probe's cap
         // (a step bound below the longest prompt): the rows then count a
@@ -371,9 +372,10 @@ RemoteCalibration calibrationOf(const RemoteFlags &f, const ServerSettings &sett
             if (r.prefillChunk == 0)
                 r.prefillChunk = serverPrefillChunk(m->config);
             alone = alone || serverPrefillAlone(m->config);
+            kvPad = serverKvPad(m->config);
         }
     const bool streaming = remote::isStreaming(f.ro.protocol);
-    r.observations = probeObservations(run.requests, r.prefillChunk, streaming, 8, alone);
+    r.observations = probeObservations(run.requests, r.prefillChunk, streaming, 8, alone, kvPad);
     return r;
 }
 

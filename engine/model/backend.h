@@ -109,6 +109,10 @@ struct StepItem {
     struct PassPiece {
         int pass = 0;
         std::int64_t tokens = 0;
+        // The KV cells each of these tokens attends to (0: its own context
+        // so far): llama.cpp computes a pass over the largest of its slots'
+        // KV views, padded to 256 cells.
+        std::int64_t kvCells = 0;
     };
     std::vector<PassPiece> passes = {};
 };

@@ -168,9 +168,61 @@ void LlamaCppScheduler::decide(TimePoint now, StepWork &step, std::vector<Failur
     for (std::size_t i : order)
         ordered.push_back(batch[i]);
     const bool perSlotCache = !k.kvUnified && k.nParallel > 1;
-    const auto pieces = passes(ordered, k.nUbatch, perSlotCache);
+    auto pieces = passes(ordered, k.nUbatch, perSlotCache);
+    attendTo(step, order, pieces, perSlotCache);
     for (std::size_t j = 0; j < order.size(); ++j)
         step.items[order[j]].passes = pieces[j];
+}
+
+void LlamaCppScheduler::attendTo(const StepWork &step, const std::vector<std::size_t> &order,
+                                 std::vector<std::vector<StepItem::PassPiece>> &pieces,
+                                 bool perSlotCache) const
+{
+    const LlamaCppKnobs &k = m_config.server.llamacpp;
+    // Each item's context before the step, and the pass count.
+    std::vector<std::int64_t> before(order.size(), 0);
+    int passCount = 0;
+    for (std::size_t j = 0; j < order.size(); ++j) {
+        const std::uint64_t id = step.items[order[j]].sequence;
+        for (const SequencePtr &s : m_running)
+            if (s->id == id)
+                before[j] = s->cached;
+        for (const StepItem::PassPiece &p : pieces[j])
+            passCount = std::max(passCount, p.pass + 1);
+    }
+    const std::int64_t cells = perSlotCache ? slotContext(k) : std::max(1, k.nCtx);
+    // A stream's cells in use after pass p: its sequence's context through
+    // p (one cache: every running sequence's).
+    const auto usedAfter = [&](std::size_t j, int pass) {
+        std::int64_t used = before[j];
+        for (const StepItem::PassPiece &q : pieces[j])
+            if (q.pass <= pass)
+                used += q.tokens;
+        return used;
+    };
+    for (int pass = 0; pass < passCount; ++pass) {
+        std::int64_t used = 0;
+        for (std::size_t j = 0; j < order.size(); ++j) {
+            if (!perSlotCache) {
+                used += usedAfter(j, pass);
+                continue;
+            }
+            for (const StepItem::PassPiece &q : pieces[j])
+                if (q.pass == pass)
+                    used = std::max(used, usedAfter(j, pass));
+        }
+        if (!perSlotCache) // the running sequences that are not in this step hold cells too
+            for (const SequencePtr &s : m_running)
+                if (s->planned == 0)
+                    used += s->cached;
+        // llama_kv_cache::get_n_kv: the largest stream's used cells, padded
+        // to 256, at most the stream's size.
+        const std::int64_t padded = std::min(cells, std::max(kKvPad, (used + kKvPad - 1) / kKvPad * kKvPad));
+        for (auto &item : pieces)
+            for (StepItem::PassPiece &q : item)
+                if (q.pass == pass)
+                    q.kvCells = padded;
+    }
 }
 
 } // namespace bp

@@ -29,7 +29,9 @@
 //    about a decode pass plus a prefill: the gap every running sequence
 //    sees). A slot is taken as llama-server's get_available_slot takes one
 //    for prompts that share nothing: the least recently released (ties:
-//    the highest id);
+//    the highest id); each pass attends to its largest slot's KV view
+//    padded to 256 cells (get_n_kv): the tokens of a pass read that many
+//    cells of KV whatever their own context;
 //  - a slot's context is n_ctx with a unified KV cache (kv_unified), else
 //    n_ctx / n_parallel. A prompt of at least that many tokens is refused
 //    ("exceeds the available context size"); a generation stops, truncated,
@@ -52,6 +54,9 @@ namespace bp {
 
 class LlamaCppScheduler final : public SequenceBooks {
 public:
+    // llama_kv_cache::get_n_kv pads a pass's KV view to this many cells, so
+    // a decode at context 40 reads as much KV as one at 250.
+    static constexpr std::int64_t kKvPad = 256;
     LlamaCppScheduler(BatchingConfig config, ModelLimits limits, StepModel &model,
                       std::shared_ptr<UnitIds> ids = nullptr);
 
@@ -78,6 +83,10 @@ private:
     // order), then gives each running sequence without one the least
     // recently released free slot.
     void bookSlots();
+    // The KV cells each pass attends to (PassPiece::kvCells): the largest
+    // KV view of its slots (one cache: all of it in use), padded to kKvPad.
+    void attendTo(const StepWork &step, const std::vector<std::size_t> &order,
+                  std::vector<std::vector<StepItem::PassPiece>> &pieces, bool perSlotCache) const;
     int slotOf(std::uint64_t sequence) const;
 
     std::vector<std::uint64_t> m_slotOwner;   // live-sequence id per slot, 0 = free

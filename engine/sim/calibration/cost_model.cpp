@@ -44,17 +44,18 @@ std::vector<double> sampleQuantiles(std::vector<double> values)
     return out;
 }
 
-void StepShape::add(std::int64_t cached, std::int64_t fed)
+void StepShape::add(std::int64_t cached, std::int64_t fed, std::int64_t attendsTo)
 {
     if (fed <= 0)
         return;
+    const std::int64_t kv = attendsTo < 0 ? cached + fed : attendsTo;
     if (fed == 1 && cached > 0) {
         ++decodes;
-        decodeContext += cached + 1;
+        decodeContext += kv;
     } else {
         ++prefills;
         prefillTokens += fed;
-        prefillAttention += fed * (cached + fed);
+        prefillAttention += fed * kv;
     }
 }
 

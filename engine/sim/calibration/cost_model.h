@@ -84,8 +84,10 @@ struct StepShape {
     int items() const { return decodes + prefills; }
     std::int64_t tokens() const { return decodes + prefillTokens; }
     std::int64_t attention() const { return decodeContext + prefillAttention; }
-    // Adds one item: `fed` tokens on top of `cached` ones.
-    void add(std::int64_t cached, std::int64_t fed);
+    // Adds one item: `fed` tokens on top of `cached` ones, each attending
+    // to `attendsTo` KV cells (< 0: cached + fed; a server that pads its KV
+    // view, llama-server, attends to more).
+    void add(std::int64_t cached, std::int64_t fed, std::int64_t attendsTo = -1);
 };
 
 struct CostModel {

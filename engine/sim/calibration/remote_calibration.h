@@ -113,16 +113,22 @@ struct ProbeObservation {
     double seconds = 0;
 };
 
+// The KV cells a token at `context` attends to on a server that pads its KV
+// view to multiples of `kvPad` (llama-server: 256; 0: none, the context).
+double kvCellsOf(std::int64_t context, int kvPad);
 // The server's prompt chunk per step (0 = a whole prompt in one step).
-std::array<double, ProbeObservation::kTerms> prefillTerms(int promptTokens, int chunk);
+std::array<double, ProbeObservation::kTerms> prefillTerms(int promptTokens, int chunk, int kvPad = 0);
 // Rows from the probe's requests (decode blocks of `block` steps).
 // `prefillAlone`: the server runs a prompt's prefill as steps of its own,
 // the decodes waiting (TGI, SGLang; prefillAlone(); llama-server with a
 // KV cache per slot: serverPrefillAlone()), so a mixed row's
 // prompt adds its own steps; else (vLLM, BatchPilot) its chunks ride in
 // the decode streams' steps.
+// `kvPad`: the attention terms count the KV cells a server that pads its
+// view reads (kvCellsOf; serverKvPad()).
 std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> &requests, int chunk,
-                                                bool streaming, int block = 8, bool prefillAlone = false);
+                                                bool streaming, int block = 8, bool prefillAlone = false,
+                                                int kvPad = 0);
 // True for the servers whose prefill runs alone: "tgi", "sglang".
 bool prefillAlone(const std::string &server);
 // Rows from a recorded remote session's requests (times from its start).

@@ -2,6 +2,7 @@
 
 #include "engine/config/config_rules.h"
 #include "engine/config/server_command.h"
+#include "engine/sched/server_models/llamacpp_scheduler.h"
 #include "engine/sim/calibration/unknown_server.h"
 
 #include <algorithm>
@@ -63,6 +64,11 @@ int serverPrefillChunk(const BatchingConfig &c)
     case ServerKind::LlamaCpp: return std::max(0, c.server.llamacpp.nUbatch);
     default: return 0;
     }
+}
+
+int serverKvPad(const BatchingConfig &c)
+{
+    return c.server.kind == ServerKind::LlamaCpp ? int(LlamaCppScheduler::kKvPad) : 0;
 }
 
 bool serverPrefillAlone(const BatchingConfig &c)

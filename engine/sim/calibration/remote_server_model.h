@@ -61,6 +61,10 @@ int serverPrefillChunk(const BatchingConfig &config);
 // pass of their own.
 bool serverPrefillAlone(const BatchingConfig &config);
 
+// The multiple a server model pads a pass's KV view to (llama-server: 256,
+// LlamaCppScheduler::kKvPad; 0: none): the probe's rows count the cells read.
+int serverKvPad(const BatchingConfig &config);
+
 // True for a calibration whose server has a scheduler model (vLLM, TGI,
 // SGLang, Triton, llama.cpp): what the simulation of it should run.
 bool simulatesServerModel(const RemoteCalibration &calibration);

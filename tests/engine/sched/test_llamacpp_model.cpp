@@ -5,6 +5,7 @@
 #include "engine/config/server_command.h"
 #include "engine/sched/server_models/llamacpp_scheduler.h"
 #include "engine/sim/calibration/llamacpp_settings.h"
+#include "engine/sim/calibration/remote_calibration.h"
 #include "engine/sim/simulation/cost_backend.h"
 #include "engine/telemetry/target_metrics.h"
 #include "tests/engine/books_driver.h"
@@ -36,6 +37,7 @@ BatchingConfig llamaConfig(int slotCount, int ctx, int batch, bool unified = fal
 struct Driver : BooksDriver {
     std::vector<std::vector<int>> steps;
     std::vector<int> passCounts;
+    std::vector<StepItem> lastItems;
     explicit Driver(const BatchingConfig &c)
     {
         scheduler = std::make_unique<LlamaCppScheduler>(c, ModelLimits{4096, HashModel::kVocab}, model);
@@ -57,6 +59,7 @@ protected:
         }
         steps.push_back(sizes);
         passCounts.push_back(passes);
+        lastItems = step.items;
     }
 };
 
@@ -231,6 +234,40 @@ private slots:
         QVERIFY(u.submit(4, 8, 2).isOk());
         QVERIFY(u.stepOnce());
         QCOMPARE(u.passCounts.back(), 1);
+    }
+
+    // A pass attends to its largest slot's KV view padded to 256 cells
+    // (llama_kv_cache::get_n_kv), and the probe's rows count the same.
+    void aPassReadsItsKvViewPaddedTo256Cells()
+    {
+        const auto cells = [](const StepItem &item) {
+            std::vector<std::int64_t> out;
+            for (const StepItem::PassPiece &p : item.passes)
+                out.push_back(p.kvCells);
+            return out;
+        };
+        Driver d(llamaConfig(4, 4096, 2048)); // a cache of 1,024 a slot
+        QVERIFY(d.submit(1, 300, 4).isOk());
+        QVERIFY(d.stepOnce());
+        QCOMPARE(cells(d.lastItems[0]), (std::vector<std::int64_t>{512}));
+        // Slot 2 comes after slot 3 in the batch (decodes first): not
+        // sequential, so the prompt is a pass of its own, with its own view.
+        QVERIFY(d.submit(2, 8, 4).isOk());
+        QVERIFY(d.stepOnce());
+        QCOMPARE(d.passCounts.back(), 2);
+        QCOMPARE(cells(d.lastItems[0]), (std::vector<std::int64_t>{512})); // the decode at 301
+        QCOMPARE(cells(d.lastItems[1]), (std::vector<std::int64_t>{256}));
+        // One cache: every running sequence's cells.
+        Driver u(llamaConfig(2, 4096, 2048, true));
+        QVERIFY(u.submit(1, 200, 4).isOk());
+        QVERIFY(u.submit(2, 100, 4).isOk());
+        QVERIFY(u.stepOnce());
+        QCOMPARE(cells(u.lastItems[0]), (std::vector<std::int64_t>{512}));
+        // The probe's rows: a 300-token prompt's 300 tokens read 512 cells.
+        QCOMPARE(prefillTerms(300, 512, 256)[4], 300.0 * 512);
+        QCOMPARE(prefillTerms(300, 512, 0)[4], 300.0 * 300);
+        QCOMPARE(kvCellsOf(40, 256), 256.0);
+        QCOMPARE(kvCellsOf(257, 256), 512.0);
     }
 
     // The simulator's cost backend charges each pass as an iteration: the
