@@ -139,7 +139,11 @@ int refine(TraceStore &db, const remote::RemoteOptions &ro, const std::string &s
     if (!requests)
         return fail(q(requests.status().message()));
     RemoteCalibration r = *base->remote;
-    const auto rows = sessionObservations(*requests, r.prefillChunk);
+    int kvPad = 0;
+    if (simulatesServerModel(r))
+        if (auto m = remoteServerModel(r, nullptr))
+            kvPad = serverKvPad(m->config);
+    const auto rows = sessionObservations(*requests, r.prefillChunk, kvPad);
     if (rows.empty())
         return fail(
             QStringLiteral("session %1 has no streamed request with two or more tokens to fit").arg(session));

@@ -132,7 +132,9 @@ std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> 
 // True for the servers whose prefill runs alone: "tgi", "sglang".
 bool prefillAlone(const std::string &server);
 // Rows from a recorded remote session's requests (times from its start).
-std::vector<ProbeObservation> sessionObservations(const std::vector<StoredRequest> &requests, int chunk);
+// `kvPad` as probeObservations'.
+std::vector<ProbeObservation> sessionObservations(const std::vector<StoredRequest> &requests, int chunk,
+                                                  int kvPad = 0);
 
 // A scrape during the probe, with what the client had in flight then.
 struct ProbeScrape {

@@ -338,7 +338,8 @@ std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> 
     return out;
 }
 
-std::vector<ProbeObservation> sessionObservations(const std::vector<StoredRequest> &requests, int chunk)
+std::vector<ProbeObservation> sessionObservations(const std::vector<StoredRequest> &requests, int chunk,
+                                                  int kvPad)
 {
     struct Span {
         double arrival, first, end;
@@ -373,12 +374,13 @@ std::vector<ProbeObservation> sessionObservations(const std::vector<StoredReques
                 const double toIndex = 1 + (j.out - 1) * (hi - j.first) / span;
                 o.terms[2] += decodes;
                 o.terms[3] += decodes;
-                o.terms[4] += decodes * (j.prompt + (fromIndex + toIndex) / 2);
-                o.terms[5] += decodes * (j.prompt + (fromIndex + toIndex) / 2);
+                const double context = kvCellsOf(std::llround(j.prompt + (fromIndex + toIndex) / 2), kvPad);
+                o.terms[4] += decodes * context;
+                o.terms[5] += decodes * context;
             }
             // j's prompt ran in a step of r's window when its first token came in it
             if (&j != &r && j.first > r.first && j.first <= r.end) {
-                const Terms pre = prefillTerms(j.prompt, chunk);
+                const Terms pre = prefillTerms(j.prompt, chunk, kvPad);
                 for (int i = 2; i < ProbeObservation::kTerms; ++i)
                     o.terms[std::size_t(i)] += pre[std::size_t(i)];
             }
