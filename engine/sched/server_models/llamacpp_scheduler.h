@@ -42,7 +42,9 @@
 // Left out: --cache-reuse's KV-shifted chunk reuse beyond the common prefix
 // (n_cache_reuse is kept for import/export), the choice of slot by prompt
 // similarity (the shared cache stands for it), speculative decoding,
-// multimodal chunks, context shift (off unless --context-shift).
+// multimodal chunks, context shift (off unless --context-shift), and the
+// time the loop spends saving idle slots into its RAM prompt cache when a
+// task starts (cache_idle_slots: it stalls the running decodes).
 #pragma once
 
 #include "engine/sched/sequence_books.h"

@@ -170,10 +170,15 @@ struct TermFit {
 };
 
 struct RemoteFit {
-    std::vector<TermFit> terms;             // request, then s0..s3
+    std::vector<TermFit> terms;             // request, then s0..s3, s7
     FitError error;                         // every row
     std::map<std::string, FitError> phases; // per phase
     std::vector<double> residuals;          // measured / predicted of the step rows (sampleQuantiles)
+    // Rows left out of the fit and the residuals: far out of the others
+    // (Tukey's far-out fences on measured / predicted, at least 2x from the
+    // median), a stall met once.
+    // They count in `error` and `phases`.
+    std::size_t setAside = 0;
 };
 Result<RemoteFit> fitRemote(const std::vector<ProbeObservation> &rows);
 double predictRemote(const RemoteFit &fit, const ProbeObservation &row);

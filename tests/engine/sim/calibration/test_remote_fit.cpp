@@ -240,6 +240,34 @@ private slots:
                 tolerance + 1e-9);
     }
 
+    // A row the probe met a stall in (5x its cost) is set aside: the fit
+    // and the residuals a simulation draws from are the other rows'.
+    void aFarOutRowIsSetAside()
+    {
+        Truth t;
+        const ProbePlan plan = ProbePlan::full(32, true).fittedTo(4096);
+        auto rows = probeObservations(SyntheticServer(t).answer(plan), t.chunk, true, 8, false);
+        auto clean = fitRemote(rows);
+        QVERIFY(clean);
+        QCOMPARE(clean->setAside, std::size_t(0));
+        for (ProbeObservation &o : rows)
+            if (o.phase == "mixed") {
+                o.seconds *= 5;
+                break;
+            }
+        auto fit = fitRemote(rows);
+        QVERIFY2(fit, fit.status().message().c_str());
+        QCOMPARE(fit->setAside, std::size_t(1));
+        for (std::size_t i = 0; i < fit->terms.size(); ++i)
+            QVERIFY2(relative(fit->terms[i].value, clean->terms[i].value) <= 1e-6,
+                     qPrintable(QString("%1: %2 vs %3")
+                                    .arg(fit->terms[i].name.c_str())
+                                    .arg(fit->terms[i].value)
+                                    .arg(clean->terms[i].value)));
+        QVERIFY(!fit->residuals.empty() && fit->residuals.back() < 1.01);
+        QVERIFY(fit->error.maxRel > 0.7); // still counted in the error
+    }
+
     void planIsBoundedAndFitsTheModel()
     {
         ProbePlan p = ProbePlan::quick(8, true);
