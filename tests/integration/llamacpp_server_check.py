@@ -95,6 +95,10 @@ def make_handler(upstream):
             pass
 
         def forward(self):
+            # Each chunk goes out at once: with Nagle's algorithm a short
+            # last write waits for the client's delayed ACK (~40 ms), which
+            # the probe read as the server's time to a first token.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             path = self.path.split("?")[0]
             if path in ("/metrics", "/props", "/slots"):
                 body = b'{"error":"not found"}'
