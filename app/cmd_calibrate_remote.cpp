@@ -57,8 +57,9 @@ void printFit(QTextStream &out, const Calibration &c)
     if (simulatesServerModel(r))
         if (auto m = remoteServerModel(r, nullptr))
             out << QStringLiteral("  simulated as %1's scheduler: %2\n").arg(q(m->server), q(m->describe()));
-    out << QStringLiteral("  cost model: iteration(n, T, A) = s0 + s1*n + s2*T + s3*A, plus o per request "
-                          "(prompt chunk per step: %1)\n")
+    out << QStringLiteral(
+               "  cost model: iteration(n, T, A, D) = s0 + s1*n + s2*T + s3*A + s7*D (D: the decodes' "
+               "context), plus o per request (prompt chunk per step: %1)\n")
                .arg(r.prefillChunk > 0 ? QString::number(r.prefillChunk) : QStringLiteral("whole prompt"));
     for (const TermFit &t : r.terms)
         out << QStringLiteral("  %1 %2 us  +- %3 us (%4)%5  %6\n")
@@ -138,7 +139,11 @@ int refine(TraceStore &db, const remote::RemoteOptions &ro, const std::string &s
     if (!requests)
         return fail(q(requests.status().message()));
     RemoteCalibration r = *base->remote;
-    const auto rows = sessionObservations(*requests, r.prefillChunk);
+    int kvPad = 0;
+    if (simulatesServerModel(r))
+        if (auto m = remoteServerModel(r, nullptr))
+            kvPad = serverKvPad(m->config);
+    const auto rows = sessionObservations(*requests, r.prefillChunk, kvPad);
     if (rows.empty())
         return fail(
             QStringLiteral("session %1 has no streamed request with two or more tokens to fit").arg(session));
@@ -360,14 +365,21 @@ RemoteCalibration calibrationOf(const RemoteFlags &f, const ServerSettings &sett
     r.probe.plan = plan.describe();
     for (const std::string &change : run.changes)
         r.probe.plan += "changed while it ran: " + change + "\n";
-    if (r.prefillChunk == 0 && simulatesServerModel(r))
+    bool alone = prefillAlone(r.server);
+    int kvPad = 0;
+    if (simulatesServerModel(r))
         // The server model's chunk, its settings as read or the probe's cap
         // (a step bound below the longest prompt): the rows then count a
-        // long prompt's steps as the server ran them.
-        if (auto m = remoteServerModel(r, nullptr))
-            r.prefillChunk = serverPrefillChunk(m->config);
+        // long prompt's steps as the server ran them; and whether a prompt
+        // beside decodes runs passes of its own.
+        if (auto m = remoteServerModel(r, nullptr)) {
+            if (r.prefillChunk == 0)
+                r.prefillChunk = serverPrefillChunk(m->config);
+            alone = alone || serverPrefillAlone(m->config);
+            kvPad = serverKvPad(m->config);
+        }
     const bool streaming = remote::isStreaming(f.ro.protocol);
-    r.observations = probeObservations(run.requests, r.prefillChunk, streaming, 8, prefillAlone(r.server));
+    r.observations = probeObservations(run.requests, r.prefillChunk, streaming, 8, alone, kvPad);
     return r;
 }
 

@@ -101,6 +101,20 @@ struct StepItem {
     // Tests and tools: return the next-token logits too (StepOutcome::logits;
     // a paged model then runs the step eagerly). Models without logits ignore it.
     bool logits = false;
+    // A server model's split of the step into forward passes (llama.cpp's
+    // ubatches): `tokens` in order as (pass index, how many) pieces; empty:
+    // all of them in pass 0. The simulator's cost model charges each pass
+    // as an iteration of its own; a real model runs the step as one and
+    // ignores it.
+    struct PassPiece {
+        int pass = 0;
+        std::int64_t tokens = 0;
+        // The KV cells each of these tokens attends to (0: its own context
+        // so far): llama.cpp computes a pass over the largest of its slots'
+        // KV views, padded to 256 cells.
+        std::int64_t kvCells = 0;
+    };
+    std::vector<PassPiece> passes = {};
 };
 
 // The KV cache a step model keeps, as its scheduler must book it: a paged

@@ -20,7 +20,7 @@ unknown: the same server behind a proxy that hides /metrics, /props and
          slots as a running cap from the probe's rounds and stores it. The
          mixed round then keeps a place free beside its streams (1 stream,
          not 4), so its prompts run while a stream generates: a level is
-         inferred (iteration in most runs; see check_inferred_level), and
+         inferred (iteration; see check_inferred_level), and
          replay --simulate runs the generic model and prints what was inferred.
          Where no level can be told, replay --simulate and tune refuse
          rather than simulate a scheduler the server may not have.
@@ -105,6 +105,10 @@ def make_handler(upstream):
             pass
 
         def forward(self):
+            # Each chunk goes out at once: with Nagle's algorithm a short
+            # last write waits for the client's delayed ACK (~40 ms), which
+            # the probe read as the server's time to a first token.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             path = self.path.split("?")[0]
             if path in ("/metrics", "/props", "/slots"):
                 body = b'{"error":"not found"}'

@@ -150,7 +150,8 @@ private slots:
             counter(httpRequest(server.port(), "GET", "/metrics").body, "batchpilot_requests_total");
         QCOMPARE(after - before, double(planned));
         // Every term with its error; the server's settings as read.
-        for (const char *term : {"request", "step", "per_sequence", "per_token", "per_attention"})
+        for (const char *term :
+             {"request", "step", "per_sequence", "per_token", "per_attention", "per_decode_context"})
             QVERIFY2(
                 r.out.contains(QRegularExpression(QStringLiteral("\\n  %1 +[0-9.e+-]+ us  \\+- ").arg(term))),
                 qPrintable(r.out));
@@ -172,7 +173,7 @@ private slots:
         QCOMPARE(remote.value("probe").toObject().value("requests").toInt(), planned);
         QCOMPARE(remote.value("settings").toObject().value("max_model_len").toInt(), 255);
         QCOMPARE(remote.value("prefill_chunk").toInt(), 128);
-        QCOMPARE(remote.value("terms").toArray().size(), 5);
+        QCOMPARE(remote.value("terms").toArray().size(), 6);
         QVERIFY(remote.value("observations").toArray().size() >= 10);
         QCOMPARE(c.value("model").toString(), QStringLiteral("builtin:tiny-decoder"));
         QCOMPARE(c.value("device").toString(), QStringLiteral("remote"));

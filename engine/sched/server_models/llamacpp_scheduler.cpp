@@ -62,10 +62,88 @@ void LlamaCppScheduler::joinWaiting(TimePoint now, StepWork &step)
     }
 }
 
+void LlamaCppScheduler::bookSlots()
+{
+    const std::size_t slots = std::size_t(std::max(1, m_config.server.llamacpp.nParallel));
+    if (m_slotOwner.size() != slots) { // a new slot count: the server restarted
+        m_slotOwner.assign(slots, 0);
+        m_slotRelease.assign(slots, 0);
+    }
+    for (std::size_t i = 0; i < slots; ++i)
+        if (m_slotOwner[i] != 0 &&
+            std::none_of(m_running.begin(), m_running.end(),
+                         [&](const SequencePtr &s) { return s->id == m_slotOwner[i]; })) {
+            m_slotOwner[i] = 0;
+            m_slotRelease[i] = ++m_releases;
+        }
+    for (const SequencePtr &s : m_running) {
+        if (slotOf(s->id) >= 0)
+            continue;
+        int best = -1;
+        for (std::size_t i = 0; i < slots; ++i) // `<=`: ties go to the highest id, as the server's loop
+            if (m_slotOwner[i] == 0 && (best < 0 || m_slotRelease[i] <= m_slotRelease[std::size_t(best)]))
+                best = int(i);
+        if (best < 0)
+            return; // more running than slots: a smaller -np while they ran; they keep no slot
+        m_slotOwner[std::size_t(best)] = s->id;
+    }
+}
+
+int LlamaCppScheduler::slotOf(std::uint64_t sequence) const
+{
+    for (std::size_t i = 0; i < m_slotOwner.size(); ++i)
+        if (m_slotOwner[i] == sequence)
+            return int(i);
+    return -1;
+}
+
+std::vector<std::vector<StepItem::PassPiece>> LlamaCppScheduler::passes(const std::vector<BatchEntry> &batch,
+                                                                        int nUbatch, bool perSlotCache)
+{
+    const std::int64_t ub = std::max(1, nUbatch);
+    std::vector<std::vector<StepItem::PassPiece>> out(batch.size());
+    std::vector<std::int64_t> left;
+    for (const BatchEntry &e : batch)
+        left.push_back(std::max<std::int64_t>(0, e.tokens));
+    int pass = 0;
+    if (!perSlotCache) { // split_simple: every n_ubatch tokens in the batch's order
+        std::int64_t room = ub;
+        for (std::size_t i = 0; i < batch.size(); ++i)
+            while (left[i] > 0) {
+                const std::int64_t n = std::min(left[i], room);
+                out[i].push_back({pass, n});
+                left[i] -= n;
+                if ((room -= n) == 0)
+                    ++pass, room = ub;
+            }
+        return out;
+    }
+    // split_equal(sequential): the first entry with tokens left, then each
+    // later one whose slot is the previous chosen slot + 1; as many tokens
+    // from each as the shortest has left, at most n_ubatch in all.
+    for (;;) {
+        std::vector<std::size_t> chosen;
+        for (std::size_t i = 0; i < batch.size(); ++i)
+            if (left[i] > 0 && (chosen.empty() || batch[i].slot == batch[chosen.back()].slot + 1))
+                chosen.push_back(i);
+        if (chosen.empty())
+            return out;
+        std::int64_t k = std::max<std::int64_t>(1, ub / std::int64_t(chosen.size()));
+        for (std::size_t i : chosen)
+            k = std::min(k, left[i]);
+        for (std::size_t i : chosen) {
+            out[i].push_back({pass, k});
+            left[i] -= k;
+        }
+        ++pass;
+    }
+}
+
 void LlamaCppScheduler::decide(TimePoint now, StepWork &step, std::vector<Failure> & /*failed*/)
 {
     const LlamaCppKnobs &k = m_config.server.llamacpp;
     joinWaiting(now, step);
+    bookSlots();
     std::int64_t budget = std::max(k.nBatch, k.nParallel);
     // The shared KV cache's room (kv_unified); separate caches hold a slot's
     // whole context by construction.
@@ -90,6 +168,78 @@ void LlamaCppScheduler::decide(TimePoint now, StepWork &step, std::vector<Failur
         feed(*s, n, step);
         budget -= n;
         room -= n;
+    }
+    // The batch's order (decodes by slot, then prompts by slot) and its
+    // passes. feed() added the decodes first, then the prompts.
+    std::vector<std::size_t> order(step.items.size());
+    std::vector<BatchEntry> batch(step.items.size());
+    for (std::size_t i = 0; i < step.items.size(); ++i) {
+        order[i] = i;
+        batch[i] = {slotOf(step.items[i].sequence), std::int64_t(step.items[i].tokens.size())};
+    }
+    const std::size_t decodes = std::size_t(step.decodeTokens);
+    const auto bySlot = [&](std::size_t a, std::size_t b) { return batch[a].slot < batch[b].slot; };
+    std::stable_sort(order.begin(), order.begin() + std::ptrdiff_t(std::min(decodes, order.size())), bySlot);
+    if (decodes < order.size())
+        std::stable_sort(order.begin() + std::ptrdiff_t(decodes), order.end(), bySlot);
+    std::vector<BatchEntry> ordered;
+    for (std::size_t i : order)
+        ordered.push_back(batch[i]);
+    const bool perSlotCache = !k.kvUnified && k.nParallel > 1;
+    auto pieces = passes(ordered, k.nUbatch, perSlotCache);
+    attendTo(step, order, pieces, perSlotCache);
+    for (std::size_t j = 0; j < order.size(); ++j)
+        step.items[order[j]].passes = pieces[j];
+}
+
+void LlamaCppScheduler::attendTo(const StepWork &step, const std::vector<std::size_t> &order,
+                                 std::vector<std::vector<StepItem::PassPiece>> &pieces,
+                                 bool perSlotCache) const
+{
+    const LlamaCppKnobs &k = m_config.server.llamacpp;
+    // Each item's context before the step, and the pass count.
+    std::vector<std::int64_t> before(order.size(), 0);
+    int passCount = 0;
+    for (std::size_t j = 0; j < order.size(); ++j) {
+        const std::uint64_t id = step.items[order[j]].sequence;
+        for (const SequencePtr &s : m_running)
+            if (s->id == id)
+                before[j] = s->cached;
+        for (const StepItem::PassPiece &p : pieces[j])
+            passCount = std::max(passCount, p.pass + 1);
+    }
+    const std::int64_t cells = perSlotCache ? slotContext(k) : cacheTokens(k);
+    // A stream's cells in use after pass p: its sequence's context through
+    // p (one cache: every running sequence's).
+    const auto usedAfter = [&](std::size_t j, int pass) {
+        std::int64_t used = before[j];
+        for (const StepItem::PassPiece &q : pieces[j])
+            if (q.pass <= pass)
+                used += q.tokens;
+        return used;
+    };
+    for (int pass = 0; pass < passCount; ++pass) {
+        std::int64_t used = 0;
+        for (std::size_t j = 0; j < order.size(); ++j) {
+            if (!perSlotCache) {
+                used += usedAfter(j, pass);
+                continue;
+            }
+            for (const StepItem::PassPiece &q : pieces[j])
+                if (q.pass == pass)
+                    used = std::max(used, usedAfter(j, pass));
+        }
+        if (!perSlotCache) // the running sequences that are not in this step hold cells too
+            for (const SequencePtr &s : m_running)
+                if (s->planned == 0)
+                    used += s->cached;
+        // llama_kv_cache::get_n_kv: the largest stream's used cells, padded
+        // to 256, at most the stream's size.
+        const std::int64_t padded = std::min(cells, std::max(kKvPad, (used + kKvPad - 1) / kKvPad * kKvPad));
+        for (auto &item : pieces)
+            for (StepItem::PassPiece &q : item)
+                if (q.pass == pass)
+                    q.kvCells = padded;
     }
 }
 

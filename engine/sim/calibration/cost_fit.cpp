@@ -152,6 +152,9 @@ Terms fitRow(const Terms &terms, double knee, bool eager)
     Terms a = CostModel::withKnee(terms, knee);
     if (!eager)
         a[std::size_t(CostModel::kIterationStart) + 5] = 0;
+    // The decodes' context apart (s7) is the remote fit's: the profile's
+    // rows price attention with s3 alone, as before.
+    a[std::size_t(CostModel::kIterationStart) + 7] = 0;
     return a;
 }
 

@@ -44,17 +44,18 @@ std::vector<double> sampleQuantiles(std::vector<double> values)
     return out;
 }
 
-void StepShape::add(std::int64_t cached, std::int64_t fed)
+void StepShape::add(std::int64_t cached, std::int64_t fed, std::int64_t attendsTo)
 {
     if (fed <= 0)
         return;
+    const std::int64_t kv = attendsTo < 0 ? cached + fed : attendsTo;
     if (fed == 1 && cached > 0) {
         ++decodes;
-        decodeContext += cached + 1;
+        decodeContext += kv;
     } else {
         ++prefills;
         prefillTokens += fed;
-        prefillAttention += fed * (cached + fed);
+        prefillAttention += fed * kv;
     }
 }
 
@@ -101,6 +102,7 @@ Terms CostModel::iterationTerms(const StepShape &shape, int experts, int perToke
     t[i + 3] = double(shape.attention());
     t[i + 5] = shape.prefills > 0 ? 1 : 0;
     t[i + 6] = expectedActiveExperts(double(shape.tokens()), experts, perToken);
+    t[i + 7] = double(shape.decodeContext);
     return t;
 }
 
@@ -239,7 +241,8 @@ nlohmann::json toJson(const CostModel &m)
         {"generative", m.generative},
         {"pass", {m.coef[0], m.coef[1], m.coef[2], m.coef[3]}},
         {"step", {m.coef[4], m.coef[5], m.coef[6]}},
-        {"iteration", {m.coef[7], m.coef[8], m.coef[9], m.coef[10], m.coef[11], m.coef[12], m.coef[13]}},
+        {"iteration",
+         {m.coef[7], m.coef[8], m.coef[9], m.coef[10], m.coef[11], m.coef[12], m.coef[13], m.coef[14]}},
         {"iteration_knee_tokens", m.kneeTokens},
         {"overhead_s", m.overheadS},
         {"step_overhead_s", m.stepOverheadS},
@@ -249,10 +252,10 @@ nlohmann::json toJson(const CostModel &m)
         {"dispatch_lateness_s", m.dispatchLateness},
         {"form",
          "pass(b,L) = p0 + p1*b + p2*b*L + p3*b*L^2; step(b,c) = d0 + d1*b + d2*b*c; "
-         "iteration(n,T,A,E,X) = s0 + s1*n + s2*T + s3*A + s4*max(0,T-K) + s5*E + s6*X (seconds; K = "
-         "iteration_knee_tokens, E = 1 for a step with prompt tokens, X = active experts per MoE layer "
-         "= experts*(1-(1-experts_per_token/experts)^T), 0 for a dense model); residuals = "
-         "measured/predicted"}};
+         "iteration(n,T,A,E,X,D) = s0 + s1*n + s2*T + s3*A + s4*max(0,T-K) + s5*E + s6*X + s7*D (seconds; "
+         "K = iteration_knee_tokens, E = 1 for a step with prompt tokens, X = active experts per MoE layer "
+         "= experts*(1-(1-experts_per_token/experts)^T), 0 for a dense model, D = the decodes' context); "
+         "residuals = measured/predicted"}};
     if (m.experts > 0) {
         nlohmann::json measured = nlohmann::json::array();
         for (const auto &a : m.activeExperts)
@@ -288,12 +291,14 @@ Result<CostModel> costModelFromJson(const nlohmann::json &j)
             m.coef[std::size_t(CostModel::kPassTerms) + i] = step[i].get<double>();
         if (j.contains("iteration")) { // absent before continuous was simulated
             // 4 coefficients before the knee and the eager step were
-            // terms, 6 before the active experts
+            // terms, 6 before the active experts, 7 before the decodes'
+            // context
             const auto &iteration = j.at("iteration");
-            if (!iteration.is_array() || (iteration.size() != CostModel::kIterationTerms &&
-                                          iteration.size() != 6 && iteration.size() != 4))
+            if (!iteration.is_array() ||
+                (iteration.size() != CostModel::kIterationTerms && iteration.size() != 7 &&
+                 iteration.size() != 6 && iteration.size() != 4))
                 return Status(StatusCode::InvalidArgument,
-                              "cost model: 'iteration' needs 7 (or 6, or 4) coefficients");
+                              "cost model: 'iteration' needs 8 (or 7, 6, 4) coefficients");
             for (std::size_t i = 0; i < iteration.size(); ++i)
                 m.coef[std::size_t(CostModel::kIterationStart) + i] = iteration[i].get<double>();
             m.kneeTokens = j.value("iteration_knee_tokens", 0.0);

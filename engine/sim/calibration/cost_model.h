@@ -19,7 +19,7 @@
 //   StepModel::step over a packed set of sequences: n items, T tokens fed —
 //   prompt chunks and one per decode — and A = Σ_i t_i·(k_i + t_i), each
 //   fed token attending to the context before it, k_i tokens cached):
-//       iter(n, T, A) = s0 + s1·n + s2·T + s3·A + s4·max(0, T − K) + s5·E + s6·X
+//       iter(n, T, A) = s0 + s1·n + s2·T + s3·A + s4·max(0, T − K) + s5·E + s6·X + s7·D
 //   On a GPU a step costs about the same whatever its size until the
 //   device is busy (the knee K, in tokens), then grows with its tokens:
 //   s2 is the slope below the knee (small on a GPU), s2 + s4 above it. E is
@@ -33,6 +33,13 @@
 //   The profile measures it (Backend::expertsTouched) and fits s6 to the
 //   measured counts; a prediction takes the count uniform routing gives,
 //   E·(1 − (1 − k/E)^T) (expectedActiveExperts). 0 for a dense model.
+//   D is the decodes' context (Σ over the step's decode items of the
+//   context each attends to, a part of A): a decode reads its whole KV
+//   cache for one token, where a prompt chunk reads it once for many, so
+//   on a CPU server a decode's attention costs tens of times more per
+//   token of context (llama-server here: ~6.5 µs against ~0.25 µs). The
+//   remote fit (remote_calibration.h) fits s7; the local fit leaves it 0
+//   (its s3 is measured on the decoder's own steps).
 //   A calibration without iteration measurements (made before they
 //   existed) predicts an iteration from pass() and step() instead
 //   (iterationSeconds()).
@@ -77,17 +84,19 @@ struct StepShape {
     int items() const { return decodes + prefills; }
     std::int64_t tokens() const { return decodes + prefillTokens; }
     std::int64_t attention() const { return decodeContext + prefillAttention; }
-    // Adds one item: `fed` tokens on top of `cached` ones.
-    void add(std::int64_t cached, std::int64_t fed);
+    // Adds one item: `fed` tokens on top of `cached` ones, each attending
+    // to `attendsTo` KV cells (< 0: cached + fed; a server that pads its KV
+    // view, llama-server, attends to more).
+    void add(std::int64_t cached, std::int64_t fed, std::int64_t attendsTo = -1);
 };
 
 struct CostModel {
     static constexpr int kPassTerms = 4;
     static constexpr int kStepTerms = 3;
-    static constexpr int kIterationTerms = 7;
+    static constexpr int kIterationTerms = 8;
     static constexpr int kIterationStart = kPassTerms + kStepTerms;
     static constexpr int kTerms = kPassTerms + kStepTerms + kIterationTerms;
-    // [p0, p1, p2, p3, d0, d1, d2, s0, s1, s2, s3, s4, s5, s6], seconds per unit of each term.
+    // [p0, p1, p2, p3, d0, d1, d2, s0, s1, s2, s3, s4, s5, s6, s7], seconds per unit of each term.
     std::array<double, kTerms> coef{};
     // The iteration knee K in tokens (0: none): the s4 term's threshold.
     double kneeTokens = 0;
@@ -173,7 +182,7 @@ struct CostModel {
                                                  std::span<const int> wants);
     static std::array<double, kTerms> passTerms(int batch, int paddedLength);
     static std::array<double, kTerms> stepTerms(int batch, int context);
-    // An iteration's row: [.., 1, n, T, A, 0, E, X]; the knee term (slot
+    // An iteration's row: [.., 1, n, T, A, 0, E, X, D]; the knee term (slot
     // kIterationStart + 4) is derived from T and kneeTokens by predict(). X
     // is expectedActiveExperts(T, experts, perToken).
     static std::array<double, kTerms> iterationTerms(const StepShape &shape, int experts = 0,

@@ -3,8 +3,11 @@
 // the server's step cost, the limits its /metrics shows, and the fit.
 //
 // The model is the simulator's iteration cost (cost_model.h),
-//     iter(n, T, A) = s0 + s1·n + s2·T + s3·A
-// (one engine step over n sequences fed T tokens, A = Σ tᵢ·(kᵢ + tᵢ)), plus
+//     iter(n, T, A, D) = s0 + s1·n + s2·T + s3·A + s7·D
+// (one engine step over n sequences fed T tokens, A = Σ tᵢ·(kᵢ + tᵢ), D the
+// part of A that decodes read: a decode reads its whole KV cache for one
+// token, a prompt chunk once for many, so a token of context costs a decode
+// more — on llama-server's CPU step ~25x), plus
 // one term the client sees and the engine's step does not:
 //     o  per request: the HTTP path, tokenisation, the network, the first
 //        token's delivery (TTFT's intercept beyond the prefill's steps).
@@ -102,27 +105,36 @@ struct ProbeRequest {
 };
 
 // One row of the remote fit: counts of (requests, steps, items, tokens,
-// attention) and the seconds they took.
+// attention, the decodes' context) and the seconds they took.
 struct ProbeObservation {
-    static constexpr int kTerms = 5;
+    static constexpr int kTerms = 6;
     std::string phase;
     std::array<double, kTerms> terms{};
     double seconds = 0;
 };
 
+// The KV cells a token at `context` attends to on a server that pads its KV
+// view to multiples of `kvPad` (llama-server: 256; 0: none, the context).
+double kvCellsOf(std::int64_t context, int kvPad);
 // The server's prompt chunk per step (0 = a whole prompt in one step).
-std::array<double, ProbeObservation::kTerms> prefillTerms(int promptTokens, int chunk);
+std::array<double, ProbeObservation::kTerms> prefillTerms(int promptTokens, int chunk, int kvPad = 0);
 // Rows from the probe's requests (decode blocks of `block` steps).
 // `prefillAlone`: the server runs a prompt's prefill as steps of its own,
-// the decodes waiting (TGI, SGLang; prefillAlone()), so a mixed row's
+// the decodes waiting (TGI, SGLang; prefillAlone(); llama-server with a
+// KV cache per slot: serverPrefillAlone()), so a mixed row's
 // prompt adds its own steps; else (vLLM, BatchPilot) its chunks ride in
 // the decode streams' steps.
+// `kvPad`: the attention terms count the KV cells a server that pads its
+// view reads (kvCellsOf; serverKvPad()).
 std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> &requests, int chunk,
-                                                bool streaming, int block = 8, bool prefillAlone = false);
+                                                bool streaming, int block = 8, bool prefillAlone = false,
+                                                int kvPad = 0);
 // True for the servers whose prefill runs alone: "tgi", "sglang".
 bool prefillAlone(const std::string &server);
 // Rows from a recorded remote session's requests (times from its start).
-std::vector<ProbeObservation> sessionObservations(const std::vector<StoredRequest> &requests, int chunk);
+// `kvPad` as probeObservations'.
+std::vector<ProbeObservation> sessionObservations(const std::vector<StoredRequest> &requests, int chunk,
+                                                  int kvPad = 0);
 
 // A scrape during the probe, with what the client had in flight then.
 struct ProbeScrape {
@@ -149,7 +161,7 @@ ObservedLimits observedLimits(const std::vector<ProbeScrape> &scrapes, const pro
                               const prom::Exposition *last);
 
 struct TermFit {
-    std::string name; // "request", "step", "per_sequence", "per_token", "per_attention"
+    std::string name; // "request", "step", "per_sequence", "per_token", "per_attention", "per_decode_context"
     std::string meaning;
     double value = 0; // seconds per unit
     double stdError = std::numeric_limits<double>::quiet_NaN();
@@ -158,10 +170,15 @@ struct TermFit {
 };
 
 struct RemoteFit {
-    std::vector<TermFit> terms;             // request, then s0..s3
+    std::vector<TermFit> terms;             // request, then s0..s3, s7
     FitError error;                         // every row
     std::map<std::string, FitError> phases; // per phase
     std::vector<double> residuals;          // measured / predicted of the step rows (sampleQuantiles)
+    // Rows left out of the fit and the residuals: far out of the others
+    // (Tukey's far-out fences on measured / predicted, at least 2x from the
+    // median), a stall met once.
+    // They count in `error` and `phases`.
+    std::size_t setAside = 0;
 };
 Result<RemoteFit> fitRemote(const std::vector<ProbeObservation> &rows);
 double predictRemote(const RemoteFit &fit, const ProbeObservation &row);

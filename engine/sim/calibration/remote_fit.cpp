@@ -11,12 +11,15 @@ namespace bp {
 
 namespace {
 
-constexpr const char *kTermNames[ProbeObservation::kTerms] = {"request", "step", "per_sequence", "per_token",
-                                                              "per_attention"};
+constexpr const char *kTermNames[ProbeObservation::kTerms] = {
+    "request", "step", "per_sequence", "per_token", "per_attention", "per_decode_context"};
 constexpr const char *kTermMeanings[ProbeObservation::kTerms] = {
     "o: per request, outside the steps (HTTP, tokenisation, network, the first token's delivery)",
-    "s0: per step (its launch and the serving path between steps)", "s1: per sequence in a step",
-    "s2: per token fed in a step (prompt chunks and decodes)", "s3: per token x the context it attends to"};
+    "s0: per step (its launch and the serving path between steps)",
+    "s1: per sequence in a step",
+    "s2: per token fed in a step (prompt chunks and decodes)",
+    "s3: per token x the context it attends to",
+    "s7: per decode x its context, beyond s3 (a decode reads its whole KV cache for one token)"};
 
 double medianOf(std::vector<double> v)
 {
@@ -113,36 +116,95 @@ double predictRemote(const RemoteFit &fit, const ProbeObservation &row)
 
 Result<RemoteFit> fitRemote(const std::vector<ProbeObservation> &rows)
 {
-    std::vector<std::vector<double>> a;
-    std::vector<double> y, w;
-    for (const ProbeObservation &o : rows) {
-        if (!(o.seconds > 0) || !std::isfinite(o.seconds))
-            continue;
-        a.emplace_back(o.terms.begin(), o.terms.end());
-        y.push_back(o.seconds);
-        w.push_back(1 / (o.seconds * o.seconds)); // relative error
-    }
-    if (a.size() < std::size_t(ProbeObservation::kTerms))
-        return Status(StatusCode::InvalidArgument, "the probe measured " + std::to_string(a.size()) +
-                                                       " usable rows; the fit needs at least " +
-                                                       std::to_string(ProbeObservation::kTerms));
-    auto fit = fitNonNegative(a, y, w);
+    const auto usable = [](const ProbeObservation &o) { return o.seconds > 0 && std::isfinite(o.seconds); };
+    // One weighted non-negative fit over the usable rows `use` keeps.
+    const auto solve = [&](const std::vector<bool> &use) -> Result<LeastSquaresFit> {
+        std::vector<std::vector<double>> a;
+        std::vector<double> y, w;
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            if (!use[i])
+                continue;
+            a.emplace_back(rows[i].terms.begin(), rows[i].terms.end());
+            y.push_back(rows[i].seconds);
+            w.push_back(1 / (rows[i].seconds * rows[i].seconds)); // relative error
+        }
+        if (a.size() < std::size_t(ProbeObservation::kTerms))
+            return Status(StatusCode::InvalidArgument, "the probe measured " + std::to_string(a.size()) +
+                                                           " usable rows; the fit needs at least " +
+                                                           std::to_string(ProbeObservation::kTerms));
+        return fitNonNegative(a, y, w);
+    };
+    std::vector<bool> use(rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        use[i] = usable(rows[i]);
+    auto fit = solve(use);
     if (!fit)
         return fit.status();
+    const auto predict = [&](const LeastSquaresFit &f, const ProbeObservation &o) {
+        double p = 0;
+        for (std::size_t i = 0; i < o.terms.size() && i < f.coef.size(); ++i)
+            p += f.coef[i] * o.terms[i];
+        return p;
+    };
+    // A row far out of the others (Tukey's far-out fences on measured /
+    // predicted, 3 interquartile ranges, and a factor of 2 from the median
+    // at least) is a stall the probe met once —
+    // another process, the server's own housekeeping — not a cost: it is
+    // left out of the fit and of the residuals a simulation draws from
+    // (drawn once in every few dozen steps, a 5x row made a 4-slot
+    // llama-server prediction's TPOT p50 38 % long), and kept in the errors.
+    std::vector<double> ratios;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        if (use[i])
+            ratios.push_back(rows[i].seconds / std::max(predict(*fit, rows[i]), 1e-12));
+    std::size_t setAside = 0;
+    if (ratios.size() >= 8) {
+        std::sort(ratios.begin(), ratios.end());
+        const auto at = [&](double q) {
+            const double x = q * double(ratios.size() - 1);
+            const std::size_t k = std::size_t(x);
+            return k + 1 < ratios.size() ? ratios[k] + (x - double(k)) * (ratios[k + 1] - ratios[k])
+                                         : ratios[k];
+        };
+        // ... and at least a factor of 2 from the median: rows that agree
+        // closely (an exact or a lightly noisy server) leave no narrow
+        // fence for an ordinary row to fall outside.
+        const double q1 = at(0.25), q3 = at(0.75), mid = at(0.5);
+        const double lo = std::min(q1 - 3 * (q3 - q1), mid / 2), hi = std::max(q3 + 3 * (q3 - q1), 2 * mid);
+        std::vector<bool> kept = use;
+        for (std::size_t i = 0; i < rows.size(); ++i)
+            if (use[i]) {
+                const double r = rows[i].seconds / std::max(predict(*fit, rows[i]), 1e-12);
+                if (r < lo || r > hi)
+                    kept[i] = false, ++setAside;
+            }
+        if (setAside > 0 && ratios.size() - setAside >= std::size_t(2 * ProbeObservation::kTerms)) {
+            if (auto refit = solve(kept)) {
+                fit = std::move(refit);
+                use = std::move(kept);
+            } else {
+                setAside = 0;
+            }
+        } else {
+            setAside = 0;
+        }
+    }
     RemoteFit r;
+    r.setAside = setAside;
     for (int i = 0; i < ProbeObservation::kTerms; ++i)
         r.terms.push_back({kTermNames[i], kTermMeanings[i], fit->coef[std::size_t(i)],
                            fit->stdError[std::size_t(i)], fit->atBound[std::size_t(i)]});
     std::vector<double> all, steps;
     std::map<std::string, std::vector<double>> byPhase;
-    for (const ProbeObservation &o : rows) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const ProbeObservation &o = rows[i];
         if (!(o.seconds > 0))
             continue;
         const double predicted = predictRemote(r, o);
         const double rel = std::abs(predicted - o.seconds) / o.seconds;
         all.push_back(rel);
         byPhase[o.phase].push_back(rel);
-        if (o.terms[0] == 0 && predicted > 0)
+        if (use[i] && o.terms[0] == 0 && predicted > 0)
             steps.push_back(o.seconds / predicted);
     }
     r.error = errorOver(all);
@@ -159,8 +221,8 @@ CostModel remoteCostModel(const RemoteFit &fit)
     const auto s = [&](int i) {
         return fit.terms.size() > std::size_t(i) ? fit.terms[std::size_t(i)].value : 0.0;
     };
-    // iter(n, T, A) = s0 + s1·n + s2·T + s3·A (no knee, no eager term: the
-    // probe measures a server's steps from outside)
+    // iter(n, T, A, D) = s0 + s1·n + s2·T + s3·A + s7·D (no knee, no eager
+    // term: the probe measures a server's steps from outside)
     for (int i = 0; i < 4; ++i)
         m.coef[std::size_t(CostModel::kIterationStart + i)] = s(i + 1);
     // The request-level forms it implies: a pass over b prompts of L is one
@@ -168,9 +230,10 @@ CostModel remoteCostModel(const RemoteFit &fit)
     // at context c one of b items, b tokens, b·c attention.
     for (int i = 0; i < CostModel::kPassTerms; ++i)
         m.coef[std::size_t(i)] = s(i + 1);
+    m.coef[std::size_t(CostModel::kIterationStart + 7)] = s(5);
     m.coef[4] = s(1);
     m.coef[5] = s(2) + s(3);
-    m.coef[6] = s(4);
+    m.coef[6] = s(4) + s(5);
     m.iterationResiduals = fit.residuals;
     return m;
 }
@@ -245,7 +308,8 @@ nlohmann::json toJson(const RemoteCalibration &r)
             {"request_overhead_s", r.requestOverheadS},
             {"terms", terms},
             {"phase_fit_error", phases},
-            {"observations_form", "[phase, requests, steps, sequences, tokens, attention, seconds]"},
+            {"observations_form",
+             "[phase, requests, steps, sequences, tokens, attention, decode_context, seconds]"},
             {"observations", rows}};
 }
 
@@ -290,14 +354,17 @@ Result<RemoteCalibration> remoteCalibrationFromJson(const nlohmann::json &j)
         for (const auto &[phase, e] : phases.items())
             r.phases[phase] = fitErrorFromJson(e);
         for (const auto &row : j.value("observations", nlohmann::json::array())) {
-            if (!row.is_array() || row.size() != std::size_t(ProbeObservation::kTerms + 2))
+            // 7 values before the decodes' context was a term of its own
+            if (!row.is_array() || (row.size() != std::size_t(ProbeObservation::kTerms + 2) &&
+                                    row.size() != std::size_t(ProbeObservation::kTerms + 1)))
                 return Status(StatusCode::InvalidArgument,
-                              "remote calibration: an observation needs 7 values");
+                              "remote calibration: an observation needs 8 (or 7) values");
             ProbeObservation o;
             o.phase = row[0].get<std::string>();
-            for (int i = 0; i < ProbeObservation::kTerms; ++i)
-                o.terms[std::size_t(i)] = row[std::size_t(i + 1)].get<double>();
-            o.seconds = row[std::size_t(ProbeObservation::kTerms + 1)].get<double>();
+            const std::size_t terms = row.size() - 2;
+            for (std::size_t i = 0; i < terms; ++i)
+                o.terms[i] = row[i + 1].get<double>();
+            o.seconds = row[terms + 1].get<double>();
             r.observations.push_back(o);
         }
         return r;

@@ -161,9 +161,15 @@ std::string ProbePlan::describe() const
     return s.str();
 }
 
-std::array<double, ProbeObservation::kTerms> prefillTerms(int promptTokens, int chunk)
+double kvCellsOf(std::int64_t context, int kvPad)
 {
-    std::array<double, ProbeObservation::kTerms> t{1, 0, 0, 0, 0};
+    return kvPad > 0 ? double(std::max<std::int64_t>(kvPad, (context + kvPad - 1) / kvPad * kvPad))
+                     : double(context);
+}
+
+std::array<double, ProbeObservation::kTerms> prefillTerms(int promptTokens, int chunk, int kvPad)
+{
+    std::array<double, ProbeObservation::kTerms> t{1, 0, 0, 0, 0, 0};
     const std::int64_t L = promptTokens;
     const std::int64_t c = chunk > 0 ? chunk : std::max<std::int64_t>(1, L);
     for (std::int64_t cached = 0; cached < L; cached += c) {
@@ -171,7 +177,7 @@ std::array<double, ProbeObservation::kTerms> prefillTerms(int promptTokens, int 
         t[1] += 1;
         t[2] += 1;
         t[3] += double(fed);
-        t[4] += double(fed) * double(cached + fed);
+        t[4] += double(fed) * kvCellsOf(cached + fed, kvPad);
     }
     return t;
 }
@@ -182,7 +188,7 @@ using Terms = std::array<double, ProbeObservation::kTerms>;
 
 // Decode items of `streams` whose token events fall in (ta, tb]: event i
 // (i >= 1) fed token i − 1 at context prompt + i.
-void addDecodes(const std::vector<const ProbeRequest *> &streams, double ta, double tb, Terms &t)
+void addDecodes(const std::vector<const ProbeRequest *> &streams, double ta, double tb, int kvPad, Terms &t)
 {
     for (const ProbeRequest *s : streams) {
         const auto &times = s->tokenTimesS;
@@ -193,7 +199,8 @@ void addDecodes(const std::vector<const ProbeRequest *> &streams, double ta, dou
                 continue; // the first token came from the prefill
             t[2] += 1;
             t[3] += 1;
-            t[4] += double(s->promptTokens + i);
+            t[4] += kvCellsOf(s->promptTokens + i, kvPad);
+            t[5] += kvCellsOf(s->promptTokens + i, kvPad);
         }
     }
 }
@@ -211,7 +218,7 @@ const ProbeRequest *clockOf(const std::vector<const ProbeRequest *> &streams, do
     return best;
 }
 
-void decodeBlocks(const std::vector<const ProbeRequest *> &streams, int block,
+void decodeBlocks(const std::vector<const ProbeRequest *> &streams, int block, int kvPad,
                   std::vector<ProbeObservation> &out)
 {
     if (streams.empty())
@@ -233,7 +240,7 @@ void decodeBlocks(const std::vector<const ProbeRequest *> &streams, int block,
         ProbeObservation o;
         o.phase = "decode";
         o.terms[1] = block;
-        addDecodes(streams, ct[k], ct[k + std::size_t(block)], o.terms);
+        addDecodes(streams, ct[k], ct[k + std::size_t(block)], kvPad, o.terms);
         o.seconds = ct[k + std::size_t(block)] - ct[k];
         if (o.seconds > 0 && o.terms[2] > 0)
             out.push_back(o);
@@ -241,7 +248,7 @@ void decodeBlocks(const std::vector<const ProbeRequest *> &streams, int block,
 }
 
 void mixedRows(const std::vector<const ProbeRequest *> &streams,
-               const std::vector<const ProbeRequest *> &probes, int chunk, bool prefillAlone,
+               const std::vector<const ProbeRequest *> &probes, int chunk, bool prefillAlone, int kvPad,
                std::vector<ProbeObservation> &out)
 {
     for (const ProbeRequest *p : probes) {
@@ -266,8 +273,8 @@ void mixedRows(const std::vector<const ProbeRequest *> &streams,
         ProbeObservation o;
         o.phase = "mixed";
         o.terms[1] = double(std::distance(a - 1, b));
-        addDecodes(streams, ta, tb, o.terms);
-        const Terms pre = prefillTerms(p->promptTokens, chunk);
+        addDecodes(streams, ta, tb, kvPad, o.terms);
+        const Terms pre = prefillTerms(p->promptTokens, chunk, kvPad);
         // A chunk step is one of the decode streams' steps, or (a server
         // that prefills alone) a step of its own between two of theirs.
         for (int i = prefillAlone ? 1 : 2; i < ProbeObservation::kTerms; ++i)
@@ -286,7 +293,7 @@ bool prefillAlone(const std::string &server)
 }
 
 std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> &requests, int chunk,
-                                                bool streaming, int block, bool prefillAlone)
+                                                bool streaming, int block, bool prefillAlone, int kvPad)
 {
     std::map<int, std::vector<const ProbeRequest *>> rounds;
     for (const ProbeRequest &r : requests)
@@ -302,12 +309,13 @@ std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> 
                     continue;
                 ProbeObservation o;
                 o.phase = phase;
-                o.terms = prefillTerms(r->promptTokens, chunk);
+                o.terms = prefillTerms(r->promptTokens, chunk, kvPad);
                 for (int e = 1; !streaming && e < r->outputTokens; ++e) { // whole answers: the decodes too
                     o.terms[1] += 1;
                     o.terms[2] += 1;
                     o.terms[3] += 1;
-                    o.terms[4] += double(r->promptTokens + e);
+                    o.terms[4] += kvCellsOf(r->promptTokens + e, kvPad);
+                    o.terms[5] += kvCellsOf(r->promptTokens + e, kvPad);
                 }
                 o.seconds = until - r->sentS;
                 out.push_back(o);
@@ -318,19 +326,20 @@ std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> 
                 if (r->tokenTimesS.size() >= 2)
                     streams.push_back(r);
             if (streams.size() == rs.front()->concurrency * 1u)
-                decodeBlocks(streams, block, out);
+                decodeBlocks(streams, block, kvPad, out);
         } else if (phase == "mixed") {
             std::vector<const ProbeRequest *> streams, probes;
             for (const ProbeRequest *r : rs)
                 (r->stream ? streams : probes).push_back(r);
             std::erase_if(streams, [](const ProbeRequest *s) { return s->tokenTimesS.size() < 2; });
-            mixedRows(streams, probes, chunk, prefillAlone, out);
+            mixedRows(streams, probes, chunk, prefillAlone, kvPad, out);
         }
     }
     return out;
 }
 
-std::vector<ProbeObservation> sessionObservations(const std::vector<StoredRequest> &requests, int chunk)
+std::vector<ProbeObservation> sessionObservations(const std::vector<StoredRequest> &requests, int chunk,
+                                                  int kvPad)
 {
     struct Span {
         double arrival, first, end;
@@ -365,11 +374,13 @@ std::vector<ProbeObservation> sessionObservations(const std::vector<StoredReques
                 const double toIndex = 1 + (j.out - 1) * (hi - j.first) / span;
                 o.terms[2] += decodes;
                 o.terms[3] += decodes;
-                o.terms[4] += decodes * (j.prompt + (fromIndex + toIndex) / 2);
+                const double context = kvCellsOf(std::llround(j.prompt + (fromIndex + toIndex) / 2), kvPad);
+                o.terms[4] += decodes * context;
+                o.terms[5] += decodes * context;
             }
             // j's prompt ran in a step of r's window when its first token came in it
             if (&j != &r && j.first > r.first && j.first <= r.end) {
-                const Terms pre = prefillTerms(j.prompt, chunk);
+                const Terms pre = prefillTerms(j.prompt, chunk, kvPad);
                 for (int i = 2; i < ProbeObservation::kTerms; ++i)
                     o.terms[std::size_t(i)] += pre[std::size_t(i)];
             }

@@ -2,6 +2,7 @@
 
 #include "engine/config/config_rules.h"
 #include "engine/config/server_command.h"
+#include "engine/sched/server_models/llamacpp_scheduler.h"
 #include "engine/sim/calibration/unknown_server.h"
 
 #include <algorithm>
@@ -60,7 +61,23 @@ int serverPrefillChunk(const BatchingConfig &c)
     switch (c.server.kind) {
     case ServerKind::Vllm: return c.server.vllm.chunkedPrefill ? c.server.vllm.maxNumBatchedTokens : 0;
     case ServerKind::Sglang: return std::max(0, c.server.sglang.chunkedPrefillSize);
+    case ServerKind::LlamaCpp: return std::max(0, c.server.llamacpp.nUbatch);
     default: return 0;
+    }
+}
+
+int serverKvPad(const BatchingConfig &c)
+{
+    return c.server.kind == ServerKind::LlamaCpp ? int(LlamaCppScheduler::kKvPad) : 0;
+}
+
+bool serverPrefillAlone(const BatchingConfig &c)
+{
+    switch (c.server.kind) {
+    case ServerKind::Tgi:
+    case ServerKind::Sglang: return true;
+    case ServerKind::LlamaCpp: return !c.server.llamacpp.kvUnified && c.server.llamacpp.nParallel > 1;
+    default: return false;
     }
 }
 

@@ -46,9 +46,24 @@ Result<RemoteServerModel> remoteServerModel(const RemoteCalibration &calibration
                                             const ServerSettings *given);
 
 // The prompt chunk a server model's step takes at most (vLLM with chunked
-// prefill: max_num_batched_tokens; SGLang: chunked_prefill_size); 0 = the
+// prefill: max_num_batched_tokens; SGLang: chunked_prefill_size;
+// llama-server: n_ubatch, a pass's tokens — its turn takes n_batch, but
+// cost-wise each n_ubatch is a pass over the prompt's cached part); 0 = the
 // whole prompt in one step.
 int serverPrefillChunk(const BatchingConfig &config);
+
+// True when a server model runs a prompt that joins running decodes as
+// passes of its own beside (or between) theirs, so a probe's mixed row
+// counts the prompt's own step (probeObservations' prefillAlone): TGI and
+// SGLang prefill alone; llama-server with a KV cache per slot splits a
+// turn into ubatches of consecutive slots with equal tokens each
+// (LlamaCppScheduler::passes), the prompt's tokens past the first in a
+// pass of their own.
+bool serverPrefillAlone(const BatchingConfig &config);
+
+// The multiple a server model pads a pass's KV view to (llama-server: 256,
+// LlamaCppScheduler::kKvPad; 0: none): the probe's rows count the cells read.
+int serverKvPad(const BatchingConfig &config);
 
 // True for a calibration whose server has a scheduler model (vLLM, TGI,
 // SGLang, Triton, llama.cpp): what the simulation of it should run.

@@ -33,7 +33,10 @@ double medianGap(const ProbeRequest &r)
     return median(gaps);
 }
 
-void inferFromMixed(const std::vector<const ProbeRequest *> &mixed, InferredScheduler &out)
+// `alone`: a prompt length's median TTFT in the prefill round (one at a
+// time), where the probe measured it.
+void inferFromMixed(const std::vector<const ProbeRequest *> &mixed, const std::map<int, double> &alone,
+                    InferredScheduler &out)
 {
     std::vector<const ProbeRequest *> streams, prompts;
     for (const ProbeRequest *r : mixed)
@@ -47,10 +50,12 @@ void inferFromMixed(const std::vector<const ProbeRequest *> &mixed, InferredSche
         const double first = *p->firstTokenS;
         // Streams still running when the prompt's first token came.
         bool anyRunningAfter = false, anyRunningAtSend = false;
-        double longestStall = 0;
+        double longestStall = 0, lastEnd = 0;
         for (const ProbeRequest *s : streams) {
-            if (s->endS > p->sentS + 1e-9 && s->tokenTimesS.size() > 1 && s->tokenTimesS.front() < p->sentS)
+            if (s->endS > p->sentS + 1e-9 && s->tokenTimesS.size() > 1 && s->tokenTimesS.front() < p->sentS) {
                 anyRunningAtSend = true;
+                lastEnd = std::max(lastEnd, s->endS);
+            }
             if (s->endS > first + 1e-9 && s->tokenTimesS.front() < p->sentS)
                 anyRunningAfter = true;
             // The longest gap in this stream's tokens around the prompt's prefill.
@@ -60,7 +65,16 @@ void inferFromMixed(const std::vector<const ProbeRequest *> &mixed, InferredSche
         }
         if (!anyRunningAtSend)
             continue;
-        (anyRunningAfter ? joined : waited) += 1;
+        // The streams ended before its first token: it waited for them only
+        // if its prefill then took about as long as alone. A first token
+        // sooner after their end than that means the prefill had begun
+        // beside them — a long prompt outliving a short stream (on
+        // llama-server 2 of 9 calibrations read so as request level).
+        bool joinedEarly = false;
+        if (!anyRunningAfter)
+            if (const auto a = alone.find(p->promptTokens); a != alone.end() && a->second > 0)
+                joinedEarly = first - lastEnd < 0.8 * a->second;
+        (anyRunningAfter || joinedEarly ? joined : waited) += 1;
         const double prefill = first - p->sentS;
         if (anyRunningAfter && prefill > 0) {
             ++counted;
@@ -133,12 +147,19 @@ InferredScheduler inferScheduler(const std::vector<ProbeRequest> &requests)
     for (const ProbeRequest &r : requests)
         if (r.ok)
             byRound[{r.phase, r.round}].push_back(&r);
+    std::map<int, std::vector<double>> prefill; // prompt length -> TTFTs one at a time
+    for (const ProbeRequest &r : requests)
+        if (r.ok && r.phase == "prefill" && r.concurrency == 1 && r.firstTokenS)
+            prefill[r.promptTokens].push_back(*r.firstTokenS - r.sentS);
+    std::map<int, double> alone;
+    for (auto &[length, ttfts] : prefill)
+        alone[length] = median(ttfts);
     std::map<int, std::vector<const ProbeRequest *>> decode; // concurrency -> the latest such round
     for (const auto &[key, rs] : byRound) {
         if (key.first == "decode")
             decode[rs.front()->concurrency] = rs;
         if (key.first == "mixed")
-            inferFromMixed(rs, out);
+            inferFromMixed(rs, alone, out);
     }
     inferFromDecode(decode, out);
     if (!out.iterationLevel)

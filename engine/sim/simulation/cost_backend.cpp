@@ -114,7 +114,9 @@ Status CostBackend::step(const std::vector<StepItem> &items, std::vector<StepOut
     out.assign(items.size(), StepOutcome{});
     if (Status s = checkDistinctSequences(items); !s)
         return s;
-    StepShape shape;
+    // One shape per forward pass (StepItem::passes; one pass unless a
+    // server model split the step).
+    std::vector<StepShape> shapes(1);
     for (std::size_t i = 0; i < items.size(); ++i) {
         const auto fed = std::int64_t(items[i].tokens.size());
         const auto it = m_lengths.find(items[i].sequence);
@@ -137,14 +139,27 @@ Status CostBackend::step(const std::vector<StepItem> &items, std::vector<StepOut
                                                          std::to_string(m_positions) + " positions"};
             continue;
         }
-        shape.add(cached, fed);
+        std::int64_t before = cached, left = fed;
+        for (const StepItem::PassPiece &piece : items[i].passes) {
+            const std::int64_t n = std::min(left, std::max<std::int64_t>(0, piece.tokens));
+            const std::size_t pass = std::size_t(std::max(0, piece.pass));
+            if (pass >= shapes.size())
+                shapes.resize(pass + 1);
+            shapes[pass].add(before, n, piece.kvCells > 0 ? piece.kvCells : -1);
+            before += n;
+            left -= n;
+        }
+        shapes.front().add(before, left); // tokens no piece named
         m_lengths[items[i].sequence] = cached + fed;
         m_cached += fed + prefixed;
         for (const KvBlock &kb : items[i].publish)
             if (kb.start >= 0 && kb.tokens > 0 && kb.start + kb.tokens <= cached + fed)
                 m_kept.keep(kb.hash, kb.tokens);
     }
-    m_clock.charge(charge(m_cost.iterationSeconds(shape), true));
+    double seconds = 0;
+    for (const StepShape &shape : shapes)
+        seconds += m_cost.iterationSeconds(shape);
+    m_clock.charge(charge(seconds, true));
     return Status::ok();
 }
 

@@ -105,7 +105,11 @@ bool Routing::route(std::size_t index, TimePoint arrival, ReplicaSet &replicas)
 std::vector<TokenId> Routing::promptOf(std::size_t index)
 {
     const PlannedArrival &a = m_arrivals[index];
-    const bool content = m_o.config.cache.enabled || !a.blocks.empty() || a.conversation != 0;
+    // Ids matter where something compares them: the response cache, a
+    // prefix cache (a server model's prompt caching: all-zero prompts would
+    // all share their prefix and hit), a trace's blocks, a conversation.
+    const bool content = m_o.config.cache.enabled || m_o.config.prefixCache.enabled || !a.blocks.empty() ||
+                         a.conversation != 0;
     if (!content)
         return std::vector<TokenId>(std::size_t(std::max(0, a.inputTokens)));
     const int vocab = std::max(1, m_o.limits.vocabSize);

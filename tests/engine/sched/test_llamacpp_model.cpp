@@ -1,12 +1,14 @@
 // llama.cpp's llama-server as a server kind: its scheduler model
 // (engine/sched/server_models/llamacpp_scheduler.h) on a fake clock with the
 // hash model, its /metrics series, its /props settings and its launch flags.
-#include "tests/engine/books_driver.h"
 #include "engine/config/config_rules.h"
 #include "engine/config/server_command.h"
 #include "engine/sched/server_models/llamacpp_scheduler.h"
 #include "engine/sim/calibration/llamacpp_settings.h"
+#include "engine/sim/calibration/remote_calibration.h"
+#include "engine/sim/simulation/cost_backend.h"
 #include "engine/telemetry/target_metrics.h"
+#include "tests/engine/books_driver.h"
 
 #include <QtTest>
 
@@ -30,9 +32,12 @@ BatchingConfig llamaConfig(int slotCount, int ctx, int batch, bool unified = fal
     return c;
 }
 
-// One step as the test reads it: tokens fed per sequence, in feed order.
+// One step as the test reads it: tokens fed per sequence, in feed order,
+// and its forward passes (the distinct StepItem::passes indices).
 struct Driver : BooksDriver {
     std::vector<std::vector<int>> steps;
+    std::vector<int> passCounts;
+    std::vector<StepItem> lastItems;
     explicit Driver(const BatchingConfig &c)
     {
         scheduler = std::make_unique<LlamaCppScheduler>(c, ModelLimits{4096, HashModel::kVocab}, model);
@@ -46,9 +51,15 @@ protected:
     void recordStep(const StepWork &step) override
     {
         std::vector<int> sizes;
-        for (const StepItem &item : step.items)
+        int passes = 0;
+        for (const StepItem &item : step.items) {
             sizes.push_back(int(item.tokens.size()));
+            for (const StepItem::PassPiece &p : item.passes)
+                passes = std::max(passes, p.pass + 1);
+        }
         steps.push_back(sizes);
+        passCounts.push_back(passes);
+        lastItems = step.items;
     }
 };
 
@@ -155,6 +166,140 @@ private slots:
         QCOMPARE(step->items.size(), std::size_t(1));
         QCOMPARE(int(step->items[0].tokens.size()), 68 - 48); // 3 blocks of 16 cached
         QCOMPARE(step->prefixHitTokens, std::int64_t(48));
+    }
+
+    // llama_decode's ubatches (src/llama-batch.cpp split_equal, sequential,
+    // with a KV cache per slot; split_simple with one cache).
+    void aTurnSplitsIntoUbatchesAsLlamaDecodeDoes()
+    {
+        using E = LlamaCppScheduler::BatchEntry;
+        using P = StepItem::PassPiece;
+        const auto pieces = [](const std::vector<std::vector<P>> &v) {
+            std::vector<std::vector<std::pair<int, std::int64_t>>> out;
+            for (const auto &item : v) {
+                out.emplace_back();
+                for (const P &p : item)
+                    out.back().emplace_back(p.pass, p.tokens);
+            }
+            return out;
+        };
+        using Pieces = std::vector<std::vector<std::pair<int, std::int64_t>>>;
+        // Decodes of slots 0, 1, 2: consecutive, one pass.
+        QCOMPARE(pieces(LlamaCppScheduler::passes({E{0, 1}, E{1, 1}, E{2, 1}}, 512, true)),
+                 (Pieces{{{0, 1}}, {{0, 1}}, {{0, 1}}}));
+        // Decodes of slots 0 and 2: two passes.
+        QCOMPARE(pieces(LlamaCppScheduler::passes({E{0, 1}, E{2, 1}}, 512, true)),
+                 (Pieces{{{0, 1}}, {{1, 1}}}));
+        // A prompt of 40 in slot 2 beside decodes of 0 and 1: one token in
+        // their pass, the rest in its own.
+        QCOMPARE(pieces(LlamaCppScheduler::passes({E{0, 1}, E{1, 1}, E{2, 40}}, 512, true)),
+                 (Pieces{{{0, 1}}, {{0, 1}}, {{0, 1}, {1, 39}}}));
+        // A prompt longer than n_ubatch alone: passes of n_ubatch.
+        QCOMPARE(pieces(LlamaCppScheduler::passes({E{3, 1100}}, 512, true)),
+                 (Pieces{{{0, 512}, {1, 512}, {2, 76}}}));
+        // Two prompts in slots 1 and 2: equal tokens from each, the
+        // shorter's length, then the longer's rest.
+        QCOMPARE(pieces(LlamaCppScheduler::passes({E{1, 10}, E{2, 30}}, 512, true)),
+                 (Pieces{{{0, 10}}, {{0, 10}, {1, 20}}}));
+        // One cache (kv_unified, or one slot): every n_ubatch tokens.
+        QCOMPARE(pieces(LlamaCppScheduler::passes({E{0, 1}, E{2, 1}, E{3, 600}}, 512, false)),
+                 (Pieces{{{0, 1}}, {{0, 1}}, {{0, 510}, {1, 90}}}));
+    }
+
+    // Slots go least recently released first (ties: the highest id), so
+    // which decodes share a pass follows the server's own slot choice.
+    void slotsAreTakenLeastRecentlyReleasedAndDecodesSplitBySlot()
+    {
+        Driver d(llamaConfig(4, 4096, 2048));
+        QVERIFY(d.submit(1, 8, 20).isOk()); // slot 3
+        QVERIFY(d.submit(2, 8, 2).isOk());  // slot 2
+        QVERIFY(d.submit(3, 8, 20).isOk()); // slot 1
+        QVERIFY(d.stepOnce());
+        QCOMPARE(d.steps.back(), (std::vector<int>{8, 8, 8}));
+        QCOMPARE(d.passCounts.back(), 1); // slots 1, 2, 3: one pass, 8 tokens each
+        QVERIFY(d.stepOnce());
+        QCOMPARE(d.steps.back(), (std::vector<int>{1, 1, 1}));
+        QCOMPARE(d.passCounts.back(), 1);
+        QVERIFY(d.responses.count(2)); // slot 2 released
+        QVERIFY(d.stepOnce());
+        QCOMPARE(d.steps.back(), (std::vector<int>{1, 1}));
+        QCOMPARE(d.passCounts.back(), 2); // slots 1 and 3
+        // A new prompt takes slot 0 (never used), not slot 2: decodes of 1
+        // and 3, then its prompt, are three passes.
+        QVERIFY(d.submit(4, 8, 2).isOk());
+        QVERIFY(d.stepOnce());
+        QCOMPARE(d.steps.back(), (std::vector<int>{1, 1, 8}));
+        QCOMPARE(d.passCounts.back(), 3);
+        // With one KV cache the same turn is one pass.
+        Driver u(llamaConfig(4, 4096, 2048, true));
+        for (std::uint64_t id = 1; id <= 3; ++id)
+            QVERIFY(u.submit(id, 8, id == 2 ? 2 : 20).isOk());
+        for (int i = 0; i < 3; ++i)
+            QVERIFY(u.stepOnce());
+        QVERIFY(u.submit(4, 8, 2).isOk());
+        QVERIFY(u.stepOnce());
+        QCOMPARE(u.passCounts.back(), 1);
+    }
+
+    // A pass attends to its largest slot's KV view padded to 256 cells
+    // (llama_kv_cache::get_n_kv), and the probe's rows count the same.
+    void aPassReadsItsKvViewPaddedTo256Cells()
+    {
+        const auto cells = [](const StepItem &item) {
+            std::vector<std::int64_t> out;
+            for (const StepItem::PassPiece &p : item.passes)
+                out.push_back(p.kvCells);
+            return out;
+        };
+        Driver d(llamaConfig(4, 4096, 2048)); // a cache of 1,024 a slot
+        QVERIFY(d.submit(1, 300, 4).isOk());
+        QVERIFY(d.stepOnce());
+        QCOMPARE(cells(d.lastItems[0]), (std::vector<std::int64_t>{512}));
+        // Slot 2 comes after slot 3 in the batch (decodes first): not
+        // sequential, so the prompt is a pass of its own, with its own view.
+        QVERIFY(d.submit(2, 8, 4).isOk());
+        QVERIFY(d.stepOnce());
+        QCOMPARE(d.passCounts.back(), 2);
+        QCOMPARE(cells(d.lastItems[0]), (std::vector<std::int64_t>{512})); // the decode at 301
+        QCOMPARE(cells(d.lastItems[1]), (std::vector<std::int64_t>{256}));
+        // One cache: every running sequence's cells.
+        Driver u(llamaConfig(2, 4096, 2048, true));
+        QVERIFY(u.submit(1, 200, 4).isOk());
+        QVERIFY(u.submit(2, 100, 4).isOk());
+        QVERIFY(u.stepOnce());
+        QCOMPARE(cells(u.lastItems[0]), (std::vector<std::int64_t>{512}));
+        // The probe's rows: a 300-token prompt's 300 tokens read 512 cells.
+        QCOMPARE(prefillTerms(300, 512, 256)[4], 300.0 * 512);
+        QCOMPARE(prefillTerms(300, 512, 0)[4], 300.0 * 300);
+        QCOMPARE(kvCellsOf(40, 256), 256.0);
+        QCOMPARE(kvCellsOf(257, 256), 512.0);
+    }
+
+    // The simulator's cost backend charges each pass as an iteration: the
+    // per-step term once per pass.
+    void theCostBackendChargesEachPass()
+    {
+        CostModel cost;
+        cost.generative = true;
+        cost.coef[CostModel::kIterationStart] = 1e-3;     // s0: a pass
+        cost.coef[CostModel::kIterationStart + 2] = 1e-4; // s2: a token
+        VirtualClock clock(TimePoint{});
+        NoiseDraws noise(CostNoise::None, 1);
+        CostBackend backend(cost, clock, noise, ModelLimits{4096, 256}, OutputKind::Generated, 4096);
+        const auto charged = [&](std::vector<StepItem> items) {
+            const TimePoint before = clock.now();
+            std::vector<StepOutcome> out;
+            [&] { QVERIFY(backend.step(items, out).isOk()); }();
+            return toSeconds(clock.now() - before);
+        };
+        StepItem a{.sequence = 1, .tokens = std::vector<TokenId>(10, 1)};
+        StepItem b{.sequence = 2, .tokens = std::vector<TokenId>(10, 1)};
+        QVERIFY(std::abs(charged({a, b}) - (1e-3 + 20e-4)) < 1e-12); // one pass
+        StepItem c{.sequence = 3, .tokens = std::vector<TokenId>(10, 1)};
+        StepItem e{.sequence = 4, .tokens = std::vector<TokenId>(10, 1)};
+        c.passes = {{0, 4}, {1, 6}};
+        e.passes = {{2, 10}};
+        QVERIFY(std::abs(charged({c, e}) - (3e-3 + 20e-4)) < 1e-12); // three passes
     }
 
     void metricsMapToTheRemoteSeries()

@@ -412,7 +412,7 @@ private slots:
 
         model.activeExperts = {{1, 3.9, 4}, {64, 62.5, 63.2}};
         const nlohmann::json j = toJson(model);
-        QCOMPARE(j["iteration"].size(), std::size_t(7));
+        QCOMPARE(j["iteration"].size(), std::size_t(8));
         QCOMPARE(j["moe"]["experts"].get<int>(), 64);
         auto back = costModelFromJson(j);
         QVERIFY(back);
@@ -420,7 +420,15 @@ private slots:
         nlohmann::json bad = j;
         bad["moe"]["experts_per_token"] = 65;
         QVERIFY(!costModelFromJson(bad));
+        // A calibration stored before the decodes' context was a term (7
+        // coefficients) reads with s7 = 0.
+        nlohmann::json seven = toJson(model);
+        seven["iteration"].erase(7);
+        auto beforeD = costModelFromJson(seven);
+        QVERIFY(beforeD);
+        QVERIFY(*beforeD == model);
         nlohmann::json six = toJson(dense);
+        six["iteration"].erase(7);
         six["iteration"].erase(6);
         auto older = costModelFromJson(six);
         QVERIFY(older);

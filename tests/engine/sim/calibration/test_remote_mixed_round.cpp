@@ -5,6 +5,7 @@
 // them and the other prompts were never sent. With a cap seen, the round
 // runs cap − 1 streams (dropped at a cap of 1), and says so.
 #include "engine/sim/calibration/remote_calibrate.h"
+#include "engine/sim/calibration/unknown_server.h"
 
 #include <QtTest>
 
@@ -25,11 +26,52 @@ ProbeScrape scrape(double running, double waiting)
     return s;
 }
 
+ProbeRequest answered(const std::string &phase, int round, bool stream, int prompt, double sent, double first,
+                      double end, int tokens)
+{
+    ProbeRequest r;
+    r.phase = phase;
+    r.round = round;
+    r.stream = stream;
+    r.promptTokens = prompt;
+    r.sentS = sent;
+    r.firstTokenS = first;
+    r.endS = end;
+    r.ok = true;
+    for (int i = 0; i < tokens; ++i)
+        r.tokenTimesS.push_back(first + (end - first) * i / std::max(1, tokens - 1));
+    return r;
+}
+
+// A mixed round of one stream (0.0-0.5 s) and a 512-token prompt sent at
+// 0.3 s; alone, the prefill round put that prompt at 0.29 s.
+std::vector<ProbeRequest> mixedWithFirstTokenAt(double first)
+{
+    return {answered("prefill", 0, false, 512, 0, 0.29, 0.29, 1),
+            answered("mixed", 1, true, 64, 0, 0.01, 0.5, 128),
+            answered("mixed", 1, false, 512, 0.3, first, first, 1)};
+}
+
 } // namespace
 
 class TestRemoteMixedRound : public QObject {
     Q_OBJECT
 private slots:
+    // A long prompt whose prefill outlived the one stream beside it: its
+    // first token came after the stream ended, but sooner after that than
+    // its prefill takes alone, so it began beside the stream (iteration
+    // level). It used to read as having waited (request level).
+    void aPromptThatOutlivedTheStreamStillJoinedIt()
+    {
+        const InferredScheduler joined = inferScheduler(mixedWithFirstTokenAt(0.6)); // 0.1 s after the end
+        QVERIFY(joined.iterationLevel);
+        QVERIFY(*joined.iterationLevel);
+        // A server that ran it only after the stream: its whole prefill after the end.
+        const InferredScheduler waited = inferScheduler(mixedWithFirstTokenAt(0.5 + 0.29));
+        QVERIFY(waited.iterationLevel);
+        QVERIFY(!*waited.iterationLevel);
+    }
+
     void capFromScrapes()
     {
         // 16 running while 16 waited: a cap

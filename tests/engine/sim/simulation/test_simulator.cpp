@@ -633,6 +633,36 @@ private slots:
     // tokenisation, the first token's delivery): replay --simulate adds it
     // to every request's total and first-token time, as tune does, and to
     // nothing else.
+    // A trace without prefix blocks has distinct prompts: a server model
+    // whose prompt caching is on (llama-server) must find nothing to reuse.
+    // It used to be given all-zero prompts, which shared every block: 82 %
+    // of the prompt tokens of a llama-server replay were predicted cached
+    // (and its TTFT no longer grew with the prompt) where the real server
+    // reused none.
+    void distinctPromptsShareNoPrefixWithPromptCachingOn()
+    {
+        Collector records;
+        SimulatorOptions o = continuousOptions(2e-3, 1e-4);
+        o.config.server.kind = ServerKind::LlamaCpp;
+        o.config.server.llamacpp.nParallel = 2;
+        o.config.server.llamacpp.nCtx = 4096;
+        o.config.prefixCache.enabled = true;
+        o.config.prefixCache.blockTokens = 16;
+        o.limits.vocabSize = 400;
+        o.observer = &records;
+        std::vector<PlannedArrival> a = sequences(6, 64, 3);
+        for (std::size_t i = 0; i < a.size(); ++i)
+            a[i].offset = std::chrono::milliseconds(100 * i); // one at a time: each after the last ended
+        const SimOutcome out = Simulator(o).run(a);
+        QCOMPARE(out.completed, a.size());
+        QCOMPARE(records.requests.size(), a.size());
+        for (const RequestRecord &r : records.requests)
+            QCOMPARE(r.cachedTokens, 0);
+        // Every prompt computed: 64 tokens at 0.1 ms beside the 2 ms step.
+        for (const RequestRecord &r : records.requests)
+            QCOMPARE(r.timeToFirstToken, fromSeconds(2e-3 + 64e-4));
+    }
+
     void remoteCalibrationAddsItsRequestPath()
     {
         QTemporaryDir dir;
