@@ -306,5 +306,95 @@ def check_pick(bp, server_bin, gguf, work, db):
         fail("the pick completed %s of the arrivals, one slot %s:\n%s\n%s" % (done_after, done_before, table,
                                                                              table_after))
 
+
+def check_known(base, url, cal):
+    if "calibrate: server llamacpp (from /metrics)" not in cal.stderr:
+        fail("llama-server not recognised:\n" + cal.stderr)
+    out = cal.stdout
+    for want in ("(llamacpp)", "n_parallel=2", "slot_n_ctx=1024", "n_ctx=2048"):
+        if want not in out:
+            fail("calibrate did not print %r:\n%s" % (want, out))
+    if "limits seen in /metrics" not in out or "limits seen in /metrics (0 scrapes" in out or \
+            re.search(r"limits seen in /metrics \([^)]*\): none", out):
+        fail("no limits read from llama-server's /metrics:\n" + out)
+    cid = re.search(r"calibration (\d+):", out).group(1)
+    real = run(base + ["replay", "1", "--trace", "--target", url, "--protocol", "openai", "--model", "tiny",
+                       "--vocab-size", "400", "--max-length", "1024"] + TRACE)
+    sid = re.search(r"session (\d+)", real.stdout + real.stderr).group(1)
+    sim = run(base + ["replay", "1", "--trace", "--simulate", "--calibration", cid, "--compare", sid] + TRACE)
+    if "llamacpp's scheduler" not in sim.stdout + sim.stderr:
+        fail("replay --simulate did not run llama.cpp's scheduler model:\n" + sim.stdout + sim.stderr)
+    r = rows(sim.stdout)
+    measured, predicted = number(r["throughput (req/s)"][0]), number(r["throughput (req/s)"][1])
+    if abs(predicted - measured) > 0.25 * measured:
+        fail("throughput predicted %.2f, measured %.2f" % (predicted, measured))
+    if r["completed"][0] != r["completed"][1]:
+        fail("completed: measured %s, predicted %s" % (r["completed"][0], r["completed"][1]))
+    # The model's slots act: one slot makes the arrivals queue.
+    one = os.path.join(os.path.dirname(base[2]), "one-slot.json")
+    with open(one, "w") as f:
+        f.write('{"policy": "continuous", "server": {"kind": "llamacpp", "n_parallel": 1, "n_ctx": 1024}}')
+    slow = run(base + ["replay", "1", "--trace", "--simulate", "--calibration", cid, "--config", one,
+                       "--speed", "8"] + TRACE)
+    fast = run(base + ["replay", "1", "--trace", "--simulate", "--calibration", cid, "--speed", "8"] + TRACE)
+    t1, t2 = number(rows(slow.stdout)["TTFT p99 (ms)"][0]), number(rows(fast.stdout)["TTFT p99 (ms)"][0])
+    if not t1 > t2:
+        fail("1 slot predicts TTFT p99 %.1f ms, 2 slots %.1f ms: the slots do not act" % (t1, t2))
+    tune = run(base + ["tune", "--trace", "1", "--target", url, "--model", "tiny", "--calibration", cid,
+                       "--slo", "ttft_p99<=10s"] + TRACE)
+    if "llama-server -m tiny" not in tune.stdout or "--parallel" not in tune.stdout:
+        fail("tune --target did not answer with llama-server flags:\n" + tune.stdout + tune.stderr)
+    if "keep the server's current config" not in tune.stdout:
+        fail("the current settings meet a loose SLO, yet tune did not keep them:\n" + tune.stdout)
+
+
+def check_unknown(base, url, cal):
+    if "not recognised" not in cal.stderr:
+        fail("a server with /metrics and /props hidden was recognised:\n" + cal.stderr)
+    # What the probe's rounds show: the 2 slots as a running cap, stored with the calibration.
+    if "inferred from the probe's rounds" not in cal.stderr or "running cap 2:" not in cal.stderr:
+        fail("the probe's rounds did not show the server's 2 slots as its running cap:\n" + cal.stderr)
+    cid = re.search(r"calibration (\d+):", cal.stdout).group(1)
+    exported = run(base + ["calibrate", "--export", cid]).stdout
+    if '"running_cap": 2' not in exported or '"inferred"' not in exported:
+        fail("the inference is not stored with the calibration:\n" + exported[:2000])
+    if "can tell" in cal.stderr or "cannot be told" not in cal.stderr:
+        check_inferred_level(base, cal, cid)
+        return
+    sim = run(base + ["replay", "1", "--trace", "--simulate", "--calibration", cid] + TRACE, expect=2)
+    if "kind is not known" not in sim.stderr or "not assumed" not in sim.stderr:
+        fail("replay --simulate did not refuse an unknown kind:\n" + sim.stderr)
+    tune = run(base + ["tune", "--trace", "1", "--calibration", cid, "--slo", "ttft_p99<=10s"] + TRACE,
+               expect=None)
+    if tune.returncode == 0 or "kind is not known" not in tune.stderr:
+        fail("tune simulated a server of unknown kind:\n" + tune.stdout + tune.stderr)
+    tt = run(base + ["tune", "--trace", "1", "--target", url, "--model", "tiny", "--calibration", cid,
+                     "--slo", "ttft_p99<=10s"] + TRACE, expect=None)
+    if tt.returncode == 0 or "kind is not known" not in tt.stderr:
+        fail("tune --target simulated a server of unknown kind:\n" + tt.stdout + tt.stderr)
+
+
+def check_inferred_level(base, cal, cid):
+    """A level was inferred: replay --simulate runs the generic model of that
+    level and says what was inferred. (llama-server's slots batch per
+    iteration, and most runs infer so; the level itself is not asserted: on
+    a loaded machine a prompt's first token can come after the one short
+    stream beside it ended, which reads as request level.)"""
+    level = re.search(r"(iteration|request)-level: in the mixed round (\d+) of (\d+) prompts", cal.stderr)
+    if not level:
+        fail("a level was inferred, but calibrate did not say from which round:\n" + cal.stderr)
+    sim = run(base + ["replay", "1", "--trace", "--simulate", "--calibration", cid] + TRACE)
+    out = sim.stdout + sim.stderr
+    if "a generic %s-level server's scheduler" % level.group(1) not in out:
+        fail("replay --simulate did not run the generic %s-level model:\n%s" % (level.group(1), out))
+    for want in ("inferred from the probe's rounds", "%s-level: in the mixed round" % level.group(1),
+                 "running cap 2:"):
+        if want not in out:
+            fail("replay --simulate did not print what was inferred (%r):\n%s" % (want, out))
+    completed = rows(sim.stdout).get("completed", ["0"])[0]
+    if completed in ("0", "-"):
+        fail("the generic model completed nothing:\n" + sim.stdout)
+
+
 if __name__ == "__main__":
     sys.exit(main())
