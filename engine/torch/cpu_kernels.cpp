@@ -1,9 +1,7 @@
 #include "cpu_kernels.h"
-#include "engine/core/work_pool.h"
 #include "kernels/dot_rows.h"
 #include "kernels/vec_math.h"
 
-#include <ATen/Parallel.h>
 
 #include <cmath>
 #include <cstdint>
@@ -105,7 +103,7 @@ void smallProduct(const float *x, std::int64_t m, std::int64_t k, const at::Tens
     const bool tiles = dotRowsAvx512();
     const bool f32 = w.scalar_type() == at::kFloat;
     const void *wp = w.data_ptr();
-    parallelChunks(n, grain, at::get_num_threads(), [&](std::int64_t b, std::int64_t e) {
+    cpuParallel(n, grain, [&](std::int64_t b, std::int64_t e) {
         if (f32) {
             const auto *rows = static_cast<const float *>(wp);
             (tiles ? dotRowsAvx512F32 : dotRowsF32)(x, m, k, rows, b, e, y, n, accumulate);
@@ -236,7 +234,7 @@ at::Tensor rmsNormCpu(const at::Tensor &x, const at::Tensor &weight, double eps)
         using scalar_t = decltype(tag);
         const scalar_t *xp = x.data_ptr<scalar_t>(), *wp = weight.data_ptr<scalar_t>();
         scalar_t *op = out.data_ptr<scalar_t>();
-        parallelChunks(rows, grainRows(d), at::get_num_threads(), [&](std::int64_t b, std::int64_t e) {
+        cpuParallel(rows, grainRows(d), [&](std::int64_t b, std::int64_t e) {
             for (std::int64_t r = b; r < e; ++r) {
                 const scalar_t *xr = xp + r * d;
                 scalar_t *orow = op + r * d;
@@ -275,7 +273,7 @@ void ropeInPlaceCpu(at::Tensor &qk, std::int64_t heads, std::int64_t D, const at
         using scalar_t = decltype(tag);
         scalar_t *base = qk.data_ptr<scalar_t>();
         const scalar_t *cp = cos.data_ptr<scalar_t>(), *sp = sin.data_ptr<scalar_t>();
-        parallelChunks(T, grainRows(heads * D), at::get_num_threads(), [&](std::int64_t b, std::int64_t e) {
+        cpuParallel(T, grainRows(heads * D), [&](std::int64_t b, std::int64_t e) {
             for (std::int64_t t = b; t < e; ++t) {
                 const scalar_t *c = cp + std::int64_t(pos[t]) * D, *s = sp + std::int64_t(pos[t]) * D;
                 for (std::int64_t h = 0; h < heads; ++h) {
@@ -301,7 +299,7 @@ at::Tensor swigluCpu(const at::Tensor &gateUp)
         using scalar_t = decltype(tag);
         const scalar_t *gp = gateUp.data_ptr<scalar_t>();
         scalar_t *op = out.data_ptr<scalar_t>();
-        parallelChunks(rows, grainRows(2 * f), at::get_num_threads(), [&](std::int64_t b, std::int64_t e) {
+        cpuParallel(rows, grainRows(2 * f), [&](std::int64_t b, std::int64_t e) {
             for (std::int64_t r = b; r < e; ++r) {
                 const scalar_t *g = gp + r * 2 * f;
                 siluMulRow(g, g + f, op + r * f, f);
@@ -360,7 +358,7 @@ at::Tensor argmaxRowsCpu(const at::Tensor &logits)
     dispatchFused(logits.scalar_type(), [&](auto tag) {
         using scalar_t = decltype(tag);
         const scalar_t *lp = logits.data_ptr<scalar_t>();
-        parallelChunks(rows, grainRows(n), at::get_num_threads(), [&](std::int64_t b, std::int64_t e) {
+        cpuParallel(rows, grainRows(n), [&](std::int64_t b, std::int64_t e) {
             for (std::int64_t r = b; r < e; ++r)
                 op[r] = argmaxRow(lp + r * n, n);
         });

@@ -12,9 +12,20 @@
 // Internal to engine/torch/ (includes ATen).
 #pragma once
 
+#include "engine/core/work_pool.h"
+
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 namespace bp {
+
+// fn(begin, end) over [0, n) in chunks of at least `grain`, on as many
+// threads as libtorch's intra-op setting (--threads) names.
+inline void cpuParallel(std::int64_t n, std::int64_t grain,
+                        const std::function<void(std::int64_t, std::int64_t)> &fn)
+{
+    parallelChunks(n, grain, at::get_num_threads(), fn);
+}
 
 // True for a CPU tensor of float32 or bfloat16: the kernels below apply.
 bool cpuFused(const at::Tensor &t);

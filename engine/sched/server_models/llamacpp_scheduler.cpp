@@ -13,22 +13,24 @@ LlamaCppScheduler::LlamaCppScheduler(BatchingConfig config, ModelLimits limits, 
 
 namespace {
 
-std::int64_t padTo256(std::int64_t n)
+// llama.cpp's rounding of context sizes and KV views (GGML_PAD to 256).
+std::int64_t padCells(std::int64_t n)
 {
-    return (n + 255) / 256 * 256;
+    constexpr std::int64_t pad = LlamaCppScheduler::kKvPad;
+    return (n + pad - 1) / pad * pad;
 }
 
 } // namespace
 
 std::int64_t LlamaCppScheduler::cacheTokens(const LlamaCppKnobs &k)
 {
-    return padTo256(k.nCtx);
+    return padCells(k.nCtx);
 }
 
 std::int64_t LlamaCppScheduler::slotContext(const LlamaCppKnobs &k)
 {
     const std::int64_t cache = cacheTokens(k);
-    return k.kvUnified ? cache : padTo256(cache / std::max(1, k.nParallel));
+    return k.kvUnified ? cache : padCells(cache / std::max(1, k.nParallel));
 }
 
 Status LlamaCppScheduler::checkModel(const Request &r) const
@@ -39,8 +41,8 @@ Status LlamaCppScheduler::checkModel(const Request &r) const
         // of the model's: tune counts it against the config (an out_of_range
         // one would be left out as beyond the model under any config).
         return {StatusCode::InvalidArgument, "request (" + std::to_string(r.tokens.size()) +
-                                            " tokens) exceeds the available context size (" +
-                                            std::to_string(ctx) + " tokens), try increasing it"};
+                                                 " tokens) exceeds the available context size (" +
+                                                 std::to_string(ctx) + " tokens), try increasing it"};
     return Status::ok();
 }
 
@@ -235,7 +237,7 @@ void LlamaCppScheduler::attendTo(const StepWork &step, const std::vector<std::si
                     used += s->cached;
         // llama_kv_cache::get_n_kv: the largest stream's used cells, padded
         // to 256, at most the stream's size.
-        const std::int64_t padded = std::min(cells, std::max(kKvPad, (used + kKvPad - 1) / kKvPad * kKvPad));
+        const std::int64_t padded = std::min(cells, std::max(kKvPad, padCells(used)));
         for (auto &item : pieces)
             for (StepItem::PassPiece &q : item)
                 if (q.pass == pass)

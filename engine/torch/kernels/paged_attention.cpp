@@ -1,12 +1,11 @@
 #include "paged_attention.h"
-#include "engine/core/work_pool.h"
 #include "paged_attention_checks.h"
 #include "vec_math.h"
 
 #include "../cpu_blas.h"
+#include "../cpu_kernels.h"
 
 #include <ATen/Dispatch.h>
-#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -303,22 +302,20 @@ at::Tensor pagedAttentionCpu(const at::Tensor &q, const at::Tensor &kPool, const
                 kind == 0 ? (std::int64_t(pos[t0]) + 1) * D : n * (std::int64_t(pos[t0]) + n) * D * a.group;
         }
         const std::int64_t grain = work < kParallelAttentionWork ? std::int64_t(tasks.size()) : 1;
-        parallelChunks(std::int64_t(tasks.size()), grain, at::get_num_threads(),
-                       [&](std::int64_t begin, std::int64_t end) {
-                           std::vector<float> scores, acc, convert;
-                           for (std::int64_t i = begin; i < end; ++i) {
-                               const auto [r, h, kind] = tasks[std::size_t(i)];
-                               const auto [t0, n] = runs[std::size_t(r)];
-                               const std::int32_t *table = tables + seq[t0] * width;
-                               if (kind == 0)
-                                   attendOne(qp + t0 * a.qRow + h * D, kp, vp, table,
-                                             firstKey(pos[t0], window), std::int64_t(pos[t0]) + 1, a, h,
-                                             scores, acc, convert, op + (t0 * H + h) * D);
-                               else
-                                   attendRun(qp + t0 * a.qRow, kp, vp, table, std::int64_t(pos[t0]), n, a, h,
-                                             scores, op + t0 * H * D);
-                           }
-                       });
+        cpuParallel(std::int64_t(tasks.size()), grain, [&](std::int64_t begin, std::int64_t end) {
+            std::vector<float> scores, acc, convert;
+            for (std::int64_t i = begin; i < end; ++i) {
+                const auto [r, h, kind] = tasks[std::size_t(i)];
+                const auto [t0, n] = runs[std::size_t(r)];
+                const std::int32_t *table = tables + seq[t0] * width;
+                if (kind == 0)
+                    attendOne(qp + t0 * a.qRow + h * D, kp, vp, table, firstKey(pos[t0], window),
+                              std::int64_t(pos[t0]) + 1, a, h, scores, acc, convert, op + (t0 * H + h) * D);
+                else
+                    attendRun(qp + t0 * a.qRow, kp, vp, table, std::int64_t(pos[t0]), n, a, h, scores,
+                              op + t0 * H * D);
+            }
+        });
     });
     return out;
 }
