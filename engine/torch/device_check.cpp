@@ -44,6 +44,21 @@ const std::vector<OpCase> &opCases()
          4,
          {{10, 9}, {3, 1}, {20, 1}, {0, 12}, {5, 3}},
          6},
+        // runs longer than the CPU kernel's block of 64 query tokens: a
+        // block's products cover only the keys its tokens see
+        {"long prefill chunks across query blocks, GQA 4/2, 64-d, blocks of 16",
+         4,
+         2,
+         64,
+         16,
+         {{0, 150}, {37, 70}, {8, 1}}},
+        {"sliding window of 48 over long prefill chunks, GQA 4/2, blocks of 16",
+         4,
+         2,
+         32,
+         16,
+         {{0, 140}, {90, 75}, {200, 1}},
+         48},
     };
     return cases;
 }

@@ -51,9 +51,10 @@ void writeKvCpu(at::Tensor &kPool, at::Tensor &vPool, const at::Tensor &k, const
 //  - a run of one: per head, its scores over the context (vectorised dot
 //    products), the softmax, the weighted sum of the values;
 //  - a longer run (a prefill chunk): per KV head, the context's keys and
-//    values gathered out of the blocks once, the queries of the heads that
-//    share it stacked, two matrix products (scores = Q·Kᵀ, out = P·V; cpu_blas)
-//    with the causal mask and the softmax between them.
+//    values gathered out of the blocks once; per block of query tokens the
+//    queries of the heads that share it stacked, two matrix products over the
+//    keys the block sees (scores = Q·Kᵀ, out = P·V; cpu_blas) with the causal
+//    mask and the softmax between them.
 // All in float whatever the storage type. A run's result depends only on its
 // own sequence's keys and on the run, never on the rest of the step.
 template <class T> float toFloat(T x)
@@ -196,21 +197,29 @@ void attendOne(const T *q, const T *kPool, const T *vPool, const std::int32_t *t
         out[e] = T(acc[std::size_t(e)] * inv);
 }
 
+// Query tokens of a long run taken together: enough rows that the two
+// products run as GEMMs, few enough that a block's scores (group x 64 rows
+// by the keys up to its last token) stay in the cache, and that a causal
+// run's products skip most of the keys its early tokens cannot see (a
+// 1,024-token prefill computes ~53 % of the full square, not all of it).
+constexpr std::int64_t kQueryBlock = 64;
+
 // A run of n query tokens of one sequence at positions first .. first+n-1,
-// one KV head and the query heads that share it: the group's queries stacked
-// into one matrix, so two products per KV head (not per query head). With a
-// sliding window only the keys the run's first query sees onwards are
-// gathered, and each row is masked to its own window.
+// one KV head and the query heads that share it: the context's keys and
+// values gathered once, then per block of query tokens the group's queries
+// stacked into one matrix and two products over the keys the block sees
+// (not per query head). With a sliding window only the keys the block's
+// first query sees onwards enter, and each row is masked to its own window.
 template <class T>
 void attendRun(const T *q, const T *kPool, const T *vPool, const std::int32_t *table, std::int64_t first,
                std::int64_t n, const AttentionShape &a, std::int64_t kvHead, std::vector<float> &scratch,
                T *out)
 {
     const std::int64_t D = a.D, lo = firstKey(first, a.window), context = first + n - lo, G = a.group,
-                       rows = G * n;
-    scratch.resize(std::size_t(2 * context * D + rows * D + rows * context + rows * D));
-    float *K = scratch.data(), *V = K + context * D, *Q = V + context * D, *S = Q + rows * D,
-          *O = S + rows * context;
+                       blockRows = G * std::min(n, kQueryBlock);
+    scratch.resize(std::size_t(2 * context * D + blockRows * D + blockRows * context + blockRows * D));
+    float *K = scratch.data(), *V = K + context * D, *Q = V + context * D, *S = Q + blockRows * D,
+          *O = S + blockRows * context;
     for (std::int64_t p = 0; p < context; ++p) {
         const T *k = keyRow(kPool, table, lo + p, a, kvHead), *v = keyRow(vPool, table, lo + p, a, kvHead);
         for (std::int64_t e = 0; e < D; ++e) {
@@ -218,27 +227,34 @@ void attendRun(const T *q, const T *kPool, const T *vPool, const std::int32_t *t
             V[p * D + e] = toFloat(v[e]);
         }
     }
-    // row g * n + i: query head kvHead * G + g, token i
-    for (std::int64_t g = 0; g < G; ++g)
-        for (std::int64_t i = 0; i < n; ++i)
-            for (std::int64_t e = 0; e < D; ++e)
-                Q[(g * n + i) * D + e] = toFloat(q[i * a.qRow + (kvHead * G + g) * D + e]) * a.scale;
-    sgemmNT(int(rows), int(context), int(D), Q, int(D), K, int(D), S, int(context));
-    for (std::int64_t r = 0; r < rows; ++r) {
-        float *row = S + r * context;
-        // causal: keys up to its own position; windowed: from firstKey on
-        const std::int64_t position = first + r % n, from = firstKey(position, a.window) - lo,
-                           allowed = position - lo + 1;
-        const float m = rowMax(row + from, allowed - from);
-        scaleRow(row + from, allowed - from, 1.f / expShiftSum(row + from, allowed - from, m));
-        std::fill(row, row + from, 0.f);
-        std::fill(row + allowed, row + context, 0.f);
+    for (std::int64_t i0 = 0; i0 < n; i0 += kQueryBlock) {
+        const std::int64_t bn = std::min(kQueryBlock, n - i0), rows = G * bn;
+        // the keys [k0, k1) that some query of the block sees (indices into K)
+        const std::int64_t k0 = firstKey(first + i0, a.window) - lo, k1 = first + i0 + bn - lo,
+                           keys = k1 - k0;
+        // row g * bn + i: query head kvHead * G + g, token i0 + i
+        for (std::int64_t g = 0; g < G; ++g)
+            for (std::int64_t i = 0; i < bn; ++i)
+                for (std::int64_t e = 0; e < D; ++e)
+                    Q[(g * bn + i) * D + e] =
+                        toFloat(q[(i0 + i) * a.qRow + (kvHead * G + g) * D + e]) * a.scale;
+        sgemmNT(int(rows), int(keys), int(D), Q, int(D), K + k0 * D, int(D), S, int(keys));
+        for (std::int64_t r = 0; r < rows; ++r) {
+            float *row = S + r * keys;
+            // causal: keys up to its own position; windowed: from firstKey on
+            const std::int64_t position = first + i0 + r % bn, from = firstKey(position, a.window) - lo - k0,
+                               allowed = position - lo + 1 - k0;
+            const float m = rowMax(row + from, allowed - from);
+            scaleRow(row + from, allowed - from, 1.f / expShiftSum(row + from, allowed - from, m));
+            std::fill(row, row + from, 0.f);
+            std::fill(row + allowed, row + keys, 0.f);
+        }
+        sgemmNN(int(rows), int(D), int(keys), S, int(keys), V + k0 * D, int(D), O, int(D));
+        for (std::int64_t g = 0; g < G; ++g)
+            for (std::int64_t i = 0; i < bn; ++i)
+                for (std::int64_t e = 0; e < D; ++e)
+                    out[((i0 + i) * a.H + kvHead * G + g) * D + e] = T(O[(g * bn + i) * D + e]);
     }
-    sgemmNN(int(rows), int(D), int(context), S, int(context), V, int(D), O, int(D));
-    for (std::int64_t g = 0; g < G; ++g)
-        for (std::int64_t i = 0; i < n; ++i)
-            for (std::int64_t e = 0; e < D; ++e)
-                out[(i * a.H + kvHead * G + g) * D + e] = T(O[(g * n + i) * D + e]);
 }
 
 at::Tensor pagedAttentionCpu(const at::Tensor &q, const at::Tensor &kPool, const at::Tensor &vPool,

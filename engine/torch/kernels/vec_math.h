@@ -3,7 +3,9 @@
 // build does not use: NaN and infinity must keep their meaning). A row of a
 // prefill's scores, or a SwiGLU row, is then one pass of AVX-512 or AVX2
 // instructions where it was a libm call per element (a tenth of a 1,024-token
-// prefill's time went to expf).
+// prefill's time went to expf). Only where the including file is compiled
+// with -fno-trapping-math (engine/torch/CMakeLists.txt): without it GCC 12
+// keeps the clamps below as branches and the loop runs one float at a time.
 //
 // expVec: Cephes' expf (range reduction by ln 2 in two parts, a degree-6
 // polynomial), within 2 ulp of expf over its range; exp(x) = 0 below -87 (e^-87 is 1.6e-38, the bottom of the
