@@ -2,8 +2,9 @@
 # BatchPilot's CPU step against llama.cpp on the same weights (docs/benchmarks.md,
 # "The CPU step against llama.cpp on the same weights").
 #
-# COST: about 6 minutes on 2 cores per round (default 1 round), the first run
-# a few more to make the checkpoint and its GGUFs (and, when no Python with
+# COST: per round (default 1 round) about 1 minute on 2 quiet cores (3 rounds
+# with a baseline took 162 s), up to ~6 on a busy machine; the first run a few
+# more to make the checkpoint and its GGUFs (and, when no Python with
 # torch + transformers is given, a venv with PyPI's CPU torch: ~1 GB download).
 # Disk: ~0.8 GB in the cache folder (the f32 checkpoint 323 MB, GGUF f32 326 MB,
 # GGUF f16 165 MB).
@@ -45,7 +46,7 @@ THREADS=${BATCHPILOT_THREADS:-2}
 LONG=${BATCHPILOT_LONG:-1}
 die() { echo "cpu_vs_llamacpp: $*" >&2; exit 1; }
 
-echo "cpu_vs_llamacpp: cost ~6 min per round on 2 cores ($ROUNDS round(s)), ~0.8 GB in $CACHE" >&2
+echo "cpu_vs_llamacpp: cost ~1 min per round on 2 quiet cores (up to ~6 busy) ($ROUNDS round(s)), ~0.8 GB in $CACHE" >&2
 [[ -x "$BENCH" ]] || die "$BENCH is missing: build the batchpilot-bench target (or set BATCHPILOT_BENCH)"
 
 packaging/install-llama-cpp.sh --build
