@@ -365,7 +365,7 @@ RemoteCalibration calibrationOf(const RemoteFlags &f, const ServerSettings &sett
     r.probe.plan = plan.describe();
     for (const std::string &change : run.changes)
         r.probe.plan += "changed while it ran: " + change + "\n";
-    bool alone = prefillAlone(r.server);
+    bool alone = prefillAlone(r.server), saves = false;
     int kvPad = 0;
     if (simulatesServerModel(r))
         // The server model's chunk, its settings as read or the probe's cap
@@ -377,9 +377,10 @@ RemoteCalibration calibrationOf(const RemoteFlags &f, const ServerSettings &sett
                 r.prefillChunk = serverPrefillChunk(m->config);
             alone = alone || serverPrefillAlone(m->config);
             kvPad = serverKvPad(m->config);
+            saves = serverSavesIdleSlots(m->config);
         }
     const bool streaming = remote::isStreaming(f.ro.protocol);
-    r.observations = probeObservations(run.requests, r.prefillChunk, streaming, 8, alone, kvPad);
+    r.observations = probeObservations(run.requests, r.prefillChunk, streaming, 8, alone, kvPad, saves);
     return r;
 }
 

@@ -115,6 +115,12 @@ struct StepItem {
         std::int64_t kvCells = 0;
     };
     std::vector<PassPiece> passes = {};
+    // A server model's copy of KV cells out of its cache before this step
+    // (llama-server saves each idle slot's KV into its RAM prompt cache when
+    // a task starts, on the loop's thread). The simulator's cost model
+    // charges each cell as a decode's read of a cell of context; a real
+    // model ignores it.
+    std::int64_t copiedCells = 0;
 };
 
 // The KV cache a step model keeps, as its scheduler must book it: a paged

@@ -64,12 +64,14 @@ void LlamaCppScheduler::joinWaiting(TimePoint now, StepWork &step)
     }
 }
 
-void LlamaCppScheduler::bookSlots()
+std::int64_t LlamaCppScheduler::bookSlots()
 {
     const std::size_t slots = std::size_t(std::max(1, m_config.server.llamacpp.nParallel));
     if (m_slotOwner.size() != slots) { // a new slot count: the server restarted
         m_slotOwner.assign(slots, 0);
         m_slotRelease.assign(slots, 0);
+        m_slotCells.assign(slots, 0);
+        m_slotUnsaved.assign(slots, false);
     }
     for (std::size_t i = 0; i < slots; ++i)
         if (m_slotOwner[i] != 0 &&
@@ -77,7 +79,15 @@ void LlamaCppScheduler::bookSlots()
                          [&](const SequencePtr &s) { return s->id == m_slotOwner[i]; })) {
             m_slotOwner[i] = 0;
             m_slotRelease[i] = ++m_releases;
+            m_slotUnsaved[i] = m_slotCells[i] > 0;
         }
+    std::int64_t copied = 0;
+    const auto save = [&](std::size_t i) {
+        if (m_slotUnsaved[i])
+            copied += m_slotCells[i];
+        m_slotUnsaved[i] = false;
+    };
+    bool started = false;
     for (const SequencePtr &s : m_running) {
         if (slotOf(s->id) >= 0)
             continue;
@@ -86,9 +96,17 @@ void LlamaCppScheduler::bookSlots()
             if (m_slotOwner[i] == 0 && (best < 0 || m_slotRelease[i] <= m_slotRelease[std::size_t(best)]))
                 best = int(i);
         if (best < 0)
-            return; // more running than slots: a smaller -np while they ran; they keep no slot
+            break;               // more running than slots: a smaller -np while they ran; they keep no slot
+        save(std::size_t(best)); // get_available_slot: the slot's prompt before it is replaced
         m_slotOwner[std::size_t(best)] = s->id;
+        m_slotCells[std::size_t(best)] = 0;
+        started = true;
     }
+    if (started) // cache_idle_slots: every idle slot, after the launch
+        for (std::size_t i = 0; i < slots; ++i)
+            if (m_slotOwner[i] == 0)
+                save(i);
+    return copied;
 }
 
 int LlamaCppScheduler::slotOf(std::uint64_t sequence) const
@@ -145,7 +163,7 @@ void LlamaCppScheduler::decide(TimePoint now, StepWork &step, std::vector<Failur
 {
     const LlamaCppKnobs &k = m_config.server.llamacpp;
     joinWaiting(now, step);
-    bookSlots();
+    const std::int64_t copied = bookSlots();
     std::int64_t budget = std::max(k.nBatch, k.nParallel);
     // The shared KV cache's room (kv_unified); separate caches hold a slot's
     // whole context by construction.
@@ -192,6 +210,13 @@ void LlamaCppScheduler::decide(TimePoint now, StepWork &step, std::vector<Failur
     attendTo(step, order, pieces, perSlotCache);
     for (std::size_t j = 0; j < order.size(); ++j)
         step.items[order[j]].passes = pieces[j];
+    if (copied > 0 && !step.items.empty())
+        step.items.front().copiedCells = copied;
+    // What each slot will hold after this turn (saved when a later task
+    // starts, if it is idle by then).
+    for (const SequencePtr &s : m_running)
+        if (const int slot = slotOf(s->id); slot >= 0)
+            m_slotCells[std::size_t(slot)] = s->cached + s->planned;
 }
 
 void LlamaCppScheduler::attendTo(const StepWork &step, const std::vector<std::size_t> &order,

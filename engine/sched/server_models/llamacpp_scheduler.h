@@ -39,12 +39,19 @@
 //    default; with it the server would discard half the context and go on);
 //  - with kv_unified the slots share n_ctx tokens of KV: prompt tokens that
 //    do not fit wait for room (the server halves its batch and retries).
+//  - when a task starts, the loop saves the KV of every idle slot whose
+//    content its RAM prompt cache does not hold yet (the slot it takes, in
+//    get_available_slot, and the others, cache_idle_slots: both on by
+//    default), on the loop's thread: the turn that starts a task copies
+//    the cells of the slots that finished since the last start
+//    (StepItem::copiedCells, priced as decodes' reads of that much
+//    context), and the running decodes wait for it.
 // Left out: --cache-reuse's KV-shifted chunk reuse beyond the common prefix
 // (n_cache_reuse is kept for import/export), the choice of slot by prompt
-// similarity (the shared cache stands for it), speculative decoding,
-// multimodal chunks, context shift (off unless --context-shift), and the
-// time the loop spends saving idle slots into its RAM prompt cache when a
-// task starts (cache_idle_slots: it stalls the running decodes).
+// similarity (the shared cache stands for it), loading a cached prompt back
+// into a slot (prompts that share a prefix), --no-cache-idle-slots and
+// --cache-ram 0 (the save is modelled as on), speculative decoding,
+// multimodal chunks and context shift (off unless --context-shift).
 #pragma once
 
 #include "engine/sched/sequence_books.h"
@@ -88,8 +95,10 @@ private:
     void joinWaiting(TimePoint now, StepWork &step);
     // Frees the slots of sequences no longer running (released in slot
     // order), then gives each running sequence without one the least
-    // recently released free slot.
-    void bookSlots();
+    // recently released free slot. Returns the KV cells the server saves
+    // into its prompt cache as those tasks start: the unsaved content of
+    // the slots taken and, when a task started, of every idle slot.
+    std::int64_t bookSlots();
     // The KV cells each pass attends to (PassPiece::kvCells): the largest
     // KV view of its slots (one cache: all of it in use), padded to kKvPad.
     void attendTo(const StepWork &step, const std::vector<std::size_t> &order,
@@ -99,6 +108,8 @@ private:
     std::vector<std::uint64_t> m_slotOwner;   // live-sequence id per slot, 0 = free
     std::vector<std::uint64_t> m_slotRelease; // when each slot was last released (a count; 0 = never)
     std::uint64_t m_releases = 0;
+    std::vector<std::int64_t> m_slotCells; // KV cells each slot holds (its last sequence's context)
+    std::vector<bool> m_slotUnsaved;       // released since its content was saved to the prompt cache
 };
 
 } // namespace bp

@@ -102,7 +102,7 @@ Terms CostModel::iterationTerms(const StepShape &shape, int experts, int perToke
     t[i + 3] = double(shape.attention());
     t[i + 5] = shape.prefills > 0 ? 1 : 0;
     t[i + 6] = expectedActiveExperts(double(shape.tokens()), experts, perToken);
-    t[i + 7] = double(shape.decodeContext);
+    t[i + 7] = double(shape.decodeContext + shape.copiedCells);
     return t;
 }
 
@@ -122,6 +122,7 @@ double CostModel::iterationSeconds(const StepShape &shape) const
     double s = 0;
     if (shape.decodes > 0)
         s += coef[4] + coef[5] * shape.decodes + coef[6] * double(shape.decodeContext);
+    s += coef[6] * double(shape.copiedCells);
     if (shape.prefills > 0)
         s += coef[0] + coef[1] * shape.prefills + coef[2] * double(shape.prefillTokens) +
              coef[3] * double(shape.prefillAttention);

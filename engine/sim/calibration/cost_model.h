@@ -81,9 +81,13 @@ struct StepShape {
     int prefills = 0;                  // sequences fed a prompt chunk
     std::int64_t prefillTokens = 0;    // Σ chunk tokens
     std::int64_t prefillAttention = 0; // Σ chunk·(cached + chunk)
+    // KV cells copied out of the cache in this iteration (StepItem::
+    // copiedCells): each read once, as a decode reads a cell of its context
+    // (the s3 and s7 terms).
+    std::int64_t copiedCells = 0;
     int items() const { return decodes + prefills; }
     std::int64_t tokens() const { return decodes + prefillTokens; }
-    std::int64_t attention() const { return decodeContext + prefillAttention; }
+    std::int64_t attention() const { return decodeContext + prefillAttention + copiedCells; }
     // Adds one item: `fed` tokens on top of `cached` ones, each attending
     // to `attendsTo` KV cells (< 0: cached + fed; a server that pads its KV
     // view, llama-server, attends to more).

@@ -126,9 +126,18 @@ std::array<double, ProbeObservation::kTerms> prefillTerms(int promptTokens, int 
 // the decode streams' steps.
 // `kvPad`: the attention terms count the KV cells a server that pads its
 // view reads (kvCellsOf; serverKvPad()).
+// `savesIdleSlots`: the server copies the KV of the requests that finished
+// since the last start into its prompt cache when a request starts
+// (llama-server; serverSavesIdleSlots()): the rows that hold a probe's start
+// count those cells as decode context read (the s3 and s7 terms), as the
+// server model charges them (StepItem::copiedCells).
 std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> &requests, int chunk,
                                                 bool streaming, int block = 8, bool prefillAlone = false,
-                                                int kvPad = 0);
+                                                int kvPad = 0, bool savesIdleSlots = false);
+// The KV cells such a server copies as each request starts: per request
+// of `requests` (by index; 0 for one that failed), the context of every
+// request that ended before it was sent and after the start before it.
+std::vector<double> savedAtStart(const std::vector<ProbeRequest> &requests);
 // True for the servers whose prefill runs alone: "tgi", "sglang".
 bool prefillAlone(const std::string &server);
 // Rows from a recorded remote session's requests (times from its start).

@@ -247,9 +247,19 @@ void decodeBlocks(const std::vector<const ProbeRequest *> &streams, int block, i
     }
 }
 
+// The cells saved as `r` started (savedAtStart's, by request), added to a
+// row that holds its start: read once, as a decode reads its context.
+void addSaved(const std::map<const ProbeRequest *, double> &saved, const ProbeRequest *r, Terms &terms)
+{
+    if (const auto it = saved.find(r); it != saved.end()) {
+        terms[4] += it->second;
+        terms[5] += it->second;
+    }
+}
+
 void mixedRows(const std::vector<const ProbeRequest *> &streams,
                const std::vector<const ProbeRequest *> &probes, int chunk, bool prefillAlone, int kvPad,
-               std::vector<ProbeObservation> &out)
+               const std::map<const ProbeRequest *, double> &saved, std::vector<ProbeObservation> &out)
 {
     for (const ProbeRequest *p : probes) {
         if (!p->firstTokenS)
@@ -279,6 +289,7 @@ void mixedRows(const std::vector<const ProbeRequest *> &streams,
         // that prefills alone) a step of its own between two of theirs.
         for (int i = prefillAlone ? 1 : 2; i < ProbeObservation::kTerms; ++i)
             o.terms[std::size_t(i)] += pre[std::size_t(i)];
+        addSaved(saved, p, o.terms);
         o.seconds = tb - ta;
         if (o.seconds > 0 && o.terms[1] > 0)
             out.push_back(o);
@@ -292,9 +303,44 @@ bool prefillAlone(const std::string &server)
     return server == "tgi" || server == "sglang";
 }
 
-std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> &requests, int chunk,
-                                                bool streaming, int block, bool prefillAlone, int kvPad)
+std::vector<double> savedAtStart(const std::vector<ProbeRequest> &requests)
 {
+    std::vector<std::size_t> bySend;
+    for (std::size_t i = 0; i < requests.size(); ++i)
+        if (requests[i].ok)
+            bySend.push_back(i);
+    std::sort(bySend.begin(), bySend.end(),
+              [&](std::size_t a, std::size_t b) { return requests[a].sentS < requests[b].sentS; });
+    std::vector<std::size_t> byEnd = bySend;
+    std::sort(byEnd.begin(), byEnd.end(),
+              [&](std::size_t a, std::size_t b) { return requests[a].endS < requests[b].endS; });
+    std::vector<double> out(requests.size(), 0);
+    std::size_t ended = 0;
+    for (std::size_t i : bySend) {
+        // every request that ended before this one was sent and was not
+        // saved at an earlier start: its slot's context (prompt and the
+        // tokens fed after it)
+        double cells = 0;
+        for (; ended < byEnd.size() && requests[byEnd[ended]].endS <= requests[i].sentS; ++ended) {
+            const ProbeRequest &q = requests[byEnd[ended]];
+            cells += q.promptTokens + std::max(0, q.outputTokens - 1);
+        }
+        out[i] = cells;
+    }
+    return out;
+}
+
+std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> &requests, int chunk,
+                                                bool streaming, int block, bool prefillAlone, int kvPad,
+                                                bool savesIdleSlots)
+{
+    std::map<const ProbeRequest *, double> saved;
+    if (savesIdleSlots) {
+        const std::vector<double> cells = savedAtStart(requests);
+        for (std::size_t i = 0; i < requests.size(); ++i)
+            if (cells[i] > 0)
+                saved[&requests[i]] = cells[i];
+    }
     std::map<int, std::vector<const ProbeRequest *>> rounds;
     for (const ProbeRequest &r : requests)
         if (r.ok)
@@ -310,6 +356,7 @@ std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> 
                 ProbeObservation o;
                 o.phase = phase;
                 o.terms = prefillTerms(r->promptTokens, chunk, kvPad);
+                addSaved(saved, r, o.terms);
                 for (int e = 1; !streaming && e < r->outputTokens; ++e) { // whole answers: the decodes too
                     o.terms[1] += 1;
                     o.terms[2] += 1;
@@ -332,7 +379,7 @@ std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> 
             for (const ProbeRequest *r : rs)
                 (r->stream ? streams : probes).push_back(r);
             std::erase_if(streams, [](const ProbeRequest *s) { return s->tokenTimesS.size() < 2; });
-            mixedRows(streams, probes, chunk, prefillAlone, kvPad, out);
+            mixedRows(streams, probes, chunk, prefillAlone, kvPad, saved, out);
         }
     }
     return out;

@@ -71,6 +71,11 @@ int serverKvPad(const BatchingConfig &c)
     return c.server.kind == ServerKind::LlamaCpp ? int(LlamaCppScheduler::kKvPad) : 0;
 }
 
+bool serverSavesIdleSlots(const BatchingConfig &c)
+{
+    return c.server.kind == ServerKind::LlamaCpp;
+}
+
 bool serverPrefillAlone(const BatchingConfig &c)
 {
     switch (c.server.kind) {

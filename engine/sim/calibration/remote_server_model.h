@@ -64,6 +64,9 @@ bool serverPrefillAlone(const BatchingConfig &config);
 // The multiple a server model pads a pass's KV view to (llama-server: 256,
 // LlamaCppScheduler::kKvPad; 0: none): the probe's rows count the cells read.
 int serverKvPad(const BatchingConfig &config);
+// True for a server that saves its idle slots' KV into a RAM prompt cache
+// when a request starts (llama-server: probeObservations' savesIdleSlots).
+bool serverSavesIdleSlots(const BatchingConfig &config);
 
 // True for a calibration whose server has a scheduler model (vLLM, TGI,
 // SGLang, Triton, llama.cpp): what the simulation of it should run.

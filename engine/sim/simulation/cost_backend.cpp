@@ -150,6 +150,7 @@ Status CostBackend::step(const std::vector<StepItem> &items, std::vector<StepOut
             left -= n;
         }
         shapes.front().add(before, left); // tokens no piece named
+        shapes.front().copiedCells += std::max<std::int64_t>(0, items[i].copiedCells);
         m_lengths[items[i].sequence] = cached + fed;
         m_cached += fed + prefixed;
         for (const KvBlock &kb : items[i].publish)

@@ -119,11 +119,14 @@ private slots:
     void aSlotsContextRefusesLongPromptsAndTruncatesGenerations()
     {
         Driver d(llamaConfig(2, 512, 2048)); // 256 tokens a slot
-        QCOMPARE(LlamaCppScheduler::slotContext(llamaConfig(2, 512, 2048).server.llamacpp), std::int64_t(256));
+        QCOMPARE(LlamaCppScheduler::slotContext(llamaConfig(2, 512, 2048).server.llamacpp),
+                 std::int64_t(256));
         // llama_context's rounding: n_ctx and each slot's share up to multiples
         // of 256 (-c 4096 -np 14: slots of 512, as the real server's log says)
-        QCOMPARE(LlamaCppScheduler::slotContext(llamaConfig(14, 4096, 2048).server.llamacpp), std::int64_t(512));
-        QCOMPARE(LlamaCppScheduler::slotContext(llamaConfig(1, 1000, 2048).server.llamacpp), std::int64_t(1024));
+        QCOMPARE(LlamaCppScheduler::slotContext(llamaConfig(14, 4096, 2048).server.llamacpp),
+                 std::int64_t(512));
+        QCOMPARE(LlamaCppScheduler::slotContext(llamaConfig(1, 1000, 2048).server.llamacpp),
+                 std::int64_t(1024));
         const Status refused = d.submit(1, 256, 4);
         // the server's HTTP 400, and this config's refusal (not the model's)
         QCOMPARE(refused.code(), StatusCode::InvalidArgument);
@@ -273,6 +276,78 @@ private slots:
         QCOMPARE(prefillTerms(300, 512, 0)[4], 300.0 * 300);
         QCOMPARE(kvCellsOf(40, 256), 256.0);
         QCOMPARE(kvCellsOf(257, 256), 512.0);
+    }
+
+    // When a task starts, llama-server saves the KV of the idle slots that
+    // finished since the last start into its RAM prompt cache, on the loop's
+    // thread: the turn that starts it copies their cells (once per content),
+    // the cost backend charges them as decode context, and the probe's rows
+    // that hold a start count them as the model does.
+    void aTaskStartSavesTheIdleSlotsOnce()
+    {
+        Driver d(llamaConfig(4, 4096, 2048));
+        QVERIFY(d.submit(1, 100, 3).isOk());
+        QVERIFY(d.submit(2, 40, 1).isOk());
+        QVERIFY(d.stepOnce()); // both prompts; 2 ends with its first token
+        QCOMPARE(d.lastItems.front().copiedCells, std::int64_t(0)); // nothing idle held anything
+        QVERIFY(d.responses.count(2));
+        QVERIFY(d.stepOnce()); // 1 decodes: no task starts, nothing saved
+        QCOMPARE(d.lastItems.front().copiedCells, std::int64_t(0));
+        QVERIFY(d.submit(3, 8, 2).isOk());
+        QVERIFY(d.stepOnce()); // 3 starts: 2's slot (its 40 prompt tokens) is saved
+        std::int64_t copied = 0;
+        for (const StepItem &item : d.lastItems)
+            copied += item.copiedCells;
+        QCOMPARE(copied, std::int64_t(40));
+        while (!d.responses.count(1))
+            QVERIFY(d.stepOnce());
+        QVERIFY(d.submit(4, 8, 2).isOk());
+        QVERIFY(d.stepOnce()); // 4 starts: 1's slot (100 + 2 fed tokens); 2's is saved already
+        copied = 0;
+        for (const StepItem &item : d.lastItems)
+            copied += item.copiedCells;
+        QCOMPARE(copied, std::int64_t(102));
+
+        // The cost backend: a copied cell costs what a cell of a decode's
+        // context does (s3 + s7).
+        CostModel cost;
+        cost.generative = true;
+        cost.coef[CostModel::kIterationStart] = 1e-3;     // s0
+        cost.coef[CostModel::kIterationStart + 3] = 1e-6; // s3
+        cost.coef[CostModel::kIterationStart + 7] = 4e-6; // s7
+        VirtualClock clock(TimePoint{});
+        NoiseDraws noise(CostNoise::None, 1);
+        CostBackend backend(cost, clock, noise, ModelLimits{4096, 256}, OutputKind::Generated, 4096);
+        StepItem a{.sequence = 1, .tokens = std::vector<TokenId>(1, 1)};
+        a.copiedCells = 1000;
+        std::vector<StepOutcome> out;
+        QVERIFY(backend.step({a}, out).isOk()); // a 1-token prompt: attention 1, no decode
+        QVERIFY(std::abs(toSeconds(clock.now() - TimePoint{}) - (1e-3 + 1e-6 * 1001 + 4e-6 * 1000)) < 1e-12);
+
+        // The probe's rows: a prompt sent after two requests ended counts
+        // their contexts (prompt + tokens fed after it) once.
+        const auto request = [](double sent, double first, double end, int prompt, int out) {
+            ProbeRequest r;
+            r.phase = "prefill";
+            r.round = 1;
+            r.promptTokens = prompt;
+            r.maxTokens = out;
+            r.sentS = sent;
+            r.firstTokenS = first;
+            r.endS = end;
+            r.outputTokens = out;
+            r.ok = true;
+            return r;
+        };
+        const std::vector<ProbeRequest> probe = {request(0, 0.1, 0.5, 300, 5), request(1, 1.1, 1.2, 16, 1),
+                                                 request(2, 2.1, 2.2, 16, 1)};
+        QCOMPARE(savedAtStart(probe), (std::vector<double>{0, 304, 16}));
+        const auto plain = probeObservations(probe, 512, true, 8, false, 256, false);
+        const auto saving = probeObservations(probe, 512, true, 8, false, 256, true);
+        QCOMPARE(saving.size(), plain.size());
+        QCOMPARE(saving[1].terms[4] - plain[1].terms[4], 304.0);
+        QCOMPARE(saving[1].terms[5] - plain[1].terms[5], 304.0);
+        QCOMPARE(saving[0].terms, plain[0].terms);
     }
 
     // The simulator's cost backend charges each pass as an iteration: the
