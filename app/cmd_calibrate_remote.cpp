@@ -57,9 +57,10 @@ void printFit(QTextStream &out, const Calibration &c)
     if (simulatesServerModel(r))
         if (auto m = remoteServerModel(r, nullptr))
             out << QStringLiteral("  simulated as %1's scheduler: %2\n").arg(q(m->server), q(m->describe()));
-    out << QStringLiteral(
-               "  cost model: iteration(n, T, A, D) = s0 + s1*n + s2*T + s3*A + s7*D (D: the decodes' "
-               "context), plus o per request (prompt chunk per step: %1)\n")
+    out << QStringLiteral("  cost model: iteration(n, T, A, D, C) = s0 + s1*n + s2*T + s3*A + s7*D + s8*C "
+                          "(D: the decodes' "
+                          "context, C: KV cells saved as a request starts), plus o per request (prompt chunk "
+                          "per step: %1)\n")
                .arg(r.prefillChunk > 0 ? QString::number(r.prefillChunk) : QStringLiteral("whole prompt"));
     for (const TermFit &t : r.terms)
         out << QStringLiteral("  %1 %2 us  +- %3 us (%4)%5  %6\n")

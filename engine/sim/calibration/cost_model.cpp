@@ -102,7 +102,8 @@ Terms CostModel::iterationTerms(const StepShape &shape, int experts, int perToke
     t[i + 3] = double(shape.attention());
     t[i + 5] = shape.prefills > 0 ? 1 : 0;
     t[i + 6] = expectedActiveExperts(double(shape.tokens()), experts, perToken);
-    t[i + 7] = double(shape.decodeContext + shape.copiedCells);
+    t[i + 7] = double(shape.decodeContext);
+    t[i + 8] = double(shape.copiedCells);
     return t;
 }
 
@@ -122,7 +123,6 @@ double CostModel::iterationSeconds(const StepShape &shape) const
     double s = 0;
     if (shape.decodes > 0)
         s += coef[4] + coef[5] * shape.decodes + coef[6] * double(shape.decodeContext);
-    s += coef[6] * double(shape.copiedCells);
     if (shape.prefills > 0)
         s += coef[0] + coef[1] * shape.prefills + coef[2] * double(shape.prefillTokens) +
              coef[3] * double(shape.prefillAttention);
@@ -243,7 +243,8 @@ nlohmann::json toJson(const CostModel &m)
         {"pass", {m.coef[0], m.coef[1], m.coef[2], m.coef[3]}},
         {"step", {m.coef[4], m.coef[5], m.coef[6]}},
         {"iteration",
-         {m.coef[7], m.coef[8], m.coef[9], m.coef[10], m.coef[11], m.coef[12], m.coef[13], m.coef[14]}},
+         {m.coef[7], m.coef[8], m.coef[9], m.coef[10], m.coef[11], m.coef[12], m.coef[13], m.coef[14],
+          m.coef[15]}},
         {"iteration_knee_tokens", m.kneeTokens},
         {"overhead_s", m.overheadS},
         {"step_overhead_s", m.stepOverheadS},
@@ -253,9 +254,11 @@ nlohmann::json toJson(const CostModel &m)
         {"dispatch_lateness_s", m.dispatchLateness},
         {"form",
          "pass(b,L) = p0 + p1*b + p2*b*L + p3*b*L^2; step(b,c) = d0 + d1*b + d2*b*c; "
-         "iteration(n,T,A,E,X,D) = s0 + s1*n + s2*T + s3*A + s4*max(0,T-K) + s5*E + s6*X + s7*D (seconds; "
+         "iteration(n,T,A,E,X,D) = s0 + s1*n + s2*T + s3*A + s4*max(0,T-K) + s5*E + s6*X + s7*D + s8*C "
+         "(seconds; "
          "K = iteration_knee_tokens, E = 1 for a step with prompt tokens, X = active experts per MoE layer "
-         "= experts*(1-(1-experts_per_token/experts)^T), 0 for a dense model, D = the decodes' context); "
+         "= experts*(1-(1-experts_per_token/experts)^T), 0 for a dense model, D = the decodes' context, "
+         "C = KV cells the server copies out of its cache: llama-server's idle-slot save); "
          "residuals = measured/predicted"}};
     if (m.experts > 0) {
         nlohmann::json measured = nlohmann::json::array();
@@ -293,13 +296,13 @@ Result<CostModel> costModelFromJson(const nlohmann::json &j)
         if (j.contains("iteration")) { // absent before continuous was simulated
             // 4 coefficients before the knee and the eager step were
             // terms, 6 before the active experts, 7 before the decodes'
-            // context
+            // context, 8 before the copied cells
             const auto &iteration = j.at("iteration");
             if (!iteration.is_array() ||
-                (iteration.size() != CostModel::kIterationTerms && iteration.size() != 7 &&
-                 iteration.size() != 6 && iteration.size() != 4))
+                (iteration.size() != CostModel::kIterationTerms && iteration.size() != 8 &&
+                 iteration.size() != 7 && iteration.size() != 6 && iteration.size() != 4))
                 return Status(StatusCode::InvalidArgument,
-                              "cost model: 'iteration' needs 8 (or 7, 6, 4) coefficients");
+                              "cost model: 'iteration' needs 9 (or 8, 7, 6, 4) coefficients");
             for (std::size_t i = 0; i < iteration.size(); ++i)
                 m.coef[std::size_t(CostModel::kIterationStart) + i] = iteration[i].get<double>();
             m.kneeTokens = j.value("iteration_knee_tokens", 0.0);

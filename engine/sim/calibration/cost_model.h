@@ -19,7 +19,7 @@
 //   StepModel::step over a packed set of sequences: n items, T tokens fed —
 //   prompt chunks and one per decode — and A = Σ_i t_i·(k_i + t_i), each
 //   fed token attending to the context before it, k_i tokens cached):
-//       iter(n, T, A) = s0 + s1·n + s2·T + s3·A + s4·max(0, T − K) + s5·E + s6·X + s7·D
+//       iter(n, T, A) = s0 + s1·n + s2·T + s3·A + s4·max(0, T − K) + s5·E + s6·X + s7·D + s8·C
 //   On a GPU a step costs about the same whatever its size until the
 //   device is busy (the knee K, in tokens), then grows with its tokens:
 //   s2 is the slope below the knee (small on a GPU), s2 + s4 above it. E is
@@ -40,6 +40,10 @@
 //   token of context (llama-server here: ~6.5 µs against ~0.25 µs). The
 //   remote fit (remote_calibration.h) fits s7; the local fit leaves it 0
 //   (its s3 is measured on the decoder's own steps).
+//   C is the KV cells a server copies out of its cache in the iteration
+//   (StepShape::copiedCells: llama-server saves its idle slots into its RAM
+//   prompt cache when a task starts). The remote fit fits s8 from the
+//   probe's rows that hold such a start; the local fit leaves it 0.
 //   A calibration without iteration measurements (made before they
 //   existed) predicts an iteration from pass() and step() instead
 //   (iterationSeconds()).
@@ -82,12 +86,11 @@ struct StepShape {
     std::int64_t prefillTokens = 0;    // Σ chunk tokens
     std::int64_t prefillAttention = 0; // Σ chunk·(cached + chunk)
     // KV cells copied out of the cache in this iteration (StepItem::
-    // copiedCells): each read once, as a decode reads a cell of its context
-    // (the s3 and s7 terms).
+    // copiedCells; the s8 term).
     std::int64_t copiedCells = 0;
     int items() const { return decodes + prefills; }
     std::int64_t tokens() const { return decodes + prefillTokens; }
-    std::int64_t attention() const { return decodeContext + prefillAttention + copiedCells; }
+    std::int64_t attention() const { return decodeContext + prefillAttention; }
     // Adds one item: `fed` tokens on top of `cached` ones, each attending
     // to `attendsTo` KV cells (< 0: cached + fed; a server that pads its KV
     // view, llama-server, attends to more).
@@ -97,7 +100,7 @@ struct StepShape {
 struct CostModel {
     static constexpr int kPassTerms = 4;
     static constexpr int kStepTerms = 3;
-    static constexpr int kIterationTerms = 8;
+    static constexpr int kIterationTerms = 9;
     static constexpr int kIterationStart = kPassTerms + kStepTerms;
     static constexpr int kTerms = kPassTerms + kStepTerms + kIterationTerms;
     // [p0, p1, p2, p3, d0, d1, d2, s0, s1, s2, s3, s4, s5, s6, s7], seconds per unit of each term.

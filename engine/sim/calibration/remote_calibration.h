@@ -107,7 +107,7 @@ struct ProbeRequest {
 // One row of the remote fit: counts of (requests, steps, items, tokens,
 // attention, the decodes' context) and the seconds they took.
 struct ProbeObservation {
-    static constexpr int kTerms = 6;
+    static constexpr int kTerms = 7;
     std::string phase;
     std::array<double, kTerms> terms{};
     double seconds = 0;
@@ -129,8 +129,8 @@ std::array<double, ProbeObservation::kTerms> prefillTerms(int promptTokens, int 
 // `savesIdleSlots`: the server copies the KV of the requests that finished
 // since the last start into its prompt cache when a request starts
 // (llama-server; serverSavesIdleSlots()): the rows that hold a probe's start
-// count those cells as decode context read (the s3 and s7 terms), as the
-// server model charges them (StepItem::copiedCells).
+// count those cells (the s8 term), as the server model charges them
+// (StepItem::copiedCells).
 std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> &requests, int chunk,
                                                 bool streaming, int block = 8, bool prefillAlone = false,
                                                 int kvPad = 0, bool savesIdleSlots = false);

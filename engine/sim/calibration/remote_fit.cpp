@@ -12,14 +12,16 @@ namespace bp {
 namespace {
 
 constexpr const char *kTermNames[ProbeObservation::kTerms] = {
-    "request", "step", "per_sequence", "per_token", "per_attention", "per_decode_context"};
+    "request", "step", "per_sequence", "per_token", "per_attention", "per_decode_context", "per_saved_cell"};
 constexpr const char *kTermMeanings[ProbeObservation::kTerms] = {
     "o: per request, outside the steps (HTTP, tokenisation, network, the first token's delivery)",
     "s0: per step (its launch and the serving path between steps)",
     "s1: per sequence in a step",
     "s2: per token fed in a step (prompt chunks and decodes)",
     "s3: per token x the context it attends to",
-    "s7: per decode x its context, beyond s3 (a decode reads its whole KV cache for one token)"};
+    "s7: per decode x its context, beyond s3 (a decode reads its whole KV cache for one token)",
+    "s8: per KV cell the server copies out of its cache as a request starts (llama-server saves its idle "
+    "slots into its RAM prompt cache)"};
 
 double medianOf(std::vector<double> v)
 {
@@ -117,6 +119,14 @@ double predictRemote(const RemoteFit &fit, const ProbeObservation &row)
 Result<RemoteFit> fitRemote(const std::vector<ProbeObservation> &rows)
 {
     const auto usable = [](const ProbeObservation &o) { return o.seconds > 0 && std::isfinite(o.seconds); };
+    // The saved cells (s8) are a term only where some row has them (a
+    // llama-server's probe): the other servers' fits are the six terms
+    // they were.
+    constexpr std::size_t kSaved = ProbeObservation::kTerms - 1;
+    const bool saves = std::any_of(rows.begin(), rows.end(), [&](const ProbeObservation &o) {
+        return usable(o) && o.terms[kSaved] > 0;
+    });
+    const std::size_t columns = saves ? kSaved + 1 : kSaved;
     // One weighted non-negative fit over the usable rows `use` keeps.
     const auto solve = [&](const std::vector<bool> &use) -> Result<LeastSquaresFit> {
         std::vector<std::vector<double>> a;
@@ -124,14 +134,14 @@ Result<RemoteFit> fitRemote(const std::vector<ProbeObservation> &rows)
         for (std::size_t i = 0; i < rows.size(); ++i) {
             if (!use[i])
                 continue;
-            a.emplace_back(rows[i].terms.begin(), rows[i].terms.end());
+            a.emplace_back(rows[i].terms.begin(), rows[i].terms.begin() + std::ptrdiff_t(columns));
             y.push_back(rows[i].seconds);
             w.push_back(1 / (rows[i].seconds * rows[i].seconds)); // relative error
         }
-        if (a.size() < std::size_t(ProbeObservation::kTerms))
+        if (a.size() < columns)
             return Status(StatusCode::InvalidArgument, "the probe measured " + std::to_string(a.size()) +
                                                            " usable rows; the fit needs at least " +
-                                                           std::to_string(ProbeObservation::kTerms));
+                                                           std::to_string(columns));
         return fitNonNegative(a, y, w);
     };
     std::vector<bool> use(rows.size());
@@ -178,7 +188,7 @@ Result<RemoteFit> fitRemote(const std::vector<ProbeObservation> &rows)
                 if (r < lo || r > hi)
                     kept[i] = false, ++setAside;
             }
-        if (setAside > 0 && ratios.size() - setAside >= std::size_t(2 * ProbeObservation::kTerms)) {
+        if (setAside > 0 && ratios.size() - setAside >= 2 * columns) {
             if (auto refit = solve(kept)) {
                 fit = std::move(refit);
                 use = std::move(kept);
@@ -191,9 +201,8 @@ Result<RemoteFit> fitRemote(const std::vector<ProbeObservation> &rows)
     }
     RemoteFit r;
     r.setAside = setAside;
-    for (int i = 0; i < ProbeObservation::kTerms; ++i)
-        r.terms.push_back({kTermNames[i], kTermMeanings[i], fit->coef[std::size_t(i)],
-                           fit->stdError[std::size_t(i)], fit->atBound[std::size_t(i)]});
+    for (std::size_t i = 0; i < columns; ++i)
+        r.terms.push_back({kTermNames[i], kTermMeanings[i], fit->coef[i], fit->stdError[i], fit->atBound[i]});
     std::vector<double> all, steps;
     std::map<std::string, std::vector<double>> byPhase;
     for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -221,7 +230,7 @@ CostModel remoteCostModel(const RemoteFit &fit)
     const auto s = [&](int i) {
         return fit.terms.size() > std::size_t(i) ? fit.terms[std::size_t(i)].value : 0.0;
     };
-    // iter(n, T, A, D) = s0 + s1·n + s2·T + s3·A + s7·D (no knee, no eager
+    // iter(n, T, A, D, C) = s0 + s1·n + s2·T + s3·A + s7·D + s8·C (no knee, no eager
     // term: the probe measures a server's steps from outside)
     for (int i = 0; i < 4; ++i)
         m.coef[std::size_t(CostModel::kIterationStart + i)] = s(i + 1);
@@ -231,6 +240,7 @@ CostModel remoteCostModel(const RemoteFit &fit)
     for (int i = 0; i < CostModel::kPassTerms; ++i)
         m.coef[std::size_t(i)] = s(i + 1);
     m.coef[std::size_t(CostModel::kIterationStart + 7)] = s(5);
+    m.coef[std::size_t(CostModel::kIterationStart + 8)] = s(6);
     m.coef[4] = s(1);
     m.coef[5] = s(2) + s(3);
     m.coef[6] = s(4) + s(5);
@@ -354,11 +364,12 @@ Result<RemoteCalibration> remoteCalibrationFromJson(const nlohmann::json &j)
         for (const auto &[phase, e] : phases.items())
             r.phases[phase] = fitErrorFromJson(e);
         for (const auto &row : j.value("observations", nlohmann::json::array())) {
-            // 7 values before the decodes' context was a term of its own
-            if (!row.is_array() || (row.size() != std::size_t(ProbeObservation::kTerms + 2) &&
-                                    row.size() != std::size_t(ProbeObservation::kTerms + 1)))
+            // 7 values before the decodes' context was a term of its own,
+            // 8 before the saved cells
+            if (!row.is_array() || row.size() > std::size_t(ProbeObservation::kTerms + 2) ||
+                row.size() < std::size_t(ProbeObservation::kTerms))
                 return Status(StatusCode::InvalidArgument,
-                              "remote calibration: an observation needs 8 (or 7) values");
+                              "remote calibration: an observation needs 9 (or 8, 7) values");
             ProbeObservation o;
             o.phase = row[0].get<std::string>();
             const std::size_t terms = row.size() - 2;

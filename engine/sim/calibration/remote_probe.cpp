@@ -248,13 +248,11 @@ void decodeBlocks(const std::vector<const ProbeRequest *> &streams, int block, i
 }
 
 // The cells saved as `r` started (savedAtStart's, by request), added to a
-// row that holds its start: read once, as a decode reads its context.
+// row that holds its start (the s8 term).
 void addSaved(const std::map<const ProbeRequest *, double> &saved, const ProbeRequest *r, Terms &terms)
 {
-    if (const auto it = saved.find(r); it != saved.end()) {
-        terms[4] += it->second;
-        terms[5] += it->second;
-    }
+    if (const auto it = saved.find(r); it != saved.end())
+        terms[6] += it->second;
 }
 
 void mixedRows(const std::vector<const ProbeRequest *> &streams,

@@ -308,13 +308,13 @@ private slots:
             copied += item.copiedCells;
         QCOMPARE(copied, std::int64_t(102));
 
-        // The cost backend: a copied cell costs what a cell of a decode's
-        // context does (s3 + s7).
+        // The cost backend: the copied cells' own term (s8).
         CostModel cost;
         cost.generative = true;
         cost.coef[CostModel::kIterationStart] = 1e-3;     // s0
         cost.coef[CostModel::kIterationStart + 3] = 1e-6; // s3
         cost.coef[CostModel::kIterationStart + 7] = 4e-6; // s7
+        cost.coef[CostModel::kIterationStart + 8] = 8e-6; // s8
         VirtualClock clock(TimePoint{});
         NoiseDraws noise(CostNoise::None, 1);
         CostBackend backend(cost, clock, noise, ModelLimits{4096, 256}, OutputKind::Generated, 4096);
@@ -322,7 +322,7 @@ private slots:
         a.copiedCells = 1000;
         std::vector<StepOutcome> out;
         QVERIFY(backend.step({a}, out).isOk()); // a 1-token prompt: attention 1, no decode
-        QVERIFY(std::abs(toSeconds(clock.now() - TimePoint{}) - (1e-3 + 1e-6 * 1001 + 4e-6 * 1000)) < 1e-12);
+        QVERIFY(std::abs(toSeconds(clock.now() - TimePoint{}) - (1e-3 + 1e-6 * 1 + 8e-6 * 1000)) < 1e-12);
 
         // The probe's rows: a prompt sent after two requests ended counts
         // their contexts (prompt + tokens fed after it) once.
@@ -345,8 +345,9 @@ private slots:
         const auto plain = probeObservations(probe, 512, true, 8, false, 256, false);
         const auto saving = probeObservations(probe, 512, true, 8, false, 256, true);
         QCOMPARE(saving.size(), plain.size());
-        QCOMPARE(saving[1].terms[4] - plain[1].terms[4], 304.0);
-        QCOMPARE(saving[1].terms[5] - plain[1].terms[5], 304.0);
+        QCOMPARE(saving[1].terms[6], 304.0);
+        QCOMPARE(plain[1].terms[6], 0.0);
+        QCOMPARE(saving[1].terms[4], plain[1].terms[4]);
         QCOMPARE(saving[0].terms, plain[0].terms);
     }
 

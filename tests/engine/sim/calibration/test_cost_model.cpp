@@ -412,7 +412,7 @@ private slots:
 
         model.activeExperts = {{1, 3.9, 4}, {64, 62.5, 63.2}};
         const nlohmann::json j = toJson(model);
-        QCOMPARE(j["iteration"].size(), std::size_t(8));
+        QCOMPARE(j["iteration"].size(), std::size_t(9));
         QCOMPARE(j["moe"]["experts"].get<int>(), 64);
         auto back = costModelFromJson(j);
         QVERIFY(back);
@@ -422,12 +422,20 @@ private slots:
         QVERIFY(!costModelFromJson(bad));
         // A calibration stored before the decodes' context was a term (7
         // coefficients) reads with s7 = 0.
+        // Before the copied cells (8 coefficients): s8 = 0.
+        nlohmann::json eight = toJson(model);
+        eight["iteration"].erase(8);
+        auto beforeC = costModelFromJson(eight);
+        QVERIFY(beforeC);
+        QVERIFY(*beforeC == model);
         nlohmann::json seven = toJson(model);
+        seven["iteration"].erase(8);
         seven["iteration"].erase(7);
         auto beforeD = costModelFromJson(seven);
         QVERIFY(beforeD);
         QVERIFY(*beforeD == model);
         nlohmann::json six = toJson(dense);
+        six["iteration"].erase(8);
         six["iteration"].erase(7);
         six["iteration"].erase(6);
         auto older = costModelFromJson(six);

@@ -216,7 +216,8 @@ private slots:
         auto fit = fitRemote(rows);
         QVERIFY2(fit, fit.status().message().c_str());
         const double truth[] = {t.o, t.s0, t.s1, t.s2, t.s3, t.s7};
-        for (int i = 0; i < ProbeObservation::kTerms; ++i) {
+        QCOMPARE(fit->terms.size(), std::size_t(6)); // no row saved cells: no s8 term
+        for (int i = 0; i < 6; ++i) {
             const TermFit &term = fit->terms[std::size_t(i)];
             QVERIFY2(
                 relative(term.value, truth[i]) <= tolerance,
@@ -238,6 +239,41 @@ private slots:
         QVERIFY(relative(m.iterationSeconds(shape), expected) <= tolerance + 1e-9);
         QVERIFY(relative(m.passSeconds(4, 128), t.s0 + 4 * t.s1 + 4 * 128 * t.s2 + 4 * 128 * 128 * t.s3) <=
                 tolerance + 1e-9);
+    }
+
+    // A llama-server's rows that hold a request's start carry the cells it
+    // saved then: s8 is fitted from them, the other terms stay as they are.
+    void savedCellsAreATermOfTheirOwn()
+    {
+        Truth t;
+        const ProbePlan plan = ProbePlan::full(32, true).fittedTo(4096);
+        auto rows = probeObservations(SyntheticServer(t).answer(plan), t.chunk, true, 8, false);
+        const double s8 = 8e-6;
+        int saved = 0;
+        for (std::size_t i = 0; i < rows.size(); ++i)
+            if (rows[i].phase != "decode" && i % 3 != 0) { // some starts saved nothing
+                rows[i].terms[6] = 100.0 + 37.0 * double(i % 11);
+                rows[i].seconds += s8 * rows[i].terms[6];
+                ++saved;
+            }
+        QVERIFY(saved >= 8);
+        auto fit = fitRemote(rows);
+        QVERIFY2(fit, fit.status().message().c_str());
+        QCOMPARE(fit->terms.size(), std::size_t(ProbeObservation::kTerms));
+        const double truth[] = {t.o, t.s0, t.s1, t.s2, t.s3, t.s7, s8};
+        for (int i = 0; i < ProbeObservation::kTerms; ++i)
+            QVERIFY2(relative(fit->terms[std::size_t(i)].value, truth[i]) <= 1e-6,
+                     qPrintable(QString("%1: fitted %2, true %3")
+                                    .arg(fit->terms[std::size_t(i)].name.c_str())
+                                    .arg(fit->terms[std::size_t(i)].value)
+                                    .arg(truth[i])));
+        QCOMPARE(fit->terms.back().name, std::string("per_saved_cell"));
+        // The simulator's cost model charges them.
+        StepShape shape;
+        shape.add(0, 16);
+        const double without = remoteCostModel(*fit).iterationSeconds(shape);
+        shape.copiedCells = 500;
+        QVERIFY(relative(remoteCostModel(*fit).iterationSeconds(shape) - without, 500 * s8) <= 1e-6);
     }
 
     // A row the probe met a stall in (5x its cost) is set aside: the fit
