@@ -5,6 +5,7 @@
 
 #include "model_profile.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -58,6 +59,16 @@ int runProfileBench(const Args &args)
     auto backend = createBackend(spec);
     if (!backend) {
         std::cerr << "batchpilot-bench profile: " << backend.status().toString() << "\n";
+        return 1;
+    }
+    // A paged decoder's KV cache for the grid's largest batch (each of the
+    // model's full length, within the CPU's cap), as an engine of that many
+    // sequences sizes it: not the gigabytes an unbounded one would reserve.
+    const int largest = options.batchSizes.empty()
+                            ? 0
+                            : *std::max_element(options.batchSizes.begin(), options.batchSizes.end());
+    if (Status s = (*backend)->prepareKv({0, 0.9, 16, largest}); !s && s.code() != StatusCode::Unavailable) {
+        std::cerr << "batchpilot-bench profile: " << s.toString() << "\n";
         return 1;
     }
     auto profile = profileBackend(**backend, spec, options, !args.has("quiet"));

@@ -88,6 +88,40 @@ private slots:
         QVERIFY2(encoder.err.contains("has no step-level generation"), qPrintable(encoder.err));
     }
 
+    // profile sizes a paged decoder's KV cache for its largest batch (each
+    // sequence of the model's full length), not the CPU's gigabyte cap.
+    void profileSizesTheKvCacheForItsLargestBatch()
+    {
+        const Run r = runBench({"profile",
+                                "--model",
+                                "builtin:tiny-decoder",
+                                "--preset",
+                                "test",
+                                "--device",
+                                "cpu",
+                                "--threads",
+                                "1",
+                                "--batches",
+                                "1,3",
+                                "--lengths",
+                                "8",
+                                "--new-tokens",
+                                "2",
+                                "--warmup",
+                                "0",
+                                "--repeats",
+                                "1",
+                                "--quiet"});
+        if (!bp::torchAvailable()) {
+            QVERIFY2(r.code != 0, qPrintable(r.out + r.err));
+            QSKIP("this build has no libtorch: the built-in decoder needs torch");
+        }
+        QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
+        QVERIFY2(r.out.contains("sized for 3 sequences of 256 tokens") ||
+                     r.err.contains("sized for 3 sequences of 256 tokens"),
+                 qPrintable(r.out + r.err));
+    }
+
     void eachStagePrintsEveryOption_data()
     {
         QTest::addColumn<int>("index");
