@@ -364,6 +364,8 @@ RemoteCalibration calibrationOf(const RemoteFlags &f, const ServerSettings &sett
     r.probe.seconds = run.seconds;
     r.probe.interrupted = run.interrupted;
     r.probe.plan = plan.describe();
+    r.probe.plan += "prompt tokens drawn at random, seed " + std::to_string(run.seed) +
+                    " (a new seed per run: no prompt of an earlier probe is in the server's cache)\n";
     for (const std::string &change : run.changes)
         r.probe.plan += "changed while it ran: " + change + "\n";
     bool alone = prefillAlone(r.server), saves = false;

@@ -33,8 +33,12 @@ public:
     explicit ProbeDriver(const ProbeRunOptions &o)
         : m_o(o), m_rounds(o.plan.rounds()), m_endpoint(endpointOf(o.remote.target)),
           m_route(basePathOf(o.remote.target) + routeFor(o.remote.protocol, o.remote.model)),
-          m_streaming(isStreaming(o.remote.protocol)), m_rng(o.seed)
+          m_streaming(isStreaming(o.remote.protocol)),
+          m_seed(o.seed != 0 ? o.seed
+                             : (std::uint64_t(std::random_device{}()) << 32 | std::random_device{}())),
+          m_rng(m_seed)
     {
+        m_run.seed = m_seed;
         if (!o.remote.token.isEmpty())
             m_headers.append({"Authorization", "Bearer " + o.remote.token.toUtf8()});
         m_headers.append({QByteArray("Content-Type"), QByteArray("application/json")});
@@ -338,6 +342,7 @@ private:
     const bool m_streaming;
     QList<QPair<QByteArray, QByteArray>> m_headers;
     QUrl m_metricsUrl;
+    const std::uint64_t m_seed;
     std::mt19937_64 m_rng;
     TimePoint m_epoch{};
     QEventLoop m_loop;

@@ -15,8 +15,11 @@
 //    cap − 1 streams (none when the cap is 1: the round is dropped), so that
 //    each prompt finds a place beside them (leaveRoomForProbes); the change
 //    is in the round's progress line, ProbeRun::changes, and `planned`.
-//  - Prompt tokens are drawn at random below the vocabulary (seeded per
-//    request), so no two requests share a prefix the server could cache.
+//  - Prompt tokens are drawn at random below the vocabulary, from a fresh
+//    seed per run unless one is given, so that no two requests share a
+//    prefix the server could cache, of this run or of an earlier probe of the
+//    same server (a second calibration of a llama-server drawn from the same
+//    seed met its prompt cache: every prefill cost nothing).
 //  - /metrics is scraped at the start, every `scrapeInterval`, and once
 //    more when the last answer is in; a periodic scrape still out when
 //    that closing one starts is abandoned without a row (the probe's end
@@ -52,7 +55,8 @@ struct ProbeRunOptions {
     const std::atomic<bool> *interrupt = nullptr;
     // One line per round as it starts ("round 3/14: decode, 4 at once").
     std::function<void(const std::string &)> progress;
-    std::uint64_t seed = 1;
+    // The prompts' seed; 0: a fresh one per run (ProbeRun::seed says which).
+    std::uint64_t seed = 0;
 };
 
 struct ProbeRun {
@@ -66,6 +70,7 @@ struct ProbeRun {
     std::vector<std::string> changes;
     double seconds = 0;
     bool interrupted = false; // Ctrl+C or the plan's maxDuration
+    std::uint64_t seed = 0;   // the prompts were drawn with
     std::size_t failed() const;
 };
 

@@ -33,6 +33,7 @@ public:
     }
     QUrl url() const { return QUrl(QStringLiteral("http://127.0.0.1:%1").arg(m_server.serverPort())); }
     int metricsRequests() const { return m_metrics; }
+    const QList<QByteArray> &posts() const { return m_posts; } // each POST's body
     // Every POST answered with `status` and this plain-text body instead.
     void refusePosts(int status, const QByteArray &body)
     {
@@ -55,7 +56,10 @@ private:
                 length = line.mid(15).trimmed().toLongLong();
         if (b.size() < end + 4 + length)
             return;
+        const QByteArray requestBody = b.mid(end + 4, length);
         b.clear();
+        if (head.startsWith("POST"))
+            m_posts.append(requestBody);
         if (head.startsWith("GET /metrics")) {
             ++m_metrics;
             QTimer::singleShot(m_metricsDelayMs, s, [s] {
@@ -88,6 +92,7 @@ private:
     int m_metrics = 0;
     int m_refusal = 0;
     QByteArray m_refusalBody;
+    QList<QByteArray> m_posts;
 };
 
 // A plan of the warm-up request alone.
@@ -129,6 +134,30 @@ private slots:
         const ObservedLimits l = observedLimits(run.scrapes, nullptr, nullptr);
         QCOMPARE(l.scrapeErrors, std::size_t(0));
         QCOMPARE(l.maxRunning, std::optional<double>(1));
+    }
+
+    // Each run draws its prompts from a seed of its own: a second probe of
+    // one server sends no prompt of the first (a server's prompt cache
+    // would answer it without a prefill); a given seed draws the same.
+    void eachRunDrawsItsOwnPrompts()
+    {
+        TimedServer server(0);
+        ProbeRunOptions o;
+        o.remote.target = server.url();
+        o.remote.protocol = Protocol::OpenAi;
+        o.remote.model = QStringLiteral("m");
+        o.remote.vocabSize = 50000;
+        o.plan = warmupOnly();
+        o.scrapeInterval = Duration::zero();
+        const ProbeRun first = runProbe(o), second = runProbe(o);
+        QCOMPARE(server.posts().size(), 2);
+        QVERIFY(first.seed != 0 && second.seed != 0 && first.seed != second.seed);
+        QVERIFY2(server.posts()[0] != server.posts()[1], server.posts()[0].constData());
+        o.seed = first.seed;
+        const ProbeRun again = runProbe(o);
+        QCOMPARE(again.seed, first.seed);
+        QCOMPARE(server.posts().size(), 3);
+        QCOMPARE(server.posts()[2], server.posts()[0]);
     }
 
     // TGI refuses token ids on /v1/completions with a plain-text 422. The
