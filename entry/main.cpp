@@ -10,10 +10,12 @@
 #include "app/commands.h"
 #include "app/engine_host.h"
 #include "app/rest/serve.h"
+#include "app/rest/signal_watcher.h"
 
 #include <QCoreApplication>
 #include <QTextStream>
 
+#include <csignal>
 #include <memory>
 
 namespace {
@@ -53,7 +55,8 @@ int main(int argc, char **argv)
         // must run without a display.
         setIdentity();
         auto parsed = bp::app::parseAppOptions(arguments);
-        const bool windowless = !parsed.options || parsed.options->headless || !parsed.options->command.isEmpty();
+        const bool windowless =
+            !parsed.options || parsed.options->headless || !parsed.options->command.isEmpty();
         const bp::app::Command *command =
             parsed.options ? bp::app::findCommand(parsed.options->command) : nullptr;
         // --headless paints too: GET /v1/sessions/{id}/report?format=pdf.
@@ -102,13 +105,18 @@ int main(int argc, char **argv)
     // Stderr: stdout carries only the listening line, which scripts read.
     for (const QString &note : bp::rest::startupNotes(*host.engine, gpu.get()))
         QTextStream(stderr) << "batchpilot: " << note << "\n";
+    // --headless: SIGINT and SIGTERM are watched before the listening line
+    // goes out (a script may signal as soon as it reads it).
+    std::unique_ptr<bp::rest::SignalWatcher> stopSignals;
+    if (options.headless)
+        stopSignals = std::make_unique<bp::rest::SignalWatcher>(std::initializer_list<int>{SIGINT, SIGTERM});
     // Both the console and --headless serve the REST endpoint.
     auto endpoint = bp::rest::startEndpoint(
         *host.engine, options, [&host] { return host.droppedRows(); }, host.store, std::move(gpu));
     if (options.headless) {
         if (!endpoint)
             return fail(QString::fromStdString(endpoint.status().message()));
-        return bp::rest::runHeadless(*app, *host.engine, **endpoint);
+        return bp::rest::runHeadless(*app, *host.engine, **endpoint, *stopSignals);
     }
     QString restProblem;
     if (!endpoint) {

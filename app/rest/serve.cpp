@@ -71,12 +71,11 @@ Result<std::unique_ptr<RestServer>> startEndpoint(Engine &engine, const app::App
     return server;
 }
 
-int runHeadless(QCoreApplication &app, Engine &engine, RestServer &server)
+int runHeadless(QCoreApplication &app, Engine &engine, RestServer &server, SignalWatcher &stopSignals)
 {
-    SignalWatcher watcher({SIGINT, SIGTERM});
-    if (!watcher.isValid())
+    if (!stopSignals.isValid())
         QTextStream(stderr) << "batchpilot: cannot watch SIGINT/SIGTERM; stop with SIGKILL\n";
-    QObject::connect(&watcher, &SignalWatcher::received, &app, [&](int number) {
+    QObject::connect(&stopSignals, &SignalWatcher::received, &app, [&](int number) {
         QTextStream(stderr) << "batchpilot: " << (number == SIGINT ? "SIGINT" : "SIGTERM")
                             << ": draining (send it again to stop at once)\n";
         server.setDraining(true); // 503 from this moment, before the loop even returns

@@ -17,6 +17,8 @@ class NvmlSampler;
 
 namespace bp::rest {
 
+class SignalWatcher;
+
 // NVML for the endpoint's GPU gauges: the library NvmlSampler::
 // libraryFromEnvironment() names ($BATCHPILOT_NVML_LIBRARY, else the
 // driver's), the device `model` runs on (GPU 0 for a CPU model). Null when
@@ -38,13 +40,17 @@ QStringList startupNotes(const Engine &engine, const app::NvmlSampler *gpu);
 // `store` (may be null) serves the session reports; `gpu` (may be null) the
 // GPU gauges (RestOptions::gpu).
 Result<std::unique_ptr<RestServer>> startEndpoint(Engine &engine, const app::AppOptions &options,
-                                                 std::function<std::uint64_t()> droppedTraceRows = {},
-                                                 std::shared_ptr<const TraceStore> store = {},
-                                                 std::shared_ptr<app::NvmlSampler> gpu = {});
+                                                  std::function<std::uint64_t()> droppedTraceRows = {},
+                                                  std::shared_ptr<const TraceStore> store = {},
+                                                  std::shared_ptr<app::NvmlSampler> gpu = {});
 
 // --headless: serves until SIGINT or SIGTERM, then drainAndStop(). Returns
-// the process exit code (0 after a graceful shutdown).
-int runHeadless(QCoreApplication &app, Engine &engine, RestServer &server);
+// the process exit code (0 after a graceful shutdown). `stopSignals` watches
+// SIGINT and SIGTERM; made before startEndpoint() prints the listening line,
+// so that a signal a script sends as soon as it reads that line drains the
+// server too (made after it, a SIGTERM that came first killed the process
+// outright, exit status 15, on a busy machine).
+int runHeadless(QCoreApplication &app, Engine &engine, RestServer &server, SignalWatcher &stopSignals);
 
 // New inference gets 503 while the engine finishes what is queued; then the
 // endpoint writes the last answers and closes.
