@@ -118,8 +118,8 @@ struct StepItem {
     // A server model's copy of KV cells out of its cache before this step
     // (llama-server saves each idle slot's KV into its RAM prompt cache when
     // a task starts, on the loop's thread). The simulator's cost model
-    // charges each cell as a decode's read of a cell of context; a real
-    // model ignores it.
+    // charges them by a term of their own (s8, which a remote calibration
+    // fits); a real model ignores it.
     std::int64_t copiedCells = 0;
 };
 

@@ -44,8 +44,8 @@
 //    get_available_slot, and the others, cache_idle_slots: both on by
 //    default), on the loop's thread: the turn that starts a task copies
 //    the cells of the slots that finished since the last start
-//    (StepItem::copiedCells, priced as decodes' reads of that much
-//    context), and the running decodes wait for it.
+//    (StepItem::copiedCells, priced by the remote fit's s8 per cell), and
+//    the running decodes wait for it.
 // Left out: --cache-reuse's KV-shifted chunk reuse beyond the common prefix
 // (n_cache_reuse is kept for import/export), the choice of slot by prompt
 // similarity (the shared cache stands for it), loading a cached prompt back
