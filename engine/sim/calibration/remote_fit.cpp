@@ -319,7 +319,7 @@ nlohmann::json toJson(const RemoteCalibration &r)
             {"terms", terms},
             {"phase_fit_error", phases},
             {"observations_form",
-             "[phase, requests, steps, sequences, tokens, attention, decode_context, seconds]"},
+             "[phase, requests, steps, sequences, tokens, attention, decode_context, saved_cells, seconds]"},
             {"observations", rows}};
 }
 
