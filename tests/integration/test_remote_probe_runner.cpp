@@ -106,6 +106,19 @@ ProbePlan warmupOnly()
     return p;
 }
 
+// The warm-up request alone against `server` (openai protocol, model
+// "m"), with only the first and the closing scrape.
+ProbeRunOptions warmupAgainst(const TimedServer &server)
+{
+    ProbeRunOptions o;
+    o.remote.target = server.url();
+    o.remote.protocol = Protocol::OpenAi;
+    o.remote.model = QStringLiteral("m");
+    o.plan = warmupOnly();
+    o.scrapeInterval = Duration::zero();
+    return o;
+}
+
 } // namespace
 
 class TestRemoteProbeRunner : public QObject {
@@ -118,13 +131,8 @@ private slots:
     void aScrapeSupersededByTheClosingOneIsNotAFailure()
     {
         TimedServer server(500);
-        ProbeRunOptions o;
-        o.remote.target = server.url();
-        o.remote.protocol = Protocol::OpenAi;
-        o.remote.model = QStringLiteral("m");
-        o.plan = warmupOnly();
+        const ProbeRunOptions o = warmupAgainst(server); // the first and the closing scrape only
         QCOMPARE(o.plan.requests(), std::size_t(1));
-        o.scrapeInterval = Duration::zero(); // the first and the closing scrape only
         const ProbeRun run = runProbe(o);
         QCOMPARE(run.requests.size(), std::size_t(1));
         QVERIFY2(run.requests.front().ok, run.requests.front().error.c_str());
@@ -142,13 +150,8 @@ private slots:
     void eachRunDrawsItsOwnPrompts()
     {
         TimedServer server(0);
-        ProbeRunOptions o;
-        o.remote.target = server.url();
-        o.remote.protocol = Protocol::OpenAi;
-        o.remote.model = QStringLiteral("m");
+        ProbeRunOptions o = warmupAgainst(server);
         o.remote.vocabSize = 50000;
-        o.plan = warmupOnly();
-        o.scrapeInterval = Duration::zero();
         const ProbeRun first = runProbe(o), second = runProbe(o);
         QCOMPARE(server.posts().size(), 2);
         QVERIFY(first.seed != 0 && second.seed != 0 && first.seed != second.seed);
@@ -168,13 +171,7 @@ private slots:
         TimedServer server(0);
         server.refusePosts(422, "Failed to deserialize the JSON body into the target type: prompt: data did "
                                 "not match any variant of untagged enum PromptDeserializer");
-        ProbeRunOptions o;
-        o.remote.target = server.url();
-        o.remote.protocol = Protocol::OpenAi;
-        o.remote.model = QStringLiteral("m");
-        o.plan = warmupOnly();
-        o.scrapeInterval = Duration::zero();
-        const ProbeRun run = runProbe(o);
+        const ProbeRun run = runProbe(warmupAgainst(server));
         QCOMPARE(run.requests.size(), std::size_t(1));
         QVERIFY(!run.requests.front().ok);
         QCOMPARE(run.requests.front().error,

@@ -19,7 +19,7 @@
 //   StepModel::step over a packed set of sequences: n items, T tokens fed —
 //   prompt chunks and one per decode — and A = Σ_i t_i·(k_i + t_i), each
 //   fed token attending to the context before it, k_i tokens cached):
-//       iter(n, T, A) = s0 + s1·n + s2·T + s3·A + s4·max(0, T − K) + s5·E + s6·X + s7·D + s8·C
+//       iter = s0 + s1·n + s2·T + s3·A + s4·max(0, T − K) + s5·E + s6·X + s7·D + s8·C
 //   On a GPU a step costs about the same whatever its size until the
 //   device is busy (the knee K, in tokens), then grows with its tokens:
 //   s2 is the slope below the knee (small on a GPU), s2 + s4 above it. E is
@@ -103,7 +103,7 @@ struct CostModel {
     static constexpr int kIterationTerms = 9;
     static constexpr int kIterationStart = kPassTerms + kStepTerms;
     static constexpr int kTerms = kPassTerms + kStepTerms + kIterationTerms;
-    // [p0, p1, p2, p3, d0, d1, d2, s0, s1, s2, s3, s4, s5, s6, s7], seconds per unit of each term.
+    // [p0, p1, p2, p3, d0, d1, d2, s0, s1, s2, s3, s4, s5, s6, s7, s8], seconds per unit of each term.
     std::array<double, kTerms> coef{};
     // The iteration knee K in tokens (0: none): the s4 term's threshold.
     double kneeTokens = 0;
@@ -189,7 +189,7 @@ struct CostModel {
                                                  std::span<const int> wants);
     static std::array<double, kTerms> passTerms(int batch, int paddedLength);
     static std::array<double, kTerms> stepTerms(int batch, int context);
-    // An iteration's row: [.., 1, n, T, A, 0, E, X, D]; the knee term (slot
+    // An iteration's row: [.., 1, n, T, A, 0, E, X, D, C]; the knee term (slot
     // kIterationStart + 4) is derived from T and kneeTokens by predict(). X
     // is expectedActiveExperts(T, experts, perToken).
     static std::array<double, kTerms> iterationTerms(const StepShape &shape, int experts = 0,

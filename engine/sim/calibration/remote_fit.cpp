@@ -163,10 +163,10 @@ Result<RemoteFit> fitRemote(const std::vector<ProbeObservation> &rows)
     // left out of the fit and of the residuals a simulation draws from
     // (drawn once in every few dozen steps, a 5x row made a 4-slot
     // llama-server prediction's TPOT p50 38 % long), and kept in the errors.
-    std::vector<double> ratios;
+    std::vector<double> ratio(rows.size(), 0), ratios; // measured / predicted: by row, and sorted
     for (std::size_t i = 0; i < rows.size(); ++i)
         if (use[i])
-            ratios.push_back(rows[i].seconds / std::max(predict(*fit, rows[i]), 1e-12));
+            ratios.push_back(ratio[i] = rows[i].seconds / std::max(predict(*fit, rows[i]), 1e-12));
     std::size_t setAside = 0;
     if (ratios.size() >= 8) {
         std::sort(ratios.begin(), ratios.end());
@@ -183,11 +183,8 @@ Result<RemoteFit> fitRemote(const std::vector<ProbeObservation> &rows)
         const double lo = std::min(q1 - 3 * (q3 - q1), mid / 2), hi = std::max(q3 + 3 * (q3 - q1), 2 * mid);
         std::vector<bool> kept = use;
         for (std::size_t i = 0; i < rows.size(); ++i)
-            if (use[i]) {
-                const double r = rows[i].seconds / std::max(predict(*fit, rows[i]), 1e-12);
-                if (r < lo || r > hi)
-                    kept[i] = false, ++setAside;
-            }
+            if (use[i] && (ratio[i] < lo || ratio[i] > hi))
+                kept[i] = false, ++setAside;
         if (setAside > 0 && ratios.size() - setAside >= 2 * columns) {
             if (auto refit = solve(kept)) {
                 fit = std::move(refit);

@@ -247,17 +247,22 @@ void decodeBlocks(const std::vector<const ProbeRequest *> &streams, int block, i
     }
 }
 
-// The cells saved as `r` started (savedAtStart's, by request), added to a
-// row that holds its start (the s8 term).
-void addSaved(const std::map<const ProbeRequest *, double> &saved, const ProbeRequest *r, Terms &terms)
-{
-    if (const auto it = saved.find(r); it != saved.end())
-        terms[6] += it->second;
-}
+// The cells saved as the probe's requests started (savedAtStart's, by
+// index from `first`; empty: none), added to a row that holds r's start
+// (the s8 term).
+struct SavedCells {
+    std::vector<double> cells;
+    const ProbeRequest *first = nullptr;
+    void addTo(const ProbeRequest *r, Terms &terms) const
+    {
+        if (!cells.empty())
+            terms[6] += cells[std::size_t(r - first)];
+    }
+};
 
 void mixedRows(const std::vector<const ProbeRequest *> &streams,
                const std::vector<const ProbeRequest *> &probes, int chunk, bool prefillAlone, int kvPad,
-               const std::map<const ProbeRequest *, double> &saved, std::vector<ProbeObservation> &out)
+               const SavedCells &saved, std::vector<ProbeObservation> &out)
 {
     for (const ProbeRequest *p : probes) {
         if (!p->firstTokenS)
@@ -287,7 +292,7 @@ void mixedRows(const std::vector<const ProbeRequest *> &streams,
         // that prefills alone) a step of its own between two of theirs.
         for (int i = prefillAlone ? 1 : 2; i < ProbeObservation::kTerms; ++i)
             o.terms[std::size_t(i)] += pre[std::size_t(i)];
-        addSaved(saved, p, o.terms);
+        saved.addTo(p, o.terms);
         o.seconds = tb - ta;
         if (o.seconds > 0 && o.terms[1] > 0)
             out.push_back(o);
@@ -332,13 +337,7 @@ std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> 
                                                 bool streaming, int block, bool prefillAlone, int kvPad,
                                                 bool savesIdleSlots)
 {
-    std::map<const ProbeRequest *, double> saved;
-    if (savesIdleSlots) {
-        const std::vector<double> cells = savedAtStart(requests);
-        for (std::size_t i = 0; i < requests.size(); ++i)
-            if (cells[i] > 0)
-                saved[&requests[i]] = cells[i];
-    }
+    const SavedCells saved{savesIdleSlots ? savedAtStart(requests) : std::vector<double>{}, requests.data()};
     std::map<int, std::vector<const ProbeRequest *>> rounds;
     for (const ProbeRequest &r : requests)
         if (r.ok)
@@ -354,7 +353,7 @@ std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> 
                 ProbeObservation o;
                 o.phase = phase;
                 o.terms = prefillTerms(r->promptTokens, chunk, kvPad);
-                addSaved(saved, r, o.terms);
+                saved.addTo(r, o.terms);
                 for (int e = 1; !streaming && e < r->outputTokens; ++e) { // whole answers: the decodes too
                     o.terms[1] += 1;
                     o.terms[2] += 1;

@@ -9,6 +9,7 @@
 #include "engine/sim/simulation/cost_backend.h"
 #include "engine/telemetry/target_metrics.h"
 #include "tests/engine/books_driver.h"
+#include "tests/engine/probe_requests.h"
 
 #include <QtTest>
 
@@ -327,17 +328,7 @@ private slots:
         // The probe's rows: a prompt sent after two requests ended counts
         // their contexts (prompt + tokens fed after it) once.
         const auto request = [](double sent, double first, double end, int prompt, int out) {
-            ProbeRequest r;
-            r.phase = "prefill";
-            r.round = 1;
-            r.promptTokens = prompt;
-            r.maxTokens = out;
-            r.sentS = sent;
-            r.firstTokenS = first;
-            r.endS = end;
-            r.outputTokens = out;
-            r.ok = true;
-            return r;
+            return answered("prefill", 1, false, prompt, sent, first, end, out);
         };
         const std::vector<ProbeRequest> probe = {request(0, 0.1, 0.5, 300, 5), request(1, 1.1, 1.2, 16, 1),
                                                  request(2, 2.1, 2.2, 16, 1)};

@@ -6,10 +6,12 @@
 // runs cap − 1 streams (dropped at a cap of 1), and says so.
 #include "engine/sim/calibration/remote_calibrate.h"
 #include "engine/sim/calibration/unknown_server.h"
+#include "tests/engine/probe_requests.h"
 
 #include <QtTest>
 
 using namespace bp;
+using bp::testing::answered;
 
 namespace {
 
@@ -24,23 +26,6 @@ ProbeScrape scrape(double running, double waiting)
     s.sample.running = running;
     s.sample.waiting = waiting;
     return s;
-}
-
-ProbeRequest answered(const std::string &phase, int round, bool stream, int prompt, double sent, double first,
-                      double end, int tokens)
-{
-    ProbeRequest r;
-    r.phase = phase;
-    r.round = round;
-    r.stream = stream;
-    r.promptTokens = prompt;
-    r.sentS = sent;
-    r.firstTokenS = first;
-    r.endS = end;
-    r.ok = true;
-    for (int i = 0; i < tokens; ++i)
-        r.tokenTimesS.push_back(first + (end - first) * i / std::max(1, tokens - 1));
-    return r;
 }
 
 // A mixed round of one stream (0.0-0.5 s) and a 512-token prompt sent at
