@@ -44,6 +44,22 @@ std::vector<double> sampleQuantiles(std::vector<double> values)
     return out;
 }
 
+std::vector<double> sampleShareMeans(std::vector<double> values, std::size_t k)
+{
+    std::sort(values.begin(), values.end());
+    const std::size_t n = values.size();
+    if (n <= k || k == 0)
+        return values;
+    std::vector<double> out(k);
+    for (std::size_t i = 0; i < k; ++i) {
+        const std::size_t from = i * n / k, to = (i + 1) * n / k;
+        out[i] =
+            std::accumulate(values.begin() + std::ptrdiff_t(from), values.begin() + std::ptrdiff_t(to), 0.0) /
+            double(to - from);
+    }
+    return out;
+}
+
 void StepShape::add(std::int64_t cached, std::int64_t fed, std::int64_t attendsTo)
 {
     if (fed <= 0)

@@ -129,7 +129,9 @@ struct CostModel {
     static double expectedActiveExperts(double tokens, int experts, int perToken);
     // Measured / predicted over the fit's whole batches and iterations
     // (what a simulation charges), sorted; at most kResidualSamples
-    // quantiles, each the middle of an equal share (sampleQuantiles). A
+    // quantiles, each the middle of an equal share (sampleQuantiles; a
+    // remote server's iterations: up to 1,001 share means of its single
+    // steps, remote_fit.cpp). A
     // simulation may charge each unit its prediction
     // times a ratio drawn from these (SimulatorOptions::costNoise), so the
     // spread of real costs, not only their typical value, reaches the queue.
@@ -206,6 +208,11 @@ struct CostModel {
 // an equal share and the extremes (a single stall) are not kept (all of
 // them when there are no more).
 std::vector<double> sampleQuantiles(std::vector<double> values);
+// `k` equal shares of the sorted values, each as its mean (all of them
+// when there are no more): the sample's mean is the values' mean, and a rare
+// large value (a stall in one step of hundreds) keeps its weight in its
+// share instead of falling between two middles.
+std::vector<double> sampleShareMeans(std::vector<double> values, std::size_t k);
 
 // One measurement for the fit.
 struct CostObservation {

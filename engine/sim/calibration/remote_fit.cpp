@@ -49,6 +49,37 @@ FitError errorOver(const std::vector<double> &rel)
     return e;
 }
 
+// The residuals' sample: the probe sees ~1,000 steps, and a stall in one of
+// hundreds is what a short request's TPOT p99 meets, so the remote fit keeps
+// finer shares than a local calibration's 101.
+constexpr std::size_t kStepSamples = 1001;
+
+// A step row's measured / predicted, once per step it holds (residuals):
+// a decode block's steps each their own (its gap over the block's predicted
+// mean step) when they look like single steps, else the row's ratio.
+void addStepRatios(const ProbeObservation &o, double predicted, std::vector<double> &out)
+{
+    const double n = std::max(1.0, std::round(o.terms[1]));
+    const double least = o.seconds / n / 5;
+    // A gap under a fifth of the mean step is two events read in one piece
+    // (or written so): it joins the gap before it, and the two share it.
+    // When a quarter of the gaps are such, the stream comes in bursts: the
+    // gaps are the writes, not the steps, and the row's ratio stands.
+    const auto bursts = std::count_if(o.steps.begin(), o.steps.end(), [&](double g) { return g < least; });
+    if (o.steps.size() != std::size_t(n) || bursts * 4 >= std::ptrdiff_t(o.steps.size())) {
+        out.insert(out.end(), std::size_t(n), o.seconds / predicted);
+        return;
+    }
+    std::vector<std::pair<double, int>> groups; // seconds, steps
+    for (double g : o.steps)
+        if (!groups.empty() && (g < least || groups.back().first < least))
+            groups.back().first += g, ++groups.back().second;
+        else
+            groups.emplace_back(g, 1);
+    for (const auto &[seconds, steps] : groups)
+        out.insert(out.end(), std::size_t(steps), seconds / steps * n / predicted);
+}
+
 // Δ of vLLM's iteration-token histogram between two scrapes: bucket le -> count.
 std::map<double, double> bucketDelta(const prom::Exposition *first, const prom::Exposition *last)
 {
@@ -211,12 +242,12 @@ Result<RemoteFit> fitRemote(const std::vector<ProbeObservation> &rows)
         all.push_back(rel);
         byPhase[o.phase].push_back(rel);
         if (use[i] && o.terms[0] == 0 && predicted > 0)
-            steps.push_back(o.seconds / predicted);
+            addStepRatios(o, predicted, steps);
     }
     r.error = errorOver(all);
     for (const auto &[phase, rel] : byPhase)
         r.phases[phase] = errorOver(rel);
-    r.residuals = sampleQuantiles(std::move(steps));
+    r.residuals = sampleShareMeans(std::move(steps), kStepSamples);
     return r;
 }
 
@@ -298,6 +329,8 @@ nlohmann::json toJson(const RemoteCalibration &r)
         for (double t : o.terms)
             row.push_back(t);
         row.push_back(o.seconds);
+        if (!o.steps.empty())
+            row.push_back(o.steps);
         rows.push_back(std::move(row));
     }
     return {{"url", r.url},
@@ -316,7 +349,8 @@ nlohmann::json toJson(const RemoteCalibration &r)
             {"terms", terms},
             {"phase_fit_error", phases},
             {"observations_form",
-             "[phase, requests, steps, sequences, tokens, attention, decode_context, saved_cells, seconds]"},
+             "[phase, requests, steps, sequences, tokens, attention, decode_context, saved_cells, seconds"
+             "(, [a decode block's step seconds])]"},
             {"observations", rows}};
 }
 
@@ -362,18 +396,26 @@ Result<RemoteCalibration> remoteCalibrationFromJson(const nlohmann::json &j)
             r.phases[phase] = fitErrorFromJson(e);
         for (const auto &row : j.value("observations", nlohmann::json::array())) {
             // 7 values before the decodes' context was a term of its own,
-            // 8 before the saved cells
-            if (!row.is_array() || row.size() > std::size_t(ProbeObservation::kTerms + 2) ||
-                row.size() < std::size_t(ProbeObservation::kTerms))
+            // 8 before the saved cells; a decode block's steps last, if any
+            ProbeObservation o;
+            const bool steps = row.is_array() && !row.empty() && row.back().is_array();
+            if (steps)
+                o.steps = row.back().get<std::vector<double>>();
+            const std::size_t values = row.is_array() ? row.size() - (steps ? 1 : 0) : 0;
+            if (values > std::size_t(ProbeObservation::kTerms + 2) ||
+                values < std::size_t(ProbeObservation::kTerms))
                 return Status(StatusCode::InvalidArgument,
                               "remote calibration: an observation needs 9 (or 8, 7) values");
-            ProbeObservation o;
             o.phase = row[0].get<std::string>();
-            const std::size_t terms = row.size() - 2;
+            const std::size_t terms = values - 2;
             for (std::size_t i = 0; i < terms; ++i)
                 o.terms[i] = row[i + 1].get<double>();
             o.seconds = row[terms + 1].get<double>();
-            r.observations.push_back(o);
+            if (std::any_of(o.steps.begin(), o.steps.end(),
+                            [](double g) { return !(g >= 0) || !std::isfinite(g); }))
+                return Status(StatusCode::InvalidArgument,
+                              "remote calibration: a decode block's steps must be finite seconds >= 0");
+            r.observations.push_back(std::move(o));
         }
         return r;
     } catch (const nlohmann::json::exception &e) {
