@@ -16,12 +16,23 @@ For each slot count N, this:
   4. prints measured vs predicted throughput, TTFT p50/p99 and TPOT p50/p99,
      and the median |error| of the five.
 
+With --pick, instead: the tuner's pick measured against the current
+settings in one run. llama-server at one slot (-np 1 -c 4096) is calibrated
+(full plan), and the sample trace's first PICK_REQUESTS arrivals (lengths
+x0.2, twice its pace: one slot queues them) are replayed into it for real;
+tune --target (SLO: TTFT p99 at most half of what one slot measured,
+objective throughput) prints llama-server flags; the server is restarted
+with exactly those flags and the same arrivals replayed into it. Prints the
+current settings and the pick, each predicted (tune's table) and measured.
+Cost: one calibration and two replays of 120 arrivals, ~3 minutes.
+
 Cost: per slot count one calibration (~50-110 requests, 30-60 s) and one real
 replay (~70 s at 240 requests): about 2-3 minutes per slot count, ~8 minutes
 for the default 1,4,8. Nothing is downloaded.
 
     python3 bench/llamacpp_truth.py [--slots 1,4,8] [--requests 240]
         [--batchpilot build/default/app/batchpilot] [--work DIR]
+    python3 bench/llamacpp_truth.py --pick [--pick-requests 120]
 """
 import argparse
 import os
@@ -127,12 +138,82 @@ def one(bp, gguf, work, slots, requests):
     return figures, fit.group(1) if fit else "?", " ".join(uptime)
 
 
+def start(gguf, work, flags, tag):
+    port = free_port()
+    log = open(os.path.join(work, "llama-server-%s.log" % tag), "w")
+    proc = subprocess.Popen([llama_server(), "-m", gguf] + flags + ["-t", "1", "--metrics", "--host", "127.0.0.1",
+                                                                   "--port", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT)
+    wait_ready(port, proc)
+    return proc, "http://127.0.0.1:%d" % port
+
+
+def stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def measure(base, url, trace):
+    out = run(base + ["replay", "1", "--trace", "--target", url, "--protocol", "openai", "--model", "tiny",
+                      "--vocab-size", "400", "--max-length", "1024"] + trace).stdout
+    r = table(out)
+    return {k: r[k][0] for k in ("throughput (req/s)", "TTFT p50 (ms)", "TTFT p99 (ms)", "TPOT p50 (ms)",
+                                 "TPOT p99 (ms)", "completed")}
+
+
+def pick(bp, gguf, work, requests):
+    sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+    from llamacpp_server_check import restart_flags
+    db = os.path.join(work, "pick.db")
+    if os.path.exists(db):
+        os.remove(db)
+    base = [bp, "--db", db]
+    trace = ["--limit", str(requests), "--length-scale", "0.2", "--speed", "2"]
+    current = ["-np", "1", "-c", "4096"]
+    proc, url = start(gguf, work, current, "pick-current")
+    try:
+        run(base + ["import-trace", "--sample"])
+        cal = run(base + ["calibrate", "--target", url, "--protocol", "openai", "--model", "tiny",
+                          "--vocab-size", "400", "--max-length", "1024", "--max-concurrency", "8"])
+        cid = re.search(r"calibration (\d+):", cal.stdout).group(1)
+        before = measure(base, url, trace)
+        bound = max(1.0, number(before["TTFT p99 (ms)"]) / 2)
+        tune = run(base + ["tune", "--trace", "1", "--target", url, "--model", "tiny", "--calibration", cid,
+                           "--slo", "ttft_p99<=%.0fms" % bound, "--objective", "throughput"] + trace)
+    finally:
+        stop(proc)
+    flags = restart_flags(tune.stdout)
+    proc, url = start(gguf, work, flags, "pick-after")
+    try:
+        after = measure(base, url, trace)
+    finally:
+        stop(proc)
+    print("llama-server %s -> %s; SLO TTFT p99 <= %.0f ms; %d arrivals, lengths x0.2, speed 2" %
+          (" ".join(current), " ".join(flags), bound, requests))
+    print()
+    print(tune.stdout)
+    print("| settings | throughput (req/s) | TTFT p50 (ms) | TTFT p99 (ms) | TPOT p50 (ms) | TPOT p99 (ms) | "
+          "completed |")
+    print("|---|---|---|---|---|---|---|")
+    for name, m in (("current (%s), measured" % " ".join(current), before),
+                    ("pick (%s), measured" % " ".join(flags), after)):
+        print("| %s | %s |" % (name, " | ".join(m[k] for k in ("throughput (req/s)", "TTFT p50 (ms)",
+                                                                 "TTFT p99 (ms)", "TPOT p50 (ms)",
+                                                                 "TPOT p99 (ms)", "completed"))))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--slots", default="1,4,8")
     ap.add_argument("--requests", type=int, default=240)
     ap.add_argument("--batchpilot", default=os.path.join(ROOT, "build", "default", "app", "batchpilot"))
     ap.add_argument("--work", default=None)
+    ap.add_argument("--pick", action="store_true", help="the tuner's pick against one slot, both measured")
+    ap.add_argument("--pick-requests", type=int, default=120)
     a = ap.parse_args()
     if not os.access(llama_server(), os.X_OK):
         sys.exit("no llama-server at %s (packaging/install-llama-cpp.sh --build builds it)" % llama_server())
@@ -141,6 +222,10 @@ def main():
     gguf = os.path.join(work, "tiny.gguf")
     if not os.path.exists(gguf):
         run([sys.executable, os.path.join(ROOT, "tools", "make_tiny_gguf.py"), gguf])
+    if a.pick:
+        print("llamacpp_truth --pick: one calibration, two replays of %d arrivals; ~3 min" % a.pick_requests,
+              file=sys.stderr)
+        return pick(a.batchpilot, gguf, work, a.pick_requests)
     print("llamacpp_truth: slots %s, %d requests each (half at 1 slot); ~2-3 min per slot count" %
           (a.slots, a.requests), file=sys.stderr)
     print("| slots | | throughput | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | median \\|error\\| | "

@@ -249,6 +249,11 @@ private:
             else if (!sse.done())
                 p.error = "the stream ended without data: [DONE]";
             p.outputTokens = sse.outputTokens();
+            // one time per token, not per event (two tokens in one chunk
+            // are two steps)
+            p.tokenTimesS = perTokenTimes(p.tokenTimesS, sse.tokenCounts(), p.outputTokens);
+            if (!p.tokenTimesS.empty())
+                p.firstTokenS = p.tokenTimesS.front();
         } else {
             const OipAnswer a = parseOipAnswer(r.body);
             p.error = a.error.toStdString();

@@ -45,8 +45,12 @@ RemoteAnswer answerOf(const Request &req, TimePoint sentAt, const HttpResult &r,
             rec.outputTokens = sse.outputTokens();
             if (sse.firstToken())
                 rec.timeToFirstToken = *sse.firstToken() - req.arrival;
-            if (sse.firstToken() && sse.lastToken() && sse.tokenEvents() > 1) {
-                rec.timePerOutputToken = (*sse.lastToken() - *sse.firstToken()) / (sse.tokenEvents() - 1);
+            // Per output token, not per event: a server may send two tokens
+            // in one event (llama-server, a UTF-8 character split between
+            // them), and the steps are the tokens (vLLM's bench serve
+            // divides by the output tokens too).
+            if (sse.firstToken() && sse.lastToken() && sse.tokenEvents() > 1 && rec.outputTokens > 1) {
+                rec.timePerOutputToken = (*sse.lastToken() - *sse.firstToken()) / (rec.outputTokens - 1);
                 rec.interTokenLatencies = sse.gaps();
             }
         }

@@ -6,8 +6,9 @@
 //    (request written -> answer complete), total = scheduled arrival ->
 //    answer complete; TTFT = scheduled arrival -> first token event
 //    (streamed) or the first byte of the answer (OIP, when it generates);
-//    TPOT = (last - first token event) / (events - 1) and the inter-token
-//    gaps, stored like the engine's (requests.tpot_ns, itl_*), so a remote
+//    TPOT = (last - first token event) / (output tokens - 1), the output
+//    tokens the answer's usage says (else its token events: an event may
+//    hold two tokens), and the inter-token gaps (between events), stored like the engine's (requests.tpot_ns, itl_*), so a remote
 //    session's TPOT and goodput are computed from its rows;
 //  - status: a timeout is deadline_exceeded, a refused or broken connection
 //    unavailable, an HTTP status maps through statusForHttp (429 queue_full,

@@ -57,6 +57,8 @@ ServerDialect dialectFor(const std::string &server)
         d.ignoreEos = true;
     if (server == "vllm")
         d.minTokens = true;
+    if (server == "llamacpp")
+        d.tokenCounts = true;
     return d;
 }
 
@@ -70,6 +72,8 @@ std::string describe(const ServerDialect &d, Protocol protocol)
         add("ignore_eos: true");
     if (d.minTokens && isStreaming(protocol))
         add("min_tokens = max_tokens");
+    if (d.tokenCounts && isStreaming(protocol))
+        add("timings_per_token: true");
     return out;
 }
 
@@ -104,6 +108,8 @@ void appendSampling(QByteArray &out, const ServerDialect &d, int maxTokens)
         out += ",\"ignore_eos\":true";
     if (d.minTokens)
         out += ",\"min_tokens\":" + QByteArray::number(maxTokens);
+    if (d.tokenCounts)
+        out += ",\"timings_per_token\":true";
 }
 
 } // namespace
@@ -300,6 +306,12 @@ void SseReader::event(const QByteArray &data, TimePoint at)
     if (!text)
         return;
     ++m_tokenEvents;
+    const auto timings = j.find("timings");
+    if (timings != j.end() && timings->is_object() && timings->contains("predicted_n") &&
+        (*timings)["predicted_n"].is_number_integer())
+        m_counts.push_back((*timings)["predicted_n"].get<int>());
+    else
+        m_countsKnown = false;
     if (!m_first)
         m_first = at;
     else

@@ -18,7 +18,8 @@
 //    the kind /metrics shows) gets what it needs beyond those fields: TGI
 //    the completions prompt as text (its /v1/completions takes no token
 //    ids), vLLM and SGLang "ignore_eos" (and vLLM "min_tokens") so that
-//    every answer runs to max_tokens. The official OpenAI API and unknown
+//    every answer runs to max_tokens; llama-server "timings_per_token",
+//    so each chunk says how many tokens it holds. The official OpenAI API and unknown
 //    servers get the plain bodies (they refuse fields they do not know).
 #pragma once
 
@@ -55,6 +56,11 @@ struct ServerDialect {
     // "min_tokens": max_tokens (vLLM's extra sampling parameter): no stop
     // before max_tokens, not even on a stop token ignore_eos leaves.
     bool minTokens = false;
+    // "timings_per_token": true (llama-server): every chunk carries
+    // timings.predicted_n, the tokens generated so far, so a chunk that
+    // holds two tokens (a UTF-8 character split between them) reads as two
+    // steps (SseReader::tokenCounts).
+    bool tokenCounts = false;
     bool operator==(const ServerDialect &) const = default;
 };
 // The dialect of a server kind ("vllm", "tgi", "sglang", ...; empty or any
@@ -105,8 +111,12 @@ public:
     std::optional<TimePoint> firstToken() const { return m_first; }
     std::optional<TimePoint> lastToken() const { return m_last; }
     const std::vector<Duration> &gaps() const { return m_gaps; } // between token events
-    bool done() const { return m_done; }                         // saw data: [DONE]
-    const QString &error() const { return m_error; }             // an error event, or an unreadable one
+    // The tokens generated up to each token event, where every one said
+    // (llama-server's timings.predicted_n: ServerDialect::tokenCounts);
+    // else empty.
+    std::vector<int> tokenCounts() const { return m_countsKnown ? m_counts : std::vector<int>{}; }
+    bool done() const { return m_done; }             // saw data: [DONE]
+    const QString &error() const { return m_error; } // an error event, or an unreadable one
     // usage when given, else the token events.
     int outputTokens() const { return m_usageTokens.value_or(m_tokenEvents); }
 
@@ -118,6 +128,8 @@ private:
     std::optional<int> m_usageTokens;
     std::optional<TimePoint> m_first, m_last;
     std::vector<Duration> m_gaps;
+    std::vector<int> m_counts;
+    bool m_countsKnown = true;
     bool m_done = false;
     QString m_error;
 };

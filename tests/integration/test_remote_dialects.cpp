@@ -6,6 +6,8 @@
 //  - vLLM: "ignore_eos": true and "min_tokens" = max_tokens, on completions
 //    and chat; SGLang: "ignore_eos": true; so that a decode round's answers
 //    run to max_tokens instead of stopping at an end-of-sequence token;
+//  - llama-server: "ignore_eos" and "timings_per_token", so that each
+//    chunk says how many tokens it holds;
 //  - any other kind, or none (the official OpenAI API refuses unknown
 //    fields): the plain bodies, token ids and no sampling extras.
 #include "app/remote/remote_codec.h"
@@ -99,6 +101,22 @@ private slots:
             QCOMPARE(b.value("ignore_eos"), QJsonValue(true));
             QVERIFY(!b.contains("min_tokens"));
         }
+    }
+
+    // llama-server: ignore_eos, and timings_per_token so that each chunk
+    // says how many tokens it holds (SseReader::tokenCounts).
+    void llamaServerCountsItsTokens()
+    {
+        for (Protocol p : {Protocol::OpenAi, Protocol::OpenAiChat}) {
+            const QJsonObject b = body(p, "llamacpp");
+            QCOMPARE(b.value("ignore_eos"), QJsonValue(true));
+            QCOMPARE(b.value("timings_per_token"), QJsonValue(true));
+            QVERIFY(!b.contains("min_tokens"));
+        }
+        QCOMPARE(body(Protocol::OpenAi, "llamacpp").value("prompt").toArray(), QJsonArray({0, 1, 27, 3}));
+        QCOMPARE(describe(dialectFor("llamacpp"), Protocol::OpenAi),
+                 std::string("ignore_eos: true, timings_per_token: true"));
+        QVERIFY(!body(Protocol::OpenAi, "vllm").contains("timings_per_token"));
     }
 
     void othersGetNoSamplingExtras_data()

@@ -97,7 +97,9 @@ struct ProbeRequest {
     int maxTokens = 0;
     double sentS = 0;
     std::optional<double> firstTokenS;
-    std::vector<double> tokenTimesS; // every streamed token event
+    // Every streamed token's time: one per token once the answer is in
+    // (perTokenTimes); while it streams, one per token event.
+    std::vector<double> tokenTimesS;
     double endS = 0;
     int outputTokens = 0;
     bool ok = false;
@@ -111,7 +113,27 @@ struct ProbeObservation {
     std::string phase;
     std::array<double, kTerms> terms{};
     double seconds = 0;
+    // A decode block's steps one by one (the gaps of the stream it is read
+    // off, summing to `seconds`); empty for the other rows. The spread of
+    // single steps is what a short request's TPOT meets: a block's sum
+    // averages a stall away (fitRemote's residuals).
+    std::vector<double> steps;
 };
+
+// A stream's tokens' times from its token events' times. A server may
+// send several tokens in one event: llama-server holds a token that ends
+// inside a UTF-8 character until the one that completes it (a byte-level
+// vocabulary's random text: one event in ~7 holds two tokens), and a server
+// may write every few steps. Counted as one token an event, such a stream's
+// steps read ~15 % slow. `counts` (the tokens generated up to each event,
+// as llama-server's timings.predicted_n; empty: unknown) places them
+// exactly; else, when the answer's `total` tokens are more than the events,
+// a gap holds round(gap / median gap) tokens (at least one), adjusted to
+// the total where the per-token gap comes closest to the median. An event's
+// tokens but its last are spread evenly over its gap (a first event's, one
+// median gap apart before it). Otherwise the events are the tokens.
+std::vector<double> perTokenTimes(const std::vector<double> &events, const std::vector<int> &counts,
+                                  int total);
 
 // The KV cells a token at `context` attends to on a server that pads its KV
 // view to multiples of `kvPad` (llama-server: 256; 0: none, the context).
@@ -182,7 +204,12 @@ struct RemoteFit {
     std::vector<TermFit> terms;             // request, then s0..s3, s7
     FitError error;                         // every row
     std::map<std::string, FitError> phases; // per phase
-    std::vector<double> residuals;          // measured / predicted of the step rows (sampleQuantiles)
+    // Measured / predicted per step (sampleShareMeans): every step of the
+    // step rows counts once. A decode block gives each of its steps its own
+    // ratio (the step's gap over the block's predicted mean step), unless
+    // its stream's events come in bursts (a server that writes several
+    // steps at once); a mixed row gives its ratio to each of its steps.
+    std::vector<double> residuals;
     // Rows left out of the fit and the residuals: far out of the others
     // (Tukey's far-out fences on measured / predicted, at least 2x from the
     // median), a stall met once.

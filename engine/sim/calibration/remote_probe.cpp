@@ -184,6 +184,79 @@ std::array<double, ProbeObservation::kTerms> prefillTerms(int promptTokens, int 
 
 namespace {
 
+// Tokens per event from the gaps, summing to `total` (see perTokenTimes).
+std::vector<int> tokensPerEvent(const std::vector<double> &events, int total)
+{
+    std::vector<double> gaps;
+    for (std::size_t i = 1; i < events.size(); ++i)
+        gaps.push_back(events[i] - events[i - 1]);
+    std::vector<double> sorted = gaps;
+    std::nth_element(sorted.begin(), sorted.begin() + std::ptrdiff_t(sorted.size() / 2), sorted.end());
+    const double median = sorted[sorted.size() / 2];
+    std::vector<int> k(events.size(), 1);
+    int sum = int(events.size());
+    if (median > 0)
+        for (std::size_t i = 1; i < events.size(); ++i) {
+            k[i] = std::max(1, int(std::lround(gaps[i - 1] / median)));
+            sum += k[i] - 1;
+        }
+    // One token at a time to the event whose per-token gap stays closest to
+    // the median (a gap of 2.4 medians takes a third before one of 1.6 takes
+    // a second), or away from the one it moves least.
+    while (sum != total) {
+        std::size_t best = 0;
+        double bestCost = 1e300;
+        for (std::size_t i = 1; i < events.size(); ++i) {
+            const int next = k[i] + (sum < total ? 1 : -1);
+            if (next < 1)
+                continue;
+            const double cost = std::abs(gaps[i - 1] / next - median) - std::abs(gaps[i - 1] / k[i] - median);
+            if (cost < bestCost)
+                best = i, bestCost = cost;
+        }
+        if (best == 0)
+            break; // every event at one token: no fewer
+        k[best] += sum < total ? 1 : -1;
+        sum += sum < total ? 1 : -1;
+    }
+    return k;
+}
+
+} // namespace
+
+std::vector<double> perTokenTimes(const std::vector<double> &events, const std::vector<int> &counts,
+                                  int total)
+{
+    std::vector<int> k; // tokens per event
+    if (counts.size() == events.size() && !counts.empty() && counts.front() >= 1 &&
+        std::is_sorted(counts.begin(), counts.end())) {
+        k.push_back(counts.front());
+        for (std::size_t i = 1; i < counts.size(); ++i)
+            k.push_back(std::max(1, counts[i] - counts[i - 1]));
+    } else if (events.size() >= 3 && total > int(events.size())) {
+        k = tokensPerEvent(events, total);
+    } else {
+        return events;
+    }
+    std::vector<double> gaps;
+    for (std::size_t i = 1; i < events.size(); ++i)
+        gaps.push_back(events[i] - events[i - 1]);
+    double step = 0;
+    if (!gaps.empty()) {
+        std::nth_element(gaps.begin(), gaps.begin() + std::ptrdiff_t(gaps.size() / 2), gaps.end());
+        step = gaps[gaps.size() / 2];
+    }
+    std::vector<double> out;
+    for (int j = k.front() - 1; j >= 0; --j)
+        out.push_back(events.front() - j * step);
+    for (std::size_t i = 1; i < events.size(); ++i)
+        for (int j = 1; j <= k[i]; ++j)
+            out.push_back(j == k[i] ? events[i] : events[i - 1] + (events[i] - events[i - 1]) * j / k[i]);
+    return out;
+}
+
+namespace {
+
 using Terms = std::array<double, ProbeObservation::kTerms>;
 
 // Decode items of `streams` whose token events fall in (ta, tb]: event i
@@ -242,6 +315,8 @@ void decodeBlocks(const std::vector<const ProbeRequest *> &streams, int block, i
         o.terms[1] = block;
         addDecodes(streams, ct[k], ct[k + std::size_t(block)], kvPad, o.terms);
         o.seconds = ct[k + std::size_t(block)] - ct[k];
+        for (std::size_t i = k; i < k + std::size_t(block); ++i)
+            o.steps.push_back(ct[i + 1] - ct[i]);
         if (o.seconds > 0 && o.terms[2] > 0)
             out.push_back(o);
     }
