@@ -297,6 +297,19 @@ int readServer(const AppOptions &options, CommandArgs &args, RemoteFlags &f, Ser
     return kGoOn;
 }
 
+// A llama-server's slots as read (ProbeRunOptions::pinSlots); 0 for another
+// kind, or settings not read.
+int pinnedSlots(const std::string &server, const ServerSettings &settings)
+{
+    if (server != "llamacpp" || settings.empty())
+        return 0;
+    RemoteCalibration r;
+    r.server = server;
+    r.settings = settings;
+    const auto m = remoteServerModel(r, nullptr);
+    return m && m->config.server.kind == ServerKind::LlamaCpp ? m->config.server.llamacpp.nParallel : 0;
+}
+
 // The bounded probe, said before it runs; Ctrl+C stops it and what was
 // measured is fitted.
 remote::ProbeRun probe(CommandArgs &args, const RemoteFlags &f, const ServerFacts &facts, ProbePlan &plan,
@@ -321,8 +334,13 @@ remote::ProbeRun probe(CommandArgs &args, const RemoteFlags &f, const ServerFact
     po.remote = ro;
     po.plan = plan;
     po.dialect = remote::dialectFor(f.server);
+    po.pinSlots = pinnedSlots(f.server, facts.settings);
     if (const std::string d = remote::describe(po.dialect, ro.protocol); !d.empty())
         err << QStringLiteral("calibrate: requests to a %1 server: %2\n").arg(q(f.server), q(d));
+    if (po.pinSlots > 0 && streaming)
+        err << QStringLiteral("calibrate: a round's streams take slots 0, 1, ... of its %1 (id_slot): their "
+                              "decodes share one forward pass a turn\n")
+                   .arg(po.pinSlots);
     po.scrapeInterval = std::chrono::milliseconds(qint64(f.scrape));
     po.progress = [&err](const std::string &line) {
         err << "  " << q(line) << "\n";

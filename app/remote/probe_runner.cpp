@@ -155,11 +155,15 @@ private:
         m_nextProbe = 0;
         m_probeOut = false;
         m_streamsStarted = m_run.requests.size();
+        const bool pin = r.phase == "decode" || !r.probes.empty();
         for (int i = 0; i < r.concurrency; ++i)
-            send(r.phase, !r.probes.empty(), r.concurrency, r.promptTokens, r.maxTokens);
+            send(r.phase, !r.probes.empty(), r.concurrency, r.promptTokens, r.maxTokens,
+                 pin && i < m_o.pinSlots ? i : -1);
     }
 
-    void send(const std::string &phase, bool stream, int concurrency, int prompt, int maxTokens)
+    // `slot`: the slot the request asks for (ServerDialect::slot).
+    void send(const std::string &phase, bool stream, int concurrency, int prompt, int maxTokens,
+              int slot = -1)
     {
         ProbeRequest p;
         p.phase = phase;
@@ -181,7 +185,9 @@ private:
         HttpExchange ex;
         ex.method = "POST";
         ex.path = m_route;
-        ex.body = requestBody(m_o.remote.protocol, req, m_o.remote.model, m_o.dialect);
+        ServerDialect dialect = m_o.dialect;
+        dialect.slot = slot;
+        ex.body = requestBody(m_o.remote.protocol, req, m_o.remote.model, dialect);
         ex.headers = m_headers;
         ex.timeout = m_o.remote.timeout;
         auto sse = std::make_shared<SseReader>();

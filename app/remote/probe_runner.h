@@ -51,6 +51,13 @@ struct ProbeRunOptions {
     // What the server's kind needs in the OpenAI bodies (dialectFor: TGI's
     // completions prompt as text, ...); default: the plain bodies.
     ServerDialect dialect;
+    // llama-server's slots (n_parallel, as read; 0: not one, or unread):
+    // the streams of a decode or mixed round take slots 0, 1, ... by id,
+    // so that their decodes share one forward pass a turn, as the fit
+    // prices a step. Left to the server, they take the least recently used
+    // slots, and decodes of slots that are not adjacent run as passes of
+    // their own (LlamaCppScheduler): 2 streams cost 2 passes a turn.
+    int pinSlots = 0;
     Duration scrapeInterval = std::chrono::milliseconds(250); // zero: only the first and last scrapes
     const std::atomic<bool> *interrupt = nullptr;
     // One line per round as it starts ("round 3/14: decode, 4 at once").

@@ -8,8 +8,8 @@
 //    (streamed) or the first byte of the answer (OIP, when it generates);
 //    TPOT = (last - first token event) / (output tokens - 1), the output
 //    tokens the answer's usage says (else its token events: an event may
-//    hold two tokens), and the inter-token gaps (between events), stored like the engine's (requests.tpot_ns, itl_*), so a remote
-//    session's TPOT and goodput are computed from its rows;
+//    hold two tokens), and the inter-token gaps (between events), stored like the engine's (requests.tpot_ns,
+//    itl_*), so a remote session's TPOT and goodput are computed from its rows;
 //  - status: a timeout is deadline_exceeded, a refused or broken connection
 //    unavailable, an HTTP status maps through statusForHttp (429 queue_full,
 //    4xx invalid/not found/out of range, 5xx internal/unavailable); the

@@ -110,6 +110,8 @@ void appendSampling(QByteArray &out, const ServerDialect &d, int maxTokens)
         out += ",\"min_tokens\":" + QByteArray::number(maxTokens);
     if (d.tokenCounts)
         out += ",\"timings_per_token\":true";
+    if (d.slot >= 0)
+        out += ",\"id_slot\":" + QByteArray::number(d.slot);
 }
 
 } // namespace

@@ -61,6 +61,10 @@ struct ServerDialect {
     // holds two tokens (a UTF-8 character split between them) reads as two
     // steps (SseReader::tokenCounts).
     bool tokenCounts = false;
+    // llama-server's "id_slot": the slot this request takes (-1: the one
+    // the server picks). The probe gives a round's streams slots 0, 1, ...
+    // (ProbeRunOptions::pinSlots).
+    int slot = -1;
     bool operator==(const ServerDialect &) const = default;
 };
 // The dialect of a server kind ("vllm", "tgi", "sglang", ...; empty or any

@@ -117,6 +117,14 @@ private slots:
         QCOMPARE(describe(dialectFor("llamacpp"), Protocol::OpenAi),
                  std::string("ignore_eos: true, timings_per_token: true"));
         QVERIFY(!body(Protocol::OpenAi, "vllm").contains("timings_per_token"));
+        // the slot a probe's stream asks for; none unless given
+        QVERIFY(!body(Protocol::OpenAi, "llamacpp").contains("id_slot"));
+        ServerDialect pinned = dialectFor("llamacpp");
+        pinned.slot = 2;
+        for (Protocol p : {Protocol::OpenAi, Protocol::OpenAiChat})
+            QCOMPARE(
+                QJsonDocument::fromJson(requestBody(p, request(), "m", pinned)).object().value("id_slot"),
+                QJsonValue(2));
     }
 
     void othersGetNoSamplingExtras_data()

@@ -209,6 +209,7 @@ struct RemoteFit {
     // ratio (the step's gap over the block's predicted mean step), unless
     // its stream's events come in bursts (a server that writes several
     // steps at once); a mixed row gives its ratio to each of its steps.
+    // Scaled to a mean of 1: the fit prices the mean, they the spread.
     std::vector<double> residuals;
     // Rows left out of the fit and the residuals: far out of the others
     // (Tukey's far-out fences on measured / predicted, at least 2x from the
