@@ -26,6 +26,14 @@ with exactly those flags and the same arrivals replayed into it. Prints the
 current settings and the pick, each predicted (tune's table) and measured.
 Cost: one calibration and two replays of 120 arrivals, ~3 minutes.
 
+With --unknown N, instead: the unknown-kind path, N times. Each run starts
+a fresh llama-server (-np 2 -c 2048) behind the proxy of tests/integration/
+llamacpp_server_check.py that hides /metrics, /props and /slots, calibrates
+it from outside with the quick plan at --max-concurrency 4 (the kind is not
+recognised; a generic model is inferred), replays the sample trace's first
+40 arrivals (lengths x0.05) into it and simulates them on that calibration.
+Prints the level inferred and each figure's error. Cost: ~30-40 s a run.
+
 Cost: per slot count one calibration (~50-110 requests, 30-60 s) and one real
 replay (~70 s at 240 requests): about 2-3 minutes per slot count, ~8 minutes
 for the default 1,4,8. Nothing is downloaded.
@@ -33,6 +41,7 @@ for the default 1,4,8. Nothing is downloaded.
     python3 bench/llamacpp_truth.py [--slots 1,4,8] [--requests 240]
         [--batchpilot build/default/app/batchpilot] [--work DIR]
     python3 bench/llamacpp_truth.py --pick [--pick-requests 120]
+    python3 bench/llamacpp_truth.py --unknown 5
 """
 import argparse
 import os
@@ -206,6 +215,51 @@ def pick(bp, gguf, work, requests):
     return 0
 
 
+def unknown(bp, gguf, work, runs):
+    import threading
+    sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+    from llamacpp_server_check import HidingProxy, make_handler
+    trace = ["--limit", "40", "--length-scale", "0.05"]
+    print("| run | level inferred | %s | median \\|error\\| |" % " | ".join(METRICS))
+    print("|---|---|---|---|---|---|---|---|")
+    for i in range(1, runs + 1):
+        db = os.path.join(work, "unknown-%d.db" % i)
+        if os.path.exists(db):
+            os.remove(db)
+        base = [bp, "--db", db]
+        proc, url = start(gguf, work, ["-np", "2", "-c", "2048"], "unknown-%d" % i)
+        proxy = HidingProxy(("127.0.0.1", 0), make_handler(int(url.rsplit(":", 1)[1])))
+        threading.Thread(target=proxy.serve_forever, daemon=True).start()
+        purl = "http://127.0.0.1:%d" % proxy.server_address[1]
+        try:
+            run(base + ["import-trace", "--sample"])
+            cal = run(base + ["calibrate", "--target", purl, "--protocol", "openai", "--model", "tiny",
+                              "--vocab-size", "400", "--max-length", "1024", "--max-concurrency", "4", "--quick"])
+            cid = re.search(r"calibration (\d+):", cal.stdout).group(1)
+            level = re.search(r"(iteration|request)-level: in the mixed round", cal.stderr)
+            real = run(base + ["replay", "1", "--trace", "--target", purl, "--protocol", "openai", "--model",
+                               "tiny", "--vocab-size", "400", "--max-length", "1024"] + trace)
+            sid = re.search(r"session (\d+)", real.stdout + real.stderr).group(1)
+            sim = subprocess.run(base + ["replay", "1", "--trace", "--simulate", "--calibration", cid, "--compare",
+                                         sid] + trace, capture_output=True, text=True, timeout=900)
+        finally:
+            proxy.shutdown()
+            stop(proc)
+        if sim.returncode != 0:
+            print("| %d | not told (replay --simulate refused) | | | | | | |" % i)
+            continue
+        rows = table(sim.stdout)
+        errors = []
+        for m in METRICS:
+            measured, predicted = number(rows[m][0]), number(rows[m][1])
+            errors.append((predicted - measured) / measured if measured else 0.0)
+        print("| %d | %s | %s | %.0f%% |" % (i, level.group(1) if level else "?",
+                                           " | ".join("%+.0f%%" % (100 * e) for e in errors),
+                                           100 * statistics.median(abs(e) for e in errors)))
+        sys.stdout.flush()
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--slots", default="1,4,8")
@@ -214,6 +268,8 @@ def main():
     ap.add_argument("--work", default=None)
     ap.add_argument("--pick", action="store_true", help="the tuner's pick against one slot, both measured")
     ap.add_argument("--pick-requests", type=int, default=120)
+    ap.add_argument("--unknown", type=int, default=0, metavar="N",
+                    help="the unknown-kind path N times (a fresh server behind a proxy hiding its kind each)")
     a = ap.parse_args()
     if not os.access(llama_server(), os.X_OK):
         sys.exit("no llama-server at %s (packaging/install-llama-cpp.sh --build builds it)" % llama_server())
@@ -222,6 +278,10 @@ def main():
     gguf = os.path.join(work, "tiny.gguf")
     if not os.path.exists(gguf):
         run([sys.executable, os.path.join(ROOT, "tools", "make_tiny_gguf.py"), gguf])
+    if a.unknown > 0:
+        print("llamacpp_truth --unknown %d: a calibration and a replay of 40 arrivals each; ~40 s a run" %
+              a.unknown, file=sys.stderr)
+        return unknown(a.batchpilot, gguf, work, a.unknown)
     if a.pick:
         print("llamacpp_truth --pick: one calibration, two replays of %d arrivals; ~3 min" % a.pick_requests,
               file=sys.stderr)
