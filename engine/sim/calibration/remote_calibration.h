@@ -131,7 +131,9 @@ struct ProbeObservation {
 // a gap holds round(gap / median gap) tokens (at least one), adjusted to
 // the total where the per-token gap comes closest to the median. An event's
 // tokens but its last are spread evenly over its gap (a first event's, one
-// median gap apart before it). Otherwise the events are the tokens.
+// median gap apart before it). Otherwise the events are the tokens, and so
+// where counts or the total say more than 64 tokens an event (a server's
+// wrong count, not its chunking).
 std::vector<double> perTokenTimes(const std::vector<double> &events, const std::vector<int> &counts,
                                   int total);
 

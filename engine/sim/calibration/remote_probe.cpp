@@ -227,13 +227,17 @@ std::vector<int> tokensPerEvent(const std::vector<double> &events, int total)
 std::vector<double> perTokenTimes(const std::vector<double> &events, const std::vector<int> &counts,
                                   int total)
 {
+    // More tokens than this an event is not a stream's chunking but a
+    // server's wrong count: it is not spread (nor its memory spent).
+    constexpr std::int64_t kMostPerEvent = 64;
+    const std::int64_t most = kMostPerEvent * std::int64_t(events.size());
     std::vector<int> k; // tokens per event
-    if (counts.size() == events.size() && !counts.empty() && counts.front() >= 1 &&
+    if (counts.size() == events.size() && !counts.empty() && counts.front() >= 1 && counts.back() <= most &&
         std::is_sorted(counts.begin(), counts.end())) {
         k.push_back(counts.front());
         for (std::size_t i = 1; i < counts.size(); ++i)
             k.push_back(std::max(1, counts[i] - counts[i - 1]));
-    } else if (events.size() >= 3 && total > int(events.size())) {
+    } else if (events.size() >= 3 && total > int(events.size()) && total <= most) {
         k = tokensPerEvent(events, total);
     } else {
         return events;

@@ -452,6 +452,9 @@ private slots:
         // counts that do not rise, or fewer than the events: ignored
         QCOMPARE(perTokenTimes(events, {1, 3, 2, 4, 5}, 0), events);
         QCOMPARE(perTokenTimes(events, {1, 2}, 0), events);
+        // a count no chunking makes (a server's wrong usage): not spread
+        QCOMPARE(perTokenTimes(events, {}, 1'000'000'000), events);
+        QCOMPARE(perTokenTimes(events, {1, 2, 3, 4, 1'000'000}, 0), events);
     }
 
     void planIsBoundedAndFitsTheModel()
