@@ -228,6 +228,34 @@ Result<RemoteFit> fitRemote(const std::vector<ProbeObservation> &rows)
             setAside = 0;
         }
     }
+    // s8 is fitted from the few rows that hold a request's start, and a
+    // stall in one of them fits exactly as saved cells (so no row looks far
+    // out): a 4-slot llama-server calibration priced a cell 888 us (8-21 us
+    // in every other, and in the server's log), and its prediction spent ~90
+    // ms at each task start. Where three rows or more hold saved cells, the
+    // one without which s8 falls to under half is set aside as a stall.
+    if (saves && fit->coef[kSaved] > 0) {
+        std::size_t worst = rows.size(), holding = 0;
+        double least = fit->coef[kSaved];
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            if (!use[i] || rows[i].terms[kSaved] <= 0)
+                continue;
+            ++holding;
+            std::vector<bool> without = use;
+            without[i] = false;
+            if (auto f = solve(without); f && f->coef[kSaved] < least)
+                least = f->coef[kSaved], worst = i;
+        }
+        if (holding >= 3 && worst < rows.size() && 2 * least < fit->coef[kSaved]) {
+            use[worst] = false;
+            if (auto refit = solve(use)) {
+                fit = std::move(refit);
+                ++setAside;
+            } else {
+                use[worst] = true;
+            }
+        }
+    }
     RemoteFit r;
     r.setAside = setAside;
     for (std::size_t i = 0; i < columns; ++i)

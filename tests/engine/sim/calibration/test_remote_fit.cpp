@@ -277,6 +277,36 @@ private slots:
         QVERIFY(relative(remoteCostModel(*fit).iterationSeconds(shape) - without, 500 * s8) <= 1e-6);
     }
 
+    // A stall in a row that holds a request's start fits exactly as saved
+    // cells: the row whose absence halves s8 or more is set aside,
+    // and s8 is the others'.
+    void aStallAtAStartIsNotSavedCells()
+    {
+        Truth t;
+        const ProbePlan plan = ProbePlan::full(32, true).fittedTo(4096);
+        auto rows = probeObservations(SyntheticServer(t).answer(plan), t.chunk, true, 8, false);
+        const double s8 = 8e-6;
+        std::size_t stalled = rows.size();
+        for (std::size_t i = 0; i < rows.size(); ++i)
+            if (rows[i].phase == "prefill" && i % 3 != 0) {
+                rows[i].terms[6] = 10.0 + 7.0 * double(i % 11);
+                rows[i].seconds += s8 * rows[i].terms[6];
+                if (stalled == rows.size() || rows[i].seconds > rows[stalled].seconds)
+                    stalled = i;
+            }
+        QVERIFY(stalled < rows.size());
+        // the stall: the longest such row, 2,000 cells, 1.6 times as long
+        // than they and its prompt cost (not far out of the others)
+        rows[stalled].seconds += s8 * (2000 - rows[stalled].terms[6]);
+        rows[stalled].terms[6] = 2000;
+        rows[stalled].seconds *= 1.6;
+        auto fit = fitRemote(rows);
+        QVERIFY2(fit, fit.status().message().c_str());
+        QVERIFY2(relative(fit->terms.back().value, s8) < 0.05,
+                 qPrintable(QString("s8 %1, true %2").arg(fit->terms.back().value).arg(s8)));
+        QCOMPARE(fit->setAside, std::size_t(1));
+    }
+
     // A row the probe met a stall in (5x its cost) is set aside: the fit
     // and the residuals a simulation draws from are the other rows'.
     void aFarOutRowIsSetAside()
