@@ -234,7 +234,8 @@ Result<RemoteFit> fitRemote(const std::vector<ProbeObservation> &rows)
     // in every other, and in the server's log), and its prediction spent ~90
     // ms at each task start. Where three rows or more hold saved cells, the
     // one without which s8 falls to under half is set aside as a stall.
-    if (saves && fit->coef[kSaved] > 0) {
+    // (Again, up to three rows: stalls come in bursts on a busy machine.)
+    for (int stall = 0; stall < 3 && saves && fit->coef[kSaved] > 0; ++stall) {
         std::size_t worst = rows.size(), holding = 0;
         double least = fit->coef[kSaved];
         for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -246,15 +247,16 @@ Result<RemoteFit> fitRemote(const std::vector<ProbeObservation> &rows)
             if (auto f = solve(without); f && f->coef[kSaved] < least)
                 least = f->coef[kSaved], worst = i;
         }
-        if (holding >= 3 && worst < rows.size() && 2 * least < fit->coef[kSaved]) {
-            use[worst] = false;
-            if (auto refit = solve(use)) {
-                fit = std::move(refit);
-                ++setAside;
-            } else {
-                use[worst] = true;
-            }
+        if (holding < 3 || worst == rows.size() || 2 * least >= fit->coef[kSaved])
+            break;
+        use[worst] = false;
+        auto refit = solve(use);
+        if (!refit) {
+            use[worst] = true;
+            break;
         }
+        fit = std::move(refit);
+        ++setAside;
     }
     RemoteFit r;
     r.setAside = setAside;
