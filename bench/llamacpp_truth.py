@@ -54,6 +54,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))  # llamacpp_server_check: its server and proxy
 METRICS = ["throughput (req/s)", "TTFT p50 (ms)", "TTFT p99 (ms)", "TPOT p50 (ms)", "TPOT p99 (ms)"]
 
 
@@ -148,21 +149,10 @@ def one(bp, gguf, work, slots, requests):
 
 
 def start(gguf, work, flags, tag):
-    port = free_port()
-    log = open(os.path.join(work, "llama-server-%s.log" % tag), "w")
-    proc = subprocess.Popen([llama_server(), "-m", gguf] + flags + ["-t", "1", "--metrics", "--host", "127.0.0.1",
-                                                                   "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT)
-    wait_ready(port, proc)
+    """llama-server with `flags` (the check's start_server); returns (process, URL)."""
+    from llamacpp_server_check import start_server
+    proc, port = start_server(llama_server(), gguf, flags, work, tag)
     return proc, "http://127.0.0.1:%d" % port
-
-
-def stop(proc):
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
 
 
 def measure(base, url, trace):
@@ -174,8 +164,7 @@ def measure(base, url, trace):
 
 
 def pick(bp, gguf, work, requests):
-    sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
-    from llamacpp_server_check import restart_flags
+    from llamacpp_server_check import restart_flags, stop_server
     db = os.path.join(work, "pick.db")
     if os.path.exists(db):
         os.remove(db)
@@ -193,13 +182,13 @@ def pick(bp, gguf, work, requests):
         tune = run(base + ["tune", "--trace", "1", "--target", url, "--model", "tiny", "--calibration", cid,
                            "--slo", "ttft_p99<=%.0fms" % bound, "--objective", "throughput"] + trace)
     finally:
-        stop(proc)
+        stop_server(proc)
     flags = restart_flags(tune.stdout)
     proc, url = start(gguf, work, flags, "pick-after")
     try:
         after = measure(base, url, trace)
     finally:
-        stop(proc)
+        stop_server(proc)
     print("llama-server %s -> %s; SLO TTFT p99 <= %.0f ms; %d arrivals, lengths x0.2, speed 2" %
           (" ".join(current), " ".join(flags), bound, requests))
     print()
@@ -217,8 +206,7 @@ def pick(bp, gguf, work, requests):
 
 def unknown(bp, gguf, work, runs):
     import threading
-    sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
-    from llamacpp_server_check import HidingProxy, make_handler
+    from llamacpp_server_check import HidingProxy, make_handler, stop_server
     trace = ["--limit", "40", "--length-scale", "0.05"]
     print("| run | level inferred | %s | median \\|error\\| |" % " | ".join(METRICS))
     print("|---|---|---|---|---|---|---|---|")
@@ -244,7 +232,7 @@ def unknown(bp, gguf, work, runs):
                                          sid] + trace, capture_output=True, text=True, timeout=900)
         finally:
             proxy.shutdown()
-            stop(proc)
+            stop_server(proc)
         if sim.returncode != 0:
             print("| %d | not told (replay --simulate refused) | | | | | | |" % i)
             continue

@@ -184,19 +184,15 @@ std::array<double, ProbeObservation::kTerms> prefillTerms(int promptTokens, int 
 
 namespace {
 
-// Tokens per event from the gaps, summing to `total` (see perTokenTimes).
-std::vector<int> tokensPerEvent(const std::vector<double> &events, int total)
+// Tokens per event from the events' gaps (gaps[i - 1] before event i) and
+// their median, summing to `total` (see perTokenTimes).
+std::vector<int> tokensPerEvent(const std::vector<double> &gaps, double median, int total)
 {
-    std::vector<double> gaps;
-    for (std::size_t i = 1; i < events.size(); ++i)
-        gaps.push_back(events[i] - events[i - 1]);
-    std::vector<double> sorted = gaps;
-    std::nth_element(sorted.begin(), sorted.begin() + std::ptrdiff_t(sorted.size() / 2), sorted.end());
-    const double median = sorted[sorted.size() / 2];
-    std::vector<int> k(events.size(), 1);
-    int sum = int(events.size());
+    const std::size_t events = gaps.size() + 1;
+    std::vector<int> k(events, 1);
+    int sum = int(events);
     if (median > 0)
-        for (std::size_t i = 1; i < events.size(); ++i) {
+        for (std::size_t i = 1; i < events; ++i) {
             k[i] = std::max(1, int(std::lround(gaps[i - 1] / median)));
             sum += k[i] - 1;
         }
@@ -206,7 +202,7 @@ std::vector<int> tokensPerEvent(const std::vector<double> &events, int total)
     while (sum != total) {
         std::size_t best = 0;
         double bestCost = 1e300;
-        for (std::size_t i = 1; i < events.size(); ++i) {
+        for (std::size_t i = 1; i < events; ++i) {
             const int next = k[i] + (sum < total ? 1 : -1);
             if (next < 1)
                 continue;
@@ -231,6 +227,15 @@ std::vector<double> perTokenTimes(const std::vector<double> &events, const std::
     // server's wrong count: it is not spread (nor its memory spent).
     constexpr std::int64_t kMostPerEvent = 64;
     const std::int64_t most = kMostPerEvent * std::int64_t(events.size());
+    std::vector<double> gaps;
+    for (std::size_t i = 1; i < events.size(); ++i)
+        gaps.push_back(events[i] - events[i - 1]);
+    double step = 0; // the median gap
+    if (!gaps.empty()) {
+        std::vector<double> sorted = gaps;
+        std::nth_element(sorted.begin(), sorted.begin() + std::ptrdiff_t(sorted.size() / 2), sorted.end());
+        step = sorted[sorted.size() / 2];
+    }
     std::vector<int> k; // tokens per event
     if (counts.size() == events.size() && !counts.empty() && counts.front() >= 1 && counts.back() <= most &&
         std::is_sorted(counts.begin(), counts.end())) {
@@ -238,17 +243,9 @@ std::vector<double> perTokenTimes(const std::vector<double> &events, const std::
         for (std::size_t i = 1; i < counts.size(); ++i)
             k.push_back(std::max(1, counts[i] - counts[i - 1]));
     } else if (events.size() >= 3 && total > int(events.size()) && total <= most) {
-        k = tokensPerEvent(events, total);
+        k = tokensPerEvent(gaps, step, total);
     } else {
         return events;
-    }
-    std::vector<double> gaps;
-    for (std::size_t i = 1; i < events.size(); ++i)
-        gaps.push_back(events[i] - events[i - 1]);
-    double step = 0;
-    if (!gaps.empty()) {
-        std::nth_element(gaps.begin(), gaps.begin() + std::ptrdiff_t(gaps.size() / 2), gaps.end());
-        step = gaps[gaps.size() / 2];
     }
     std::vector<double> out;
     for (int j = k.front() - 1; j >= 0; --j)
