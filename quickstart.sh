@@ -13,6 +13,31 @@ cd "$(dirname "$0")"
 mode=${1:-run}
 shift || true
 
+# Each phase's wall time, printed as it ends and as a table at the end (also
+# when a phase fails), so that a slow or cut-off CI run says where its time
+# went.
+PHASES=()
+phase_name=""
+phase_start=$SECONDS
+phase() {
+  if [[ -n "$phase_name" ]]; then
+    PHASES+=("$(printf '%6d s  %s' $((SECONDS - phase_start)) "$phase_name")")
+    printf '== [%d s] done: %s (%d s)\n' "$SECONDS" "$phase_name" $((SECONDS - phase_start))
+  fi
+  phase_name=$1
+  phase_start=$SECONDS
+  [[ -z "$phase_name" ]] || printf '== [%d s] %s\n' "$SECONDS" "$phase_name"
+}
+timings() {
+  local rc=$?
+  [[ ${#PHASES[@]} -gt 0 || -n "$phase_name" ]] || return 0
+  [[ -z "$phase_name" ]] || PHASES+=("$(printf '%6d s  %s (%s)' $((SECONDS - phase_start)) "$phase_name" \
+    "$([[ $rc -eq 0 ]] && echo ended || echo "failed, exit $rc")")")
+  printf '\n== quickstart.sh %s: wall time by phase (%d s in all)\n' "$mode" "$SECONDS"
+  printf '%s\n' "${PHASES[@]}"
+}
+
+phase "install what is missing (packaging/install-deps.sh)"
 ./packaging/install-deps.sh
 
 # ccache: key objects without the build folder's path, so that the headless
@@ -22,22 +47,28 @@ export CCACHE_NOHASHDIR=true
 
 case "$mode" in
 run)
+  phase "build (cmake --workflow --preset default)"
   cmake --workflow --preset default
+  phase ""
   exec ./build/default/app/batchpilot "$@"
   ;;
 test)
-  ./packaging/install-llama-cpp.sh --build # llama-server for tests/integration llamacpp_server_* (~8 min once)
+  trap timings EXIT
+  phase "llama-server for tests/integration llamacpp_server_* (packaging/install-llama-cpp.sh --build, ~8 min once)"
+  ./packaging/install-llama-cpp.sh --build
+  phase "build and run the whole suite (cmake --workflow --preset test)"
   cmake --workflow --preset test
-  echo "== The headless server for a GPU box without a desktop (no Widgets, Charts or PDF) =="
+  phase "the headless server for a GPU box without a desktop (no Widgets, Charts or PDF)"
   cmake --preset headless -DBATCHPILOT_TESTS=ON
   cmake --build build/headless -j2 --target batchpilot test_headless_build
   ctest --test-dir build/headless -R test_headless_build --output-on-failure
-  echo "== Lock discipline: clang -Wthread-safety over the engine =="
+  phase "lock discipline: clang -Wthread-safety over the engine"
   cmake --workflow --preset thread-safety
-  echo "== ThreadSanitizer: engine and its tests =="
+  phase "ThreadSanitizer: engine and its tests"
   cmake --workflow --preset tsan
-  echo "== The .deb packages, installed and run in a clean Debian 12 root (~10 min) =="
-  ./packaging/check-deb.sh build/default
+  phase "the .deb packages, installed and run in a clean Debian 12 root (gzip-packed, ~5 min)"
+  ./packaging/check-deb.sh build/default --fast-pack
+  phase ""
   ;;
 *)
   echo "usage: $0 run|test [batchpilot options]" >&2
