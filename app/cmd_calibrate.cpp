@@ -2,6 +2,7 @@
 #include "cli_text.h"
 
 #include "cmd_calibrate_remote.h"
+#include "server_config_file.h"
 
 #include "command_args.h"
 #include "commands.h"

@@ -5,15 +5,9 @@
 #include "app_options.h"
 #include "command_args.h"
 
-#include "engine/sim/calibration/remote_settings.h"
-
 namespace bp::app {
 
 // `args` are calibrate's, with --target given.
 int runCalibrateRemote(const AppOptions &options, CommandArgs &args);
-
-// --server-config FILE: the syntax export-config writes (vllm serve,
-// text-generation-launcher, config.pbtxt, ...), or a BatchPilot config JSON.
-Result<ServerSettings> settingsFromFile(const QString &path);
 
 } // namespace bp::app

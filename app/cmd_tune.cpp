@@ -7,7 +7,6 @@
 #include "cmd_tune_text.h"
 
 #include "cmd_calibrate.h"
-#include "cmd_calibrate_remote.h"
 #include "command_args.h"
 #include "commands.h"
 #include "engine_host.h"

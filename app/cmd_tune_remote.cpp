@@ -7,7 +7,7 @@
 #include "remote/http_remote_target.h"
 #include "remote/settings_fetch.h"
 
-#include "cmd_calibrate_remote.h"
+#include "server_config_file.h"
 
 #include "engine/config/config_json.h"
 #include "engine/config/server_command.h"

@@ -8,7 +8,7 @@ set -euo pipefail
 
 PACKAGES=(
   # toolchain
-  build-essential cmake ninja-build ccache pkg-config git clang
+  build-essential cmake ninja-build ccache pkg-config git clang lld
   # Qt 6 (HttpServer needs WebSockets installed to be found by CMake)
   qt6-base-dev qt6-base-dev-tools qt6-charts-dev qt6-httpserver-dev
   qt6-websockets-dev qt6-svg-dev libgl-dev libqt6opengl6-dev

@@ -1,0 +1,163 @@
+// The probe plan: its rounds, their bound, and what `calibrate --target`
+// prints before it sends anything (remote_calibration.h).
+#include "engine/sim/calibration/remote_calibration.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+namespace bp {
+
+namespace {
+
+std::vector<int> powersUpTo(int n)
+{
+    std::vector<int> out;
+    for (int c = 1; c < n; c *= 2)
+        out.push_back(c);
+    out.push_back(std::max(1, n));
+    return out;
+}
+
+int longPrompt(std::int64_t maxModelLen)
+{
+    return int(std::min<std::int64_t>(1024, maxModelLen / 2));
+}
+
+std::string range(const std::vector<int> &v)
+{
+    if (v.empty())
+        return "-";
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    return *lo == *hi ? std::to_string(*lo) : std::to_string(*lo) + ".." + std::to_string(*hi);
+}
+
+} // namespace
+
+ProbePlan ProbePlan::full(int maxConcurrency, bool streaming)
+{
+    ProbePlan p;
+    p.streaming = streaming;
+    p.decodeConcurrency = powersUpTo(maxConcurrency);
+    p.longDecodeConcurrency = {1, std::min(8, std::max(1, maxConcurrency))};
+    p.mixedStreams = std::max(1, maxConcurrency / 2);
+    if (!streaming) {
+        p.decodeConcurrency = {1};
+        p.longDecodeConcurrency = {1};
+        p.mixedLengths.clear();
+    }
+    return p;
+}
+
+ProbePlan ProbePlan::quick(int maxConcurrency, bool streaming)
+{
+    ProbePlan p;
+    p.streaming = streaming;
+    p.prefillLengths = {16, 128, 512};
+    p.prefillRepeats = 2;
+    p.decodeConcurrency.clear();
+    for (int c : {1, 4, 16})
+        if (c <= maxConcurrency)
+            p.decodeConcurrency.push_back(c);
+    p.decodeTokens = 64;
+    p.longDecodeConcurrency = {1};
+    p.mixedStreams = std::max(1, std::min(4, maxConcurrency));
+    p.mixedTokens = 128;
+    p.mixedLengths = {128, 512};
+    if (!streaming) {
+        p.decodeConcurrency = {1};
+        p.mixedLengths.clear();
+    }
+    return p;
+}
+
+ProbePlan ProbePlan::fittedTo(std::int64_t maxModelLen) const
+{
+    ProbePlan p = *this;
+    p.maxModelLen = maxModelLen;
+    const auto fits = [&](int prompt) { return prompt >= 1 && prompt + 1 <= maxModelLen; };
+    std::erase_if(p.prefillLengths, [&](int L) { return !fits(L); });
+    if (p.prefillLengths.size() < prefillLengths.size() && maxModelLen > 2)
+        p.prefillLengths.push_back(int(maxModelLen - 1));
+    p.decodePrompt = int(std::min<std::int64_t>(decodePrompt, std::max<std::int64_t>(1, maxModelLen / 4)));
+    p.decodeTokens = int(std::min<std::int64_t>(decodeTokens, maxModelLen - p.decodePrompt));
+    p.mixedTokens = int(std::min<std::int64_t>(mixedTokens, maxModelLen - p.decodePrompt));
+    std::erase_if(p.mixedLengths, [&](int L) { return !fits(L); });
+    if (p.decodeTokens < 8)
+        p.decodeConcurrency.clear(), p.longDecodeConcurrency.clear();
+    if (p.mixedTokens < 8)
+        p.mixedLengths.clear();
+    return p;
+}
+
+std::vector<ProbeRound> ProbePlan::rounds() const
+{
+    std::vector<ProbeRound> out;
+    for (int w = 0; w < warmup; ++w)
+        out.push_back(
+            {"warmup", 1, std::min<int>(16, int(std::max<std::int64_t>(1, maxModelLen - 2))), 2, {}});
+    for (int r = 0; r < prefillRepeats; ++r) // repeats outermost: drift spreads over every length
+        for (int L : prefillLengths)
+            out.push_back({"prefill", 1, L, 1, {}});
+    for (int c : decodeConcurrency)
+        out.push_back({"decode", c, decodePrompt, decodeTokens, {}});
+    const int lp = longPrompt(maxModelLen);
+    const int lt = int(std::min<std::int64_t>(decodeTokens, maxModelLen - lp));
+    if (lp > decodePrompt && lt >= 8)
+        for (int c : longDecodeConcurrency)
+            out.push_back({"decode", c, lp, lt, {}});
+    if (streaming && !mixedLengths.empty() && mixedStreams > 0)
+        out.push_back({"mixed", mixedStreams, decodePrompt, mixedTokens, mixedLengths});
+    return out;
+}
+
+std::size_t ProbePlan::requests() const
+{
+    std::size_t n = 0;
+    for (const ProbeRound &r : rounds())
+        n += std::size_t(r.concurrency) + r.probes.size();
+    return n;
+}
+
+Duration ProbePlan::bound() const
+{
+    Duration total{};
+    for (const ProbeRound &r : rounds())
+        total += timeout * (r.probes.empty() ? 1 : 2);
+    return std::min(total, maxDuration);
+}
+
+std::string ProbePlan::describe() const
+{
+    const std::vector<ProbeRound> all = rounds();
+    std::map<std::string, std::vector<const ProbeRound *>> by;
+    for (const ProbeRound &r : all)
+        by[r.phase].push_back(&r);
+    std::ostringstream s;
+    if (by.count("warmup"))
+        s << "warmup: " << by["warmup"].size()
+          << " request(s), 2 tokens each, not fitted: the connection opened, the server awake\n";
+    if (by.count("prefill"))
+        s << "prefill: " << by["prefill"].size() << " requests one at a time, prompts "
+          << range(prefillLengths) << " tokens (x" << prefillRepeats
+          << "), max_tokens 1: TTFT over prompt length\n";
+    if (by.count("decode")) {
+        std::size_t n = 0;
+        std::vector<int> at, prompts;
+        for (const ProbeRound *r : by["decode"])
+            n += std::size_t(r->concurrency), at.push_back(r->concurrency),
+                prompts.push_back(r->promptTokens);
+        s << "decode: " << n << " requests in " << by["decode"].size() << " rounds of " << range(at)
+          << " at once, prompts " << range(prompts) << ", " << decodeTokens << " tokens each: "
+          << (streaming ? "inter-token gaps over running sequences\n" : "whole answers (no token events)\n");
+    }
+    if (by.count("mixed")) {
+        const ProbeRound &r = *by["mixed"].front();
+        s << "mixed: " << r.concurrency << " streams of " << r.maxTokens << " tokens while "
+          << r.probes.size() << " prompts (" << range(r.probes)
+          << ") go one at a time: how prefills slow running decodes\n";
+    }
+    return s.str();
+}
+
+} // namespace bp
