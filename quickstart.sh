@@ -5,7 +5,8 @@
 #                          suite (the default preset), build the headless
 #                          server (no Widgets/Charts), check the lock
 #                          discipline (clang -Wthread-safety), run the
-#                          engine's tests under ThreadSanitizer, then build
+#                          engine's threaded suites under ThreadSanitizer
+#                          (tests/CMakeLists.txt names them), then build
 #                          the two .deb packages and install them in a clean
 #                          Debian 12 root (packaging/check-deb.sh)
 set -euo pipefail
@@ -62,9 +63,9 @@ test)
   cmake --preset headless -DBATCHPILOT_TESTS=ON
   cmake --build build/headless -j2 --target batchpilot test_headless_build
   ctest --test-dir build/headless -R test_headless_build --output-on-failure
-  phase "lock discipline: clang -Wthread-safety over the engine"
+  phase "lock discipline: clang -Wthread-safety over the engine's locks"
   cmake --workflow --preset thread-safety
-  phase "ThreadSanitizer: engine and its tests"
+  phase "ThreadSanitizer: the engine's threaded suites"
   cmake --workflow --preset tsan
   phase "the .deb packages, installed and run in a clean Debian 12 root (gzip-packed, ~5 min)"
   ./packaging/check-deb.sh build/default --fast-pack
