@@ -55,7 +55,7 @@ run)
   ;;
 test)
   trap timings EXIT
-  phase "llama-server for tests/integration llamacpp_server_* (packaging/install-llama-cpp.sh --build, ~8 min once)"
+  phase "llama-server for tests/integration llamacpp_server_* (packaging/install-llama-cpp.sh --build, 8-13 min once)"
   ./packaging/install-llama-cpp.sh --build
   phase "build and run the whole suite (cmake --workflow --preset test)"
   cmake --workflow --preset test
