@@ -23,6 +23,8 @@
 #include <QTextStream>
 
 #include <atomic>
+#include <cmath>
+#include <cstdio>
 
 namespace bp::app {
 
@@ -158,6 +160,8 @@ int refine(TraceStore &db, const remote::RemoteOptions &ro, const std::string &s
 }
 
 constexpr int kGoOn = -1;
+// A pace move past this is warned of (the prediction's target is 15 %).
+constexpr double kPaceWarning = 0.15;
 
 // The flags of a remote calibration.
 struct RemoteFlags {
@@ -345,6 +349,14 @@ RemoteCalibration calibrationOf(const RemoteFlags &f, const ServerSettings &sett
                     " (a new seed per run: no prompt of an earlier probe is in the server's cache)\n";
     for (const std::string &change : run.changes)
         r.probe.plan += "changed while it ran: " + change + "\n";
+    if (const auto pace = paceChange(run.requests)) {
+        char line[200];
+        std::snprintf(line, sizeof line,
+                      "pace: a single stream's step %.2f ms in the first decode round, %.2f ms in the last "
+                      "(%+.0f %%)\n",
+                      1e3 * pace->firstStepS, 1e3 * pace->lastStepS, 100 * pace->change());
+        r.probe.plan += line;
+    }
     bool alone = prefillAlone(r.server), saves = false;
     int kvPad = 0;
     if (simulatesServerModel(r))
@@ -382,6 +394,27 @@ void reportShortfall(const remote::ProbeRun &run, QTextStream &err)
     err.flush();
 }
 
+// The server's pace at the probe's start and end: a move the size of the
+// prediction's target is said, since the fit prices one pace for both.
+void reportPace(const remote::ProbeRun &run, QTextStream &err)
+{
+    const auto pace = paceChange(run.requests);
+    if (!pace)
+        return;
+    err << QStringLiteral("calibrate: pace: a single stream's step %1 ms in the first decode round, %2 ms in "
+                          "the last (%3%4 %)\n")
+               .arg(1e3 * pace->firstStepS, 0, 'f', 2)
+               .arg(1e3 * pace->lastStepS, 0, 'f', 2)
+               .arg(pace->change() >= 0 ? "+" : "")
+               .arg(100 * pace->change(), 0, 'f', 0);
+    if (std::abs(pace->change()) > kPaceWarning)
+        err << QStringLiteral("calibrate: warning: the server's pace moved %1 % while the probe ran: the fit "
+                              "prices one pace, and a prediction from it carries the move (is something else "
+                              "running on the server's machine? calibrate again when it is quiet)\n")
+                   .arg(std::abs(100 * pace->change()), 0, 'f', 0);
+    err.flush();
+}
+
 } // namespace
 
 int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
@@ -409,6 +442,7 @@ int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
         inferUnknownServer(run, facts.settings, err);
     RemoteCalibration r = calibrationOf(f, facts.settings, plan, run);
     reportShortfall(run, err);
+    reportPace(run, err);
     const std::string source = "probe (" + std::to_string(run.requests.size()) + " requests, " +
                                QString::number(run.seconds, 'f', 1).toStdString() + " s" +
                                (run.interrupted ? ", stopped early" : "") + ")";

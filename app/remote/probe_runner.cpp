@@ -155,7 +155,7 @@ private:
         m_nextProbe = 0;
         m_probeOut = false;
         m_streamsStarted = m_run.requests.size();
-        const bool pin = r.phase == "decode" || !r.probes.empty();
+        const bool pin = r.phase == "decode" || r.phase == "pace" || !r.probes.empty();
         for (int i = 0; i < r.concurrency; ++i)
             send(r.phase, !r.probes.empty(), r.concurrency, r.promptTokens, r.maxTokens,
                  pin && i < m_o.pinSlots ? i : -1);

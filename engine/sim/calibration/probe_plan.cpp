@@ -108,6 +108,11 @@ std::vector<ProbeRound> ProbePlan::rounds() const
             out.push_back({"decode", c, lp, lt, {}});
     if (streaming && !mixedLengths.empty() && mixedStreams > 0)
         out.push_back({"mixed", mixedStreams, decodePrompt, mixedTokens, mixedLengths});
+    // The first decode round's single stream again, last: how far the
+    // server's own pace moved while the probe ran (paceChange; not fitted).
+    if (streaming && pace &&
+        std::find(decodeConcurrency.begin(), decodeConcurrency.end(), 1) != decodeConcurrency.end())
+        out.push_back({"pace", 1, decodePrompt, decodeTokens, {}});
     return out;
 }
 
@@ -157,6 +162,9 @@ std::string ProbePlan::describe() const
           << r.probes.size() << " prompts (" << range(r.probes)
           << ") go one at a time: how prefills slow running decodes\n";
     }
+    if (by.count("pace"))
+        s << "pace: 1 request, the first decode round's single stream again, last: how far the server's pace "
+             "moved while the probe ran (not fitted)\n";
     return s.str();
 }
 

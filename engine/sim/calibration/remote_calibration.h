@@ -69,6 +69,7 @@ struct ProbePlan {
     int mixedStreams = 16;
     int mixedTokens = 256;
     std::vector<int> mixedLengths{128, 512, 1024, 128, 512, 1024};
+    bool pace = true; // the first single-stream decode again at the end (paceChange)
     Duration timeout = std::chrono::seconds(60);      // per request, from when it is written
     Duration maxDuration = std::chrono::seconds(600); // the whole probe; then it stops and fits
     bool streaming = true;           // false (OIP): no token events, concurrency 1 only, no mixed phase
@@ -164,6 +165,16 @@ std::vector<ProbeObservation> probeObservations(const std::vector<ProbeRequest> 
 std::vector<double> savedAtStart(const std::vector<ProbeRequest> &requests);
 // True for the servers whose prefill runs alone: "tgi", "sglang".
 bool prefillAlone(const std::string &server);
+// How far the server's pace moved while a probe ran: the median gap
+// between tokens of the plan's last round ("pace", one stream) over that of
+// its first single-stream decode request, in seconds each. Empty when
+// either is missing, failed or has fewer than 8 tokens.
+struct PaceChange {
+    double firstStepS = 0;
+    double lastStepS = 0;
+    double change() const { return firstStepS > 0 ? lastStepS / firstStepS - 1 : 0; }
+};
+std::optional<PaceChange> paceChange(const std::vector<ProbeRequest> &requests);
 // Rows from a recorded remote session's requests (times from its start).
 // `kvPad` as probeObservations'.
 std::vector<ProbeObservation> sessionObservations(const std::vector<StoredRequest> &requests, int chunk,

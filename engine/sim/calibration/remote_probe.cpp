@@ -229,6 +229,32 @@ bool prefillAlone(const std::string &server)
     return server == "tgi" || server == "sglang";
 }
 
+std::optional<PaceChange> paceChange(const std::vector<ProbeRequest> &requests)
+{
+    const auto medianGap = [](const ProbeRequest &r) -> std::optional<double> {
+        if (!r.ok || r.tokenTimesS.size() < 8)
+            return std::nullopt;
+        std::vector<double> gaps;
+        for (std::size_t i = 1; i < r.tokenTimesS.size(); ++i)
+            gaps.push_back(r.tokenTimesS[i] - r.tokenTimesS[i - 1]);
+        std::nth_element(gaps.begin(), gaps.begin() + std::ptrdiff_t(gaps.size() / 2), gaps.end());
+        return gaps[gaps.size() / 2];
+    };
+    const ProbeRequest *first = nullptr, *last = nullptr;
+    for (const ProbeRequest &r : requests) {
+        if (!first && r.phase == "decode" && r.concurrency == 1)
+            first = &r;
+        if (r.phase == "pace")
+            last = &r;
+    }
+    if (!first || !last)
+        return std::nullopt;
+    const auto a = medianGap(*first), b = medianGap(*last);
+    if (!a || !b || *a <= 0)
+        return std::nullopt;
+    return PaceChange{*a, *b};
+}
+
 std::vector<double> savedAtStart(const std::vector<ProbeRequest> &requests)
 {
     std::vector<std::size_t> bySend;

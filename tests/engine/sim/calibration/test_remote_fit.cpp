@@ -465,6 +465,44 @@ private slots:
 
     // perTokenTimes keeps a stream whose events are its tokens as it is,
     // and places a first event's earlier tokens a median gap apart.
+    // The plan's last round repeats its first single-stream decode, and
+    // paceChange compares the two: a server 30 % slower by the end reads
+    // +30 %, whatever ran between; a plan without that round, or a failed
+    // one, reads nothing.
+    void paceIsTheFirstSingleDecodeAgainAtTheEnd()
+    {
+        const ProbePlan plan = ProbePlan::full(8, true).fittedTo(4096);
+        const std::vector<ProbeRound> rounds = plan.rounds();
+        QCOMPARE(rounds.back().phase, std::string("pace"));
+        QCOMPARE(rounds.back().concurrency, 1);
+        QCOMPARE(rounds.back().maxTokens, plan.decodeTokens);
+        QVERIFY(QString::fromStdString(plan.describe()).contains(QStringLiteral("pace: 1 request")));
+        const auto stream = [](const char *phase, int concurrency, double start, double step) {
+            ProbeRequest r;
+            r.phase = phase;
+            r.concurrency = concurrency;
+            r.ok = true;
+            for (int i = 0; i < 32; ++i)
+                r.tokenTimesS.push_back(start + step * i + (i == 9 ? 0.5 * step : 0.0)); // one late token
+            return r;
+        };
+        std::vector<ProbeRequest> requests{stream("prefill", 1, 0, 0.001), stream("decode", 1, 1, 0.010),
+                                           stream("decode", 4, 2, 0.030), stream("pace", 1, 9, 0.013)};
+        const auto pace = paceChange(requests);
+        QVERIFY(pace.has_value());
+        QVERIFY(std::abs(pace->firstStepS - 0.010) < 1e-9);
+        QVERIFY(std::abs(pace->lastStepS - 0.013) < 1e-9);
+        QVERIFY(std::abs(pace->change() - 0.30) < 1e-9);
+        requests.back().ok = false;
+        QVERIFY(!paceChange(requests).has_value());
+        requests.pop_back();
+        QVERIFY(!paceChange(requests).has_value());
+        ProbePlan noPace = plan;
+        noPace.pace = false;
+        QCOMPARE(noPace.rounds().back().phase == "pace", false);
+        QCOMPARE(noPace.requests() + 1, plan.requests());
+    }
+
     void perTokenTimesLeavesSingleTokenEvents()
     {
         const std::vector<double> events{1.0, 1.1, 1.2, 1.4, 1.5};
