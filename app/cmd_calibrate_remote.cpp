@@ -24,7 +24,6 @@
 
 #include <atomic>
 #include <cmath>
-#include <cstdio>
 
 namespace bp::app {
 
@@ -327,7 +326,7 @@ void inferUnknownServer(const remote::ProbeRun &run, ServerSettings &settings, Q
 }
 
 RemoteCalibration calibrationOf(const RemoteFlags &f, const ServerSettings &settings, const ProbePlan &plan,
-                                const remote::ProbeRun &run)
+                                const remote::ProbeRun &run, const std::optional<PaceChange> &pace)
 {
     RemoteCalibration r;
     r.url = f.ro.target.toString().toStdString();
@@ -349,14 +348,8 @@ RemoteCalibration calibrationOf(const RemoteFlags &f, const ServerSettings &sett
                     " (a new seed per run: no prompt of an earlier probe is in the server's cache)\n";
     for (const std::string &change : run.changes)
         r.probe.plan += "changed while it ran: " + change + "\n";
-    if (const auto pace = paceChange(run.requests)) {
-        char line[200];
-        std::snprintf(line, sizeof line,
-                      "pace: a single stream's step %.2f ms in the first decode round, %.2f ms in the last "
-                      "(%+.0f %%)\n",
-                      1e3 * pace->firstStepS, 1e3 * pace->lastStepS, 100 * pace->change());
-        r.probe.plan += line;
-    }
+    if (pace)
+        r.probe.plan += describe(*pace) + "\n";
     bool alone = prefillAlone(r.server), saves = false;
     int kvPad = 0;
     if (simulatesServerModel(r))
@@ -396,17 +389,11 @@ void reportShortfall(const remote::ProbeRun &run, QTextStream &err)
 
 // The server's pace at the probe's start and end: a move the size of the
 // prediction's target is said, since the fit prices one pace for both.
-void reportPace(const remote::ProbeRun &run, QTextStream &err)
+void reportPace(const std::optional<PaceChange> &pace, QTextStream &err)
 {
-    const auto pace = paceChange(run.requests);
     if (!pace)
         return;
-    err << QStringLiteral("calibrate: pace: a single stream's step %1 ms in the first decode round, %2 ms in "
-                          "the last (%3%4 %)\n")
-               .arg(1e3 * pace->firstStepS, 0, 'f', 2)
-               .arg(1e3 * pace->lastStepS, 0, 'f', 2)
-               .arg(pace->change() >= 0 ? "+" : "")
-               .arg(100 * pace->change(), 0, 'f', 0);
+    err << "calibrate: " << q(describe(*pace)) << "\n";
     if (std::abs(pace->change()) > kPaceWarning)
         err << QStringLiteral("calibrate: warning: the server's pace moved %1 % while the probe ran: the fit "
                               "prices one pace, and a prediction from it carries the move (is something else "
@@ -440,9 +427,10 @@ int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
         f.server = run.server;
     if (f.server.empty() && !args.has("server-config"))
         inferUnknownServer(run, facts.settings, err);
-    RemoteCalibration r = calibrationOf(f, facts.settings, plan, run);
+    const auto pace = paceChange(run.requests);
+    RemoteCalibration r = calibrationOf(f, facts.settings, plan, run, pace);
     reportShortfall(run, err);
-    reportPace(run, err);
+    reportPace(pace, err);
     const std::string source = "probe (" + std::to_string(run.requests.size()) + " requests, " +
                                QString::number(run.seconds, 'f', 1).toStdString() + " s" +
                                (run.interrupted ? ", stopped early" : "") + ")";

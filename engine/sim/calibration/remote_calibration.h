@@ -175,6 +175,9 @@ struct PaceChange {
     double change() const { return firstStepS > 0 ? lastStepS / firstStepS - 1 : 0; }
 };
 std::optional<PaceChange> paceChange(const std::vector<ProbeRequest> &requests);
+// "pace: a single stream's step 12.38 ms in the first decode round, 10.91 ms
+// in the last (-12 %)": what calibrate prints and stores with the plan.
+std::string describe(const PaceChange &pace);
 // Rows from a recorded remote session's requests (times from its start).
 // `kvPad` as probeObservations'.
 std::vector<ProbeObservation> sessionObservations(const std::vector<StoredRequest> &requests, int chunk,

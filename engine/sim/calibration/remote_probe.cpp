@@ -1,9 +1,11 @@
 // The rows a probe's answers (or a recorded remote session) give the remote
 // fit (remote_calibration.h); the plan that sends them is probe_plan.cpp.
 #include "engine/sim/calibration/remote_calibration.h"
+#include "engine/sim/calibration/statistics.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 namespace bp {
@@ -237,8 +239,7 @@ std::optional<PaceChange> paceChange(const std::vector<ProbeRequest> &requests)
         std::vector<double> gaps;
         for (std::size_t i = 1; i < r.tokenTimesS.size(); ++i)
             gaps.push_back(r.tokenTimesS[i] - r.tokenTimesS[i - 1]);
-        std::nth_element(gaps.begin(), gaps.begin() + std::ptrdiff_t(gaps.size() / 2), gaps.end());
-        return gaps[gaps.size() / 2];
+        return median(std::move(gaps));
     };
     const ProbeRequest *first = nullptr, *last = nullptr;
     for (const ProbeRequest &r : requests) {
@@ -253,6 +254,16 @@ std::optional<PaceChange> paceChange(const std::vector<ProbeRequest> &requests)
     if (!a || !b || *a <= 0)
         return std::nullopt;
     return PaceChange{*a, *b};
+}
+
+std::string describe(const PaceChange &pace)
+{
+    char line[160];
+    std::snprintf(
+        line, sizeof line,
+        "pace: a single stream's step %.2f ms in the first decode round, %.2f ms in the last (%+.0f %%)",
+        1e3 * pace.firstStepS, 1e3 * pace.lastStepS, 100 * pace.change());
+    return line;
 }
 
 std::vector<double> savedAtStart(const std::vector<ProbeRequest> &requests)
