@@ -278,12 +278,12 @@ int runCalibrate(const AppOptions &options)
                 "--export ID [-o FILE] | --import FILE\n"
                 "       batchpilot calibrate --target URL --model NAME [--protocol openai|openai-chat|oip] "
                 "[--server auto|vllm|tgi|sglang|triton|llamacpp|batchpilot] [--server-config FILE] [--quick] "
-                "[--max-concurrency N] [--max-duration S] [--session ID] [--json]",
+                "[--max-concurrency N] [--max-duration S] [--session ID | --refresh ID] [--json]",
             2);
     if (args.has("target") && !args.has("list"))
         return runCalibrateRemote(options, args);
     for (const char *flag : {"protocol", "server", "server-config", "max-concurrency", "max-duration",
-                             "timeout", "metrics-url", "scrape-interval"})
+                             "timeout", "metrics-url", "scrape-interval", "refresh"})
         if (args.has(flag))
             return fail(QStringLiteral("--%1 applies to a remote calibration (--target URL)").arg(flag), 2);
     const auto session = args.number("session", 0, 1, 9e18);

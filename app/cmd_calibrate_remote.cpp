@@ -7,6 +7,7 @@
 // recorded remote session's requests.
 #include "cmd_calibrate_remote.h"
 #include "cli_text.h"
+#include "remote_fit_print.h"
 #include "server_config_file.h"
 #include "sigint_flag.h"
 
@@ -24,6 +25,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 
 namespace bp::app {
 
@@ -34,74 +36,7 @@ int fail(const QString &message, int code = 1)
     return failCommand(QStringLiteral("calibrate"), message, code);
 }
 
-QString us(double seconds)
-{
-    return QString::number(seconds * 1e6, 'g', 4);
-}
-
-QString percent(double rel)
-{
-    return std::isfinite(rel) ? QString::number(100 * rel, 'f', 1) + QLatin1Char('%') : QStringLiteral("n/a");
-}
-
 const QStringList kServers{"auto", "vllm", "tgi", "sglang", "triton", "llamacpp", "batchpilot"};
-
-void printFit(QTextStream &out, const Calibration &c)
-{
-    const RemoteCalibration &r = *c.remote;
-    out << QStringLiteral("calibration %1: %2, from %3\n").arg(c.id).arg(q(c.describe()), q(c.source));
-    if (!r.settings.empty())
-        out << QStringLiteral("  server settings (%1): %2\n")
-                   .arg(q(r.settings.source), q(r.settings.summary()));
-    if (simulatesServerModel(r))
-        if (auto m = remoteServerModel(r, nullptr))
-            out << QStringLiteral("  simulated as %1's scheduler: %2\n").arg(q(m->server), q(m->describe()));
-    out << QStringLiteral("  cost model: iteration(n, T, A, D, C) = s0 + s1*n + s2*T + s3*A + s7*D + s8*C "
-                          "(D: the decodes' "
-                          "context, C: KV cells saved as a request starts), plus o per request (prompt chunk "
-                          "per step: %1)\n")
-               .arg(r.prefillChunk > 0 ? QString::number(r.prefillChunk) : QStringLiteral("whole prompt"));
-    for (const TermFit &t : r.terms)
-        out << QStringLiteral("  %1 %2 us  +- %3 us (%4)%5  %6\n")
-                   .arg(q(t.name), -14)
-                   .arg(us(t.value), 10)
-                   .arg(std::isfinite(t.stdError) ? us(t.stdError) : QStringLiteral("n/a"), 8)
-                   .arg(percent(t.relError()))
-                   .arg(t.atBound ? QStringLiteral(" at 0") : QString())
-                   .arg(q(t.meaning));
-    out << QStringLiteral("  fit error over %1 rows: median %2, rms %3, worst %4\n")
-               .arg(c.error.observations)
-               .arg(percent(c.error.medianRel), percent(c.error.rmsRel), percent(c.error.maxRel));
-    for (const auto &[phase, e] : r.phases)
-        out << QStringLiteral("    %1 (%2 rows): median %3, worst %4\n")
-                   .arg(q(phase))
-                   .arg(e.observations)
-                   .arg(percent(e.medianRel), percent(e.maxRel));
-    const ObservedLimits &l = r.limits;
-    QStringList limits;
-    if (l.maxRunning)
-        limits << QStringLiteral("running %1%2")
-                      .arg(*l.maxRunning)
-                      .arg(l.runningIsCap ? " (a cap: requests waited)" : "");
-    if (l.tokensPerStepBound)
-        limits << QStringLiteral("no step over %1 tokens").arg(*l.tokensPerStepBound);
-    else if (l.maxTokensPerStep)
-        limits << QStringLiteral("tokens per step up to %1").arg(*l.maxTokensPerStep, 0, 'f', 1);
-    if (l.kvCapacityTokens)
-        limits << QStringLiteral("KV capacity ~%1 tokens (%2 samples)")
-                      .arg(*l.kvCapacityTokens, 0, 'f', 0)
-                      .arg(l.kvSamples);
-    out << QStringLiteral("  limits seen in /metrics (%1 scrapes, %2 failed): %3\n")
-               .arg(l.scrapes)
-               .arg(l.scrapeErrors)
-               .arg(limits.isEmpty() ? QStringLiteral("none") : limits.join(", "));
-    out << QStringLiteral("  probe: %1 requests (%2 failed) in %3 s%4\n")
-               .arg(r.probe.requests)
-               .arg(r.probe.failed)
-               .arg(r.probe.seconds, 0, 'f', 1)
-               .arg(r.probe.interrupted ? QStringLiteral(", stopped early: fitted to what was measured")
-                                        : QString());
-}
 
 int store(TraceStore &db, Result<Calibration> fitted, bool json)
 {
@@ -116,7 +51,7 @@ int store(TraceStore &db, Result<Calibration> fitted, bool json)
         out << q(toJson(*fitted).dump(2)) << "\n";
         return 0;
     }
-    printFit(out, *fitted);
+    printRemoteFit(out, *fitted);
     return 0;
 }
 
@@ -167,7 +102,7 @@ struct RemoteFlags {
     remote::RemoteOptions ro;
     QString protocol;
     std::string server; // --server: "auto" until detected
-    double maxDuration = 600, scrape = 250, session = 0;
+    double maxDuration = 600, scrape = 250, session = 0, refresh = 0;
 };
 
 int parseRemote(const AppOptions &options, CommandArgs &args, RemoteFlags &f)
@@ -195,8 +130,16 @@ int parseRemote(const AppOptions &options, CommandArgs &args, RemoteFlags &f)
     const auto maxDuration = args.number("max-duration", 600, 1, 86400);
     const auto scrape = args.number("scrape-interval", 250, 0, 86400000);
     const auto session = args.number("session", 0, 1, 9e18);
-    if (!concurrency || !timeout || !maxDuration || !scrape || !session)
+    const auto refresh = args.number("refresh", 0, 1, 9e18);
+    if (!concurrency || !timeout || !maxDuration || !scrape || !session || !refresh)
         return fail(args.error(), 2);
+    if (*refresh > 0)
+        for (const char *flag : {"session", "quick", "server", "server-config"})
+            if (args.has(flag))
+                return fail(QStringLiteral("--refresh keeps the calibration's server, settings and rows; "
+                                           "--%1 does not go with it")
+                                .arg(flag),
+                            2);
     ro.maxConcurrency = int(*concurrency);
     ro.timeout = std::chrono::milliseconds(qint64(*timeout));
     if (args.has("metrics-url"))
@@ -209,6 +152,7 @@ int parseRemote(const AppOptions &options, CommandArgs &args, RemoteFlags &f)
     f.maxDuration = *maxDuration;
     f.scrape = *scrape;
     f.session = *session;
+    f.refresh = *refresh;
     return kGoOn;
 }
 
@@ -272,18 +216,14 @@ int pinnedSlots(const std::string &server, const ServerSettings &settings)
     return m && m->config.server.kind == ServerKind::LlamaCpp ? m->config.server.llamacpp.nParallel : 0;
 }
 
-// The bounded probe, said before it runs; Ctrl+C stops it and what was
-// measured is fitted.
-remote::ProbeRun probe(CommandArgs &args, const RemoteFlags &f, const ServerFacts &facts, ProbePlan &plan,
-                       QTextStream &err)
+// The bounded probe `plan` of a server of kind `server` (its settings
+// `settings`), said before it runs; Ctrl+C stops it and what was measured
+// is fitted.
+remote::ProbeRun runPlan(const RemoteFlags &f, const std::string &server, const ServerSettings &settings,
+                         const ProbePlan &plan, QTextStream &err)
 {
     const remote::RemoteOptions &ro = f.ro;
     const bool streaming = remote::isStreaming(ro.protocol);
-    plan = (args.has("quick") ? ProbePlan::quick(ro.maxConcurrency, streaming)
-                              : ProbePlan::full(ro.maxConcurrency, streaming))
-               .fittedTo(facts.maxModelLen);
-    plan.timeout = ro.timeout;
-    plan.maxDuration = std::chrono::seconds(qint64(f.maxDuration));
     err << QStringLiteral(
                "calibrate: probing %1 (%2, %3): %4 requests, at most %5 s (Ctrl+C stops and fits what "
                "was measured)\n")
@@ -295,10 +235,10 @@ remote::ProbeRun probe(CommandArgs &args, const RemoteFlags &f, const ServerFact
     remote::ProbeRunOptions po;
     po.remote = ro;
     po.plan = plan;
-    po.dialect = remote::dialectFor(f.server);
-    po.pinSlots = pinnedSlots(f.server, facts.settings);
+    po.dialect = remote::dialectFor(server);
+    po.pinSlots = pinnedSlots(server, settings);
     if (const std::string d = remote::describe(po.dialect, ro.protocol); !d.empty())
-        err << QStringLiteral("calibrate: requests to a %1 server: %2\n").arg(q(f.server), q(d));
+        err << QStringLiteral("calibrate: requests to a %1 server: %2\n").arg(q(server), q(d));
     if (po.pinSlots > 0 && streaming)
         err << QStringLiteral("calibrate: a round's streams take slots 0, 1, ... of its %1 (id_slot): their "
                               "decodes share one forward pass a turn\n")
@@ -311,6 +251,38 @@ remote::ProbeRun probe(CommandArgs &args, const RemoteFlags &f, const ServerFact
     SigintFlag sigint;
     po.interrupt = sigint.flag();
     return remote::runProbe(po);
+}
+
+// The plan --quick or the full one picks, fitted to the model's length.
+ProbePlan planFor(CommandArgs &args, const RemoteFlags &f, const ServerFacts &facts)
+{
+    const bool streaming = remote::isStreaming(f.ro.protocol);
+    ProbePlan plan = (args.has("quick") ? ProbePlan::quick(f.ro.maxConcurrency, streaming)
+                                        : ProbePlan::full(f.ro.maxConcurrency, streaming))
+                         .fittedTo(facts.maxModelLen);
+    plan.timeout = f.ro.timeout;
+    plan.maxDuration = std::chrono::seconds(qint64(f.maxDuration));
+    return plan;
+}
+
+// The fit's rows from a probe's requests, counted as this server runs them:
+// its prompt chunk (the server model's when the settings gave none),
+// whether a prompt beside decodes runs passes of its own, its KV view's
+// padding and the cells it saves as a request starts.
+std::vector<ProbeObservation> rowsFor(RemoteCalibration &r, const std::vector<ProbeRequest> &requests,
+                                      bool streaming)
+{
+    bool alone = prefillAlone(r.server), saves = false;
+    int kvPad = 0;
+    if (simulatesServerModel(r))
+        if (auto m = remoteServerModel(r, nullptr)) {
+            if (r.prefillChunk == 0)
+                r.prefillChunk = serverPrefillChunk(m->config);
+            alone = alone || serverPrefillAlone(m->config);
+            kvPad = serverKvPad(m->config);
+            saves = serverSavesIdleSlots(m->config);
+        }
+    return probeObservations(requests, r.prefillChunk, streaming, 8, alone, kvPad, saves);
 }
 
 // A server of unknown kind: what the probe's rounds show of its scheduler.
@@ -350,22 +322,7 @@ RemoteCalibration calibrationOf(const RemoteFlags &f, const ServerSettings &sett
         r.probe.plan += "changed while it ran: " + change + "\n";
     if (pace)
         r.probe.plan += describe(*pace) + "\n";
-    bool alone = prefillAlone(r.server), saves = false;
-    int kvPad = 0;
-    if (simulatesServerModel(r))
-        // The server model's chunk, its settings as read or the probe's cap
-        // (a step bound below the longest prompt): the rows then count a
-        // long prompt's steps as the server ran them; and whether a prompt
-        // beside decodes runs passes of its own.
-        if (auto m = remoteServerModel(r, nullptr)) {
-            if (r.prefillChunk == 0)
-                r.prefillChunk = serverPrefillChunk(m->config);
-            alone = alone || serverPrefillAlone(m->config);
-            kvPad = serverKvPad(m->config);
-            saves = serverSavesIdleSlots(m->config);
-        }
-    const bool streaming = remote::isStreaming(f.ro.protocol);
-    r.observations = probeObservations(run.requests, r.prefillChunk, streaming, 8, alone, kvPad, saves);
+    r.observations = rowsFor(r, run.requests, remote::isStreaming(f.ro.protocol));
     return r;
 }
 
@@ -402,6 +359,63 @@ void reportPace(const std::optional<PaceChange> &pace, QTextStream &err)
     err.flush();
 }
 
+// --refresh ID: the server's single-stream pace measured again (a few
+// seconds) and calibration ID stored anew with every cost scaled to it,
+// so that a prediction made now prices the server as it runs now.
+int refresh(TraceStore &db, const RemoteFlags &f, std::int64_t id, bool json, QTextStream &err)
+{
+    auto base = loadCalibration(db, id);
+    if (!base)
+        return fail(q(base.status().message()));
+    if (!base->remote)
+        return fail(QStringLiteral("calibration %1 is of the embedded engine, not of a remote server: "
+                                   "--refresh re-prices a calibrate --target")
+                        .arg(id),
+                    2);
+    RemoteCalibration r = *base->remote;
+    const QString target = f.ro.target.toString();
+    if (q(r.url) != target || q(base->model) != f.ro.model)
+        return fail(QStringLiteral("calibration %1 is of %2 at %3, not of %4 at %5")
+                        .arg(id)
+                        .arg(q(base->model), q(r.url), f.ro.model, target),
+                    2);
+    if (r.protocol != f.protocol.toStdString())
+        err << QStringLiteral("calibrate: calibration %1 probed with %2; the refresh with %3\n")
+                   .arg(id)
+                   .arg(q(r.protocol), f.protocol);
+    const bool streaming = remote::isStreaming(f.ro.protocol);
+    ProbePlan plan = ProbePlan::refresh(streaming).fittedTo(base->positions);
+    plan.timeout = f.ro.timeout;
+    plan.maxDuration = std::chrono::seconds(qint64(f.maxDuration));
+    const remote::ProbeRun run = runPlan(f, r.server, r.settings, plan, err);
+    reportShortfall(run, err);
+    const auto pace = paceAgainst(r, rowsFor(r, run.requests, streaming));
+    if (!pace)
+        return fail(QStringLiteral("the refresh measured no single-stream decode to price (%1 of %2 requests "
+                                   "answered): calibration %3 is unchanged")
+                        .arg(run.requests.size() - run.failed())
+                        .arg(run.requests.size())
+                        .arg(id));
+    const std::string line = describe(*pace, id);
+    err << "calibrate: " << q(line) << "\n";
+    if (std::abs(pace->ratio - 1) > kPaceWarning)
+        err << QStringLiteral("calibrate: the server runs %1 % %2 than when calibration %3 was measured; the "
+                              "new calibration prices it as it runs now\n")
+                   .arg(std::abs(100 * (pace->ratio - 1)), 0, 'f', 0)
+                   .arg(pace->ratio > 1 ? "slower" : "faster")
+                   .arg(id);
+    err.flush();
+    scalePace(r, pace->ratio);
+    r.probe.plan += line + "\n";
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "x%.3f", pace->ratio);
+    return store(db,
+                 remoteCalibration(base->model, base->vocabSize, base->positions, std::move(r),
+                                   base->source + ", refreshed (pace " + ratio + ", " +
+                                       std::to_string(run.requests.size()) + " requests)"),
+                 json);
+}
+
 } // namespace
 
 int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
@@ -415,14 +429,16 @@ int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
         return fail(q(db.status().message()));
     if (f.session > 0)
         return refine(**db, f.ro, f.server, std::int64_t(f.session), json);
-
     QTextStream err(stderr);
+    if (f.refresh > 0)
+        return refresh(**db, f, std::int64_t(f.refresh), json, err);
+
     // The server's kind and settings first: the plan fits its model length.
     ServerFacts facts;
     if (const int code = readServer(options, args, f, facts, err); code != kGoOn)
         return code;
-    ProbePlan plan;
-    const remote::ProbeRun run = probe(args, f, facts, plan, err);
+    const ProbePlan plan = planFor(args, f, facts);
+    const remote::ProbeRun run = runPlan(f, f.server, facts.settings, plan, err);
     if (f.server.empty() || f.server == "auto")
         f.server = run.server;
     if (f.server.empty() && !args.has("server-config"))

@@ -137,7 +137,11 @@ const std::vector<Command> &commands()
           {"metrics-url", "URL",
            "remote: where the server's Prometheus metrics are (default TARGET/metrics)"},
           {"scrape-interval", "MS",
-           "remote: sample /metrics every MS ms during the probe, 0 = first and last only (default 250)"}},
+           "remote: sample /metrics every MS ms during the probe, 0 = first and last only (default 250)"},
+          {"refresh", "ID",
+           "remote: measure the server's single-stream pace again (4 requests, seconds) and store "
+           "calibration "
+           "ID anew with its costs scaled to it"}},
          runCalibrate},
         {"tune",
          "search the batching knobs in simulation for an SLO, recommend a config and verify it for real",

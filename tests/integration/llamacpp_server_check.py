@@ -10,7 +10,8 @@ shown as such). Nothing is downloaded: the checkpoint is written here by
 tools/make_tiny_gguf.py.
 
 known:   calibrate --target recognises llamacpp and reads its slots and
-         context; a replay of 40 arrivals into the server and the same
+         context; calibrate --refresh re-prices it at the server's pace
+         (and says the pace it read); a replay of 40 arrivals into the server and the same
          arrivals simulated on llama.cpp's scheduler model agree on
          throughput and completions; the simulation of 1 slot predicts a
          slower TTFT p99 than of 2, or fewer completions (the model's slots
@@ -319,6 +320,16 @@ def check_known(base, url, cal):
             re.search(r"limits seen in /metrics \([^)]*\): none", out):
         fail("no limits read from llama-server's /metrics:\n" + out)
     cid = re.search(r"calibration (\d+):", out).group(1)
+    # Re-priced at the server's pace just before the replay (4 requests).
+    fresh = run(base + ["calibrate", "--target", url, "--protocol", "openai", "--model", "tiny",
+                        "--vocab-size", "400", "--max-length", "1024", "--refresh", cid])
+    line = re.search(r"calibrate: refresh: a single stream's step ([\d.]+) ms now, ([\d.]+) ms as calibration "
+                     + cid + r" priced it \(x([\d.]+)", fresh.stderr)
+    if not line or "refreshed (pace x" not in fresh.stdout:
+        fail("calibrate --refresh did not say the pace it read:\n" + fresh.stdout + fresh.stderr)
+    if not 0.2 < float(line.group(3)) < 5:
+        fail("calibrate --refresh read a pace ratio of %s against the same server" % line.group(3))
+    cid = re.search(r"calibration (\d+):", fresh.stdout).group(1)
     real = run(base + ["replay", "1", "--trace", "--target", url, "--protocol", "openai", "--model", "tiny",
                        "--vocab-size", "400", "--max-length", "1024"] + TRACE)
     sid = re.search(r"session (\d+)", real.stdout + real.stderr).group(1)

@@ -71,6 +71,18 @@ ProbePlan ProbePlan::quick(int maxConcurrency, bool streaming)
     return p;
 }
 
+ProbePlan ProbePlan::refresh(bool streaming)
+{
+    ProbePlan p;
+    p.streaming = streaming;
+    p.prefillLengths.clear();
+    p.decodeConcurrency = {1, 1, 1};
+    p.longDecodeConcurrency.clear();
+    p.mixedLengths.clear();
+    p.pace = false;
+    return p;
+}
+
 ProbePlan ProbePlan::fittedTo(std::int64_t maxModelLen) const
 {
     ProbePlan p = *this;

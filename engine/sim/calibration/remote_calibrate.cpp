@@ -1,7 +1,10 @@
 #include "engine/sim/calibration/remote_calibrate.h"
 
+#include "engine/sim/calibration/statistics.h"
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace bp {
 
@@ -87,6 +90,65 @@ Result<Calibration> remoteCalibration(const std::string &model, int vocabSize, s
     remote.requestOverheadS = fit->terms.empty() ? 0 : fit->terms.front().value;
     c.remote = std::move(remote);
     return c;
+}
+
+namespace {
+
+bool singleStreamDecode(const ProbeObservation &o)
+{
+    return o.phase == "decode" && o.terms[0] == 0 && o.terms[1] > 0 && o.terms[2] == o.terms[1] &&
+           o.seconds > 0 && std::isfinite(o.seconds);
+}
+
+} // namespace
+
+std::optional<PaceRatio> paceAgainst(const RemoteCalibration &remote,
+                                     const std::vector<ProbeObservation> &rows)
+{
+    RemoteFit fit;
+    fit.terms = remote.terms;
+    std::vector<double> now, then, stepNow, stepPriced;
+    for (const ProbeObservation &o : rows)
+        if (singleStreamDecode(o))
+            if (const double p = predictRemote(fit, o); p > 0) {
+                now.push_back(o.seconds / p);
+                stepNow.push_back(o.seconds / o.terms[1]);
+                stepPriced.push_back(p / o.terms[1]);
+            }
+    if (now.empty())
+        return std::nullopt;
+    for (const ProbeObservation &o : remote.observations)
+        if (singleStreamDecode(o))
+            if (const double p = predictRemote(fit, o); p > 0)
+                then.push_back(o.seconds / p);
+    PaceRatio r;
+    r.rows = now.size();
+    r.calibratedFit = then.empty() ? 1 : median(then);
+    r.ratio = median(now) / r.calibratedFit;
+    r.stepNowS = median(stepNow);
+    r.stepPricedS = median(stepPriced) * r.calibratedFit;
+    return r;
+}
+
+void scalePace(RemoteCalibration &remote, double ratio)
+{
+    for (ProbeObservation &o : remote.observations) {
+        o.seconds *= ratio;
+        for (double &step : o.steps)
+            step *= ratio;
+    }
+}
+
+std::string describe(const PaceRatio &pace, std::int64_t calibrationId)
+{
+    char line[200];
+    std::snprintf(
+        line, sizeof line,
+        "refresh: a single stream's step %.2f ms now, %.2f ms as calibration %lld priced it (x%.3f, "
+        "from %zu decode blocks)",
+        1e3 * pace.stepNowS, 1e3 * pace.stepPricedS, static_cast<long long>(calibrationId), pace.ratio,
+        pace.rows);
+    return line;
 }
 
 } // namespace bp

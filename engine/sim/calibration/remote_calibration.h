@@ -77,6 +77,9 @@ struct ProbePlan {
 
     static ProbePlan full(int maxConcurrency, bool streaming);
     static ProbePlan quick(int maxConcurrency, bool streaming);
+    // `calibrate --refresh`: the warmup, then the full plan's single-stream
+    // decode three times, one after another (paceAgainst).
+    static ProbePlan refresh(bool streaming);
     // Lengths clamped to a model of `maxModelLen` tokens (prompt + output);
     // what does not fit is dropped.
     ProbePlan fittedTo(std::int64_t maxModelLen) const;

@@ -13,6 +13,7 @@
 #include "engine/config/config_json.h"
 #include "engine/sim/calibration/calibration_store.h"
 #include "engine/sim/calibration/least_squares.h"
+#include "engine/sim/calibration/remote_calibrate.h"
 #include "engine/sim/calibration/remote_calibration.h"
 #include "engine/sim/calibration/remote_settings.h"
 #include "engine/store/schema.h"
@@ -501,6 +502,59 @@ private slots:
         noPace.pace = false;
         QCOMPARE(noPace.rounds().back().phase == "pace", false);
         QCOMPARE(noPace.requests() + 1, plan.requests());
+    }
+
+    // calibrate --refresh: a server 30 % slower in every cost than when it
+    // was calibrated reads as x1.30, also at another context than the
+    // probe's (priced by the fit, not counted as drift), and the
+    // calibration stored anew has every term x1.30.
+    void refreshReadsThePaceAndScalesEveryTerm()
+    {
+        Truth t;
+        const ProbePlan plan = ProbePlan::full(32, true).fittedTo(4096);
+        RemoteCalibration r;
+        r.url = "http://server";
+        r.server = "vllm";
+        r.prefillChunk = t.chunk;
+        r.observations = probeObservations(SyntheticServer(t).answer(plan), t.chunk, true);
+        auto before = remoteCalibration("m", 1000, 4096, r, "probe");
+        QVERIFY2(before, before.status().message().c_str());
+
+        ProbePlan refresh = ProbePlan::refresh(true).fittedTo(4096);
+        QCOMPARE(refresh.requests(), std::size_t(4)); // the warmup and three single-stream decodes
+        refresh.decodePrompt = 512;
+        Truth slower = t;
+        for (double *v : {&slower.o, &slower.s0, &slower.s1, &slower.s2, &slower.s3, &slower.s7})
+            *v *= 1.3;
+        const auto rows = probeObservations(SyntheticServer(slower).answer(refresh), t.chunk, true);
+        const auto pace = paceAgainst(*before->remote, rows);
+        QVERIFY(pace.has_value());
+        QVERIFY2(std::abs(pace->ratio - 1.3) < 1e-6, qPrintable(QString::number(pace->ratio, 'g', 9)));
+        QVERIFY(std::abs(pace->stepNowS / pace->stepPricedS - 1.3) < 1e-6);
+        QVERIFY(pace->rows >= 3);
+        QVERIFY(QString::fromStdString(describe(*pace, 7))
+                    .contains(QStringLiteral("calibration 7 priced it (x1.300")));
+
+        RemoteCalibration scaled = *before->remote;
+        scalePace(scaled, pace->ratio);
+        auto after = remoteCalibration("m", 1000, 4096, scaled, "probe, refreshed");
+        QVERIFY2(after, after.status().message().c_str());
+        QCOMPARE(after->remote->terms.size(), before->remote->terms.size());
+        for (std::size_t i = 0; i < after->remote->terms.size(); ++i)
+            QVERIFY2(relative(after->remote->terms[i].value, 1.3 * before->remote->terms[i].value) < 1e-6 ||
+                         before->remote->terms[i].value < 1e-15,
+                     after->remote->terms[i].name.c_str());
+        QVERIFY(relative(after->remote->requestOverheadS, 1.3 * before->remote->requestOverheadS) < 1e-6);
+        // The same server at its calibrated pace reads x1; no decode: nothing.
+        QVERIFY(std::abs(paceAgainst(*before->remote,
+                                     probeObservations(SyntheticServer(t).answer(refresh), t.chunk, true))
+                             ->ratio -
+                         1) < 1e-6);
+        std::vector<ProbeObservation> prefillOnly;
+        for (const ProbeObservation &o : rows)
+            if (o.phase != "decode")
+                prefillOnly.push_back(o);
+        QVERIFY(!paceAgainst(*before->remote, prefillOnly).has_value());
     }
 
     void perTokenTimesLeavesSingleTokenEvents()
