@@ -322,7 +322,10 @@ RemoteCalibration calibrationOf(const RemoteFlags &f, const ServerSettings &sett
         r.probe.plan += "changed while it ran: " + change + "\n";
     if (pace)
         r.probe.plan += describe(*pace) + "\n";
-    r.observations = rowsFor(r, run.requests, remote::isStreaming(f.ro.protocol));
+    const bool streaming = remote::isStreaming(f.ro.protocol);
+    r.observations = rowsFor(r, run.requests, streaming);
+    if (streaming)
+        r.pace = paceReference(run.requests);
     return r;
 }
 
@@ -383,15 +386,21 @@ int refresh(TraceStore &db, const RemoteFlags &f, std::int64_t id, bool json, QT
         err << QStringLiteral("calibrate: calibration %1 probed with %2; the refresh with %3\n")
                    .arg(id)
                    .arg(q(r.protocol), f.protocol);
-    const bool streaming = remote::isStreaming(f.ro.protocol);
-    ProbePlan plan = ProbePlan::refresh(streaming).fittedTo(base->positions);
+    if (!r.pace || !remote::isStreaming(f.ro.protocol))
+        return fail(QStringLiteral("calibration %1 holds no single-stream pace to compare with (probed "
+                                   "without token events, or before calibrations kept one), or --protocol "
+                                   "%2 streams no tokens: calibrate it again")
+                        .arg(id)
+                        .arg(f.protocol),
+                    2);
+    ProbePlan plan = ProbePlan::refresh(*r.pace);
     plan.timeout = f.ro.timeout;
     plan.maxDuration = std::chrono::seconds(qint64(f.maxDuration));
     const remote::ProbeRun run = runPlan(f, r.server, r.settings, plan, err);
     reportShortfall(run, err);
-    const auto pace = paceAgainst(r, rowsFor(r, run.requests, streaming));
+    const auto pace = paceAgainst(r, run.requests);
     if (!pace)
-        return fail(QStringLiteral("the refresh measured no single-stream decode to price (%1 of %2 requests "
+        return fail(QStringLiteral("the refresh measured no single-stream decode (%1 of %2 requests "
                                    "answered): calibration %3 is unchanged")
                         .arg(run.requests.size() - run.failed())
                         .arg(run.requests.size())

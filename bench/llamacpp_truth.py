@@ -9,12 +9,15 @@ For each slot count N, this:
   2. calibrates it from outside (`batchpilot calibrate --target`, the full
      probe plan at --max-concurrency 8): the only thing the prediction learns
      from;
-  3. replays the bundled Azure conversation trace into it for real (its first
+  3. re-prices it at the server's pace (`calibrate --refresh`, 4 requests),
+     replays the bundled Azure conversation trace into it for real (its first
      REQUESTS arrivals, half at 1 slot; lengths x0.05, at the trace's pace),
-     then simulates the same arrivals on that calibration
-     (`replay --simulate --compare`: llama.cpp's slot loop);
-  4. prints measured vs predicted throughput, TTFT p50/p99 and TPOT p50/p99,
-     and the median |error| of the five.
+     reads the pace again (a second refresh, only for its ratio), then
+     simulates the same arrivals on the probe's calibration and on the
+     refreshed one (`replay --simulate --compare`: llama.cpp's slot loop);
+  4. prints measured vs both predictions of throughput, TTFT p50/p99 and TPOT
+     p50/p99, each with the median |error| of the five, and the pace ratios
+     read before and after the replay (against the probe's).
 
 With --pick, instead: the tuner's pick measured against the current
 settings in one run. llama-server at one slot (-np 1 -c 4096) is calibrated
@@ -110,7 +113,26 @@ def number(cell):
     return float(cell.replace(",", "").split()[0])
 
 
+def refresh(base, url, cid):
+    """calibrate --refresh CID: (the new calibration's id, the pace ratio it read)."""
+    out = run(base + ["calibrate", "--target", url, "--protocol", "openai", "--model", "tiny", "--vocab-size",
+                      "400", "--max-length", "1024", "--refresh", cid])
+    ratio = re.search(r"was measured \(x([\d.]+)", out.stderr).group(1)
+    return re.search(r"calibration (\d+):", out.stdout).group(1), float(ratio)
+
+
+def errors(sim_stdout):
+    rows = table(sim_stdout)
+    figures = []
+    for m in METRICS:
+        measured, predicted = number(rows[m][0]), number(rows[m][1])
+        figures.append((m, measured, predicted, (predicted - measured) / measured if measured else 0.0))
+    return figures
+
+
 def one(bp, gguf, work, slots, requests):
+    """Calibrate, refresh, replay for real, read the pace again; the same
+    arrivals simulated on the probe's calibration and on the refreshed one."""
     db = os.path.join(work, "slots-%d.db" % slots)
     if os.path.exists(db):
         os.remove(db)
@@ -130,22 +152,20 @@ def one(bp, gguf, work, slots, requests):
         fit = re.search(r"median[^\n]*?([\d.]+)\s*%", cal.stdout)
         trace = ["--limit", str(requests if slots > 1 else requests // 2), "--length-scale", "0.05"]
         uptime = open("/proc/loadavg").read().split()[:3]
+        fresh, before = refresh(base, url, cid)
         real = run(base + ["replay", "1", "--trace", "--target", url, "--protocol", "openai", "--model", "tiny",
                            "--vocab-size", "400", "--max-length", "1024"] + trace)
+        _, after = refresh(base, url, cid)
         sid = re.search(r"session (\d+)", real.stdout + real.stderr).group(1)
-        sim = run(base + ["replay", "1", "--trace", "--simulate", "--calibration", cid, "--compare", sid] + trace)
+        sims = [run(base + ["replay", "1", "--trace", "--simulate", "--calibration", c, "--compare", sid] + trace)
+                for c in (cid, fresh)]
     finally:
         proc.terminate()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
-    rows = table(sim.stdout)
-    figures = []
-    for m in METRICS:
-        measured, predicted = number(rows[m][0]), number(rows[m][1])
-        figures.append((m, measured, predicted, (predicted - measured) / measured if measured else 0.0))
-    return figures, fit.group(1) if fit else "?", " ".join(uptime)
+    return [errors(s.stdout) for s in sims], (before, after), fit.group(1) if fit else "?", " ".join(uptime)
 
 
 def start(gguf, work, flags, tag):
@@ -277,14 +297,17 @@ def main():
     print("llamacpp_truth: slots %s, %d requests each (half at 1 slot); ~2-3 min per slot count" %
           (a.slots, a.requests), file=sys.stderr)
     print("| slots | | throughput | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | median \\|error\\| | "
-          "probe fit (median) | load before |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "probe fit (median) | pace before / after the replay | load before |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for n in [int(s) for s in a.slots.split(",")]:
-        figures, fit, load = one(a.batchpilot, gguf, work, n, a.requests)
-        med = statistics.median(abs(e) for _, _, _, e in figures)
-        print("| %d | measured | %s | | | |" % (n, " | ".join("%.3g" % f[1] for f in figures)))
-        print("| | predicted | %s | **%.0f%%** | %s%% | %s |" % (
-            " | ".join("%.3g (%+.0f%%)" % (f[2], 100 * f[3]) for f in figures), 100 * med, fit, load))
+        (probe, fresh), (before, after), fit, load = one(a.batchpilot, gguf, work, n, a.requests)
+        print("| %d | measured | %s | | | | |" % (n, " | ".join("%.3g" % f[1] for f in probe)))
+        rows = (("predicted (probe)", probe, "%s%% | x%.3f / x%.3f | %s" % (fit, before, after, load)),
+                ("predicted (refreshed)", fresh, "| |"))
+        for name, figures, extra in rows:
+            med = statistics.median(abs(e) for _, _, _, e in figures)
+            print("| | %s | %s | **%.0f%%** | %s |" % (
+                name, " | ".join("%.3g (%+.0f%%)" % (f[2], 100 * f[3]) for f in figures), 100 * med, extra))
         sys.stdout.flush()
     return 0
 

@@ -71,11 +71,12 @@ ProbePlan ProbePlan::quick(int maxConcurrency, bool streaming)
     return p;
 }
 
-ProbePlan ProbePlan::refresh(bool streaming)
+ProbePlan ProbePlan::refresh(const PaceReference &reference)
 {
     ProbePlan p;
-    p.streaming = streaming;
     p.prefillLengths.clear();
+    p.decodePrompt = reference.promptTokens;
+    p.decodeTokens = reference.maxTokens;
     p.decodeConcurrency = {1, 1, 1};
     p.longDecodeConcurrency.clear();
     p.mixedLengths.clear();

@@ -92,42 +92,23 @@ Result<Calibration> remoteCalibration(const std::string &model, int vocabSize, s
     return c;
 }
 
-namespace {
-
-bool singleStreamDecode(const ProbeObservation &o)
+std::optional<PaceRatio> paceAgainst(const RemoteCalibration &remote, const std::vector<ProbeRequest> &refresh)
 {
-    return o.phase == "decode" && o.terms[0] == 0 && o.terms[1] > 0 && o.terms[2] == o.terms[1] &&
-           o.seconds > 0 && std::isfinite(o.seconds);
-}
-
-} // namespace
-
-std::optional<PaceRatio> paceAgainst(const RemoteCalibration &remote,
-                                     const std::vector<ProbeObservation> &rows)
-{
-    RemoteFit fit;
-    fit.terms = remote.terms;
-    std::vector<double> now, then, stepNow, stepPriced;
-    for (const ProbeObservation &o : rows)
-        if (singleStreamDecode(o))
-            if (const double p = predictRemote(fit, o); p > 0) {
-                now.push_back(o.seconds / p);
-                stepNow.push_back(o.seconds / o.terms[1]);
-                stepPriced.push_back(p / o.terms[1]);
-            }
-    if (now.empty())
+    if (!remote.pace || remote.pace->stepS <= 0)
         return std::nullopt;
-    for (const ProbeObservation &o : remote.observations)
-        if (singleStreamDecode(o))
-            if (const double p = predictRemote(fit, o); p > 0)
-                then.push_back(o.seconds / p);
-    PaceRatio r;
-    r.rows = now.size();
-    r.calibratedFit = then.empty() ? 1 : median(then);
-    r.ratio = median(now) / r.calibratedFit;
-    r.stepNowS = median(stepNow);
-    r.stepPricedS = median(stepPriced) * r.calibratedFit;
-    return r;
+    std::vector<double> steps;
+    for (const ProbeRequest &r : refresh)
+        if (r.phase == "decode" && r.concurrency == 1)
+            if (const auto gap = medianTokenGap(r); gap && *gap > 0)
+                steps.push_back(*gap);
+    if (steps.empty())
+        return std::nullopt;
+    PaceRatio p;
+    p.requests = steps.size();
+    p.stepNowS = median(std::move(steps));
+    p.stepThenS = remote.pace->stepS;
+    p.ratio = p.stepNowS / p.stepThenS;
+    return p;
 }
 
 void scalePace(RemoteCalibration &remote, double ratio)
@@ -137,17 +118,18 @@ void scalePace(RemoteCalibration &remote, double ratio)
         for (double &step : o.steps)
             step *= ratio;
     }
+    if (remote.pace)
+        remote.pace->stepS *= ratio;
 }
 
 std::string describe(const PaceRatio &pace, std::int64_t calibrationId)
 {
     char line[200];
-    std::snprintf(
-        line, sizeof line,
-        "refresh: a single stream's step %.2f ms now, %.2f ms as calibration %lld priced it (x%.3f, "
-        "from %zu decode blocks)",
-        1e3 * pace.stepNowS, 1e3 * pace.stepPricedS, static_cast<long long>(calibrationId), pace.ratio,
-        pace.rows);
+    std::snprintf(line, sizeof line,
+                  "refresh: a single stream's step %.2f ms now, %.2f ms when calibration %lld was measured "
+                  "(x%.3f, from %zu requests)",
+                  1e3 * pace.stepNowS, 1e3 * pace.stepThenS, static_cast<long long>(calibrationId), pace.ratio,
+                  pace.requests);
     return line;
 }
 

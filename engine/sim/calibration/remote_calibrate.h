@@ -43,28 +43,25 @@ Result<Calibration> remoteCalibration(const std::string &model, int vocabSize, s
                                       RemoteCalibration remote, const std::string &source);
 
 // `calibrate --target URL --refresh ID`: how the server's pace now compares
-// with the pace calibration `remote` priced. `rows`: a refresh probe's
-// (ProbePlan::refresh: single-stream decodes). Both sides are single-stream
-// decode rows (no request term, one item a step), each read as measured
-// over what the calibration's terms predict, so a context that differs
-// from the probe's is priced, not counted as drift:
-//     ratio = median(now) / median(the calibration's own such rows)
-// (1 for the calibration's side when it has none). nullopt without a usable
-// row now.
+// with the pace calibration `remote` priced (its PaceReference): the median,
+// over the refresh's single-stream decodes (ProbePlan::refresh, sent with
+// the reference's prompt and output, so like with like), of the median gap
+// between a stream's tokens, over the reference's. nullopt when the
+// calibration stored no reference (a protocol without token events, or
+// calibrated before there was one) or no decode answered.
 struct PaceRatio {
     double ratio = 1;
-    std::size_t rows = 0;     // the refresh's rows it is read from
-    double stepNowS = 0;      // their median measured step
-    double stepPricedS = 0;   // what the calibration prices those steps at
-    double calibratedFit = 1; // the calibration's own single-stream rows: median measured / predicted
+    std::size_t requests = 0; // the refresh's decodes it is read from
+    double stepNowS = 0;      // their median step
+    double stepThenS = 0;     // the reference's
 };
-std::optional<PaceRatio> paceAgainst(const RemoteCalibration &remote,
-                                     const std::vector<ProbeObservation> &rows);
-// Every stored row's seconds and steps times `ratio`: fitted again
-// (remoteCalibration), every term and the request overhead scale by it.
+std::optional<PaceRatio> paceAgainst(const RemoteCalibration &remote, const std::vector<ProbeRequest> &refresh);
+// Every stored row's seconds and steps, and the reference, times `ratio`:
+// fitted again (remoteCalibration), every term and the request overhead
+// scale by it.
 void scalePace(RemoteCalibration &remote, double ratio);
-// "refresh: a single stream's step 13.10 ms now, 11.52 ms as calibration 4
-// priced it (x1.14, from 12 decode blocks)".
+// "refresh: a single stream's step 13.10 ms now, 11.52 ms when calibration 4
+// was measured (x1.137, from 3 requests)".
 std::string describe(const PaceRatio &pace, std::int64_t calibrationId);
 
 } // namespace bp

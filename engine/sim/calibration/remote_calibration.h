@@ -49,6 +49,8 @@
 
 namespace bp {
 
+struct PaceReference;
+
 // One round of the plan: requests sent together.
 struct ProbeRound {
     std::string phase;       // "prefill", "decode", "mixed"
@@ -77,9 +79,9 @@ struct ProbePlan {
 
     static ProbePlan full(int maxConcurrency, bool streaming);
     static ProbePlan quick(int maxConcurrency, bool streaming);
-    // `calibrate --refresh`: the warmup, then the full plan's single-stream
-    // decode three times, one after another (paceAgainst).
-    static ProbePlan refresh(bool streaming);
+    // `calibrate --refresh`: the warmup, then the calibration's reference
+    // single-stream decode three times, one after another (paceAgainst).
+    static ProbePlan refresh(const PaceReference &reference);
     // Lengths clamped to a model of `maxModelLen` tokens (prompt + output);
     // what does not fit is dropped.
     ProbePlan fittedTo(std::int64_t maxModelLen) const;
@@ -181,6 +183,18 @@ std::optional<PaceChange> paceChange(const std::vector<ProbeRequest> &requests);
 // "pace: a single stream's step 12.38 ms in the first decode round, 10.91 ms
 // in the last (-12 %)": what calibrate prints and stores with the plan.
 std::string describe(const PaceChange &pace);
+// The median gap between a streamed request's tokens; nullopt when it
+// failed or has fewer than 8 tokens.
+std::optional<double> medianTokenGap(const ProbeRequest &r);
+// The pace a calibration priced, for `calibrate --refresh` to compare with:
+// one stream's step on the probe's first single-stream decode (prompt and
+// output as sent), the mean of it and the pace round's when both answered.
+struct PaceReference {
+    int promptTokens = 0, maxTokens = 0;
+    double stepS = 0;
+    bool operator==(const PaceReference &) const = default;
+};
+std::optional<PaceReference> paceReference(const std::vector<ProbeRequest> &requests);
 // Rows from a recorded remote session's requests (times from its start).
 // `kvPad` as probeObservations'.
 std::vector<ProbeObservation> sessionObservations(const std::vector<StoredRequest> &requests, int chunk,
@@ -258,6 +272,7 @@ struct RemoteCalibration {
     std::vector<TermFit> terms;
     std::map<std::string, FitError> phases;
     std::vector<ProbeObservation> observations; // the probe's rows (and a session's), for refits
+    std::optional<PaceReference> pace;          // a streamed probe's single-stream pace (--refresh)
 };
 
 // The iteration terms (and the pass/step terms they imply) of `fit`.

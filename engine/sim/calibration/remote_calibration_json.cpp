@@ -67,7 +67,7 @@ nlohmann::json toJson(const RemoteCalibration &r)
             row.push_back(o.steps);
         rows.push_back(std::move(row));
     }
-    return {{"url", r.url},
+    nlohmann::json out = {{"url", r.url},
             {"server", r.server},
             {"protocol", r.protocol},
             {"settings", toJson(r.settings)},
@@ -86,6 +86,11 @@ nlohmann::json toJson(const RemoteCalibration &r)
              "[phase, requests, steps, sequences, tokens, attention, decode_context, saved_cells, seconds"
              "(, [a decode block's step seconds])]"},
             {"observations", rows}};
+    if (r.pace)
+        out["pace_reference"] = {{"prompt_tokens", r.pace->promptTokens},
+                                 {"max_tokens", r.pace->maxTokens},
+                                 {"step_s", r.pace->stepS}};
+    return out;
 }
 
 Result<RemoteCalibration> remoteCalibrationFromJson(const nlohmann::json &j)
@@ -119,6 +124,11 @@ Result<RemoteCalibration> remoteCalibrationFromJson(const nlohmann::json &j)
         r.probe.plan = p.value("plan", std::string());
         r.prefillChunk = j.value("prefill_chunk", 0);
         r.requestOverheadS = j.value("request_overhead_s", 0.0);
+        if (j.contains("pace_reference")) {
+            const nlohmann::json &pr = j["pace_reference"];
+            r.pace = PaceReference{pr.at("prompt_tokens").get<int>(), pr.at("max_tokens").get<int>(),
+                                   pr.at("step_s").get<double>()};
+        }
         for (const auto &t : j.value("terms", nlohmann::json::array()))
             r.terms.push_back({t.at("name").get<std::string>(), t.value("meaning", std::string()),
                                t.at("value_s").get<double>(),

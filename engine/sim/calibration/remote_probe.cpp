@@ -231,16 +231,21 @@ bool prefillAlone(const std::string &server)
     return server == "tgi" || server == "sglang";
 }
 
-std::optional<PaceChange> paceChange(const std::vector<ProbeRequest> &requests)
+std::optional<double> medianTokenGap(const ProbeRequest &r)
 {
-    const auto medianGap = [](const ProbeRequest &r) -> std::optional<double> {
-        if (!r.ok || r.tokenTimesS.size() < 8)
-            return std::nullopt;
-        std::vector<double> gaps;
-        for (std::size_t i = 1; i < r.tokenTimesS.size(); ++i)
-            gaps.push_back(r.tokenTimesS[i] - r.tokenTimesS[i - 1]);
-        return median(std::move(gaps));
-    };
+    if (!r.ok || r.tokenTimesS.size() < 8)
+        return std::nullopt;
+    std::vector<double> gaps;
+    for (std::size_t i = 1; i < r.tokenTimesS.size(); ++i)
+        gaps.push_back(r.tokenTimesS[i] - r.tokenTimesS[i - 1]);
+    return median(std::move(gaps));
+}
+
+namespace {
+
+// The probe's first single-stream decode and its pace round (either null).
+std::pair<const ProbeRequest *, const ProbeRequest *> paceRequests(const std::vector<ProbeRequest> &requests)
+{
     const ProbeRequest *first = nullptr, *last = nullptr;
     for (const ProbeRequest &r : requests) {
         if (!first && r.phase == "decode" && r.concurrency == 1)
@@ -248,12 +253,30 @@ std::optional<PaceChange> paceChange(const std::vector<ProbeRequest> &requests)
         if (r.phase == "pace")
             last = &r;
     }
+    return {first, last};
+}
+
+} // namespace
+
+std::optional<PaceChange> paceChange(const std::vector<ProbeRequest> &requests)
+{
+    const auto [first, last] = paceRequests(requests);
     if (!first || !last)
         return std::nullopt;
-    const auto a = medianGap(*first), b = medianGap(*last);
+    const auto a = medianTokenGap(*first), b = medianTokenGap(*last);
     if (!a || !b || *a <= 0)
         return std::nullopt;
     return PaceChange{*a, *b};
+}
+
+std::optional<PaceReference> paceReference(const std::vector<ProbeRequest> &requests)
+{
+    const auto [first, last] = paceRequests(requests);
+    const auto a = first ? medianTokenGap(*first) : std::nullopt;
+    if (!a || *a <= 0)
+        return std::nullopt;
+    const auto b = last ? medianTokenGap(*last) : std::nullopt;
+    return PaceReference{first->promptTokens, first->maxTokens, b && *b > 0 ? (*a + *b) / 2 : *a};
 }
 
 std::string describe(const PaceChange &pace)

@@ -504,36 +504,45 @@ private slots:
         QCOMPARE(noPace.requests() + 1, plan.requests());
     }
 
-    // calibrate --refresh: a server 30 % slower in every cost than when it
-    // was calibrated reads as x1.30, also at another context than the
-    // probe's (priced by the fit, not counted as drift), and the
-    // calibration stored anew has every term x1.30.
+    // calibrate --refresh: the probe keeps its single-stream pace (the first
+    // decode round's and the pace round's, averaged); a server 30 % slower
+    // in every cost reads as x1.30 on the same request sent three times, and
+    // the calibration stored anew has every term x1.30.
     void refreshReadsThePaceAndScalesEveryTerm()
     {
         Truth t;
         const ProbePlan plan = ProbePlan::full(32, true).fittedTo(4096);
+        const std::vector<ProbeRequest> probe = SyntheticServer(t).answer(plan);
         RemoteCalibration r;
         r.url = "http://server";
         r.server = "vllm";
         r.prefillChunk = t.chunk;
-        r.observations = probeObservations(SyntheticServer(t).answer(plan), t.chunk, true);
+        r.observations = probeObservations(probe, t.chunk, true);
+        r.pace = paceReference(probe);
+        QVERIFY(r.pace.has_value());
+        QCOMPARE(r.pace->promptTokens, plan.decodePrompt);
+        QCOMPARE(r.pace->maxTokens, plan.decodeTokens);
+        // one stream at context 64..192: s0 + s1 + s2 + (s3 + s7) x context
+        const double step = t.s0 + t.s1 + t.s2 + (t.s3 + t.s7) * (plan.decodePrompt + plan.decodeTokens / 2.0);
+        QVERIFY2(relative(r.pace->stepS, step) < 0.02, qPrintable(QString::number(r.pace->stepS)));
         auto before = remoteCalibration("m", 1000, 4096, r, "probe");
         QVERIFY2(before, before.status().message().c_str());
+        QCOMPARE(before->remote->pace, r.pace);
+        auto roundTrip = remoteCalibrationFromJson(toJson(*before->remote));
+        QVERIFY(roundTrip && roundTrip->pace == r.pace);
 
-        ProbePlan refresh = ProbePlan::refresh(true).fittedTo(4096);
+        const ProbePlan refresh = ProbePlan::refresh(*r.pace);
         QCOMPARE(refresh.requests(), std::size_t(4)); // the warmup and three single-stream decodes
-        refresh.decodePrompt = 512;
         Truth slower = t;
         for (double *v : {&slower.o, &slower.s0, &slower.s1, &slower.s2, &slower.s3, &slower.s7})
             *v *= 1.3;
-        const auto rows = probeObservations(SyntheticServer(slower).answer(refresh), t.chunk, true);
-        const auto pace = paceAgainst(*before->remote, rows);
+        const std::vector<ProbeRequest> now = SyntheticServer(slower).answer(refresh);
+        const auto pace = paceAgainst(*before->remote, now);
         QVERIFY(pace.has_value());
         QVERIFY2(std::abs(pace->ratio - 1.3) < 1e-6, qPrintable(QString::number(pace->ratio, 'g', 9)));
-        QVERIFY(std::abs(pace->stepNowS / pace->stepPricedS - 1.3) < 1e-6);
-        QVERIFY(pace->rows >= 3);
+        QCOMPARE(pace->requests, std::size_t(3));
         QVERIFY(QString::fromStdString(describe(*pace, 7))
-                    .contains(QStringLiteral("calibration 7 priced it (x1.300")));
+                    .contains(QStringLiteral("when calibration 7 was measured (x1.300, from 3 requests)")));
 
         RemoteCalibration scaled = *before->remote;
         scalePace(scaled, pace->ratio);
@@ -545,16 +554,15 @@ private slots:
                          before->remote->terms[i].value < 1e-15,
                      after->remote->terms[i].name.c_str());
         QVERIFY(relative(after->remote->requestOverheadS, 1.3 * before->remote->requestOverheadS) < 1e-6);
-        // The same server at its calibrated pace reads x1; no decode: nothing.
-        QVERIFY(std::abs(paceAgainst(*before->remote,
-                                     probeObservations(SyntheticServer(t).answer(refresh), t.chunk, true))
-                             ->ratio -
-                         1) < 1e-6);
-        std::vector<ProbeObservation> prefillOnly;
-        for (const ProbeObservation &o : rows)
-            if (o.phase != "decode")
-                prefillOnly.push_back(o);
-        QVERIFY(!paceAgainst(*before->remote, prefillOnly).has_value());
+        QVERIFY(relative(after->remote->pace->stepS, 1.3 * r.pace->stepS) < 1e-9);
+        // The same server at its calibrated pace reads x1; no decode, or no
+        // reference: nothing.
+        QVERIFY(std::abs(paceAgainst(*before->remote, SyntheticServer(t).answer(refresh))->ratio - 1) < 1e-6);
+        std::vector<ProbeRequest> warmupOnly(now.begin(), now.begin() + 1);
+        QVERIFY(!paceAgainst(*before->remote, warmupOnly).has_value());
+        RemoteCalibration none = *before->remote;
+        none.pace.reset();
+        QVERIFY(!paceAgainst(none, now).has_value());
     }
 
     void perTokenTimesLeavesSingleTokenEvents()
