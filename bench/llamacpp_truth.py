@@ -117,7 +117,9 @@ def refresh(base, url, cid):
     """calibrate --refresh CID: (the new calibration's id, the pace ratio it read)."""
     out = run(base + ["calibrate", "--target", url, "--protocol", "openai", "--model", "tiny", "--vocab-size",
                       "400", "--max-length", "1024", "--refresh", cid])
-    ratio = re.search(r"was measured \(x([\d.]+)", out.stderr).group(1)
+    line = re.search(r"calibrate: refresh: .*", out.stderr).group(0)
+    print(line, file=sys.stderr)
+    ratio = re.search(r"was measured \([^)]*\): x([\d.]+)", line).group(1)
     return re.search(r"calibration (\d+):", out.stdout).group(1), float(ratio)
 
 

@@ -323,8 +323,8 @@ def check_known(base, url, cal):
     # Re-priced at the server's pace just before the replay (4 requests).
     fresh = run(base + ["calibrate", "--target", url, "--protocol", "openai", "--model", "tiny",
                         "--vocab-size", "400", "--max-length", "1024", "--refresh", cid])
-    line = re.search(r"calibrate: refresh: a single stream's step ([\d.]+) ms now, ([\d.]+) ms when calibration "
-                     + cid + r" was measured \(x([\d.]+)", fresh.stderr)
+    line = re.search(r"calibrate: refresh: a single stream's step ([\d.]+) ms now \(3 requests, \d+ % apart\), "
+                     r"([\d.]+) ms when calibration " + cid + r" was measured \([^)]*\): x([\d.]+)", fresh.stderr)
     if not line or "refreshed (pace x" not in fresh.stdout:
         fail("calibrate --refresh did not say the pace it read:\n" + fresh.stdout + fresh.stderr)
     if not 0.2 < float(line.group(3)) < 5:

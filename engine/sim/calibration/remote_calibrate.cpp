@@ -105,6 +105,8 @@ std::optional<PaceRatio> paceAgainst(const RemoteCalibration &remote, const std:
         return std::nullopt;
     PaceRatio p;
     p.requests = steps.size();
+    p.spread = relativeSpread(steps);
+    p.thenSpread = remote.pace->spread;
     p.stepNowS = median(std::move(steps));
     p.stepThenS = remote.pace->stepS;
     p.ratio = p.stepNowS / p.stepThenS;
@@ -124,12 +126,13 @@ void scalePace(RemoteCalibration &remote, double ratio)
 
 std::string describe(const PaceRatio &pace, std::int64_t calibrationId)
 {
-    char line[200];
+    char line[240];
     std::snprintf(line, sizeof line,
-                  "refresh: a single stream's step %.2f ms now, %.2f ms when calibration %lld was measured "
-                  "(x%.3f, from %zu requests)",
-                  1e3 * pace.stepNowS, 1e3 * pace.stepThenS, static_cast<long long>(calibrationId), pace.ratio,
-                  pace.requests);
+                  "refresh: a single stream's step %.2f ms now (%zu requests, %.0f %% apart), %.2f ms when "
+                  "calibration %lld was measured (%s, %.0f %% apart): x%.3f",
+                  1e3 * pace.stepNowS, pace.requests, 100 * pace.spread, 1e3 * pace.stepThenS,
+                  static_cast<long long>(calibrationId), pace.thenSpread > 0 ? "2 requests" : "1 request",
+                  100 * pace.thenSpread, pace.ratio);
     return line;
 }
 

@@ -54,14 +54,16 @@ struct PaceRatio {
     std::size_t requests = 0; // the refresh's decodes it is read from
     double stepNowS = 0;      // their median step
     double stepThenS = 0;     // the reference's
+    double spread = 0;        // (max - min) / median of the refresh's steps
+    double thenSpread = 0;    // the reference's two requests'
 };
 std::optional<PaceRatio> paceAgainst(const RemoteCalibration &remote, const std::vector<ProbeRequest> &refresh);
 // Every stored row's seconds and steps, and the reference, times `ratio`:
 // fitted again (remoteCalibration), every term and the request overhead
 // scale by it.
 void scalePace(RemoteCalibration &remote, double ratio);
-// "refresh: a single stream's step 13.10 ms now, 11.52 ms when calibration 4
-// was measured (x1.137, from 3 requests)".
+// "refresh: a single stream's step 13.10 ms now (3 requests, 4 % apart),
+// 11.52 ms when calibration 4 was measured (2 requests, 9 % apart): x1.137".
 std::string describe(const PaceRatio &pace, std::int64_t calibrationId);
 
 } // namespace bp

@@ -192,6 +192,7 @@ std::optional<double> medianTokenGap(const ProbeRequest &r);
 struct PaceReference {
     int promptTokens = 0, maxTokens = 0;
     double stepS = 0;
+    double spread = 0; // how far its two requests' steps were apart, over their mean (0: one)
     bool operator==(const PaceReference &) const = default;
 };
 std::optional<PaceReference> paceReference(const std::vector<ProbeRequest> &requests);

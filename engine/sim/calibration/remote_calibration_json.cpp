@@ -89,7 +89,8 @@ nlohmann::json toJson(const RemoteCalibration &r)
     if (r.pace)
         out["pace_reference"] = {{"prompt_tokens", r.pace->promptTokens},
                                  {"max_tokens", r.pace->maxTokens},
-                                 {"step_s", r.pace->stepS}};
+                                 {"step_s", r.pace->stepS},
+                                 {"spread", r.pace->spread}};
     return out;
 }
 
@@ -127,7 +128,7 @@ Result<RemoteCalibration> remoteCalibrationFromJson(const nlohmann::json &j)
         if (j.contains("pace_reference")) {
             const nlohmann::json &pr = j["pace_reference"];
             r.pace = PaceReference{pr.at("prompt_tokens").get<int>(), pr.at("max_tokens").get<int>(),
-                                   pr.at("step_s").get<double>()};
+                                   pr.at("step_s").get<double>(), pr.value("spread", 0.0)};
         }
         for (const auto &t : j.value("terms", nlohmann::json::array()))
             r.terms.push_back({t.at("name").get<std::string>(), t.value("meaning", std::string()),

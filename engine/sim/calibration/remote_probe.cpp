@@ -276,7 +276,9 @@ std::optional<PaceReference> paceReference(const std::vector<ProbeRequest> &requ
     if (!a || *a <= 0)
         return std::nullopt;
     const auto b = last ? medianTokenGap(*last) : std::nullopt;
-    return PaceReference{first->promptTokens, first->maxTokens, b && *b > 0 ? (*a + *b) / 2 : *a};
+    if (!b || *b <= 0)
+        return PaceReference{first->promptTokens, first->maxTokens, *a, 0};
+    return PaceReference{first->promptTokens, first->maxTokens, (*a + *b) / 2, relativeSpread({*a, *b})};
 }
 
 std::string describe(const PaceChange &pace)

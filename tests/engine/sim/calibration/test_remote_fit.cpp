@@ -542,7 +542,9 @@ private slots:
         QVERIFY2(std::abs(pace->ratio - 1.3) < 1e-6, qPrintable(QString::number(pace->ratio, 'g', 9)));
         QCOMPARE(pace->requests, std::size_t(3));
         QVERIFY(QString::fromStdString(describe(*pace, 7))
-                    .contains(QStringLiteral("when calibration 7 was measured (x1.300, from 3 requests)")));
+                    .contains(QStringLiteral("(3 requests, 0 % apart)")));
+        QVERIFY(QString::fromStdString(describe(*pace, 7))
+                    .contains(QStringLiteral("when calibration 7 was measured (2 requests, 0 % apart): x1.300")));
 
         RemoteCalibration scaled = *before->remote;
         scalePace(scaled, pace->ratio);
