@@ -14,6 +14,7 @@
 #include "engine_host.h"
 
 #include "remote/http_remote_target.h"
+#include "remote/settings_fetch.h"
 
 #include "engine/config/config_json.h"
 #include "engine/core/length_rule.h"
@@ -94,6 +95,20 @@ std::unique_ptr<remote::HttpRemoteTarget> remoteTargetFor(const AppOptions &opti
         ro.vocabSize = options.vocabSize;
     if (options.maxLength > 0)
         ro.maxInputTokens = options.maxLength;
+    // The server's kind, as calibrate reads it: its requests then carry
+    // what the probe's did, so each answer runs to the trace's length.
+    std::string from;
+    ro.server = remote::detectKind(ro, from);
+    QTextStream err(stderr);
+    if (ro.server.empty())
+        err << QStringLiteral(
+                   "replay: the server's kind is not recognised from /metrics or GET /props: plain "
+                   "%1 bodies (an answer may end before the trace's output length)\n")
+                   .arg(remote::protocolName(ro.protocol));
+    else if (const std::string d = remote::describe(remote::dialectFor(ro.server), ro.protocol); !d.empty())
+        err << QStringLiteral("replay: server %1 (from %2): its requests carry %3\n")
+                   .arg(q(ro.server), q(from), q(d));
+    err.flush();
     auto target = remote::HttpRemoteTarget::create(ro);
     if (!target) {
         error = q(target.status().message());

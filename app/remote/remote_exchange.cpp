@@ -3,7 +3,8 @@
 namespace bp::remote {
 
 ExchangeBuilder::ExchangeBuilder(const RemoteOptions &options)
-    : m_protocol(options.protocol), m_model(options.model), m_timeout(options.timeout)
+    : m_protocol(options.protocol), m_model(options.model), m_dialect(dialectFor(options.server)),
+      m_timeout(options.timeout)
 {
     m_headers = {{"Content-Type", "application/json"},
                  {"Accept", isStreaming(m_protocol) ? QByteArray("text/event-stream")
@@ -19,7 +20,7 @@ HttpExchange ExchangeBuilder::build(const QByteArray &route, const std::shared_p
     ex.path = route;
     ex.headers = m_headers;
     ex.timeout = m_timeout;
-    ex.body = requestBody(m_protocol, f->p.request, m_model);
+    ex.body = requestBody(m_protocol, f->p.request, m_model, m_dialect);
     if (isStreaming(m_protocol)) {
         ex.onBodyPiece = [f](const QByteArray &piece, TimePoint at) {
             if (f->errorBody.size() < 4096)

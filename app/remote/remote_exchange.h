@@ -48,6 +48,7 @@ public:
 private:
     Protocol m_protocol;
     QString m_model;
+    ServerDialect m_dialect;
     Duration m_timeout;
     QList<QPair<QByteArray, QByteArray>> m_headers;
 };

@@ -94,6 +94,8 @@ nlohmann::json describeOptions(const RemoteOptions &o)
         {"scrape_interval_ms",
          std::chrono::duration_cast<std::chrono::milliseconds>(o.scrapeInterval).count()},
         {"authorization", !o.token.isEmpty()}}; // whether a token was sent, never the token
+    if (!o.server.empty())
+        d["server"] = o.server;
     if (!o.replicas.isEmpty()) {
         nlohmann::json urls = nlohmann::json::array();
         for (const QUrl &u : o.replicas)

@@ -39,6 +39,11 @@ struct RemoteOptions {
     int maxInputTokens = 4096;
     bool generative = true;
     int maxNewTokens = 0; // cap on a request's generated tokens (0 = the trace's)
+    // The server's kind when known ("llamacpp", "vllm", ...; empty: not
+    // known): its requests carry that kind's dialect (dialectFor), so an
+    // answer runs to the trace's output length (ignore_eos) as the probe's
+    // do, and is counted as the probe's are.
+    std::string server;
 };
 
 // InvalidArgument naming the problem: scheme, host, concurrency, ...

@@ -5,6 +5,7 @@
 #include "remote_codec.h"
 
 #include "engine/sim/calibration/llamacpp_settings.h"
+#include "engine/telemetry/target_metrics.h"
 
 #include <QEventLoop>
 
@@ -159,6 +160,18 @@ std::string detectFromRoutes(const RemoteOptions &options)
     if (props && isLlamaCppProps(*props))
         return "llamacpp";
     return {};
+}
+
+std::string detectKind(const RemoteOptions &options, std::string &from)
+{
+    if (auto metrics = scrapeOnce(options))
+        if (std::string kind = detectServer(*metrics); !kind.empty()) {
+            from = "/metrics";
+            return kind;
+        }
+    std::string kind = detectFromRoutes(options);
+    from = kind.empty() ? "" : "GET /props";
+    return kind;
 }
 
 } // namespace bp::remote

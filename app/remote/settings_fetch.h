@@ -61,5 +61,8 @@ Result<ServerSettings> fetchServerSettings(const RemoteOptions &options, const s
 // The kind a server's own routes show when its /metrics does not: "llamacpp"
 // for an answer to GET /props that is llama-server's; else empty.
 std::string detectFromRoutes(const RemoteOptions &options);
+// The server's kind from its /metrics, else its routes; empty when neither
+// names it. `from`: where it was read ("/metrics", "GET /props").
+std::string detectKind(const RemoteOptions &options, std::string &from);
 
 } // namespace bp::remote
