@@ -68,6 +68,7 @@ Result<RemoteTune> remoteTune(const TraceStore &store, const AppOptions &options
                 " is of the embedded engine, not of a remote server: batchpilot calibrate --target " + url);
     t.calibration = std::move(*c);
     const std::string &server = t.calibration.remote->server;
+    t.options.server = server; // the verifying replay's bodies: the probe's dialect
     const std::optional<ServerKind> kind = parseServerKind(server);
     if (!kind)
         return Status(StatusCode::InvalidArgument,

@@ -17,7 +17,10 @@ For each slot count N, this:
      refreshed one (`replay --simulate --compare`: llama.cpp's slot loop);
   4. prints measured vs both predictions of throughput, TTFT p50/p99 and TPOT
      p50/p99, each with the median |error| of the five, and the pace ratios
-     read before and after the replay (against the probe's).
+     read before and after the replay (against the probe's);
+  5. with --repeat, replays the same arrivals into the same server again
+     right after, and prints that second measurement against the first the
+     same way: the floor under what any prediction can be held to.
 
 With --pick, instead: the tuner's pick measured against the current
 settings in one run. llama-server at one slot (-np 1 -c 4096) is calibrated
@@ -41,7 +44,7 @@ Cost: per slot count one calibration (~50-110 requests, 30-60 s) and one real
 replay (~70 s at 240 requests): about 2-3 minutes per slot count, ~8 minutes
 for the default 1,4,8. Nothing is downloaded.
 
-    python3 bench/llamacpp_truth.py [--slots 1,4,8] [--requests 240]
+    python3 bench/llamacpp_truth.py [--slots 1,4,8] [--requests 240] [--repeat]
         [--batchpilot build/default/app/batchpilot] [--work DIR]
     python3 bench/llamacpp_truth.py --pick [--pick-requests 120]
     python3 bench/llamacpp_truth.py --unknown 5
@@ -132,7 +135,7 @@ def errors(sim_stdout):
     return figures
 
 
-def one(bp, gguf, work, slots, requests):
+def one(bp, gguf, work, slots, requests, repeat=False):
     """Calibrate, refresh, replay for real, read the pace again; the same
     arrivals simulated on the probe's calibration and on the refreshed one."""
     db = os.path.join(work, "slots-%d.db" % slots)
@@ -159,6 +162,11 @@ def one(bp, gguf, work, slots, requests):
                            "--vocab-size", "400", "--max-length", "1024"] + trace)
         _, after = refresh(base, url, cid)
         sid = re.search(r"session (\d+)", real.stdout + real.stderr).group(1)
+        again = None
+        if repeat:  # the same arrivals into the same server once more: how far the measurement itself moves
+            again = errors(run(base + ["replay", "1", "--trace", "--target", url, "--protocol", "openai", "--model",
+                                       "tiny", "--vocab-size", "400", "--max-length", "1024", "--compare", sid] +
+                               trace).stdout)
         sims = [run(base + ["replay", "1", "--trace", "--simulate", "--calibration", c, "--compare", sid] + trace)
                 for c in (cid, fresh)]
     finally:
@@ -167,7 +175,7 @@ def one(bp, gguf, work, slots, requests):
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
-    return [errors(s.stdout) for s in sims], (before, after), fit.group(1) if fit else "?", " ".join(uptime)
+    return [errors(s.stdout) for s in sims], again, (before, after), fit.group(1) if fit else "?", " ".join(uptime)
 
 
 def start(gguf, work, flags, tag):
@@ -277,6 +285,9 @@ def main():
     ap.add_argument("--batchpilot", default=os.path.join(ROOT, "build", "default", "app", "batchpilot"))
     ap.add_argument("--work", default=None)
     ap.add_argument("--pick", action="store_true", help="the tuner's pick against one slot, both measured")
+    ap.add_argument("--repeat", action="store_true",
+                    help="replay the same arrivals into the same server a second time (another ~70 s a slot "
+                         "count): the row 'measured again' is how far the measurement moves by itself")
     ap.add_argument("--pick-requests", type=int, default=120)
     ap.add_argument("--unknown", type=int, default=0, metavar="N",
                     help="the unknown-kind path N times (a fresh server behind a proxy hiding its kind each)")
@@ -302,10 +313,10 @@ def main():
           "probe fit (median) | pace before / after the replay | load before |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for n in [int(s) for s in a.slots.split(",")]:
-        (probe, fresh), (before, after), fit, load = one(a.batchpilot, gguf, work, n, a.requests)
+        (probe, fresh), again, (before, after), fit, load = one(a.batchpilot, gguf, work, n, a.requests, a.repeat)
         print("| %d | measured | %s | | | | |" % (n, " | ".join("%.3g" % f[1] for f in probe)))
         rows = (("predicted (probe)", probe, "%s%% | x%.3f / x%.3f | %s" % (fit, before, after, load)),
-                ("predicted (refreshed)", fresh, "| |"))
+                ("predicted (refreshed)", fresh, "| |")) + ((("measured again", again, "| |"),) if again else ())
         for name, figures, extra in rows:
             med = statistics.median(abs(e) for _, _, _, e in figures)
             print("| | %s | %s | **%.0f%%** | %s |" % (
