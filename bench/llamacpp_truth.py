@@ -18,9 +18,11 @@ For each slot count N, this:
   4. prints measured vs both predictions of throughput, TTFT p50/p99 and TPOT
      p50/p99, each with the median |error| of the five, and the pace ratios
      read before and after the replay (against the probe's);
-  5. with --repeat, replays the same arrivals into the same server again
-     right after, and prints that second measurement against the first the
-     same way: the floor under what any prediction can be held to.
+  5. with --repeat, replays the same arrivals into a fresh llama-server of
+     the same flags right after (the first one's prompt cache holds every
+     prompt: the second replay's TTFT read 80 % short into it), and prints
+     that second measurement against the first the same way: how far the
+     measurement moves by itself, the floor under any prediction's error.
 
 With --pick, instead: the tuner's pick measured against the current
 settings in one run. llama-server at one slot (-np 1 -c 4096) is calibrated
@@ -135,46 +137,62 @@ def errors(sim_stdout):
     return figures
 
 
-def one(bp, gguf, work, slots, requests, repeat=False):
-    """Calibrate, refresh, replay for real, read the pace again; the same
-    arrivals simulated on the probe's calibration and on the refreshed one."""
-    db = os.path.join(work, "slots-%d.db" % slots)
-    if os.path.exists(db):
-        os.remove(db)
+def serve(gguf, work, slots, tag):
+    """llama-server with N slots on a free port: (process, URL)."""
     port = free_port()
-    log = open(os.path.join(work, "llama-server-%d.log" % slots), "w")
+    log = open(os.path.join(work, "llama-server-%d%s.log" % (slots, tag)), "w")
     proc = subprocess.Popen([llama_server(), "-m", gguf, "-np", str(slots), "-c", str(1024 * slots), "-t", "1",
                              "--metrics", "--host", "127.0.0.1", "--port", str(port)],
                             stdout=log, stderr=subprocess.STDOUT)
+    wait_ready(port, proc)
+    return proc, "http://127.0.0.1:%d" % port
+
+
+def stop(proc):
+    proc.terminate()
     try:
-        wait_ready(port, proc)
-        url = "http://127.0.0.1:%d" % port
-        base = [bp, "--db", db]
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def one(bp, gguf, work, slots, requests, repeat=False):
+    """Calibrate, refresh, replay for real, read the pace again; the same
+    arrivals simulated on the probe's calibration and on the refreshed one.
+    With `repeat`, a fresh server of the same flags (an empty prompt cache:
+    the same server would answer the same prompts from it) takes the same
+    arrivals again."""
+    db = os.path.join(work, "slots-%d.db" % slots)
+    if os.path.exists(db):
+        os.remove(db)
+    base = [bp, "--db", db]
+    replay = ["replay", "1", "--trace", "--protocol", "openai", "--model", "tiny", "--vocab-size", "400",
+              "--max-length", "1024", "--limit", str(requests if slots > 1 else requests // 2), "--length-scale",
+              "0.05"]
+    proc, url = serve(gguf, work, slots, "")
+    try:
         run(base + ["import-trace", "--sample"])
         cal = run(base + ["calibrate", "--target", url, "--protocol", "openai", "--model", "tiny",
                           "--vocab-size", "400", "--max-length", "1024", "--max-concurrency", "8"])
         cid = re.search(r"calibration (\d+):", cal.stdout).group(1)
         fit = re.search(r"median[^\n]*?([\d.]+)\s*%", cal.stdout)
-        trace = ["--limit", str(requests if slots > 1 else requests // 2), "--length-scale", "0.05"]
         uptime = open("/proc/loadavg").read().split()[:3]
         fresh, before = refresh(base, url, cid)
-        real = run(base + ["replay", "1", "--trace", "--target", url, "--protocol", "openai", "--model", "tiny",
-                           "--vocab-size", "400", "--max-length", "1024"] + trace)
+        real = run(base + replay + ["--target", url])
         _, after = refresh(base, url, cid)
-        sid = re.search(r"session (\d+)", real.stdout + real.stderr).group(1)
-        again = None
-        if repeat:  # the same arrivals into the same server once more: how far the measurement itself moves
-            again = errors(run(base + ["replay", "1", "--trace", "--target", url, "--protocol", "openai", "--model",
-                                       "tiny", "--vocab-size", "400", "--max-length", "1024", "--compare", sid] +
-                               trace).stdout)
-        sims = [run(base + ["replay", "1", "--trace", "--simulate", "--calibration", c, "--compare", sid] + trace)
-                for c in (cid, fresh)]
     finally:
-        proc.terminate()
+        stop(proc)
+    sid = re.search(r"session (\d+)", real.stdout + real.stderr).group(1)
+    again = None
+    if repeat:
+        proc, url = serve(gguf, work, slots, "-again")
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            again = errors(run(base + replay + ["--target", url, "--compare", sid]).stdout)
+        finally:
+            stop(proc)
+    trace = replay[replay.index("--limit"):]
+    sims = [run(base + ["replay", "1", "--trace", "--simulate", "--calibration", c, "--compare", sid] + trace)
+            for c in (cid, fresh)]
     return [errors(s.stdout) for s in sims], again, (before, after), fit.group(1) if fit else "?", " ".join(uptime)
 
 
@@ -286,8 +304,8 @@ def main():
     ap.add_argument("--work", default=None)
     ap.add_argument("--pick", action="store_true", help="the tuner's pick against one slot, both measured")
     ap.add_argument("--repeat", action="store_true",
-                    help="replay the same arrivals into the same server a second time (another ~70 s a slot "
-                         "count): the row 'measured again' is how far the measurement moves by itself")
+                    help="replay the same arrivals into a fresh server of the same flags a second time (another "
+                         "~70 s a slot count): the row 'measured again' is how far the measurement moves by itself")
     ap.add_argument("--pick-requests", type=int, default=120)
     ap.add_argument("--unknown", type=int, default=0, metavar="N",
                     help="the unknown-kind path N times (a fresh server behind a proxy hiding its kind each)")
