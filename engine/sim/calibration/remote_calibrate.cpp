@@ -92,7 +92,8 @@ Result<Calibration> remoteCalibration(const std::string &model, int vocabSize, s
     return c;
 }
 
-std::optional<PaceRatio> paceAgainst(const RemoteCalibration &remote, const std::vector<ProbeRequest> &refresh)
+std::optional<PaceRatio> paceAgainst(const RemoteCalibration &remote,
+                                     const std::vector<ProbeRequest> &refresh)
 {
     if (!remote.pace || remote.pace->stepS <= 0)
         return std::nullopt;
@@ -106,6 +107,7 @@ std::optional<PaceRatio> paceAgainst(const RemoteCalibration &remote, const std:
     PaceRatio p;
     p.requests = steps.size();
     p.spread = relativeSpread(steps);
+    p.thenRequests = remote.pace->requests;
     p.thenSpread = remote.pace->spread;
     p.stepNowS = median(std::move(steps));
     p.stepThenS = remote.pace->stepS;
@@ -129,9 +131,9 @@ std::string describe(const PaceRatio &pace, std::int64_t calibrationId)
     char line[240];
     std::snprintf(line, sizeof line,
                   "refresh: a single stream's step %.2f ms now (%zu requests, %.0f %% apart), %.2f ms when "
-                  "calibration %lld was measured (%s, %.0f %% apart): x%.3f",
+                  "calibration %lld was measured (%d request%s, %.0f %% apart): x%.3f",
                   1e3 * pace.stepNowS, pace.requests, 100 * pace.spread, 1e3 * pace.stepThenS,
-                  static_cast<long long>(calibrationId), pace.thenSpread > 0 ? "2 requests" : "1 request",
+                  static_cast<long long>(calibrationId), pace.thenRequests, pace.thenRequests == 1 ? "" : "s",
                   100 * pace.thenSpread, pace.ratio);
     return line;
 }

@@ -55,7 +55,8 @@ struct PaceRatio {
     double stepNowS = 0;      // their median step
     double stepThenS = 0;     // the reference's
     double spread = 0;        // (max - min) / median of the refresh's steps
-    double thenSpread = 0;    // the reference's two requests'
+    int thenRequests = 1;     // the reference's requests
+    double thenSpread = 0;    // and their spread
 };
 std::optional<PaceRatio> paceAgainst(const RemoteCalibration &remote, const std::vector<ProbeRequest> &refresh);
 // Every stored row's seconds and steps, and the reference, times `ratio`:

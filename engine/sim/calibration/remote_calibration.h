@@ -192,7 +192,8 @@ std::optional<double> medianTokenGap(const ProbeRequest &r);
 struct PaceReference {
     int promptTokens = 0, maxTokens = 0;
     double stepS = 0;
-    double spread = 0; // how far its two requests' steps were apart, over their mean (0: one)
+    int requests = 1;  // the first single-stream decode, and the pace round's when it answered
+    double spread = 0; // how far the two requests' steps were apart, over their mean
     bool operator==(const PaceReference &) const = default;
 };
 std::optional<PaceReference> paceReference(const std::vector<ProbeRequest> &requests);

@@ -67,29 +67,31 @@ nlohmann::json toJson(const RemoteCalibration &r)
             row.push_back(o.steps);
         rows.push_back(std::move(row));
     }
-    nlohmann::json out = {{"url", r.url},
-            {"server", r.server},
-            {"protocol", r.protocol},
-            {"settings", toJson(r.settings)},
-            {"limits", toJson(r.limits)},
-            {"probe",
-             {{"requests", r.probe.requests},
-              {"failed", r.probe.failed},
-              {"seconds", r.probe.seconds},
-              {"interrupted", r.probe.interrupted},
-              {"plan", r.probe.plan}}},
-            {"prefill_chunk", r.prefillChunk},
-            {"request_overhead_s", r.requestOverheadS},
-            {"terms", terms},
-            {"phase_fit_error", phases},
-            {"observations_form",
-             "[phase, requests, steps, sequences, tokens, attention, decode_context, saved_cells, seconds"
-             "(, [a decode block's step seconds])]"},
-            {"observations", rows}};
+    nlohmann::json out = {
+        {"url", r.url},
+        {"server", r.server},
+        {"protocol", r.protocol},
+        {"settings", toJson(r.settings)},
+        {"limits", toJson(r.limits)},
+        {"probe",
+         {{"requests", r.probe.requests},
+          {"failed", r.probe.failed},
+          {"seconds", r.probe.seconds},
+          {"interrupted", r.probe.interrupted},
+          {"plan", r.probe.plan}}},
+        {"prefill_chunk", r.prefillChunk},
+        {"request_overhead_s", r.requestOverheadS},
+        {"terms", terms},
+        {"phase_fit_error", phases},
+        {"observations_form",
+         "[phase, requests, steps, sequences, tokens, attention, decode_context, saved_cells, seconds"
+         "(, [a decode block's step seconds])]"},
+        {"observations", rows}};
     if (r.pace)
         out["pace_reference"] = {{"prompt_tokens", r.pace->promptTokens},
                                  {"max_tokens", r.pace->maxTokens},
                                  {"step_s", r.pace->stepS},
+                                 {"requests", r.pace->requests},
                                  {"spread", r.pace->spread}};
     return out;
 }
@@ -128,7 +130,8 @@ Result<RemoteCalibration> remoteCalibrationFromJson(const nlohmann::json &j)
         if (j.contains("pace_reference")) {
             const nlohmann::json &pr = j["pace_reference"];
             r.pace = PaceReference{pr.at("prompt_tokens").get<int>(), pr.at("max_tokens").get<int>(),
-                                   pr.at("step_s").get<double>(), pr.value("spread", 0.0)};
+                                   pr.at("step_s").get<double>(), pr.value("requests", 1),
+                                   pr.value("spread", 0.0)};
         }
         for (const auto &t : j.value("terms", nlohmann::json::array()))
             r.terms.push_back({t.at("name").get<std::string>(), t.value("meaning", std::string()),

@@ -277,8 +277,8 @@ std::optional<PaceReference> paceReference(const std::vector<ProbeRequest> &requ
         return std::nullopt;
     const auto b = last ? medianTokenGap(*last) : std::nullopt;
     if (!b || *b <= 0)
-        return PaceReference{first->promptTokens, first->maxTokens, *a, 0};
-    return PaceReference{first->promptTokens, first->maxTokens, (*a + *b) / 2, relativeSpread({*a, *b})};
+        return PaceReference{first->promptTokens, first->maxTokens, *a, 1, 0};
+    return PaceReference{first->promptTokens, first->maxTokens, (*a + *b) / 2, 2, relativeSpread({*a, *b})};
 }
 
 std::string describe(const PaceChange &pace)

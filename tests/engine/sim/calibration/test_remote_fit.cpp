@@ -522,6 +522,8 @@ private slots:
         QVERIFY(r.pace.has_value());
         QCOMPARE(r.pace->promptTokens, plan.decodePrompt);
         QCOMPARE(r.pace->maxTokens, plan.decodeTokens);
+        QCOMPARE(r.pace->requests, 2); // the first decode round's and the pace round's
+        QVERIFY(r.pace->spread < 1e-9); // the same step twice on a server without noise
         // one stream at context 64..192: s0 + s1 + s2 + (s3 + s7) x context
         const double step = t.s0 + t.s1 + t.s2 + (t.s3 + t.s7) * (plan.decodePrompt + plan.decodeTokens / 2.0);
         QVERIFY2(relative(r.pace->stepS, step) < 0.02, qPrintable(QString::number(r.pace->stepS)));
