@@ -253,36 +253,22 @@ remote::ProbeRun runPlan(const RemoteFlags &f, const std::string &server, const 
     return remote::runProbe(po);
 }
 
-// The plan --quick or the full one picks, fitted to the model's length.
-ProbePlan planFor(CommandArgs &args, const RemoteFlags &f, const ServerFacts &facts)
+// `plan` within --timeout per request and --max-duration in all.
+ProbePlan bounded(ProbePlan plan, const RemoteFlags &f)
 {
-    const bool streaming = remote::isStreaming(f.ro.protocol);
-    ProbePlan plan = (args.has("quick") ? ProbePlan::quick(f.ro.maxConcurrency, streaming)
-                                        : ProbePlan::full(f.ro.maxConcurrency, streaming))
-                         .fittedTo(facts.maxModelLen);
     plan.timeout = f.ro.timeout;
     plan.maxDuration = std::chrono::seconds(qint64(f.maxDuration));
     return plan;
 }
 
-// The fit's rows from a probe's requests, counted as this server runs them:
-// its prompt chunk (the server model's when the settings gave none),
-// whether a prompt beside decodes runs passes of its own, its KV view's
-// padding and the cells it saves as a request starts.
-std::vector<ProbeObservation> rowsFor(RemoteCalibration &r, const std::vector<ProbeRequest> &requests,
-                                      bool streaming)
+// The plan --quick or the full one picks, fitted to the model's length.
+ProbePlan planFor(CommandArgs &args, const RemoteFlags &f, const ServerFacts &facts)
 {
-    bool alone = prefillAlone(r.server), saves = false;
-    int kvPad = 0;
-    if (simulatesServerModel(r))
-        if (auto m = remoteServerModel(r, nullptr)) {
-            if (r.prefillChunk == 0)
-                r.prefillChunk = serverPrefillChunk(m->config);
-            alone = alone || serverPrefillAlone(m->config);
-            kvPad = serverKvPad(m->config);
-            saves = serverSavesIdleSlots(m->config);
-        }
-    return probeObservations(requests, r.prefillChunk, streaming, 8, alone, kvPad, saves);
+    const bool streaming = remote::isStreaming(f.ro.protocol);
+    return bounded((args.has("quick") ? ProbePlan::quick(f.ro.maxConcurrency, streaming)
+                                      : ProbePlan::full(f.ro.maxConcurrency, streaming))
+                       .fittedTo(facts.maxModelLen),
+                   f);
 }
 
 // A server of unknown kind: what the probe's rounds show of its scheduler.
@@ -322,8 +308,22 @@ RemoteCalibration calibrationOf(const RemoteFlags &f, const ServerSettings &sett
         r.probe.plan += "changed while it ran: " + change + "\n";
     if (pace)
         r.probe.plan += describe(*pace) + "\n";
+    bool alone = prefillAlone(r.server), saves = false;
+    int kvPad = 0;
+    if (simulatesServerModel(r))
+        // The server model's chunk, its settings as read or the probe's cap
+        // (a step bound below the longest prompt): the rows then count a
+        // long prompt's steps as the server ran them; and whether a prompt
+        // beside decodes runs passes of its own.
+        if (auto m = remoteServerModel(r, nullptr)) {
+            if (r.prefillChunk == 0)
+                r.prefillChunk = serverPrefillChunk(m->config);
+            alone = alone || serverPrefillAlone(m->config);
+            kvPad = serverKvPad(m->config);
+            saves = serverSavesIdleSlots(m->config);
+        }
     const bool streaming = remote::isStreaming(f.ro.protocol);
-    r.observations = rowsFor(r, run.requests, streaming);
+    r.observations = probeObservations(run.requests, r.prefillChunk, streaming, 8, alone, kvPad, saves);
     if (streaming)
         r.pace = paceReference(run.requests);
     return r;
@@ -393,10 +393,8 @@ int refresh(TraceStore &db, const RemoteFlags &f, std::int64_t id, bool json, QT
                         .arg(id)
                         .arg(f.protocol),
                     2);
-    ProbePlan plan = ProbePlan::refresh(*r.pace);
-    plan.timeout = f.ro.timeout;
-    plan.maxDuration = std::chrono::seconds(qint64(f.maxDuration));
-    const remote::ProbeRun run = runPlan(f, r.server, r.settings, plan, err);
+    const remote::ProbeRun run =
+        runPlan(f, r.server, r.settings, bounded(ProbePlan::refresh(*r.pace), f), err);
     reportShortfall(run, err);
     const auto pace = paceAgainst(r, run.requests);
     if (!pace)

@@ -54,12 +54,10 @@ for the default 1,4,8. Nothing is downloaded.
 import argparse
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))  # llamacpp_server_check: its server and proxy
@@ -80,29 +78,6 @@ def run(cmd):
     if p.returncode != 0:
         sys.exit("%s exited %d\n%s\n%s" % (" ".join(cmd), p.returncode, p.stdout[-3000:], p.stderr[-3000:]))
     return p
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_ready(port, proc):
-    import http.client
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            sys.exit("llama-server exited %d before it was ready" % proc.returncode)
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            c.request("GET", "/health")
-            if c.getresponse().status == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)  # polling a child's readiness
-    sys.exit("llama-server not ready in 60 s")
 
 
 def table(text):
@@ -137,25 +112,6 @@ def errors(sim_stdout):
     return figures
 
 
-def serve(gguf, work, slots, tag):
-    """llama-server with N slots on a free port: (process, URL)."""
-    port = free_port()
-    log = open(os.path.join(work, "llama-server-%d%s.log" % (slots, tag)), "w")
-    proc = subprocess.Popen([llama_server(), "-m", gguf, "-np", str(slots), "-c", str(1024 * slots), "-t", "1",
-                             "--metrics", "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT)
-    wait_ready(port, proc)
-    return proc, "http://127.0.0.1:%d" % port
-
-
-def stop(proc):
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-
-
 def one(bp, gguf, work, slots, requests, repeat=False):
     """Calibrate, refresh, replay for real, read the pace again; the same
     arrivals simulated on the probe's calibration and on the refreshed one.
@@ -169,7 +125,9 @@ def one(bp, gguf, work, slots, requests, repeat=False):
     replay = ["replay", "1", "--trace", "--protocol", "openai", "--model", "tiny", "--vocab-size", "400",
               "--max-length", "1024", "--limit", str(requests if slots > 1 else requests // 2), "--length-scale",
               "0.05"]
-    proc, url = serve(gguf, work, slots, "")
+    from llamacpp_server_check import stop_server
+    flags = ["-np", str(slots), "-c", str(1024 * slots)]
+    proc, url = start(gguf, work, flags, "%d" % slots)
     try:
         run(base + ["import-trace", "--sample"])
         cal = run(base + ["calibrate", "--target", url, "--protocol", "openai", "--model", "tiny",
@@ -181,15 +139,15 @@ def one(bp, gguf, work, slots, requests, repeat=False):
         real = run(base + replay + ["--target", url])
         _, after = refresh(base, url, cid)
     finally:
-        stop(proc)
+        stop_server(proc)
     sid = re.search(r"session (\d+)", real.stdout + real.stderr).group(1)
     again = None
     if repeat:
-        proc, url = serve(gguf, work, slots, "-again")
+        proc, url = start(gguf, work, flags, "%d-again" % slots)
         try:
             again = errors(run(base + replay + ["--target", url, "--compare", sid]).stdout)
         finally:
-            stop(proc)
+            stop_server(proc)
     trace = replay[replay.index("--limit"):]
     sims = [run(base + ["replay", "1", "--trace", "--simulate", "--calibration", c, "--compare", sid] + trace)
             for c in (cid, fresh)]
