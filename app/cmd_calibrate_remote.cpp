@@ -75,7 +75,7 @@ int refine(TraceStore &db, const remote::RemoteOptions &ro, const std::string &s
         return fail(q(requests.status().message()));
     RemoteCalibration r = *base->remote;
     int kvPad = 0;
-    if (simulatesServerModel(r))
+    if (simulatesServerModel(r) && r.paddedKvView) // the probe's rows' way (chooseKvView)
         if (auto m = remoteServerModel(r, nullptr))
             kvPad = serverKvPad(m->config);
     const auto rows = sessionObservations(*requests, r.prefillChunk, kvPad);
@@ -203,17 +203,35 @@ int readServer(const AppOptions &options, CommandArgs &args, RemoteFlags &f, Ser
     return kGoOn;
 }
 
-// A llama-server's slots as read (ProbeRunOptions::pinSlots); 0 for another
-// kind, or settings not read.
-int pinnedSlots(const std::string &server, const ServerSettings &settings)
+// The model of a llama-server as its settings were read; nullopt for
+// another kind, or settings not read.
+std::optional<BatchingConfig> llamaCppModel(const std::string &server, const ServerSettings &settings)
 {
     if (server != "llamacpp" || settings.empty())
-        return 0;
+        return std::nullopt;
     RemoteCalibration r;
     r.server = server;
     r.settings = settings;
     const auto m = remoteServerModel(r, nullptr);
-    return m && m->config.server.kind == ServerKind::LlamaCpp ? m->config.server.llamacpp.nParallel : 0;
+    if (!m || m->config.server.kind != ServerKind::LlamaCpp)
+        return std::nullopt;
+    return m->config;
+}
+
+// A llama-server's slots as read (ProbeRunOptions::pinSlots); 0 for another
+// kind, or settings not read.
+int pinnedSlots(const std::string &server, const ServerSettings &settings)
+{
+    const auto c = llamaCppModel(server, settings);
+    return c ? c->server.llamacpp.nParallel : 0;
+}
+
+// Whether a llama-server runs its slots' tokens in separate forward passes
+// unless their slots are adjacent (a KV cache per slot: serverPrefillAlone).
+bool splitsBySlot(const std::string &server, const ServerSettings &settings)
+{
+    const auto c = llamaCppModel(server, settings);
+    return c && serverPrefillAlone(*c);
 }
 
 // The bounded probe `plan` of a server of kind `server` (its settings
@@ -261,14 +279,17 @@ ProbePlan bounded(ProbePlan plan, const RemoteFlags &f)
     return plan;
 }
 
-// The plan --quick or the full one picks, fitted to the model's length.
+// The plan --quick or the full one picks, fitted to the model's length; a
+// llama-server with a KV cache per slot gets the spread decode round too.
 ProbePlan planFor(CommandArgs &args, const RemoteFlags &f, const ServerFacts &facts)
 {
     const bool streaming = remote::isStreaming(f.ro.protocol);
-    return bounded((args.has("quick") ? ProbePlan::quick(f.ro.maxConcurrency, streaming)
-                                      : ProbePlan::full(f.ro.maxConcurrency, streaming))
-                       .fittedTo(facts.maxModelLen),
-                   f);
+    ProbePlan plan = (args.has("quick") ? ProbePlan::quick(f.ro.maxConcurrency, streaming)
+                                        : ProbePlan::full(f.ro.maxConcurrency, streaming))
+                         .fittedTo(facts.maxModelLen);
+    if (streaming && splitsBySlot(f.server, facts.settings))
+        plan = plan.withSpreadRound(pinnedSlots(f.server, facts.settings));
+    return bounded(plan, f);
 }
 
 // A server of unknown kind: what the probe's rounds show of its scheduler.
@@ -284,7 +305,8 @@ void inferUnknownServer(const remote::ProbeRun &run, ServerSettings &settings, Q
 }
 
 RemoteCalibration calibrationOf(const RemoteFlags &f, const ServerSettings &settings, const ProbePlan &plan,
-                                const remote::ProbeRun &run, const std::optional<PaceChange> &pace)
+                                const remote::ProbeRun &run, const std::optional<PaceChange> &pace,
+                                QTextStream &err)
 {
     RemoteCalibration r;
     r.url = f.ro.target.toString().toStdString();
@@ -323,7 +345,11 @@ RemoteCalibration calibrationOf(const RemoteFlags &f, const ServerSettings &sett
             saves = serverSavesIdleSlots(m->config);
         }
     const bool streaming = remote::isStreaming(f.ro.protocol);
-    r.observations = probeObservations(run.requests, r.prefillChunk, streaming, 8, alone, kvPad, saves);
+    KvViewChoice view = chooseKvView(run.requests, r.prefillChunk, streaming, alone, kvPad, saves);
+    if (const std::string line = describe(view, kvPad); !line.empty())
+        err << "calibrate: " << q(line) << "\n";
+    r.observations = std::move(view.rows);
+    r.paddedKvView = view.padded;
     if (streaming)
         r.pace = paceReference(run.requests);
     return r;
@@ -451,7 +477,7 @@ int runCalibrateRemote(const AppOptions &options, CommandArgs &args)
     if (f.server.empty() && !args.has("server-config"))
         inferUnknownServer(run, facts.settings, err);
     const auto pace = paceChange(run.requests);
-    RemoteCalibration r = calibrationOf(f, facts.settings, plan, run, pace);
+    RemoteCalibration r = calibrationOf(f, facts.settings, plan, run, pace, err);
     reportShortfall(run, err);
     reportPace(pace, err);
     const std::string source = "probe (" + std::to_string(run.requests.size()) + " requests, " +

@@ -133,6 +133,8 @@ def one(bp, gguf, work, slots, requests, repeat=False):
         cal = run(base + ["calibrate", "--target", url, "--protocol", "openai", "--model", "tiny",
                           "--vocab-size", "400", "--max-length", "1024", "--max-concurrency", "8"])
         cid = re.search(r"calibration (\d+):", cal.stdout).group(1)
+        for line in re.findall(r"calibrate: (?:attention priced on|pace: ).*", cal.stderr):
+            print(line, file=sys.stderr)
         fit = re.search(r"median[^\n]*?([\d.]+)\s*%", cal.stdout)
         uptime = open("/proc/loadavg").read().split()[:3]
         fresh, before = refresh(base, url, cid)

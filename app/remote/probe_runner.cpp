@@ -156,9 +156,10 @@ private:
         m_probeOut = false;
         m_streamsStarted = m_run.requests.size();
         const bool pin = r.phase == "decode" || r.phase == "pace" || !r.probes.empty();
+        const int stride = std::max(1, r.slotStride);
         for (int i = 0; i < r.concurrency; ++i)
             send(r.phase, !r.probes.empty(), r.concurrency, r.promptTokens, r.maxTokens,
-                 pin && i < m_o.pinSlots ? i : -1);
+                 pin && i * stride < m_o.pinSlots ? i * stride : -1);
     }
 
     // `slot`: the slot the request asks for (ServerDialect::slot).
@@ -172,6 +173,7 @@ private:
         p.concurrency = concurrency;
         p.promptTokens = prompt;
         p.maxTokens = maxTokens;
+        p.slot = slot;
         const std::size_t index = m_run.requests.size();
         m_run.requests.push_back(p);
         ++m_inRound;

@@ -264,6 +264,7 @@ nlohmann::json toJson(const CostModel &m)
         {"iteration_knee_tokens", m.kneeTokens},
         {"overhead_s", m.overheadS},
         {"step_overhead_s", m.stepOverheadS},
+        {"attention_on_kv_view", m.attentionOnKvView},
         {"residuals", m.residuals},
         {"iteration_residuals", m.iterationResiduals},
         {"concurrency_slowdown", m.concurrency},
@@ -338,6 +339,7 @@ Result<CostModel> costModelFromJson(const nlohmann::json &j)
         }
         m.overheadS = j.value("overhead_s", 0.0);
         m.stepOverheadS = j.value("step_overhead_s", 0.0); // absent before it was measured
+        m.attentionOnKvView = j.value("attention_on_kv_view", true); // absent before it was chosen
         m.residuals = j.value("residuals", std::vector<double>{});
         m.iterationResiduals = j.value("iteration_residuals", std::vector<double>{});
         m.concurrency = j.value("concurrency_slowdown", std::vector<double>{});

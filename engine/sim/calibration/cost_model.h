@@ -112,6 +112,13 @@ struct CostModel {
     // What a continuous step is charged beside its iteration.
     double stepOverhead() const { return stepOverheadS > 0 ? stepOverheadS : overheadS; }
     bool generative = false; // decode steps are charged
+    // A pass's attention is priced on the KV view a server model gives it
+    // (StepItem::PassPiece::kvCells: llama-server's view padded to 256
+    // cells); false: on each item's own context, as on a server whose
+    // attention kernel skips the masked cells (llama.cpp's CPU flash
+    // attention). A remote calibration chooses by which fits its probe
+    // (RemoteCalibration::paddedKvView).
+    bool attentionOnKvView = true;
     // A mixture-of-experts model's routing (0: dense): experts per MoE layer
     // and how many each token goes to; the s6 term's X.
     int experts = 0;

@@ -84,6 +84,17 @@ ProbePlan ProbePlan::refresh(const PaceReference &reference)
     return p;
 }
 
+ProbePlan ProbePlan::withSpreadRound(int slots) const
+{
+    ProbePlan p = *this;
+    if (slots < 3 || decodeConcurrency.empty())
+        return p;
+    const int widest = *std::max_element(decodeConcurrency.begin(), decodeConcurrency.end());
+    const int streams = std::min(widest, (slots + 1) / 2);
+    p.spreadStreams = streams >= 2 ? streams : 0;
+    return p;
+}
+
 ProbePlan ProbePlan::fittedTo(std::int64_t maxModelLen) const
 {
     ProbePlan p = *this;
@@ -108,24 +119,26 @@ std::vector<ProbeRound> ProbePlan::rounds() const
     std::vector<ProbeRound> out;
     for (int w = 0; w < warmup; ++w)
         out.push_back(
-            {"warmup", 1, std::min<int>(16, int(std::max<std::int64_t>(1, maxModelLen - 2))), 2, {}});
+            {"warmup", 1, std::min<int>(16, int(std::max<std::int64_t>(1, maxModelLen - 2))), 2, {}, 1});
     for (int r = 0; r < prefillRepeats; ++r) // repeats outermost: drift spreads over every length
         for (int L : prefillLengths)
-            out.push_back({"prefill", 1, L, 1, {}});
+            out.push_back({"prefill", 1, L, 1, {}, 1});
     for (int c : decodeConcurrency)
-        out.push_back({"decode", c, decodePrompt, decodeTokens, {}});
+        out.push_back({"decode", c, decodePrompt, decodeTokens, {}, 1});
+    if (spreadStreams >= 2 && !decodeConcurrency.empty())
+        out.push_back({"decode", spreadStreams, decodePrompt, decodeTokens, {}, 2});
     const int lp = longPrompt(maxModelLen);
     const int lt = int(std::min<std::int64_t>(decodeTokens, maxModelLen - lp));
     if (lp > decodePrompt && lt >= 8)
         for (int c : longDecodeConcurrency)
-            out.push_back({"decode", c, lp, lt, {}});
+            out.push_back({"decode", c, lp, lt, {}, 1});
     if (streaming && !mixedLengths.empty() && mixedStreams > 0)
-        out.push_back({"mixed", mixedStreams, decodePrompt, mixedTokens, mixedLengths});
+        out.push_back({"mixed", mixedStreams, decodePrompt, mixedTokens, mixedLengths, 1});
     // The first decode round's single stream again, last: how far the
     // server's own pace moved while the probe ran (paceChange; not fitted).
     if (streaming && pace &&
         std::find(decodeConcurrency.begin(), decodeConcurrency.end(), 1) != decodeConcurrency.end())
-        out.push_back({"pace", 1, decodePrompt, decodeTokens, {}});
+        out.push_back({"pace", 1, decodePrompt, decodeTokens, {}, 1});
     return out;
 }
 
@@ -162,12 +175,18 @@ std::string ProbePlan::describe() const
     if (by.count("decode")) {
         std::size_t n = 0;
         std::vector<int> at, prompts;
-        for (const ProbeRound *r : by["decode"])
-            n += std::size_t(r->concurrency), at.push_back(r->concurrency),
-                prompts.push_back(r->promptTokens);
+        const ProbeRound *spread = nullptr;
+        for (const ProbeRound *r : by["decode"]) {
+            n += std::size_t(r->concurrency), at.push_back(r->concurrency), prompts.push_back(r->promptTokens);
+            if (r->slotStride > 1)
+                spread = r;
+        }
         s << "decode: " << n << " requests in " << by["decode"].size() << " rounds of " << range(at)
           << " at once, prompts " << range(prompts) << ", " << decodeTokens << " tokens each: "
           << (streaming ? "inter-token gaps over running sequences\n" : "whole answers (no token events)\n");
+        if (spread)
+            s << "  one of them with its " << spread->concurrency << " streams in every other slot (0, 2, "
+              << "...): each decodes in a forward pass of its own a turn, what a pass itself costs\n";
     }
     if (by.count("mixed")) {
         const ProbeRound &r = *by["mixed"].front();

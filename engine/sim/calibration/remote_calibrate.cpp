@@ -63,6 +63,45 @@ std::string leaveRoomForProbes(ProbeRound &round, int cap)
     return what;
 }
 
+KvViewChoice chooseKvView(const std::vector<ProbeRequest> &requests, int chunk, bool streaming,
+                          bool prefillAlone, int kvPad, bool savesIdleSlots)
+{
+    KvViewChoice out;
+    out.rows = probeObservations(requests, chunk, streaming, 8, prefillAlone, 0, savesIdleSlots);
+    if (kvPad <= 0)
+        return out;
+    auto padded = probeObservations(requests, chunk, streaming, 8, prefillAlone, kvPad, savesIdleSlots);
+    if (const auto fit = fitRemote(out.rows))
+        out.contextError = fit->error.medianRel;
+    if (const auto fit = fitRemote(padded))
+        out.paddedError = fit->error.medianRel;
+    if (out.paddedError && (!out.contextError || *out.paddedError <= *out.contextError)) {
+        out.rows = std::move(padded);
+        out.padded = true;
+    }
+    return out;
+}
+
+std::string describe(const KvViewChoice &choice, int kvPad)
+{
+    if (kvPad <= 0)
+        return {};
+    const std::string view = "the KV view padded to " + std::to_string(kvPad) + " cells";
+    std::string s = choice.padded ? "attention priced on " + view + ", not on each item's own context"
+                                  : "attention priced on each item's own context, not on " + view;
+    if (choice.paddedError && choice.contextError) {
+        char line[96];
+        const double kept = choice.padded ? *choice.paddedError : *choice.contextError;
+        const double other = choice.padded ? *choice.contextError : *choice.paddedError;
+        std::snprintf(line, sizeof line, ": the probe's rows fit it better (median error %.1f %% against %.1f %%)",
+                      100 * kept, 100 * other);
+        s += line;
+    } else {
+        s += ": the other way could not be fitted";
+    }
+    return s;
+}
+
 Result<Calibration> remoteCalibration(const std::string &model, int vocabSize, std::int64_t maxModelLen,
                                       RemoteCalibration remote, const std::string &source)
 {
@@ -79,6 +118,7 @@ Result<Calibration> remoteCalibration(const std::string &model, int vocabSize, s
     c.maxSequenceLength = c.positions - 1;
     c.maxNewTokensLimit = c.positions - 1;
     c.cost = remoteCostModel(*fit);
+    c.cost.attentionOnKvView = remote.paddedKvView;
     c.error = fit->error;
     c.batchError = fit->error;
     if (auto d = fit->phases.find("decode"); d != fit->phases.end())

@@ -34,6 +34,28 @@ std::optional<int> runningCapOf(const ObservedLimits &limits);
 // empty when the round already fits (or is not a mixed round).
 std::string leaveRoomForProbes(ProbeRound &round, int cap);
 
+// The probe's rows of a server whose model pads its KV view to `kvPad`
+// cells (serverKvPad; llama-server: 256), priced on that view and on each
+// item's own context, each fitted (fitRemote): the rows of the better fit
+// (the lower median relative error over every row) are kept. Whether the
+// attention reads the padded view is the server's kernel's, not its
+// scheduler's: llama.cpp's CPU flash attention skips the masked cells, so
+// there a decode at context 60 costs less than one at 250; a kernel that
+// reads the whole view prices both alike. With kvPad 0 (no padding), or
+// when one way cannot be fitted, the other is kept.
+struct KvViewChoice {
+    std::vector<ProbeObservation> rows;
+    bool padded = false;
+    // Each fit's median relative error over every row (nullopt: no fit).
+    std::optional<double> paddedError, contextError;
+};
+KvViewChoice chooseKvView(const std::vector<ProbeRequest> &requests, int chunk, bool streaming,
+                          bool prefillAlone, int kvPad, bool savesIdleSlots);
+// "attention priced on each item's own context, not the KV view padded to
+// 256 cells: the probe's rows fit it better (median error 6.1 % against
+// 9.8 %)"; empty when there was no choice (kvPad 0).
+std::string describe(const KvViewChoice &choice, int kvPad);
+
 // Fits `remote.observations` (fitRemote) and fills the calibration:
 // cost = remoteCostModel, the terms with their standard errors, the error
 // per phase, `requestOverheadS` = the per-request term; the model's facts

@@ -58,6 +58,9 @@ struct ProbeRound {
     int promptTokens = 0;    // each request's prompt (mixed: the streams')
     int maxTokens = 1;       // each request's output
     std::vector<int> probes; // mixed: prompt lengths sent one after another (max_tokens 1)
+    // Where the server's slots are pinned (ProbeRunOptions::pinSlots): the
+    // streams take slots 0, stride, 2·stride, ... (2: no two adjacent).
+    int slotStride = 1;
 };
 
 struct ProbePlan {
@@ -72,6 +75,14 @@ struct ProbePlan {
     int mixedTokens = 256;
     std::vector<int> mixedLengths{128, 512, 1024, 128, 512, 1024};
     bool pace = true; // the first single-stream decode again at the end (paceChange)
+    // A llama-server whose slots are pinned: one more decode round of this
+    // many streams in every other slot (0, 2, 4, ...). Its decodes of
+    // non-adjacent slots run as one forward pass each a turn (split_equal),
+    // where the other rounds' adjacent slots share one: the cost of a pass
+    // itself, which the fit's per-step term otherwise reads only as an
+    // intercept (and a replay's scattered slots pay many times a turn).
+    // 0: none (withSpreadRound).
+    int spreadStreams = 0;
     Duration timeout = std::chrono::seconds(60);      // per request, from when it is written
     Duration maxDuration = std::chrono::seconds(600); // the whole probe; then it stops and fits
     bool streaming = true;           // false (OIP): no token events, concurrency 1 only, no mixed phase
@@ -82,6 +93,10 @@ struct ProbePlan {
     // `calibrate --refresh`: the warmup, then the calibration's reference
     // single-stream decode three times, one after another (paceAgainst).
     static ProbePlan refresh(const PaceReference &reference);
+    // With the spread decode round for a llama-server of `slots` pinned
+    // slots (at least 3): min(the widest decode round, ceil(slots / 2))
+    // streams, when that is at least 2; unchanged otherwise.
+    ProbePlan withSpreadRound(int slots) const;
     // Lengths clamped to a model of `maxModelLen` tokens (prompt + output);
     // what does not fit is dropped.
     ProbePlan fittedTo(std::int64_t maxModelLen) const;
@@ -101,6 +116,7 @@ struct ProbeRequest {
     int concurrency = 1;
     int promptTokens = 0;
     int maxTokens = 0;
+    int slot = -1; // the slot it asked for (id_slot); -1: the server's choice
     double sentS = 0;
     std::optional<double> firstTokenS;
     // Every streamed token's time: one per token once the answer is in
@@ -275,6 +291,11 @@ struct RemoteCalibration {
     std::map<std::string, FitError> phases;
     std::vector<ProbeObservation> observations; // the probe's rows (and a session's), for refits
     std::optional<PaceReference> pace;          // a streamed probe's single-stream pace (--refresh)
+    // The rows price attention on the server's padded KV view (kvCellsOf
+    // with serverKvPad) rather than on each item's context: whichever fits
+    // the probe better (chooseKvView); the simulation prices it the same way
+    // (CostModel::attentionOnKvView). Only a server model that pads reads it.
+    bool paddedKvView = true;
 };
 
 // The iteration terms (and the pass/step terms they imply) of `fit`.

@@ -80,6 +80,7 @@ nlohmann::json toJson(const RemoteCalibration &r)
           {"interrupted", r.probe.interrupted},
           {"plan", r.probe.plan}}},
         {"prefill_chunk", r.prefillChunk},
+        {"kv_view_padded", r.paddedKvView},
         {"request_overhead_s", r.requestOverheadS},
         {"terms", terms},
         {"phase_fit_error", phases},
@@ -126,6 +127,7 @@ Result<RemoteCalibration> remoteCalibrationFromJson(const nlohmann::json &j)
         r.probe.interrupted = p.value("interrupted", false);
         r.probe.plan = p.value("plan", std::string());
         r.prefillChunk = j.value("prefill_chunk", 0);
+        r.paddedKvView = j.value("kv_view_padded", true); // absent before it was chosen
         r.requestOverheadS = j.value("request_overhead_s", 0.0);
         if (j.contains("pace_reference")) {
             const nlohmann::json &pr = j["pace_reference"];

@@ -141,6 +141,25 @@ const ProbeRequest *clockOf(const std::vector<const ProbeRequest *> &streams, do
     return best;
 }
 
+// The forward passes a turn of `streams` takes on a server that splits a
+// batch by slot (llama-server with a KV cache per slot: split_equal takes
+// only adjacent slots into one pass): one per run of adjacent slots when
+// every stream asked for its slot, else one.
+int passesOf(const std::vector<const ProbeRequest *> &streams)
+{
+    std::vector<int> slots;
+    for (const ProbeRequest *s : streams) {
+        if (s->slot < 0)
+            return 1;
+        slots.push_back(s->slot);
+    }
+    std::sort(slots.begin(), slots.end());
+    int runs = 1;
+    for (std::size_t i = 1; i < slots.size(); ++i)
+        runs += slots[i] != slots[i - 1] + 1 ? 1 : 0;
+    return runs;
+}
+
 void decodeBlocks(const std::vector<const ProbeRequest *> &streams, int block, int kvPad,
                   std::vector<ProbeObservation> &out)
 {
@@ -152,6 +171,7 @@ void decodeBlocks(const std::vector<const ProbeRequest *> &streams, int block, i
     const ProbeRequest *clock = clockOf(streams, t0);
     if (!clock)
         return;
+    const int passes = passesOf(streams);
     const auto &ct = clock->tokenTimesS;
     std::size_t k = std::size_t(std::lower_bound(ct.begin(), ct.end(), t0) - ct.begin());
     // At most 4 blocks a round: a server that writes several token events in
@@ -162,7 +182,7 @@ void decodeBlocks(const std::vector<const ProbeRequest *> &streams, int block, i
     for (; k + std::size_t(block) < ct.size(); k += std::size_t(block)) {
         ProbeObservation o;
         o.phase = "decode";
-        o.terms[1] = block;
+        o.terms[1] = block * passes;
         addDecodes(streams, ct[k], ct[k + std::size_t(block)], kvPad, o.terms);
         o.seconds = ct[k + std::size_t(block)] - ct[k];
         for (std::size_t i = k; i < k + std::size_t(block); ++i)

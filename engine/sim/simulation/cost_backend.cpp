@@ -145,7 +145,7 @@ Status CostBackend::step(const std::vector<StepItem> &items, std::vector<StepOut
             const std::size_t pass = std::size_t(std::max(0, piece.pass));
             if (pass >= shapes.size())
                 shapes.resize(pass + 1);
-            shapes[pass].add(before, n, piece.kvCells > 0 ? piece.kvCells : -1);
+            shapes[pass].add(before, n, piece.kvCells > 0 && m_cost.attentionOnKvView ? piece.kvCells : -1);
             before += n;
             left -= n;
         }

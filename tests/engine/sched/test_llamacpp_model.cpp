@@ -369,6 +369,37 @@ private slots:
         QVERIFY(std::abs(charged({c, e}) - (3e-3 + 20e-4)) < 1e-12); // three passes
     }
 
+    // A pass's attention on the KV view the server model gives it, or (a
+    // calibration that found the server's kernel skips masked cells:
+    // CostModel::attentionOnKvView false) on the item's own context.
+    void theCostBackendPricesAttentionOnTheViewOrTheContext()
+    {
+        for (const bool onView : {true, false}) {
+            CostModel cost;
+            cost.generative = true;
+            cost.coef[CostModel::kIterationStart + 3] = 1e-6; // s3: a token x the cells it attends to
+            cost.attentionOnKvView = onView;
+            VirtualClock clock(TimePoint{});
+            NoiseDraws noise(CostNoise::None, 1);
+            CostBackend backend(cost, clock, noise, ModelLimits{4096, 256}, OutputKind::Generated, 4096);
+            StepItem a{.sequence = 1, .tokens = std::vector<TokenId>(40, 1)};
+            a.passes = {{0, 40, 256}}; // 40 prompt tokens in a view of 256 cells
+            std::vector<StepOutcome> out;
+            QVERIFY(backend.step({a}, out).isOk());
+            const double attended = onView ? 40.0 * 256 : 40.0 * 40;
+            const double charged = toSeconds(clock.now() - TimePoint{}); // whole nanoseconds
+            QVERIFY2(std::abs(charged - 1e-6 * attended) < 1e-9,
+                     qPrintable(QString("%1 s, on the view: %2").arg(charged).arg(onView)));
+        }
+        // The calibration's JSON keeps the choice; one made before it reads as the view.
+        CostModel m;
+        m.attentionOnKvView = false;
+        QCOMPARE(costModelFromJson(toJson(m))->attentionOnKvView, false);
+        nlohmann::json old = toJson(m);
+        old.erase("attention_on_kv_view");
+        QCOMPARE(costModelFromJson(old)->attentionOnKvView, true);
+    }
+
     void metricsMapToTheRemoteSeries()
     {
         const prom::Exposition a = scrape(100, 50, 40, 2, 3), b = scrape(300, 90, 60, 4, 1);

@@ -54,6 +54,14 @@ struct Truth {
     double noise = 0; // each step x U(1 - noise, 1 + noise)
     // TGI and SGLang: a step with prompt chunks runs them alone, the decodes wait.
     bool prefillAlone = false;
+    // llama-server with a KV cache per slot: a round's streams take slots
+    // 0, stride, ... (id_slot) and a turn runs one forward pass, each paying
+    // s0, per run of adjacent slots.
+    bool splitBySlot = false;
+    // Attention read over the KV view padded to this many cells (a kernel
+    // that reads the whole view); 0: each item's own context (one that skips
+    // the masked cells).
+    int kvPad = 0;
 };
 
 // A continuous batcher answering the plan: every step runs all running
@@ -80,19 +88,23 @@ private:
         int generated = 0;
     };
 
-    double step(int items, double tokens, double attention, double decodeContext)
+    double step(int items, double tokens, double attention, double decodeContext, int passes)
     {
         std::uniform_real_distribution<double> u(1 - m_t.noise, 1 + m_t.noise);
-        return (m_t.s0 + m_t.s1 * items + m_t.s2 * tokens + m_t.s3 * attention + m_t.s7 * decodeContext) *
+        return (m_t.s0 * passes + m_t.s1 * items + m_t.s2 * tokens + m_t.s3 * attention +
+                m_t.s7 * decodeContext) *
                u(m_rng);
     }
 
     void run(const ProbeRound &r, int round, std::vector<ProbeRequest> &out)
     {
         std::vector<ProbeRequest> reqs;
-        for (int i = 0; i < r.concurrency; ++i)
+        for (int i = 0; i < r.concurrency; ++i) {
             reqs.push_back(request(r.phase, round, r.phase == "mixed", r.concurrency, r.promptTokens,
                                    r.maxTokens, m_now));
+            if (m_t.splitBySlot)
+                reqs.back().slot = i * r.slotStride;
+        }
         reqs.reserve(reqs.size() + r.probes.size());
         std::vector<Seq> seqs;
         for (ProbeRequest &q : reqs)
@@ -123,12 +135,19 @@ private:
             if (m_t.prefillAlone && prefill)
                 std::erase_if(fed,
                               [](const auto &f) { return f.first->cached >= f.first->req->promptTokens; });
+            std::vector<int> taken;
+            for (const auto &[s, n] : fed)
+                taken.push_back(s->req->slot);
+            std::sort(taken.begin(), taken.end());
+            int passes = 1;
+            for (std::size_t i = 1; i < taken.size(); ++i)
+                passes += taken[i - 1] >= 0 && taken[i] != taken[i - 1] + 1 ? 1 : 0;
             for (const auto &[s, n] : fed) {
                 ++items;
                 tokens += double(n);
-                attention += double(n) * double(s->cached + n);
+                attention += double(n) * kvCellsOf(s->cached + n, m_t.kvPad);
                 if (s->cached >= s->req->promptTokens)
-                    decodeContext += double(s->cached + n);
+                    decodeContext += kvCellsOf(s->cached + n, m_t.kvPad);
             }
             if (fed.empty()) {
                 double next = 1e300;
@@ -140,7 +159,7 @@ private:
                 clock = next;
                 continue;
             }
-            clock += step(items, tokens, attention, decodeContext);
+            clock += step(items, tokens, attention, decodeContext, passes);
             ++steps;
             for (auto &[s, n] : fed) {
                 s->cached += n;
@@ -241,6 +260,76 @@ private slots:
         QVERIFY(relative(m.iterationSeconds(shape), expected) <= tolerance + 1e-9);
         QVERIFY(relative(m.passSeconds(4, 128), t.s0 + 4 * t.s1 + 4 * 128 * t.s2 + 4 * 128 * 128 * t.s3) <=
                 tolerance + 1e-9);
+    }
+
+    // A llama-server that runs each run of adjacent slots as a forward pass
+    // of its own: the spread decode round (streams in slots 0, 2, 4, 6) is
+    // priced at one pass per stream a turn, and s0 comes out as a pass's
+    // cost. Counted as one pass a turn, its rows read s0 as per sequence.
+    void spreadRoundPricesAForwardPass()
+    {
+        QCOMPARE(ProbePlan::full(8, true).withSpreadRound(8).spreadStreams, 4);
+        QCOMPARE(ProbePlan::full(8, true).withSpreadRound(4).spreadStreams, 2);
+        QCOMPARE(ProbePlan::full(8, true).withSpreadRound(2).spreadStreams, 0); // no two apart
+        QCOMPARE(ProbePlan::full(2, true).withSpreadRound(8).spreadStreams, 2);
+        QCOMPARE(ProbePlan::full(8, false).withSpreadRound(8).spreadStreams, 0); // one stream: no rounds to spread
+        Truth t;
+        t.prefillAlone = true;
+        t.splitBySlot = true;
+        t.s0 = 4e-3; // a pass's fixed cost well above a sequence's
+        const ProbePlan plan = ProbePlan::full(8, true).fittedTo(4096).withSpreadRound(8);
+        int spread = 0;
+        for (const ProbeRound &r : plan.rounds())
+            spread += r.slotStride == 2 ? r.concurrency : 0;
+        QCOMPARE(spread, 4);
+        QVERIFY(plan.describe().find("every other slot") != std::string::npos);
+        const std::vector<ProbeRequest> answers = SyntheticServer(t).answer(plan);
+        QCOMPARE(answers.size(), plan.requests());
+        auto fit = fitRemote(probeObservations(answers, t.chunk, true, 8, true));
+        QVERIFY2(fit, fit.status().message().c_str());
+        const double truth[] = {t.o, t.s0, t.s1, t.s2, t.s3, t.s7};
+        for (int i = 0; i < 6; ++i)
+            QVERIFY2(relative(fit->terms[std::size_t(i)].value, truth[i]) <= 1e-6,
+                     qPrintable(QString("%1: fitted %2, true %3")
+                                    .arg(fit->terms[std::size_t(i)].name.c_str())
+                                    .arg(fit->terms[std::size_t(i)].value)
+                                    .arg(truth[i])));
+    }
+
+    // Whether a llama-server's attention reads its padded KV view is its
+    // kernel's: the probe's rows are priced both ways and the better fit's
+    // kept. A server reading each item's own context is fitted on it (the
+    // decode rounds' steps grow with the context inside one padded view),
+    // one reading the whole view on the view.
+    void theKvViewIsTheOneThatFits()
+    {
+        const ProbePlan plan = ProbePlan::full(8, true).fittedTo(4096);
+        for (const int pad : {0, 256}) {
+            Truth t;
+            t.kvPad = pad;
+            t.prefillAlone = true;
+            t.s7 = 8e-6; // a CPU server's decode context: about a step's third at 256 cells
+            const std::vector<ProbeRequest> answers = SyntheticServer(t).answer(plan);
+            const KvViewChoice c = chooseKvView(answers, t.chunk, true, true, 256, false);
+            QCOMPARE(c.padded, pad > 0);
+            QVERIFY(c.paddedError && c.contextError);
+            // The right way's error well under the wrong one's (a server on
+            // its own context is fitted exactly; the padded rows of a mixed
+            // round are not quite the synthetic server's steps).
+            const double right = *(pad > 0 ? c.paddedError : c.contextError);
+            const double wrong = *(pad > 0 ? c.contextError : c.paddedError);
+            QVERIFY2(right < 0.6 * wrong && (pad > 0 || right < 1e-9),
+                     qPrintable(QString("right %1, wrong %2").arg(right).arg(wrong)));
+            QCOMPARE(c.rows.size(), probeObservations(answers, t.chunk, true, 8, true, pad).size());
+            const std::string line = describe(c, 256);
+            QVERIFY2(line.find(pad > 0 ? "on the KV view padded to 256 cells, not"
+                                       : "on each item's own context, not") != std::string::npos,
+                     line.c_str());
+            // A server model that pads nothing: no choice, nothing said.
+            const KvViewChoice none = chooseKvView(answers, t.chunk, true, true, 0, false);
+            QVERIFY(!none.padded && !none.paddedError);
+            QVERIFY(describe(none, 0).empty());
+        }
     }
 
     // A llama-server's rows that hold a request's start carry the cells it
