@@ -34,6 +34,13 @@ with exactly those flags and the same arrivals replayed into it. Prints the
 current settings and the pick, each predicted (tune's table) and measured.
 Cost: one calibration and two replays of 120 arrivals, ~3 minutes.
 
+With --sensitivity DB, instead: how far the prediction moves with the
+server's pace. DB is a slot count's database of an earlier run (--work DIR
+keeps them: DIR/slots-8.db); its probe's calibration is stored again with
+every cost term times 0.85, 1.0, 1.15 and 1.3, and the same arrivals are
+simulated on each against the measured replay. Nothing is sent to a server;
+four simulations, ~10-20 s.
+
 With --unknown N, instead: the unknown-kind path, N times. Each run starts
 a fresh llama-server (-np 2 -c 2048) behind the proxy of tests/integration/
 llamacpp_server_check.py that hides /metrics, /props and /slots, calibrates
@@ -212,6 +219,39 @@ def pick(bp, gguf, work, requests):
     return 0
 
 
+def sensitivity(bp, db, requests):
+    """The probe's calibration (id 1) of an earlier run's DB with every cost
+    term scaled: each simulated against that run's measured replay."""
+    import json
+    import sqlite3
+    con = sqlite3.connect(db)
+    cols = "created_at_us, model, preset, device, threads, source, calibration, target_url, server, dtype"
+    row = con.execute("select %s from calibrations where id = 1" % cols).fetchone()
+    measured = con.execute("select id from sessions where kind = 'remote' order by id limit 1").fetchone()
+    if not row or not measured:
+        sys.exit("%s: no calibration 1 or no measured replay (a database llamacpp_truth.py --work kept)" % db)
+    slots = json.loads(row[6])["remote"]["settings"]["settings"].get("n_parallel", "?")
+    print("| pace (cost terms x) | %s | median \\|error\\| |" % " | ".join(METRICS))
+    print("|---|---|---|---|---|---|---|")
+    for k in (0.85, 1.0, 1.15, 1.3):
+        cal = json.loads(row[6])
+        cal["cost_model"]["iteration"] = [x * k for x in cal["cost_model"]["iteration"]]
+        cid = con.execute("insert into calibrations (%s) values (?,?,?,?,?,?,?,?,?,?)" % cols,
+                          row[:6] + ("",) + row[7:]).lastrowid
+        cal["id"] = cid
+        con.execute("update calibrations set calibration = ?, source = ? where id = ?",
+                    (json.dumps(cal), "%s, cost terms x%.2f" % (row[5], k), cid))
+        con.commit()
+        limit = requests if slots != 1 else requests // 2
+        sim = run([bp, "--db", db, "replay", "1", "--trace", "--simulate", "--calibration", str(cid), "--compare",
+                   str(measured[0]), "--limit", str(limit), "--length-scale", "0.05"])
+        figures = errors(sim.stdout)
+        print("| x%.2f | %s | %.0f%% |" % (k, " | ".join("%.3g (%+.0f%%)" % (f[2], 100 * f[3]) for f in figures),
+                                          100 * statistics.median(abs(f[3]) for f in figures)))
+        sys.stdout.flush()
+    return 0
+
+
 def unknown(bp, gguf, work, runs):
     import threading
     from llamacpp_server_check import HidingProxy, make_handler, stop_server
@@ -267,9 +307,14 @@ def main():
                     help="replay the same arrivals into a fresh server of the same flags a second time (another "
                          "~70 s a slot count): the row 'measured again' is how far the measurement moves by itself")
     ap.add_argument("--pick-requests", type=int, default=120)
+    ap.add_argument("--sensitivity", metavar="DB", help="the prediction with every cost term x0.85..x1.3, "
+                    "against the measured replay of an earlier run's DB (--work DIR/slots-N.db)")
     ap.add_argument("--unknown", type=int, default=0, metavar="N",
                     help="the unknown-kind path N times (a fresh server behind a proxy hiding its kind each)")
     a = ap.parse_args()
+    if a.sensitivity:
+        print("llamacpp_truth --sensitivity: four simulations, nothing sent; ~10-20 s", file=sys.stderr)
+        return sensitivity(a.batchpilot, a.sensitivity, a.requests)
     if not os.access(llama_server(), os.X_OK):
         sys.exit("no llama-server at %s (packaging/install-llama-cpp.sh --build builds it)" % llama_server())
     work = a.work or tempfile.mkdtemp(prefix="llamacpp-truth-")
