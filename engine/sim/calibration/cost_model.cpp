@@ -338,7 +338,7 @@ Result<CostModel> costModelFromJson(const nlohmann::json &j)
                                            a.at("expected").get<double>()});
         }
         m.overheadS = j.value("overhead_s", 0.0);
-        m.stepOverheadS = j.value("step_overhead_s", 0.0); // absent before it was measured
+        m.stepOverheadS = j.value("step_overhead_s", 0.0);           // absent before it was measured
         m.attentionOnKvView = j.value("attention_on_kv_view", true); // absent before it was chosen
         m.residuals = j.value("residuals", std::vector<double>{});
         m.iterationResiduals = j.value("iteration_residuals", std::vector<double>{});

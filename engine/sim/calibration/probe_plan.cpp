@@ -177,7 +177,8 @@ std::string ProbePlan::describe() const
         std::vector<int> at, prompts;
         const ProbeRound *spread = nullptr;
         for (const ProbeRound *r : by["decode"]) {
-            n += std::size_t(r->concurrency), at.push_back(r->concurrency), prompts.push_back(r->promptTokens);
+            n += std::size_t(r->concurrency), at.push_back(r->concurrency),
+                prompts.push_back(r->promptTokens);
             if (r->slotStride > 1)
                 spread = r;
         }

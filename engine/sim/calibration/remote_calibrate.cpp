@@ -93,8 +93,9 @@ std::string describe(const KvViewChoice &choice, int kvPad)
         char line[96];
         const double kept = choice.padded ? *choice.paddedError : *choice.contextError;
         const double other = choice.padded ? *choice.contextError : *choice.paddedError;
-        std::snprintf(line, sizeof line, ": the probe's rows fit it better (median error %.1f %% against %.1f %%)",
-                      100 * kept, 100 * other);
+        std::snprintf(line, sizeof line,
+                      ": the probe's rows fit it better (median error %.1f %% against %.1f %%)", 100 * kept,
+                      100 * other);
         s += line;
     } else {
         s += ": the other way could not be fitted";

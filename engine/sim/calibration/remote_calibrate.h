@@ -80,7 +80,8 @@ struct PaceRatio {
     int thenRequests = 1;     // the reference's requests
     double thenSpread = 0;    // and their spread
 };
-std::optional<PaceRatio> paceAgainst(const RemoteCalibration &remote, const std::vector<ProbeRequest> &refresh);
+std::optional<PaceRatio> paceAgainst(const RemoteCalibration &remote,
+                                     const std::vector<ProbeRequest> &refresh);
 // Every stored row's seconds and steps, and the reference, times `ratio`:
 // fitted again (remoteCalibration), every term and the request overhead
 // scale by it.

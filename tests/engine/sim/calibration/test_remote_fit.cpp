@@ -272,7 +272,8 @@ private slots:
         QCOMPARE(ProbePlan::full(8, true).withSpreadRound(4).spreadStreams, 2);
         QCOMPARE(ProbePlan::full(8, true).withSpreadRound(2).spreadStreams, 0); // no two apart
         QCOMPARE(ProbePlan::full(2, true).withSpreadRound(8).spreadStreams, 2);
-        QCOMPARE(ProbePlan::full(8, false).withSpreadRound(8).spreadStreams, 0); // one stream: no rounds to spread
+        QCOMPARE(ProbePlan::full(8, false).withSpreadRound(8).spreadStreams,
+                 0); // one stream: no rounds to spread
         Truth t;
         t.prefillAlone = true;
         t.splitBySlot = true;
@@ -611,10 +612,11 @@ private slots:
         QVERIFY(r.pace.has_value());
         QCOMPARE(r.pace->promptTokens, plan.decodePrompt);
         QCOMPARE(r.pace->maxTokens, plan.decodeTokens);
-        QCOMPARE(r.pace->requests, 2); // the first decode round's and the pace round's
+        QCOMPARE(r.pace->requests, 2);  // the first decode round's and the pace round's
         QVERIFY(r.pace->spread < 1e-9); // the same step twice on a server without noise
         // one stream at context 64..192: s0 + s1 + s2 + (s3 + s7) x context
-        const double step = t.s0 + t.s1 + t.s2 + (t.s3 + t.s7) * (plan.decodePrompt + plan.decodeTokens / 2.0);
+        const double step =
+            t.s0 + t.s1 + t.s2 + (t.s3 + t.s7) * (plan.decodePrompt + plan.decodeTokens / 2.0);
         QVERIFY2(relative(r.pace->stepS, step) < 0.02, qPrintable(QString::number(r.pace->stepS)));
         auto before = remoteCalibration("m", 1000, 4096, r, "probe");
         QVERIFY2(before, before.status().message().c_str());
@@ -632,10 +634,11 @@ private slots:
         QVERIFY(pace.has_value());
         QVERIFY2(std::abs(pace->ratio - 1.3) < 1e-6, qPrintable(QString::number(pace->ratio, 'g', 9)));
         QCOMPARE(pace->requests, std::size_t(3));
-        QVERIFY(QString::fromStdString(describe(*pace, 7))
-                    .contains(QStringLiteral("(3 requests, 0 % apart)")));
-        QVERIFY(QString::fromStdString(describe(*pace, 7))
-                    .contains(QStringLiteral("when calibration 7 was measured (2 requests, 0 % apart): x1.300")));
+        QVERIFY(
+            QString::fromStdString(describe(*pace, 7)).contains(QStringLiteral("(3 requests, 0 % apart)")));
+        QVERIFY(
+            QString::fromStdString(describe(*pace, 7))
+                .contains(QStringLiteral("when calibration 7 was measured (2 requests, 0 % apart): x1.300")));
 
         RemoteCalibration scaled = *before->remote;
         scalePace(scaled, pace->ratio);
