@@ -41,6 +41,15 @@ every cost term times 0.85, 1.0, 1.15 and 1.3, and the same arrivals are
 simulated on each against the measured replay. Nothing is sent to a server;
 four simulations, ~10-20 s.
 
+With --decompose DB, instead: where the measured and the simulated TPOT
+part. For each replayed request of 4 tokens or more, its TPOT is fitted
+(least squares over the requests) as base + a * (the other requests
+decoding beside it, time-weighted over its decode) + b * (the prompt tokens
+of the requests that arrived during its decode, per token of its own), once
+over the measured replay and once over the simulation of the same arrivals
+on the probe's calibration (the DB of an earlier run, as --sensitivity).
+Reads the DB only; a second.
+
 With --unknown N, instead: the unknown-kind path, N times. Each run starts
 a fresh llama-server (-np 2 -c 2048) behind the proxy of tests/integration/
 llamacpp_server_check.py that hides /metrics, /props and /slots, calibrates
@@ -252,6 +261,52 @@ def sensitivity(bp, db, requests):
     return 0
 
 
+def least_squares(rows):
+    """Ordinary least squares of y on x (rows of (x, y)) by the normal equations."""
+    k = len(rows[0][0])
+    m = [[sum(x[i] * x[j] for x, _ in rows) for j in range(k)] + [sum(x[i] * y for x, y in rows)]
+         for i in range(k)]
+    for c in range(k):
+        p = max(range(c, k), key=lambda r: abs(m[r][c]))
+        m[c], m[p] = m[p], m[c]
+        for r in range(k):
+            if r != c:
+                f = m[r][c] / m[c][c]
+                m[r] = [a - f * b for a, b in zip(m[r], m[c])]
+    return [m[i][k] / m[i][i] for i in range(k)]
+
+
+def decompose(db):
+    """TPOT = base + a * other decoders + b * others' prompt tokens per own token,
+    over the measured replay and over its simulation on the probe's calibration."""
+    import sqlite3
+    con = sqlite3.connect(db)
+    measured = con.execute("select id from sessions where kind = 'remote' order by id limit 1").fetchone()
+    # the run simulates the probe's calibration first, the refreshed one second
+    simulated = con.execute("select id from sessions where kind = 'simulation' order by id limit 1").fetchone()
+    if not measured or not simulated:
+        sys.exit("%s: no measured replay or no simulation of it (a database llamacpp_truth.py --work kept)" % db)
+    print("| session | requests | base (ms) | per other decoder (ms) | per prompt token of others, per own token (ms) |")
+    print("|---|---|---|---|---|")
+    for name, sid in (("measured", measured[0]), ("simulated (probe)", simulated[0])):
+        reqs = [dict(zip(("arrival", "ttft", "total", "prompt", "out"), r)) for r in con.execute(
+            "select arrival_ns / 1e9, ttft_ns / 1e9, total_ns / 1e9, input_tokens, output_tokens from requests "
+            "where session_id = ? and status = 'ok'", (sid,))]
+        for r in reqs:
+            r["decode"], r["end"] = r["arrival"] + r["ttft"], r["arrival"] + r["total"]
+        rows = []
+        for t in reqs:
+            a, b = t["decode"], t["end"]
+            if t["out"] < 4 or b <= a:
+                continue
+            beside = sum(max(0.0, min(b, u["end"]) - max(a, u["decode"])) for u in reqs if u is not t) / (b - a)
+            prompts = sum(u["prompt"] for u in reqs if u is not t and a < u["arrival"] < b) / (t["out"] - 1)
+            rows.append(([1.0, beside, prompts], 1e3 * (b - a) / (t["out"] - 1)))
+        base, per_decoder, per_prompt_token = least_squares(rows)
+        print("| %s | %d | %.2f | %.2f | %.3f |" % (name, len(rows), base, per_decoder, per_prompt_token))
+    return 0
+
+
 def unknown(bp, gguf, work, runs):
     import threading
     from llamacpp_server_check import HidingProxy, make_handler, stop_server
@@ -309,9 +364,13 @@ def main():
     ap.add_argument("--pick-requests", type=int, default=120)
     ap.add_argument("--sensitivity", metavar="DB", help="the prediction with every cost term x0.85..x1.3, "
                     "against the measured replay of an earlier run's DB (--work DIR/slots-N.db)")
+    ap.add_argument("--decompose", metavar="DB", help="TPOT fitted over the other decoders and the others' prompt "
+                    "tokens, measured and simulated, from an earlier run's DB")
     ap.add_argument("--unknown", type=int, default=0, metavar="N",
                     help="the unknown-kind path N times (a fresh server behind a proxy hiding its kind each)")
     a = ap.parse_args()
+    if a.decompose:
+        return decompose(a.decompose)
     if a.sensitivity:
         print("llamacpp_truth --sensitivity: four simulations, nothing sent; ~10-20 s", file=sys.stderr)
         return sensitivity(a.batchpilot, a.sensitivity, a.requests)
