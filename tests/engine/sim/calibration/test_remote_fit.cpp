@@ -288,6 +288,11 @@ private slots:
         QCOMPARE(answers.size(), plan.requests());
         auto fit = fitRemote(probeObservations(answers, t.chunk, true, 8, true));
         QVERIFY2(fit, fit.status().message().c_str());
+        // Every row fitted, the spread round's too (counted as one pass a
+        // turn, its rows fall far out and are set aside).
+        QCOMPARE(fit->setAside, std::size_t(0));
+        QVERIFY2(fit->phases.at("decode").maxRel < 1e-6,
+                 qPrintable(QString::number(fit->phases.at("decode").maxRel)));
         const double truth[] = {t.o, t.s0, t.s1, t.s2, t.s3, t.s7};
         for (int i = 0; i < 6; ++i)
             QVERIFY2(relative(fit->terms[std::size_t(i)].value, truth[i]) <= 1e-6,
