@@ -3,18 +3,16 @@
 // where it publishes them (or --server-config FILE), the bounded probe plan
 // printed and run (Ctrl+C keeps what was measured), the fit printed term by
 // term with its error, and the calibration stored keyed by target.
-// --session ID refines the newest calibration of that target with a
-// recorded remote session's requests.
+// --session ID and --refresh ID re-price a stored one
+// (cmd_calibrate_refit.cpp).
 #include "cmd_calibrate_remote.h"
+#include "calibrate_remote_common.h"
 #include "cli_text.h"
-#include "remote_fit_print.h"
 #include "server_config_file.h"
-#include "sigint_flag.h"
 
 #include "remote/probe_runner.h"
 #include "remote/settings_fetch.h"
 
-#include "engine/sim/calibration/calibration_store.h"
 #include "engine/sim/calibration/remote_calibrate.h"
 #include "engine/sim/calibration/remote_server_model.h"
 #include "engine/sim/calibration/unknown_server.h"
@@ -23,87 +21,17 @@
 
 #include <QTextStream>
 
-#include <atomic>
 #include <cmath>
-#include <cstdio>
 
 namespace bp::app {
 
 namespace {
 
-int fail(const QString &message, int code = 1)
-{
-    return failCommand(QStringLiteral("calibrate"), message, code);
-}
+using namespace calibrate_target;
 
 const QStringList kServers{"auto", "vllm", "tgi", "sglang", "triton", "llamacpp", "batchpilot"};
 
-int store(TraceStore &db, Result<Calibration> fitted, bool json)
-{
-    if (!fitted)
-        return fail(q(fitted.status().message()));
-    auto id = saveCalibration(db, *fitted);
-    if (!id)
-        return fail(q(id.status().message()));
-    fitted->id = *id;
-    QTextStream out(stdout);
-    if (json) {
-        out << q(toJson(*fitted).dump(2)) << "\n";
-        return 0;
-    }
-    printRemoteFit(out, *fitted);
-    return 0;
-}
-
-// --session ID: the newest calibration of the target, refitted with the
-// session's rows beside its own.
-int refine(TraceStore &db, const remote::RemoteOptions &ro, const std::string &server, std::int64_t session,
-           bool json)
-{
-    auto base = latestRemoteCalibration(db, ro.target.toString().toStdString(), ro.model.toStdString(),
-                                        server == "auto" ? "" : server);
-    if (!base)
-        return fail(q(base.status().message()));
-    auto s = db.session(session);
-    if (!s)
-        return fail(q(s.status().message()));
-    if (s->kind != "remote")
-        return fail(
-            QStringLiteral("session %1 is not a remote session (kind %2)").arg(session).arg(q(s->kind)));
-    auto requests = db.requests(session);
-    if (!requests)
-        return fail(q(requests.status().message()));
-    RemoteCalibration r = *base->remote;
-    int kvPad = 0;
-    if (simulatesServerModel(r) && r.paddedKvView) // the probe's rows' way (chooseKvView)
-        if (auto m = remoteServerModel(r, nullptr))
-            kvPad = serverKvPad(m->config);
-    const auto rows = sessionObservations(*requests, r.prefillChunk, kvPad);
-    if (rows.empty())
-        return fail(
-            QStringLiteral("session %1 has no streamed request with two or more tokens to fit").arg(session));
-    r.observations.insert(r.observations.end(), rows.begin(), rows.end());
-    QTextStream(stderr) << QStringLiteral("calibrate: calibration %1 + %2 rows of session %3\n")
-                               .arg(base->id)
-                               .arg(rows.size())
-                               .arg(session);
-    return store(db,
-                 remoteCalibration(base->model, base->vocabSize, base->positions, std::move(r),
-                                   base->source + " + session " + std::to_string(session)),
-                 json);
-}
-
 constexpr int kGoOn = -1;
-// A pace move past this is warned of (the prediction's target is 15 %).
-constexpr double kPaceWarning = 0.15;
-
-// The flags of a remote calibration.
-struct RemoteFlags {
-    remote::RemoteOptions ro;
-    QString protocol;
-    std::string server; // --server: "auto" until detected
-    double maxDuration = 600, scrape = 250, session = 0, refresh = 0;
-};
 
 int parseRemote(const AppOptions &options, CommandArgs &args, RemoteFlags &f)
 {
@@ -203,92 +131,17 @@ int readServer(const AppOptions &options, CommandArgs &args, RemoteFlags &f, Ser
     return kGoOn;
 }
 
-// The model of a llama-server as its settings were read; nullopt for
-// another kind, or settings not read.
-std::optional<BatchingConfig> llamaCppModel(const std::string &server, const ServerSettings &settings)
-{
-    if (server != "llamacpp" || settings.empty())
-        return std::nullopt;
-    RemoteCalibration r;
-    r.server = server;
-    r.settings = settings;
-    const auto m = remoteServerModel(r, nullptr);
-    if (!m || m->config.server.kind != ServerKind::LlamaCpp)
-        return std::nullopt;
-    return m->config;
-}
-
-// A llama-server's slots as read (ProbeRunOptions::pinSlots); 0 for another
-// kind, or settings not read.
-int pinnedSlots(const std::string &server, const ServerSettings &settings)
-{
-    const auto c = llamaCppModel(server, settings);
-    return c ? c->server.llamacpp.nParallel : 0;
-}
-
-// Whether a llama-server runs its slots' tokens in separate forward passes
-// unless their slots are adjacent (a KV cache per slot: serverPrefillAlone).
-bool splitsBySlot(const std::string &server, const ServerSettings &settings)
-{
-    const auto c = llamaCppModel(server, settings);
-    return c && serverPrefillAlone(*c);
-}
-
-// The bounded probe `plan` of a server of kind `server` (its settings
-// `settings`), said before it runs; Ctrl+C stops it and what was measured
-// is fitted.
-remote::ProbeRun runPlan(const RemoteFlags &f, const std::string &server, const ServerSettings &settings,
-                         const ProbePlan &plan, QTextStream &err)
-{
-    const remote::RemoteOptions &ro = f.ro;
-    const bool streaming = remote::isStreaming(ro.protocol);
-    err << QStringLiteral(
-               "calibrate: probing %1 (%2, %3): %4 requests, at most %5 s (Ctrl+C stops and fits what "
-               "was measured)\n")
-               .arg(ro.target.toString(), ro.model, f.protocol)
-               .arg(plan.requests())
-               .arg(std::chrono::duration_cast<std::chrono::seconds>(plan.bound()).count())
-        << q(plan.describe());
-    err.flush();
-    remote::ProbeRunOptions po;
-    po.remote = ro;
-    po.plan = plan;
-    po.dialect = remote::dialectFor(server);
-    po.pinSlots = pinnedSlots(server, settings);
-    if (const std::string d = remote::describe(po.dialect, ro.protocol); !d.empty())
-        err << QStringLiteral("calibrate: requests to a %1 server: %2\n").arg(q(server), q(d));
-    if (po.pinSlots > 0 && streaming)
-        err << QStringLiteral("calibrate: a round's streams take slots 0, 1, ... of its %1 (id_slot): their "
-                              "decodes share one forward pass a turn\n")
-                   .arg(po.pinSlots);
-    po.scrapeInterval = std::chrono::milliseconds(qint64(f.scrape));
-    po.progress = [&err](const std::string &line) {
-        err << "  " << q(line) << "\n";
-        err.flush();
-    };
-    SigintFlag sigint;
-    po.interrupt = sigint.flag();
-    return remote::runProbe(po);
-}
-
-// `plan` within --timeout per request and --max-duration in all.
-ProbePlan bounded(ProbePlan plan, const RemoteFlags &f)
-{
-    plan.timeout = f.ro.timeout;
-    plan.maxDuration = std::chrono::seconds(qint64(f.maxDuration));
-    return plan;
-}
-
 // The plan --quick or the full one picks, fitted to the model's length; a
-// llama-server with a KV cache per slot gets the spread decode round too.
+// llama-server with a KV cache per slot (serverPrefillAlone: adjacent slots
+// only share a forward pass) gets the spread decode round too.
 ProbePlan planFor(CommandArgs &args, const RemoteFlags &f, const ServerFacts &facts)
 {
     const bool streaming = remote::isStreaming(f.ro.protocol);
     ProbePlan plan = (args.has("quick") ? ProbePlan::quick(f.ro.maxConcurrency, streaming)
                                         : ProbePlan::full(f.ro.maxConcurrency, streaming))
                          .fittedTo(facts.maxModelLen);
-    if (streaming && splitsBySlot(f.server, facts.settings))
-        plan = plan.withSpreadRound(pinnedSlots(f.server, facts.settings));
+    if (const auto c = llamaCppModel(f.server, facts.settings); streaming && c && serverPrefillAlone(*c))
+        plan = plan.withSpreadRound(c->server.llamacpp.nParallel);
     return bounded(plan, f);
 }
 
@@ -355,24 +208,6 @@ RemoteCalibration calibrationOf(const RemoteFlags &f, const ServerSettings &sett
     return r;
 }
 
-// Requests not sent, and the first that failed.
-void reportShortfall(const remote::ProbeRun &run, QTextStream &err)
-{
-    if (!run.interrupted && run.requests.size() != run.planned)
-        err << QStringLiteral("calibrate: %1 of the %2 planned requests were sent\n")
-                   .arg(run.requests.size())
-                   .arg(run.planned);
-    for (const ProbeRequest &p : run.requests)
-        if (!p.ok) {
-            err << QStringLiteral("calibrate: %1 of %2 requests failed; the first: %3\n")
-                       .arg(run.failed())
-                       .arg(run.requests.size())
-                       .arg(q(p.error));
-            break;
-        }
-    err.flush();
-}
-
 // The server's pace at the probe's start and end: a move the size of the
 // prediction's target is said, since the fit prices one pace for both.
 void reportPace(const std::optional<PaceChange> &pace, QTextStream &err)
@@ -386,67 +221,6 @@ void reportPace(const std::optional<PaceChange> &pace, QTextStream &err)
                               "running on the server's machine? calibrate again when it is quiet)\n")
                    .arg(std::abs(100 * pace->change()), 0, 'f', 0);
     err.flush();
-}
-
-// --refresh ID: the server's single-stream pace measured again (a few
-// seconds) and calibration ID stored anew with every cost scaled to it,
-// so that a prediction made now prices the server as it runs now.
-int refresh(TraceStore &db, const RemoteFlags &f, std::int64_t id, bool json, QTextStream &err)
-{
-    auto base = loadCalibration(db, id);
-    if (!base)
-        return fail(q(base.status().message()));
-    if (!base->remote)
-        return fail(QStringLiteral("calibration %1 is of the embedded engine, not of a remote server: "
-                                   "--refresh re-prices a calibrate --target")
-                        .arg(id),
-                    2);
-    RemoteCalibration r = *base->remote;
-    const QString target = f.ro.target.toString();
-    if (q(r.url) != target || q(base->model) != f.ro.model)
-        return fail(QStringLiteral("calibration %1 is of %2 at %3, not of %4 at %5")
-                        .arg(id)
-                        .arg(q(base->model), q(r.url), f.ro.model, target),
-                    2);
-    if (r.protocol != f.protocol.toStdString())
-        err << QStringLiteral("calibrate: calibration %1 probed with %2; the refresh with %3\n")
-                   .arg(id)
-                   .arg(q(r.protocol), f.protocol);
-    if (!r.pace || !remote::isStreaming(f.ro.protocol))
-        return fail(QStringLiteral("calibration %1 holds no single-stream pace to compare with (probed "
-                                   "without token events, or before calibrations kept one), or --protocol "
-                                   "%2 streams no tokens: calibrate it again")
-                        .arg(id)
-                        .arg(f.protocol),
-                    2);
-    const remote::ProbeRun run =
-        runPlan(f, r.server, r.settings, bounded(ProbePlan::refresh(*r.pace), f), err);
-    reportShortfall(run, err);
-    const auto pace = paceAgainst(r, run.requests);
-    if (!pace)
-        return fail(QStringLiteral("the refresh measured no single-stream decode (%1 of %2 requests "
-                                   "answered): calibration %3 is unchanged")
-                        .arg(run.requests.size() - run.failed())
-                        .arg(run.requests.size())
-                        .arg(id));
-    const std::string line = describe(*pace, id);
-    err << "calibrate: " << q(line) << "\n";
-    if (std::abs(pace->ratio - 1) > kPaceWarning)
-        err << QStringLiteral("calibrate: the server runs %1 % %2 than when calibration %3 was measured; the "
-                              "new calibration prices it as it runs now\n")
-                   .arg(std::abs(100 * (pace->ratio - 1)), 0, 'f', 0)
-                   .arg(pace->ratio > 1 ? "slower" : "faster")
-                   .arg(id);
-    err.flush();
-    scalePace(r, pace->ratio);
-    r.probe.plan += line + "\n";
-    char ratio[32];
-    std::snprintf(ratio, sizeof ratio, "x%.3f", pace->ratio);
-    return store(db,
-                 remoteCalibration(base->model, base->vocabSize, base->positions, std::move(r),
-                                   base->source + ", refreshed (pace " + ratio + ", " +
-                                       std::to_string(run.requests.size()) + " requests)"),
-                 json);
 }
 
 } // namespace
